@@ -1,0 +1,49 @@
+"""Precision handling: float64 results through the estimators without touching global JAX config.
+
+JAX defaults to float32 and switching it globally (``jax.config.update("jax_enable_x64", True)``)
+would change every other library in the user's process. Instead every public entry point runs
+its JAX work inside the thread-local ``jax.enable_x64`` context for the requested dtype.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import numpy as np
+
+DEFAULT_DTYPE = "float64"
+_SUPPORTED = {"float64": np.float64, "float32": np.float32}
+
+#: Comparison tolerances keyed by dtype (absolute/relative), used by tests and cross-checks.
+TOLERANCES = {
+    "float64": {"rtol": 1e-8, "atol": 1e-10},
+    "float32": {"rtol": 1e-4, "atol": 1e-5},
+}
+
+
+def resolve_dtype(dtype) -> str:
+    """Return the canonical name (``"float64"`` or ``"float32"``) of ``dtype``.
+
+    Raises:
+        ValueError: if ``dtype`` is not one of the supported floating types.
+    """
+    if dtype is None:
+        return DEFAULT_DTYPE
+    name = np.dtype(dtype).name
+    if name not in _SUPPORTED:
+        raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")
+    return name
+
+
+def precision(dtype=None):
+    """Context manager enabling 64-bit JAX inside the block when ``dtype`` is float64."""
+    name = resolve_dtype(dtype)
+    if name == "float64":
+        return jax.enable_x64(True)
+    return jax.enable_x64(False) if hasattr(jax, "enable_x64") else contextlib.nullcontext()
+
+
+def numpy_dtype(dtype=None):
+    """NumPy scalar type for ``dtype``."""
+    return _SUPPORTED[resolve_dtype(dtype)]

@@ -1,0 +1,172 @@
+"""The functional core: one scoring path and one closed-form fitting path for every story.
+
+Scoring. ``joint_log_prob(story, params, X)`` returns the (n, K) matrix
+
+    J[i, k] = log pi_k + log p(x_i | y = k)
+
+and everything else derives from it: class posteriors (a log-softmax of J), the marginal
+log-likelihood (a log-sum-exp of J), EM responsibilities and ArviZ pointwise log-likelihoods.
+
+Fitting. Labels (one-hot), soft responsibilities and sample weights all enter through one
+responsibility matrix R (n, K); the story turns ``(X, R)`` into additive sufficient statistics and
+the statistics into parameters.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpyro
+
+from genprob.story import CLASS_PRIOR, ClassConditional, Story, class_distribution
+
+__all__ = [
+    "joint_log_prob",
+    "predict_log_proba",
+    "predict_proba",
+    "log_likelihood",
+    "one_hot_responsibilities",
+    "sufficient_statistics",
+    "fit_closed_form",
+    "class_prior_from_counts",
+    "model",
+    "sample",
+]
+
+
+@partial(jax.jit, static_argnums=0)
+def joint_log_prob(story: Story, params: dict, X) -> jax.Array:
+    """Log joint density ``log pi_k + log p(x_i | k)`` of every row and class, shape (n, K)."""
+    by_class = story.emission(params).log_prob(X[:, None, :])
+    return jnp.log(params[CLASS_PRIOR]) + by_class
+
+
+def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
+    """Log class posteriors ``log p(y = k | x_i)`` (n, K), normalized with a log-sum-exp."""
+    return jax.nn.log_softmax(joint_log_prob(story, params, X), axis=-1)
+
+
+def predict_proba(story: Story, params: dict, X) -> jax.Array:
+    """Class posteriors ``p(y = k | x_i)`` (n, K); each row sums to one."""
+    return jnp.exp(predict_log_proba(story, params, X))
+
+
+def log_likelihood(story: Story, params: dict, X, y=None, *, pointwise: bool = False):
+    """Log-likelihood of ``X`` with labels ``y`` (codes 0..K-1; -1 marks an unlabeled row).
+
+    Labeled rows contribute ``log pi_y + log p(x | y)``, unlabeled rows (and every row when ``y``
+    is None) ``log sum_k pi_k p(x | k)``.
+
+    Returns:
+        The total, or the per-row values (n,) when ``pointwise`` is true.
+    """
+    joint = joint_log_prob(story, params, X)
+    marginal = jax.nn.logsumexp(joint, axis=-1)
+    if y is None:
+        values = marginal
+    else:
+        y = jnp.asarray(y)
+        labeled = y >= 0
+        chosen = jnp.take_along_axis(joint, jnp.where(labeled, y, 0)[:, None], axis=-1)[:, 0]
+        values = jnp.where(labeled, chosen, marginal)
+    return values if pointwise else values.sum()
+
+
+def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None) -> jax.Array:
+    """Responsibility matrix R (n, K) of label codes ``y``, rows scaled by sample weights."""
+    R = jax.nn.one_hot(jnp.asarray(y), num_classes, dtype=dtype or jnp.result_type(float))
+    if sample_weight is not None:
+        R = R * jnp.asarray(sample_weight, dtype=R.dtype)[:, None]
+    return R
+
+
+@partial(jax.jit, static_argnums=0)
+def sufficient_statistics(story: Story, X, R) -> dict:
+    """Additive statistics of ``(X, R)``: class counts plus the story's own statistics."""
+    return {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
+
+
+def class_prior_from_counts(class_counts, class_prior=None, fit_prior: bool = True):
+    """Class prior: MLE ``N_k / N``, a fixed user prior, or uniform when ``fit_prior`` is false."""
+    num_classes = class_counts.shape[-1]
+    if class_prior is not None:
+        return jnp.asarray(class_prior, dtype=class_counts.dtype)
+    if not fit_prior:
+        return jnp.full(num_classes, 1.0 / num_classes, dtype=class_counts.dtype)
+    return class_counts / class_counts.sum()
+
+
+def maximize(story: Story, stats: dict, class_prior=None, fit_prior: bool = True) -> dict:
+    """Closed-form parameters from statistics produced by :func:`sufficient_statistics`."""
+    params = dict(story.maximize(stats["emission"]))
+    params[CLASS_PRIOR] = class_prior_from_counts(stats["class_counts"], class_prior, fit_prior)
+    return params
+
+
+def fit_closed_form(story: Story, X, R, class_prior=None, fit_prior: bool = True) -> dict:
+    """Fit a closed-form story to data ``X`` with responsibilities ``R`` (n, K)."""
+    if not story.has_closed_form:
+        raise NotImplementedError(
+            f"{type(story).__name__} has no closed form; fit it with genprob.fit_optimizer."
+        )
+    return maximize(story, sufficient_statistics(story, X, R), class_prior, fit_prior)
+
+
+def model(story: Story, X=None, y=None, *, num_classes: int, num_features=None, num_samples=None):
+    """The story as a NumPyro model.
+
+    It reads as the generative process: draw the parameters from their prior, then for each row
+    draw a class from the class prior and the features given that class. Labels equal to -1 are
+    unknown: the label site is masked out there and the feature site sums the class out, so the
+    same model serves supervised, semi-supervised and unsupervised data.
+
+    Args:
+        story: the story.
+        X: observed features (n, D), or None to generate.
+        y: label codes (n,) in 0..K-1, -1 for unlabeled rows; None to generate them.
+        num_classes: K.
+        num_features: D, needed only when ``X`` is None.
+        num_samples: n, needed only when both ``X`` and ``y`` are None.
+    """
+    num_features = X.shape[-1] if X is not None else num_features
+    if X is not None:
+        num_samples = X.shape[0]
+    elif y is not None:
+        num_samples = jnp.shape(y)[0]
+    class_prior = numpyro.sample(
+        CLASS_PRIOR,
+        numpyro.distributions.Dirichlet(jnp.full(num_classes, float(story.class_concentration))),
+    )
+    params = story.prior(num_classes, num_features)
+    emission = story.emission({**params, CLASS_PRIOR: class_prior})
+    with numpyro.plate("data", num_samples):
+        if y is None:
+            labels = numpyro.sample("y", class_distribution(class_prior))
+            labeled = None
+        else:
+            y = jnp.asarray(y)
+            labeled = y >= 0
+            observed = jnp.where(labeled, y, 0)
+            numpyro.sample("y", class_distribution(class_prior).mask(labeled), obs=observed)
+            labels = observed
+            if X is None:
+                labeled = None  # generating features for given labels
+        numpyro.sample(
+            "x",
+            ClassConditional(emission, labels.astype(jnp.int32), labeled, jnp.log(class_prior)),
+            obs=X,
+        )
+
+
+def sample(story: Story, params: dict, num_samples: int, key):
+    """Draw ``(X, y)`` from the two-step generative process with fixed parameters.
+
+    Returns:
+        ``X`` (num_samples, D) and label codes ``y`` (num_samples,).
+    """
+    class_key, feature_key = jax.random.split(key)
+    y = class_distribution(params[CLASS_PRIOR]).sample(class_key, (num_samples,)).astype(jnp.int32)
+    X = ClassConditional(story.emission(params), y).sample(feature_key)
+    return X, y
