@@ -8,6 +8,7 @@ Three faces over one functional core:
 * scikit-learn estimators (:mod:`genprob.estimators`).
 """
 
+from genprob import datasets
 from genprob.core import (
     fit_closed_form,
     joint_log_prob,
@@ -17,22 +18,18 @@ from genprob.core import (
     predict_proba,
     sample,
 )
-from genprob.estimators import GaussianNB
-from genprob.families.gaussian import GaussianStory
 from genprob.story import ClassConditional, Story
 
-__version__ = "0.1.0"
+# -- Gaussian family (issue: foundation) --
+from genprob.estimators.gaussian import GaussianNB
+from genprob.families.gaussian import GaussianStory
 
-__all__ = [
-    "Story",
-    "ClassConditional",
-    "GaussianStory",
-    "GaussianNB",
-    "joint_log_prob",
-    "predict_proba",
-    "predict_log_proba",
-    "log_likelihood",
-    "fit_closed_form",
-    "model",
-    "sample",
-]
+# -- end Gaussian family --
+# -- discrete and mixed families --
+# -- end discrete and mixed families --
+# -- optimizer and cross-check --
+# -- end optimizer and cross-check --
+# -- missing labels (EM) --
+# -- end missing labels (EM) --
+
+__version__ = "0.1.0"
