@@ -21,15 +21,47 @@ from genprob.core import (
 from genprob.story import ClassConditional, Story
 
 # -- Gaussian family (issue: foundation) --
-from genprob.estimators.gaussian import GaussianNB
-from genprob.families.gaussian import GaussianStory
+from genprob import boundaries
+from genprob.boundaries import lda_projection, lda_transform, linear_boundary, quadratic_boundary
+from genprob.estimators.gaussian import (
+    GaussianNB,
+    LinearDiscriminantAnalysis,
+    QuadraticDiscriminantAnalysis,
+)
+from genprob.families.gaussian import GaussianStory, WhitenedNormal
 
 # -- end Gaussian family --
 # -- discrete and mixed families --
+from genprob.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialNB, PoissonNB
+from genprob.estimators.mixed import MixedNB
+from genprob.families.bernoulli import BernoulliStory
+from genprob.families.categorical import (
+    CategoricalStory,
+    full_joint_num_parameters,
+    naive_num_parameters,
+)
+from genprob.families.mixed import MixedStory
+from genprob.families.multinomial import MultinomialStory
+from genprob.families.poisson import PoissonStory
+
 # -- end discrete and mixed families --
 # -- optimizer and cross-check --
+from genprob import registry
+from genprob.crosscheck import CheckRow, CrosscheckResult, crosscheck
+from genprob.optimize import ObjectiveValue, OptimizerResult, evaluate_objective, fit_optimizer
+
 # -- end optimizer and cross-check --
 # -- missing labels (EM) --
+from genprob import em, mcmc
+from genprob.em import EMResult, fit_em, weighted_log_likelihood
+from genprob.mcmc import fit_nuts, params_from_samples, run_nuts, sample_labels
+
 # -- end missing labels (EM) --
+
+# -- persistence and any-story estimator --
+from genprob.estimators.generic import GenerativeClassifier
+from genprob.persistence import ModelFileError, load
+
+# -- end persistence and any-story estimator --
 
 __version__ = "0.1.0"

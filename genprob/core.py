@@ -29,6 +29,7 @@ __all__ = [
     "log_likelihood",
     "one_hot_responsibilities",
     "sufficient_statistics",
+    "combine_statistics",
     "fit_closed_form",
     "class_prior_from_counts",
     "model",
@@ -86,6 +87,19 @@ def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None
 def sufficient_statistics(story: Story, X, R) -> dict:
     """Additive statistics of ``(X, R)``: class counts plus the story's own statistics."""
     return {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
+
+
+@partial(jax.jit, static_argnums=0)
+def combine_statistics(story: Story, stats_a: dict, stats_b: dict) -> dict:
+    """Statistics of two data chunks together (:meth:`Story.combine_statistics`).
+
+    ``maximize(story, combine_statistics(story, s_a, s_b))`` is the fit on both chunks, which is
+    what incremental (``partial_fit``) and distributed fits rest on.
+    """
+    return {
+        "class_counts": stats_a["class_counts"] + stats_b["class_counts"],
+        "emission": story.combine_statistics(stats_a["emission"], stats_b["emission"]),
+    }
 
 
 def class_prior_from_counts(class_counts, class_prior=None, fit_prior: bool = True):

@@ -72,6 +72,15 @@ class Story:
         """Closed-form M-step: emission parameters maximizing the (penalized) likelihood."""
         raise NotImplementedError
 
+    def combine_statistics(self, stats_a: dict, stats_b: dict) -> dict:
+        """Statistics of the union of two data chunks from the statistics of each chunk.
+
+        The default adds them leaf by leaf, which is right for sums over rows. Stories whose
+        statistics are taken about a chunk-dependent reference point override it (see
+        ``GaussianStory``); stories whose statistics do not combine raise ``ValueError``.
+        """
+        return jax.tree_util.tree_map(jnp.add, stats_a, stats_b)
+
     def log_penalty(self, params: dict, stats: dict):
         """Log density (up to a constant) of the prior that the closed form's regularization is.
 

@@ -1,10 +1,23 @@
 """scikit-learn compatible estimators over genprob stories."""
 
 # -- Gaussian family (issue: foundation) --
-from genprob.estimators.gaussian import GaussianNB
+from genprob.estimators.gaussian import (
+    GaussianNB,
+    LinearDiscriminantAnalysis,
+    QuadraticDiscriminantAnalysis,
+    UnsupportedOptionError,
+)
 
 # -- end Gaussian family --
 # -- discrete and mixed families --
+from genprob.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialNB, PoissonNB
+from genprob.estimators.mixed import MixedNB
+
 # -- end discrete and mixed families --
+
+# -- any-story estimator --
+from genprob.estimators.generic import GenerativeClassifier
+
+# -- end any-story estimator --
 
 __all__ = [name for name in dir() if not name.startswith("_") and name[0].isupper()]

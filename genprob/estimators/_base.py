@@ -8,25 +8,98 @@ precision context. Every prediction method derives from :meth:`predict_joint_log
 
 from __future__ import annotations
 
+import warnings
+from numbers import Integral, Real
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from genprob import core
+from genprob import em as _em
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob.story import Story
 
 __all__ = ["GenerativeClassifierBase", "jax_key"]
+
+#: Attributes set only by a fit with unlabeled rows (removed by a later fully labeled fit).
+_EM_ATTRIBUTES = (
+    "n_iter_",
+    "converged_",
+    "log_likelihood_trace_",
+    "label_distributions_",
+    "transduction_",
+)
+#: State of incremental fitting (``partial_fit``), reset by ``fit``.
+_PARTIAL_FIT_STATE = ("stats_", "_pending_reason")
 
 
 def jax_key(random_state) -> jax.Array:
     """A JAX PRNG key from anything ``sklearn.utils.check_random_state`` accepts."""
     seed = check_random_state(random_state).randint(0, 2**31 - 1)
     return jax.random.PRNGKey(seed)
+
+
+def _check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool = False):
+    """Row weights as float64 (n,), or None; a scalar weighs every row alike."""
+    if sample_weight is None:
+        return None
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    if sample_weight.ndim == 0:
+        sample_weight = np.full(num_samples, float(sample_weight))
+    if sample_weight.shape != (num_samples,):
+        raise ValueError(
+            f"sample_weight has shape {sample_weight.shape}; expected ({num_samples},), one "
+            f"weight per row of X."
+        )
+    if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
+        raise ValueError("sample_weight must be finite and non-negative.")
+    if not allow_all_zero and not sample_weight.sum() > 0:
+        raise ValueError("every sample_weight is zero: at least one row needs a positive weight.")
+    return sample_weight
+
+
+def _check_classes(classes) -> np.ndarray:
+    """The ``classes`` argument as sorted unique labels; -1 (unlabeled) and duplicates raise."""
+    array = np.asarray(classes)
+    if array.ndim != 1 or array.size == 0 or np.any(_em.unlabeled_mask(array)):
+        raise ValueError(
+            f"classes must be a non-empty 1-D sequence of labels without -1 (the unlabeled "
+            f"marker); got {classes!r}."
+        )
+    unique = np.unique(array)
+    if len(unique) != len(array):
+        raise ValueError(f"classes contains duplicates: {classes!r}.")
+    return unique
+
+
+def _padded_rows(num_rows: int) -> int:
+    """Row count a chunk is padded to: powers of two up to 4096, then multiples of 4096.
+
+    Jitted statistics compile once per shape; padding chunks of streaming data to a few sizes
+    bounds the number of compilations (at most twice the work for small chunks).
+    """
+    if num_rows <= 4096:
+        return max(16, 1 << (num_rows - 1).bit_length())
+    return -(-num_rows // 4096) * 4096
+
+
+def _pad_rows(X, R):
+    """Append copies of the first row with zero responsibility (they add nothing)."""
+    num_rows = X.shape[0]
+    target = _padded_rows(num_rows)
+    if target == num_rows or not isinstance(X, jax.Array):
+        return X, R
+    filler = jnp.broadcast_to(X[:1], (target - num_rows, X.shape[1]))
+    return (
+        jnp.concatenate([X, filler], axis=0),
+        jnp.concatenate([R, jnp.zeros((target - num_rows, R.shape[1]), R.dtype)], axis=0),
+    )
 
 
 class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
@@ -38,8 +111,14 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     (scikit-learn's attribute names derived from ``params_``).
 
     Fitted attributes common to all estimators: ``classes_``, ``n_features_in_``,
-    ``feature_names_in_`` (when fit on a DataFrame), ``story_`` and ``params_`` (the story's named
-    parameters as NumPy arrays, ``class_prior`` included).
+    ``feature_names_in_`` (when fit on a DataFrame), ``story_``, ``params_`` (the story's named
+    parameters as NumPy arrays, ``class_prior`` included) and ``stats_`` (the sufficient
+    statistics the closed form was computed from: ``class_counts`` and the story's
+    ``emission`` statistics; :meth:`partial_fit` adds chunks to them).
+
+    EM controls (used when ``y`` has unlabeled rows, ``-1``), constructor parameters of every
+    estimator: ``unlabeled_weight`` (λ in [0, 1]), ``max_iter``, ``em_tol`` (named so because
+    LDA/QDA's ``tol`` is scikit-learn's rank threshold), ``n_init`` and ``random_state``.
     """
 
     #: Keyword arguments for ``validate_data``; subclasses may allow sparse input, etc.
@@ -71,6 +150,12 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return {k: self._as_array(v) for k, v in self.params_.items()}
 
     def _check_X(self, X):
+        if hasattr(self, "stats_") and not hasattr(self, "params_"):
+            raise NotFittedError(
+                f"{type(self).__name__} has statistics from partial_fit but no parameters yet: "
+                f"{getattr(self, '_pending_reason', 'not enough data')}. Call partial_fit with "
+                f"more data first."
+            )
         check_is_fitted(self, "params_")
         X = validate_data(
             self, X, reset=False, dtype=[np.float64, np.float32], **self._validate_kwargs
@@ -78,33 +163,45 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return self._validate_X(X, fitting=False)
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, classes=None):
         """Fit the story's parameters by maximum likelihood (closed form).
+
+        Rows labeled ``-1`` are *unlabeled* (scikit-learn's semi-supervised convention): then the
+        fit maximizes the marginal likelihood by EM (:meth:`_fit_partly_labeled`).
 
         Args:
             X: features (n_samples, n_features).
-            y: labels, any hashable values.
+            y: labels, any hashable values; a numeric -1 marks an unlabeled row.
             sample_weight: optional non-negative weights (n_samples,).
+            classes: every class label; needed when some class has no labeled row (for example
+                when every row is unlabeled). Giving it always runs the EM path.
 
         Returns:
             self
         """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **self._validate_kwargs)
+        self._check_em_params()
+        sample_weight = _check_sample_weight(sample_weight, X.shape[0])
+        for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
+            self.__dict__.pop(name, None)
+        unlabeled = _em.unlabeled_mask(y)
+        if classes is not None or unlabeled.any():
+            return self._fit_partly_labeled(X, y, unlabeled, sample_weight, classes)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(
-                f"need samples of at least 2 classes to fit a classifier; got only class "
-                f"{self.classes_[0]!r}."
+                f"need samples of at least 2 classes to fit a classifier; got only one class: "
+                f"{self.classes_.tolist()[0]!r}."
             )
         if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight, dtype=np.float64)
-            if sample_weight.shape != (X.shape[0],):
+            weighted = self.classes_[np.bincount(codes, sample_weight, len(self.classes_)) > 0]
+            if len(weighted) < 2:
                 raise ValueError(
-                    f"sample_weight has shape {sample_weight.shape}; expected ({X.shape[0]},)."
+                    f"only one class ({weighted.tolist()[0]!r}) has rows with positive "
+                    f"sample_weight: a classifier needs at least 2 classes (zero-weight rows "
+                    f"count as removed)."
                 )
-            if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
-                raise ValueError("sample_weight must be finite and non-negative.")
         X = self._validate_X(X, fitting=True)
         story = self._make_story(X)
         class_prior, fit_prior = self._class_prior_argument()
@@ -120,7 +217,318 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             self.params_ = {k: np.asarray(v) for k, v in params.items()}
             stats = jax.tree_util.tree_map(np.asarray, stats)
         self._set_fitted_attributes(stats)
+        self.stats_ = stats
         return self
+
+    # -- incremental fitting ---------------------------------------------------------------------
+    def _check_partial_fit_supported(self, story):
+        """Raise ``ValueError`` when the story's statistics do not add up over chunks."""
+        if not story.has_closed_form:
+            raise ValueError(
+                f"{type(story).__name__} has no closed form (no additive sufficient "
+                f"statistics): partial_fit needs them. Fit on all the data with fit()."
+            )
+        if getattr(story, "shrinkage", None) == "auto":
+            raise ValueError(
+                "partial_fit is not available with shrinkage='auto': the Ledoit–Wolf statistics "
+                "depend on each chunk's class means and scales and do not add up over chunks. "
+                "Use fit() on all the data, or a fixed shrinkage in [0, 1]."
+            )
+
+    def _partial_fit_story(self, X, previous):
+        """The story after a new chunk ``X``; ``previous`` is the story so far (None at first).
+
+        Stories that depend on the data (category counts, document lengths) override this to
+        grow with the chunks.
+        """
+        return self._make_story(X)
+
+    def _extend_statistics(self, stats, previous, story):
+        """Running statistics of story ``previous`` in the layout of ``story`` (padding etc.)."""
+        return stats
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Update the fit with a chunk of labeled rows (incremental, out-of-core learning).
+
+        The running sufficient statistics ``stats_`` get the chunk's statistics added
+        (:func:`genprob.core.combine_statistics`: Gaussian moments are re-centered) and the
+        parameters are re-derived by the closed form, so any sequence of chunks gives the same
+        parameters as :meth:`fit` on the concatenated rows (to rounding). :meth:`fit` starts the
+        statistics afresh; ``partial_fit`` after ``fit`` continues from them.
+
+        While the statistics cannot yet give parameters (a Gaussian class with no rows so far, a
+        singular class covariance in QDA) the chunk is kept, a warning says why, and prediction
+        raises ``NotFittedError`` until later chunks fix it.
+
+        Args:
+            X: features of the chunk (n_chunk, n_features).
+            y: labels of the chunk, each one of ``classes`` (no unlabeled rows: use :meth:`fit`
+                for EM).
+            classes: every class label; required on the first call (scikit-learn's
+                convention), optional afterwards (then it must be the same).
+            sample_weight: optional non-negative weights of the chunk's rows.
+
+        Returns:
+            self
+
+        Raises:
+            ValueError: missing ``classes`` on the first call, labels outside ``classes``,
+                unlabeled rows, a different number of features than before, or options whose
+                statistics do not add up (``shrinkage="auto"``, ``covariance_estimator``, stories
+                without closed form).
+        """
+        first = not hasattr(self, "stats_")
+        if first:
+            if classes is None:
+                raise ValueError(
+                    "classes must be passed on the first call to partial_fit: every class label, "
+                    "e.g. classes=np.unique(y_all)."
+                )
+            new_classes = _check_classes(classes)
+            if len(new_classes) < 2:
+                raise ValueError(f"classes must hold at least 2 classes; got {classes!r}.")
+        elif classes is not None and not np.array_equal(_check_classes(classes), self.classes_):
+            raise ValueError(
+                f"classes={classes!r} differs from the classes of the first partial_fit call, "
+                f"{self.classes_.tolist()}."
+            )
+        X, y = validate_data(
+            self, X, y, reset=first, dtype=[np.float64, np.float32], **self._validate_kwargs
+        )
+        self._check_em_params()
+        if first:
+            for name in _EM_ATTRIBUTES:
+                self.__dict__.pop(name, None)
+            self.classes_ = new_classes
+        unlabeled = _em.unlabeled_mask(y)
+        if unlabeled.any():
+            raise ValueError(
+                f"y contains {int(unlabeled.sum())} unlabeled rows (-1): partial_fit adds "
+                f"labeled statistics only; fit partly labeled data with fit(X, y) (EM)."
+            )
+        check_classification_targets(y)
+        known = set(self.classes_.tolist())
+        unknown = sorted({v for v in np.asarray(y).tolist() if v not in known}, key=repr)
+        if unknown:
+            raise ValueError(
+                f"y contains labels {unknown[:5]} that are not in classes "
+                f"{self.classes_.tolist()} (given on the first partial_fit call)."
+            )
+        codes = np.searchsorted(self.classes_, y)
+        sample_weight = _check_sample_weight(sample_weight, X.shape[0], allow_all_zero=True)
+        class_prior, fit_prior = self._class_prior_argument()
+        X = self._validate_X(X, fitting=True)
+        previous = None if first else self.story_
+        story = self._partial_fit_story(X, previous)
+        self._check_partial_fit_supported(story)
+        with precision(self._dtype):
+            Xj = self._as_array(X)
+            story.validate(Xj)
+            R = core.one_hot_responsibilities(
+                codes, len(self.classes_), sample_weight, dtype=numpy_dtype(self._dtype)
+            )
+            stats = core.sufficient_statistics(story, *_pad_rows(Xj, R))
+            if not first:
+                before = jax.tree_util.tree_map(self._as_array, self.stats_)
+                before = self._extend_statistics(before, previous, story)
+                if jax.tree_util.tree_structure(before) != jax.tree_util.tree_structure(stats):
+                    raise ValueError(
+                        "the hyperparameters changed between partial_fit calls in a way that "
+                        "changes the statistics kept; call fit() to start afresh."
+                    )
+                stats = core.combine_statistics(story, before, stats)
+            stats = jax.tree_util.tree_map(np.asarray, stats)
+        self.stats_ = stats
+        self.story_ = story
+        self._refit_from_statistics(class_prior, fit_prior)
+        return self
+
+    def _refit_from_statistics(self, class_prior, fit_prior):
+        """Parameters and fitted attributes from ``stats_``, or a pending state with a warning."""
+        story, stats = self.story_, self.stats_
+        self.__dict__.pop("_pending_reason", None)
+        with precision(self._dtype):
+            stats_j = jax.tree_util.tree_map(self._as_array, stats)
+            params = core.maximize(story, stats_j, class_prior, fit_prior)
+            self.params_ = {k: np.asarray(v) for k, v in params.items()}
+        try:
+            self._set_fitted_attributes(stats)
+        except ValueError as error:
+            # Not enough data yet (e.g. a class without rows): keep the statistics, drop the
+            # parameters until a later chunk makes them estimable.
+            self.__dict__.pop("params_", None)
+            self.story_ = story
+            self._pending_reason = str(error)
+            warnings.warn(
+                f"partial_fit kept the chunk, but the parameters are not estimable yet: {error}",
+                UserWarning,
+                stacklevel=3,
+            )
+            return
+        if not all(np.all(np.isfinite(v)) for v in self.params_.values() if v.dtype.kind == "f"):
+            self.__dict__.pop("params_", None)
+            self._pending_reason = "some parameters are not finite (a class without rows?)"
+            warnings.warn(
+                f"partial_fit kept the chunk, but {self._pending_reason}.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    # -- missing labels (EM) ---------------------------------------------------------------------
+    def _check_em_params(self):
+        """Validate the EM controls (at fit time, as scikit-learn validates parameters)."""
+        weight = getattr(self, "unlabeled_weight", 1.0)
+        if isinstance(weight, bool) or not isinstance(weight, Real) or not 0.0 <= weight <= 1.0:
+            raise ValueError(
+                f"unlabeled_weight must lie in [0, 1] (the weight λ of unlabeled rows in EM); "
+                f"got {weight!r}."
+            )
+        for name in ("max_iter", "n_init"):
+            value = getattr(self, name, 1)
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
+        em_tol = getattr(self, "em_tol", 1e-8)
+        if isinstance(em_tol, bool) or not isinstance(em_tol, Real) or not 0 <= em_tol < np.inf:
+            raise ValueError(f"em_tol must be a finite number >= 0; got {em_tol!r}.")
+        check_random_state(getattr(self, "random_state", None))
+
+    def _em_options(self) -> dict:
+        """EM controls, read from the estimator's parameters with these defaults.
+
+        ``unlabeled_weight`` (λ, 1.0), ``max_iter`` (100), ``em_tol`` (1e-8, relative change of
+        the objective; not ``tol``, which LDA/QDA use for scikit-learn's rank threshold),
+        ``n_init`` (1) and ``random_state`` (None).
+        """
+        return {
+            "unlabeled_weight": getattr(self, "unlabeled_weight", 1.0),
+            "max_iter": getattr(self, "max_iter", 100),
+            "tol": getattr(self, "em_tol", 1e-8),
+            "n_init": getattr(self, "n_init", 1),
+            "seed": int(check_random_state(getattr(self, "random_state", None)).randint(2**31 - 1)),
+        }
+
+    def _label_codes(self, y, unlabeled):
+        """Codes 0..K-1 of labels in ``classes_`` and -1 on unlabeled rows; unknown labels raise."""
+        codes = np.full(len(y), -1, dtype=np.int32)
+        labeled_y = np.asarray(y)[~unlabeled]
+        known = set(self.classes_.tolist())
+        unknown = sorted({v for v in labeled_y.tolist() if v not in known}, key=repr)
+        if unknown:
+            raise ValueError(
+                f"y contains labels that are neither -1 (unlabeled) nor one of the classes "
+                f"{self.classes_.tolist()}: {unknown[:5]}."
+            )
+        codes[~unlabeled] = np.searchsorted(self.classes_, labeled_y)
+        return codes
+
+    def _fit_partly_labeled(self, X, y, unlabeled, sample_weight, classes):
+        """Fit with unlabeled rows (y = -1) by λ-weighted EM (:func:`genprob.fit_em`).
+
+        ``classes_`` are the labeled rows' classes, or ``classes`` when given. Sets the usual
+        fitted attributes (from the statistics of the final soft responsibilities) plus
+        ``n_iter_``, ``converged_``, ``log_likelihood_trace_`` (the λ-weighted objective after
+        every M-step), ``label_distributions_`` (final E-step, (n, K)) and ``transduction_``
+        (the given labels, and the most probable class on unlabeled rows).
+        """
+        labeled_y = y[~unlabeled]
+        if labeled_y.size:
+            check_classification_targets(labeled_y)
+        if classes is None:
+            if labeled_y.size == 0:
+                raise ValueError(
+                    "every row is unlabeled (y = -1) and the classes are unknown: pass "
+                    "classes=[...] to fit so that the classes are known."
+                )
+            self.classes_ = np.unique(labeled_y)
+        else:
+            self.classes_ = _check_classes(classes)
+        if len(self.classes_) < 2:
+            raise ValueError(
+                f"need at least 2 classes; the labeled rows (y != -1) hold only "
+                f"{self.classes_.tolist()}. -1 marks unlabeled rows (scikit-learn's "
+                f"semi-supervised convention); if -1 is a real class, recode the labels, or pass "
+                f"classes= to name the classes of the unlabeled rows."
+            )
+        codes = self._label_codes(y, unlabeled)
+        X = self._validate_X(X, fitting=True)
+        story = self._make_story(X)
+        class_prior, fit_prior = self._class_prior_argument()
+        options = self._em_options()
+        with precision(self._dtype):
+            Xj = self._as_array(X)
+            story.validate(Xj)
+            result = _em.fit_em(
+                story,
+                Xj,
+                codes,
+                num_classes=len(self.classes_),
+                class_prior=class_prior,
+                fit_prior=fit_prior,
+                sample_weight=sample_weight,
+                **options,
+            )
+            weights = _em._row_weights(
+                jnp.asarray(codes),
+                float(options["unlabeled_weight"]),
+                None if sample_weight is None else self._as_array(sample_weight),
+            )
+            R = result.responsibilities * weights[:, None]
+            if story.has_closed_form:
+                stats = core.sufficient_statistics(story, Xj, R)
+            else:
+                stats = {"class_counts": R.sum(axis=0), "emission": None}
+            self.story_ = story
+            self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
+            stats = jax.tree_util.tree_map(np.asarray, stats)
+            self.label_distributions_ = np.asarray(result.responsibilities)
+            self.log_likelihood_trace_ = np.asarray(result.log_likelihood)
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
+        self._set_fitted_attributes(stats)
+        if story.has_closed_form:
+            self.stats_ = stats
+        if not self.converged_:
+            warnings.warn(
+                f"EM did not converge in max_iter={options['max_iter']} iterations (relative "
+                f"change of the objective above em_tol={options['tol']}); raise max_iter.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def log_likelihood(self, X, y=None, pointwise: bool = False):
+        """Marginal log-likelihood of ``X`` with partly known labels ``y``.
+
+        Labeled rows contribute ``log pi_y + log p(x | y)``, unlabeled rows (``y = -1``, or every
+        row when ``y`` is None) ``log sum_k pi_k p(x | k)``.
+
+        Args:
+            X: features (n, D).
+            y: labels in ``classes_`` or -1; None for all unlabeled.
+            pointwise: return the per-row values (n,) instead of their sum.
+
+        Returns:
+            A float, or an array (n,) when ``pointwise``.
+        """
+        X = self._check_X(X)
+        if y is None:
+            codes = np.full(X.shape[0], -1, dtype=np.int32)
+        else:
+            y = np.asarray(y)
+            if y.shape != (X.shape[0],):
+                raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
+            codes = self._label_codes(y, _em.unlabeled_mask(y))
+        with precision(self._dtype):
+            values = core.log_likelihood(
+                self.story_,
+                self._params_jax(),
+                self._as_array(X),
+                jnp.asarray(codes),
+                pointwise=True,
+            )
+            values = np.asarray(values)
+        return values if pointwise else float(values.sum())
 
     # -- prediction (all from the joint log-probability) -----------------------------------------
     def predict_joint_log_proba(self, X):
@@ -142,7 +550,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Most probable class of each row (Bayes' rule)."""
-        return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+        joint = self.predict_joint_log_proba(X)
+        return self.classes_[np.argmax(joint, axis=1)]
 
     # -- the generative direction ----------------------------------------------------------------
     def sample(self, n_samples: int = 1, random_state=None):
@@ -168,3 +577,58 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         """Number of free parameters of the fitted story (class prior included)."""
         check_is_fitted(self, "params_")
         return self.story_.num_parameters(len(self.classes_), self.n_features_in_)
+
+    # -- persistence -----------------------------------------------------------------------------
+    def save(self, path):
+        """Write the fitted estimator to ``path`` (``.npz``, no pickle; :mod:`genprob.persistence`).
+
+        Returns:
+            The path written (with the ``.npz`` suffix).
+        """
+        from genprob.persistence import save
+
+        return save(self, path)
+
+    # -- optimizer cross-check -------------------------------------------------------------------
+    def crosscheck(self, X, y, **kwargs):
+        """Check the closed-form fit against numerical maximization (:func:`genprob.crosscheck`).
+
+        Uses the fitted story, classes and class-prior setting; an unfitted estimator is first
+        fitted on a clone (this one stays unfitted).
+
+        Args:
+            X: features (n_samples, n_features).
+            y: labels in ``classes_`` (every row labeled).
+            **kwargs: passed to :func:`genprob.crosscheck` (``sample_weight``, ``seed``,
+                ``max_iter``, ``data_name``...).
+
+        Returns:
+            A :class:`genprob.crosscheck.CrosscheckResult`; ``.passed`` and a printable table.
+        """
+        from sklearn.base import clone
+
+        from genprob.crosscheck import crosscheck
+
+        if hasattr(self, "params_"):
+            fitted = self
+        else:
+            fitted = clone(self).fit(X, y, sample_weight=kwargs.get("sample_weight"))
+        X = fitted._check_X(X)
+        y = np.asarray(y)
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
+        if np.any(_em.unlabeled_mask(y)):
+            raise ValueError("crosscheck compares supervised fits: y must not contain -1.")
+        codes = fitted._label_codes(y, np.zeros(len(y), dtype=bool))
+        class_prior, fit_prior = fitted._class_prior_argument()
+        kwargs.setdefault("label", type(self).__name__)
+        return crosscheck(
+            fitted.story_,
+            X,
+            codes,
+            num_classes=len(fitted.classes_),
+            class_prior=class_prior,
+            fit_prior=fit_prior,
+            dtype=fitted._dtype,
+            **kwargs,
+        )

@@ -1,21 +1,171 @@
-"""Gaussian estimators: GaussianNB, LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis."""
+"""Gaussian estimators: GaussianNB, LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis.
+
+Constructor parameters, defaults and fitted attribute names follow scikit-learn 1.9; every
+prediction goes through the story's emission (``genprob.core.joint_log_prob``). Differences from
+scikit-learn, all deliberate:
+
+* LDA's covariance is always the pooled maximum-likelihood estimate (what scikit-learn's solvers
+  compute with empirical priors). A rank-deficient pooled covariance (``p > n``, constant
+  features) is used on the subspace its correlation eigenvalues above ``tol**2`` span, for every
+  solver (scikit-learn: ``svd`` truncates the same way, ``lsqr`` takes a least-squares
+  pseudo-inverse, ``eigen`` fails); class posteriors agree with scikit-learn.
+* QDA's ``reg_param`` with ``solver="eigen"`` is refused (scikit-learn silently ignores it);
+  a one-sample class is accepted when ``reg_param > 0`` makes its covariance regular.
+* ``priors`` not summing to 1 are renormalized with a warning by LDA and QDA (scikit-learn's
+  LDA behaviour) and rejected by GaussianNB (scikit-learn's GaussianNB behaviour).
+* ``sample_weight`` is accepted by all three (weighted moments), and all three have
+  ``partial_fit`` (incremental fit from running sufficient statistics), except with
+  ``shrinkage="auto"`` or a ``covariance_estimator``, whose statistics do not add up.
+* Rows labeled ``-1`` are unlabeled and fitted by EM, controlled by the keyword-only
+  ``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init`` and ``random_state`` (``em_tol``,
+  not ``tol``: LDA and QDA keep scikit-learn's ``tol``, a rank threshold).
+"""
 
 from __future__ import annotations
 
-import numpy as np
+import math
+import warnings
+from numbers import Integral, Real
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
+from sklearn.utils.validation import check_array, column_or_1d
+
+from genprob import core
+from genprob import em as _em
+from genprob._dtype import precision
+from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.gaussian import GaussianStory
 
-__all__ = ["GaussianNB"]
+__all__ = [
+    "GaussianNB",
+    "LinearDiscriminantAnalysis",
+    "QuadraticDiscriminantAnalysis",
+    "UnsupportedOptionError",
+]
 
 
-class GaussianNB(GenerativeClassifierBase):
+class UnsupportedOptionError(ValueError, NotImplementedError):
+    """An option combination the estimator does not support.
+
+    Both a ``ValueError`` (bad input, as genprob reports it) and a ``NotImplementedError`` (what
+    scikit-learn raises for, e.g., shrinkage with the ``svd`` solver), so either ``except`` works.
+    """
+
+
+def _check_priors(priors, classes, *, renormalize: bool):
+    """Validated class prior (K,) as float64.
+
+    Args:
+        priors: user priors, one per class in the order of ``classes``.
+        classes: the fitted classes.
+        renormalize: warn and divide by the sum when it is not 1 (LDA, QDA) instead of raising
+            (GaussianNB).
+    """
+    values = np.asarray(priors, dtype=np.float64)
+    num_classes = len(classes)
+    if values.ndim != 1 or values.shape[0] != num_classes:
+        raise ValueError(
+            f"Number of priors must match number of classes: got {values.size} priors for "
+            f"{num_classes} classes {list(classes)} (one prior per class, in classes_ order)."
+        )
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"priors must be finite; got {values.tolist()}.")
+    if np.any(values < 0):
+        negative = [classes[i] for i in np.flatnonzero(values < 0)]
+        raise ValueError(f"Priors must be non-negative; negative for classes {negative}.")
+    total = float(values.sum())
+    if renormalize:
+        if total <= 0:
+            raise ValueError("priors sum to 0: at least one class needs a positive prior.")
+        if abs(total - 1.0) > 1e-5:
+            warnings.warn(
+                f"The priors sum to {total:.6g}, not 1: renormalizing.", UserWarning, stacklevel=3
+            )
+            values = values / total
+    elif not np.isclose(total, 1.0):
+        raise ValueError(f"The sum of the priors should be 1; got {total:.6g}.")
+    return values
+
+
+def _check_shrinkage(shrinkage):
+    if shrinkage is None or (isinstance(shrinkage, str) and shrinkage == "auto"):
+        return
+    if isinstance(shrinkage, str) or not isinstance(shrinkage, Real):
+        raise ValueError(f"shrinkage must be None, 'auto' or a float in [0, 1]; got {shrinkage!r}.")
+    if not 0.0 <= float(shrinkage) <= 1.0:
+        raise ValueError(f"shrinkage must lie in [0, 1]; got {shrinkage!r}.")
+
+
+def _check_tol(tol):
+    if not isinstance(tol, Real) or not tol >= 0:
+        raise ValueError(f"tol must be a float >= 0; got {tol!r}.")
+
+
+def _custom_class_covariances(estimator, X, y):
+    """Per-class covariances from a scikit-learn covariance estimator (K, D, D), and of all X."""
+    X = check_array(X, dtype=np.float64)
+    y = column_or_1d(y, warn=True)
+    classes, codes = np.unique(y, return_inverse=True)
+    covariances = []
+    for k in range(len(classes)):
+        fitted = clone(estimator).fit(X[codes == k])
+        if not hasattr(fitted, "covariance_"):
+            raise ValueError(
+                f"{type(estimator).__name__} does not have a covariance_ attribute after fit."
+            )
+        covariances.append(np.atleast_2d(fitted.covariance_))
+    total = np.atleast_2d(clone(estimator).fit(X).covariance_)
+    return np.stack(covariances), total
+
+
+class _GaussianBase(GenerativeClassifierBase):
+    """Shared checks: classes with zero weight, and failing a fit without leaving it half-done."""
+
+    def _fail(self, message: str):
+        for name in ("params_", "story_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        raise ValueError(message)
+
+    def predict_joint_log_proba(self, X):
+        """Joint log-probabilities ``log p(x, y = k) = log pi_k + log p(x | k)``, (n, K).
+
+        Scored by ``genprob.core.joint_log_prob`` with the story's emission; the story is given
+        without its fitting options (``GaussianStory.scoring_story``: same emission), so that
+        fits with different regularization reuse one compiled scoring function.
+        """
+        X = self._check_X(X)
+        with precision(self._dtype):
+            joint = core.joint_log_prob(
+                self.story_.scoring_story(), self._params_jax(), self._as_array(X)
+            )
+            return np.asarray(joint)
+
+    def _check_class_counts(self, stats):
+        counts = np.asarray(stats["class_counts"])
+        empty = self.classes_[counts <= 0].tolist()
+        if empty:
+            self._fail(f"classes {empty} have zero total sample weight: their means are undefined.")
+        return counts
+
+
+class GaussianNB(_GaussianBase):
     """Gaussian naive Bayes: per-class diagonal Gaussians (scikit-learn compatible).
 
     Args:
-        priors: fixed class prior (K,), or None to estimate class proportions.
+        priors: fixed class prior (K,) (non-negative, summing to 1), or None to estimate class
+            proportions.
         var_smoothing: fraction of the largest feature variance added to every variance.
+        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
+        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
+        em_tol: EM stops when the objective's relative change is below it. Named ``em_tol``
+            because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
+        n_init: number of EM initializations; the best final objective is kept.
+        random_state: seed of the EM initializations and of :meth:`sample`'s default.
         dtype: ``"float64"`` (default) or ``"float32"``.
 
     Attributes:
@@ -25,19 +175,514 @@ class GaussianNB(GenerativeClassifierBase):
         class_count_: (weighted) number of training rows per class (K,).
         epsilon_: the absolute variance added.
         params_: the story's named parameters.
+        stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
-    def __init__(self, *, priors=None, var_smoothing=1e-9, dtype="float64"):
+    def __init__(
+        self,
+        *,
+        priors=None,
+        var_smoothing=1e-9,
+        unlabeled_weight=1.0,
+        max_iter=100,
+        em_tol=1e-8,
+        n_init=1,
+        random_state=None,
+        dtype="float64",
+    ):
         self.priors = priors
         self.var_smoothing = var_smoothing
+        self.unlabeled_weight = unlabeled_weight
+        self.max_iter = max_iter
+        self.em_tol = em_tol
+        self.n_init = n_init
+        self.random_state = random_state
         self.dtype = dtype
 
     def _make_story(self, X):
+        if not isinstance(self.var_smoothing, Real) or not self.var_smoothing >= 0:
+            raise ValueError(f"var_smoothing must be a float >= 0; got {self.var_smoothing!r}.")
         return GaussianStory(covariance="diag", shared=False, var_smoothing=self.var_smoothing)
 
+    def _class_prior_argument(self):
+        if self.priors is None:
+            return None, True
+        return _check_priors(self.priors, self.classes_, renormalize=False), True
+
     def _set_fitted_attributes(self, stats):
+        self.class_count_ = self._check_class_counts(stats)
+        degenerate = np.argwhere(~(self.params_["variances"] > 0))
+        if degenerate.size:
+            k, j = degenerate[0]
+            self._fail(
+                f"feature {j} has zero variance in class {self.classes_[k]} and var_smoothing="
+                f"{self.var_smoothing}: its Gaussian is degenerate. Use var_smoothing > 0 (the "
+                f"default 1e-9 adds a small fraction of the largest feature variance)."
+            )
         self.theta_ = self.params_["means"]
         self.var_ = self.params_["variances"]
         self.class_prior_ = self.params_["class_prior"]
-        self.class_count_ = stats["class_counts"]
-        self.epsilon_ = float(self.var_smoothing * np.max(stats["emission"]["total_variance"]))
+        with precision(self._dtype):
+            emission_stats = jax.tree_util.tree_map(jnp.asarray, stats["emission"])
+            self.epsilon_ = float(self.story_.smoothing_variance(emission_stats))
+
+
+class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _GaussianBase):
+    """Linear discriminant analysis: Gaussian classes sharing one covariance.
+
+    Parameters follow scikit-learn 1.9 (``solver``, ``shrinkage``, ``priors``, ``n_components``,
+    ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``. All solvers fit the
+    same story (pooled MLE covariance, regularized as asked) and predict through its emission;
+    they differ in what they expose, as in scikit-learn:
+
+    * ``"svd"``: no shrinkage; ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
+      ``transform``; ``covariance_`` only with ``store_covariance=True``;
+    * ``"lsqr"``: shrinkage or ``covariance_estimator``; no ``transform``;
+    * ``"eigen"``: shrinkage or ``covariance_estimator``; ``scalings_`` are the generalized
+      eigenvectors of (total - within, within) covariance.
+
+    ``tol`` is also the rank threshold of the shared covariance for every solver: directions
+    whose correlation-scale eigenvalue is ``<= tol**2`` are dropped (see
+    :class:`~genprob.families.gaussian.GaussianStory`, ``rank_tol``), which handles ``p > n`` and
+    constant features. With user ``priors``, ``lsqr`` and ``eigen`` weight the per-class
+    covariances by the priors (scikit-learn's definition of ``covariance_``), ``svd`` pools them
+    by counts.
+
+    ``covariance_estimator`` (``lsqr``/``eigen``): a scikit-learn covariance estimator fitted on
+    each class; the shared covariance is ``sum_k priors_k covariance_k``. It replaces the story's
+    closed-form covariance (no sufficient statistics, no ``sample_weight``).
+
+    Args:
+        (scikit-learn's parameters as above, then keyword-only:)
+        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
+        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
+        em_tol: EM stops when the objective's relative change is below it. Named ``em_tol``
+            because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
+        n_init: number of EM initializations; the best final objective is kept.
+        random_state: seed of the EM initializations and of :meth:`sample`'s default.
+        dtype: ``"float64"`` (default) or ``"float32"``.
+
+    Attributes:
+        classes_, priors_, means_, covariance_, coef_, intercept_, scalings_, xbar_,
+        explained_variance_ratio_, n_features_in_: as in scikit-learn.
+        params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
+        stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
+    """
+
+    def __init__(
+        self,
+        solver="svd",
+        shrinkage=None,
+        priors=None,
+        n_components=None,
+        store_covariance=False,
+        tol=1e-4,
+        covariance_estimator=None,
+        *,
+        unlabeled_weight=1.0,
+        max_iter=100,
+        em_tol=1e-8,
+        n_init=1,
+        random_state=None,
+        dtype="float64",
+    ):
+        self.solver = solver
+        self.shrinkage = shrinkage
+        self.priors = priors
+        self.n_components = n_components
+        self.store_covariance = store_covariance
+        self.tol = tol
+        self.covariance_estimator = covariance_estimator
+        self.unlabeled_weight = unlabeled_weight
+        self.max_iter = max_iter
+        self.em_tol = em_tol
+        self.n_init = n_init
+        self.random_state = random_state
+        self.dtype = dtype
+
+    def _check_hyperparameters(self):
+        if self.solver not in ("svd", "lsqr", "eigen"):
+            raise ValueError(f"solver must be 'svd', 'lsqr' or 'eigen'; got {self.solver!r}.")
+        _check_shrinkage(self.shrinkage)
+        _check_tol(self.tol)
+        if self.n_components is not None and (
+            not isinstance(self.n_components, Integral) or self.n_components < 1
+        ):
+            raise ValueError(f"n_components must be an int >= 1; got {self.n_components!r}.")
+        if self.solver == "svd":
+            if self.shrinkage is not None:
+                raise UnsupportedOptionError(
+                    "shrinkage not supported with 'svd' solver: use solver='lsqr' or 'eigen'."
+                )
+            if self.covariance_estimator is not None:
+                raise ValueError(
+                    "covariance estimator is not supported with svd solver. Try another solver."
+                )
+        if self.covariance_estimator is not None:
+            if self.shrinkage is not None and self.shrinkage != 0:
+                raise ValueError(
+                    "covariance_estimator and shrinkage parameters are not None. Only one of "
+                    "the two can be set."
+                )
+            if not hasattr(self.covariance_estimator, "fit"):
+                raise ValueError("covariance_estimator must have a fit method.")
+
+    def fit(self, X, y, sample_weight=None, **kwargs):
+        """Fit the shared-covariance Gaussian story (closed form).
+
+        Args:
+            X: features (n_samples, n_features).
+            y: labels, any hashable values.
+            sample_weight: optional non-negative row weights (not with covariance_estimator).
+            **kwargs: passed to :meth:`GenerativeClassifierBase.fit` (``classes`` for a partly
+                labeled fit; rows labeled -1 are fitted by EM).
+
+        Returns:
+            self
+        """
+        self._check_hyperparameters()
+        self._custom = None
+        if self.covariance_estimator is not None:
+            if sample_weight is not None:
+                raise ValueError("sample_weight is not supported with covariance_estimator.")
+            if kwargs.get("classes") is not None or np.any(_em.unlabeled_mask(np.asarray(y))):
+                raise ValueError("covariance_estimator needs fully labeled data (no y = -1).")
+            self._custom = _custom_class_covariances(self.covariance_estimator, X, y)
+        super().fit(X, y, sample_weight, **kwargs)
+        self._set_projection(X)
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Add a chunk of labeled rows to the running statistics and refit (closed form).
+
+        See :meth:`GenerativeClassifierBase.partial_fit`; not available with
+        ``covariance_estimator`` or ``shrinkage="auto"``, whose statistics do not add up.
+        """
+        self._check_hyperparameters()
+        if self.covariance_estimator is not None:
+            raise ValueError(
+                "partial_fit is not available with covariance_estimator: a covariance "
+                "estimator is fitted on all rows of a class at once. Use fit()."
+            )
+        self._custom = None
+        super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+        if hasattr(self, "params_"):
+            self._set_projection(None)
+        return self
+
+    def _priors(self):
+        if self.priors is None:
+            return None
+        return _check_priors(self.priors, self.classes_, renormalize=True)
+
+    def _make_story(self, X):
+        if X.shape[0] <= len(self.classes_):
+            raise ValueError("The number of samples must be more than the number of classes.")
+        return self._partial_fit_story(X, None)
+
+    def _partial_fit_story(self, X, previous):
+        # A chunk may be smaller than the number of classes; the story does not depend on it.
+        num_classes, num_features = len(self.classes_), X.shape[1]
+        largest = min(num_classes - 1, num_features)
+        if self.n_components is not None and self.n_components > largest:
+            raise ValueError(
+                f"n_components cannot be larger than min(n_features, n_classes - 1) = {largest}; "
+                f"got {self.n_components}."
+            )
+        priors = self._priors()
+        weights = None
+        if priors is not None and self.solver != "svd":
+            weights = tuple(priors)
+        shrinkage = 0.0 if self.shrinkage is None else self.shrinkage
+        return GaussianStory(
+            covariance="full",
+            shared=True,
+            shrinkage=shrinkage,
+            rank_tol=float(self.tol),
+            covariance_weights=weights,
+        )
+
+    def _class_prior_argument(self):
+        return self._priors(), True
+
+    def _set_fitted_attributes(self, stats):
+        self._check_class_counts(stats)
+        if self._custom is not None:
+            class_covariances, _ = self._custom
+            prior = self.params_["class_prior"]
+            self.params_["covariance"] = np.einsum("k,kde->de", prior, class_covariances).astype(
+                self.params_["means"].dtype
+            )
+        self.priors_ = self.params_["class_prior"]
+        self.means_ = self.params_["means"]
+        if self.solver != "svd" or self.store_covariance:
+            self.covariance_ = self.params_["covariance"]
+        with precision(self._dtype):
+            coef, intercept = self.story_.linear_discriminants(self._params_jax())
+            coef, intercept = np.asarray(coef), np.asarray(intercept)
+        if self.solver == "svd":
+            # scikit-learn's svd scores are centered at xbar: a class-independent shift of x
+            # that leaves posteriors unchanged (coef_k = P (m_k - xbar)).
+            self.xbar_ = self.priors_ @ self.means_
+            shift = self.priors_ @ coef
+            intercept = intercept + 0.5 * self.xbar_ @ shift
+            coef = coef - shift
+        if len(self.classes_) == 2:
+            coef = (coef[1] - coef[0])[None, :]
+            intercept = np.atleast_1d(intercept[1] - intercept[0])
+        self.coef_, self.intercept_ = coef, intercept
+        self._max_components = min(len(self.classes_) - 1, self.n_features_in_)
+        if self.n_components is not None:
+            self._max_components = self.n_components
+        self._n_features_out = self._max_components
+
+    def _set_projection(self, X):
+        if self.solver == "lsqr":
+            return
+        total = None
+        if self.solver == "eigen":
+            total = self._total_covariance(X, self.stats_)
+        with precision(self._dtype):
+            scalings, ratio = lda_projection(
+                self.story_, self.params_, total_covariance=total, tol=float(self.tol)
+            )
+        self.scalings_ = scalings
+        self.explained_variance_ratio_ = ratio[: self._max_components]
+
+    def _total_covariance(self, X, stats):
+        """Covariance of all rows, regularized like the class covariances (eigen solver).
+
+        From the fit's statistics merged over classes (so weighted rows count as repeated
+        rows); ``shrinkage="auto"`` needs the rows themselves (its fourth moments are taken
+        about the overall mean).
+        """
+        if self._custom is not None:
+            return self._custom[1]
+        story = GaussianStory(covariance="full", shared=True, shrinkage=self.story_.shrinkage)
+        with precision(self._dtype):
+            if self.story_.shrinkage == "auto":
+                Xj = self._as_array(check_array(X, dtype=[np.float64, np.float32]))
+                ones = jnp.ones((Xj.shape[0], 1), dtype=Xj.dtype)
+                return np.asarray(core.fit_closed_form(story, Xj, ones)["covariance"])
+            emission = stats["emission"]
+            merged = {
+                "counts": np.sum(emission["counts"], keepdims=True),
+                "shift": emission["shift"],
+                "sums": np.sum(emission["sums"], axis=0, keepdims=True),
+                "squares": emission["squares"],
+            }
+            merged = jax.tree_util.tree_map(self._as_array, merged)
+            return np.asarray(story.maximize(merged)["covariance"])
+
+    def transform(self, X):
+        """Project on the discriminant directions (``svd``: centered at ``xbar_``).
+
+        Returns:
+            (n_samples, n_components) with ``n_components <= min(n_classes - 1, n_features)``.
+        """
+        if self.solver == "lsqr":
+            raise UnsupportedOptionError(
+                "transform not implemented for 'lsqr' solver (use 'svd' or 'eigen')."
+            )
+        X = self._check_X(X)
+        if self.solver == "svd":
+            projected = (X - self.xbar_) @ self.scalings_
+        else:
+            projected = X @ self.scalings_
+        return projected[:, : self._max_components]
+
+    def decision_function(self, X):
+        """Linear scores ``X @ coef_.T + intercept_``; the log-odds of class 1 when K = 2.
+
+        The scores equal the joint log-probabilities up to a term common to all classes, so
+        their softmax is :meth:`predict_proba`.
+        """
+        X = self._check_X(X)
+        scores = X @ self.coef_.T + self.intercept_
+        return scores[:, 0] if len(self.classes_) == 2 else scores
+
+
+class QuadraticDiscriminantAnalysis(_GaussianBase):
+    """Quadratic discriminant analysis: one full Gaussian per class.
+
+    Parameters follow scikit-learn 1.9 (``solver``, ``shrinkage``, ``priors``, ``reg_param``,
+    ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``:
+
+    * ``solver="svd"``: class covariances ``(1 - reg_param) S_k + reg_param I`` with ``S_k`` the
+      MLE (1/N_k) covariance;
+    * ``solver="eigen"``: ``S_k`` shrunk by ``shrinkage`` (float or ``"auto"``, Ledoit–Wolf on
+      standardized features) or replaced by ``covariance_estimator`` fitted on the class.
+
+    A class covariance with an eigenvalue ``<= tol`` (absolute, as in scikit-learn) is rejected
+    with an error naming the class and what to raise: this covers a one-sample class, ``p > n_k``
+    and constant features without regularization.
+
+    Args:
+        (scikit-learn's parameters as above, then:)
+        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
+        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
+        em_tol: EM stops when the objective's relative change is below it. Named ``em_tol``
+            because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
+        n_init: number of EM initializations; the best final objective is kept.
+        random_state: seed of the EM initializations and of :meth:`sample`'s default.
+        dtype: ``"float64"`` (default) or ``"float32"``.
+
+    Attributes:
+        classes_, priors_, means_, rotations_, scalings_ (eigenvectors and eigenvalues of each
+        class covariance, largest first), covariance_ (with ``store_covariance``): as in
+        scikit-learn.
+        params_: the story's named parameters (``means``, ``covariance`` (K, D, D),
+        ``class_prior``).
+        stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
+    """
+
+    def __init__(
+        self,
+        *,
+        solver="svd",
+        shrinkage=None,
+        priors=None,
+        reg_param=0.0,
+        store_covariance=False,
+        tol=1.0e-4,
+        covariance_estimator=None,
+        unlabeled_weight=1.0,
+        max_iter=100,
+        em_tol=1e-8,
+        n_init=1,
+        random_state=None,
+        dtype="float64",
+    ):
+        self.solver = solver
+        self.shrinkage = shrinkage
+        self.priors = priors
+        self.reg_param = reg_param
+        self.store_covariance = store_covariance
+        self.tol = tol
+        self.covariance_estimator = covariance_estimator
+        self.unlabeled_weight = unlabeled_weight
+        self.max_iter = max_iter
+        self.em_tol = em_tol
+        self.n_init = n_init
+        self.random_state = random_state
+        self.dtype = dtype
+
+    def _check_hyperparameters(self):
+        if self.solver not in ("svd", "eigen"):
+            raise ValueError(f"solver must be 'svd' or 'eigen'; got {self.solver!r}.")
+        _check_shrinkage(self.shrinkage)
+        _check_tol(self.tol)
+        if not isinstance(self.reg_param, Real) or not 0.0 <= self.reg_param <= 1.0:
+            raise ValueError(f"reg_param must be a float in [0, 1]; got {self.reg_param!r}.")
+        if self.solver == "svd":
+            if self.shrinkage is not None:
+                raise UnsupportedOptionError(
+                    "shrinkage not supported with 'svd' solver: use solver='eigen'."
+                )
+            if self.covariance_estimator is not None:
+                raise ValueError(
+                    "covariance_estimator is not supported with solver='svd'. Try "
+                    "solver='eigen' instead."
+                )
+        elif self.reg_param:
+            raise ValueError(
+                "reg_param is only used by solver='svd' (scikit-learn silently ignores it with "
+                "'eigen'); with solver='eigen' regularize through shrinkage."
+            )
+        if self.covariance_estimator is not None and self.shrinkage not in (None, 0):
+            raise ValueError(
+                "covariance_estimator and shrinkage parameters are not None. Only one of the "
+                "two can be set."
+            )
+
+    def fit(self, X, y, sample_weight=None, **kwargs):
+        """Fit one Gaussian per class (closed form).
+
+        Args:
+            X: features (n_samples, n_features).
+            y: labels, any hashable values.
+            sample_weight: optional non-negative row weights (not with covariance_estimator).
+            **kwargs: passed to :meth:`GenerativeClassifierBase.fit` (``classes`` for a partly
+                labeled fit; rows labeled -1 are fitted by EM).
+
+        Returns:
+            self
+        """
+        self._check_hyperparameters()
+        self._custom = None
+        if self.covariance_estimator is not None:
+            if sample_weight is not None:
+                raise ValueError("sample_weight is not supported with covariance_estimator.")
+            if kwargs.get("classes") is not None or np.any(_em.unlabeled_mask(np.asarray(y))):
+                raise ValueError("covariance_estimator needs fully labeled data (no y = -1).")
+            self._custom = _custom_class_covariances(self.covariance_estimator, X, y)
+        return super().fit(X, y, sample_weight, **kwargs)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Add a chunk of labeled rows to the running statistics and refit (closed form).
+
+        See :meth:`GenerativeClassifierBase.partial_fit`; not available with
+        ``covariance_estimator`` or ``shrinkage="auto"``. Until every class has enough rows for
+        a regular covariance, the chunks are kept and prediction waits (with a warning).
+        """
+        self._check_hyperparameters()
+        if self.covariance_estimator is not None:
+            raise ValueError(
+                "partial_fit is not available with covariance_estimator: a covariance "
+                "estimator is fitted on all rows of a class at once. Use fit()."
+            )
+        self._custom = None
+        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+
+    def _make_story(self, X):
+        shrinkage = 0.0 if self.shrinkage is None else self.shrinkage
+        return GaussianStory(
+            covariance="full", shared=False, reg_param=self.reg_param, shrinkage=shrinkage
+        )
+
+    def _class_prior_argument(self):
+        if self.priors is None:
+            return None, True
+        return _check_priors(self.priors, self.classes_, renormalize=True), True
+
+    def _set_fitted_attributes(self, stats):
+        counts = self._check_class_counts(stats)
+        if self._custom is not None:
+            self.params_["covariance"] = self._custom[0].astype(self.params_["means"].dtype)
+        num_features = self.n_features_in_
+        regularized = self.reg_param > 0 or self._custom is not None
+        if self.solver == "eigen" and self.shrinkage not in (None, 0):
+            regularized = True
+        if not regularized:
+            lonely = self.classes_[counts <= 1].tolist()
+            if lonely:
+                self._fail(
+                    f"y has only 1 sample in class {lonely[0]}: its covariance is zero. Set "
+                    f"reg_param > 0 (e.g. 0.1) to regularize it, or use "
+                    f"LinearDiscriminantAnalysis (one covariance shared by all classes)."
+                )
+        covariances = self.params_["covariance"]
+        eigenvalues, eigenvectors = np.linalg.eigh(covariances)
+        for k, values in enumerate(eigenvalues):
+            rank = int(np.sum(values > self.tol))
+            if rank < num_features:
+                knob = "shrinkage" if self.solver == "eigen" else "reg_param"
+                self._fail(
+                    f"The covariance matrix of class {self.classes_[k]} is not full rank: "
+                    f"{num_features - rank} of its {num_features} eigenvalues are <= tol="
+                    f"{self.tol} (smallest {values.min():.3g}; the class has {counts[k]:g} "
+                    f"samples for {num_features} features). Increase `{knob}` (e.g. 0.1) to "
+                    f"regularize it, or lower tol for data on a tiny scale."
+                )
+        order = np.argsort(eigenvalues, axis=1)[:, ::-1]
+        self.scalings_ = [values[o] for values, o in zip(eigenvalues, order, strict=True)]
+        self.rotations_ = [vectors[:, o] for vectors, o in zip(eigenvectors, order, strict=True)]
+        self.priors_ = self.params_["class_prior"]
+        self.means_ = self.params_["means"]
+        if self.store_covariance:
+            self.covariance_ = list(covariances)
+
+    def decision_function(self, X):
+        """``log pi_k + log p(x | k) + D/2 log(2 pi)``, scikit-learn's scores; log-odds if K = 2."""
+        joint = self.predict_joint_log_proba(X) + 0.5 * self.n_features_in_ * math.log(2 * math.pi)
+        return joint[:, 1] - joint[:, 0] if len(self.classes_) == 2 else joint

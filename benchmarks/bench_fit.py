@@ -1,0 +1,187 @@
+"""Closed-form fit and predict speed of genprob against scikit-learn, in the same run.
+
+For each shape it times (median of ``--repeats`` runs, after one warm-up run that also pays JAX's
+compilation):
+
+* ``sklearn fit`` / ``genprob fit``: the estimators' ``fit`` end to end (input validation, label
+  encoding and the closed form);
+* ``core fit``: genprob's jitted statistics + M-step on arrays already on the device, the part
+  the closed form itself costs;
+* ``floor``: one jitted ``X.T @ X`` pass over the same data, the least any full-covariance fit
+  must do;
+* predict_proba for both libraries.
+
+Ratios printed: ``speedup = sklearn / genprob`` (fit and predict) and ``core/floor``.
+
+Usage::
+
+    python benchmarks/bench_fit.py            # the published shapes (1e6 x 20, 1e5 x 50)
+    python benchmarks/bench_fit.py --quick    # small shapes, for a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+import sklearn
+import sklearn.discriminant_analysis as skda
+import sklearn.naive_bayes as sknb
+
+import genprob
+from genprob import core
+
+
+def timed(function, repeats: int) -> float:
+    """Median wall time of ``function()`` over ``repeats`` runs, after one warm-up run."""
+    function()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def gaussian_data(n, d, k, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, size=n)
+    centers = rng.normal(scale=2.0, size=(k, d))
+    mixing = rng.normal(size=(d, d)) / np.sqrt(d) + np.eye(d)
+    X = centers[y] + rng.normal(size=(n, d)) @ mixing
+    return X, y
+
+
+def bag_of_words(n_docs, vocabulary, words_per_doc, seed=0):
+    """Synthetic sparse counts: two classes with different Zipf-like word distributions."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, size=n_docs)
+    ranks = np.arange(1, vocabulary + 1)
+    base = 1.0 / ranks
+    profiles = np.stack([base, base * rng.gamma(2.0, 0.5, size=vocabulary)])
+    profiles /= profiles.sum(axis=1, keepdims=True)
+    words = np.empty((n_docs, words_per_doc), dtype=np.int64)
+    for label, profile in enumerate(profiles):
+        members = y == label
+        words[members] = rng.choice(vocabulary, size=(members.sum(), words_per_doc), p=profile)
+    rows = np.repeat(np.arange(n_docs), words_per_doc)
+    cols = words.ravel()
+    X = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_docs, vocabulary))
+    X.sum_duplicates()
+    return X, y
+
+
+def row(name, sk_fit, gp_fit, core_fit, floor, sk_pred, gp_pred):
+    core_cell = f"{core_fit * 1e3:9.1f}" if core_fit is not None else f"{'-':>9}"
+    ratio_cell = f"{core_fit / floor:9.1f}" if core_fit is not None else f"{'-':>9}"
+    print(
+        f"{name:<26}{sk_fit * 1e3:10.1f}{gp_fit * 1e3:10.1f}{sk_fit / gp_fit:9.1f}x"
+        f"{core_cell}{floor * 1e3:9.1f}{ratio_cell}"
+        f"{sk_pred * 1e3:11.1f}{gp_pred * 1e3:10.1f}{sk_pred / gp_pred:9.1f}x"
+    )
+
+
+def header(title):
+    print(f"\n{title}")
+    print(
+        f"{'estimator':<26}{'sk fit':>10}{'gp fit':>10}{'speedup':>10}{'core':>9}{'floor':>9}"
+        f"{'core/flr':>9}{'sk pred':>11}{'gp pred':>10}{'speedup':>10}"
+    )
+    print(f"{'':<26}{'ms':>10}{'ms':>10}{'':>10}{'ms':>9}{'ms':>9}{'':>9}{'ms':>11}{'ms':>10}")
+
+
+def bench_gaussian(n, d, k, repeats):
+    X, y = gaussian_data(n, d, k)
+    header(f"Gaussian family, n={n:.0e}, d={d}, K={k}")
+    with jax.enable_x64(True):
+        Xj = jax.device_put(jnp.asarray(X))
+        R = jax.device_put(core.one_hot_responsibilities(y, k))
+        gram = jax.jit(lambda A: A.T @ A)
+        floor = timed(lambda: gram(Xj).block_until_ready(), repeats)
+    pairs = [
+        ("GaussianNB", sknb.GaussianNB(), genprob.GaussianNB()),
+        (
+            "LDA lsqr",
+            skda.LinearDiscriminantAnalysis(solver="lsqr"),
+            genprob.LinearDiscriminantAnalysis(solver="lsqr"),
+        ),
+        (
+            "LDA svd",
+            skda.LinearDiscriminantAnalysis(),
+            genprob.LinearDiscriminantAnalysis(),
+        ),
+        (
+            "QDA",
+            skda.QuadraticDiscriminantAnalysis(),
+            genprob.QuadraticDiscriminantAnalysis(),
+        ),
+    ]
+    for name, sk_est, gp_est in pairs:
+        sk_fit = timed(lambda est=sk_est: est.fit(X, y), repeats)
+        gp_fit = timed(lambda est=gp_est: est.fit(X, y), repeats)
+        story = gp_est.story_
+        with jax.enable_x64(True):
+
+            def closed_form(story=story):
+                params = core.fit_closed_form(story, Xj, R)
+                jax.block_until_ready(params)
+
+            core_fit = timed(closed_form, repeats)
+        sk_pred = timed(lambda est=sk_est: est.predict_proba(X), repeats)
+        gp_pred = timed(lambda est=gp_est: est.predict_proba(X), repeats)
+        row(name, sk_fit, gp_fit, core_fit, floor, sk_pred, gp_pred)
+
+
+def bench_multinomial(n_docs, vocabulary, words_per_doc, repeats):
+    X, y = bag_of_words(n_docs, vocabulary, words_per_doc)
+    header(
+        f"Multinomial NB, sparse bag of words: {n_docs:.0e} documents x {vocabulary:.0e} words, "
+        f"{X.nnz / n_docs:.0f} non-zeros per row"
+    )
+    floor = timed(lambda: X.T @ np.ones((n_docs, 2)), repeats)
+    for name, sk_est, gp_est in [
+        ("MultinomialNB", sknb.MultinomialNB(), genprob.MultinomialNB()),
+        ("BernoulliNB", sknb.BernoulliNB(), genprob.BernoulliNB()),
+    ]:
+        sk_fit = timed(lambda est=sk_est: est.fit(X, y), repeats)
+        gp_fit = timed(lambda est=gp_est: est.fit(X, y), repeats)
+        sk_pred = timed(lambda est=sk_est: est.predict_proba(X), repeats)
+        gp_pred = timed(lambda est=gp_est: est.predict_proba(X), repeats)
+        row(name, sk_fit, gp_fit, None, floor, sk_pred, gp_pred)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small shapes (smoke run)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=["gaussian", "multinomial"], default=None)
+    args = parser.parse_args(argv)
+    print(
+        f"jax {jax.__version__} ({jax.default_backend()}), scikit-learn {sklearn.__version__}, "
+        f"{jax.device_count()} device(s); float64; times are medians of {args.repeats} runs"
+    )
+    if args.only in (None, "gaussian"):
+        shapes = (
+            [(20_000, 20, 3), (5_000, 50, 5)]
+            if args.quick
+            else [
+                (1_000_000, 20, 3),
+                (100_000, 50, 5),
+            ]
+        )
+        for n, d, k in shapes:
+            bench_gaussian(n, d, k, args.repeats)
+    if args.only in (None, "multinomial"):
+        if args.quick:
+            bench_multinomial(5_000, 2_000, 30, args.repeats)
+        else:
+            bench_multinomial(100_000, 50_000, 50, args.repeats)
+
+
+if __name__ == "__main__":
+    main()

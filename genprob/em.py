@@ -1,0 +1,644 @@
+"""Semi-supervised fits: expectation-maximization on partly labeled data.
+
+Labels follow scikit-learn's semi-supervised convention: class codes ``0..K-1`` for labeled rows
+and ``-1`` for unlabeled rows. The objective is the *λ-weighted marginal log-likelihood*
+(EM-λ, Nigam et al. 2000)::
+
+    F(θ) = Σ_{i labeled} w_i log p(x_i, y_i | θ) + λ Σ_{i unlabeled} w_i log Σ_k p(x_i, k | θ)
+           [+ log_penalty(θ) for a smoothed or regularized closed form]
+
+with sample weights ``w_i`` (1 by default) and ``λ = unlabeled_weight`` in [0, 1]: λ = 1 is the
+plain marginal likelihood, λ = 0 ignores the unlabeled rows.
+
+EM alternates
+
+* **E-step**: responsibilities ``R[i] = one_hot(y_i) · w_i`` on labeled rows and
+  ``R[i, k] = λ w_i p(k | x_i, θ)`` on unlabeled rows, the class posteriors coming from
+  :func:`genprob.core.predict_log_proba` (the one ``joint_log_prob`` path);
+* **M-step**: :func:`genprob.core.maximize` of the statistics of ``(X, R)`` — the very function the
+  supervised fit uses — or, for a story without a closed form, a few warm-started L-BFGS steps on
+  the expected complete-data log-likelihood ``Σ_ik R_ik log p(x_i, k | θ)`` in the unconstrained
+  space of NumPyro's ``biject_to`` transforms (a *generalized* EM step: it is only accepted when it
+  does not decrease that expectation).
+
+Because the λ-weighted objective is a sum of per-row log-likelihoods with weights ``w_i`` and
+``λ w_i``, the usual EM lower bound with responsibilities scaled by those weights shows that every
+iteration does not decrease ``F`` (exactly for plain MLE stories and for penalties that do not
+depend on the data; see :func:`fit_em` for regularizers that scale with class counts).
+
+Degenerate fits. A Gaussian covariance that collapses onto a few points, or a class whose
+responsibility mass vanishes, gives non-finite parameters or an unbounded likelihood. EM stops that
+initialization at the first non-finite objective, keeps the other initializations, and raises a
+``ValueError`` naming the class with the smallest mass if every initialization degenerated. The
+remedy is regularization (``reg_param``/``shrinkage``/``var_smoothing`` for Gaussians, ``alpha``
+for discrete stories), more labeled rows, or a smaller ``unlabeled_weight``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import optax
+from jax.experimental import sparse as jsparse
+from numpyro.distributions.transforms import biject_to
+
+from genprob import core
+from genprob.story import CLASS_PRIOR, Story
+
+__all__ = [
+    "EMResult",
+    "fit_em",
+    "weighted_log_likelihood",
+    "unlabeled_mask",
+    "encode_partial_labels",
+    "params_from_latent",
+    "as_features",
+]
+
+#: L-BFGS steps of a gradient M-step (warm-started from the previous iteration's parameters).
+GRADIENT_STEPS = 20
+
+
+class EMResult(NamedTuple):
+    """Result of :func:`fit_em`.
+
+    Attributes:
+        params: fitted parameters (dict of arrays, ``class_prior`` included).
+        log_likelihood: trace (n_iter,) of the λ-weighted objective after every M-step, for the
+            kept initialization; it never decreases (to rounding) for plain MLE stories.
+        n_iter: number of M-steps of the kept initialization.
+        converged: whether the relative change of the objective fell below ``tol``.
+        responsibilities: final E-step (n, K): class posteriors ``p(k | x_i)`` at ``params`` on
+            unlabeled rows, the one-hot label on labeled rows (neither λ nor sample weights
+            applied).
+        init_log_likelihoods: final objective of every initialization (n_init,); NaN for an
+            initialization that degenerated.
+    """
+
+    params: dict
+    log_likelihood: jax.Array
+    n_iter: int
+    converged: bool
+    responsibilities: jax.Array
+    init_log_likelihoods: jax.Array
+
+
+# -- labels ---------------------------------------------------------------------------------------
+def unlabeled_mask(y) -> np.ndarray:
+    """Boolean mask of the rows whose label is the unlabeled marker ``-1``.
+
+    Only a *numeric* -1 marks an unlabeled row (scikit-learn's semi-supervised convention): in a
+    numeric array every ``-1``; in an object array the entries that are the number -1 (so string
+    labels can be mixed with ``-1`` in an object array); a string array has no unlabeled rows
+    (the string ``"-1"`` is an ordinary class name).
+    """
+    y = np.asarray(y)
+    if y.dtype.kind in "iuf":
+        return y == -1
+    if y.dtype.kind == "O":
+        return np.fromiter(
+            (
+                isinstance(v, numbers.Real) and not isinstance(v, bool) and v == -1
+                for v in y.ravel()
+            ),
+            dtype=bool,
+            count=y.size,
+        ).reshape(y.shape)
+    return np.zeros(y.shape, dtype=bool)
+
+
+def _describe(values, limit: int = 5) -> str:
+    values = list(values)
+    shown = ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+def encode_partial_labels(y, *, num_classes=None, classes=None):
+    """Check partly labeled ``y`` and return ``(codes, num_classes)``.
+
+    Args:
+        y: labels (n,); -1 marks an unlabeled row. Without ``classes`` the labels are class codes
+            ``0..K-1``; with ``classes`` they are values of ``classes``.
+        num_classes: K, when the labels are codes and some class may have no labeled row.
+        classes: every class label, in code order (code k is ``classes[k]``).
+
+    Returns:
+        ``codes`` (n,) int32 NumPy array with -1 on unlabeled rows, and ``K``.
+
+    Raises:
+        ValueError: unknown labels, negative codes other than -1, all rows unlabeled with neither
+            ``num_classes`` nor ``classes``, or inconsistent ``num_classes``/``classes``.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be one-dimensional, got shape {y.shape}.")
+    unlabeled = unlabeled_mask(y)
+    if classes is not None:
+        classes = np.asarray(classes)
+        if classes.ndim != 1 or len(classes) < 1:
+            raise ValueError(f"classes must be a non-empty 1-D sequence, got {classes!r}.")
+        if np.any(unlabeled_mask(classes)):
+            raise ValueError(
+                "classes contains -1, which marks unlabeled rows; it cannot be a class."
+            )
+        index = {c.item() if hasattr(c, "item") else c: k for k, c in enumerate(classes)}
+        if len(index) != len(classes):
+            raise ValueError(f"classes contains duplicates: {classes!r}.")
+        if num_classes is not None and int(num_classes) != len(classes):
+            raise ValueError(
+                f"num_classes={num_classes} disagrees with the {len(classes)} classes given."
+            )
+        labeled_values = [v.item() if hasattr(v, "item") else v for v in y[~unlabeled]]
+        unknown = sorted({v for v in labeled_values if v not in index}, key=repr)
+        if unknown:
+            raise ValueError(
+                f"y contains labels that are neither -1 (unlabeled) nor one of the classes "
+                f"{_describe(classes)}: {_describe(unknown)}."
+            )
+        codes = np.full(y.shape, -1, dtype=np.int32)
+        codes[~unlabeled] = [index[v] for v in labeled_values]
+        return codes, len(classes)
+
+    if y.dtype.kind not in "iuf":
+        raise ValueError(
+            f"y must hold integer class codes (0..K-1, -1 for unlabeled rows) unless classes= is "
+            f"given; got dtype {y.dtype}."
+        )
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinite values; mark unlabeled rows with -1.")
+    if y.dtype.kind == "f" and np.any(y != np.round(y)):
+        raise ValueError(f"y must hold integer class codes; got {_describe(y[y != np.round(y)])}.")
+    labeled_codes = y[~unlabeled].astype(np.int64)
+    bad = labeled_codes[labeled_codes < 0]
+    if bad.size:
+        raise ValueError(
+            f"labels must be -1 (unlabeled) or class codes 0..K-1; got {_describe(np.unique(bad))}."
+        )
+    if num_classes is None:
+        if labeled_codes.size == 0:
+            raise ValueError(
+                "every row is unlabeled (y = -1) and the classes are unknown: pass num_classes= "
+                "or classes= to fit without labels."
+            )
+        num_classes = int(labeled_codes.max()) + 1
+        missing = np.setdiff1d(np.arange(num_classes), labeled_codes)
+        if missing.size:
+            raise ValueError(
+                f"class codes {_describe(missing)} have no labeled row, so K cannot be inferred "
+                f"from y alone; pass num_classes= (or classes=) to fit classes without labels."
+            )
+    num_classes = int(num_classes)
+    if num_classes < 1:
+        raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
+    too_big = labeled_codes[labeled_codes >= num_classes]
+    if too_big.size:
+        raise ValueError(
+            f"labels must be -1 (unlabeled) or class codes 0..{num_classes - 1}; got "
+            f"{_describe(np.unique(too_big))}."
+        )
+    return np.where(unlabeled, -1, y).astype(np.int32), num_classes
+
+
+# -- the objective --------------------------------------------------------------------------------
+def _row_weights(codes, unlabeled_weight, sample_weight):
+    """Weights of every row in the objective: w_i (labeled) and λ w_i (unlabeled)."""
+    labeled = codes >= 0
+    w = (
+        jnp.ones(codes.shape, dtype=jnp.result_type(float))
+        if sample_weight is None
+        else sample_weight
+    )
+    return jnp.where(labeled, w, unlabeled_weight * w)
+
+
+def weighted_log_likelihood(
+    story: Story, params: dict, X, y, *, unlabeled_weight=1.0, sample_weight=None
+):
+    """λ-weighted marginal log-likelihood ``Σ_labeled w_i log p(x_i, y_i) + λ Σ_unlabeled w_i log
+    p(x_i)`` (no penalty term), computed with :func:`genprob.core.log_likelihood`.
+
+    Args:
+        story: the story.
+        params: its parameters (``class_prior`` included).
+        X: features (n, D).
+        y: class codes (n,), -1 for unlabeled rows.
+        unlabeled_weight: λ.
+        sample_weight: optional row weights (n,).
+    """
+    y = jnp.asarray(y)
+    values = core.log_likelihood(story, params, X, y, pointwise=True)
+    weights = _row_weights(y, unlabeled_weight, sample_weight)
+    # rows of weight 0 contribute nothing, even where their log-likelihood is -inf
+    return jnp.sum(jnp.where(weights > 0, weights * values, 0.0))
+
+
+# -- the gradient M-step -------------------------------------------------------------------------
+def _latent_sites(story: Story, num_classes: int, num_features: int) -> dict:
+    """The prior's latent sample sites (name -> NumPyro site), in the order the prior draws them."""
+    with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.trace() as tr:
+        story.prior(num_classes, num_features)
+    return {
+        name: site
+        for name, site in tr.items()
+        if site["type"] == "sample" and not site["is_observed"]
+    }
+
+
+def params_from_latent(story: Story, latent: dict, num_classes: int, num_features: int) -> dict:
+    """Emission parameters from values of the prior's latent sites (the prior run substituted).
+
+    Works for stories whose prior returns transformed quantities as well as for the usual ones
+    that return the sampled sites themselves.
+    """
+    with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.substitute(data=latent):
+        return dict(story.prior(num_classes, num_features))
+
+
+def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
+    """Generalized M-step: L-BFGS on Σ R_ik log p(x_i, k) over unconstrained latent values."""
+    num_classes, num_features = R.shape[1], X.shape[1]
+    sites = _latent_sites(story, num_classes, num_features)
+    transforms = {name: biject_to(site["fn"].support) for name, site in sites.items()}
+    total = R.sum()
+
+    def negative_expected_log_joint(unconstrained):
+        constrained = {name: transforms[name](value) for name, value in unconstrained.items()}
+        params = params_from_latent(story, constrained, num_classes, num_features)
+        params[CLASS_PRIOR] = class_prior
+        joint = core.joint_log_prob(story, params, X)
+        return -jnp.sum(jnp.where(R > 0, R * joint, 0.0)) / total
+
+    start = {name: transforms[name].inv(value) for name, value in latent.items()}
+    optimizer = optax.lbfgs()
+    value_and_grad = optax.value_and_grad_from_state(negative_expected_log_joint)
+
+    def step(carry, _):
+        unconstrained, state = carry
+        value, grad = value_and_grad(unconstrained, state=state)
+        updates, state = optimizer.update(
+            grad,
+            state,
+            unconstrained,
+            value=value,
+            grad=grad,
+            value_fn=negative_expected_log_joint,
+        )
+        return (optax.apply_updates(unconstrained, updates), state), None
+
+    (end, _), _ = jax.lax.scan(step, (start, optimizer.init(start)), None, length=num_steps)
+    before = negative_expected_log_joint(start)
+    after = negative_expected_log_joint(end)
+    # keep the step only when it does not lower the expected log-joint: EM's monotonicity
+    accept = jnp.isfinite(after) & (after <= before)
+    new = {name: transforms[name](value) for name, value in end.items()}
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(accept, a, b), new, latent)
+
+
+def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) -> dict:
+    """Starting values of the latent sites: the image of 0 under each site's ``biject_to``."""
+    sites = _latent_sites(story, num_classes, num_features)
+    latent = {}
+    for name, site in sites.items():
+        transform = biject_to(site["fn"].support)
+        shape = transform.inverse_shape(jnp.shape(site["value"]))
+        latent[name] = transform(jnp.zeros(shape, dtype=dtype))
+    return latent
+
+
+# -- the EM loop ----------------------------------------------------------------------------------
+def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps):
+    """One M-step from weighted responsibilities ``R``; returns (params, latent, penalty)."""
+    if story.has_closed_form:
+        stats = core.sufficient_statistics(story, X, R)
+        params = core.maximize(story, stats, class_prior, fit_prior)
+        return params, latent, story.log_penalty(params, stats["emission"])
+    num_classes, num_features = R.shape[1], X.shape[1]
+    prior = core.class_prior_from_counts(R.sum(axis=0), class_prior, fit_prior)
+    latent = _gradient_m_step(story, X, R, latent, prior, num_steps)
+    params = params_from_latent(story, latent, num_classes, num_features)
+    params[CLASS_PRIOR] = prior
+    return params, latent, 0.0
+
+
+def _all_finite(tree):
+    leaves = jax.tree_util.tree_leaves(tree)
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
+
+
+def _trace_capacity(max_iter: int) -> int:
+    """Length of the preallocated trace: a power of two, so nearby ``max_iter`` share code."""
+    return max(128, 1 << (int(max_iter) - 1).bit_length())
+
+
+@partial(jax.jit, static_argnames=("story", "capacity", "fit_prior"))
+def _em_runs(
+    story,
+    X,
+    codes,
+    row_weights,
+    initial_R,
+    latent,
+    tol,
+    class_prior,
+    max_iter,
+    *,
+    capacity,
+    fit_prior,
+):
+    """Run EM from every initial responsibility matrix (vmapped); one compiled program."""
+    labeled = codes >= 0
+    num_classes = initial_R.shape[-1]
+    one_hot = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=X.dtype)
+    labeled_R = jnp.where(labeled[:, None], one_hot * row_weights[:, None], 0.0)
+    unlabeled_weights = jnp.where(labeled, 0.0, row_weights)
+
+    def objective(params, penalty):
+        values = core.log_likelihood(story, params, X, codes, pointwise=True)
+        return jnp.sum(jnp.where(row_weights > 0, row_weights * values, 0.0)) + penalty
+
+    def e_step(params):
+        posterior = core.predict_proba(story, params, X)
+        return labeled_R + unlabeled_weights[:, None] * posterior
+
+    def placeholder_params():
+        # Parameters of the right structure for the loop's carry; iteration 0 ignores them.
+        shapes = jax.eval_shape(
+            lambda R: _m_step(story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS)[0],
+            initial_R[0],
+        )
+        return jax.tree_util.tree_map(lambda s: jnp.ones(s.shape, s.dtype), shapes)
+
+    def run(R0):
+        state = (
+            placeholder_params(),
+            latent,
+            jnp.asarray(-jnp.inf, X.dtype),
+            jnp.full(capacity, jnp.nan, dtype=X.dtype),
+            jnp.asarray(0),
+            jnp.asarray(False),
+            jnp.asarray(True),
+            R0.sum(axis=0),
+        )
+
+        def keep_going(state):
+            _, _, _, _, iteration, converged, finite, _ = state
+            return (iteration < max_iter) & ~converged & finite
+
+        def iterate(state):
+            params, latent, value, trace, iteration, _, _, _ = state
+            # The first M-step starts from the initial responsibilities, later ones from the
+            # E-step (one M-step site in the program keeps compilation short).
+            R = jnp.where(iteration == 0, R0, e_step(params))
+            new_params, new_latent, penalty = _m_step(
+                story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS
+            )
+            new_value = objective(new_params, penalty)
+            finite = jnp.isfinite(new_value) & _all_finite(new_params)
+            change = jnp.abs(new_value - value)
+            converged = change <= tol * jnp.maximum(1.0, jnp.abs(new_value))
+            trace = trace.at[iteration].set(new_value)
+            # a degenerate step is recorded (NaN/inf in the trace) but its parameters are not kept
+            params, latent, value = jax.tree_util.tree_map(
+                lambda a, b: jnp.where(finite, a, b),
+                (new_params, new_latent, new_value),
+                (params, latent, value),
+            )
+            return (params, latent, value, trace, iteration + 1, converged, finite, R.sum(0))
+
+        params, _, value, trace, n_iter, converged, finite, class_mass = jax.lax.while_loop(
+            keep_going, iterate, state
+        )
+        posterior = core.predict_proba(story, params, X)
+        responsibilities = jnp.where(labeled[:, None], one_hot, posterior)
+        return params, trace, n_iter, converged, finite, value, responsibilities, class_mass
+
+    return jax.vmap(run)(initial_R)
+
+
+def fit_em(
+    story: Story,
+    X,
+    y,
+    *,
+    classes=None,
+    num_classes=None,
+    unlabeled_weight: float = 1.0,
+    max_iter: int = 100,
+    tol: float = 1e-8,
+    n_init: int = 1,
+    seed: int = 0,
+    init=None,
+    class_prior=None,
+    fit_prior: bool = True,
+    sample_weight=None,
+) -> EMResult:
+    """Fit a story to partly labeled data by (λ-weighted) expectation-maximization.
+
+    Maximizes ``F(θ) = Σ_labeled w_i log p(x_i, y_i) + λ Σ_unlabeled w_i log p(x_i)`` (plus the
+    story's ``log_penalty`` when its closed form is smoothed or regularized). EM with unlabeled
+    responsibilities scaled by λ is exactly the EM of this objective, so ``F`` never decreases.
+
+    Caveat: a regularizer whose equivalent prior scales with the class counts (QDA's
+    ``reg_param``, Gaussian NB's ``var_smoothing``) changes with the soft counts between
+    iterations, so monotonicity then holds only approximately (to the size of the change of the
+    penalty); the fixed point is still a stationary point of ``F`` with the penalty at the final
+    counts.
+
+    Args:
+        story: the story (closed form or not).
+        X: features (n, D), in the current JAX precision.
+        y: class codes (n,) in ``0..K-1`` and -1 for unlabeled rows (or values of ``classes``).
+        classes: every class label in code order; needed (with ``num_classes`` as the alternative)
+            when no row is labeled or a class has no labeled row.
+        num_classes: K.
+        unlabeled_weight: λ in [0, 1], the weight of every unlabeled row.
+        max_iter: maximum number of M-steps per initialization.
+        tol: stop when ``|F_t - F_{t-1}| <= tol * max(1, |F_t|)``.
+        n_init: number of initializations; the one with the largest final ``F`` is kept.
+        seed: seed of the random initializations.
+        init: None (the labeled-only fit first, when every class has a labeled row, then random
+            responsibilities), ``"labeled"``, ``"random"`` (random responsibilities for every
+            initialization), or a parameter dict to start the first initialization from.
+        class_prior: fixed class prior (K,), not estimated.
+        fit_prior: estimate the class prior (True) or use a uniform one (False).
+        sample_weight: optional non-negative row weights (n,).
+
+    Returns:
+        :class:`EMResult`.
+
+    Raises:
+        ValueError: bad labels, λ outside [0, 1], bad controls, a class with no mass to learn it
+            from, or every initialization degenerating (see the module docstring).
+    """
+    codes, num_classes = encode_partial_labels(y, num_classes=num_classes, classes=classes)
+    X = as_features(X)
+    if X.shape[0] != codes.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}.")
+    story.validate(X)
+    unlabeled_weight = _check_unit_interval(unlabeled_weight)
+    max_iter = _check_positive_int("max_iter", max_iter)
+    n_init = _check_positive_int("n_init", n_init)
+    if not (np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}.")
+    weights = _check_sample_weight(sample_weight, codes.shape[0], X.dtype)
+    if class_prior is not None:
+        class_prior = jnp.asarray(class_prior, dtype=X.dtype)
+        if class_prior.shape != (num_classes,):
+            raise ValueError(
+                f"class_prior has shape {class_prior.shape}; expected ({num_classes},)."
+            )
+
+    labeled = codes >= 0
+    codes_j = jnp.asarray(codes)
+    row_weights = _row_weights(codes_j, unlabeled_weight, weights)
+    labeled_mass = np.bincount(
+        codes[labeled], weights=np.asarray(row_weights)[labeled], minlength=num_classes
+    )
+    unlabeled_mass = float(np.asarray(row_weights)[~labeled].sum())
+    unlearnable = np.flatnonzero(labeled_mass <= 0)
+    if unlabeled_mass <= 0 and unlearnable.size:
+        raise ValueError(
+            f"class codes {_describe(unlearnable)} have no labeled row, and no unlabeled mass "
+            f"(no unlabeled rows, or unlabeled_weight=0) is left to learn them from."
+        )
+
+    num_features = X.shape[1]
+    latent = (
+        {} if story.has_closed_form else _neutral_latent(story, num_classes, num_features, X.dtype)
+    )
+    if isinstance(init, dict) and not story.has_closed_form:
+        latent = {**latent, **{k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}}
+    one_hot = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=X.dtype)
+    labeled_R = jnp.where(jnp.asarray(labeled)[:, None], one_hot * row_weights[:, None], 0.0)
+    unlabeled_weights = jnp.where(jnp.asarray(labeled), 0.0, row_weights)
+
+    if unlabeled_mass <= 0:
+        # Nothing to impute: EM is the supervised closed form (or gradient fit), in one step.
+        n_init, max_iter = 1, 1
+        initial_R = labeled_R[None]
+    else:
+        initial_R = _initial_responsibilities(
+            story, X, init, n_init, seed, labeled_R, unlabeled_weights, labeled_mass, num_classes
+        )
+    runs = _em_runs(
+        story,
+        X,
+        codes_j,
+        row_weights,
+        initial_R,
+        latent,
+        jnp.asarray(tol, X.dtype),
+        class_prior,
+        jnp.asarray(max_iter),
+        capacity=_trace_capacity(max_iter),
+        fit_prior=bool(fit_prior),
+    )
+    params, traces, n_iters, converged, finite, values, responsibilities, class_mass = runs
+    finite = np.asarray(finite)
+    values = np.where(finite, np.asarray(values), np.nan)
+    if not finite.any():
+        class_mass = np.asarray(class_mass)[0]
+        lightest = int(np.argmin(class_mass))
+        raise ValueError(
+            f"EM degenerated in every initialization: the objective or the parameters became "
+            f"non-finite (e.g. a Gaussian covariance collapsed onto a few points, or class code "
+            f"{lightest} lost its responsibility mass: {class_mass[lightest]:.3g}"
+            f"). Regularize the story (reg_param, shrinkage or var_smoothing for Gaussians, alpha "
+            f"for discrete features), label more rows, or lower unlabeled_weight."
+        )
+    best = int(np.nanargmax(values))
+    n_iter = int(n_iters[best])
+    return EMResult(
+        params=jax.tree_util.tree_map(lambda a: a[best], params),
+        log_likelihood=traces[best, :n_iter],
+        n_iter=n_iter,
+        converged=bool(converged[best]) or unlabeled_mass <= 0,
+        responsibilities=responsibilities[best],
+        init_log_likelihoods=jnp.asarray(values),
+    )
+
+
+def _initial_responsibilities(
+    story, X, init, n_init, seed, labeled_R, unlabeled_weights, labeled_mass, num_classes
+):
+    """Initial weighted responsibilities (n_init, n, K) of the EM runs."""
+    every_class_labeled = bool(np.all(labeled_mass > 0))
+    if isinstance(init, dict):
+        params = {k: jnp.asarray(v, X.dtype) for k, v in init.items()}
+        if CLASS_PRIOR not in params:
+            raise ValueError("init parameters must include 'class_prior'.")
+        posterior = core.predict_proba(story, params, X)
+        first = [labeled_R + unlabeled_weights[:, None] * posterior]
+    elif init is None:
+        first = [labeled_R] if every_class_labeled else []
+    elif init == "labeled":
+        if not every_class_labeled:
+            missing = np.flatnonzero(labeled_mass <= 0)
+            raise ValueError(
+                f"init='labeled' needs a labeled row in every class; class codes "
+                f"{_describe(missing)} have none."
+            )
+        first = [labeled_R]
+    elif init == "random":
+        first = []
+    else:
+        raise ValueError(
+            f"init must be None, 'labeled', 'random' or a parameter dict; got {init!r}."
+        )
+    num_random = n_init - len(first)
+    if num_random > 0:
+        key = jax.random.PRNGKey(int(seed))
+        shape = (num_random, X.shape[0])
+        draws = jax.random.dirichlet(key, jnp.ones(num_classes, dtype=X.dtype), shape)
+        first.extend(labeled_R + unlabeled_weights[:, None] * draws)
+    return jnp.stack(first[:n_init])
+
+
+def as_features(X):
+    """Features as a floating JAX array (dense, or a ``jax.experimental.sparse.BCOO`` matrix kept
+    sparse), checked to be 2-D and finite."""
+    if isinstance(X, jsparse.BCOO):
+        values = X.data
+    else:
+        X = jnp.asarray(X)
+        values = X
+    if not jnp.issubdtype(X.dtype, jnp.floating):
+        X = X.astype(jnp.result_type(float))
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features); got shape {X.shape}.")
+    if not bool(jnp.all(jnp.isfinite(values))):
+        raise ValueError("X contains NaN or infinite values.")
+    return X
+
+
+def _check_unit_interval(value) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"unlabeled_weight must be a number in [0, 1], got {value!r}.") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"unlabeled_weight must lie in [0, 1], got {value!r}.")
+    return value
+
+
+def _check_positive_int(name, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    return int(value)
+
+
+def _check_sample_weight(sample_weight, n, dtype):
+    if sample_weight is None:
+        return None
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    if sample_weight.shape != (n,):
+        raise ValueError(f"sample_weight has shape {sample_weight.shape}; expected ({n},).")
+    if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
+        raise ValueError("sample_weight must be finite and non-negative.")
+    return jnp.asarray(sample_weight, dtype=dtype)

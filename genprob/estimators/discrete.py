@@ -1,0 +1,530 @@
+"""Discrete naive Bayes estimators: BernoulliNB, MultinomialNB, CategoricalNB, PoissonNB.
+
+The first three take scikit-learn 1.9's constructor parameters (names and defaults) and set its
+fitted attributes, so they are drop-in replacements; the extra ``dtype`` chooses the precision
+and ``params_`` holds the story's parameters. Bernoulli and multinomial NB accept SciPy sparse
+matrices (e.g. from ``CountVectorizer``): the matrix is handed to JAX as a
+``jax.experimental.sparse.BCOO`` matrix, the statistics are sparse-dense products ``R^T X`` and
+the scores ``X W^T`` — the whole matrix is never densified.
+
+Differences from scikit-learn, all deliberate:
+
+* invalid input raises a ``ValueError`` naming the entry: non-binary values for
+  ``BernoulliNB(binarize=None)``, negative counts for ``MultinomialNB``, non-integer or negative
+  codes for ``CategoricalNB`` (scikit-learn truncates floats), and a category code that was not
+  seen in training (scikit-learn raises ``IndexError``; use ``min_categories`` to reserve
+  smoothed mass for such codes);
+* ``MultinomialNB.predict_joint_log_proba`` includes the multinomial coefficient
+  ``log n! - sum_j log x_j!`` (a real log density); posteriors are unaffected.
+* ``partial_fit`` equals ``fit`` on the concatenated chunks (scikit-learn's ``CategoricalNB``
+  grows its category tables the same way); rows labeled ``-1`` are unlabeled and fitted by EM in
+  ``fit``, with the keyword-only controls ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+  ``n_init`` and ``random_state``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Real
+
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse
+from jax.experimental import sparse as jsparse
+
+from genprob._dtype import numpy_dtype
+from genprob.estimators._base import GenerativeClassifierBase
+from genprob.families.bernoulli import BernoulliStory, check_values
+from genprob.families.categorical import CategoricalStory
+from genprob.families.multinomial import MultinomialStory
+from genprob.families.poisson import PoissonStory
+
+__all__ = ["BernoulliNB", "MultinomialNB", "CategoricalNB", "PoissonNB", "check_class_prior"]
+
+#: scikit-learn's floor for ``alpha`` when ``force_alpha=False``.
+_ALPHA_LOWER_BOUND = 1e-10
+
+
+def to_bcoo(X, dtype) -> jsparse.BCOO:
+    """A SciPy sparse matrix as a BCOO matrix with canonical (sorted, unique) indices."""
+    X = scipy.sparse.csr_matrix(X)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    rows = np.repeat(np.arange(X.shape[0], dtype=np.int32), np.diff(X.indptr))
+    indices = np.stack([rows, X.indices.astype(np.int32)], axis=1)
+    return jsparse.BCOO(
+        (jnp.asarray(X.data, dtype=dtype), jnp.asarray(indices)),
+        shape=X.shape,
+        indices_sorted=True,
+        unique_indices=True,
+    )
+
+
+def check_non_negative(X, estimator: str, expected: str) -> None:
+    """Raise scikit-learn's "Negative values in data passed to ..." error naming the entry."""
+    try:
+        check_values(X, lambda v: v < 0, expected)
+    except ValueError as error:
+        raise ValueError(f"Negative values in data passed to {estimator}: {error}") from None
+
+
+def check_class_prior(class_prior, classes):
+    """A fixed class prior as an array (K,), checked against the fitted ``classes``; or None."""
+    if class_prior is None:
+        return None
+    class_prior = np.asarray(class_prior, dtype=float)
+    if class_prior.shape != (len(classes),):
+        raise ValueError(
+            f"class_prior has {class_prior.size} entries; the data has {len(classes)} classes "
+            f"{list(classes)}."
+        )
+    if np.any(class_prior < 0) or not np.isclose(class_prior.sum(), 1.0):
+        raise ValueError(
+            f"class_prior must be non-negative and sum to 1, got {class_prior.tolist()}."
+        )
+    return class_prior
+
+
+class _DiscreteNB(GenerativeClassifierBase):
+    """Shared face: additive smoothing, class prior options, sparse input, class attributes."""
+
+    _accepts_sparse = False
+    _alpha_per_feature = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self._accepts_sparse
+        tags.classifier_tags.poor_score = True
+        return tags
+
+    @property
+    def _validate_kwargs(self):
+        return {"accept_sparse": "csr"} if self._accepts_sparse else {}
+
+    def _as_array(self, X):
+        if scipy.sparse.issparse(X):
+            return to_bcoo(X, numpy_dtype(self._dtype))
+        return super()._as_array(X)
+
+    def _checked_alpha(self, num_features: int):
+        """``alpha`` as a float or a per-feature tuple, with scikit-learn's checks and floor."""
+        if isinstance(self.alpha, Real):
+            alpha = float(self.alpha)
+            if alpha < 0:
+                raise ValueError(f"alpha must be >= 0, got {self.alpha!r}.")
+        else:
+            if not self._alpha_per_feature:
+                raise ValueError(f"alpha must be a single number, got {self.alpha!r}.")
+            alpha = np.asarray(self.alpha, dtype=float)
+            if alpha.shape != (num_features,):
+                raise ValueError(
+                    f"alpha has shape {alpha.shape}; an array alpha needs one value per feature "
+                    f"({num_features},)."
+                )
+            if np.any(alpha < 0):
+                raise ValueError("all values of alpha must be >= 0.")
+        if np.min(alpha) < _ALPHA_LOWER_BOUND and not self.force_alpha:
+            warnings.warn(
+                f"alpha below {_ALPHA_LOWER_BOUND:.0e} gives zero probabilities; using alpha = "
+                f"{_ALPHA_LOWER_BOUND:.0e}. Pass force_alpha=True to keep it.",
+                UserWarning,
+                stacklevel=3,
+            )
+            alpha = np.maximum(alpha, _ALPHA_LOWER_BOUND)
+        return float(alpha) if np.ndim(alpha) == 0 else tuple(float(a) for a in alpha)
+
+    def _class_prior_argument(self):
+        return check_class_prior(self.class_prior, self.classes_), self.fit_prior
+
+    def _set_fitted_attributes(self, stats):
+        self.class_count_ = stats["class_counts"]
+        with np.errstate(divide="ignore"):
+            self.class_log_prior_ = np.log(self.params_["class_prior"])
+
+
+class BernoulliNB(_DiscreteNB):
+    """Naive Bayes for binary features (multivariate Bernoulli), scikit-learn compatible.
+
+    Each feature is a coin whose bias depends on the class; see
+    :class:`genprob.families.bernoulli.BernoulliStory`. With ``binarize = t`` values ``> t``
+    become 1 and the rest 0 (before fitting and predicting, as in scikit-learn).
+
+    Args:
+        alpha: additive smoothing, a number or one per feature: ``(count + alpha) / (N_k +
+            2 alpha)``, the MAP under a Beta(alpha + 1, alpha + 1) prior (alpha = 1: Laplace).
+        force_alpha: keep ``alpha`` even below 1e-10 (otherwise it is raised to 1e-10 with a
+            warning).
+        binarize: threshold, or None when the input is already binary (then anything but 0/1
+            raises ``ValueError``).
+        fit_prior: learn the class prior (else uniform).
+        class_prior: fixed class prior (K,), overriding ``fit_prior``.
+        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
+        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
+        em_tol: EM stops when the objective's relative change is below it (``em_tol`` like the
+            Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
+        n_init: number of EM initializations; the best final objective is kept.
+        random_state: seed of the EM initializations.
+        dtype: ``"float64"`` (default) or ``"float32"``.
+
+    Attributes:
+        class_count_: (weighted) rows per class (K,).
+        class_log_prior_: log class prior (K,).
+        feature_count_: (weighted) number of rows with feature j on, per class (K, D).
+        feature_log_prob_: ``log P(x_j = 1 | y = k)`` (K, D).
+        params_: the story's parameters (``probs``, ``class_prior``).
+    """
+
+    _accepts_sparse = True
+
+    def __init__(
+        self,
+        *,
+        alpha=1.0,
+        force_alpha=True,
+        binarize=0.0,
+        fit_prior=True,
+        class_prior=None,
+        unlabeled_weight=1.0,
+        max_iter=100,
+        em_tol=1e-8,
+        n_init=1,
+        random_state=None,
+        dtype="float64",
+    ):
+        self.alpha = alpha
+        self.force_alpha = force_alpha
+        self.binarize = binarize
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+        self.unlabeled_weight = unlabeled_weight
+        self.max_iter = max_iter
+        self.em_tol = em_tol
+        self.n_init = n_init
+        self.random_state = random_state
+        self.dtype = dtype
+
+    def _validate_X(self, X, *, fitting):
+        if self.binarize is None:
+            check_values(
+                X,
+                lambda v: (v != 0) & (v != 1),
+                "binary features (0 or 1) for BernoulliNB with binarize=None; pass a threshold "
+                "(binarize=0.0 maps every positive value to 1)",
+            )
+            return X
+        threshold = float(self.binarize)
+        if not threshold >= 0:
+            raise ValueError(f"binarize must be None or a number >= 0, got {self.binarize!r}.")
+        if scipy.sparse.issparse(X):
+            X = X.copy()
+            X.data = (X.data > threshold).astype(X.dtype)
+            X.eliminate_zeros()
+            return X
+        return (X > threshold).astype(X.dtype)
+
+    def _make_story(self, X):
+        return BernoulliStory(alpha=self._checked_alpha(X.shape[1]))
+
+    def _set_fitted_attributes(self, stats):
+        super()._set_fitted_attributes(stats)
+        self.feature_count_ = stats["emission"]["feature_counts"]
+        with np.errstate(divide="ignore"):  # alpha = 0 may leave zero probabilities
+            self.feature_log_prob_ = np.log(self.params_["probs"])
+
+
+class MultinomialNB(_DiscreteNB):
+    """Naive Bayes for counts (multinomial bag of words), scikit-learn compatible.
+
+    See :class:`genprob.families.multinomial.MultinomialStory`. Unlike scikit-learn,
+    :meth:`predict_joint_log_proba` includes the class-free multinomial coefficient
+    ``log n! - sum_j log x_j!``, so it is a real log density; posteriors are the same.
+
+    Args:
+        alpha: additive smoothing, a number or one per feature: ``(c_kj + alpha) /
+            sum_j (c_kj + alpha)``, the MAP under Dirichlet(alpha + 1) (alpha = 1: Laplace).
+        force_alpha: keep ``alpha`` even below 1e-10.
+        fit_prior: learn the class prior (else uniform).
+        class_prior: fixed class prior (K,).
+        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
+        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
+        em_tol: EM stops when the objective's relative change is below it (``em_tol`` like the
+            Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
+        n_init: number of EM initializations; the best final objective is kept.
+        random_state: seed of the EM initializations.
+        dtype: ``"float64"`` (default) or ``"float32"``.
+
+    Attributes:
+        class_count_: (weighted) rows per class (K,).
+        class_log_prior_: log class prior (K,).
+        feature_count_: (weighted) total count of feature j per class (K, D).
+        feature_log_prob_: ``log P(word j | y = k)`` (K, D).
+        params_: the story's parameters (``probs``, ``class_prior``).
+    """
+
+    _accepts_sparse = True
+
+    def __init__(
+        self,
+        *,
+        alpha=1.0,
+        force_alpha=True,
+        fit_prior=True,
+        class_prior=None,
+        unlabeled_weight=1.0,
+        max_iter=100,
+        em_tol=1e-8,
+        n_init=1,
+        random_state=None,
+        dtype="float64",
+    ):
+        self.alpha = alpha
+        self.force_alpha = force_alpha
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+        self.unlabeled_weight = unlabeled_weight
+        self.max_iter = max_iter
+        self.em_tol = em_tol
+        self.n_init = n_init
+        self.random_state = random_state
+        self.dtype = dtype
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        return tags
+
+    def _validate_X(self, X, *, fitting):
+        check_non_negative(X, "MultinomialNB", "non-negative counts")
+        return X
+
+    def _make_story(self, X):
+        self._rows_seen, self._length_seen = X.shape[0], float(X.sum())
+        return self._story(X.shape[1])
+
+    def _partial_fit_story(self, X, previous):
+        if previous is None:
+            return self._make_story(X)
+        self._rows_seen += X.shape[0]
+        self._length_seen += float(X.sum())
+        return self._story(X.shape[1])
+
+    def _story(self, num_features):
+        # Sampled documents get the mean training length; the density conditions on each row's.
+        mean_length = self._length_seen / max(self._rows_seen, 1)
+        return MultinomialStory(
+            alpha=self._checked_alpha(num_features), total_count=int(round(mean_length))
+        )
+
+    def _set_fitted_attributes(self, stats):
+        super()._set_fitted_attributes(stats)
+        self.feature_count_ = stats["emission"]["feature_counts"]
+        with np.errstate(divide="ignore"):  # alpha = 0 may leave zero probabilities
+            self.feature_log_prob_ = np.log(self.params_["probs"])
+
+
+class CategoricalNB(_DiscreteNB):
+    """Naive Bayes for categorical features (integer codes), scikit-learn compatible.
+
+    Feature j takes codes ``0 .. k_j - 1`` (e.g. from ``OrdinalEncoder``), with
+    ``k_j = max(max_i x_ij + 1, min_categories_j)``. See
+    :class:`genprob.families.categorical.CategoricalStory` for the padded-table parameters.
+
+    Unseen categories: a code ``>= n_categories_[j]`` at prediction raises ``ValueError``; with
+    ``min_categories`` larger than the observed codes, codes below it that were never seen get the
+    smoothed probability ``alpha / (N_k + alpha k_j)``.
+
+    Args:
+        alpha: additive smoothing (one number): ``(c_kjm + alpha) / (N_k + alpha k_j)``.
+        force_alpha: keep ``alpha`` even below 1e-10.
+        fit_prior: learn the class prior (else uniform).
+        class_prior: fixed class prior (K,).
+        min_categories: None, an int, or one int per feature: the least number of categories.
+        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
+        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
+        em_tol: EM stops when the objective's relative change is below it (``em_tol`` like the
+            Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
+        n_init: number of EM initializations; the best final objective is kept.
+        random_state: seed of the EM initializations.
+        dtype: ``"float64"`` (default) or ``"float32"``.
+
+    Attributes:
+        category_count_: list over features of (K, k_j) (weighted) counts.
+        class_count_: (weighted) rows per class (K,).
+        class_log_prior_: log class prior (K,).
+        feature_log_prob_: list over features of (K, k_j) log probabilities.
+        n_categories_: ``k_j`` per feature (int64).
+        params_: the story's parameters (``probs`` as a padded (K, D, max k_j) table,
+            ``class_prior``).
+    """
+
+    _alpha_per_feature = False
+
+    def __init__(
+        self,
+        *,
+        alpha=1.0,
+        force_alpha=True,
+        fit_prior=True,
+        class_prior=None,
+        min_categories=None,
+        unlabeled_weight=1.0,
+        max_iter=100,
+        em_tol=1e-8,
+        n_init=1,
+        random_state=None,
+        dtype="float64",
+    ):
+        self.alpha = alpha
+        self.force_alpha = force_alpha
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+        self.min_categories = min_categories
+        self.unlabeled_weight = unlabeled_weight
+        self.max_iter = max_iter
+        self.em_tol = em_tol
+        self.n_init = n_init
+        self.random_state = random_state
+        self.dtype = dtype
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.positive_only = True
+        return tags
+
+    def _validate_X(self, X, *, fitting):
+        if fitting:
+            expected = (
+                "non-negative integer category codes for CategoricalNB (encode categories as "
+                "0..k-1, e.g. with OrdinalEncoder)"
+            )
+            check_non_negative(X, "CategoricalNB", expected)
+            check_values(X, lambda v: v != np.round(v), expected)
+        else:
+            self.story_.validate(X)
+        return X
+
+    def _n_categories(self, X) -> np.ndarray:
+        observed = X.max(axis=0).astype(np.int64) + 1
+        if self.min_categories is None:
+            return observed
+        minimum = np.asarray(self.min_categories)
+        if not np.issubdtype(minimum.dtype, np.integer):
+            raise ValueError(
+                f"min_categories must be an int or an array of ints, got {self.min_categories!r}."
+            )
+        if minimum.ndim not in (0, 1) or (minimum.ndim == 1 and minimum.shape != observed.shape):
+            raise ValueError(
+                f"min_categories has shape {minimum.shape}; expected a number or ({X.shape[1]},)."
+            )
+        if np.any(minimum < 1):
+            raise ValueError(f"min_categories must be >= 1, got {self.min_categories!r}.")
+        return np.maximum(observed, minimum).astype(np.int64)
+
+    def _make_story(self, X):
+        return CategoricalStory(
+            n_categories=tuple(self._n_categories(X)), alpha=self._checked_alpha(X.shape[1])
+        )
+
+    def _partial_fit_story(self, X, previous):
+        # A chunk may show codes not seen before: the tables grow (as scikit-learn's do).
+        n_categories = self._n_categories(X)
+        if previous is not None:
+            n_categories = np.maximum(n_categories, previous.n_categories)
+        return CategoricalStory(
+            n_categories=tuple(int(k) for k in n_categories),
+            alpha=self._checked_alpha(X.shape[1]),
+        )
+
+    def _extend_statistics(self, stats, previous, story):
+        counts = stats["emission"]["category_counts"]
+        missing = story.max_categories - counts.shape[-1]
+        if missing:
+            counts = jnp.pad(counts, ((0, 0), (0, 0), (0, missing)))
+        return {**stats, "emission": {**stats["emission"], "category_counts": counts}}
+
+    def _set_fitted_attributes(self, stats):
+        super()._set_fitted_attributes(stats)
+        self.n_categories_ = np.asarray(self.story_.n_categories, dtype=np.int64)
+        counts = stats["emission"]["category_counts"]
+        with np.errstate(divide="ignore"):  # the padding cells hold exact zeros
+            log_probs = np.log(self.params_["probs"])
+        self.category_count_ = [counts[:, j, :k] for j, k in enumerate(self.n_categories_)]
+        self.feature_log_prob_ = [log_probs[:, j, :k] for j, k in enumerate(self.n_categories_)]
+
+
+class PoissonNB(_DiscreteNB):
+    """Naive Bayes for counts with independent Poisson features.
+
+    ``rate[k, j] = (S_kj + alpha) / (N_k + beta)`` with ``S_kj`` the (weighted) total of feature
+    j in class k: the MAP under a Gamma(alpha + 1, beta) prior on each rate, or the posterior mean
+    under Gamma(alpha, beta); ``alpha = beta = 0`` is maximum likelihood. See
+    :class:`genprob.families.poisson.PoissonStory`.
+
+    Args:
+        alpha: pseudo-counts (>= 0).
+        beta: pseudo-rows (>= 0).
+        fit_prior: learn the class prior (else uniform).
+        class_prior: fixed class prior (K,).
+        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
+        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
+        em_tol: EM stops when the objective's relative change is below it (``em_tol`` like the
+            Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
+        n_init: number of EM initializations; the best final objective is kept.
+        random_state: seed of the EM initializations.
+        dtype: ``"float64"`` (default) or ``"float32"``.
+
+    Attributes:
+        class_count_: (weighted) rows per class (K,).
+        class_log_prior_: log class prior (K,).
+        feature_count_: (weighted) total count of feature j per class (K, D).
+        rates_: fitted Poisson rates (K, D).
+        params_: the story's parameters (``rates``, ``class_prior``).
+    """
+
+    def __init__(
+        self,
+        *,
+        alpha=1.0,
+        beta=1.0,
+        fit_prior=True,
+        class_prior=None,
+        unlabeled_weight=1.0,
+        max_iter=100,
+        em_tol=1e-8,
+        n_init=1,
+        random_state=None,
+        dtype="float64",
+    ):
+        self.alpha = alpha
+        self.beta = beta
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+        self.unlabeled_weight = unlabeled_weight
+        self.max_iter = max_iter
+        self.em_tol = em_tol
+        self.n_init = n_init
+        self.random_state = random_state
+        self.dtype = dtype
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        # scikit-learn has no "counts" tag; "categorical" declares integer-coded input, which
+        # makes its checks feed non-negative integers, the support of the Poisson.
+        tags.input_tags.categorical = True
+        return tags
+
+    def _validate_X(self, X, *, fitting):
+        check_non_negative(X, "PoissonNB", "non-negative integer counts")
+        check_values(X, lambda v: v != np.round(v), "non-negative integer counts for PoissonNB")
+        return X
+
+    def _make_story(self, X):
+        return PoissonStory(alpha=self.alpha, beta=self.beta)
+
+    def _set_fitted_attributes(self, stats):
+        super()._set_fitted_attributes(stats)
+        self.feature_count_ = stats["emission"]["feature_sums"]
+        self.rates_ = self.params_["rates"]

@@ -1,0 +1,116 @@
+"""GenerativeClassifier: the scikit-learn face of any story, built-in or user-written."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from genprob._dtype import numpy_dtype, precision
+from genprob.estimators._base import (
+    _EM_ATTRIBUTES,
+    _PARTIAL_FIT_STATE,
+    GenerativeClassifierBase,
+    _check_sample_weight,
+)
+from genprob.story import Story
+
+__all__ = ["GenerativeClassifier"]
+
+
+class GenerativeClassifier(GenerativeClassifierBase):
+    """Estimator for any :class:`~genprob.story.Story`.
+
+    A story with a closed form (``sufficient_statistics`` and ``maximize``) is fitted exactly;
+    one with only a ``prior`` and an ``emission`` is fitted by maximizing its NumPyro model's
+    log-likelihood with L-BFGS (:func:`genprob.fit_optimizer`). Rows labeled ``-1`` are
+    unlabeled and fitted by EM (with a gradient M-step when there is no closed form).
+    :meth:`partial_fit` needs a closed form (additive sufficient statistics).
+
+    The story is a constructor parameter like any other: ``clone`` copies it (stories compare
+    equal by configuration), and ``set_params(story=...)`` swaps it.
+
+    Args:
+        story: the generative story.
+        priors: fixed class prior (K,), or None to estimate it.
+        optimizer_max_iter: L-BFGS iteration budget for stories without a closed form.
+        unlabeled_weight: weight λ in [0, 1] of unlabeled rows in EM.
+        max_iter: maximum EM iterations.
+        em_tol: EM convergence threshold on the relative change of the objective (``em_tol``, as
+            in LDA/QDA where ``tol`` is scikit-learn's rank threshold).
+        n_init: number of EM initializations (the best is kept).
+        random_state: seed for EM initializations, the optimizer's start and :meth:`sample`.
+        dtype: ``"float64"`` (default) or ``"float32"``.
+
+    Attributes:
+        story_: the story (the ``story`` argument).
+        params_: fitted named parameters.
+        stats_: sufficient statistics (closed-form stories only).
+        optimizer_result_: convergence information when fitted by the optimizer.
+    """
+
+    def __init__(
+        self,
+        story=None,
+        *,
+        priors=None,
+        optimizer_max_iter=10000,
+        unlabeled_weight=1.0,
+        max_iter=100,
+        em_tol=1e-8,
+        n_init=1,
+        random_state=None,
+        dtype="float64",
+    ):
+        self.story = story
+        self.priors = priors
+        self.optimizer_max_iter = optimizer_max_iter
+        self.unlabeled_weight = unlabeled_weight
+        self.max_iter = max_iter
+        self.em_tol = em_tol
+        self.n_init = n_init
+        self.random_state = random_state
+        self.dtype = dtype
+
+    def _make_story(self, X) -> Story:
+        if not isinstance(self.story, Story):
+            raise ValueError(
+                f"GenerativeClassifier needs a genprob Story instance as `story`, got "
+                f"{type(self.story).__name__}."
+            )
+        return self.story
+
+    def fit(self, X, y, sample_weight=None, classes=None):
+        """Fit by closed form when the story has one, else by the optimizer (EM for -1 rows)."""
+        story = self._make_story(None)
+        if story.has_closed_form or classes is not None or np.any(np.asarray(y) == -1):
+            return super().fit(X, y, sample_weight=sample_weight, classes=classes)
+        from genprob.optimize import fit_optimizer
+
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        self._check_em_params()
+        sample_weight = _check_sample_weight(sample_weight, X.shape[0])
+        for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
+            self.__dict__.pop(name, None)
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(
+                f"need samples of at least 2 classes to fit a classifier; got only one class: "
+                f"{self.classes_.tolist()[0]!r}."
+            )
+        with precision(self._dtype):
+            result = fit_optimizer(
+                story,
+                np.asarray(X, dtype=numpy_dtype(self._dtype)),
+                codes,
+                num_classes=len(self.classes_),
+                seed=int(np.random.RandomState(self.random_state).randint(2**31 - 1)),
+                max_iter=self.optimizer_max_iter,
+                sample_weight=sample_weight,
+                dtype=self._dtype,
+            )
+        self.story_ = story
+        self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
+        self.optimizer_result_ = result
+        return self

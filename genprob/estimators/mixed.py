@@ -1,0 +1,405 @@
+"""MixedNB: naive Bayes over a table whose columns follow different families.
+
+Each column is given a family by name; columns of one family form one block of a
+:class:`genprob.families.mixed.MixedStory` (block name = family name, so parameters read
+``"gaussian.means"``, ``"categorical.probs"``...), and each block is fitted in closed form.
+``partial_fit`` adds chunks to the blocks' statistics (categorical columns may meet new
+categories in later chunks: their tables grow).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import scipy.sparse
+from sklearn.utils.validation import check_is_fitted
+
+from genprob.estimators._base import GenerativeClassifierBase
+from genprob.estimators.discrete import check_class_prior
+from genprob.families.bernoulli import BernoulliStory, check_alpha
+from genprob.families.categorical import CategoricalStory
+from genprob.families.gaussian import GaussianStory
+from genprob.families.mixed import MixedStory
+from genprob.families.multinomial import MultinomialStory
+from genprob.families.poisson import PoissonStory
+
+__all__ = ["MixedNB", "FAMILIES"]
+
+#: Family names accepted in ``MixedNB(families=...)``.
+FAMILIES = ("gaussian", "bernoulli", "categorical", "multinomial", "poisson")
+
+
+def _is_frame(X) -> bool:
+    return hasattr(X, "columns") and hasattr(X, "iloc")
+
+
+def _as_table(X):
+    """A DataFrame or NumPy array as is; other array-likes as an object array (types kept)."""
+    if scipy.sparse.issparse(X):
+        raise TypeError(
+            "Sparse data was passed to MixedNB, but dense data is required (a table with one "
+            "family per column); use X.toarray() or a DataFrame."
+        )
+    if _is_frame(X) or isinstance(X, np.ndarray):
+        return X
+    return np.asarray(X, dtype=object)
+
+
+def _column_keys(X) -> list:
+    if _is_frame(X):
+        return list(X.columns)
+    shape = np.shape(X)
+    if len(shape) != 2:
+        raise ValueError(
+            f"Expected a 2-D table (rows x columns), got shape {shape}. Reshape your data: "
+            f"array.reshape(-1, 1) for a single feature, array.reshape(1, -1) for a single "
+            f"sample."
+        )
+    return list(range(shape[1]))
+
+
+def _column(X, position: int) -> np.ndarray:
+    if _is_frame(X):
+        return X.iloc[:, position].to_numpy()
+    return np.asarray(X)[:, position]
+
+
+def _categories_of(X, position: int, key, known=None) -> np.ndarray:
+    """Sorted distinct values of a categorical column (with the ``known`` ones, if given)."""
+    values = _column(X, position).astype(object)
+    if pd.isna(values).any():
+        raise ValueError(
+            f"categorical column {key!r} has {int(pd.isna(values).sum())} missing values; drop "
+            "or impute those rows."
+        )
+    if known is not None:
+        values = np.concatenate([np.asarray(known, dtype=object), values])
+    try:
+        return np.unique(values)
+    except TypeError:
+        kinds = sorted({type(v).__name__ for v in values})
+        raise ValueError(
+            f"categorical column {key!r} mixes value types {kinds}; use one type."
+        ) from None
+
+
+class MixedNB(GenerativeClassifierBase):
+    """Naive Bayes with one family per column (numbers, categories and counts in one table).
+
+    Families: ``"gaussian"`` (per-class normal, as :class:`genprob.GaussianNB`),
+    ``"categorical"`` (any values, strings included: encoded internally as codes of the sorted
+    training categories), ``"bernoulli"`` (0/1), ``"multinomial"`` (the family's columns are the
+    counts of one bag of words) and ``"poisson"`` (independent counts).
+
+    Columns are named by DataFrame column name, or by integer position for arrays. Every column
+    of ``X`` must have a family; names that are not columns of ``X``, unknown family names, a
+    category not seen in training, and missing values raise ``ValueError``.
+
+    Args:
+        families: mapping column -> family name, e.g. ``{"bill_length_mm": "gaussian",
+            "island": "categorical"}``; None (the default) makes every column Gaussian, which is
+            then :class:`genprob.GaussianNB` (a sensible default for a numeric table, and what
+            scikit-learn's generic estimator checks exercise).
+        alpha: additive smoothing of the Bernoulli, categorical and multinomial blocks, and the
+            pseudo-counts of the Poisson block.
+        beta: pseudo-rows of the Poisson block.
+        var_smoothing: Gaussian block's variance floor (fraction of its largest variance).
+        fit_prior: learn the class prior (else uniform).
+        class_prior: fixed class prior (K,).
+        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
+        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
+        em_tol: EM stops when the objective's relative change is below it (``em_tol`` like the
+            Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
+        n_init: number of EM initializations; the best final objective is kept.
+        random_state: seed of the EM initializations.
+        dtype: ``"float64"`` (default) or ``"float32"``.
+
+    Attributes:
+        blocks_: family -> list of its columns (names or positions), in column order.
+        categories_: categorical column -> array of its categories (code m is
+            ``categories_[column][m]``).
+        class_count_: (weighted) rows per class (K,).
+        class_log_prior_: log class prior (K,).
+        story_: the fitted :class:`~genprob.families.mixed.MixedStory`.
+        params_: flat dict ``"<family>.<parameter>"`` plus ``class_prior``.
+        stats_: the blocks' sufficient statistics (running ones after :meth:`partial_fit`).
+    """
+
+    def __init__(
+        self,
+        families=None,
+        *,
+        alpha=1.0,
+        beta=1.0,
+        var_smoothing=1e-9,
+        fit_prior=True,
+        class_prior=None,
+        unlabeled_weight=1.0,
+        max_iter=100,
+        em_tol=1e-8,
+        n_init=1,
+        random_state=None,
+        dtype="float64",
+    ):
+        self.families = families
+        self.alpha = alpha
+        self.beta = beta
+        self.var_smoothing = var_smoothing
+        self.fit_prior = fit_prior
+        self.class_prior = class_prior
+        self.unlabeled_weight = unlabeled_weight
+        self.max_iter = max_iter
+        self.em_tol = em_tol
+        self.n_init = n_init
+        self.random_state = random_state
+        self.dtype = dtype
+
+    # -- columns -> blocks and codes -------------------------------------------------------------
+    def _learn_columns(self, X):
+        X = _as_table(X)
+        if not _column_keys(X):
+            raise ValueError(
+                f"0 feature(s) (shape={np.shape(X)}) while a minimum of 1 is required by MixedNB."
+            )
+        families = self.families
+        if families is None:
+            families = {key: "gaussian" for key in _column_keys(X)}
+        if not isinstance(families, Mapping) or not families:
+            raise ValueError(
+                f"families must be a non-empty mapping column -> family name, got {families!r}."
+            )
+        keys = _column_keys(X)
+        unknown = [key for key in families if key not in keys]
+        if unknown:
+            if _is_frame(X):
+                raise ValueError(
+                    f"families names columns that are not in X: {unknown}; X has columns {keys}."
+                )
+            raise ValueError(
+                f"families names columns {unknown}, but X is an array with {len(keys)} columns: "
+                f"use positions 0..{len(keys) - 1}, or pass a DataFrame to use column names."
+            )
+        unmapped = [key for key in keys if key not in families]
+        if unmapped:
+            raise ValueError(
+                f"columns {unmapped} of X have no family; add them to families or drop them."
+            )
+        positions: dict[str, list[int]] = {}
+        for position, key in enumerate(keys):
+            family = families[key]
+            if not isinstance(family, str) or family.lower() not in FAMILIES:
+                raise ValueError(
+                    f"unknown family {family!r} for column {key!r}; known families: "
+                    f"{', '.join(FAMILIES)}."
+                )
+            positions.setdefault(family.lower(), []).append(position)
+        categories = {
+            keys[position]: _categories_of(X, position, keys[position])
+            for position in positions.get("categorical", [])
+        }
+        self._columns = keys
+        self._fitted_on_frame = _is_frame(X)
+        self._block_positions = positions
+        self.blocks_ = {family: [keys[p] for p in ps] for family, ps in positions.items()}
+        self.categories_ = categories
+
+    def _in_fit_order(self, X):
+        """``X`` with its columns in fit order (a DataFrame by name), checked against fit's."""
+        X = _as_table(X)
+        keys = _column_keys(X)
+        if _is_frame(X) and self._fitted_on_frame:
+            missing = [key for key in self._columns if key not in keys]
+            if missing:
+                raise ValueError(f"X lacks the columns {missing} seen in fit.")
+            return X[self._columns]
+        if len(keys) != len(self._columns):
+            raise ValueError(
+                f"X has {len(keys)} features, but MixedNB is expecting {len(self._columns)} "
+                f"features as input."
+            )
+        return X
+
+    def _encode(self, X):
+        """Numeric matrix (or DataFrame) with categorical columns replaced by their codes."""
+        X = self._in_fit_order(X)
+        keys = _column_keys(X) if _is_frame(X) else list(self._columns)
+        encoded = np.empty((np.shape(X)[0], len(keys)), dtype=np.float64)
+        family_of = {p: f for f, ps in self._block_positions.items() for p in ps}
+        for position, key in enumerate(self._columns):
+            values = _column(X, position)
+            if key in self.categories_:
+                known = self.categories_[key]
+                codes = pd.Index(known).get_indexer(values.astype(object))
+                if np.any(codes < 0):
+                    unseen = pd.unique(values[codes < 0].astype(object))[:5].tolist()
+                    raise ValueError(
+                        f"categorical column {key!r} has values not seen in fit (or missing): "
+                        f"{unseen}; known categories: {known.tolist()}."
+                    )
+                encoded[:, position] = codes
+            else:
+                try:
+                    encoded[:, position] = np.asarray(values, dtype=np.float64)
+                except (TypeError, ValueError) as error:
+                    # a wrong type (TypeError) stays a TypeError, as in NumPy/scikit-learn
+                    kind = TypeError if isinstance(error, TypeError) else ValueError
+                    raise kind(
+                        f"column {key!r} ({family_of[position]}) must be numeric ({error}); got "
+                        f"values like {values[:3].tolist()}."
+                    ) from None
+        if _is_frame(X):
+            return pd.DataFrame(encoded, columns=X.columns, index=X.index)
+        return encoded
+
+    # -- the estimator face ----------------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None, **kwargs):
+        """Fit every block in closed form.
+
+        Args:
+            X: DataFrame (columns by name) or 2-D array (columns by position).
+            y: labels.
+            sample_weight: optional non-negative weights (n_samples,).
+            **kwargs: passed to :meth:`GenerativeClassifierBase.fit`.
+
+        Returns:
+            self
+        """
+        self._learn_columns(X)
+        return super().fit(self._encode(X), y, sample_weight=sample_weight, **kwargs)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Add a chunk of labeled rows to every block's statistics and refit (closed form).
+
+        The first call learns the columns (as :meth:`fit`); later chunks must have the same
+        columns, and may bring new categories to categorical columns (their tables grow, so
+        the result equals :meth:`fit` on all chunks). See
+        :meth:`GenerativeClassifierBase.partial_fit`.
+        """
+        if not hasattr(self, "stats_"):
+            self._learn_columns(X)
+            self._stats_categories = None
+            return super().partial_fit(
+                self._encode(X), y, classes=classes, sample_weight=sample_weight
+            )
+        saved = dict(self.categories_)
+        self._stats_categories = saved
+        try:
+            ordered = self._in_fit_order(X)
+            self.categories_ = {
+                key: _categories_of(ordered, self._columns.index(key), key, known)
+                for key, known in saved.items()
+            }
+            return super().partial_fit(
+                self._encode(X), y, classes=classes, sample_weight=sample_weight
+            )
+        except Exception:
+            self.categories_ = saved
+            raise
+
+    def _extend_statistics(self, stats, previous, story):
+        """Move the categorical counts to the (possibly grown) category lists."""
+        positions = self._block_positions.get("categorical")
+        if not positions or self._stats_categories is None:
+            return stats
+        counts = np.asarray(stats["emission"]["categorical"]["category_counts"])
+        width = max(len(self.categories_[self._columns[p]]) for p in positions)
+        grown = np.zeros(counts.shape[:2] + (width,), dtype=counts.dtype)
+        for j, position in enumerate(positions):
+            key = self._columns[position]
+            old = self._stats_categories[key]
+            where = pd.Index(self.categories_[key]).get_indexer(old)
+            grown[:, j, where] = counts[:, j, : len(old)]
+        block = {**stats["emission"]["categorical"], "category_counts": jnp.asarray(grown)}
+        return {**stats, "emission": {**stats["emission"], "categorical": block}}
+
+    def _check_X(self, X):
+        if not hasattr(self, "_columns"):
+            check_is_fitted(self, "params_")
+        return super()._check_X(self._encode(X))
+
+    def _multinomial_length(self, X) -> float:
+        positions = self._block_positions.get("multinomial")
+        return float(np.asarray(X)[:, positions].sum()) if positions else 0.0
+
+    def _make_story(self, X):
+        self._rows_seen, self._length_seen = X.shape[0], self._multinomial_length(X)
+        return self._story(self._length_seen / max(self._rows_seen, 1))
+
+    def _partial_fit_story(self, X, previous):
+        if previous is None:
+            return self._make_story(X)
+        self._rows_seen += X.shape[0]
+        self._length_seen += self._multinomial_length(X)
+        return self._story(self._length_seen / max(self._rows_seen, 1))
+
+    def _story(self, mean_length: float = 0.0):
+        """The mixed story; ``mean_length`` is the multinomial block's mean document length."""
+        alpha = check_alpha(self.alpha)
+        if isinstance(alpha, tuple):
+            raise ValueError(f"alpha must be a single number, got {self.alpha!r}.")
+        blocks = []
+        for family, positions in self._block_positions.items():
+            if family == "gaussian":
+                story = GaussianStory(
+                    covariance="diag", shared=False, var_smoothing=self.var_smoothing
+                )
+            elif family == "bernoulli":
+                story = BernoulliStory(alpha=alpha)
+            elif family == "categorical":
+                n_categories = tuple(len(self.categories_[self._columns[p]]) for p in positions)
+                story = CategoricalStory(n_categories=n_categories, alpha=alpha)
+            elif family == "multinomial":
+                # sampled documents get the mean training length (the density conditions on
+                # each row's own length)
+                story = MultinomialStory(alpha=alpha, total_count=int(round(mean_length)))
+            else:
+                story = PoissonStory(alpha=alpha, beta=self.beta)
+            blocks.append((family, story, tuple(positions)))
+        return MixedStory(blocks)
+
+    def _validate_X(self, X, *, fitting):
+        story = self._story() if fitting else self.story_
+        for family, block_story, positions in story.blocks:
+            try:
+                block_story.validate(np.asarray(X)[:, list(positions)])
+            except ValueError as error:
+                names = [self._columns[p] for p in positions]
+                raise ValueError(
+                    f"{family} columns {names} (positions in the message count within this "
+                    f"list): {error}"
+                ) from None
+        return X
+
+    def _class_prior_argument(self):
+        return check_class_prior(self.class_prior, self.classes_), self.fit_prior
+
+    def _set_fitted_attributes(self, stats):
+        self.class_count_ = stats["class_counts"]
+        with np.errstate(divide="ignore"):
+            self.class_log_prior_ = np.log(self.params_["class_prior"])
+
+    def sample(self, n_samples: int = 1, random_state=None):
+        """Draw ``(X, y)`` from the fitted model, categorical columns decoded to their values.
+
+        Returns:
+            ``X`` as a DataFrame when fit on one (else an array, of dtype object when some column
+            is categorical) and labels ``y``.
+        """
+        X, y = super().sample(n_samples, random_state)
+        columns = {}
+        for position, key in enumerate(self._columns):
+            if key in self.categories_:
+                columns[key] = self.categories_[key][X[:, position].astype(int)]
+            else:
+                columns[key] = X[:, position]
+        if self._fitted_on_frame:
+            return pd.DataFrame(columns, columns=self._columns), y
+        if self.categories_:
+            out = np.empty(X.shape, dtype=object)
+            for position, key in enumerate(self._columns):
+                out[:, position] = columns[key]
+            return out, y
+        return X, y

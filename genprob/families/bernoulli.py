@@ -1,0 +1,262 @@
+"""Bernoulli class-conditionals: binary features (a word is present or not).
+
+Story::
+
+    y ~ Categorical(class_prior)
+    probs[k, j] ~ Beta(alpha_j + 1, alpha_j + 1)
+    x_j | y = k ~ Bernoulli(probs[k, j])        independently over j (naive Bayes)
+
+Log density of one row, linear in ``x``::
+
+    log p(x | k) = sum_j x_j log p_kj + (1 - x_j) log(1 - p_kj)
+                 = x . (log p_k - log(1 - p_k)) + sum_j log(1 - p_kj)
+
+Closed form, with ``N_k = sum_i R_ik`` and ``c_kj = sum_i R_ik x_ij``::
+
+    probs[k, j] = (c_kj + alpha) / (N_k + 2 alpha)
+
+Additive smoothing ``alpha`` is a Beta prior read two ways: the posterior *mode* (MAP) under
+``Beta(alpha + 1, alpha + 1)`` — the prior of :meth:`BernoulliStory.prior`, whose log density
+``alpha log p + alpha log(1 - p)`` is :meth:`BernoulliStory.log_penalty` — and the posterior *mean*
+under ``Beta(alpha, alpha)``. ``alpha = 1`` is Laplace's rule of succession: +1 in the numerator,
++2 in the denominator; ``alpha = 0`` is maximum likelihood.
+
+The module also holds small helpers shared by the discrete families: validation that works on
+dense arrays, SciPy sparse matrices and ``jax.experimental.sparse.BCOO`` matrices, and the
+linear scoring ``x . W_k + b_k`` that accepts a BCOO matrix (so a sparse bag of words is scored
+by a sparse-dense product without densifying it).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import scipy.sparse
+from jax.experimental import sparse as jsparse
+from jax.scipy.special import xlog1py, xlogy
+from numpyro.distributions import constraints
+
+from genprob.story import CLASS_PRIOR, Story
+
+__all__ = ["BernoulliStory", "BernoulliFeatures"]
+
+
+# -- helpers shared by the discrete families -----------------------------------------------------
+def is_sparse(X) -> bool:
+    """True for SciPy sparse matrices and JAX BCOO matrices."""
+    return isinstance(X, jsparse.BCOO) or scipy.sparse.issparse(X)
+
+
+def stored_values(X) -> np.ndarray:
+    """Host copy of the explicitly stored values: all entries of a dense array, the data of a
+    sparse one (implicit zeros are never materialized)."""
+    if isinstance(X, jsparse.BCOO):
+        return np.asarray(X.data)
+    if scipy.sparse.issparse(X):
+        return np.asarray(X.data)
+    return np.asarray(X)
+
+
+def _position(X, flat_index: int) -> tuple[int, int]:
+    """(row, column) of the ``flat_index``-th stored value of a 2-D matrix."""
+    if isinstance(X, jsparse.BCOO):
+        row, col = np.asarray(X.indices[flat_index])[-2:]
+        return int(row), int(col)
+    if scipy.sparse.issparse(X):
+        coo = X.tocoo()  # CSR -> COO keeps the storage order of ``data``
+        return int(coo.row[flat_index]), int(coo.col[flat_index])
+    shape = np.shape(X)
+    if len(shape) == 1:
+        return 0, int(flat_index)
+    row, col = np.unravel_index(flat_index, (-1, shape[-1]) if len(shape) > 2 else shape)
+    return int(row), int(col)
+
+
+def check_values(X, is_bad, expected: str) -> None:
+    """Raise ``ValueError`` naming the first stored entry of ``X`` for which ``is_bad`` holds.
+
+    Args:
+        X: dense array, SciPy sparse matrix or BCOO matrix.
+        is_bad: vectorized predicate on a NumPy array of values.
+        expected: what the values should be, e.g. ``"binary features (0 or 1)"``.
+    """
+    values = stored_values(X)
+    bad = np.asarray(is_bad(values)) | ~np.isfinite(values)
+    if bad.any():
+        flat = np.flatnonzero(bad.ravel())
+        row, col = _position(X, int(flat[0]))
+        found = values.ravel()[flat[0]].item()
+        raise ValueError(
+            f"expected {expected}; found {found!r} at row {row}, column {col} "
+            f"({flat.size} such entries)."
+        )
+
+
+def floor_log(p):
+    """``log p`` with zero probabilities floored at the smallest positive normal number.
+
+    Only ``alpha = 0`` produces zero probabilities. Flooring keeps ``0 * log 0 = 0`` in the matrix
+    products (no NaN from ``0 * -inf``); an observed event of probability zero then costs about
+    -708 (float64) instead of -inf.
+    """
+    return jnp.log(jnp.maximum(p, jnp.finfo(jnp.result_type(p)).tiny))
+
+
+def floor_log1m(p):
+    """``log(1 - p)``, accurate for small ``p`` and floored like :func:`floor_log` at ``p = 1``."""
+    return jnp.maximum(jnp.log1p(-p), jnp.log(jnp.finfo(jnp.result_type(p)).tiny))
+
+
+def linear_log_prob(value, weights, offset):
+    """``value . weights[k] + offset[k]`` for every class k, by a matrix product.
+
+    Args:
+        value: features (..., 1, D) (one row scored against every class), (..., K, D) (one row per
+            class), or (D,); dense or a BCOO matrix (first form only).
+        weights: (K, D).
+        offset: (K,).
+
+    Returns:
+        (..., K) scores.
+    """
+    if value.ndim >= 2 and value.shape[-2] == 1:
+        return (value @ weights.T)[..., 0, :] + offset
+    if isinstance(value, jsparse.BCOO):
+        raise ValueError(
+            f"a sparse value must have shape (n, 1, D) (one row against every class); got "
+            f"{value.shape}."
+        )
+    if value.ndim == 1:
+        return weights @ value + offset
+    return jnp.sum(value * weights, axis=-1) + offset
+
+
+def alpha_array(alpha, num_features: int, dtype=None):
+    """Smoothing as an array broadcastable to (num_features,), checking a per-feature length."""
+    if isinstance(alpha, tuple):
+        if len(alpha) != num_features:
+            raise ValueError(
+                f"alpha has {len(alpha)} entries; expected one per feature ({num_features})."
+            )
+    return jnp.asarray(alpha, dtype=dtype)
+
+
+def check_alpha(alpha):
+    """Normalize a smoothing hyperparameter: a float >= 0 or a tuple of them (per feature)."""
+    values = np.asarray(alpha, dtype=float)
+    if values.ndim > 1:
+        raise ValueError(f"alpha must be a number or a 1-D array, got shape {values.shape}.")
+    if np.any(values < 0) or not np.all(np.isfinite(values)):
+        raise ValueError(f"alpha must be finite and >= 0, got {alpha!r}.")
+    return float(values) if values.ndim == 0 else tuple(float(v) for v in values)
+
+
+# -- the emission --------------------------------------------------------------------------------
+class BernoulliFeatures(dist.Distribution):
+    """Independent Bernoulli features: batch shape (K,), event shape (D,).
+
+    The log density is evaluated as a linear form (:meth:`linear_form`), so that ``log_prob``
+    also accepts a ``jax.experimental.sparse.BCOO`` matrix of shape (n, 1, D).
+
+    Args:
+        probs: (K, D) probabilities that feature j is 1 in class k.
+    """
+
+    arg_constraints = {"probs": constraints.unit_interval}
+    support = constraints.independent(constraints.boolean, 1)
+    pytree_data_fields = ("probs",)
+
+    def __init__(self, probs, *, validate_args=None):
+        self.probs = probs
+        super().__init__(
+            batch_shape=jnp.shape(probs)[:-1],
+            event_shape=jnp.shape(probs)[-1:],
+            validate_args=validate_args,
+        )
+
+    def linear_form(self):
+        """``(weights, offset)`` with ``log p(x | k) = x . weights[k] + offset[k]``."""
+        log_on = floor_log(self.probs)
+        log_off = floor_log1m(self.probs)
+        return log_on - log_off, log_off.sum(axis=-1)
+
+    def log_prob(self, value):
+        weights, offset = self.linear_form()
+        return linear_log_prob(value, weights, offset)
+
+    def sample(self, key, sample_shape=()):
+        draws = dist.Bernoulli(probs=self.probs).sample(key, sample_shape)
+        return draws.astype(jnp.result_type(self.probs))
+
+
+# -- the story -----------------------------------------------------------------------------------
+class BernoulliStory(Story):
+    """Binary features, independent given the class (Bernoulli naive Bayes).
+
+    Args:
+        alpha: additive smoothing, a number or one per feature (a tuple); see the module
+            docstring for its reading as a Beta prior.
+
+    Parameters (``params`` keys): ``probs`` (K, D), the probability that feature j is 1 in
+    class k.
+    """
+
+    name = "bernoulli"
+
+    def __init__(self, alpha=1.0):
+        self.alpha = check_alpha(alpha)
+
+    def prior(self, num_classes, num_features):
+        concentration = jnp.broadcast_to(alpha_array(self.alpha, num_features) + 1.0, num_features)
+        probs = numpyro.sample(
+            "probs",
+            dist.Beta(concentration, concentration).expand([num_classes, num_features]).to_event(2),
+        )
+        return {"probs": probs}
+
+    def emission(self, params):
+        return BernoulliFeatures(params["probs"])
+
+    def sufficient_statistics(self, X, R):
+        # R.T @ X is a sparse-dense product when X is a BCOO matrix.
+        return {"counts": R.sum(axis=0), "feature_counts": R.T @ X}
+
+    def maximize(self, stats):
+        feature_counts = stats["feature_counts"]
+        alpha = alpha_array(self.alpha, feature_counts.shape[-1], feature_counts.dtype)
+        probs = (feature_counts + alpha) / (stats["counts"][:, None] + 2.0 * alpha)
+        return {"probs": probs}
+
+    def log_penalty(self, params, stats):
+        """``sum_kj alpha_j (log p_kj + log(1 - p_kj))``: the Beta(alpha+1, alpha+1) log density."""
+        probs = params["probs"]
+        alpha = alpha_array(self.alpha, probs.shape[-1], probs.dtype)
+        return jnp.sum(xlogy(alpha, probs) + xlog1py(alpha, -probs))
+
+    def validate(self, X):
+        check_values(
+            X,
+            lambda v: (v != 0) & (v != 1),
+            "binary features (0 or 1) for a Bernoulli story; binarize the data first "
+            "(e.g. BernoulliNB(binarize=0.0))",
+        )
+        return X
+
+    def num_parameters(self, num_classes, num_features):
+        return (num_classes - 1) + num_classes * num_features
+
+    def linear_boundary(self, params, k: int, l: int):
+        """Weights and bias of the log posterior odds of class ``k`` against class ``l``.
+
+        ``w . x + b = log p(y = k | x) - log p(y = l | x)`` with
+        ``w_j = logit p_kj - logit p_lj`` and
+        ``b = log(pi_k / pi_l) + sum_j log((1 - p_kj) / (1 - p_lj))``.
+
+        Returns:
+            ``(w, b)``: (D,) and a scalar.
+        """
+        weights, offset = self.emission(params).linear_form()
+        log_prior = jnp.log(params[CLASS_PRIOR])
+        return weights[k] - weights[l], log_prior[k] - log_prior[l] + offset[k] - offset[l]

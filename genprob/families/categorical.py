@@ -1,0 +1,435 @@
+"""Categorical class-conditionals: feature j takes one of ``k_j`` values (a ``k_j``-faced die).
+
+Story::
+
+    y ~ Categorical(class_prior)
+    probs[k, j, :k_j] ~ Dirichlet(alpha + 1)             (one die per class and feature)
+    x_j | y = k ~ Categorical(probs[k, j, :k_j])         independently over j
+
+Values are integer codes ``0 .. k_j - 1`` (e.g. from ``OrdinalEncoder``).
+
+Representation: padded tables. Features may have different numbers of categories; the
+parameters are one array ``probs`` of shape (K, D, M) with ``M = max_j k_j``, where
+``probs[k, j, m]`` is the probability of code ``m`` for feature ``j`` in class ``k`` and the
+padding ``m >= k_j`` holds exact zeros. The category counts are stored by the story
+(``n_categories``), so the padding is never mistaken for a category. The prior on the padded table
+is :class:`PaddedDirichlet` (a product of Dirichlets of sizes ``k_j``) whose support
+:class:`PaddedSimplex` is mapped to the unconstrained space of dimension ``sum_j (k_j - 1)`` per
+class by :class:`PaddedStickBreakingTransform`, so optimizers and NUTS see exactly the free
+parameters.
+
+One-hot view. With ``e(x)`` the concatenation of the one-hot codes of every feature (length
+``D * M`` in the padded layout, see :meth:`CategoricalStory.one_hot`)::
+
+    log p(x | k) = e(x) . vec(log probs[k])
+
+so categorical naive Bayes is linear in ``e(x)`` (:meth:`CategoricalStory.linear_boundary`).
+
+Closed form, with ``c_kjm = sum_i R_ik [x_ij = m]``::
+
+    probs[k, j, m] = (c_kjm + alpha) / (N_k + alpha k_j)
+
+the MAP under ``Dirichlet(alpha + 1)`` (log density ``alpha sum log p`` =
+:meth:`CategoricalStory.log_penalty`) and the posterior mean under ``Dirichlet(alpha)``;
+``alpha = 1`` is Laplace's rule (+1 per cell, +k_j per total). A category code at or above
+``k_j`` has no parameter: :meth:`CategoricalStory.validate` rejects it. To reserve smoothed
+mass for codes not seen in training, declare more categories (``min_categories`` in
+:class:`genprob.CategoricalNB`): an unseen code ``m < k_j`` then gets ``alpha / (N_k + alpha k_j)``.
+
+Parameter counts: the naive story has ``C (sum_j (k_j - 1)) + (C - 1)`` free parameters; the full
+joint over the discrete features, without the naive assumption, has ``C (prod_j k_j - 1) +
+(C - 1)`` (:func:`naive_num_parameters`, :func:`full_joint_num_parameters`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+from jax.scipy.special import gammaln, xlogy
+from numpyro.distributions import constraints
+from numpyro.distributions.transforms import StickBreakingTransform, Transform, biject_to
+
+from genprob.families.bernoulli import check_alpha, check_values, floor_log
+from genprob.story import CLASS_PRIOR, Story
+
+__all__ = [
+    "CategoricalStory",
+    "CategoricalFeatures",
+    "PaddedDirichlet",
+    "PaddedSimplex",
+    "PaddedStickBreakingTransform",
+    "full_joint_num_parameters",
+    "naive_num_parameters",
+]
+
+
+def _check_n_categories(n_categories) -> tuple:
+    values = tuple(int(k) for k in np.ravel(n_categories))
+    if not values or min(values) < 1:
+        raise ValueError(f"n_categories must be a non-empty sequence of ints >= 1, got {values}.")
+    return values
+
+
+def category_mask(n_categories, dtype=bool) -> np.ndarray:
+    """(D, M) indicator of the real (non-padding) cells of a padded table."""
+    n_categories = np.asarray(n_categories)
+    return (np.arange(n_categories.max())[None, :] < n_categories[:, None]).astype(dtype)
+
+
+# -- parameter counts ----------------------------------------------------------------------------
+def _category_list(num_features: int, num_categories) -> list[int]:
+    if np.ndim(num_categories) == 0:
+        return [int(num_categories)] * int(num_features)
+    values = [int(k) for k in num_categories]
+    if len(values) != num_features:
+        raise ValueError(
+            f"num_categories has {len(values)} entries; expected one per feature ({num_features})."
+        )
+    return values
+
+
+def naive_num_parameters(num_classes: int, num_features: int, num_categories) -> int:
+    """Free parameters of naive Bayes over discrete features: ``C sum_j (k_j - 1) + (C - 1)``.
+
+    Args:
+        num_classes: C.
+        num_features: d.
+        num_categories: k (same for every feature) or one ``k_j`` per feature.
+    """
+    ks = _category_list(num_features, num_categories)
+    return num_classes * sum(k - 1 for k in ks) + (num_classes - 1)
+
+
+def full_joint_num_parameters(num_classes: int, num_features: int, num_categories) -> int:
+    """Free parameters of the full joint ``p(x, y)`` over discrete features, no naive assumption.
+
+    Each class has one probability table over all ``prod_j k_j`` joint values of ``x``:
+    ``C (prod_j k_j - 1) + (C - 1)``; e.g. ``2 (2^d - 1) + 1`` for two classes and d binary
+    features, against ``2 d + 1`` for naive Bayes. Exact Python integer (it grows like ``k^d``).
+    """
+    ks = _category_list(num_features, num_categories)
+    return num_classes * (math.prod(ks) - 1) + (num_classes - 1)
+
+
+# -- the padded Dirichlet prior ------------------------------------------------------------------
+class PaddedSimplex(constraints.Constraint):
+    """Padded tables (..., D, M): row j is a probability vector on its first ``k_j`` cells, zeros
+    after."""
+
+    event_dim = 2
+
+    def __init__(self, n_categories):
+        self.n_categories = _check_n_categories(n_categories)
+
+    def __call__(self, x):
+        mask = jnp.asarray(category_mask(self.n_categories))
+        total = jnp.sum(jnp.where(mask, x, 0.0), axis=-1)
+        ok = jnp.all(jnp.where(mask, x >= 0, x == 0), axis=-1) & (jnp.abs(total - 1.0) < 1e-6)
+        return jnp.all(ok, axis=-1)
+
+    def feasible_like(self, prototype):
+        mask = category_mask(self.n_categories, float)
+        table = mask / mask.sum(axis=-1, keepdims=True)
+        return jnp.broadcast_to(jnp.asarray(table, dtype=prototype.dtype), prototype.shape)
+
+    def tree_flatten(self):
+        return (), ((), {"n_categories": self.n_categories})
+
+    def eq(self, other, static=False):
+        return isinstance(other, PaddedSimplex) and self.n_categories == other.n_categories
+
+    def __hash__(self):
+        return hash((PaddedSimplex, self.n_categories))
+
+    def __repr__(self):
+        return f"PaddedSimplex(n_categories={self.n_categories})"
+
+
+class PaddedStickBreakingTransform(Transform):
+    """Bijection from ``R^(sum_j (k_j - 1))`` to :class:`PaddedSimplex` tables (D, M).
+
+    Feature j uses ``k_j - 1`` unconstrained coordinates, mapped by NumPyro's stick-breaking
+    transform; features with equal ``k_j`` are transformed together. Coordinates are laid out
+    group by group (ascending ``k``), features in their original order within a group.
+    """
+
+    domain = constraints.real_vector
+
+    def __init__(self, n_categories):
+        self.n_categories = _check_n_categories(n_categories)
+
+    @property
+    def codomain(self):
+        return PaddedSimplex(self.n_categories)
+
+    def _groups(self):
+        """(k, features, start, stop) for every distinct category count k."""
+        ks = np.asarray(self.n_categories)
+        start = 0
+        groups = []
+        for k in np.unique(ks):
+            features = np.flatnonzero(ks == k)
+            stop = start + features.size * (int(k) - 1)
+            groups.append((int(k), features, start, stop))
+            start = stop
+        return groups
+
+    def __call__(self, x):
+        batch = x.shape[:-1]
+        table = jnp.zeros(batch + (len(self.n_categories), max(self.n_categories)), x.dtype)
+        for k, features, start, stop in self._groups():
+            if k == 1:
+                block = jnp.ones(batch + (features.size, 1), x.dtype)
+            else:
+                coords = x[..., start:stop].reshape(batch + (features.size, k - 1))
+                block = StickBreakingTransform()(coords)
+            table = table.at[..., features, :k].set(block)
+        return table
+
+    def _inverse(self, y):
+        batch = y.shape[:-2]
+        parts = []
+        for k, features, _, _ in self._groups():
+            if k > 1:
+                coords = StickBreakingTransform()._inverse(y[..., features, :k])
+                parts.append(coords.reshape(batch + (features.size * (k - 1),)))
+        if not parts:
+            return jnp.zeros(batch + (0,), y.dtype)
+        return jnp.concatenate(parts, axis=-1)
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        batch = x.shape[:-1]
+        total = jnp.zeros(batch, x.dtype)
+        for k, features, start, stop in self._groups():
+            if k > 1:
+                coords = x[..., start:stop].reshape(batch + (features.size, k - 1))
+                block = y[..., features, :k]
+                total = total + StickBreakingTransform().log_abs_det_jacobian(coords, block).sum(-1)
+        return total
+
+    def forward_shape(self, shape):
+        return shape[:-1] + (len(self.n_categories), max(self.n_categories))
+
+    def inverse_shape(self, shape):
+        return shape[:-2] + (sum(k - 1 for k in self.n_categories),)
+
+    def tree_flatten(self):
+        return (), ((), {"n_categories": self.n_categories})
+
+    def eq(self, other, static=False):
+        return (
+            isinstance(other, PaddedStickBreakingTransform)
+            and self.n_categories == other.n_categories
+        )
+
+
+@biject_to.register(PaddedSimplex)
+def _transform_to_padded_simplex(constraint):
+    return PaddedStickBreakingTransform(constraint.n_categories)
+
+
+class PaddedDirichlet(dist.Distribution):
+    """Independent Dirichlets of sizes ``k_j`` stored as one padded table (event shape (D, M)).
+
+    Args:
+        concentration: (..., D, M); only the first ``k_j`` cells of row j are used.
+        n_categories: ``k_j`` for each of the D rows.
+    """
+
+    arg_constraints = {}
+    pytree_data_fields = ("concentration",)
+    pytree_aux_fields = ("n_categories",)
+
+    def __init__(self, concentration, n_categories, *, validate_args=None):
+        self.n_categories = _check_n_categories(n_categories)
+        self.concentration = concentration
+        shape = jnp.shape(concentration)
+        if shape[-2:] != (len(self.n_categories), max(self.n_categories)):
+            raise ValueError(
+                f"concentration has event shape {shape[-2:]}; expected "
+                f"{(len(self.n_categories), max(self.n_categories))}."
+            )
+        super().__init__(
+            batch_shape=shape[:-2], event_shape=shape[-2:], validate_args=validate_args
+        )
+
+    @constraints.dependent_property(is_discrete=False, event_dim=2)
+    def support(self):
+        return PaddedSimplex(self.n_categories)
+
+    def log_prob(self, value):
+        mask = jnp.asarray(category_mask(self.n_categories))
+        alpha = jnp.where(mask, self.concentration, 1.0)
+        normalizer = gammaln(jnp.sum(jnp.where(mask, alpha, 0.0), -1)) - jnp.sum(
+            jnp.where(mask, gammaln(alpha), 0.0), -1
+        )
+        kernel = jnp.sum(jnp.where(mask, xlogy(alpha - 1.0, value), 0.0), -1)
+        return jnp.sum(normalizer + kernel, axis=-1)
+
+    def sample(self, key, sample_shape=()):
+        mask = jnp.asarray(category_mask(self.n_categories))
+        shape = tuple(sample_shape) + self.batch_shape + self.event_shape
+        alpha = jnp.broadcast_to(jnp.where(mask, self.concentration, 1.0), shape)
+        # log-gamma draws keep tiny concentrations from underflowing to an all-zero row.
+        log_gamma = jax.random.loggamma(key, alpha, dtype=jnp.result_type(self.concentration))
+        return jax.nn.softmax(jnp.where(mask, log_gamma, -jnp.inf), axis=-1)
+
+
+# -- the emission --------------------------------------------------------------------------------
+class CategoricalFeatures(dist.Distribution):
+    """Independent categorical features given the class: batch shape (K,), event shape (D,).
+
+    Values are integer codes (stored in a float array, as the rest of the data matrix); codes
+    must have been validated (:meth:`CategoricalStory.validate`), since gathers clamp
+    out-of-range indices.
+
+    Args:
+        probs: padded table (K, D, M).
+    """
+
+    arg_constraints = {}
+    support = constraints.independent(constraints.nonnegative_integer, 1)
+    pytree_data_fields = ("probs",)
+
+    def __init__(self, probs, *, validate_args=None):
+        self.probs = probs
+        super().__init__(
+            batch_shape=jnp.shape(probs)[:-2],
+            event_shape=jnp.shape(probs)[-2:-1],
+            validate_args=validate_args,
+        )
+
+    def log_prob(self, value):
+        log_probs = floor_log(self.probs)  # (K, D, M)
+        num_classes, num_features, _ = log_probs.shape
+        codes = jnp.asarray(value).astype(jnp.int32)
+        feature = jnp.arange(num_features)
+        if codes.ndim >= 2 and codes.shape[-2] == 1:
+            # One row against every class: gather (D, M, K) at (j, x_j), sum over features.
+            by_feature = jnp.moveaxis(log_probs, 0, -1)[feature, codes[..., 0, :]]
+            return by_feature.sum(axis=-2)
+        return log_probs[jnp.arange(num_classes)[:, None], feature, codes].sum(axis=-1)
+
+    def sample(self, key, sample_shape=()):
+        draws = dist.Categorical(probs=self.probs).sample(key, sample_shape)
+        return draws.astype(jnp.result_type(self.probs))
+
+
+# -- the story -----------------------------------------------------------------------------------
+class CategoricalStory(Story):
+    """Categorical features, independent given the class (categorical naive Bayes).
+
+    Args:
+        n_categories: number of categories ``k_j`` of each feature (codes ``0 .. k_j - 1``).
+        alpha: additive smoothing (>= 0), the same for every cell.
+
+    Parameters (``params`` keys): ``probs``, the padded table (K, D, M) described in the module
+    docstring.
+    """
+
+    name = "categorical"
+
+    def __init__(self, n_categories, alpha=1.0):
+        self.n_categories = _check_n_categories(n_categories)
+        alpha = check_alpha(alpha)
+        if isinstance(alpha, tuple):
+            raise ValueError("alpha of a categorical story must be a single number.")
+        self.alpha = alpha
+
+    @property
+    def max_categories(self) -> int:
+        """M, the padded width of the tables."""
+        return max(self.n_categories)
+
+    def _check_num_features(self, num_features):
+        if num_features != len(self.n_categories):
+            raise ValueError(
+                f"the story has {len(self.n_categories)} categorical features; got {num_features}."
+            )
+
+    def prior(self, num_classes, num_features):
+        self._check_num_features(num_features)
+        mask = category_mask(self.n_categories, float)
+        concentration = jnp.asarray(mask * (self.alpha + 1.0))
+        concentration = jnp.broadcast_to(concentration, (num_classes,) + concentration.shape)
+        probs = numpyro.sample(
+            "probs", PaddedDirichlet(concentration, self.n_categories).to_event(1)
+        )
+        return {"probs": probs}
+
+    def emission(self, params):
+        return CategoricalFeatures(params["probs"])
+
+    def sufficient_statistics(self, X, R):
+        codes = X.astype(jnp.int32)
+        # One segment-sum per feature (a loop over features, not rows): memory n*K per step.
+        per_feature = jax.lax.map(
+            lambda column: jax.ops.segment_sum(R, column, num_segments=self.max_categories),
+            codes.T,
+        )  # (D, M, K)
+        return {"counts": R.sum(axis=0), "category_counts": jnp.transpose(per_feature, (2, 0, 1))}
+
+    def maximize(self, stats):
+        counts = stats["category_counts"]
+        mask = jnp.asarray(category_mask(self.n_categories, counts.dtype))
+        smoothed = (counts + self.alpha) * mask
+        return {"probs": smoothed / smoothed.sum(axis=-1, keepdims=True)}
+
+    def log_penalty(self, params, stats):
+        """``alpha sum log p`` over real cells: the Dirichlet(alpha + 1) log density."""
+        probs = params["probs"]
+        mask = jnp.asarray(category_mask(self.n_categories, probs.dtype))
+        return jnp.sum(xlogy(self.alpha * mask, probs))
+
+    def validate(self, X):
+        num_features = int(X.shape[-1])
+        self._check_num_features(num_features)
+        check_values(
+            X,
+            lambda v: (v < 0) | (v != np.round(v)),
+            "non-negative integer category codes for a categorical story",
+        )
+        values = np.asarray(X).reshape(-1, num_features)
+        limits = np.asarray(self.n_categories)
+        unseen = values >= limits
+        if unseen.any():
+            row, col = np.argwhere(unseen)[0]
+            raise ValueError(
+                f"feature {col} (row {row}) has category code {int(values[row, col])}, but the "
+                f"story knows codes 0..{limits[col] - 1} only (n_categories[{col}] = "
+                f"{limits[col]}); {int(unseen.sum())} such entries. Unseen categories have no "
+                "probability: refit with more categories (CategoricalNB(min_categories=...)) "
+                "to reserve smoothed mass for them."
+            )
+        return X
+
+    def num_parameters(self, num_classes, num_features):
+        self._check_num_features(num_features)
+        return naive_num_parameters(num_classes, num_features, self.n_categories)
+
+    def one_hot(self, X):
+        """Concatenated one-hot codes ``e(x)`` (n, D * M) in the padded layout (feature-major)."""
+        codes = jnp.asarray(X).astype(jnp.int32)
+        encoded = jax.nn.one_hot(codes, self.max_categories, dtype=jnp.result_type(float))
+        return encoded.reshape(codes.shape[:-1] + (-1,))
+
+    def linear_boundary(self, params, k: int, l: int):
+        """Log posterior odds of class ``k`` against ``l`` in the one-hot view.
+
+        ``w . e(x) + b = log p(y = k | x) - log p(y = l | x)`` with ``e(x)`` from
+        :meth:`one_hot`, ``w = vec(log probs[k] - log probs[l])`` (padding cells 0) and
+        ``b = log(pi_k / pi_l)``.
+
+        Returns:
+            ``(w, b)``: (D * M,) and a scalar.
+        """
+        log_probs = floor_log(params["probs"])
+        mask = jnp.asarray(category_mask(self.n_categories))
+        weights = jnp.where(mask, log_probs[k] - log_probs[l], 0.0).reshape(-1)
+        log_prior = jnp.log(params[CLASS_PRIOR])
+        return weights, log_prior[k] - log_prior[l]

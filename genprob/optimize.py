@@ -1,0 +1,684 @@
+r"""Maximum likelihood of any story by numerical optimization (L-BFGS in unconstrained space).
+
+The objective is the log-likelihood of the story's NumPyro model (:func:`genprob.core.model`) at
+its *observed* sites — the model's log density without the prior's density::
+
+    objective(theta) = sum_i w_i log p(x_i, y_i | theta)  [+ story.log_penalty(theta, stats)]
+
+Labeled rows contribute ``log pi_y + log p(x | y)`` and unlabeled rows (``y = -1``) the mixture
+``log sum_k pi_k p(x | k)`` (the model sums their class out). The row weights ``w_i`` are the
+sample weights, times ``unlabeled_weight`` (lambda, the EM-lambda of Nigam et al. 2000) on
+unlabeled rows. ``penalized=True`` adds the story's :meth:`~genprob.story.Story.log_penalty`: the
+MAP objective that a smoothed or regularized closed form maximizes.
+
+Parametrization. Every latent site of the model's prior (``class_prior`` and the story's own
+sites) is mapped to unconstrained space by NumPyro's own bijection for its support,
+``biject_to(site.support)`` (stick-breaking for a simplex, ``exp`` for positive values, a
+lower-Cholesky map for positive-definite matrices...). A story that only writes ``prior`` and
+``emission`` is therefore fitted with no extra code. Returned parameters are read back through
+the story's ``prior`` (its returned dict and deterministic sites), so they have the closed form's
+names.
+
+Optimizer. optax's L-BFGS with its zoom line search, in a jitted ``jax.lax.while_loop``, on the
+objective divided by the total row weight. Real data mix feature scales (breast cancer's areas
+~1e3 next to fractal dimensions ~1e-2), which makes the unconstrained problem very badly
+conditioned. Rather than a story-specific standardization, the run is split into *stages*: after
+a first stage in the raw coordinates, every stage restarts L-BFGS in the whitened coordinates
+``u = anchor + H^{-1/2} v`` with ``H`` the Hessian at the stage's start (eigenvalues made
+positive). That affine change of variables leaves the maximizer unchanged and makes the problem
+near-isotropic, so the last stage converges to rounding level; convergence is judged there, on
+the whitened gradient (a Newton-decrement-like, scale-free criterion). The Hessian comes from
+central differences of the compiled exact gradient on small problems, and from compiled exact
+Hessian-vector products on expensive ones; either way it costs about P gradients for P
+unconstrained parameters, so ``precondition="auto"`` whitens only problems with at most
+``max_whitened_size`` parameters and runs plain L-BFGS in one stage above that
+(``"hessian"``/``"none"`` force either).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from numpyro import handlers
+from numpyro.distributions.transforms import biject_to
+
+from genprob import core
+from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob.story import CLASS_PRIOR, Story
+
+__all__ = ["OptimizerResult", "ObjectiveValue", "fit_optimizer", "evaluate_objective"]
+
+#: Default convergence tolerance on the (whitened) gradient of ``objective / n``, by dtype.
+DEFAULT_TOL = {"float64": 1e-10, "float32": 1e-4}
+
+
+class OptimizerResult(NamedTuple):
+    """Outcome of :func:`fit_optimizer`.
+
+    Attributes:
+        params: named parameters (NumPy arrays) in the closed form's structure: ``class_prior``,
+            the dict returned by the story's ``prior``, and the prior's deterministic sites.
+        log_likelihood: weighted log-likelihood at ``params`` (penalty excluded).
+        log_penalty: ``story.log_penalty`` at ``params`` (0 unless ``penalized``).
+        objective: ``log_likelihood + log_penalty``, the maximized value.
+        num_iterations: L-BFGS iterations over all stages.
+        grad_norm: Euclidean norm of the gradient of ``objective / n`` with respect to the
+            unconstrained parameters (NumPyro's bijections) at the solution; ``n`` is the total
+            row weight.
+        trace: ``objective / n`` at the start and after every iteration, stages concatenated
+            (non-decreasing: every accepted L-BFGS step satisfies the Wolfe conditions).
+        converged: the last stage met ``tol`` (in whitened coordinates when whitening is used).
+        num_stages: number of L-BFGS runs (restarts with a fresh whitening).
+    """
+
+    params: dict
+    log_likelihood: float
+    log_penalty: float
+    objective: float
+    num_iterations: int
+    grad_norm: float
+    trace: np.ndarray
+    converged: bool
+    num_stages: int
+
+
+class ObjectiveValue(NamedTuple):
+    """The objective of :func:`fit_optimizer` at given parameters (:func:`evaluate_objective`).
+
+    Attributes:
+        log_likelihood: weighted log-likelihood.
+        log_penalty: ``story.log_penalty`` (0 unless ``penalized``).
+        objective: their sum.
+        grad_norm: norm of the gradient of ``objective / n`` with respect to the unconstrained
+            parameters (0 at an interior maximum).
+        gradient: that gradient, flattened in the order of the model's latent sites.
+    """
+
+    log_likelihood: float
+    log_penalty: float
+    objective: float
+    grad_norm: float
+    gradient: np.ndarray
+
+
+# -- the problem: a static spec (hashable, shared compiled code) and a data pytree -----------------
+class _Spec(NamedTuple):
+    story: Story
+    num_classes: int
+    penalized: bool
+    fixed: tuple  # names of latent sites held at given values
+
+
+class _Data(NamedTuple):
+    X: jax.Array
+    y: jax.Array
+    row_weights: jax.Array
+    penalty_stats: object
+    fixed_values: dict
+
+
+class _Site(NamedTuple):
+    name: str
+    shape: tuple  # constrained value
+    unconstrained_shape: tuple
+
+
+def _is_latent(msg) -> bool:
+    return msg["type"] == "sample" and not msg["is_observed"]
+
+
+def _free_sites(spec: _Spec, data: _Data) -> tuple[_Site, ...]:
+    """The model's latent sites that are optimized (all but ``fixed``), in model order."""
+    return _free_sites_cached(spec, tuple(data.X.shape), str(data.X.dtype))
+
+
+@functools.lru_cache(maxsize=256)
+def _free_sites_cached(spec: _Spec, shape: tuple, dtype: str) -> tuple[_Site, ...]:
+    # Found by an abstract trace (jax.eval_shape: no execution, no compilation) in which every
+    # latent site takes the image of 0 under its bijection, so nothing is sampled.
+    found, latent_names = [], []
+
+    def placeholder(msg):
+        if not _is_latent(msg):
+            return None
+        support = msg["fn"].support
+        if support.is_discrete:
+            raise ValueError(
+                f"latent site {msg['name']!r} of {type(spec.story).__name__}.prior is discrete; "
+                "the optimizer needs continuous parameters."
+            )
+        transform = biject_to(support)
+        site_shape = tuple(msg["fn"].shape())
+        unconstrained = tuple(transform.inverse_shape(site_shape))
+        latent_names.append(msg["name"])
+        if msg["name"] not in spec.fixed:
+            found.append(_Site(msg["name"], site_shape, unconstrained))
+        return transform(jnp.zeros(unconstrained, dtype))
+
+    def probe(X, y):
+        substituted = handlers.substitute(core.model, substitute_fn=placeholder)
+        substituted(spec.story, X, y, num_classes=spec.num_classes)
+        return jnp.zeros(())
+
+    jax.eval_shape(
+        probe, jax.ShapeDtypeStruct(shape, dtype), jax.ShapeDtypeStruct(shape[:1], jnp.int32)
+    )
+    unknown = sorted(set(spec.fixed) - set(latent_names))
+    if unknown:
+        raise ValueError(
+            f"fixed parameters {unknown} are not latent sites of the model; latent sites: "
+            f"{latent_names}."
+        )
+    return tuple(found)
+
+
+def _size(sites) -> int:
+    return sum(math.prod(site.unconstrained_shape) for site in sites)
+
+
+def _model_trace(spec: _Spec, data: _Data, u):
+    """Trace of the model with latent sites at ``biject_to(support)(u)`` (fixed ones as given).
+
+    This is NumPyro's own reparametrization (as in ``numpyro.infer.util.constrain_fn``), minus
+    the Jacobian factor: the optimizer maximizes a likelihood, not a density over ``u``.
+    """
+    pieces, start = {}, 0
+    for site in _free_sites(spec, data):
+        size = math.prod(site.unconstrained_shape)
+        pieces[site.name] = u[start : start + size].reshape(site.unconstrained_shape)
+        start += size
+
+    def constrain(msg):
+        if not _is_latent(msg):
+            return None
+        if msg["name"] in data.fixed_values:
+            return data.fixed_values[msg["name"]]
+        return biject_to(msg["fn"].support)(pieces[msg["name"]])
+
+    substituted = handlers.substitute(core.model, substitute_fn=constrain)
+    return handlers.trace(substituted).get_trace(
+        spec.story, data.X, data.y, num_classes=spec.num_classes
+    )
+
+
+def _params_from_latents(spec: _Spec, latents: dict, num_features: int) -> dict:
+    """Named parameters: latent and deterministic sites, then the dict ``prior`` returns."""
+    story_latents = {k: v for k, v in latents.items() if k != CLASS_PRIOR}
+    with handlers.trace() as prior_trace, handlers.substitute(data=story_latents):
+        returned = spec.story.prior(spec.num_classes, num_features)
+    params = {
+        name: site["value"]
+        for name, site in prior_trace.items()
+        if site["type"] in ("sample", "deterministic")
+    }
+    params.update(returned)
+    params[CLASS_PRIOR] = latents[CLASS_PRIOR]
+    return params
+
+
+def _loss_and_terms(spec: _Spec, data: _Data, u):
+    """Minus the objective per unit of row weight; aux: (loglik, penalty, named parameters)."""
+    model_trace = _model_trace(spec, data, u)
+    loglik = sum(
+        jnp.sum(site["fn"].log_prob(site["value"]) * data.row_weights)
+        for site in model_trace.values()
+        if site["type"] == "sample" and site["is_observed"]
+    )
+    latents = {name: site["value"] for name, site in model_trace.items() if _is_latent(site)}
+    params = _params_from_latents(spec, latents, data.X.shape[-1])
+    if spec.penalized:
+        penalty = jnp.asarray(spec.story.log_penalty(params, data.penalty_stats), loglik.dtype)
+    else:
+        penalty = jnp.zeros((), loglik.dtype)
+    loss = -(loglik + penalty) / data.row_weights.sum()
+    return loss, (loglik, penalty, params)
+
+
+@partial(jax.jit, static_argnums=0)
+def _evaluate(spec: _Spec, data: _Data, u):
+    """``((loss, (loglik, penalty, params)), grad)``: the one compiled evaluation of a problem."""
+    return jax.value_and_grad(partial(_loss_and_terms, spec, data), has_aux=True)(u)
+
+
+@partial(jax.jit, static_argnums=0)
+def _unconstrain_values(spec: _Spec, data: _Data, params: dict):
+    values = {**params, **data.fixed_values}
+
+    def substitute_fn(msg):
+        return values[msg["name"]] if _is_latent(msg) else None
+
+    substituted = handlers.substitute(core.model, substitute_fn=substitute_fn)
+    model_trace = handlers.trace(substituted).get_trace(
+        spec.story, data.X, data.y, num_classes=spec.num_classes
+    )
+    pieces = [
+        jnp.ravel(biject_to(model_trace[site.name]["fn"].support).inv(params[site.name]))
+        for site in _free_sites(spec, data)
+    ]
+    return jnp.concatenate(pieces) if pieces else jnp.zeros(0, data.X.dtype)
+
+
+def _unconstrain(spec: _Spec, data: _Data, params: dict) -> jax.Array:
+    """Unconstrained vector of named parameters (NumPyro's inverse bijections)."""
+    values = {}
+    for site in _free_sites(spec, data):
+        if site.name not in params:
+            raise ValueError(
+                f"parameters have no entry {site.name!r}, a latent site of the model's prior; "
+                f"got {sorted(params)}."
+            )
+        value = jnp.asarray(params[site.name], dtype=data.X.dtype)
+        if value.shape != site.shape:
+            raise ValueError(
+                f"parameter {site.name!r} has shape {value.shape}; the prior samples {site.shape}."
+            )
+        values[site.name] = value
+    return _unconstrain_values(spec, data, values)
+
+
+@partial(jax.jit, static_argnums=0)
+def _prior_draw(spec: _Spec, data: _Data, key):
+    seeded = handlers.seed(core.model, rng_seed=key)
+    model_trace = handlers.trace(seeded).get_trace(
+        spec.story, data.X, data.y, num_classes=spec.num_classes
+    )
+    return {site.name: model_trace[site.name]["value"] for site in _free_sites(spec, data)}
+
+
+#: Above this estimated cost (seconds) of a finite-difference Hessian, compile an exact one.
+HESSIAN_COMPILE_SECONDS = 5.0
+#: Elements of the (n, K, D) intermediates allowed per batch of Hessian-vector products.
+_HVP_BATCH_ELEMENTS = 2**24
+
+
+def _hessian(spec: _Spec, data: _Data, u, seconds_per_gradient: float) -> np.ndarray:
+    """Hessian of the loss in unconstrained coordinates, only used to whiten them.
+
+    Small problems use central differences of the compiled exact gradient (2P gradients,
+    relative error ~1e-7, plenty for a whitening, and no second-order program to compile).
+    When those would take longer than :data:`HESSIAN_COMPILE_SECONDS`, exact Hessian-vector
+    products are compiled instead: they skip every term that does not depend on the parameters
+    (e.g. ``log x!`` of count data), which dominates big data sets.
+    """
+    size = u.shape[0]
+    if 2 * size * seconds_per_gradient > HESSIAN_COMPILE_SECONDS:
+        per_direction = max(1, data.X.shape[0] * data.X.shape[1] * spec.num_classes)
+        batch_size = int(min(64, max(1, _HVP_BATCH_ELEMENTS // per_direction)))
+        return np.asarray(_exact_hessian(spec, data, u, batch_size))
+    u = np.asarray(u)
+    steps = 1e-5 * np.maximum(1.0, np.abs(u))
+    columns = []
+    for j in range(size):
+        shifted = u.copy()
+        shifted[j] = u[j] + steps[j]
+        forward = _evaluate(spec, data, jnp.asarray(shifted))[1]
+        shifted[j] = u[j] - steps[j]
+        backward = _evaluate(spec, data, jnp.asarray(shifted))[1]
+        columns.append((np.asarray(forward) - np.asarray(backward)) / (2.0 * steps[j]))
+    hessian = np.stack(columns, axis=1)
+    return 0.5 * (hessian + hessian.T)
+
+
+@partial(jax.jit, static_argnums=(0, 3))
+def _exact_hessian(spec: _Spec, data: _Data, u, batch_size: int):
+    gradient = jax.grad(lambda u: _loss_and_terms(spec, data, u)[0])
+
+    def column(direction):
+        return jax.jvp(gradient, (u,), (direction,))[1]
+
+    hessian = jax.lax.map(column, jnp.eye(u.shape[0], dtype=u.dtype), batch_size=batch_size)
+    return 0.5 * (hessian + hessian.T)
+
+
+def _whitening(hessian: np.ndarray, dtype):
+    """``V |Lambda|^{-1/2}`` from ``H = V Lambda V^T``: coordinates where the Hessian is ~I."""
+    if not np.all(np.isfinite(hessian)):
+        return None
+    eigenvalues, eigenvectors = np.linalg.eigh(hessian)
+    magnitude = np.abs(eigenvalues)
+    floor = max(magnitude.max(initial=0.0), 1e-300) * 1e-12
+    return jnp.asarray(eigenvectors / np.sqrt(np.maximum(magnitude, floor)), dtype=dtype)
+
+
+@partial(jax.jit, static_argnames=("spec", "trace_size", "memory_size"))
+def _lbfgs_stage(
+    spec, data, anchor, whitening, value0, grad0, tol, max_iter, *, trace_size, memory_size
+):
+    """One L-BFGS run in the coordinates ``u = anchor + whitening v``, from ``v = 0``.
+
+    ``whitening`` is a (P, P) matrix or a (P,) diagonal. ``value0`` and ``grad0`` (with respect
+    to ``u``) at the anchor come from :func:`_evaluate`, so the line search holds the only copy of
+    the objective compiled here. ``max_iter`` is dynamic (all stages share one compilation);
+    ``trace_size`` must exceed it.
+    """
+
+    def to_u(v):
+        return anchor + (whitening * v if whitening.ndim == 1 else whitening @ v)
+
+    def loss(v):
+        return _loss_and_terms(spec, data, to_u(v))[0]
+
+    solver = optax.lbfgs(
+        memory_size=memory_size,
+        linesearch=optax.scale_by_zoom_linesearch(max_linesearch_steps=30),
+    )
+    v0 = jnp.zeros(whitening.shape[-1], anchor.dtype)
+    grad_v0 = whitening * grad0 if whitening.ndim == 1 else whitening.T @ grad0
+    state0 = optax.tree.set(solver.init(v0), value=value0, grad=grad_v0)
+    trace0 = jnp.full(trace_size, jnp.nan, anchor.dtype).at[0].set(value0)
+
+    def keep_going(carry):
+        _, _, count, grad_norm, moved, _ = carry
+        return (count < max_iter) & (grad_norm > tol) & moved
+
+    def step(carry):
+        v, state, count, _, _, trace = carry
+        value, grad = optax.tree.get(state, "value"), optax.tree.get(state, "grad")
+        updates, state = solver.update(grad, state, v, value=value, grad=grad, value_fn=loss)
+        new_v = optax.apply_updates(v, updates)
+        new_value = optax.tree.get(state, "value")
+        # a line search that can no longer move (rounding level) ends the stage
+        moved = jnp.any(new_v != v) & jnp.isfinite(new_value)
+        grad_norm = jnp.linalg.norm(optax.tree.get(state, "grad"))
+        return new_v, state, count + 1, grad_norm, moved, trace.at[count + 1].set(new_value)
+
+    carry = (v0, state0, 0, jnp.linalg.norm(grad_v0), jnp.isfinite(value0), trace0)
+    v, _, count, grad_norm, _, trace = jax.lax.while_loop(keep_going, step, carry)
+    return to_u(v), count, grad_norm, trace
+
+
+# -- input handling --------------------------------------------------------------------------------
+def _as_features(X, dtype):
+    if hasattr(X, "toarray"):  # SciPy sparse: the optimizer works on dense rows
+        X = X.toarray()
+    X = np.asarray(X)
+    if X.dtype == object or not (
+        np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)
+    ):
+        raise ValueError(f"X must be numeric; got an array of dtype {X.dtype}.")
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features); got shape {X.shape}.")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X is empty (shape {X.shape}).")
+    X = X.astype(numpy_dtype(dtype))
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X contains NaN or infinite values.")
+    return X
+
+
+def _as_codes(y, num_samples, num_classes):
+    y = np.asarray(y)
+    if y.shape != (num_samples,):
+        raise ValueError(f"y has shape {y.shape}; expected ({num_samples},) to match X.")
+    if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
+        raise ValueError(
+            f"y must hold integer class codes 0..K-1 (-1 for unlabeled rows); got dtype {y.dtype}."
+        )
+    if np.issubdtype(y.dtype, np.floating):
+        if not np.all(np.isfinite(y)) or np.any(np.mod(y, 1) != 0):
+            raise ValueError("y must hold integer class codes 0..K-1 (-1 for unlabeled rows).")
+    y = y.astype(np.int64)
+    if np.any(y < -1):
+        raise ValueError(f"y must hold class codes 0..K-1 or -1 (unlabeled); found {int(y.min())}.")
+    if num_classes is None:
+        if not np.any(y >= 0):
+            raise ValueError("every row is unlabeled (y = -1): pass num_classes.")
+        num_classes = int(y.max()) + 1
+    num_classes = int(num_classes)
+    if num_classes < 2:
+        raise ValueError(f"num_classes must be >= 2, got {num_classes}.")
+    if np.any(y >= num_classes):
+        raise ValueError(f"y holds class code {int(y.max())} but num_classes is {num_classes}.")
+    return y, num_classes
+
+
+def _problem(
+    story,
+    X,
+    y,
+    *,
+    num_classes,
+    sample_weight,
+    unlabeled_weight,
+    penalized,
+    penalty_stats,
+    fixed,
+    dtype,
+):
+    """Validate the inputs; return the static spec and the data pytree (call inside precision)."""
+    if not isinstance(story, Story):
+        raise TypeError(f"story must be a genprob Story, got {type(story).__name__}.")
+    X = _as_features(X, dtype)
+    y, num_classes = _as_codes(y, X.shape[0], num_classes)
+    if not 0.0 <= float(unlabeled_weight) <= 1.0:
+        raise ValueError(f"unlabeled_weight must lie in [0, 1], got {unlabeled_weight!r}.")
+    labeled = y >= 0
+    weights = np.where(labeled, 1.0, float(unlabeled_weight))
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        if sample_weight.shape != y.shape:
+            raise ValueError(f"sample_weight has shape {sample_weight.shape}; expected {y.shape}.")
+        if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
+            raise ValueError("sample_weight must be finite and non-negative.")
+        weights = weights * sample_weight
+    if not weights.sum() > 0:
+        raise ValueError("the rows' total weight is zero: there is nothing to fit.")
+    Xj = jnp.asarray(X)
+    story.validate(Xj)
+    row_weights = jnp.asarray(weights, dtype=Xj.dtype)
+    codes = jnp.asarray(y, dtype=jnp.int32)
+    if penalized and penalty_stats is None and story.has_closed_form:
+        R = core.one_hot_responsibilities(np.where(labeled, y, 0), num_classes, dtype=Xj.dtype)
+        R = R * jnp.where(codes >= 0, row_weights, 0.0)[:, None]
+        penalty_stats = core.sufficient_statistics(story, Xj, R)["emission"]
+    fixed = dict(fixed or {})
+    fixed_values = {name: jnp.asarray(value, Xj.dtype) for name, value in fixed.items()}
+    spec = _Spec(story, num_classes, bool(penalized), tuple(sorted(fixed)))
+    data = _Data(Xj, codes, row_weights, penalty_stats if penalized else None, fixed_values)
+    sites = _free_sites(spec, data)
+    return spec, data, sites
+
+
+def _initial_point(spec, data, sites, init, seed, init_scale):
+    if isinstance(init, dict):
+        return _unconstrain(spec, data, init)
+    if init == "poor":
+        # Seeded standard-normal unconstrained values: a random class prior, means near 0 and
+        # scales near 1 whatever the data's scale — deliberately far from the answer.
+        key = jax.random.PRNGKey(int(seed))
+        return init_scale * jax.random.normal(key, (_size(sites),), data.X.dtype)
+    if init == "prior":
+        return _unconstrain(spec, data, _prior_draw(spec, data, jax.random.PRNGKey(int(seed))))
+    raise ValueError(f"init must be 'poor', 'prior' or a dict of parameters, got {init!r}.")
+
+
+# -- public API ------------------------------------------------------------------------------------
+def fit_optimizer(
+    story: Story,
+    X,
+    y,
+    *,
+    num_classes: int | None = None,
+    init="poor",
+    seed: int = 0,
+    max_iter: int = 10000,
+    tol: float | None = None,
+    unlabeled_weight: float = 1.0,
+    sample_weight=None,
+    penalized: bool = False,
+    penalty_stats=None,
+    fixed: dict | None = None,
+    precondition: str = "auto",
+    max_whitened_size: int = 1000,
+    first_stage_iter: int = 300,
+    stage_iter: int = 100,
+    memory_size: int = 20,
+    init_scale: float = 1.0,
+    dtype="float64",
+) -> OptimizerResult:
+    """Maximize the log-likelihood of a story's NumPyro model with L-BFGS.
+
+    Args:
+        story: any :class:`~genprob.story.Story`; only ``prior`` and ``emission`` are needed
+            (plus ``log_penalty`` when ``penalized``).
+        X: features (n, D); a SciPy sparse matrix is densified.
+        y: class codes (n,) in 0..K-1; -1 marks an unlabeled row (its class is summed out).
+        num_classes: K; defaults to ``max(y) + 1``.
+        init: ``"poor"`` (seeded standard-normal unconstrained values), ``"prior"`` (a draw from
+            the model's prior) or a dict of named parameters.
+        seed: seed of the initial point.
+        max_iter: L-BFGS iteration budget over all stages.
+        tol: convergence threshold on the norm of the gradient of ``objective / n`` in the
+            stage's coordinates (whitened after the first stage). Default 1e-10 (float64).
+        unlabeled_weight: lambda in [0, 1], the weight of unlabeled rows (EM-lambda).
+        sample_weight: optional non-negative row weights (n,).
+        penalized: add ``story.log_penalty(params, penalty_stats)`` (the MAP objective of a
+            smoothed or regularized closed form).
+        penalty_stats: statistics passed to ``log_penalty``; default: the story's sufficient
+            statistics of the labeled rows (one-hot, weighted) when it has a closed form.
+        fixed: named latent sites held at given values, e.g. ``{"class_prior": pi}``.
+        precondition: ``"auto"`` (restart L-BFGS in Hessian-whitened coordinates, see the module
+            docstring, when there are at most ``max_whitened_size`` unconstrained parameters),
+            ``"hessian"`` (always) or ``"none"`` (plain L-BFGS, one stage).
+        max_whitened_size: the ``"auto"`` threshold.
+        first_stage_iter: iteration budget of the first (raw-coordinate) stage.
+        stage_iter: iteration budget of each later stage.
+        memory_size: L-BFGS memory.
+        init_scale: spread of the ``"poor"`` initial point.
+        dtype: ``"float64"`` (default) or ``"float32"``; the work runs in that precision.
+
+    Returns:
+        An :class:`OptimizerResult`.
+
+    Raises:
+        ValueError: bad data (shape, NaN, labels, weights), or data outside the story's support.
+    """
+    dtype = resolve_dtype(dtype)
+    tol = DEFAULT_TOL[dtype] if tol is None else float(tol)
+    if int(max_iter) < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter!r}.")
+    if precondition not in ("auto", "hessian", "none"):
+        raise ValueError(f"precondition must be 'auto', 'hessian' or 'none', got {precondition!r}.")
+    with precision(dtype):
+        spec, data, sites = _problem(
+            story,
+            X,
+            y,
+            num_classes=num_classes,
+            sample_weight=sample_weight,
+            unlabeled_weight=unlabeled_weight,
+            penalized=penalized,
+            penalty_stats=penalty_stats,
+            fixed=fixed,
+            dtype=dtype,
+        )
+        u = _initial_point(spec, data, sites, init, seed, init_scale)
+        size = u.shape[0]
+        whiten = size > 0 and (
+            precondition == "hessian" or (precondition == "auto" and size <= int(max_whitened_size))
+        )
+        # A full matrix from the start when whitening, so that every stage shares one compilation.
+        whitening = jnp.eye(size, dtype=u.dtype) if whiten else jnp.ones(size, dtype=u.dtype)
+        (value, (loglik, penalty, params)), grad = _evaluate(spec, data, u)
+        if not np.isfinite(float(value)):
+            raise ValueError(
+                "the objective is not finite at the initial point; try another seed or init."
+            )
+        traces, total, stage, converged = [], 0, 0, False
+        while total < int(max_iter) and size > 0:
+            budget = int(max_iter) - total
+            if whiten:
+                budget = min(budget, int(first_stage_iter if stage == 0 else stage_iter))
+            u, count, grad_norm, trace = _lbfgs_stage(
+                spec,
+                data,
+                u,
+                whitening,
+                value,
+                grad,
+                jnp.asarray(tol, u.dtype),
+                budget,
+                trace_size=int(max_iter) + 1,
+                memory_size=int(memory_size),
+            )
+            count = int(count)
+            traces.append(np.asarray(trace[int(stage > 0) : count + 1]))
+            total += count
+            stage += 1
+            started = time.perf_counter()
+            (value, (loglik, penalty, params)), grad = _evaluate(spec, data, u)
+            grad.block_until_ready()
+            seconds_per_gradient = time.perf_counter() - started
+            converged = bool(grad_norm <= tol) and (stage > 1 or not whiten)
+            if converged or not whiten:
+                break
+            hessian = _hessian(spec, data, u, seconds_per_gradient)
+            whitening = _whitening(hessian, u.dtype)
+            if whitening is None:  # a non-finite Hessian: no reliable whitening, stop here
+                break
+        return OptimizerResult(
+            params={k: np.asarray(v) for k, v in params.items()},
+            log_likelihood=float(loglik),
+            log_penalty=float(penalty),
+            objective=float(loglik + penalty),
+            num_iterations=total,
+            grad_norm=float(jnp.linalg.norm(grad)),
+            # the stages minimize -objective / n; report the objective per unit weight
+            trace=-(np.concatenate(traces) if traces else np.asarray([float(value)])),
+            converged=converged or size == 0,
+            num_stages=stage,
+        )
+
+
+def evaluate_objective(
+    story: Story,
+    params: dict,
+    X,
+    y,
+    *,
+    num_classes: int | None = None,
+    unlabeled_weight: float = 1.0,
+    sample_weight=None,
+    penalized: bool = False,
+    penalty_stats=None,
+    fixed: dict | None = None,
+    dtype="float64",
+) -> ObjectiveValue:
+    """The :func:`fit_optimizer` objective and its unconstrained gradient at given parameters.
+
+    ``params`` must name every latent site of the model's prior (``class_prior`` and the
+    story's sites), as a closed-form fit does. The gradient is taken with respect to the same
+    unconstrained coordinates the optimizer uses, so it vanishes at an interior maximum: at a
+    correct closed form it is zero up to rounding.
+    """
+    dtype = resolve_dtype(dtype)
+    with precision(dtype):
+        spec, data, sites = _problem(
+            story,
+            X,
+            y,
+            num_classes=num_classes,
+            sample_weight=sample_weight,
+            unlabeled_weight=unlabeled_weight,
+            penalized=penalized,
+            penalty_stats=penalty_stats,
+            fixed=fixed,
+            dtype=dtype,
+        )
+        u = _unconstrain(spec, data, params)
+        (_, (loglik, penalty, _)), grad = _evaluate(spec, data, u)
+        return ObjectiveValue(
+            log_likelihood=float(loglik),
+            log_penalty=float(penalty),
+            objective=float(loglik + penalty),
+            grad_norm=float(jnp.linalg.norm(grad)),
+            gradient=np.asarray(grad),
+        )

@@ -1,0 +1,600 @@
+"""The Gaussian family: scikit-learn parity, penalties, sampling, degenerate input, precision."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from sklearn import discriminant_analysis as skda
+from sklearn import naive_bayes as sknb
+from sklearn.covariance import OAS
+
+import genprob
+from genprob import core, datasets
+from genprob.families.gaussian import GaussianStory
+
+DATASETS = ["iris", "wine", "breast_cancer", "digits"]
+PROBA_TOL = 1e-8  # float64 parity with scikit-learn, max |delta p|
+
+
+@pytest.fixture(scope="module")
+def data():
+    return {name: datasets.load(name) for name in DATASETS}
+
+
+def max_abs(a, b):
+    return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+
+
+def max_rel(a, b):
+    b = np.asarray(b)
+    return max_abs(a, b) / float(np.max(np.abs(b)))
+
+
+def match_signs(ours, reference):
+    """Flip each column of ``ours`` to the sign of the matching column of ``reference``."""
+    signs = np.sign(np.sum(ours * reference, axis=0))
+    signs[signs == 0] = 1.0
+    return ours * signs
+
+
+# -- parity with scikit-learn 1.9.1 ---------------------------------------------------------------
+@pytest.mark.parametrize("name", DATASETS)
+def test_gaussian_nb_matches_sklearn(data, name):
+    X, y = data[name]
+    ours, ref = genprob.GaussianNB().fit(X, y), sknb.GaussianNB().fit(X, y)
+    assert max_abs(ours.predict_proba(X), ref.predict_proba(X)) < PROBA_TOL
+    assert max_rel(ours.theta_, ref.theta_) < 1e-12
+    assert max_rel(ours.var_, ref.var_) < 1e-10
+    assert max_abs(ours.class_prior_, ref.class_prior_) < 1e-15
+    assert ours.epsilon_ == pytest.approx(ref.epsilon_, rel=1e-10)
+    np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
+
+
+LDA_CONFIGS = [
+    {},
+    {"store_covariance": True},
+    {"solver": "lsqr"},
+    {"solver": "lsqr", "shrinkage": 0.3},
+    {"solver": "lsqr", "shrinkage": "auto"},
+    {"solver": "eigen"},
+    {"solver": "eigen", "shrinkage": "auto"},
+]
+
+
+@pytest.mark.parametrize("name", DATASETS)
+@pytest.mark.parametrize(
+    "config", LDA_CONFIGS, ids=lambda c: "-".join(map(str, c.values())) or "svd"
+)
+def test_lda_matches_sklearn(data, name, config):
+    X, y = data[name]
+    if name == "digits" and config == {"solver": "eigen"}:
+        pytest.skip("scikit-learn's eigen solver fails on digits' singular within covariance")
+    ours = genprob.LinearDiscriminantAnalysis(**config).fit(X, y)
+    ref = skda.LinearDiscriminantAnalysis(**config).fit(X, y)
+    reference_proba = ref.predict_proba(X)
+    if (
+        name == "breast_cancer"
+        and config.get("solver") == "lsqr"
+        and config.get("shrinkage") == "auto"
+    ):
+        # scikit-learn's lsqr solves the raw covariance (condition ~1e13 here): with "auto" its
+        # own posteriors move by 4.3e-8 when the features are rescaled, which cannot change the
+        # model (Ledoit-Wolf runs on standardized data, LDA is scale equivariant). The
+        # well-conditioned reference is scikit-learn fitted on rescaled features.
+        scale = X.std(axis=0)
+        rescaled = skda.LinearDiscriminantAnalysis(**config).fit(X / scale, y)
+        assert max_abs(reference_proba, rescaled.predict_proba(X / scale)) > PROBA_TOL
+        reference_proba = rescaled.predict_proba(X / scale)
+    else:
+        assert max_rel(ours.coef_, ref.coef_) < 1e-8
+        assert max_abs(ours.decision_function(X), ref.decision_function(X)) < 1e-6
+    assert max_abs(ours.predict_proba(X), reference_proba) < PROBA_TOL
+    assert max_abs(ours.means_, ref.means_) < 1e-12 * np.abs(X).max()
+    assert max_abs(ours.priors_, ref.priors_) < 1e-15
+    if hasattr(ref, "covariance_"):
+        assert max_rel(ours.covariance_, ref.covariance_) < 1e-12
+    else:
+        assert not hasattr(ours, "covariance_")
+    if config.get("solver", "svd") != "lsqr":
+        ours_t, ref_t = ours.transform(X), ref.transform(X)
+        assert ours_t.shape == ref_t.shape
+        assert max_rel(match_signs(ours_t, ref_t), ref_t) < 1e-8
+        assert max_abs(ours.explained_variance_ratio_, ref.explained_variance_ratio_) < 1e-10
+    if config.get("solver", "svd") == "svd":
+        assert max_abs(ours.xbar_, ref.xbar_) < 1e-12 * np.abs(X).max()
+
+
+QDA_CONFIGS = [
+    {"reg_param": 0.1},
+    {},
+    {"solver": "eigen", "shrinkage": "auto"},
+    {"solver": "eigen", "shrinkage": 0.2},
+]
+
+
+@pytest.mark.parametrize("name", DATASETS)
+@pytest.mark.parametrize(
+    "config", QDA_CONFIGS, ids=lambda c: "-".join(map(str, c.values())) or "mle"
+)
+def test_qda_matches_sklearn(data, name, config):
+    X, y = data[name]
+    try:
+        ref = skda.QuadraticDiscriminantAnalysis(store_covariance=True, **config).fit(X, y)
+    except np.linalg.LinAlgError:
+        # scikit-learn refuses a singular class covariance: so must we, with the same advice
+        with pytest.raises(ValueError, match="not full rank.*(reg_param|shrinkage)"):
+            genprob.QuadraticDiscriminantAnalysis(**config).fit(X, y)
+        return
+    ours = genprob.QuadraticDiscriminantAnalysis(store_covariance=True, **config).fit(X, y)
+    assert max_abs(ours.predict_proba(X), ref.predict_proba(X)) < PROBA_TOL
+    assert max_rel(ours.decision_function(X), ref.decision_function(X)) < 1e-10
+    assert max_abs(ours.means_, ref.means_) < 1e-12 * np.abs(X).max()
+    for k in range(len(ref.classes_)):
+        assert max_rel(ours.covariance_[k], ref.covariance_[k]) < 1e-10
+        assert max_rel(ours.scalings_[k], ref.scalings_[k]) < 1e-10
+        # eigenvectors of distinct eigenvalues agree up to sign (compare the leading 3)
+        lead = slice(0, 3)
+        ours_r, ref_r = ours.rotations_[k][:, lead], ref.rotations_[k][:, lead]
+        assert max_abs(match_signs(ours_r, ref_r), ref_r) < 1e-6
+
+
+def test_lda_with_priors_matches_sklearn_for_every_solver(data):
+    X, y = data["wine"]
+    priors = [0.5, 0.2, 0.3]
+    for solver, shrinkage in (("svd", None), ("lsqr", None), ("lsqr", "auto"), ("eigen", 0.1)):
+        ours = genprob.LinearDiscriminantAnalysis(solver=solver, shrinkage=shrinkage, priors=priors)
+        ref = skda.LinearDiscriminantAnalysis(solver=solver, shrinkage=shrinkage, priors=priors)
+        ours.fit(X, y), ref.fit(X, y)
+        assert max_abs(ours.predict_proba(X), ref.predict_proba(X)) < PROBA_TOL, solver
+
+
+def test_covariance_estimator_matches_sklearn(data):
+    X, y = data["wine"]
+    for ours, ref in (
+        (genprob.LinearDiscriminantAnalysis, skda.LinearDiscriminantAnalysis),
+        (genprob.QuadraticDiscriminantAnalysis, skda.QuadraticDiscriminantAnalysis),
+    ):
+        fitted = ours(solver="eigen", covariance_estimator=OAS()).fit(X, y)
+        reference = ref(solver="eigen", covariance_estimator=OAS()).fit(X, y)
+        assert max_abs(fitted.predict_proba(X), reference.predict_proba(X)) < PROBA_TOL
+    lda = genprob.LinearDiscriminantAnalysis(solver="eigen", covariance_estimator=OAS()).fit(X, y)
+    ref = skda.LinearDiscriminantAnalysis(solver="eigen", covariance_estimator=OAS()).fit(X, y)
+    ours_t, ref_t = lda.transform(X), ref.transform(X)
+    assert max_rel(match_signs(ours_t, ref_t), ref_t) < 1e-8
+    with pytest.raises(ValueError, match="not supported with svd"):
+        genprob.LinearDiscriminantAnalysis(covariance_estimator=OAS()).fit(X, y)
+
+
+def test_solvers_agree_on_a_rank_deficient_covariance(data):
+    # digits: constant pixels make the pooled covariance singular. Every solver uses the
+    # retained subspace, so they agree (scikit-learn's eigen solver fails here).
+    X, y = data["digits"]
+    svd = genprob.LinearDiscriminantAnalysis().fit(X, y)
+    eigen = genprob.LinearDiscriminantAnalysis(solver="eigen").fit(X, y)
+    assert max_abs(svd.predict_proba(X), eigen.predict_proba(X)) < 1e-10
+    assert np.linalg.matrix_rank(svd.params_["covariance"]) < X.shape[1]
+
+
+def test_decision_function_softmax_is_predict_proba(data):
+    X, y = data["wine"]
+    for est in (
+        genprob.LinearDiscriminantAnalysis().fit(X, y),
+        genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.5).fit(X, y),
+        genprob.QuadraticDiscriminantAnalysis(reg_param=0.2).fit(X, y),
+    ):
+        scores = est.decision_function(X)
+        proba = np.exp(scores - scores.max(axis=1, keepdims=True))
+        proba /= proba.sum(axis=1, keepdims=True)
+        assert max_abs(proba, est.predict_proba(X)) < 1e-12
+    Xb, yb = data["breast_cancer"]
+    lda = genprob.LinearDiscriminantAnalysis().fit(Xb, yb)
+    log_odds = np.diff(lda.predict_log_proba(Xb), axis=1)[:, 0]
+    assert lda.decision_function(Xb).shape == (len(Xb),)
+    assert max_abs(lda.decision_function(Xb), log_odds) < 1e-8
+
+
+def test_labels_may_be_any_hashable(data):
+    X, y = data["iris"]
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    ours = genprob.QuadraticDiscriminantAnalysis().fit(X, names)
+    assert set(ours.predict(X)) <= set(names)
+    assert ours.score(X, names) == pytest.approx(
+        skda.QuadraticDiscriminantAnalysis().fit(X, names).score(X, names)
+    )
+
+
+# -- penalties: the regularized closed form is a MAP estimate ------------------------------------
+slow = pytest.mark.slow
+PENALIZED_STORIES = [
+    GaussianStory(shared=False, reg_param=0.3),
+    GaussianStory(shared=True, shrinkage=0.2, reg_param=0.1),
+    GaussianStory(shared=True, shrinkage="auto"),
+    GaussianStory(covariance="diag", shared=False, var_smoothing=0.05),
+    # each case compiles a gradient program (~3 s): the remaining regularizers run as slow tests
+    pytest.param(GaussianStory(shared=False, shrinkage="auto"), marks=slow),
+    pytest.param(GaussianStory(shared=True, covariance_weights=(0.6, 0.3, 0.1)), marks=slow),
+    pytest.param(GaussianStory(shared=True, estimator="unbiased"), marks=slow),
+    pytest.param(GaussianStory(shared=False, estimator="unbiased", shrinkage=0.1), marks=slow),
+    pytest.param(
+        GaussianStory(covariance="diag", shared=True, var_smoothing=0.05, estimator="unbiased"),
+        marks=slow,
+    ),
+]
+
+
+def _objective_gradients(story, X, y):
+    """Gradients of loglik and loglik + log_penalty at the closed form (means and spread).
+
+    The covariance is parametrized as sym(theta) = (theta + theta^T) / 2, so the gradient is the
+    one in the space of symmetric matrices; variances are used as they are.
+    """
+    with jax.enable_x64(True):
+        Xj, yj = jnp.asarray(X), jnp.asarray(y)
+        R = core.one_hot_responsibilities(yj, 3)
+        stats = core.sufficient_statistics(story, Xj, R)
+        params = core.maximize(story, stats)
+        spread = story.spread_name
+
+        def objective(free, penalized):
+            value = dict(params, means=free["means"])
+            value[spread] = free["spread"]
+            if spread == "covariance":
+                value[spread] = 0.5 * (free["spread"] + jnp.swapaxes(free["spread"], -1, -2))
+            total = core.log_likelihood(story, value, Xj, yj)
+            if penalized:
+                total = total + story.log_penalty(value, stats["emission"])
+            return total
+
+        free = {"means": params["means"], "spread": params[spread]}
+        gradient = jax.jit(jax.grad(objective), static_argnums=1)
+        plain, penalized = gradient(free, False), gradient(free, True)
+        flat = lambda g: np.concatenate([np.ravel(v) for v in jax.tree_util.tree_leaves(g)])  # noqa: E731
+        return flat(plain), flat(penalized)
+
+
+@pytest.mark.parametrize("story", PENALIZED_STORIES, ids=repr)
+def test_closed_form_maximizes_loglik_plus_log_penalty(data, story):
+    X, y = data["iris"]
+    plain, penalized = _objective_gradients(story, X, y)
+    # the regularization moves the estimate off the MLE: the likelihood alone is not stationary
+    assert np.max(np.abs(plain)) > 1.0
+    assert np.max(np.abs(penalized)) < 1e-8 * np.max(np.abs(plain))
+
+
+@pytest.mark.parametrize(
+    "story",
+    [
+        GaussianStory(),
+        pytest.param(GaussianStory(shared=False), marks=slow),
+        pytest.param(GaussianStory("diag", False), marks=slow),
+    ],
+    ids=repr,
+)
+def test_mle_has_zero_penalty_and_zero_gradient(data, story):
+    X, y = data["iris"]
+    assert story.log_penalty({}, {}) == 0.0
+    plain, _ = _objective_gradients(story, X, y)
+    assert np.max(np.abs(plain)) < 1e-8
+
+
+def test_log_penalty_formulas(data):
+    X, y = data["iris"]
+    with jax.enable_x64(True):
+        Xj, R = jnp.asarray(X), core.one_hot_responsibilities(y, 3)
+        # reg_param r: -(N_k r / (2 (1 - r))) [log det Sigma_k + tr Sigma_k^-1], up to a constant
+        r = 0.3
+        story = GaussianStory(shared=False, reg_param=r)
+        stats = core.sufficient_statistics(story, Xj, R)
+        params = core.maximize(story, stats)
+        counts = np.asarray(stats["class_counts"])
+
+        def formula(cov):
+            _, logdet = np.linalg.slogdet(cov)
+            trace = np.trace(np.linalg.inv(cov), axis1=-2, axis2=-1)
+            return np.sum(-(counts * r / (2 * (1 - r))) * (logdet + trace))
+
+        other = dict(params, covariance=params["covariance"] * 1.7 + 0.1 * jnp.eye(4))
+        ours = story.log_penalty(other, stats["emission"]) - story.log_penalty(
+            params, stats["emission"]
+        )
+        expected = formula(np.asarray(other["covariance"])) - formula(
+            np.asarray(params["covariance"])
+        )
+        assert float(ours) == pytest.approx(expected, rel=1e-10)
+        # var_smoothing e: -sum_kj N_k e maxVar / (2 sigma^2_kj)
+        story = GaussianStory(covariance="diag", shared=False, var_smoothing=0.05)
+        stats = core.sufficient_statistics(story, Xj, R)
+        variances = jnp.full((3, 4), 0.7)
+        expected = -4 * np.sum(counts * 0.05 * X.var(axis=0).max() / (2 * 0.7))  # 4 features
+        value = story.log_penalty({"variances": variances}, stats["emission"])
+        assert float(value) == pytest.approx(expected, rel=1e-10)
+    with pytest.raises(ValueError, match="point mass"):
+        GaussianStory(reg_param=1.0).log_penalty(params, stats["emission"])
+
+
+# -- the generative direction ----------------------------------------------------------------------
+def _z_scores(estimate, truth, standard_error):
+    return np.abs(np.asarray(estimate) - np.asarray(truth)) / np.asarray(standard_error)
+
+
+@pytest.mark.parametrize(
+    "make", [genprob.QuadraticDiscriminantAnalysis, genprob.LinearDiscriminantAnalysis]
+)
+def test_sampling_and_refitting_recovers_parameters(data, make):
+    X, y = data["iris"]
+    model = make().fit(X, y)
+    Xs, ys = model.sample(100_000, random_state=0)
+    refit = make().fit(Xs, ys)
+    counts = np.array([np.sum(ys == c) for c in model.classes_])
+    n = counts.sum()
+    prior = model.priors_
+    # class prior: multinomial proportions, SE = sqrt(pi (1 - pi) / n)
+    assert np.max(_z_scores(refit.priors_, prior, np.sqrt(prior * (1 - prior) / n))) < 5
+    covariance = model.params_["covariance"]
+    per_class = np.broadcast_to(covariance, (3, 4, 4))
+    variances = np.diagonal(per_class, axis1=1, axis2=2)
+    # means: SE = sqrt(Sigma_jj / N_k)
+    assert np.max(_z_scores(refit.means_, model.means_, np.sqrt(variances / counts[:, None]))) < 5
+    # covariance entries of a Gaussian sample: Var(S_ij) = (Sigma_ii Sigma_jj + Sigma_ij^2) / N
+    # (N_k per class, the pooled N for LDA)
+    size = counts[:, None, None] if covariance.ndim == 3 else n
+    outer = variances[..., :, None] * variances[..., None, :]
+    se = np.sqrt((outer + per_class**2) / size)
+    se = se if covariance.ndim == 3 else se[0]
+    assert np.max(_z_scores(refit.params_["covariance"], covariance, se)) < 5
+
+
+def test_gaussian_nb_sampling_recovers_parameters(data):
+    X, y = data["wine"]
+    model = genprob.GaussianNB(var_smoothing=0).fit(X, y)
+    Xs, ys = model.sample(100_000, random_state=1)
+    refit = genprob.GaussianNB(var_smoothing=0).fit(Xs, ys)
+    counts = refit.class_count_[:, None]
+    # means: SE = sigma / sqrt(N_k); variances: SE = sigma^2 sqrt(2 / N_k)
+    assert np.max(_z_scores(refit.theta_, model.theta_, np.sqrt(model.var_ / counts))) < 5
+    assert np.max(_z_scores(refit.var_, model.var_, model.var_ * np.sqrt(2 / counts))) < 5
+
+
+# -- numerics --------------------------------------------------------------------------------------
+def _estimators():
+    return [
+        genprob.GaussianNB(),
+        genprob.LinearDiscriminantAnalysis(),
+        genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto"),
+        genprob.QuadraticDiscriminantAnalysis(tol=0.0),
+    ]
+
+
+def test_extreme_offsets_and_tiny_scales_leave_posteriors_unchanged(data):
+    X, y = data["iris"]
+    offsets = np.array([1e6, -1e6, 1e6, -1e6])
+    for est in _estimators():
+        reference = est.fit(X, y).predict_proba(X)
+        shifted = est.fit(X + offsets, y).predict_proba(X + offsets)
+        tiny = est.fit(X * 1e-12, y).predict_proba(X * 1e-12)
+        for proba in (shifted, tiny):
+            assert np.all(np.isfinite(proba))
+            np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+        # location and scale equivariance (Gaussian NB's smoothing is relative to the variances)
+        assert max_abs(shifted, reference) < 1e-6
+        assert max_abs(tiny, reference) < 1e-8
+
+
+def test_far_away_points_get_finite_posteriors(data):
+    X, y = data["iris"]
+    far = np.array([[1e6, -1e6, 1e6, -1e6], [-1e6, 1e6, -1e6, 1e6], [0.0, 0.0, 0.0, 1e6]])
+    for est in _estimators():
+        est.fit(X, y)
+        log_proba = est.predict_log_proba(far)
+        assert np.all(np.isfinite(log_proba))
+        np.testing.assert_allclose(np.exp(log_proba).sum(axis=1), 1.0, rtol=1e-12)
+        assert np.all(np.isfinite(est.predict_joint_log_proba(far)))
+
+
+def test_float32_opt_in_agrees_with_float64(data):
+    X, y = data["iris"]
+    for make in (
+        genprob.GaussianNB,
+        genprob.LinearDiscriminantAnalysis,
+        genprob.QuadraticDiscriminantAnalysis,
+    ):
+        double = make().fit(X, y)
+        single = make(dtype="float32").fit(X, y)
+        assert single.params_["means"].dtype == np.float32
+        assert double.params_["means"].dtype == np.float64
+        assert max_abs(single.predict_proba(X), double.predict_proba(X)) < 1e-4
+    assert jnp.zeros(1).dtype == jnp.float32  # the global JAX default is untouched
+
+
+# -- degenerate input ------------------------------------------------------------------------------
+ALL = [
+    genprob.GaussianNB,
+    genprob.LinearDiscriminantAnalysis,
+    genprob.QuadraticDiscriminantAnalysis,
+]
+
+
+@pytest.mark.parametrize("make", ALL)
+def test_bad_input_is_rejected_with_a_clear_message(data, make):
+    X, y = data["iris"]
+    bad = X.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        make().fit(bad, y)
+    bad[3, 2] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        make().fit(bad, y)
+    fitted = make().fit(X, y)
+    with pytest.raises(ValueError, match="3 features.*expecting 4"):
+        fitted.predict(X[:, :3])
+    with pytest.raises(ValueError, match="NaN"):
+        fitted.predict_proba(np.where(X > 7, np.nan, X))
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        make().fit(X[:50], y[:50])
+
+
+def test_one_sample_class_in_qda():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(21, 2))
+    y = np.array([0] * 10 + [1] * 10 + [2])
+    with pytest.raises(ValueError, match="only 1 sample in class 2.*reg_param"):
+        genprob.QuadraticDiscriminantAnalysis().fit(X, y)
+    # regularized, the lonely class has covariance reg_param * I: a proper Gaussian
+    qda = genprob.QuadraticDiscriminantAnalysis(reg_param=0.5).fit(X, y)
+    np.testing.assert_allclose(qda.params_["covariance"][2], 0.5 * np.eye(2), atol=1e-15)
+    assert not hasattr(genprob.QuadraticDiscriminantAnalysis(), "params_")
+
+
+def test_more_features_than_samples():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(12, 30))
+    y = np.repeat([0, 1, 2], 4)
+    # LDA: the pooled covariance has rank n - K = 9 < 30; the retained subspace matches sklearn
+    ours = genprob.LinearDiscriminantAnalysis().fit(X, y)
+    ref = skda.LinearDiscriminantAnalysis().fit(X, y)
+    X_new = rng.normal(size=X.shape)  # same shape as X: reuses the compiled scoring
+    assert max_abs(ours.predict_proba(X_new), ref.predict_proba(X_new)) < PROBA_TOL
+    ours_t, ref_t = ours.transform(X_new), ref.transform(X_new)
+    assert max_rel(match_signs(ours_t, ref_t), ref_t) < 1e-8
+    # QDA: singular class covariances are refused, and accepted once regularized
+    with pytest.raises(ValueError, match="class 0 is not full rank.*Increase `reg_param`"):
+        genprob.QuadraticDiscriminantAnalysis().fit(X, y)
+    proba = genprob.QuadraticDiscriminantAnalysis(reg_param=0.1).fit(X, y).predict_proba(X_new)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    # Gaussian NB: diagonal, always fine
+    ours = genprob.GaussianNB().fit(X, y)
+    assert max_abs(ours.predict_proba(X_new), sknb.GaussianNB().fit(X, y).predict_proba(X_new)) < (
+        PROBA_TOL
+    )
+
+
+def test_zero_variance_feature(data):
+    X, y = data["iris"]
+    X = X.copy()
+    X[:, 2] = 3.7  # iris' shape, so the compiled iris programs are reused
+    # Gaussian NB: var_smoothing gives the constant feature a small variance (as scikit-learn)
+    ours, ref = genprob.GaussianNB().fit(X, y), sknb.GaussianNB().fit(X, y)
+    assert max_abs(ours.predict_proba(X), ref.predict_proba(X)) < PROBA_TOL
+    with pytest.raises(ValueError, match="feature 2 has zero variance.*var_smoothing"):
+        genprob.GaussianNB(var_smoothing=0.0).fit(X, y)
+    # LDA: the constant feature's direction is dropped (it carries no information)
+    lda = genprob.LinearDiscriminantAnalysis().fit(X, y)
+    ref = skda.LinearDiscriminantAnalysis().fit(X, y)
+    assert max_abs(lda.predict_proba(X), ref.predict_proba(X)) < PROBA_TOL
+    assert np.all(lda.coef_[:, 2] == 0)
+    # QDA: a singular class covariance is an error until regularized
+    with pytest.raises(ValueError, match="not full rank.*reg_param"):
+        genprob.QuadraticDiscriminantAnalysis().fit(X, y)
+    qda = genprob.QuadraticDiscriminantAnalysis(reg_param=0.1).fit(X, y)
+    ref = skda.QuadraticDiscriminantAnalysis(reg_param=0.1).fit(X, y)
+    assert max_abs(qda.predict_proba(X), ref.predict_proba(X)) < PROBA_TOL
+
+
+def test_priors_validation(data):
+    X, y = data["iris"]
+    with pytest.raises(ValueError, match="sum of the priors should be 1"):
+        genprob.GaussianNB(priors=[0.5, 0.3, 0.3]).fit(X, y)
+    with pytest.raises(ValueError, match="Number of priors must match.*got 2 priors for 3"):
+        genprob.GaussianNB(priors=[0.5, 0.5]).fit(X, y)
+    with pytest.raises(ValueError, match="non-negative.*classes \\[np.int64\\(2\\)\\]|non-neg"):
+        genprob.GaussianNB(priors=[0.7, 0.5, -0.2]).fit(X, y)
+    nb = genprob.GaussianNB(priors=[0.2, 0.3, 0.5]).fit(X, y)
+    ref = sknb.GaussianNB(priors=[0.2, 0.3, 0.5]).fit(X, y)
+    assert max_abs(nb.predict_proba(X), ref.predict_proba(X)) < PROBA_TOL
+    for make in (genprob.LinearDiscriminantAnalysis, genprob.QuadraticDiscriminantAnalysis):
+        with pytest.warns(UserWarning, match="sum to 2, not 1: renormalizing"):
+            fitted = make(priors=[0.4, 0.6, 1.0]).fit(X, y)
+        np.testing.assert_allclose(fitted.priors_, [0.2, 0.3, 0.5])
+        with pytest.raises(ValueError, match="non-negative"):
+            make(priors=[1.5, 0.5, -1.0]).fit(X, y)
+        with pytest.raises(ValueError, match="Number of priors"):
+            make(priors=[1.0]).fit(X, y)
+
+
+def test_invalid_hyperparameters(data):
+    X, y = data["iris"]
+    with pytest.raises(NotImplementedError, match="shrinkage not supported with 'svd'"):
+        genprob.LinearDiscriminantAnalysis(shrinkage=0.1).fit(X, y)
+    with pytest.raises(ValueError, match="shrinkage not supported with 'svd'"):
+        genprob.QuadraticDiscriminantAnalysis(shrinkage="auto").fit(X, y)
+    with pytest.raises(ValueError, match="reg_param is only used by solver='svd'"):
+        genprob.QuadraticDiscriminantAnalysis(solver="eigen", reg_param=0.1).fit(X, y)
+    with pytest.raises(ValueError, match="n_components cannot be larger"):
+        genprob.LinearDiscriminantAnalysis(n_components=3).fit(X, y)
+    with pytest.raises(ValueError, match="solver must be"):
+        genprob.LinearDiscriminantAnalysis(solver="cholesky").fit(X, y)
+    with pytest.raises(NotImplementedError, match="transform not implemented for 'lsqr'"):
+        genprob.LinearDiscriminantAnalysis(solver="lsqr").fit(X, y).transform(X)
+    lda = genprob.LinearDiscriminantAnalysis(n_components=1).fit(X, y)
+    assert lda.transform(X).shape == (150, 1)
+    assert list(lda.get_feature_names_out()) == ["lineardiscriminantanalysis0"]
+
+
+# -- invariances (property-based) ------------------------------------------------------------------
+_ROWS, _FEATURES = 18, 3
+_labels = np.repeat([0, 1, 2], _ROWS // 3)
+
+
+def _fit_story(story, X, y):
+    with jax.enable_x64(True):
+        R = core.one_hot_responsibilities(jnp.asarray(y), 3)
+        params = core.fit_closed_form(story, jnp.asarray(X), R)
+        return {k: np.asarray(v) for k, v in params.items()}
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    X=arrays(np.float64, (_ROWS, _FEATURES), elements=st.floats(-50, 50, allow_subnormal=False)),
+    order=st.permutations(range(_ROWS)),
+    scale=arrays(np.float64, (_FEATURES,), elements=st.floats(0.01, 100)),
+    class_order=st.permutations(range(3)),
+)
+def test_parameters_are_invariant_to_row_order_and_equivariant_to_scaling(
+    X, order, scale, class_order
+):
+    order, class_order = np.asarray(order), np.asarray(class_order)
+
+    def tolerance(data, values, rtol):
+        # relative to the values, plus the rounding of "squares - between" on centered data
+        # (which dominates when the classes sit far apart compared to their spread)
+        spread = np.max((data - data.mean(axis=0)) ** 2)
+        return rtol * np.max(np.abs(values)) + 1e-13 * spread + 1e-300
+
+    lda, qda = GaussianStory(rank_tol=1e-4), GaussianStory(shared=False)
+    for story in (lda, qda):
+        base = _fit_story(story, X, _labels)
+        mean_tol = 1e-12 * (np.abs(X).max() + 1)
+        cov_tol = tolerance(X, base["covariance"], 1e-10)
+        # permuting rows: the same statistics summed in another order
+        permuted = _fit_story(story, X[order], _labels[order])
+        assert max_abs(permuted["means"], base["means"]) <= mean_tol
+        assert max_abs(permuted["covariance"], base["covariance"]) <= cov_tol
+        # renaming classes (old class k becomes class_order[k]) permutes per-class parameters
+        relabeled = _fit_story(story, X, class_order[_labels])
+        assert max_abs(relabeled["means"][class_order], base["means"]) <= mean_tol
+        if story is qda:
+            assert max_abs(relabeled["covariance"][class_order], base["covariance"]) <= cov_tol
+        # scaling feature j by c_j scales means by c_j and covariances by c_i c_j
+        scaled = _fit_story(story, X * scale, _labels)
+        assert max_abs(scaled["means"], base["means"] * scale) <= 1e-12 * (
+            np.abs(X * scale).max() + 1
+        )
+        expected = base["covariance"] * np.outer(scale, scale)
+        assert max_abs(scaled["covariance"], expected) <= tolerance(X * scale, expected, 1e-9)
+
+
+def test_rows_with_zero_weight_change_nothing(data):
+    X, y = data["wine"]
+    extra = np.vstack([X, X[:5] * 3.0])
+    weights = np.r_[np.ones(len(X)), np.zeros(5)]
+    for make in ALL:
+        base = make().fit(X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            weighted = make().fit(extra, np.r_[y, y[:5]], sample_weight=weights)
+        assert max_abs(weighted.predict_proba(X), base.predict_proba(X)) < 1e-8
