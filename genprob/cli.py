@@ -210,7 +210,8 @@ def _run_check(args) -> int:
         if data_label not in cache:
             cache[data_label] = load()
         X, y = cache[data_label]
-        print(f"genprob check: {name} on {data_label} ...", file=sys.stderr, flush=True)
+        if sys.stderr.isatty():  # progress for people; pipes and logs get only the tables
+            print(f"genprob check: {name} on {data_label} ...", file=sys.stderr, flush=True)
         story = registry.make_story(name, X)
         result = crosscheck(
             story,

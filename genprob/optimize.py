@@ -295,8 +295,6 @@ def _prior_draw(spec: _Spec, data: _Data, key):
 
 #: Above this estimated cost (seconds) of a finite-difference Hessian, compile an exact one.
 HESSIAN_COMPILE_SECONDS = 5.0
-#: Elements of the (n, K, D) intermediates allowed per batch of Hessian-vector products.
-_HVP_BATCH_ELEMENTS = 2**24
 
 
 def _hessian(spec: _Spec, data: _Data, u, seconds_per_gradient: float) -> np.ndarray:
@@ -310,9 +308,7 @@ def _hessian(spec: _Spec, data: _Data, u, seconds_per_gradient: float) -> np.nda
     """
     size = u.shape[0]
     if 2 * size * seconds_per_gradient > HESSIAN_COMPILE_SECONDS:
-        per_direction = max(1, data.X.shape[0] * data.X.shape[1] * spec.num_classes)
-        batch_size = int(min(64, max(1, _HVP_BATCH_ELEMENTS // per_direction)))
-        return np.asarray(_exact_hessian(spec, data, u, batch_size))
+        return np.asarray(_exact_hessian(spec, data, u))
     u = np.asarray(u)
     steps = 1e-5 * np.maximum(1.0, np.abs(u))
     columns = []
@@ -327,14 +323,17 @@ def _hessian(spec: _Spec, data: _Data, u, seconds_per_gradient: float) -> np.nda
     return 0.5 * (hessian + hessian.T)
 
 
-@partial(jax.jit, static_argnums=(0, 3))
-def _exact_hessian(spec: _Spec, data: _Data, u, batch_size: int):
+@partial(jax.jit, static_argnums=0)
+def _exact_hessian(spec: _Spec, data: _Data, u):
     gradient = jax.grad(lambda u: _loss_and_terms(spec, data, u)[0])
 
     def column(direction):
         return jax.jvp(gradient, (u,), (direction,))[1]
 
-    hessian = jax.lax.map(column, jnp.eye(u.shape[0], dtype=u.dtype), batch_size=batch_size)
+    # One direction at a time (a scan): batching the directions with lax.map's batch_size made
+    # XLA:CPU compilation stall on per-class full covariances (jax 0.10), and each product on a
+    # big data set is heavy enough on its own.
+    hessian = jax.lax.map(column, jnp.eye(u.shape[0], dtype=u.dtype))
     return 0.5 * (hessian + hessian.T)
 
 
@@ -397,8 +396,11 @@ def _lbfgs_stage(
 
 # -- input handling --------------------------------------------------------------------------------
 def _as_features(X, dtype):
-    if hasattr(X, "toarray"):  # SciPy sparse: the optimizer works on dense rows
+    # sparse input (SciPy, or JAX BCOO): the optimizer scores dense rows
+    if hasattr(X, "toarray"):
         X = X.toarray()
+    elif hasattr(X, "todense") and not isinstance(X, np.ndarray):
+        X = X.todense()
     X = np.asarray(X)
     if X.dtype == object or not (
         np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)

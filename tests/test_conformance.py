@@ -256,3 +256,10 @@ def test_dataframes_keep_feature_names(iris, estimator):
     else:
         with pytest.raises(ValueError, match="feature names should match"):
             fitted.predict(renamed)
+
+
+def test_mixed_nb_refuses_complex_features_with_real_labels():
+    # scikit-learn's check_complex_data makes y complex too, which validate_data catches first
+    X = np.arange(20.0).reshape(10, 2) * (1 + 1j)
+    with pytest.raises(ValueError, match="Complex data not supported: column 0"):
+        genprob.MixedNB().fit(X, np.arange(10) % 2)

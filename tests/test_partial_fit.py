@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -243,7 +244,7 @@ def test_partial_fit_errors_are_clear():
         model.partial_fit(X, y, classes=[0, 1])
     with pytest.raises(ValueError, match=r"labels \[7\] that are not in classes \[0, 1, 2\]"):
         model.partial_fit(X[:3], np.array([0, 7, 1]))
-    with pytest.raises(ValueError, match="unlabeled rows .*use fit"):
+    with pytest.raises(ValueError, match=r"unlabeled rows \(-1\): partial_fit adds labeled"):
         model.partial_fit(X[:3], np.array([0, -1, 1]))
     with pytest.raises(ValueError, match="X has 3 features, but GaussianNB is expecting 4"):
         model.partial_fit(X[:, :3], y)
@@ -393,3 +394,21 @@ def test_default_combination_is_a_sum_and_auto_shrinkage_refuses():
         stats = core.sufficient_statistics(auto, X, R)
         with pytest.raises(ValueError, match="not additive over data chunks"):
             core.combine_statistics(auto, stats, stats)
+
+
+@pytest.mark.parametrize("name", ["LDA-svd", "MixedNB"])
+def test_a_saved_model_keeps_its_statistics_and_learns_on(name, tmp_path):
+    estimator, X, y = CASES[name]
+    head, tail = np.arange(30), np.arange(30, 45)
+    model = clone(estimator).partial_fit(_rows(X, head), y[head], classes=[0, 1, 2])
+    loaded = genprob.load(model.save(tmp_path / "model"))
+    loaded.partial_fit(_rows(X, tail), y[tail])
+    _assert_same_fit(loaded, clone(estimator).fit(X, y), name)
+
+
+@pytest.mark.parametrize("name", ["BernoulliNB", "MultinomialNB"])
+def test_sparse_chunks(name):
+    estimator, X, y = CASES[name]
+    sparse = scipy.sparse.csr_matrix(X)
+    model = _chunked_fit(estimator, sparse, y, [7, 30])
+    _assert_same_fit(model, clone(estimator).fit(X, y), name)

@@ -172,7 +172,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         Args:
             X: features (n_samples, n_features).
             y: labels, any hashable values; a numeric -1 marks an unlabeled row.
-            sample_weight: optional non-negative weights (n_samples,).
+            sample_weight: optional non-negative row weights (n_samples,). They scale the rows'
+                responsibilities, so an integer weight is that many copies of the row (a zero
+                weight removes it); at least two classes must keep a positive total weight.
             classes: every class label; needed when some class has no labeled row (for example
                 when every row is unlabeled). Giving it always runs the EM path.
 

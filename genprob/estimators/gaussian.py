@@ -442,10 +442,14 @@ class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMix
         total = None
         if self.solver == "eigen":
             total = self._total_covariance(X, self.stats_)
-        with precision(self._dtype):
+        with precision(self._dtype), np.errstate(invalid="ignore", divide="ignore"):
             scalings, ratio = lda_projection(
                 self.story_, self.params_, total_covariance=total, tol=float(self.tol)
             )
+        if not np.all(np.isfinite(ratio)):
+            # no between-class spread on the retained subspace (e.g. one row per class, as in an
+            # early partial_fit): 0 / 0; no direction explains anything, as with solver="svd"
+            ratio = np.zeros_like(ratio)
         self.scalings_ = scalings
         self.explained_variance_ratio_ = ratio[: self._max_components]
 

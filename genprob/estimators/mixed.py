@@ -241,6 +241,11 @@ class MixedNB(GenerativeClassifierBase):
                     )
                 encoded[:, position] = codes
             else:
+                if np.iscomplexobj(values):
+                    raise ValueError(
+                        f"Complex data not supported: column {key!r} ({family_of[position]}) "
+                        f"holds complex numbers."
+                    )
                 try:
                     encoded[:, position] = np.asarray(values, dtype=np.float64)
                 except (TypeError, ValueError) as error:
