@@ -4,22 +4,32 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint format bench clean install
+.PHONY: demo test test-slow lint format bench clean install docs strip-notebooks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,docs]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m genprob.tour
+	$(BIN)/genprob demo
 
+# The tour notebooks run in the same pytest session as the tests (nbmake executes every
+# notebook under notebooks/), then the documentation site must build without a warning.
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+	$(BIN)/python -m pytest -n 2 -q -m "not slow" --nbmake tests notebooks
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# Notebooks are committed without outputs (tests/test_notebooks.py checks it).
+strip-notebooks: $(STAMP)
+	$(BIN)/python -c "import glob, nbformat; nbs = {p: nbformat.read(p, as_version=4) for p in glob.glob('notebooks/*.ipynb')}; [c.update(outputs=[], execution_count=None) for nb in nbs.values() for c in nb.cells if c.cell_type == 'code']; [nbformat.write(nb, p) for p, nb in nbs.items()]"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -36,4 +46,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_fit.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site

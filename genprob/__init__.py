@@ -64,4 +64,24 @@ from genprob.persistence import ModelFileError, load
 
 # -- end persistence and any-story estimator --
 
+# -- posteriors and ArviZ --
+from genprob import arviz_io, posterior
+from genprob.arviz_io import (
+    mle_vs_posterior_table,
+    plot_forest,
+    plot_posterior_vs_mle,
+    plot_predictive_vs_plugin,
+    predictive_vs_plugin,
+    to_arviz,
+)
+from genprob.posterior import (
+    ExactPosterior,
+    exact_posterior,
+    pointwise_log_likelihood,
+    posterior_predict_proba,
+    with_prior,
+)
+
+# -- end posteriors and ArviZ --
+
 __version__ = "0.1.0"

@@ -43,7 +43,7 @@ def run_nuts(
     X,
     y=None,
     *,
-    num_classes: int,
+    num_classes: int | None = None,
     num_warmup: int = 500,
     num_samples: int = 500,
     num_chains: int = 1,
@@ -60,7 +60,8 @@ def run_nuts(
         story: the story.
         X: features (n, D), in the current JAX precision.
         y: class codes (n,), -1 for unlabeled rows; None means every row is unlabeled.
-        num_classes: K.
+        num_classes: K; default: inferred from the labeled rows of ``y`` (pass it when some
+            class has no labeled row, e.g. when every row is unlabeled).
         num_warmup: warm-up (adaptation) iterations per chain.
         num_samples: kept draws per chain.
         num_chains: number of chains.
@@ -108,7 +109,7 @@ def fit_nuts(
     X,
     y=None,
     *,
-    num_classes: int,
+    num_classes: int | None = None,
     num_warmup: int = 500,
     num_samples: int = 500,
     num_chains: int = 1,

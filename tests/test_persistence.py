@@ -19,8 +19,10 @@ def _fitted_estimators():
     yield "gaussian_nb", genprob.GaussianNB().fit(X_iris, labels), X_iris
     yield "bernoulli_nb", genprob.BernoulliNB(binarize=7.5).fit(X_digits, y_digits), X_digits
     yield "multinomial_nb", genprob.MultinomialNB(alpha=0.5).fit(X_digits, y_digits), X_digits
-    yield "categorical_nb", genprob.CategoricalNB(min_categories=17).fit(X_digits, y_digits), (
-        X_digits
+    yield (
+        "categorical_nb",
+        genprob.CategoricalNB(min_categories=17).fit(X_digits, y_digits),
+        (X_digits),
     )
     yield "poisson_nb", genprob.PoissonNB().fit(X_digits, y_digits), X_digits
     for name in ("LinearDiscriminantAnalysis", "QuadraticDiscriminantAnalysis"):

@@ -532,6 +532,60 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             values = np.asarray(values)
         return values if pointwise else float(values.sum())
 
+    # -- posterior (Bayesian counterpart of the fit) ---------------------------------------------
+    def posterior(
+        self,
+        X,
+        y,
+        method="nuts",
+        num_samples=1000,
+        num_warmup=1000,
+        num_chains=2,
+        random_state=None,
+        progress_bar=False,
+        prior=None,
+    ):
+        """Posterior of the story's parameters as ArviZ ``InferenceData``, the MLE alongside.
+
+        The prior is the story's (:meth:`Story.prior` and a ``Dirichlet(class_concentration)``
+        on the class prior; smoothing ``alpha`` is its pseudo-count, so the smoothed fit is the
+        posterior mode of the conjugate families). An unfitted estimator is first fitted on
+        ``(X, y)``; a fitted one keeps its fit, which travels along as the ``mle`` group. See
+        :mod:`genprob.posterior` and :func:`genprob.to_arviz`.
+
+        Args:
+            X: features (n_samples, n_features) the posterior conditions on.
+            y: labels in ``classes_``; -1 marks an unlabeled row (its class is summed out).
+            method: ``"nuts"`` (any story, unlabeled rows allowed) or ``"exact"`` (conjugate
+                stories on fully labeled data: independent draws from the closed form).
+            num_samples: draws per chain.
+            num_warmup: NUTS warm-up iterations per chain (unused by ``"exact"``).
+            num_chains: chains (run vectorized, in lockstep, when more than one).
+            random_state: seed, ``numpy.random.RandomState`` or None.
+            progress_bar: show NumPyro's progress bar.
+            prior: optional dict of story settings overriding the prior, e.g.
+                ``{"class_concentration": 2.0}`` or ``{"mean_prior_scale": 5.0}``.
+
+        Returns:
+            ``arviz.InferenceData`` with ``posterior`` (variables named and shaped as
+            ``params_``), ``log_likelihood`` (pointwise, marginal on unlabeled rows),
+            ``observed_data``, ``sample_stats`` (NUTS) and ``mle``.
+        """
+        from genprob.posterior import estimator_posterior
+
+        return estimator_posterior(
+            self,
+            X,
+            y,
+            method=method,
+            num_samples=num_samples,
+            num_warmup=num_warmup,
+            num_chains=num_chains,
+            random_state=random_state,
+            progress_bar=progress_bar,
+            prior=prior,
+        )
+
     # -- prediction (all from the joint log-probability) -----------------------------------------
     def predict_joint_log_proba(self, X):
         """Joint log-probabilities ``log p(x, y = k) = log pi_k + log p(x | k)``, (n, K)."""

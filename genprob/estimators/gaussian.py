@@ -252,8 +252,11 @@ class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMix
     each class; the shared covariance is ``sum_k priors_k covariance_k``. It replaces the story's
     closed-form covariance (no sufficient statistics, no ``sample_weight``).
 
+    Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``covariance_``,
+    ``coef_``, ``intercept_``, ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
+    ``n_features_in_``. The EM controls below are keyword-only.
+
     Args:
-        (scikit-learn's parameters as above, then keyword-only:)
         unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
         max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
         em_tol: EM stops when the objective's relative change is below it. Named ``em_tol``
@@ -263,8 +266,6 @@ class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMix
         dtype: ``"float64"`` (default) or ``"float32"``.
 
     Attributes:
-        classes_, priors_, means_, covariance_, coef_, intercept_, scalings_, xbar_,
-        explained_variance_ratio_, n_features_in_: as in scikit-learn.
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
         stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
@@ -521,8 +522,11 @@ class QuadraticDiscriminantAnalysis(_GaussianBase):
     with an error naming the class and what to raise: this covers a one-sample class, ``p > n_k``
     and constant features without regularization.
 
+    Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``rotations_``
+    and ``scalings_`` (eigenvectors and eigenvalues of each class covariance, largest first),
+    ``covariance_`` (with ``store_covariance``). The EM controls are:
+
     Args:
-        (scikit-learn's parameters as above, then:)
         unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
         max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
         em_tol: EM stops when the objective's relative change is below it. Named ``em_tol``
@@ -532,11 +536,8 @@ class QuadraticDiscriminantAnalysis(_GaussianBase):
         dtype: ``"float64"`` (default) or ``"float32"``.
 
     Attributes:
-        classes_, priors_, means_, rotations_, scalings_ (eigenvectors and eigenvalues of each
-        class covariance, largest first), covariance_ (with ``store_covariance``): as in
-        scikit-learn.
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),
-        ``class_prior``).
+            ``class_prior``).
         stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
 

@@ -1,0 +1,593 @@
+"""ArviZ conversion, the MLE-vs-posterior table and plots. Every ArviZ call of genprob is here.
+
+:func:`to_arviz` turns posterior draws of a story's parameters (NUTS or exact) into an
+``arviz.InferenceData`` with
+
+* ``posterior``: one variable per parameter, named and shaped like the closed-form ``params_``,
+  with named dimensions (``class``, ``feature``, ``category`` ...) and coordinates (class and
+  feature names);
+* ``sample_stats``: NUTS diagnostics (``diverging``, ``acceptance_rate``, ``n_steps``,
+  ``energy``, ``lp``) when the draws come from NUTS;
+* ``observed_data``: ``X`` (dense data only) and the label codes ``y`` (-1 = unlabeled);
+* ``log_likelihood``: variable ``obs``, the per-row log-likelihood at every draw — the joint
+  ``log p(x_i, y_i | θ)`` on labeled rows and the *marginal* ``log Σ_k p(x_i, k | θ)`` on
+  unlabeled rows, so ``az.loo``/``az.waic``/``az.compare`` work on semi-supervised fits (NumPyro's
+  ``az.from_numpyro`` cannot: it fails on enumerated discrete sites, and genprob's model has none
+  to begin with);
+* ``mle``: the maximum-likelihood (closed-form or EM) parameters, same names and dims, so tables
+  and plots can mark them.
+
+ArviZ is imported lazily (importing it costs seconds and prints a notice about its 1.x
+refactor), and only from this module, so that supporting ArviZ 1.x later touches one file.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from genprob.em import as_features, encode_partial_labels
+from genprob.families.categorical import CategoricalStory
+from genprob.families.gaussian import GaussianStory
+from genprob.families.mixed import MixedStory
+from genprob.story import CLASS_PRIOR, Story
+
+__all__ = [
+    "to_arviz",
+    "mle_vs_posterior_table",
+    "plot_posterior_vs_mle",
+    "plot_forest",
+    "plot_predictive_vs_plugin",
+    "predictive_vs_plugin",
+    "LOG_LIKELIHOOD_NAME",
+]
+
+#: Name of the pointwise log-likelihood variable (group ``log_likelihood``).
+LOG_LIKELIHOOD_NAME = "obs"
+#: Probability mass of the highest-density intervals in tables and plots (ArviZ's default).
+HDI_PROB = 0.94
+#: NumPyro's extra-field names -> ArviZ's ``sample_stats`` names.
+_SAMPLE_STATS_NAMES = {
+    "diverging": "diverging",
+    "accept_prob": "acceptance_rate",
+    "num_steps": "n_steps",
+    "energy": "energy",
+    "adapt_state.step_size": "step_size",
+}
+
+
+def _arviz():
+    """The ``arviz`` module, imported on first use without its import-time notice."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="ArviZ is undergoing", category=FutureWarning)
+        import arviz
+
+    return arviz
+
+
+# -- dimensions and coordinates ------------------------------------------------------------------
+def _family_dims(story: Story, name: str, ndim: int, feature: str, category: str) -> list | None:
+    """Dimension names of a built-in family's parameter (None when unknown)."""
+    if isinstance(story, GaussianStory):
+        if name == "means":
+            return ["class", feature]
+        if name == "covariance":
+            dims = [feature, feature + "2"]
+        elif name == "variances":
+            dims = [feature]
+        else:
+            return None
+        return dims if story.shared else ["class"] + dims
+    if isinstance(story, CategoricalStory) and name == "probs":
+        return ["class", feature, category]
+    if name in ("probs", "rates") and ndim == 2:
+        return ["class", feature]
+    return None
+
+
+def _parameter_dims(story: Story, name: str, shape: tuple, num_classes: int) -> list:
+    """Dimension names of parameter ``name`` (built-in families; a generic fallback)."""
+    if name == CLASS_PRIOR:
+        return ["class"]
+    dims = None
+    if isinstance(story, MixedStory) and "." in name:
+        block_name, inner = name.split(".", 1)
+        blocks = {block: block_story for block, block_story, _ in story.blocks}
+        if block_name in blocks:
+            dims = _family_dims(
+                blocks[block_name],
+                inner,
+                len(shape),
+                f"{block_name}_feature",
+                f"{block_name}_category",
+            )
+    elif not isinstance(story, MixedStory):
+        dims = _family_dims(story, name, len(shape), "feature", "category")
+    if dims is not None and len(dims) == len(shape):
+        return dims
+    safe = name.replace(".", "_")
+    generic = [f"{safe}_dim_{i}" for i in range(len(shape))]
+    if shape and shape[0] == num_classes:
+        generic[0] = "class"
+    return generic
+
+
+def _coords(story: Story, classes, feature_names, num_features: int) -> dict:
+    coords = {"class": list(classes), "feature": list(feature_names)}
+    coords["feature2"] = coords["feature"]
+    if isinstance(story, CategoricalStory):
+        coords["category"] = list(range(story.max_categories))
+    if isinstance(story, MixedStory):
+        for block, block_story, columns in story.blocks:
+            names = [coords["feature"][c] for c in columns]
+            coords[f"{block}_feature"] = names
+            coords[f"{block}_feature2"] = names
+            if isinstance(block_story, CategoricalStory):
+                coords[f"{block}_category"] = list(range(block_story.max_categories))
+    return coords
+
+
+def _as_draws(posterior, story: Story, num_features: int):
+    """``(draws with a (chain, draw) batch, sample_stats or None)`` from an MCMC object or a
+    dict of draws (with or without a chain axis)."""
+    from genprob.posterior import params_from_nuts_samples
+
+    sample_stats = None
+    if hasattr(posterior, "get_samples") and hasattr(posterior, "get_extra_fields"):
+        samples = posterior.get_samples(group_by_chain=True)
+        draws = params_from_nuts_samples(story, samples, num_features)
+        sample_stats = posterior.get_extra_fields(group_by_chain=True)
+    elif isinstance(posterior, dict):
+        if CLASS_PRIOR not in posterior:
+            raise ValueError(
+                f"posterior draws must include {CLASS_PRIOR!r}; got {sorted(posterior)}."
+            )
+        draws = dict(posterior)
+    else:
+        raise ValueError(
+            f"posterior must be a NumPyro MCMC object or a dict of draws, got "
+            f"{type(posterior).__name__}."
+        )
+    draws = {k: np.asarray(v) for k, v in draws.items()}
+    batch_ndim = draws[CLASS_PRIOR].ndim - 1
+    if batch_ndim == 1:
+        draws = {k: v[None] for k, v in draws.items()}
+        if sample_stats is not None:
+            sample_stats = {k: np.asarray(v)[None] for k, v in sample_stats.items()}
+    elif batch_ndim != 2:
+        raise ValueError(
+            f"draws of {CLASS_PRIOR!r} must have shape (draws, K) or (chains, draws, K); got "
+            f"{draws[CLASS_PRIOR].shape}."
+        )
+    batch = draws[CLASS_PRIOR].shape[:2]
+    for name, value in draws.items():
+        if value.shape[:2] != batch:
+            raise ValueError(
+                f"draws of {name!r} have leading shape {value.shape[:2]}, but those of "
+                f"{CLASS_PRIOR!r} have {batch}: every parameter needs the same chains and draws."
+            )
+    return draws, sample_stats
+
+
+def _sample_stats(extra: dict) -> dict:
+    stats = {}
+    for name, value in extra.items():
+        value = np.asarray(value)
+        if name == "potential_energy":
+            stats["lp"] = -value
+        else:
+            stats[_SAMPLE_STATS_NAMES.get(name, name.replace(".", "_"))] = value
+    return stats
+
+
+def to_arviz(
+    posterior,
+    story: Story,
+    X,
+    y=None,
+    *,
+    mle: dict | None = None,
+    classes=None,
+    feature_names=None,
+    sample_stats: dict | None = None,
+    method: str | None = None,
+):
+    """Posterior draws of a story's parameters as ``arviz.InferenceData`` (see module docstring).
+
+    Args:
+        posterior: a NumPyro ``MCMC`` object run on :func:`genprob.core.model` (e.g. from
+            :func:`genprob.run_nuts`), or a dict of parameter draws with leading shape
+            ``(chains, draws)`` or ``(draws,)`` — e.g. :func:`genprob.fit_nuts` with
+            ``group_by_chain=True`` or ``ExactPosterior.sample(key, (chains, draws))``.
+        story: the story the draws belong to.
+        X: the data the posterior was conditioned on (n, D).
+        y: class codes (n,), -1 for unlabeled rows; None when every row is unlabeled.
+        mle: point estimate to carry along (e.g. ``estimator.params_``): group ``mle``.
+        classes: class names (coordinates of dim ``class``); default ``0..K-1``.
+        feature_names: feature names (coordinates of dim ``feature``); default ``x0..``.
+        sample_stats: NumPyro extra fields (``(chains, draws)`` arrays), taken from the MCMC
+            object when it is given.
+        method: ``"nuts"`` or ``"exact"``, recorded as ``attrs["inference_method"]``.
+
+    Returns:
+        ``arviz.InferenceData`` with groups ``posterior``, ``log_likelihood``,
+        ``observed_data``, ``sample_stats`` (NUTS) and ``mle`` (when given).
+    """
+    import jax
+    import xarray as xr
+
+    from genprob.posterior import pointwise_log_likelihood
+
+    az = _arviz()
+    X = as_features(X)
+    num_features = int(X.shape[1])
+    from_mcmc = hasattr(posterior, "get_samples")
+    draws, mcmc_stats = _as_draws(posterior, story, num_features)
+    if sample_stats is None:
+        sample_stats = mcmc_stats
+    if method is None:
+        method = "nuts" if from_mcmc or sample_stats is not None else "unknown"
+    num_classes = draws[CLASS_PRIOR].shape[-1]
+    n = int(X.shape[0])
+    codes = np.full(n, -1, np.int32) if y is None else np.asarray(y)
+    codes, _ = encode_partial_labels(codes, num_classes=num_classes) if n else (codes, None)
+    if codes.shape[0] != n:
+        raise ValueError(f"y has {codes.shape[0]} rows but X has {n}.")
+    classes = list(range(num_classes)) if classes is None else list(np.asarray(classes).tolist())
+    if len(classes) != num_classes:
+        raise ValueError(f"{len(classes)} class names for {num_classes} classes.")
+    if feature_names is None:
+        feature_names = [f"x{j}" for j in range(num_features)]
+    feature_names = [str(f) for f in feature_names]
+    if len(feature_names) != num_features:
+        raise ValueError(f"{len(feature_names)} feature names for {num_features} features.")
+
+    dims = {
+        name: _parameter_dims(story, name, value.shape[2:], num_classes)
+        for name, value in draws.items()
+    }
+    coords = _coords(story, classes, feature_names, num_features)
+    coords["row"] = np.arange(n)
+    log_lik = np.asarray(pointwise_log_likelihood(story, draws, X, codes))
+    observed = {"y": codes}
+    dims["y"] = ["row"]
+    if isinstance(X, jax.Array):  # a sparse (BCOO) matrix is not copied in densely
+        observed["X"] = np.asarray(X)
+        dims["X"] = ["row", "feature"]
+    dims[LOG_LIKELIHOOD_NAME] = ["row"]
+    used = {d for name in draws for d in dims[name]} | {"row", "feature"}
+    coords = {k: v for k, v in coords.items() if k in used}
+    attrs = {
+        "inference_method": method,
+        "inference_library": "genprob",
+        "story": repr(story),
+    }
+    idata = az.from_dict(
+        posterior=draws,
+        sample_stats=None if sample_stats is None else _sample_stats(sample_stats),
+        log_likelihood={LOG_LIKELIHOOD_NAME: log_lik},
+        observed_data=observed,
+        coords=coords,
+        dims=dims,
+        posterior_attrs=attrs,
+        log_likelihood_attrs={
+            "description": "log p(x_i, y_i | θ) on labeled rows, log Σ_k p(x_i, k | θ) on "
+            "unlabeled rows (y = -1)"
+        },
+    )
+    if mle is not None:
+        missing = sorted(set(draws) - set(mle))
+        if missing:
+            raise ValueError(f"mle lacks parameters {missing} that the draws have.")
+        data_vars = {}
+        for name in draws:
+            value = np.asarray(mle[name])
+            if value.shape != draws[name].shape[2:]:
+                raise ValueError(
+                    f"mle[{name!r}] has shape {value.shape}; the draws have "
+                    f"{draws[name].shape[2:]}."
+                )
+            data_vars[name] = (dims[name], value)
+        mle_coords = {k: v for k, v in coords.items() if k != "row"}
+        dataset = xr.Dataset(data_vars, coords=mle_coords, attrs={"estimate": "mle"})
+        idata.add_groups({"mle": dataset})
+    return idata
+
+
+# -- the comparison table ------------------------------------------------------------------------
+def _var_names(idata, var_names):
+    if var_names is None:
+        names = list(idata.posterior.data_vars)
+    else:
+        names = [str(v) for v in np.atleast_1d(var_names)]
+    unknown = [v for v in names if v not in idata.posterior.data_vars]
+    if unknown:
+        raise ValueError(
+            f"unknown parameters {unknown}; the posterior has {list(idata.posterior.data_vars)}."
+        )
+    return names
+
+
+def _check_mle(idata):
+    if "mle" not in idata.groups():
+        raise ValueError(
+            "the InferenceData has no 'mle' group: build it with estimator.posterior(...) or "
+            "genprob.to_arviz(..., mle=params)."
+        )
+    return idata["mle"]
+
+
+def _entry_label(name, dims, coords, index) -> str:
+    if not dims:
+        return name
+    parts = [str(coords[d].values[i]) for d, i in zip(dims, index, strict=True)]
+    return f"{name}[{', '.join(parts)}]"
+
+
+def _hdi_columns(hdi_prob: float) -> tuple[str, str]:
+    tail = 100 * (1 - hdi_prob) / 2
+    return f"hdi_{tail:g}%", f"hdi_{100 - tail:g}%"
+
+
+def mle_vs_posterior_table(idata, var_names=None, hdi_prob: float = HDI_PROB):
+    """One row per scalar parameter entry: the MLE next to the posterior's summary.
+
+    Args:
+        idata: InferenceData from :func:`to_arviz` / ``estimator.posterior`` (with ``mle``).
+        var_names: parameters to include (default: all).
+        hdi_prob: mass of the highest-density interval (0.94: columns ``hdi_3%``, ``hdi_97%``).
+
+    Returns:
+        ``pandas.DataFrame`` with columns ``parameter`` (e.g. ``"probs[spam, x3]"``), ``mle``,
+        ``mean``, ``sd`` (ddof = 1), the two HDI bounds, ``mle_in_hdi``, ``r_hat`` (NaN with a
+        single chain) and ``ess_bulk``.
+    """
+    import pandas as pd
+
+    az = _arviz()
+    mle = _check_mle(idata)
+    names = _var_names(idata, var_names)
+    posterior = idata.posterior[names]
+    lower_name, upper_name = _hdi_columns(hdi_prob)
+    with warnings.catch_warnings():
+        # constant entries (padding of categorical tables, one-category features) have no
+        # defined r_hat/ESS: ArviZ warns and returns NaN, which is the honest value
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        hdi = az.hdi(posterior, hdi_prob=hdi_prob)
+        ess = az.ess(posterior, method="bulk")
+        rhat = az.rhat(posterior) if posterior.sizes["chain"] > 1 else None
+    rows = []
+    for name in names:
+        draws = posterior[name]
+        dims = [d for d in draws.dims if d not in ("chain", "draw")]
+        mean = draws.mean(("chain", "draw")).values
+        sd = draws.std(("chain", "draw"), ddof=1).values
+        lower = hdi[name].sel(hdi="lower").transpose(*dims).values
+        upper = hdi[name].sel(hdi="higher").transpose(*dims).values
+        point = mle[name].transpose(*dims).values
+        ess_values = ess[name].transpose(*dims).values
+        rhat_values = rhat[name].transpose(*dims).values if rhat is not None else None
+        for index in np.ndindex(mean.shape):
+            value = float(point[index])
+            rows.append(
+                {
+                    "parameter": _entry_label(name, dims, draws.coords, index),
+                    "mle": value,
+                    "mean": float(mean[index]),
+                    "sd": float(sd[index]),
+                    lower_name: float(lower[index]),
+                    upper_name: float(upper[index]),
+                    "mle_in_hdi": bool(lower[index] <= value <= upper[index]),
+                    "r_hat": float(rhat_values[index]) if rhat_values is not None else np.nan,
+                    "ess_bulk": float(ess_values[index]),
+                }
+            )
+    columns = [
+        "parameter",
+        "mle",
+        "mean",
+        "sd",
+        lower_name,
+        upper_name,
+        "mle_in_hdi",
+        "r_hat",
+        "ess_bulk",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+# -- plots ---------------------------------------------------------------------------------------
+def _figure_of(axes):
+    return np.ravel(axes)[0].get_figure()
+
+
+def plot_posterior_vs_mle(idata, var_names=None, hdi_prob: float = HDI_PROB, **kwargs):
+    """Posterior densities with their HDI and the MLE as reference value (``az.plot_posterior``).
+
+    The MLE line is ArviZ's ``ref_val`` (with the posterior mass below and above it).
+
+    Args:
+        idata: InferenceData with an ``mle`` group.
+        var_names: parameters to plot (default: all; ArviZ caps the panels at
+            ``rcParams["plot.max_subplots"]``).
+        hdi_prob: HDI mass.
+        **kwargs: passed to ``arviz.plot_posterior``.
+
+    Returns:
+        The ``matplotlib.figure.Figure``.
+    """
+    az = _arviz()
+    mle = _check_mle(idata)
+    names = _var_names(idata, var_names)
+    ref_val = {}
+    for name in names:
+        values = mle[name]
+        entries = []
+        for index in np.ndindex(values.shape):
+            selection = {
+                d: values.coords[d].values[i] for d, i in zip(values.dims, index, strict=True)
+            }
+            entries.append({**selection, "ref_val": float(values.values[index])})
+        ref_val[name] = entries
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "too many subplots" notice
+        axes = az.plot_posterior(
+            idata, var_names=names, ref_val=ref_val, hdi_prob=hdi_prob, show=False, **kwargs
+        )
+    return _figure_of(axes)
+
+
+def plot_forest(idata, var_names=None, hdi_prob: float = HDI_PROB, **kwargs):
+    """Forest plot of posterior HDIs with the MLE as a second "model" (a point per entry).
+
+    Args:
+        idata: InferenceData (an ``mle`` group adds the MLE points; without one, the posterior
+            alone is drawn).
+        var_names: parameters to plot (default: all).
+        hdi_prob: HDI mass.
+        **kwargs: passed to ``arviz.plot_forest``.
+
+    Returns:
+        The ``matplotlib.figure.Figure``.
+    """
+    az = _arviz()
+    names = _var_names(idata, var_names)
+    data, model_names = [idata], ["posterior"]
+    if "mle" in idata.groups():
+        mle = idata["mle"][names]
+        # two identical draws: a zero-width interval at the MLE in ArviZ's own layout
+        point = mle.expand_dims(chain=[0], draw=[0, 1])
+        data.append(az.InferenceData(posterior=point))
+        model_names.append("MLE")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        axes = az.plot_forest(
+            data,
+            model_names=model_names,
+            var_names=names,
+            combined=True,
+            hdi_prob=hdi_prob,
+            show=False,
+            **kwargs,
+        )
+    figure = _figure_of(axes)
+    # ArviZ sizes the forest for short labels; make room for "probs[spam, word]"
+    figure.set_layout_engine("tight")
+    return figure
+
+
+def _posterior_draws(idata) -> dict:
+    """Draws of every parameter as NumPy arrays (chain, draw, ...) in the ``params_`` layout."""
+    posterior = idata.posterior
+    draws = {}
+    for name, values in posterior.data_vars.items():
+        order = ["chain", "draw"] + [d for d in values.dims if d not in ("chain", "draw")]
+        draws[name] = values.transpose(*order).values
+    return draws
+
+
+def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB):
+    """Plug-in (MLE) against posterior-predictive class probabilities at some points.
+
+    The posterior predictive is ``p(y = k | x, data) = E_θ[p(y = k | x, θ)]``, the mean over the
+    posterior draws of the class probabilities at each draw (from ``joint_log_prob``); the
+    plug-in probability uses the estimator's fitted parameters alone.
+
+    Args:
+        estimator: the fitted genprob estimator the posterior belongs to.
+        idata: its posterior (``estimator.posterior(...)``).
+        X_points: points (m, D), in the estimator's input format.
+        hdi_prob: mass of the HDI of the per-draw probabilities.
+
+    Returns:
+        ``pandas.DataFrame`` with one row per point and class: ``point``, ``class``, ``plugin``,
+        ``posterior_mean`` and the HDI bounds of the per-draw probabilities.
+    """
+    import jax.numpy as jnp
+    import pandas as pd
+
+    from genprob._dtype import precision
+    from genprob.posterior import posterior_predict_proba
+
+    az = _arviz()
+    plugin = estimator.predict_proba(X_points)
+    X = estimator._check_X(X_points)
+    if hasattr(X, "toarray"):
+        X = X.toarray()
+    draws = _posterior_draws(idata)
+    if draws[CLASS_PRIOR].shape[-1] != len(estimator.classes_):
+        raise ValueError(
+            f"the posterior has {draws[CLASS_PRIOR].shape[-1]} classes, the estimator "
+            f"{len(estimator.classes_)}: they do not belong together."
+        )
+    with precision(estimator._dtype):
+        draws_j = {k: jnp.asarray(v) for k, v in draws.items()}
+        per_draw = np.asarray(
+            posterior_predict_proba(estimator.story_, draws_j, estimator._as_array(X))
+        )
+    lower_name, upper_name = _hdi_columns(hdi_prob)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        interval = az.hdi(per_draw, hdi_prob=hdi_prob)  # (m, K, 2)
+    mean = per_draw.mean(axis=(0, 1))
+    rows = []
+    for i in range(plugin.shape[0]):
+        for k, label in enumerate(estimator.classes_):
+            rows.append(
+                {
+                    "point": i,
+                    "class": label,
+                    "plugin": float(plugin[i, k]),
+                    "posterior_mean": float(mean[i, k]),
+                    lower_name: float(interval[i, k, 0]),
+                    upper_name: float(interval[i, k, 1]),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def plot_predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB):
+    """Plot plug-in (MLE) and posterior-predictive class probabilities at each point.
+
+    One panel per class: the plug-in probability (circle) and the posterior-predictive mean
+    (diamond) with the HDI of the per-draw probabilities (bar), for every point of ``X_points``.
+    The numbers are :func:`predictive_vs_plugin`.
+
+    Returns:
+        The ``matplotlib.figure.Figure`` (created without pyplot: no GUI needed).
+    """
+    from matplotlib.figure import Figure
+
+    table = predictive_vs_plugin(estimator, idata, X_points, hdi_prob=hdi_prob)
+    lower_name, upper_name = _hdi_columns(hdi_prob)
+    classes = list(estimator.classes_)
+    columns = min(len(classes), 4)
+    rows = -(-len(classes) // columns)
+    figure = Figure(figsize=(3.2 * columns, 2.6 * rows), layout="constrained")
+    axes = np.atleast_1d(figure.subplots(rows, columns, sharey=True, squeeze=False)).ravel()
+    for ax, label in zip(axes, classes, strict=False):
+        part = table[table["class"] == label]
+        points = part["point"].to_numpy()
+        mean = part["posterior_mean"].to_numpy()
+        error = np.vstack([mean - part[lower_name], part[upper_name] - mean])
+        ax.errorbar(
+            points + 0.1,
+            mean,
+            yerr=np.maximum(error, 0),
+            fmt="D",
+            color="C1",
+            label=f"posterior predictive ({int(hdi_prob * 100)}% HDI)",
+        )
+        ax.plot(points - 0.1, part["plugin"], "o", color="C0", label="plug-in (MLE)")
+        ax.set_title(f"P(y = {label} | x)")
+        ax.set_xlabel("point")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xticks(points)
+    for ax in axes[len(classes) :]:
+        ax.set_visible(False)
+    axes[0].set_ylabel("probability")
+    axes[0].legend(loc="best", fontsize="small")
+    return figure
