@@ -6,16 +6,30 @@ that registers its arguments and its handler, so new commands are added the same
 * ``genprob check [STORY ...] [--data NAME|FILE.csv --target COL] [--dtype float64]``: the
   closed-form vs optimizer cross-check (:func:`genprob.crosscheck`) of built-in stories on their
   natural bundled data sets, or on given data; prints one table per check.
+* ``genprob demo [--out DIR] [--quick]``: fits every built-in story on bundled real data, runs
+  cross-checks, a semi-supervised curve and MLE-vs-posterior comparisons, and writes a Markdown
+  report with figures to ``DIR`` (:mod:`genprob.report`).
+* ``genprob fit STORY DATA --target COL [--unlabeled VALUE] [--out MODEL]``: fits a built-in
+  story on a CSV or Parquet table (rows with an empty target, or ``VALUE``, are unlabeled and
+  fitted by EM), saves the model (:func:`genprob.persistence.save`) and prints a summary.
+* ``genprob predict MODEL DATA [--proba] [--out FILE.csv]``: predictions of a saved model as CSV.
+* ``genprob compare STORY DATA --target COL [--out DIR]``: the MLE next to the posterior (NUTS, or
+  the exact conjugate posterior), as a table and plots.
 
-Exit codes: 0 success, 1 a check failed, 2 a usage or input error (reported on one line, without
-a traceback).
+Exit codes: 0 success, 1 a check failed (``genprob check``), 2 a usage or input error: a missing
+or unreadable file, an unknown story, a bad column, a corrupt model file... (reported on one line
+of stderr, without a traceback). 130 when interrupted, 141 when the reader of stdout closes
+it early (``genprob predict ... | head``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import time
+import warnings
 
 import numpy as np
 
@@ -41,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
     _add_check(commands)
+    _add_demo(commands)
+    _add_fit(commands)
+    _add_predict(commands)
+    _add_compare(commands)
     return parser
 
 
@@ -234,6 +252,515 @@ def _run_check(args) -> int:
     return 0
 
 
+# -- shared by fit, predict and compare ------------------------------------------------------------
+#: Extra names accepted for the registry's discrete stories (scikit-learn's estimator names).
+_ALIASES = {
+    "bernoulli_nb": "bernoulli",
+    "categorical_nb": "categorical",
+    "multinomial_nb": "multinomial",
+    "poisson_nb": "poisson",
+    "mixed_nb": "mixed",
+}
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def _story_name(name: str) -> str:
+    from genprob import registry
+
+    name = _ALIASES.get(name, name)
+    if name not in registry.STORIES:
+        raise UserError(f"unknown story {name!r}; known: {', '.join(registry.names())}.")
+    return name
+
+
+def _read_table(path: str):
+    """A CSV file, or a Parquet file by its extension, as a DataFrame; :class:`UserError` else."""
+    import pandas as pd
+
+    if not os.path.isfile(path):
+        raise UserError(f"no such file: {path}.")
+    if path.lower().endswith(_PARQUET_SUFFIXES):
+        try:
+            frame = pd.read_parquet(path)
+        except ImportError:
+            raise UserError(
+                f"reading Parquet ({path}) needs pyarrow or fastparquet: pip install pyarrow, or "
+                "use a CSV file."
+            ) from None
+        except (OSError, ValueError) as error:
+            raise UserError(f"cannot read {path} as Parquet: {_first_line(error)}") from None
+    else:
+        try:
+            frame = pd.read_csv(path)
+        except pd.errors.EmptyDataError:
+            raise UserError(f"{path} is empty.") from None
+        except (pd.errors.ParserError, UnicodeDecodeError) as error:
+            raise UserError(f"cannot parse {path} as CSV: {_first_line(error)}") from None
+    if len(frame) == 0:
+        raise UserError(f"{path} has a header but no rows.")
+    return frame
+
+
+def _first_line(error) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _as_labels(values):
+    """Labels as int64 when every one is an integer (``3``, ``3.0``, ``"3"``), else strings."""
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+        numbers = values.to_numpy(dtype=np.float64)
+        if np.all(numbers == np.round(numbers)):
+            return numbers.astype(np.int64)
+        return numbers
+    text = values.astype(str).str.strip()
+    if text.map(lambda v: re.fullmatch(r"[+-]?\d+", v) is not None).all():
+        return text.astype(np.int64).to_numpy()
+    return text.to_numpy(dtype=object)
+
+
+def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
+    """``(features, y, unlabeled mask)``: ``y`` holds -1 on unlabeled rows (an empty target cell,
+    or one equal to ``unlabeled``)."""
+    import pandas as pd
+
+    if not target:
+        raise UserError("--target COL is required: the column holding the labels.")
+    if target not in frame.columns:
+        raise UserError(
+            f"target column {target!r} is not in {path}; columns: {', '.join(map(str, frame))}."
+        )
+    column = frame[target]
+    text = column.astype(str).str.strip()
+    missing = column.isna().to_numpy() | (text == "").to_numpy()
+    if unlabeled is not None:
+        missing |= (text == unlabeled.strip()).to_numpy()
+        if pd.api.types.is_numeric_dtype(column):
+            try:
+                missing |= (column == float(unlabeled)).to_numpy()
+            except ValueError:
+                pass
+    if missing.all():
+        raise UserError(f"target column {target!r} of {path} has no labeled rows.")
+    labels = _as_labels(column[~missing])
+    if labels.dtype.kind in "if" and np.any(labels == -1):
+        raise UserError(
+            f"target column {target!r} holds the label -1, genprob's marker of unlabeled rows; "
+            "pass --unlabeled -1 if those rows are unlabeled, or recode that class."
+        )
+    if missing.any() and labels.dtype.kind in "if":
+        y = np.full(len(frame), -1, dtype=labels.dtype)
+        y[~missing] = labels
+    elif missing.any():  # text labels: an object array where the number -1 marks unlabeled rows
+        y = np.empty(len(frame), dtype=object)
+        y[~missing] = labels
+        y[missing] = -1
+    else:
+        y = labels.astype(str) if labels.dtype == object else labels
+    features = frame.drop(columns=[target])
+    if features.shape[1] == 0:
+        raise UserError(f"{path} has no feature columns besides {target!r}.")
+    return features, y, missing
+
+
+def _check_features(features, path: str, *, text_allowed: bool):
+    """Features without missing values; numeric unless the story handles text columns."""
+    import pandas as pd
+
+    holes = [str(c) for c in features.columns if features[c].isna().any()]
+    if holes:
+        raise UserError(f"missing values in {path}, columns: {', '.join(holes)}.")
+    if text_allowed:
+        return features
+    text = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
+    if text:
+        raise UserError(
+            f"non-numeric feature columns in {path}: {', '.join(text)}; this story needs numbers "
+            "(encode them as category codes, or use the 'mixed' story, which takes text "
+            "categories)."
+        )
+    features = features.astype(np.float64)
+    if not np.all(np.isfinite(features.to_numpy())):
+        raise UserError(f"{path} has infinite feature values.")
+    return features
+
+
+def _mixed_families(features) -> dict:
+    """Column -> family for MixedNB: text and small integer codes are categorical."""
+    import pandas as pd
+
+    from genprob import registry
+
+    numeric = [c for c in features.columns if pd.api.types.is_numeric_dtype(features[c])]
+    codes = set()
+    if numeric:
+        positions = registry.categorical_columns(features[numeric].to_numpy(dtype=np.float64))
+        codes = {numeric[j] for j in positions}
+    return {
+        c: "categorical" if (c not in numeric or c in codes) else "gaussian"
+        for c in features.columns
+    }
+
+
+def _make_estimator(name: str, features, args):
+    """The estimator of registry story ``name`` for these features, with the EM options."""
+    import genprob
+    from genprob import registry
+
+    options = {"unlabeled_weight": args.unlabeled_weight, "random_state": args.seed}
+    if name == "mixed":
+        return genprob.MixedNB(families=_mixed_families(features), **options)
+    return genprob.GenerativeClassifier(registry.make_story(name, features.to_numpy()), **options)
+
+
+def _fit_features(args):
+    """Read ``args.data``, split the target, check the features, build and fit the estimator."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    name = _story_name(args.story)
+    frame = _read_table(args.data)
+    features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
+    features = _check_features(features, args.data, text_allowed=name == "mixed")
+    if not 0.0 <= args.unlabeled_weight <= 1.0:
+        raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
+    estimator = _make_estimator(name, features, args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        estimator.fit(features, y)
+    for warning in caught:
+        if issubclass(warning.category, ConvergenceWarning):
+            _note(args.command, f"warning: {' '.join(str(warning.message).split())}")
+    return name, estimator, features, y, unlabeled
+
+
+def _note(command: str, message: str):
+    print(f"genprob {command}: {message}", file=sys.stderr, flush=True)
+
+
+def _add_fit_options(parser, *, story_help: str):
+    from genprob import registry
+
+    parser.add_argument("story", metavar="STORY", help=story_help)
+    parser.add_argument("data", metavar="DATA", help="a CSV file, or Parquet (.parquet, .pq)")
+    parser.add_argument("--target", metavar="COL", required=True, help="the label column")
+    parser.add_argument(
+        "--unlabeled",
+        metavar="VALUE",
+        help="a target value that marks unlabeled rows, besides empty cells (e.g. '?' or -1)",
+    )
+    parser.add_argument(
+        "--unlabeled-weight",
+        type=float,
+        default=1.0,
+        metavar="L",
+        help="weight in [0, 1] of the unlabeled rows in EM (EM-lambda; default: 1)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.epilog = (
+        f"stories: {', '.join(registry.names())} (also {', '.join(_ALIASES)}). 'mixed' takes "
+        "text columns (categorical) with numeric ones (Gaussian, or categorical when they hold "
+        f"at most {registry.MAX_CODES} distinct integer codes); the other stories need numeric "
+        "columns."
+    )
+
+
+# -- genprob demo ----------------------------------------------------------------------------------
+def _add_demo(commands):
+    parser = commands.add_parser(
+        "demo",
+        help="fit every story on bundled data and write a Markdown report with figures",
+        description=(
+            "Offline tour of genprob on bundled data: every built-in story's held-out accuracy, "
+            "log-likelihood and parameter count; LDA/QDA/Gaussian NB decision boundaries on a "
+            "three-Gaussian example; closed form vs optimizer cross-checks; a semi-supervised "
+            "EM curve over label fractions; MLE vs posterior (NUTS and exact). Writes "
+            "report.md and PNG figures to DIR. Progress goes to stderr."
+        ),
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        default="genprob-report",
+        help="directory of the report (default: genprob-report/)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer stories, label subsets and draws: under a minute",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.set_defaults(handler=_run_demo)
+
+
+def _run_demo(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    from genprob import report
+
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UserError(f"--out {args.out} exists and is not a directory.")
+    start = time.perf_counter()
+
+    def progress(step, total, message):
+        elapsed = time.perf_counter() - start
+        _note("demo", f"[{step}/{total}] {message} ({elapsed:.0f} s)")
+
+    settings = report.Settings.preset(quick=args.quick, seed=args.seed)
+    path = report.write_report(args.out, settings, progress)
+    figures = sorted(name for name in os.listdir(args.out) if name.endswith(".png"))
+    print(
+        f"report written to {path} with {len(figures)} figures "
+        f"({', '.join(figures)}) in {time.perf_counter() - start:.0f} s"
+    )
+    return 0
+
+
+# -- genprob fit -----------------------------------------------------------------------------------
+def _add_fit(commands):
+    parser = commands.add_parser(
+        "fit",
+        help="fit a built-in story on a CSV/Parquet table and save the model",
+        description=(
+            "Fit a built-in story on a table: the --target column holds the labels and every "
+            "other column is a feature. Rows whose target is empty (or equals --unlabeled VALUE) "
+            "are unlabeled: then the fit maximizes the marginal likelihood by EM. Saves the model "
+            "(a .npz file without pickle, loadable with genprob.load) and prints a summary."
+        ),
+    )
+    _add_fit_options(parser, story_help="built-in story (see the list below)")
+    parser.add_argument(
+        "--out",
+        metavar="MODEL",
+        default="model.npz",
+        help="model file to write (default: model.npz; .npz is appended when missing)",
+    )
+    parser.set_defaults(handler=_run_fit)
+
+
+def _run_fit(args) -> int:
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(out_dir):
+        raise UserError(f"cannot write {args.out}: no directory {out_dir}.")
+    name, estimator, features, y, unlabeled = _fit_features(args)
+    # The target's name travels with the model, so that `genprob predict` can drop the column.
+    estimator.target_column_ = args.target
+    path = estimator.save(args.out)
+    labeled = ~unlabeled
+    accuracy = estimator.score(features[labeled], np.asarray(list(y[labeled])))
+    loglik = estimator.log_likelihood(features, y)
+    columns = [str(c) for c in features.columns]
+    shown = ", ".join(columns[:8]) + (
+        f", ... ({len(columns) - 8} more)" if len(columns) > 8 else ""
+    )
+    print(f"genprob fit: {name} on {args.data} (target {args.target})")
+    print(f"  model:          {type(estimator).__name__}, {estimator.num_parameters()} parameters")
+    print(f"  classes:        {', '.join(map(str, estimator.classes_))}")
+    print(f"  features:       {len(columns)} ({shown})")
+    rows = f"{len(y)} ({int(labeled.sum())} labeled, {int(unlabeled.sum())} unlabeled)"
+    if unlabeled.any():
+        state = "converged" if estimator.converged_ else "NOT converged"
+        rows += f"; EM: {estimator.n_iter_} iterations, {state}"
+    print(f"  rows:           {rows}")
+    print(f"  train accuracy: {accuracy:.4f} (labeled rows)")
+    marginal = "; marginal on unlabeled rows" if unlabeled.any() else ""
+    print(f"  log-likelihood: {loglik:.6g} ({loglik / len(y):.4g} per row{marginal})")
+    print(f"  saved:          {path}")
+    return 0
+
+
+# -- genprob predict -------------------------------------------------------------------------------
+def _add_predict(commands):
+    parser = commands.add_parser(
+        "predict",
+        help="predict with a saved model; CSV with a prediction column",
+        description=(
+            "Load a model written by `genprob fit` (or est.save) and predict the rows of DATA "
+            "(CSV or Parquet). The model's target column, if present, is ignored; every feature "
+            "column the model was fitted on must be present (extra columns are ignored). Writes "
+            "CSV with a 'prediction' column, and 'proba_<class>' columns with --proba."
+        ),
+    )
+    parser.add_argument("model", metavar="MODEL", help="a model file (.npz)")
+    parser.add_argument("data", metavar="DATA", help="a CSV file, or Parquet (.parquet, .pq)")
+    parser.add_argument(
+        "--proba", action="store_true", help="add the class probabilities (proba_<class>)"
+    )
+    parser.add_argument(
+        "--out", metavar="FILE.csv", help="write the CSV to this file (default: stdout)"
+    )
+    parser.set_defaults(handler=_run_predict)
+
+
+def _load_model(path: str):
+    import genprob
+
+    if not os.path.isfile(path):
+        raise UserError(f"no such model file: {path}.")
+    return genprob.load(path)  # ModelFileError (a ValueError) for anything unreadable
+
+
+def _prediction_features(model, frame, path: str):
+    """The columns of ``frame`` the model was fitted on, in its order."""
+    import genprob
+
+    target = getattr(model, "target_column_", None)
+    if target is not None and target in frame.columns:
+        frame = frame.drop(columns=[target])
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        if frame.shape[1] != model.n_features_in_:
+            raise UserError(
+                f"{path} has {frame.shape[1]} feature columns; the model expects "
+                f"{model.n_features_in_}."
+            )
+        features = frame
+    else:
+        names = [str(n) for n in names]
+        frame = frame.rename(columns=str)
+        missing = [n for n in names if n not in frame.columns]
+        if missing:
+            raise UserError(
+                f"{path} lacks the model's feature columns: {', '.join(missing)} (the model "
+                f"uses: {', '.join(names)})."
+            )
+        extra = [str(c) for c in frame.columns if c not in set(names)]
+        if extra:
+            _note("predict", f"ignoring columns the model does not use: {', '.join(extra)}")
+        features = frame[names]
+    return _check_features(features, path, text_allowed=isinstance(model, genprob.MixedNB))
+
+
+def _run_predict(args) -> int:
+    import pandas as pd
+
+    model = _load_model(args.model)
+    frame = _read_table(args.data)
+    features = _prediction_features(model, frame, args.data)
+    out = pd.DataFrame({"prediction": model.predict(features)})
+    if args.proba:
+        proba = model.predict_proba(features)
+        for k, label in enumerate(model.classes_):
+            out[f"proba_{label}"] = proba[:, k]
+    if args.out:
+        out.to_csv(args.out, index=False)
+        _note("predict", f"wrote {len(out)} predictions to {args.out}")
+    else:
+        out.to_csv(sys.stdout, index=False)
+    return 0
+
+
+# -- genprob compare -------------------------------------------------------------------------------
+def _add_compare(commands):
+    parser = commands.add_parser(
+        "compare",
+        help="MLE vs posterior (NUTS or exact): a table and plots",
+        description=(
+            "Fit a built-in story on a table (as `genprob fit`), draw from the posterior of its "
+            "parameters under the story's prior (NUTS, or the exact conjugate posterior), print "
+            "the MLE next to the posterior mean, sd, 94% HDI, R-hat and ESS of every parameter, "
+            "and save the table (mle_vs_posterior.csv) and one posterior-vs-MLE plot per "
+            "parameter (posterior_vs_mle_<name>.png) to DIR."
+        ),
+    )
+    _add_fit_options(parser, story_help="built-in story (see the list below)")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        default="genprob-compare",
+        help="directory of the table and plots (default: genprob-compare/)",
+    )
+    parser.add_argument(
+        "--method",
+        choices=("nuts", "exact"),
+        default="nuts",
+        help="NUTS (any story) or exact draws (conjugate stories, labeled rows; default: nuts)",
+    )
+    parser.add_argument(
+        "--num-samples", type=int, default=500, metavar="N", help="draws per chain (default: 500)"
+    )
+    parser.add_argument(
+        "--num-warmup",
+        type=int,
+        default=500,
+        metavar="N",
+        help="NUTS warm-up iterations per chain (default: 500)",
+    )
+    parser.add_argument("--chains", type=int, default=2, metavar="N", help="chains (default: 2)")
+    parser.add_argument(
+        "--var-names",
+        nargs="+",
+        metavar="NAME",
+        help="parameters to tabulate and plot (default: all)",
+    )
+    parser.set_defaults(handler=_run_compare)
+
+
+def _run_compare(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    import genprob
+    from genprob.report import save_figure
+
+    for option, value, minimum in (
+        ("--num-samples", args.num_samples, 1),
+        ("--num-warmup", args.num_warmup, 0),
+        ("--chains", args.chains, 1),
+    ):
+        if value < minimum:
+            raise UserError(f"{option} must be >= {minimum}, got {value}.")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UserError(f"--out {args.out} exists and is not a directory.")
+    name, estimator, features, y, _ = _fit_features(args)
+    what = (
+        f"{args.chains} chain(s) x ({args.num_warmup} warm-up + {args.num_samples} draws)"
+        if args.method == "nuts"
+        else f"{args.chains} chain(s) x {args.num_samples} exact draws"
+    )
+    _note("compare", f"posterior of {name} on {args.data} by {args.method}: {what} ...")
+    start = time.perf_counter()
+    idata = estimator.posterior(
+        features,
+        y,
+        method=args.method,
+        num_samples=args.num_samples,
+        num_warmup=args.num_warmup,
+        num_chains=args.chains,
+        random_state=args.seed,
+    )
+    _note("compare", f"sampled in {time.perf_counter() - start:.1f} s")
+    table = genprob.mle_vs_posterior_table(idata, var_names=args.var_names)
+    names = args.var_names or list(idata.posterior.data_vars)
+    os.makedirs(args.out, exist_ok=True)
+    table.to_csv(os.path.join(args.out, "mle_vs_posterior.csv"), index=False)
+    with pd.option_context("display.max_rows", None, "display.width", 200):
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if args.method == "nuts":
+        divergences = int(idata.sample_stats["diverging"].sum())
+        print(f"divergences: {divergences}")
+    inside = int(table["mle_in_hdi"].sum())
+    print(f"MLE inside the 94% HDI: {inside} of {len(table)} entries")
+    written = [os.path.join(args.out, "mle_vs_posterior.csv")]
+    for var in names:
+        size = int(np.prod(idata.posterior[var].shape[2:], dtype=np.int64))
+        panels = min(size, 40)  # ArviZ's default cap on subplots
+        rows = -(-panels // 3)
+        figure = genprob.plot_posterior_vs_mle(
+            idata, var_names=[var], figsize=(13, max(3.0, 2.8 * rows)), textsize=10
+        )
+        figure.set_layout_engine("tight")
+        path = os.path.join(args.out, f"posterior_vs_mle_{var}.png")
+        save_figure(figure, path)
+        written.append(path)
+    print(f"wrote {', '.join(written)}")
+    return 0
+
+
 # -- entry point -----------------------------------------------------------------------------------
 def main(argv=None) -> int:
     """Run the ``genprob`` command line; return the exit code."""
@@ -251,6 +778,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"genprob {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of stdout went away (`genprob predict ... | head`)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 141
 
 
 if __name__ == "__main__":

@@ -101,6 +101,21 @@ class Story:
         )
 
     # -- optional hooks --------------------------------------------------------------------------
+    def check_parameters(self, params: dict, class_names=None, feature_names=None) -> None:
+        """Raise ``ValueError`` naming the problem when fitted parameters define no distribution.
+
+        Called on every closed-form and EM fit. The default requires every floating-point
+        parameter to be finite; stories with constrained parameters that a closed form can put on
+        the boundary (a zero variance, say) override it and say which class and feature.
+        """
+        for name, value in params.items():
+            value = jnp.asarray(value)
+            if jnp.issubdtype(value.dtype, jnp.floating) and not bool(jnp.all(jnp.isfinite(value))):
+                raise ValueError(
+                    f"the fitted parameter {name!r} has non-finite entries: the data do not "
+                    f"determine it (a class without rows, or a degenerate feature?)."
+                )
+
     def validate(self, X):
         """Check that ``X`` lies in the emission's support; raise ``ValueError`` naming the problem.
 

@@ -598,3 +598,44 @@ def test_rows_with_zero_weight_change_nothing(data):
             warnings.simplefilter("error")
             weighted = make().fit(extra, np.r_[y, y[:5]], sample_weight=weights)
         assert max_abs(weighted.predict_proba(X), base.predict_proba(X)) < 1e-8
+
+
+@pytest.mark.parametrize(
+    ("story", "fragments"),
+    [
+        (
+            GaussianStory(covariance="diag", shared=False),
+            ["feature 'const' has zero variance", "in class 1", "var_smoothing"],
+        ),
+        (
+            GaussianStory(covariance="diag", shared=True),
+            ["feature 'const' has zero variance", "shared by all classes"],
+        ),
+        (
+            GaussianStory(covariance="full", shared=False),
+            ["covariance in class 1 is singular", "reg_param"],
+        ),
+        (
+            GaussianStory(covariance="full", shared=True),
+            ["shared covariance is singular", "shrinkage"],
+        ),
+    ],
+)
+def test_degenerate_gaussian_fit_of_any_face_is_an_error_naming_where(story, fragments):
+    # A constant feature makes every unregularized Gaussian MLE degenerate; the generic
+    # estimator face must say so instead of predicting from NaNs.
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=40), "const": np.full(40, 3.0)})
+    y = np.repeat([1, 2], 20)
+    estimator = genprob.GenerativeClassifier(story)
+    with pytest.raises(ValueError) as raised:
+        estimator.fit(frame, y)
+    for fragment in fragments:
+        assert fragment in str(raised.value), str(raised.value)
+    assert not hasattr(estimator, "params_")
+    regularized = GaussianStory(covariance="diag", shared=story.shared, var_smoothing=1e-9)
+    if story.covariance == "diag":
+        fitted = genprob.GenerativeClassifier(regularized).fit(frame, y)
+        assert np.isfinite(fitted.predict_proba(frame)).all()

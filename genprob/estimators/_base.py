@@ -138,6 +138,18 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     def _set_fitted_attributes(self, stats):
         """Set scikit-learn-named attributes from ``self.params_`` and the fit's statistics."""
 
+    def _check_parameters(self):
+        """The story's check of the fitted parameters; a failed fit leaves no parameters behind."""
+        try:
+            self.story_.check_parameters(
+                self.params_,
+                class_names=self.classes_,
+                feature_names=getattr(self, "feature_names_in_", None),
+            )
+        except ValueError:
+            self.__dict__.pop("params_", None)
+            raise
+
     # -- helpers ---------------------------------------------------------------------------------
     @property
     def _dtype(self) -> str:
@@ -219,6 +231,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             self.params_ = {k: np.asarray(v) for k, v in params.items()}
             stats = jax.tree_util.tree_map(np.asarray, stats)
         self._set_fitted_attributes(stats)
+        self._check_parameters()
         self.stats_ = stats
         return self
 
@@ -355,6 +368,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             self.params_ = {k: np.asarray(v) for k, v in params.items()}
         try:
             self._set_fitted_attributes(stats)
+            self._check_parameters()
         except ValueError as error:
             # Not enough data yet (e.g. a class without rows): keep the statistics, drop the
             # parameters until a later chunk makes them estimable.
@@ -488,6 +502,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         self.converged_ = result.converged
         self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
         self._set_fitted_attributes(stats)
+        self._check_parameters()
         if story.has_closed_form:
             self.stats_ = stats
         if not self.converged_:

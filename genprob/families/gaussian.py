@@ -727,6 +727,52 @@ class GaussianStory(Story):
         copies = 1 if self.shared else num_classes
         return (num_classes - 1) + num_classes * num_features + copies * per_covariance
 
+    def check_parameters(self, params, class_names=None, feature_names=None):
+        """A zero variance, or a covariance without a Cholesky factor, is an error naming where.
+
+        Constant features (zero variance within a class), a class with a single row, or more
+        features than rows make the unregularized MLE degenerate; the message names the class and
+        feature and the regularizer to raise (``var_smoothing``, ``reg_param`` or ``shrinkage``).
+        """
+        super().check_parameters(params, class_names, feature_names)
+        num_features = np.shape(params["means"])[-1]
+        classes = list(class_names) if class_names is not None else None
+        features = list(feature_names) if feature_names is not None else None
+
+        def where(k=None, j=None):
+            parts = []
+            if j is not None:
+                parts.append(f"feature '{features[j]}'" if features else f"feature {j}")
+            if k is not None:
+                parts.append(f"in class {classes[k] if classes else k}")
+            return " ".join(parts)
+
+        if self.covariance == "diag":
+            variances = np.broadcast_to(np.asarray(params["variances"]), np.shape(params["means"]))
+            bad = np.argwhere(~(variances > 0))
+            if bad.size:
+                k, j = bad[0]
+                scope = "(shared by all classes)" if self.shared else where(k=k)
+                raise ValueError(
+                    f"{where(j=j)} has zero variance {scope}: its Gaussian is degenerate. Set "
+                    f"var_smoothing > 0 (e.g. 1e-9, a fraction of the largest variance), or drop "
+                    f"constant features."
+                )
+            return
+        if self.rank_tol is not None:
+            return  # singular covariances are scored on their retained subspace
+        covariance = np.asarray(params["covariance"]).reshape(-1, num_features, num_features)
+        for k, matrix in enumerate(covariance):
+            try:
+                np.linalg.cholesky(matrix)
+            except np.linalg.LinAlgError:
+                scope = "shared covariance" if self.shared else f"covariance {where(k=k)}"
+                knob = "shrinkage" if self.shared else "reg_param"
+                raise ValueError(
+                    f"the {scope} is singular ({num_features} features): its Gaussian is "
+                    f"degenerate. Set {knob} > 0 (e.g. 0.1) to regularize it."
+                ) from None
+
     def scoring_story(self) -> GaussianStory:
         """The same emission without the fitting options (regularization, estimator, weights).
 
