@@ -197,3 +197,6 @@ def test_crosscheck_errors():
         crosscheck(GaussianStory(), X, y, tolerances={"params": 1.0})
     with pytest.raises(ValueError, match="-1"):
         genprob.GaussianNB().fit(X, y).crosscheck(X, y_partial)
+    fitted = genprob.GaussianNB().fit(X, y)
+    with pytest.raises(ValueError, match=r"no rows of class\(es\) 2 of the fitted classes_"):
+        fitted.crosscheck(X[y < 2], y[y < 2])

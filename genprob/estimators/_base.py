@@ -691,6 +691,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if np.any(_em.unlabeled_mask(y)):
             raise ValueError("crosscheck compares supervised fits: y must not contain -1.")
         codes = fitted._label_codes(y, np.zeros(len(y), dtype=bool))
+        absent = fitted.classes_[np.bincount(codes, minlength=len(fitted.classes_)) == 0]
+        if absent.size:
+            raise ValueError(
+                f"crosscheck fits the story on (X, y) both ways, but y has no rows of class(es) "
+                f"{', '.join(map(str, absent.tolist()))} of the fitted classes_: their parameters "
+                f"are not estimable. Pass data holding every class, or an unfitted estimator."
+            )
         class_prior, fit_prior = fitted._class_prior_argument()
         kwargs.setdefault("label", type(self).__name__)
         return crosscheck(
