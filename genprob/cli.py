@@ -25,6 +25,7 @@ it early (``genprob predict ... | head``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -509,6 +510,8 @@ def _run_demo(args) -> int:
         _note("demo", f"[{step}/{total}] {message} ({elapsed:.0f} s)")
 
     settings = report.Settings.preset(quick=args.quick, seed=args.seed)
+    # NUTS is the longest step: a progress bar for people at a terminal, none in logs and pipes
+    settings = dataclasses.replace(settings, progress_bar=sys.stderr.isatty())
     path = report.write_report(args.out, settings, progress)
     figures = sorted(name for name in os.listdir(args.out) if name.endswith(".png"))
     print(
@@ -732,6 +735,7 @@ def _run_compare(args) -> int:
         num_warmup=args.num_warmup,
         num_chains=args.chains,
         random_state=args.seed,
+        progress_bar=args.method == "nuts" and sys.stderr.isatty(),
     )
     _note("compare", f"sampled in {time.perf_counter() - start:.1f} s")
     table = genprob.mle_vs_posterior_table(idata, var_names=args.var_names)

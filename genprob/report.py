@@ -84,6 +84,7 @@ class Settings:
         nuts_chains: NUTS chains.
         exact_samples: draws per chain from the exact posterior (two chains).
         seed: seed of every random choice.
+        progress_bar: show NumPyro's progress bar while NUTS samples (for a terminal).
     """
 
     quick: bool = False
@@ -96,6 +97,7 @@ class Settings:
     nuts_chains: int = 2
     exact_samples: int = 2000
     seed: int = 0
+    progress_bar: bool = False
 
     @classmethod
     def preset(cls, quick: bool = False, seed: int = 0) -> Settings:
@@ -556,6 +558,7 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
         num_samples=settings.nuts_samples,
         num_chains=settings.nuts_chains,
         random_state=settings.seed,
+        progress_bar=settings.progress_bar,
     )
     nuts_table = genprob.mle_vs_posterior_table(idata)
     hdi_columns = tuple(c for c in nuts_table.columns if c.startswith("hdi_"))
