@@ -131,12 +131,12 @@ def _coords(story: Story, classes, feature_names, num_features: int) -> dict:
 def _as_draws(posterior, story: Story, num_features: int):
     """``(draws with a (chain, draw) batch, sample_stats or None)`` from an MCMC object or a
     dict of draws (with or without a chain axis)."""
-    from genprob.posterior import params_from_nuts_samples
+    from genprob.mcmc import params_from_samples
 
     sample_stats = None
     if hasattr(posterior, "get_samples") and hasattr(posterior, "get_extra_fields"):
         samples = posterior.get_samples(group_by_chain=True)
-        draws = params_from_nuts_samples(story, samples, num_features)
+        draws = params_from_samples(story, samples, num_features)
         sample_stats = posterior.get_extra_fields(group_by_chain=True)
     elif isinstance(posterior, dict):
         if CLASS_PRIOR not in posterior:

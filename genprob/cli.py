@@ -121,51 +121,23 @@ def _add_check(commands):
     parser.set_defaults(handler=_run_check)
 
 
-def _read_csv(path: str, target: str | None):
-    """Features and label codes of a CSV file; :class:`UserError` for anything unusable."""
-    import pandas as pd
-
+def _read_labeled_table(path: str, target: str | None):
+    """Features and label codes of a fully labeled table; :class:`UserError` for anything
+    unusable."""
     if not target:
         raise UserError(f"--target COL is required with a CSV file ({path}).")
-    if not os.path.isfile(path):
-        raise UserError(f"no such file: {path}.")
-    try:
-        frame = pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        raise UserError(f"{path} is empty.") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise UserError(f"cannot parse {path} as CSV: {first_line}") from None
-    if target not in frame.columns:
-        raise UserError(
-            f"target column {target!r} is not in {path}; columns: {', '.join(map(str, frame))}."
-        )
-    if len(frame) == 0:
-        raise UserError(f"{path} has a header but no rows.")
-    labels = frame[target]
+    frame = _read_table(path)
+    labels = _target_column(frame, target, path)
     if labels.isna().any():
         raise UserError(
             f"target column {target!r} has {int(labels.isna().sum())} missing values; "
             "the cross-check needs every row labeled."
         )
-    features = frame.drop(columns=[target])
-    if features.shape[1] == 0:
-        raise UserError(f"{path} has no feature columns besides {target!r}.")
-    text = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
-    if text:
-        raise UserError(
-            f"non-numeric feature columns in {path}: {', '.join(text)}; encode them as numbers "
-            "(e.g. category codes) first."
-        )
-    missing = [str(c) for c in features.columns if features[c].isna().any()]
-    if missing:
-        raise UserError(f"missing values in {path}, columns: {', '.join(missing)}.")
+    features = _feature_columns(frame, target, path)
+    X = _check_features(features, path, text_allowed=False).to_numpy()
     classes, codes = np.unique(labels.astype(str).to_numpy(), return_inverse=True)
     if len(classes) < 2:
         raise UserError(f"target column {target!r} has a single class ({classes[0]!r}).")
-    X = features.to_numpy(dtype=np.float64)
-    if not np.all(np.isfinite(X)):
-        raise UserError(f"{path} has infinite feature values.")
     return X, codes.astype(np.int64)
 
 
@@ -193,7 +165,9 @@ def _check_jobs(args):
         elif args.data.lower().endswith(".csv") or os.path.isfile(args.data):
             path, target = args.data, args.target
             label = f"{os.path.basename(path)} (target {target})"
-            jobs.append((name, label, lambda path=path, target=target: _read_csv(path, target)))
+            jobs.append(
+                (name, label, lambda path=path, target=target: _read_labeled_table(path, target))
+            )
         else:
             raise UserError(
                 f"--data {args.data!r} is neither a bundled data set "
@@ -322,6 +296,21 @@ def _as_labels(values):
     return text.to_numpy(dtype=object)
 
 
+def _target_column(frame, target: str, path: str):
+    if target not in frame.columns:
+        raise UserError(
+            f"target column {target!r} is not in {path}; columns: {', '.join(map(str, frame))}."
+        )
+    return frame[target]
+
+
+def _feature_columns(frame, target: str, path: str):
+    features = frame.drop(columns=[target])
+    if features.shape[1] == 0:
+        raise UserError(f"{path} has no feature columns besides {target!r}.")
+    return features
+
+
 def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     """``(features, y, unlabeled mask)``: ``y`` holds -1 on unlabeled rows (an empty target cell,
     or one equal to ``unlabeled``)."""
@@ -329,11 +318,7 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
 
     if not target:
         raise UserError("--target COL is required: the column holding the labels.")
-    if target not in frame.columns:
-        raise UserError(
-            f"target column {target!r} is not in {path}; columns: {', '.join(map(str, frame))}."
-        )
-    column = frame[target]
+    column = _target_column(frame, target, path)
     text = column.astype(str).str.strip()
     missing = column.isna().to_numpy() | (text == "").to_numpy()
     if unlabeled is not None:
@@ -360,10 +345,7 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
         y[missing] = -1
     else:
         y = labels.astype(str) if labels.dtype == object else labels
-    features = frame.drop(columns=[target])
-    if features.shape[1] == 0:
-        raise UserError(f"{path} has no feature columns besides {target!r}.")
-    return features, y, missing
+    return _feature_columns(frame, target, path), y, missing
 
 
 def _check_features(features, path: str, *, text_allowed: bool):
@@ -379,8 +361,8 @@ def _check_features(features, path: str, *, text_allowed: bool):
     if text:
         raise UserError(
             f"non-numeric feature columns in {path}: {', '.join(text)}; this story needs numbers "
-            "(encode them as category codes, or use the 'mixed' story, which takes text "
-            "categories)."
+            "(encode them as category codes; the 'mixed' story of `genprob fit` and `compare` "
+            "takes text categories)."
         )
     features = features.astype(np.float64)
     if not np.all(np.isfinite(features.to_numpy())):

@@ -18,6 +18,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro
 from numpyro.infer import MCMC, NUTS, init_to_uniform, init_to_value
 
 from genprob import core
@@ -155,6 +156,9 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     class_prior = jnp.asarray(samples[CLASS_PRIOR])
     batch_shape = class_prior.shape[:-1]
     num_classes = class_prior.shape[-1]
+    returned = _sites_returned_by_prior(story, num_classes, num_features)
+    if returned is not None:  # the parameters are the draws themselves (built-in stories)
+        return {name: samples[name] for name in (CLASS_PRIOR, *returned)}
     sites = _latent_sites(story, num_classes, num_features)
     size = math.prod(batch_shape)
     flat = {
@@ -169,6 +173,31 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
 
     params = jax.vmap(one)(flat, class_prior.reshape(size, num_classes))
     return {k: v.reshape(batch_shape + v.shape[1:]) for k, v in params.items()}
+
+
+def _sites_returned_by_prior(story: Story, num_classes: int, num_features: int):
+    """The names of the prior's latent sites when ``story.prior`` returns exactly them (as the
+    built-in stories do), else None.
+
+    Checked by abstract tracing (``jax.eval_shape``): running the prior for real would draw from
+    it, and compiling JAX's Gamma sampler for that takes seconds.
+    """
+    verdict = []
+
+    def run():
+        with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.trace() as tr:
+            returned = story.prior(num_classes, num_features)
+        sites = {
+            name: site["value"]
+            for name, site in tr.items()
+            if site["type"] == "sample" and not site["is_observed"]
+        }
+        same = set(returned) == set(sites) and all(returned[k] is v for k, v in sites.items())
+        verdict.append(tuple(sites) if same else None)
+        return 0
+
+    jax.eval_shape(run)
+    return verdict[0]
 
 
 def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:

@@ -50,7 +50,7 @@ from genprob.families.gaussian import GaussianStory
 from genprob.families.mixed import MixedStory
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import VAGUE_RATE, PoissonStory
-from genprob.mcmc import params_from_samples, run_nuts
+from genprob.mcmc import run_nuts
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = [
@@ -62,7 +62,6 @@ __all__ = [
     "pointwise_log_likelihood",
     "posterior_predict_proba",
     "flatten_draws",
-    "params_from_nuts_samples",
     "estimator_posterior",
     "METHODS",
 ]
@@ -523,45 +522,6 @@ def posterior_predict_proba(story: Story, draws: dict, X) -> jax.Array:
     return values.reshape(batch_shape + values.shape[1:])
 
 
-def _prior_returns_its_sites(story: Story, num_classes: int, num_features: int) -> bool:
-    """True when ``story.prior`` returns exactly its latent sample sites (the built-in stories).
-
-    Checked by abstract tracing (``jax.eval_shape``): running the prior for real would draw from
-    it, and compiling JAX's Gamma sampler for that takes seconds.
-    """
-    import numpyro
-
-    verdict = []
-
-    def run():
-        with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.trace() as tr:
-            returned = story.prior(num_classes, num_features)
-        sites = {
-            name: site["value"]
-            for name, site in tr.items()
-            if site["type"] == "sample" and not site["is_observed"]
-        }
-        verdict.append(
-            set(returned) == set(sites) and all(returned[k] is v for k, v in sites.items())
-        )
-        return 0
-
-    jax.eval_shape(run)
-    return verdict[0]
-
-
-def params_from_nuts_samples(story: Story, samples: dict, num_features: int) -> dict:
-    """The story's named parameters from NUTS samples (latent sites plus ``class_prior``).
-
-    Same result as :func:`genprob.mcmc.params_from_samples`, without re-running the prior when
-    the story's parameters are its sample sites.
-    """
-    num_classes = jnp.shape(samples[CLASS_PRIOR])[-1]
-    if _prior_returns_its_sites(story, num_classes, num_features):
-        return dict(samples)
-    return params_from_samples(story, samples, num_features)
-
-
 # -- the estimator method ------------------------------------------------------------------------
 def _check_count(name, value, minimum):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -614,10 +574,9 @@ def estimator_posterior(
         if method == "nuts" and scipy.sparse.issparse(X):
             X = X.toarray()  # the NumPyro model scores dense rows
         Xj = estimator._as_array(X)
-        sample_stats = None
         if method == "exact":
-            posterior = exact_posterior(story, Xj, codes, num_classes=num_classes)
-            draws = posterior.sample(seed, (num_chains, num_samples))
+            exact = exact_posterior(story, Xj, codes, num_classes=num_classes)
+            posterior = exact.sample(seed, (num_chains, num_samples))
         else:
             # Vectorized chains initialize inside one compiled function; sequential ones run
             # NumPyro's initialization eagerly, op by op, which costs more than it samples on
@@ -627,7 +586,7 @@ def estimator_posterior(
                 "extra_fields",
                 ("diverging", "accept_prob", "num_steps", "energy", "potential_energy"),
             )
-            mcmc = run_nuts(
+            posterior = run_nuts(
                 story,
                 Xj,
                 codes,
@@ -639,17 +598,13 @@ def estimator_posterior(
                 progress_bar=progress_bar,
                 **nuts_kwargs,
             )
-            samples = mcmc.get_samples(group_by_chain=True)
-            draws = params_from_nuts_samples(story, samples, X.shape[1])
-            sample_stats = mcmc.get_extra_fields(group_by_chain=True)
         return to_arviz(
-            draws,
+            posterior,
             story,
             Xj,
             codes,
             mle=estimator.params_,
             classes=estimator.classes_,
             feature_names=feature_names,
-            sample_stats=sample_stats,
             method=method,
         )

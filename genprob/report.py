@@ -315,7 +315,7 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
 def crosscheck_section(settings: Settings, progress: Callable | None = None) -> Section:
     """Closed form vs L-BFGS for the chosen registry stories on their default data sets."""
     from genprob import registry
-    from genprob.crosscheck import crosscheck
+    from genprob.crosscheck import TOLERANCES, crosscheck
 
     progress = _quiet(progress)
     timer = _Timer()
@@ -356,12 +356,13 @@ def crosscheck_section(settings: Settings, progress: Callable | None = None) -> 
         ],
         rows,
     )
+    tolerances = ", ".join(f"{name} {limit:g}" for name, limit in TOLERANCES["float64"].items())
     text = (
         "Each closed form is a derivation; the check fits the same story a second time by "
         "L-BFGS on the NumPyro model's log-likelihood (penalized by the smoothing prior where "
         "there is one), from a deliberately poor start, and compares parameters, objective and "
         "the gradient at the closed form, which must vanish whatever the optimizer does "
-        "(float64 tolerances: parameters 1e-6, objective 1e-8, gradient 1e-6). "
+        f"(float64 tolerances: {tolerances}). "
         "`genprob check` runs the same check from the command line.\n\n"
         + table
         + "\n\n<details><summary>Full tables</summary>\n\n```text\n"
@@ -599,6 +600,7 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
         if settings.nuts_chains < 2
         else f"largest R-hat {nuts_table['r_hat'].max():.3f}; "
     )
+    prior_mean = gnb.story_.covariance_prior_scale**2  # InverseGamma(2, s^2) has mean s^2
     legend = ", ".join(f"{i} = {name}" for i, name in enumerate(categories))
     text = (
         "The MLE is one point; the posterior says how well the data pin it down. "
@@ -613,9 +615,10 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
         + (f" (not for {', '.join(outside)})" if outside else "")
         + f". The posterior mean of a variance is above its MLE for {n_above} of "
         f"{len(variances)} variances. That is the prior at work: each variance has an "
-        "InverseGamma(2, 1) prior (prior mean 1, about two extra rows of unit-scale spread; see "
-        "the *Posteriors and priors* page), which barely moves a variance near 1 but lifts the "
-        "small ones of iris (0.01 to 0.1) above their MLEs with 50 rows per class. "
+        f"InverseGamma(2, {prior_mean:g}) prior (prior mean {prior_mean:g}, about two extra rows "
+        "of that spread; see the *Posteriors and priors* page), which barely moves a variance "
+        f"near {prior_mean:g} but lifts the small ones of iris (0.01 to 0.1) above their MLEs "
+        "with 50 rows per class. "
         '`prior={"covariance_prior_scale": s}` sets that scale; standardized features need '
         "no change.\n\n"
         + _posterior_table(nuts_table, hdi_columns)

@@ -29,6 +29,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
@@ -109,8 +110,8 @@ class Story:
         the boundary (a zero variance, say) override it and say which class and feature.
         """
         for name, value in params.items():
-            value = jnp.asarray(value)
-            if jnp.issubdtype(value.dtype, jnp.floating) and not bool(jnp.all(jnp.isfinite(value))):
+            value = np.asarray(value)
+            if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
                 raise ValueError(
                     f"the fitted parameter {name!r} has non-finite entries: the data do not "
                     f"determine it (a class without rows, or a degenerate feature?)."

@@ -148,6 +148,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             )
         except ValueError:
             self.__dict__.pop("params_", None)
+            self.__dict__.pop("story_", None)
             raise
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -377,15 +378,6 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             self._pending_reason = str(error)
             warnings.warn(
                 f"partial_fit kept the chunk, but the parameters are not estimable yet: {error}",
-                UserWarning,
-                stacklevel=3,
-            )
-            return
-        if not all(np.all(np.isfinite(v)) for v in self.params_.values() if v.dtype.kind == "f"):
-            self.__dict__.pop("params_", None)
-            self._pending_reason = "some parameters are not finite (a class without rows?)"
-            warnings.warn(
-                f"partial_fit kept the chunk, but {self._pending_reason}.",
                 UserWarning,
                 stacklevel=3,
             )

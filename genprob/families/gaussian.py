@@ -754,9 +754,10 @@ class GaussianStory(Story):
                 k, j = bad[0]
                 scope = "(shared by all classes)" if self.shared else where(k=k)
                 raise ValueError(
-                    f"{where(j=j)} has zero variance {scope}: its Gaussian is degenerate. Set "
-                    f"var_smoothing > 0 (e.g. 1e-9, a fraction of the largest variance), or drop "
-                    f"constant features."
+                    f"{where(j=j)} has zero variance {scope} with var_smoothing="
+                    f"{self.var_smoothing:g}: its Gaussian is degenerate. Set var_smoothing > 0 "
+                    f"(e.g. the default 1e-9 adds that fraction of the largest feature variance), "
+                    f"or drop constant features."
                 )
             return
         if self.rank_tol is not None:
