@@ -54,6 +54,9 @@ class Story:
 
     name = "story"
     class_concentration = 1.0
+    #: True when :meth:`sufficient_statistics` is cheaper on rows grouped by class (hard labels).
+    #: Statistics are sums over rows, so estimators may reorder the rows by class first.
+    groups_rows_by_class = False
 
     # -- required ------------------------------------------------------------------------------
     def prior(self, num_classes: int, num_features: int) -> dict:

@@ -639,3 +639,31 @@ def test_degenerate_gaussian_fit_of_any_face_is_an_error_naming_where(story, fra
     if story.covariance == "diag":
         fitted = genprob.GenerativeClassifier(regularized).fit(frame, y)
         assert np.isfinite(fitted.predict_proba(frame)).all()
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["per-class", "auto-shrinkage"])
+def test_class_scatter_statistics_do_not_depend_on_row_order_or_hardness(shared):
+    """Blocks of one class take a single product, mixed blocks K: both equal the plain sums."""
+    rng = np.random.default_rng(7)
+    num_rows, num_features = 3 * 4096 + 123, 3  # several blocks and a ragged tail
+    y = np.sort(rng.integers(0, 3, size=num_rows))  # grouped by class: mostly one-class blocks
+    X = rng.normal(size=(num_rows, num_features)) * 5.0 + 40.0
+    weights = rng.uniform(0.5, 2.0, size=num_rows)
+    soft = rng.dirichlet(np.ones(3), size=num_rows)
+    story = GaussianStory(shared=shared, shrinkage="auto" if shared else 0.0)
+
+    def plain(X, R):
+        """The statistics' class scatter about the data mean, by one einsum over all classes."""
+        centered = X - X.mean(axis=0)
+        return np.einsum("nk,nd,ne->kde", R, centered, centered), R.T @ centered
+
+    hard = np.eye(3)[y] * weights[:, None]
+    shuffled = rng.permutation(num_rows)
+    with jax.enable_x64(True):
+        for X_rows, R in [(X, hard), (X[shuffled], hard[shuffled]), (X, soft)]:
+            stats = core.sufficient_statistics(story, jnp.asarray(X_rows), jnp.asarray(R))
+            emission = stats["emission"]
+            squares = emission["class_squares"] if shared else emission["squares"]
+            expected_squares, expected_sums = plain(X_rows, R)
+            np.testing.assert_allclose(squares, expected_squares, rtol=1e-10)
+            np.testing.assert_allclose(emission["sums"], expected_sums, rtol=1e-9, atol=1e-8)

@@ -14,6 +14,7 @@ from numbers import Integral, Real
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
@@ -22,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from genprob import core
 from genprob import em as _em
+from genprob._arrays import class_order, encode_labels, is_integer_labels, to_device
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob.story import Story
 
@@ -157,7 +159,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return resolve_dtype(getattr(self, "dtype", None))
 
     def _as_array(self, X):
-        return jnp.asarray(X, dtype=numpy_dtype(self._dtype))
+        return to_device(X, numpy_dtype(self._dtype))
 
     def _params_jax(self):
         return {k: self._as_array(v) for k, v in self.params_.items()}
@@ -202,8 +204,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         unlabeled = _em.unlabeled_mask(y)
         if classes is not None or unlabeled.any():
             return self._fit_partly_labeled(X, y, unlabeled, sample_weight, classes)
-        check_classification_targets(y)
-        self.classes_, codes = np.unique(y, return_inverse=True)
+        if not is_integer_labels(y):
+            check_classification_targets(y)
+        self.classes_, codes = encode_labels(y)
         if len(self.classes_) < 2:
             raise ValueError(
                 f"need samples of at least 2 classes to fit a classifier; got only one class: "
@@ -221,7 +224,15 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         story = self._make_story(X)
         class_prior, fit_prior = self._class_prior_argument()
         with precision(self._dtype):
-            Xj = self._as_array(X)
+            order = None
+            if story.groups_rows_by_class and not scipy.sparse.issparse(X):
+                order = class_order(codes, len(self.classes_))
+            if order is not None:
+                codes = codes[order]
+                sample_weight = None if sample_weight is None else sample_weight[order]
+                Xj = to_device(X, numpy_dtype(self._dtype), row_order=order)
+            else:
+                Xj = self._as_array(X)
             story.validate(Xj)
             R = core.one_hot_responsibilities(
                 codes, len(self.classes_), sample_weight, dtype=numpy_dtype(self._dtype)
@@ -338,7 +349,15 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         story = self._partial_fit_story(X, previous)
         self._check_partial_fit_supported(story)
         with precision(self._dtype):
-            Xj = self._as_array(X)
+            order = None
+            if story.groups_rows_by_class and not scipy.sparse.issparse(X):
+                order = class_order(codes, len(self.classes_))
+            if order is not None:
+                codes = codes[order]
+                sample_weight = None if sample_weight is None else sample_weight[order]
+                Xj = to_device(X, numpy_dtype(self._dtype), row_order=order)
+            else:
+                Xj = self._as_array(X)
             story.validate(Xj)
             R = core.one_hot_responsibilities(
                 codes, len(self.classes_), sample_weight, dtype=numpy_dtype(self._dtype)
@@ -447,7 +466,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                     "every row is unlabeled (y = -1) and the classes are unknown: pass "
                     "classes=[...] to fit so that the classes are known."
                 )
-            self.classes_ = np.unique(labeled_y)
+            self.classes_, _ = encode_labels(labeled_y)
         else:
             self.classes_ = _check_classes(classes)
         if len(self.classes_) < 2:

@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from genprob._arrays import encode_labels, is_integer_labels
 from genprob._dtype import numpy_dtype, precision
 from genprob.estimators._base import (
     _EM_ATTRIBUTES,
@@ -92,8 +93,9 @@ class GenerativeClassifier(GenerativeClassifierBase):
         sample_weight = _check_sample_weight(sample_weight, X.shape[0])
         for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
             self.__dict__.pop(name, None)
-        check_classification_targets(y)
-        self.classes_, codes = np.unique(y, return_inverse=True)
+        if not is_integer_labels(y):
+            check_classification_targets(y)
+        self.classes_, codes = encode_labels(y)
         if len(self.classes_) < 2:
             raise ValueError(
                 f"need samples of at least 2 classes to fit a classifier; got only one class: "
