@@ -12,7 +12,9 @@ compilation):
   must do;
 * predict_proba for both libraries.
 
-Ratios printed: ``speedup = sklearn / genprob`` (fit and predict) and ``core/floor``.
+Ratios printed: ``speedup = sklearn / genprob`` (fit and predict; scikit-learn and genprob run in
+turn and the speed-up is the median of the pairwise ratios, which keeps it meaningful on a busy
+machine) and ``core/floor``.
 
 Usage::
 
@@ -49,6 +51,27 @@ def timed(function, repeats: int) -> float:
     return statistics.median(times)
 
 
+def timed_pair(reference, candidate, repeats: int):
+    """Medians of two functions run in turn (A B A B ...) and the median of the pairwise ratios.
+
+    Pairing keeps ``reference / candidate`` meaningful when the machine's speed drifts (other
+    jobs on the same cores): both runs of a pair see about the same conditions.
+    """
+    reference()
+    candidate()
+    first, second, ratios = [], [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        reference()
+        middle = time.perf_counter()
+        candidate()
+        end = time.perf_counter()
+        first.append(middle - start)
+        second.append(end - middle)
+        ratios.append((middle - start) / (end - middle))
+    return statistics.median(first), statistics.median(second), statistics.median(ratios)
+
+
 def gaussian_data(n, d, k, seed=0):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, k, size=n)
@@ -77,13 +100,15 @@ def bag_of_words(n_docs, vocabulary, words_per_doc, seed=0):
     return X, y
 
 
-def row(name, sk_fit, gp_fit, core_fit, floor, sk_pred, gp_pred):
+def row(name, fit, core_fit, floor, predict):
+    """One table line; ``fit`` and ``predict`` are ``timed_pair(sklearn, genprob)`` results."""
+    (sk_fit, gp_fit, fit_speedup), (sk_pred, gp_pred, pred_speedup) = fit, predict
     core_cell = f"{core_fit * 1e3:9.1f}" if core_fit is not None else f"{'-':>9}"
     ratio_cell = f"{core_fit / floor:9.1f}" if core_fit is not None else f"{'-':>9}"
     print(
-        f"{name:<26}{sk_fit * 1e3:10.1f}{gp_fit * 1e3:10.1f}{sk_fit / gp_fit:9.1f}x"
+        f"{name:<26}{sk_fit * 1e3:10.1f}{gp_fit * 1e3:10.1f}{fit_speedup:9.1f}x"
         f"{core_cell}{floor * 1e3:9.1f}{ratio_cell}"
-        f"{sk_pred * 1e3:11.1f}{gp_pred * 1e3:10.1f}{sk_pred / gp_pred:9.1f}x"
+        f"{sk_pred * 1e3:11.1f}{gp_pred * 1e3:10.1f}{pred_speedup:9.1f}x"
     )
 
 
@@ -126,8 +151,9 @@ def bench_gaussian(n, d, k, repeats):
         ),
     ]
     for name, sk_est, gp_est in pairs:
-        sk_fit = timed(lambda est=sk_est: est.fit(X, y), repeats)
-        gp_fit = timed(lambda est=gp_est: est.fit(X, y), repeats)
+        fit = timed_pair(
+            lambda est=sk_est: est.fit(X, y), lambda est=gp_est: est.fit(X, y), repeats
+        )
         story = gp_est.story_
         with jax.enable_x64(True):
             # the estimator hands such stories their rows grouped by class
@@ -138,9 +164,12 @@ def bench_gaussian(n, d, k, repeats):
                 jax.block_until_ready(params)
 
             core_fit = timed(closed_form, repeats)
-        sk_pred = timed(lambda est=sk_est: est.predict_proba(X), repeats)
-        gp_pred = timed(lambda est=gp_est: est.predict_proba(X), repeats)
-        row(name, sk_fit, gp_fit, core_fit, floor, sk_pred, gp_pred)
+        predict = timed_pair(
+            lambda est=sk_est: est.predict_proba(X),
+            lambda est=gp_est: est.predict_proba(X),
+            repeats,
+        )
+        row(name, fit, core_fit, floor, predict)
 
 
 def bench_multinomial(n_docs, vocabulary, words_per_doc, repeats):
@@ -154,17 +183,21 @@ def bench_multinomial(n_docs, vocabulary, words_per_doc, repeats):
         ("MultinomialNB", sknb.MultinomialNB(), genprob.MultinomialNB()),
         ("BernoulliNB", sknb.BernoulliNB(), genprob.BernoulliNB()),
     ]:
-        sk_fit = timed(lambda est=sk_est: est.fit(X, y), repeats)
-        gp_fit = timed(lambda est=gp_est: est.fit(X, y), repeats)
-        sk_pred = timed(lambda est=sk_est: est.predict_proba(X), repeats)
-        gp_pred = timed(lambda est=gp_est: est.predict_proba(X), repeats)
-        row(name, sk_fit, gp_fit, None, floor, sk_pred, gp_pred)
+        fit = timed_pair(
+            lambda est=sk_est: est.fit(X, y), lambda est=gp_est: est.fit(X, y), repeats
+        )
+        predict = timed_pair(
+            lambda est=sk_est: est.predict_proba(X),
+            lambda est=gp_est: est.predict_proba(X),
+            repeats,
+        )
+        row(name, fit, None, floor, predict)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small shapes (smoke run)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=["gaussian", "multinomial"], default=None)
     args = parser.parse_args(argv)
     print(

@@ -28,7 +28,7 @@ from genprob.estimators.gaussian import (
     LinearDiscriminantAnalysis,
     QuadraticDiscriminantAnalysis,
 )
-from genprob.families.gaussian import GaussianStory, WhitenedNormal
+from genprob.families.gaussian import DiagonalNormal, GaussianStory, WhitenedNormal
 
 # -- end Gaussian family --
 # -- discrete and mixed families --

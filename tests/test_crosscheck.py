@@ -1,5 +1,7 @@
 """The closed-form cross-check: built-in stories pass it, wrong closed forms are caught."""
 
+import importlib
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -133,6 +135,8 @@ def test_dropped_smoothing_is_caught():
     assert not result.passed
     assert _failed(result) == {"rates", "objective", "gradient at closed form"}
     assert result.row("objective").optimizer > result.row("objective").closed_form
+    # an optimizer above the closed form gets no second start: restarts cannot hide a wrong one
+    assert result.num_starts == 1 and "best of" not in str(result)
     # the optimizer's answer is the smoothed closed form (S + alpha) / (N + beta)
     sums = np.stack([X[y == k].sum(axis=0) for k in range(10)])
     counts = np.bincount(y, minlength=10)[:, None]
@@ -179,6 +183,27 @@ def test_printout_and_table():
     frame = result.to_frame()
     assert list(frame["quantity"]) == [row.quantity for row in result.rows]
     assert frame["passed"].all()
+
+
+def test_a_stalled_optimizer_gets_a_second_start(monkeypatch):
+    module = importlib.import_module("genprob.crosscheck")  # genprob.crosscheck is the function
+    real = module.fit_optimizer
+    seeds = []
+
+    def stalls_on_first_seed(*args, seed, **kwargs):
+        seeds.append(seed)
+        if seed == 0:  # three iterations from a poor start: far below the maximum
+            kwargs.update(max_iter=3, precondition="none")
+        return real(*args, seed=seed, **kwargs)
+
+    monkeypatch.setattr(module, "fit_optimizer", stalls_on_first_seed)
+    X, y = _small("iris")
+    story = GaussianStory(covariance="diag", shared=False)
+    assert not crosscheck(story, X, y, starts=1).passed  # one start: the stall is reported
+    seeds.clear()
+    result = crosscheck(story, X, y, data_name="iris")
+    assert seeds == [0, 1] and result.num_starts == 2
+    assert result.passed and "best of 2" in str(result)
 
 
 class NoClosedForm(Story):

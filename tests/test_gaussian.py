@@ -5,6 +5,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro.distributions as dist
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +16,7 @@ from sklearn.covariance import OAS
 
 import genprob
 from genprob import core, datasets
-from genprob.families.gaussian import GaussianStory
+from genprob.families.gaussian import DiagonalNormal, GaussianStory
 
 DATASETS = ["iris", "wine", "breast_cancer", "digits"]
 PROBA_TOL = 1e-8  # float64 parity with scikit-learn, max |delta p|
@@ -667,3 +668,102 @@ def test_class_scatter_statistics_do_not_depend_on_row_order_or_hardness(shared)
             expected_squares, expected_sums = plain(X_rows, R)
             np.testing.assert_allclose(squares, expected_squares, rtol=1e-10)
             np.testing.assert_allclose(emission["sums"], expected_sums, rtol=1e-9, atol=1e-8)
+
+
+# -- the diagonal emission's matrix form ----------------------------------------------------------
+def _diagonal_normal_case(seed, variance_scale=1.0, num_rows=300, num_classes=3, num_features=7):
+    rng = np.random.default_rng(seed)
+    loc = rng.normal(0.0, 2.0, (num_classes, num_features))
+    variances = variance_scale * rng.uniform(0.2, 2.0, (num_classes, num_features))
+    rows = loc[rng.integers(0, num_classes, num_rows)] + rng.normal(0.0, 1.5, (num_rows, 1)) * (
+        np.sqrt(variances.mean(axis=0))
+    )
+    return jnp.asarray(loc), jnp.asarray(variances), jnp.asarray(rows)
+
+
+def _normal_log_prob(loc, variances, rows):
+    return dist.Normal(loc, jnp.sqrt(variances)).to_event(1).log_prob(rows[:, None, :])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_diagonal_normal_matrix_form_matches_elementwise(seed):
+    with jax.enable_x64(True):
+        loc, variances, rows = _diagonal_normal_case(seed)
+        emission = DiagonalNormal(loc, variances)
+        assert emission.batch_shape == (3,) and emission.event_shape == (7,)
+        fast, inexact = emission.expanded_quadratic(rows)
+        assert not np.any(inexact)  # moderate variances: the matrix form serves every entry
+        exact = jnp.sum((rows[:, None, :] - loc) ** 2 / variances, axis=-1)
+        # the bound is absolute: 1e-10 on the log density, twice that on the quadratic
+        np.testing.assert_allclose(fast, exact, rtol=1e-10, atol=2e-10)
+        ours = emission.log_prob(rows[:, None, :])
+        reference = _normal_log_prob(loc, variances, rows)
+        np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-10)
+        # other value shapes go elementwise and agree
+        np.testing.assert_allclose(emission.log_prob(rows[0]), ours[0], rtol=1e-12)
+        every = jnp.broadcast_to(rows[:, None, :], (rows.shape[0], 3, 7))
+        np.testing.assert_allclose(emission.log_prob(every), ours, rtol=1e-10, atol=1e-10)
+
+
+def test_diagonal_normal_gradients_match_elementwise():
+    with jax.enable_x64(True):
+        for scale in (1.0, 1e-9):  # the matrix form, then the elementwise fallback
+            loc, variances, rows = _diagonal_normal_case(3, variance_scale=scale)
+            weights = jnp.asarray(np.random.default_rng(4).normal(size=(rows.shape[0], 3)))
+
+            def ours(loc, variances, rows=rows, weights=weights):
+                return jnp.sum(weights * DiagonalNormal(loc, variances).log_prob(rows[:, None, :]))
+
+            def reference(loc, variances, rows=rows, weights=weights):
+                return jnp.sum(weights * _normal_log_prob(loc, variances, rows))
+
+            for got, want in zip(
+                jax.grad(ours, (0, 1))(loc, variances),
+                jax.grad(reference, (0, 1))(loc, variances),
+                strict=True,
+            ):
+                np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+def test_diagonal_normal_falls_back_where_the_expansion_cancels():
+    # Tiny variances and class means far from the center: rows at their class mean cancel
+    # catastrophically in the expanded form, and those entries are scored elementwise.
+    with jax.enable_x64(True):
+        loc, variances, rows = _diagonal_normal_case(5, variance_scale=1e-9)
+        loc = loc + 100.0
+        rows = jnp.concatenate([loc, rows + 100.0])
+        emission = DiagonalNormal(loc, variances)
+        fast, inexact = emission.expanded_quadratic(rows)
+        exact = jnp.sum((rows[:, None, :] - loc) ** 2 / variances, axis=-1)
+        assert np.all(inexact[np.arange(3), np.arange(3)])
+        assert max_abs(fast, exact) > 1e-6  # the expansion alone would be wrong
+        log_prob = jax.jit(emission.log_prob)(rows[:, None, :])
+        np.testing.assert_allclose(log_prob, _normal_log_prob(loc, variances, rows), rtol=1e-13)
+        np.testing.assert_allclose(
+            log_prob[np.arange(3), np.arange(3)], emission.log_prob(loc), rtol=1e-14
+        )
+        # entries the bound clears keep the matrix form
+        kept = np.asarray(~inexact)
+        np.testing.assert_allclose(
+            log_prob[kept], (emission._log_normalizer() - 0.5 * fast)[kept], rtol=1e-12
+        )
+
+
+def test_gaussian_nb_on_digits_scores_tiny_variances_elementwise(data):
+    X, y = data["digits"]
+    fitted = genprob.GaussianNB().fit(X, y)
+    story = GaussianStory(covariance="diag", shared=False)
+    with jax.enable_x64(True):
+        emission = story.emission({k: jnp.asarray(v) for k, v in fitted.params_.items()})
+        _, inexact = emission.expanded_quadratic(jnp.asarray(X, jnp.float64))
+    assert np.any(inexact)  # var_smoothing variances of constant pixels
+
+
+def test_diagonal_normal_samples_and_moments():
+    with jax.enable_x64(True):
+        loc, variances, _ = _diagonal_normal_case(6)
+        emission = DiagonalNormal(loc, variances)
+        draws = emission.sample(jax.random.PRNGKey(0), (20000,))
+        assert draws.shape == (20000, 3, 7)
+        np.testing.assert_allclose(draws.mean(axis=0), emission.mean, atol=0.05)
+        np.testing.assert_allclose(draws.var(axis=0), emission.variance, rtol=0.05)

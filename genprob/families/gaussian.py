@@ -69,9 +69,10 @@ import numpyro.distributions as dist
 from jax.scipy.linalg import solve_triangular
 from numpyro.distributions import constraints
 
+from genprob._dtype import TOLERANCES
 from genprob.story import Story
 
-__all__ = ["GaussianStory", "WhitenedNormal", "ledoit_wolf_shrinkage"]
+__all__ = ["DiagonalNormal", "GaussianStory", "WhitenedNormal", "ledoit_wolf_shrinkage"]
 
 #: Rows per block of the chunked statistics pass (fits in cache; see ``_chunked_sum``).
 _CHUNK = 4096
@@ -161,6 +162,131 @@ class WhitenedNormal(dist.Distribution):
         shape = tuple(sample_shape) + self.batch_shape + self.event_shape
         noise = jax.random.normal(key, shape, dtype=jnp.result_type(self.loc))
         return self.loc + jnp.einsum("...de,...e->...d", self.coloring, noise)
+
+
+class DiagonalNormal(dist.Distribution):
+    r"""Independent normal features, scored against every class as matrix products when safe.
+
+    ``log p(x | k) = -1/2 sum_j (x_j - mu_kj)^2 / s_kj - 1/2 sum_j log(2 pi s_kj)`` with
+    variances ``s_kj``. Scoring n rows against K classes elementwise costs (n, K, D) work; with
+    ``u = x - c`` and ``m_k = mu_k - c`` about a center ``c`` (the mean of the class means), the
+    squares expand into one (n, 2D) x (2D, 2K) product of ``[u^2, u]`` that yields both
+    ``A - 2 B`` and ``A``::
+
+        sum_j (u_j - m_kj)^2 / s_kj = A_k(u) - 2 B_k(u) + C_k,
+        A_k = sum_j u_j^2 / s_kj,   B_k = sum_j u_j m_kj / s_kj,   C_k = sum_j m_kj^2 / s_kj.
+
+    The expansion cancels when a row lies near a class mean that is far from the center in units
+    of a tiny variance (scikit-learn's ``var_smoothing`` variances of constant pixels). A
+    first-order bound, with ``eps`` the machine epsilon: rounding ``u``, ``m``, ``1 / s`` and the
+    termwise products moves each term by a few ``eps / 2`` of ``u_j^2 / s + m_j^2 / s`` (since
+    ``2 |u_j m_kj| <= u_j^2 + m_kj^2``); summing the 2D terms of the product, whose magnitudes add
+    up to at most ``2 A + C``, in any order, and the D terms of ``C`` adds at most
+    ``(2 D + D / 2) eps (A + C)``. Altogether the expanded quadratic is within
+    ``(3 D + 8) eps (A_k + C_k)`` of the exact one, and ``A_k`` comes out of the same product.
+    Where half that bound (the log density's share) exceeds the dtype's absolute tolerance
+    (:data:`genprob._dtype.TOLERANCES`: 1e-10 in float64, 1e-5 in float32) the entry is
+    recomputed elementwise; ``jax.lax.cond`` runs that pass only when some entry needs it. Rows at
+    moderate distances, as in NUTS, take the matrix form; prediction with tiny variances stays
+    exact (to the elementwise form's own rounding).
+
+    The center is held fixed under differentiation (the density does not depend on it), so the
+    gradients are those of the exact form.
+
+    Args:
+        loc: means (..., K, D).
+        variances: variances, broadcastable to ``loc``.
+    """
+
+    arg_constraints = {
+        "loc": constraints.real_vector,
+        "variances": constraints.independent(constraints.positive, 1),
+    }
+    support = constraints.real_vector
+    reparametrized_params = ["loc", "variances"]
+    pytree_data_fields = ("loc", "variances")
+
+    def __init__(self, loc, variances, *, validate_args=None):
+        self.loc = loc
+        self.variances = variances
+        shape = jnp.broadcast_shapes(jnp.shape(loc), jnp.shape(variances))
+        super().__init__(
+            batch_shape=shape[:-1], event_shape=shape[-1:], validate_args=validate_args
+        )
+
+    @property
+    def mean(self):
+        return jnp.broadcast_to(self.loc, self.batch_shape + self.event_shape)
+
+    @property
+    def variance(self):
+        return jnp.broadcast_to(self.variances, self.batch_shape + self.event_shape)
+
+    def _log_normalizer(self):
+        return -0.5 * jnp.sum(jnp.log(2.0 * jnp.pi * self.variance), axis=-1)
+
+    def expanded_quadratic(self, rows):
+        """The expanded quadratic of ``rows`` (..., D) against every class, and where it is unsafe.
+
+        Returns:
+            ``(quadratic, inexact)``, both (..., K): ``A - 2 B + C``, and True where half its
+            rounding-error bound ``(3 D + 8) eps (A + C)`` exceeds the dtype's absolute tolerance
+            (those entries :meth:`log_prob` computes elementwise).
+        """
+        num_features = self.event_shape[0]
+        loc = self.mean.reshape(-1, num_features)
+        center = jax.lax.stop_gradient(jnp.mean(loc, axis=0))
+        precision = 1.0 / self.variance.reshape(loc.shape)
+        offset = loc - center
+        weighted = offset * precision
+        constant = jnp.sum(offset * weighted, axis=-1)
+        centered = rows - center
+        # one (n, 2D) x (2D, 2K) product gives A - 2B and A
+        features = jnp.concatenate([centered * centered, centered], axis=-1)
+        coefficients = jnp.concatenate(
+            [
+                jnp.concatenate([precision, precision], axis=0),
+                jnp.concatenate([-2.0 * weighted, jnp.zeros_like(weighted)], axis=0),
+            ],
+            axis=-1,
+        )
+        both = features @ coefficients.T
+        num_classes = loc.shape[0]
+        squares = both[..., num_classes:]
+        eps = jnp.finfo(both.dtype).eps
+        bound = (3 * num_features + 8) * eps * (squares + constant)
+        inexact = 0.5 * bound > TOLERANCES[both.dtype.name]["atol"]
+        return both[..., :num_classes] + constant, inexact
+
+    def log_prob(self, value):
+        one_row = jnp.ndim(value) == 1 or jnp.shape(value)[-2] == 1
+        if not one_row or len(self.batch_shape) != 1:
+            return self._log_normalizer() - 0.5 * _elementwise_quadratic(
+                value, self.loc, self.variances
+            )
+        rows = value if jnp.ndim(value) == 1 else value[..., 0, :]
+        fast, inexact = self.expanded_quadratic(rows)
+
+        # Rematerialized, the elementwise pass leaves only (loc, variances) as residuals: the
+        # branch not taken fills the other's residuals with zeros, which would cost (n, K, D).
+        def exact_where_needed():
+            exact = jax.checkpoint(_elementwise_quadratic)(
+                rows[..., None, :], self.loc, self.variances
+            )
+            return jnp.where(inexact, exact, fast)
+
+        quadratic = jax.lax.cond(jnp.any(inexact), exact_where_needed, lambda: fast)
+        return self._log_normalizer() - 0.5 * quadratic
+
+    def sample(self, key, sample_shape=()):
+        shape = tuple(sample_shape) + self.batch_shape + self.event_shape
+        noise = jax.random.normal(key, shape, dtype=jnp.result_type(self.loc))
+        return self.loc + jnp.sqrt(self.variances) * noise
+
+
+def _elementwise_quadratic(value, loc, variances):
+    """``sum_j (x_j - mu_j)^2 / s_j`` term by term (scikit-learn's Gaussian NB arithmetic)."""
+    return jnp.sum((value - loc) ** 2 / variances, axis=-1)
 
 
 def _full_gaussian(means, covariance, rank_tol) -> WhitenedNormal:
@@ -410,8 +536,7 @@ class GaussianStory(Story):
     def emission(self, params):
         means = params["means"]
         if self.covariance == "diag":
-            scale = jnp.sqrt(jnp.broadcast_to(params["variances"], means.shape))
-            return dist.Normal(means, scale).to_event(1)
+            return DiagonalNormal(means, jnp.broadcast_to(params["variances"], means.shape))
         return _full_gaussian(means, params["covariance"], self.rank_tol)
 
     # -- closed form -----------------------------------------------------------------------------
