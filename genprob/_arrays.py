@@ -7,13 +7,13 @@ import numpy as np
 
 #: XLA's CPU client adopts a host buffer without copying when it is aligned to this many bytes.
 _ALIGNMENT = 64
-#: Rows gathered per step when ``to_device`` permutes rows.
-_GATHER_ROWS = 8192
+#: Rows moved per step when ``to_device`` reorders rows.
+_MOVE_ROWS = 8192
 #: Integer labels spanning at most this many values (or 2n) are encoded by counting.
 _COUNTING_SPAN = 1 << 16
 
 
-def to_device(array, dtype, row_order=None) -> jax.Array:
+def to_device(array, dtype, row_destinations=None) -> jax.Array:
     """A JAX array holding ``array`` in ``dtype``, sharing its memory when XLA allows.
 
     ``jnp.asarray`` always copies, and on CPU a large copy made by XLA costs several times a
@@ -22,25 +22,36 @@ def to_device(array, dtype, row_order=None) -> jax.Array:
     the realignment happen in NumPy (each a no-op for aligned float input in C order) and at
     most one copy is made. The result may alias ``array``: callers use it within one call.
 
-    ``row_order`` (indices, optional) permutes the rows on the way, in that same single copy.
+    ``row_destinations`` (optional, a permutation) moves row ``i`` to position
+    ``row_destinations[i]`` on the way, in that same single copy.
     """
     if isinstance(array, jax.Array):
         array = array.astype(dtype) if array.dtype != np.dtype(dtype) else array
-        return array if row_order is None else array[row_order]
+        if row_destinations is None:
+            return array
+        return array.at[row_destinations].set(array)
     host = np.asarray(array, dtype=dtype)
-    if row_order is not None:
-        permuted = _aligned_empty(host.shape, host.dtype)
-        # a few thousand rows at a time: the gathered rows stay in cache on their way out
-        # (measured 1.4x faster than one np.take at 1e6 x 20)
-        for start in range(0, len(row_order), _GATHER_ROWS):
-            rows = row_order[start : start + _GATHER_ROWS]
-            np.take(host, rows, axis=0, out=permuted[start : start + len(rows)])
-        host = permuted
+    if row_destinations is not None:
+        moved = _aligned_empty(host.shape, host.dtype)
+        # Read the rows in order and write each to its place, a few thousand at a time: with
+        # few classes the writes form a few sequential streams, where gathering by a sorting
+        # permutation reads the whole array once per class (2.3x slower at 1e6 x 20, K = 3).
+        for start in range(0, len(row_destinations), _MOVE_ROWS):
+            stop = start + _MOVE_ROWS
+            moved[row_destinations[start:stop]] = host[start:stop]
+        host = moved
     elif not host.flags.c_contiguous or host.ctypes.data % _ALIGNMENT:
         aligned = _aligned_empty(host.shape, host.dtype)
         np.copyto(aligned, host)
         host = aligned
     return jax.device_put(host)
+
+
+def move_rows(values: np.ndarray, row_destinations: np.ndarray) -> np.ndarray:
+    """``values`` (n, ...) with row ``i`` moved to position ``row_destinations[i]``."""
+    moved = np.empty_like(values)
+    moved[row_destinations] = values
+    return moved
 
 
 def _aligned_empty(shape, dtype) -> np.ndarray:
@@ -51,16 +62,20 @@ def _aligned_empty(shape, dtype) -> np.ndarray:
     return raw[offset : offset + nbytes].view(dtype).reshape(shape)
 
 
-def class_order(codes, num_classes: int) -> np.ndarray | None:
-    """Row indices that group rows by class code, stable (a radix sort on small codes).
+def class_destinations(codes, num_classes: int) -> np.ndarray | None:
+    """Where each row goes so that rows are grouped by class code, in their order within a class.
 
-    None when the rows are grouped already (codes never decrease).
+    None when the rows are grouped already (codes never decrease). The grouping order is a
+    stable radix sort of the codes; its inverse gives the destinations.
     """
+    codes = np.asarray(codes)
     if np.all(codes[1:] >= codes[:-1]):
         return None
     small = np.uint8 if num_classes <= 1 << 8 else np.uint16 if num_classes <= 1 << 16 else None
-    codes = np.asarray(codes)
-    return np.argsort(codes if small is None else codes.astype(small), kind="stable")
+    order = np.argsort(codes if small is None else codes.astype(small), kind="stable")
+    destinations = np.empty_like(order)
+    destinations[order] = np.arange(len(order))
+    return destinations
 
 
 def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +89,11 @@ def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
         low, high = int(y.min()), int(y.max())
         span = high - low + 1
         if span <= max(_COUNTING_SPAN, 2 * y.size):
-            offsets = (y - y.dtype.type(low)).astype(np.intp, copy=False)
+            # in a type that holds the span: int8 labels -128 and 8 are 136 apart
+            if y.dtype.kind == "u":
+                offsets = (y - y.dtype.type(low)).astype(np.intp, copy=False)
+            else:
+                offsets = (y.astype(np.int64, copy=False) - low).astype(np.intp, copy=False)
             present = np.bincount(offsets, minlength=span) > 0
             codes_of_offset = np.cumsum(present) - 1
             classes = (np.flatnonzero(present) + low).astype(y.dtype)

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from genprob._arrays import class_order, encode_labels, to_device
+from genprob._arrays import class_destinations, encode_labels, move_rows, to_device
 
 
 @settings(max_examples=60, deadline=None)
@@ -60,18 +60,25 @@ def test_to_device_shares_aligned_memory_and_realigns_the_rest():
         np.testing.assert_array_equal(np.asarray(moved), misaligned)
         transposed = to_device(aligned.T, np.float64)  # not C-contiguous
         np.testing.assert_array_equal(np.asarray(transposed), aligned.T)
-        order = rng.permutation(100)
-        np.testing.assert_array_equal(
-            np.asarray(to_device(aligned, np.float64, order)), aligned[order]
-        )
+        destinations = rng.permutation(100)
+        moved = to_device(aligned, np.float64, row_destinations=destinations)
+        np.testing.assert_array_equal(np.asarray(moved)[destinations], aligned)
+        np.testing.assert_array_equal(np.asarray(moved), move_rows(aligned, destinations))
+        on_device = to_device(shared, np.float64, row_destinations=destinations)
+        np.testing.assert_array_equal(np.asarray(on_device), np.asarray(moved))
     single = to_device(aligned, np.float32)
     assert single.dtype == np.float32
     np.testing.assert_allclose(np.asarray(single), aligned, rtol=1e-7)
 
 
 @pytest.mark.parametrize("num_classes", [3, 300, 70_000])
-def test_class_order_groups_rows_stably(num_classes):
+def test_class_destinations_group_rows_stably(num_classes):
     codes = np.random.default_rng(1).integers(0, num_classes, size=5000)
-    order = class_order(codes, num_classes)
-    np.testing.assert_array_equal(order, np.argsort(codes, kind="stable"))
-    assert class_order(codes[order], num_classes) is None  # already grouped: nothing to do
+    destinations = class_destinations(codes, num_classes)
+    grouped = move_rows(codes, destinations)
+    np.testing.assert_array_equal(grouped, np.sort(codes))
+    # stable: within a class, rows keep their order
+    np.testing.assert_array_equal(
+        move_rows(np.arange(5000), destinations), np.argsort(codes, kind="stable")
+    )
+    assert class_destinations(grouped, num_classes) is None  # already grouped: nothing to do

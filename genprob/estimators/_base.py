@@ -23,7 +23,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from genprob import core
 from genprob import em as _em
-from genprob._arrays import class_order, encode_labels, is_integer_labels, to_device
+from genprob._arrays import (
+    class_destinations,
+    encode_labels,
+    is_integer_labels,
+    move_rows,
+    to_device,
+)
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob.story import Story
 
@@ -224,13 +230,14 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         story = self._make_story(X)
         class_prior, fit_prior = self._class_prior_argument()
         with precision(self._dtype):
-            order = None
+            destinations = None
             if story.groups_rows_by_class and not scipy.sparse.issparse(X):
-                order = class_order(codes, len(self.classes_))
-            if order is not None:
-                codes = codes[order]
-                sample_weight = None if sample_weight is None else sample_weight[order]
-                Xj = to_device(X, numpy_dtype(self._dtype), row_order=order)
+                destinations = class_destinations(codes, len(self.classes_))
+            if destinations is not None:
+                codes = move_rows(codes, destinations)
+                if sample_weight is not None:
+                    sample_weight = move_rows(sample_weight, destinations)
+                Xj = to_device(X, numpy_dtype(self._dtype), row_destinations=destinations)
             else:
                 Xj = self._as_array(X)
             story.validate(Xj)
@@ -349,13 +356,14 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         story = self._partial_fit_story(X, previous)
         self._check_partial_fit_supported(story)
         with precision(self._dtype):
-            order = None
+            destinations = None
             if story.groups_rows_by_class and not scipy.sparse.issparse(X):
-                order = class_order(codes, len(self.classes_))
-            if order is not None:
-                codes = codes[order]
-                sample_weight = None if sample_weight is None else sample_weight[order]
-                Xj = to_device(X, numpy_dtype(self._dtype), row_order=order)
+                destinations = class_destinations(codes, len(self.classes_))
+            if destinations is not None:
+                codes = move_rows(codes, destinations)
+                if sample_weight is not None:
+                    sample_weight = move_rows(sample_weight, destinations)
+                Xj = to_device(X, numpy_dtype(self._dtype), row_destinations=destinations)
             else:
                 Xj = self._as_array(X)
             story.validate(Xj)
