@@ -183,6 +183,27 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         )
         return self._validate_X(X, fitting=False)
 
+    def _labeled_arrays(self, story, X, codes, sample_weight):
+        """Features on the device and one-hot responsibilities of labeled rows, checked.
+
+        Call inside the precision context. Rows go to the device grouped by class when the story
+        asks for it (its statistics are sums over rows, so the order does not change them).
+        """
+        dtype = numpy_dtype(self._dtype)
+        destinations = None
+        if story.groups_rows_by_class and not scipy.sparse.issparse(X):
+            destinations = class_destinations(codes, len(self.classes_))
+        if destinations is None:
+            Xj = self._as_array(X)
+        else:
+            codes = move_rows(codes, destinations)
+            if sample_weight is not None:
+                sample_weight = move_rows(sample_weight, destinations)
+            Xj = to_device(X, dtype, row_destinations=destinations)
+        story.validate(Xj)
+        R = core.one_hot_responsibilities(codes, len(self.classes_), sample_weight, dtype=dtype)
+        return Xj, R
+
     # -- fitting ---------------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None, classes=None):
         """Fit the story's parameters by maximum likelihood (closed form).
@@ -230,20 +251,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         story = self._make_story(X)
         class_prior, fit_prior = self._class_prior_argument()
         with precision(self._dtype):
-            destinations = None
-            if story.groups_rows_by_class and not scipy.sparse.issparse(X):
-                destinations = class_destinations(codes, len(self.classes_))
-            if destinations is not None:
-                codes = move_rows(codes, destinations)
-                if sample_weight is not None:
-                    sample_weight = move_rows(sample_weight, destinations)
-                Xj = to_device(X, numpy_dtype(self._dtype), row_destinations=destinations)
-            else:
-                Xj = self._as_array(X)
-            story.validate(Xj)
-            R = core.one_hot_responsibilities(
-                codes, len(self.classes_), sample_weight, dtype=numpy_dtype(self._dtype)
-            )
+            Xj, R = self._labeled_arrays(story, X, codes, sample_weight)
             stats = core.sufficient_statistics(story, Xj, R)
             params = core.maximize(story, stats, class_prior, fit_prior)
             self.story_ = story
@@ -356,20 +364,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         story = self._partial_fit_story(X, previous)
         self._check_partial_fit_supported(story)
         with precision(self._dtype):
-            destinations = None
-            if story.groups_rows_by_class and not scipy.sparse.issparse(X):
-                destinations = class_destinations(codes, len(self.classes_))
-            if destinations is not None:
-                codes = move_rows(codes, destinations)
-                if sample_weight is not None:
-                    sample_weight = move_rows(sample_weight, destinations)
-                Xj = to_device(X, numpy_dtype(self._dtype), row_destinations=destinations)
-            else:
-                Xj = self._as_array(X)
-            story.validate(Xj)
-            R = core.one_hot_responsibilities(
-                codes, len(self.classes_), sample_weight, dtype=numpy_dtype(self._dtype)
-            )
+            Xj, R = self._labeled_arrays(story, X, codes, sample_weight)
             stats = core.sufficient_statistics(story, *_pad_rows(Xj, R))
             if not first:
                 before = jax.tree_util.tree_map(self._as_array, self.stats_)
