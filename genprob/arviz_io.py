@@ -27,10 +27,8 @@ import warnings
 
 import numpy as np
 
+from genprob.draws import pointwise_log_likelihood, posterior_predict_proba
 from genprob.em import as_features, encode_partial_labels
-from genprob.families.categorical import CategoricalStory
-from genprob.families.gaussian import GaussianStory
-from genprob.families.mixed import MixedStory
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = [
@@ -67,64 +65,23 @@ def _arviz():
 
 
 # -- dimensions and coordinates ------------------------------------------------------------------
-def _family_dims(story: Story, name: str, ndim: int, feature: str, category: str) -> list | None:
-    """Dimension names of a built-in family's parameter (None when unknown)."""
-    if isinstance(story, GaussianStory):
-        if name == "means":
-            return ["class", feature]
-        if name == "covariance":
-            dims = [feature, feature + "2"]
-        elif name == "variances":
-            dims = [feature]
-        else:
-            return None
-        return dims if story.shared else ["class"] + dims
-    if isinstance(story, CategoricalStory) and name == "probs":
-        return ["class", feature, category]
-    if name in ("probs", "rates") and ndim == 2:
-        return ["class", feature]
-    return None
-
-
-def _parameter_dims(story: Story, name: str, shape: tuple, num_classes: int) -> list:
-    """Dimension names of parameter ``name`` (built-in families; a generic fallback)."""
+def _parameter_dims(story: Story, name: str, shape: tuple, num_classes: int, num_features: int):
+    """Dimension names of parameter ``name``: the story's :meth:`Story.parameter_dims`."""
     if name == CLASS_PRIOR:
         return ["class"]
-    dims = None
-    if isinstance(story, MixedStory) and "." in name:
-        block_name, inner = name.split(".", 1)
-        blocks = {block: block_story for block, block_story, _ in story.blocks}
-        if block_name in blocks:
-            dims = _family_dims(
-                blocks[block_name],
-                inner,
-                len(shape),
-                f"{block_name}_feature",
-                f"{block_name}_category",
-            )
-    elif not isinstance(story, MixedStory):
-        dims = _family_dims(story, name, len(shape), "feature", "category")
-    if dims is not None and len(dims) == len(shape):
-        return dims
-    safe = name.replace(".", "_")
-    generic = [f"{safe}_dim_{i}" for i in range(len(shape))]
-    if shape and shape[0] == num_classes:
-        generic[0] = "class"
-    return generic
+    dims = list(story.parameter_dims(name, tuple(shape), num_classes, num_features))
+    if len(dims) != len(shape):
+        raise ValueError(
+            f"{type(story).__name__}.parameter_dims gives {len(dims)} dims for {name!r} of shape "
+            f"{tuple(shape)}."
+        )
+    return dims
 
 
-def _coords(story: Story, classes, feature_names, num_features: int) -> dict:
+def _coords(story: Story, classes, feature_names) -> dict:
     coords = {"class": list(classes), "feature": list(feature_names)}
-    coords["feature2"] = coords["feature"]
-    if isinstance(story, CategoricalStory):
-        coords["category"] = list(range(story.max_categories))
-    if isinstance(story, MixedStory):
-        for block, block_story, columns in story.blocks:
-            names = [coords["feature"][c] for c in columns]
-            coords[f"{block}_feature"] = names
-            coords[f"{block}_feature2"] = names
-            if isinstance(block_story, CategoricalStory):
-                coords[f"{block}_category"] = list(range(block_story.max_categories))
+    coords["feature2"] = coords["feature"]  # second axis of a (feature x feature) matrix
+    coords.update(story.coords(list(feature_names)))
     return coords
 
 
@@ -217,8 +174,6 @@ def to_arviz(
     import jax
     import xarray as xr
 
-    from genprob.posterior import pointwise_log_likelihood
-
     az = _arviz()
     X = as_features(X)
     num_features = int(X.shape[1])
@@ -244,10 +199,10 @@ def to_arviz(
         raise ValueError(f"{len(feature_names)} feature names for {num_features} features.")
 
     dims = {
-        name: _parameter_dims(story, name, value.shape[2:], num_classes)
+        name: _parameter_dims(story, name, value.shape[2:], num_classes, num_features)
         for name, value in draws.items()
     }
-    coords = _coords(story, classes, feature_names, num_features)
+    coords = _coords(story, classes, feature_names)
     coords["row"] = np.arange(n)
     log_lik = np.asarray(pointwise_log_likelihood(story, draws, X, codes))
     observed = {"y": codes}
@@ -510,7 +465,6 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
     import pandas as pd
 
     from genprob._dtype import precision
-    from genprob.posterior import posterior_predict_proba
 
     az = _arviz()
     plugin = estimator.predict_proba(X_points)

@@ -7,14 +7,15 @@ Scoring. ``joint_log_prob(story, params, X)`` returns the (n, K) matrix
 and everything else derives from it: class posteriors (a log-softmax of J), the marginal
 log-likelihood (a log-sum-exp of J), EM responsibilities and ArviZ pointwise log-likelihoods.
 
+Stories are pytree arguments of the jitted functions: their numeric hyperparameters are traced,
+so a new ``alpha`` or ``reg_param`` reuses the compiled code.
+
 Fitting. Labels (one-hot), soft responsibilities and sample weights all enter through one
 responsibility matrix R (n, K); the story turns ``(X, R)`` into additive sufficient statistics and
 the statistics into parameters.
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-@partial(jax.jit, static_argnums=0)
+@jax.jit
 def joint_log_prob(story: Story, params: dict, X) -> jax.Array:
     """Log joint density ``log pi_k + log p(x_i | k)`` of every row and class, shape (n, K)."""
     by_class = story.emission(params).log_prob(X[:, None, :])
@@ -83,13 +84,13 @@ def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None
     return R
 
 
-@partial(jax.jit, static_argnums=0)
+@jax.jit
 def sufficient_statistics(story: Story, X, R) -> dict:
     """Additive statistics of ``(X, R)``: class counts plus the story's own statistics."""
     return {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
 
 
-@partial(jax.jit, static_argnums=0)
+@jax.jit
 def combine_statistics(story: Story, stats_a: dict, stats_b: dict) -> dict:
     """Statistics of two data chunks together (:meth:`Story.combine_statistics`).
 
@@ -151,7 +152,9 @@ def model(story: Story, X=None, y=None, *, num_classes: int, num_features=None, 
         num_samples = jnp.shape(y)[0]
     class_prior = numpyro.sample(
         CLASS_PRIOR,
-        numpyro.distributions.Dirichlet(jnp.full(num_classes, float(story.class_concentration))),
+        numpyro.distributions.Dirichlet(
+            jnp.full(num_classes, jnp.asarray(story.class_concentration, jnp.result_type(float)))
+        ),
     )
     params = story.prior(num_classes, num_features)
     emission = story.emission({**params, CLASS_PRIOR: class_prior})

@@ -20,11 +20,19 @@ and, optionally, a closed form:
 
 Everything else (scoring, prediction, sampling, the NumPyro model, parameter counts) is generic
 and lives in :mod:`genprob.core`; a user-written story that only gives a prior and an emission
-still gets all of it.
+still gets all of it. Family knowledge that generic code needs (ArviZ dimensions, an exact
+posterior, whether statistics add over rows, validation, the parameter count) comes from hooks on
+the story with generic defaults.
+
+A story is an immutable value and a JAX pytree. Its attributes, set once in ``__init__``, are
+sorted into *traced* leaves (numeric hyperparameters: a new value reuses compiled code) and
+*static* structure (everything that changes shapes or code paths). Every subclass registers itself
+by its qualified name when it is defined, which is how :func:`genprob.load` finds it.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import jax
@@ -32,31 +40,275 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+from jax.tree_util import GetAttrKey
 from numpyro.distributions import constraints
 from numpyro.distributions.transforms import biject_to
 
-__all__ = ["Story", "ClassConditional", "class_distribution", "CLASS_PRIOR"]
+__all__ = [
+    "Story",
+    "ClassConditional",
+    "class_distribution",
+    "story_class",
+    "qualified_name",
+    "CLASS_PRIOR",
+]
 
 #: Name of the class-prior parameter (a probability vector over the K classes).
 CLASS_PRIOR = "class_prior"
 
+#: Story classes by qualified name (module + qualname), filled as classes are defined.
+_STORY_CLASSES: dict[str, type] = {}
 
-class Story:
+
+def qualified_name(cls) -> str:
+    """``module.qualname`` of a class: the key under which stories and estimators register."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def story_class(name: str):
+    """The story class registered under qualified ``name``, or None if none is defined."""
+    return _STORY_CLASSES.get(name)
+
+
+class _Hole:
+    """Marks where a nested story sits inside a static container attribute."""
+
+    def __repr__(self):
+        return "<story>"
+
+
+_HOLE = _Hole()
+
+
+class _Static:
+    """Static aux data compared by value (arrays and lists included), as jit's cache needs."""
+
+    __slots__ = ("value", "_key")
+
+    def __init__(self, value):
+        self.value = value
+        self._key = _freeze(value)
+
+    def __eq__(self, other):
+        return isinstance(other, _Static) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+
+def _is_traced_value(value) -> bool:
+    """Default classification: floats and floating arrays are traced, the rest is structure."""
+    if isinstance(value, bool | np.bool_):
+        return False
+    if isinstance(value, float | np.floating):
+        return True
+    if isinstance(value, np.ndarray | jax.Array):
+        return jnp.issubdtype(value.dtype, jnp.floating)
+    return False
+
+
+def _holds_story(value) -> bool:
+    if isinstance(value, Story):
+        return True
+    return type(value) in (tuple, list) and any(_holds_story(v) for v in value)
+
+
+def _skeleton(value):
+    """``value`` with every nested story replaced by a hole (containers are tuples/lists)."""
+    if isinstance(value, Story):
+        return _HOLE
+    if type(value) in (tuple, list) and _holds_story(value):
+        return type(value)(_skeleton(v) for v in value)
+    return value
+
+
+def _stories_in(value, skeleton, out: list) -> list:
+    """The nested stories (or their stand-in leaves) of ``value`` at the skeleton's holes."""
+    if skeleton is _HOLE:
+        out.append(value)
+    elif type(skeleton) in (tuple, list) and _holds_hole(skeleton):
+        for item, shape in zip(value, skeleton, strict=True):
+            _stories_in(item, shape, out)
+    return out
+
+
+def _holds_hole(skeleton) -> bool:
+    if skeleton is _HOLE:
+        return True
+    return type(skeleton) in (tuple, list) and any(_holds_hole(v) for v in skeleton)
+
+
+def _fill(skeleton, children):
+    """Inverse of :func:`_stories_in`: the skeleton with its holes filled from ``children``."""
+    if skeleton is _HOLE:
+        return next(children)
+    if type(skeleton) in (tuple, list) and _holds_hole(skeleton):
+        return type(skeleton)(_fill(v, children) for v in skeleton)
+    return skeleton
+
+
+class _StoryType(type):
+    """Metaclass that seals a story once its ``__init__`` has returned."""
+
+    def __call__(cls, *args, **kwargs):
+        story = super().__call__(*args, **kwargs)
+        story._seal()
+        return story
+
+
+class Story(metaclass=_StoryType):
     """Base class of a generative story: class prior, then class-conditional features.
 
     Subclasses set :attr:`name` and implement :meth:`prior` and :meth:`emission`; closed-form
     stories also implement :meth:`sufficient_statistics` and :meth:`maximize`.
 
+    A story is immutable once ``__init__`` returns (use :meth:`replace` for a changed copy) and is
+    a JAX pytree. Each attribute set in ``__init__`` is classified once, at construction:
+
+    * **traced** (a pytree leaf, so jitted functions take a new value without recompiling):
+      Python floats, NumPy floating scalars and floating arrays, and nested stories (whose own
+      attributes are classified the same way);
+    * **static** (part of the tree structure, compared by value): strings, booleans, integers,
+      ``None``, tuples and lists (of numbers: e.g. per-feature smoothing), dicts and integer
+      arrays — anything that changes shapes or code paths.
+
+    A subclass overrides the rule with the class attributes :attr:`static_fields` and
+    :attr:`traced_fields` (names). A traced hyperparameter may arrive as a tracer inside jitted
+    code, so methods must not branch on it in Python (use ``jnp.where``).
+
     Attributes:
         name: short identifier used by the CLI and in reports.
         class_concentration: Dirichlet concentration of the class prior's prior (1 = uniform).
+        static_fields: attribute names always treated as static structure.
+        traced_fields: attribute names always treated as traced leaves.
     """
+
+    __slots__ = ("__dict__", "__weakref__", "_sealed", "_layout")
 
     name = "story"
     class_concentration = 1.0
+    static_fields: tuple = ()
+    traced_fields: tuple = ()
     #: True when :meth:`sufficient_statistics` is cheaper on rows grouped by class (hard labels).
     #: Statistics are sums over rows, so estimators may reorder the rows by class first.
     groups_rows_by_class = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # the newest definition wins (a class redefined in a notebook replaces the old one)
+        _STORY_CLASSES[qualified_name(cls)] = cls
+        jax.tree_util.register_pytree_with_keys(
+            cls, Story._flatten_with_keys, _unflattener(cls), Story._flatten
+        )
+
+    # -- value semantics ---------------------------------------------------------------------------
+    def _seal(self) -> None:
+        """Classify the attributes (traced or static) and forbid further changes."""
+        layout = []
+        for key, value in vars(self).items():
+            if key in self.static_fields:
+                kind = None
+            elif key in self.traced_fields or _is_traced_value(value):
+                kind = _HOLE
+            else:
+                kind = _skeleton(value)  # static, with holes where nested stories sit
+                if not _holds_hole(kind):
+                    kind = None
+            layout.append((key, kind))
+        object.__setattr__(self, "_layout", tuple(layout))
+        object.__setattr__(self, "_sealed", True)
+
+    def __setattr__(self, key, value):
+        if getattr(self, "_sealed", False):
+            raise AttributeError(
+                f"{type(self).__name__} is immutable: use story.replace({key}=...) for a changed "
+                f"copy."
+            )
+        object.__setattr__(self, key, value)
+
+    def __delattr__(self, key):
+        if getattr(self, "_sealed", False):
+            raise AttributeError(f"{type(self).__name__} is immutable.")
+        object.__delattr__(self, key)
+
+    def _flatten_with_keys(self):
+        children, aux = [], []
+        fields = vars(self)
+        for key, kind in self._layout:
+            value = fields[key]
+            if kind is None:
+                aux.append((key, _Static(value), 0))
+            elif kind is _HOLE:
+                children.append((GetAttrKey(key), value))
+                aux.append((key, _Static(_HOLE), 1))
+            else:
+                nested = _stories_in(value, kind, [])
+                children.extend((GetAttrKey(key), item) for item in nested)
+                aux.append((key, _Static(kind), len(nested)))
+        return children, tuple(aux)
+
+    def _flatten(self):
+        children, aux = Story._flatten_with_keys(self)
+        return [value for _, value in children], aux
+
+    @classmethod
+    def _from_fields(cls, fields: dict, layout=None):
+        """A sealed story with the given attributes, bypassing ``__init__`` (no validation)."""
+        story = object.__new__(cls)
+        for key, value in fields.items():
+            object.__setattr__(story, key, value)
+        if layout is None:
+            story._seal()
+        else:
+            object.__setattr__(story, "_layout", layout)
+            object.__setattr__(story, "_sealed", True)
+        return story
+
+    def fields(self) -> dict:
+        """The story's attributes (its configuration) as a dict."""
+        return dict(vars(self))
+
+    def replace(self, **changes) -> Story:
+        """A new story with some attributes replaced; the original is unchanged.
+
+        Names that are ``__init__`` parameters go through ``__init__`` again (so values are
+        validated and derived attributes recomputed); other existing attributes and class-level
+        settings such as ``class_concentration`` are set on the copy directly.
+
+        Raises:
+            ValueError: for a name the story does not have.
+        """
+        if not changes:
+            return self
+        current = vars(self)
+        settable = set(current) | {"class_concentration"}
+        unknown = sorted(set(changes) - settable)
+        if unknown:
+            known = ", ".join(sorted(settable))
+            raise ValueError(
+                f"{type(self).__name__} has no setting {unknown[0]!r}; known: {known}."
+            )
+        merged = {**current, **changes}
+        parameters = _init_parameters(type(self))
+        if parameters is not None and all(
+            p.name in merged or p.default is not inspect.Parameter.empty for p in parameters
+        ):
+            story = type(self)(**{p.name: merged[p.name] for p in parameters if p.name in merged})
+            extra = {k: v for k, v in merged.items() if k not in vars(story) or k in changes}
+            extra = {k: v for k, v in extra.items() if k not in {p.name for p in parameters}}
+            if not extra:
+                return story
+            return type(self)._from_fields({**vars(story), **extra})
+        return type(self)._from_fields(merged)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (_rebuild_story, (type(self), vars(self).copy()))
 
     # -- required ------------------------------------------------------------------------------
     def prior(self, num_classes: int, num_features: int) -> dict:
@@ -142,7 +394,77 @@ class Story:
                 count += math.prod(shape)
         return int(count)
 
-    # Stories are static arguments of jitted functions: equal configurations share compiled code.
+    # -- family knowledge for generic code (hooks with generic defaults) --------------------------
+    @property
+    def adds_over_rows(self) -> bool:
+        """True when statistics of data chunks combine into those of their union.
+
+        ``partial_fit``, streaming and distributed fits read this; the default is
+        :attr:`has_closed_form` (closed-form statistics are sums over rows).
+        """
+        return self.has_closed_form
+
+    @property
+    def not_additive_reason(self) -> str:
+        """Why the statistics do not add over rows (used in error messages)."""
+        if not self.has_closed_form:
+            return (
+                f"{type(self).__name__} has no closed form (no additive sufficient statistics)"
+            )
+        return f"the statistics of {type(self).__name__} do not add up over data chunks"
+
+    def parameter_dims(self, name: str, shape: tuple, num_classes: int, num_features: int):
+        """Dimension names of parameter ``name`` of the given shape (ArviZ, tables).
+
+        The default names a (K, D) parameter ``("class", "feature")``, a (K,) one ``("class",)``,
+        a (D,) one ``("feature",)``, and any other axis ``<name>_dim_<i>``. Families with other
+        layouts (matrices, category tables) override it.
+        """
+        shape = tuple(shape)
+        if shape == (num_classes, num_features):
+            return ("class", "feature")
+        if shape == (num_classes,):
+            return ("class",)
+        if shape == (num_features,):
+            return ("feature",)
+        safe = name.replace(".", "_")
+        dims = [f"{safe}_dim_{i}" for i in range(len(shape))]
+        if shape and shape[0] == num_classes:
+            dims[0] = "class"
+        return tuple(dims)
+
+    def coords(self, feature_names: list) -> dict:
+        """Coordinates of the story's own dimensions beyond ``class`` and ``feature``.
+
+        Args:
+            feature_names: names of the D features (the ``feature`` coordinate).
+        """
+        return {}
+
+    @property
+    def has_exact_posterior(self) -> bool:
+        """True when :meth:`conjugate_factors` gives the exact posterior (conjugate prior)."""
+        return type(self).conjugate_factors is not Story.conjugate_factors
+
+    @property
+    def no_exact_posterior_reason(self) -> str:
+        """Why the story has no exact posterior (used in error messages)."""
+        return f"{type(self).__name__} does not provide a conjugate update (conjugate_factors)"
+
+    def conjugate_factors(self, stats: dict, offset: float) -> dict:
+        """Exact posterior factors of the emission parameters from sufficient statistics.
+
+        Args:
+            stats: the story's statistics of fully labeled data (NumPy arrays).
+            offset: 1 for the story's own prior (the smoothed fit is the posterior mode), 0 for
+                the prior whose posterior mean the smoothed fit is.
+
+        Returns:
+            Parameter name -> :class:`genprob.conjugate.ConjugateFactor`.
+        """
+        raise NotImplementedError
+
+    # Equal configurations compare (and hash) equal, so a story can still key a cache.
     def _identity(self):
         return (type(self), tuple(sorted((k, _freeze(v)) for k, v in vars(self).items())))
 
@@ -155,6 +477,39 @@ class Story:
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({fields})"
+
+
+def _init_parameters(cls):
+    """Keyword parameters of ``cls.__init__``, or None when it takes ``*args``/``**kwargs``."""
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in parameters):
+        return None
+    return parameters
+
+
+def _unflattener(cls):
+    def unflatten(aux, children):
+        children = iter(children)
+        fields, layout = {}, []
+        for key, static, count in aux:
+            skeleton = static.value
+            if skeleton is _HOLE:
+                fields[key] = next(children)
+                layout.append((key, _HOLE))
+            elif count:
+                fields[key] = _fill(skeleton, children)
+                layout.append((key, skeleton))
+            else:
+                fields[key] = skeleton
+                layout.append((key, None))
+        return cls._from_fields(fields, tuple(layout))
+
+    return unflatten
+
+
+def _rebuild_story(cls, fields):
+    """Unpickling helper: pickle and ``copy`` rebuild a story from its attributes."""
+    return cls._from_fields(fields)
 
 
 def _freeze(value):
@@ -224,3 +579,8 @@ class ClassConditional(dist.Distribution):
         index = jnp.broadcast_to(self.labels, shape)
         index = index.reshape(shape + (1,) * (1 + len(self.event_shape)))
         return jnp.take_along_axis(draws, index, axis=len(shape))[..., 0, :]
+
+
+jax.tree_util.register_pytree_with_keys(
+    Story, Story._flatten_with_keys, _unflattener(Story), Story._flatten
+)

@@ -265,16 +265,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     # -- incremental fitting ---------------------------------------------------------------------
     def _check_partial_fit_supported(self, story):
         """Raise ``ValueError`` when the story's statistics do not add up over chunks."""
-        if not story.has_closed_form:
+        if not getattr(story, "adds_over_rows", story.has_closed_form):
             raise ValueError(
-                f"{type(story).__name__} has no closed form (no additive sufficient "
-                f"statistics): partial_fit needs them. Fit on all the data with fit()."
-            )
-        if getattr(story, "shrinkage", None) == "auto":
-            raise ValueError(
-                "partial_fit is not available with shrinkage='auto': the Ledoit–Wolf statistics "
-                "depend on each chunk's class means and scales and do not add up over chunks. "
-                "Use fit() on all the data, or a fixed shrinkage in [0, 1]."
+                f"partial_fit is not available: {story.not_additive_reason}, and partial_fit "
+                f"needs statistics that add up over chunks. Use fit() on all the data."
             )
 
     def _partial_fit_story(self, X, previous):
@@ -600,7 +594,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             ``params_``), ``log_likelihood`` (pointwise, marginal on unlabeled rows),
             ``observed_data``, ``sample_stats`` (NUTS) and ``mle``.
         """
-        from genprob.posterior import estimator_posterior
+        from genprob.estimators._posterior import estimator_posterior
 
         return estimator_posterior(
             self,

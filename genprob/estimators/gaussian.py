@@ -134,15 +134,12 @@ class _GaussianBase(GenerativeClassifierBase):
     def predict_joint_log_proba(self, X):
         """Joint log-probabilities ``log p(x, y = k) = log pi_k + log p(x | k)``, (n, K).
 
-        Scored by ``genprob.core.joint_log_prob`` with the story's emission; the story is given
-        without its fitting options (``GaussianStory.scoring_story``: same emission), so that
+        Scored by ``genprob.core.joint_log_prob``; the story's hyperparameters are traced, so
         fits with different regularization reuse one compiled scoring function.
         """
         X = self._check_X(X)
         with precision(self._dtype):
-            joint = core.joint_log_prob(
-                self.story_.scoring_story(), self._params_jax(), self._as_array(X)
-            )
+            joint = core.joint_log_prob(self.story_, self._params_jax(), self._as_array(X))
             return np.asarray(joint)
 
     def _check_class_counts(self, stats):

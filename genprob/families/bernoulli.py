@@ -38,6 +38,7 @@ from jax.experimental import sparse as jsparse
 from jax.scipy.special import xlog1py, xlogy
 from numpyro.distributions import constraints
 
+from genprob.conjugate import ConjugateFactor
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["BernoulliStory", "BernoulliFeatures"]
@@ -234,6 +235,13 @@ class BernoulliStory(Story):
         probs = params["probs"]
         alpha = alpha_array(self.alpha, probs.shape[-1], probs.dtype)
         return jnp.sum(xlogy(alpha, probs) + xlog1py(alpha, -probs))
+
+    def conjugate_factors(self, stats, offset):
+        """``Beta(c + alpha + offset, N - c + alpha + offset)`` per class and feature."""
+        on = stats["feature_counts"]
+        counts = stats["counts"][:, None]
+        alpha = np.asarray(self.alpha, on.dtype) + offset
+        return {"probs": ConjugateFactor("beta", on + alpha, counts - on + alpha)}
 
     def validate(self, X):
         check_values(

@@ -54,6 +54,7 @@ from jax.scipy.special import gammaln, xlogy
 from numpyro.distributions import constraints
 from numpyro.distributions.transforms import StickBreakingTransform, Transform, biject_to
 
+from genprob.conjugate import ConjugateFactor
 from genprob.families.bernoulli import check_alpha, check_values, floor_log
 from genprob.story import CLASS_PRIOR, Story
 
@@ -281,6 +282,14 @@ class PaddedDirichlet(dist.Distribution):
 
 
 # -- the emission --------------------------------------------------------------------------------
+class PaddedDirichletFactor(ConjugateFactor):
+    """Conjugate Dirichlet factor of a padded probability table (rows of different lengths)."""
+
+    def distribution(self) -> dist.Distribution:
+        a = self.concentration
+        return PaddedDirichlet(a, self.n_categories).to_event(a.ndim - 2)
+
+
 class CategoricalFeatures(dist.Distribution):
     """Independent categorical features given the class: batch shape (K,), event shape (D,).
 
@@ -385,6 +394,21 @@ class CategoricalStory(Story):
         probs = params["probs"]
         mask = jnp.asarray(category_mask(self.n_categories, probs.dtype))
         return jnp.sum(xlogy(self.alpha * mask, probs))
+
+    def conjugate_factors(self, stats, offset):
+        """``Dirichlet(c + alpha + offset)`` over the real cells of each padded row."""
+        counts = stats["category_counts"]
+        mask = category_mask(self.n_categories, counts.dtype)
+        concentration = (counts + self.alpha + offset) * mask
+        return {"probs": PaddedDirichletFactor("dirichlet", concentration, None, self.n_categories)}
+
+    def parameter_dims(self, name, shape, num_classes, num_features):
+        if name == "probs" and len(shape) == 3:
+            return ("class", "feature", "category")
+        return super().parameter_dims(name, shape, num_classes, num_features)
+
+    def coords(self, feature_names):
+        return {"category": list(range(self.max_categories))}
 
     def validate(self, X):
         num_features = int(X.shape[-1])

@@ -59,7 +59,6 @@ constant first, so they are dropped rather than given a near-infinite weight.
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -498,6 +497,35 @@ class GaussianStory(Story):
         return self.shrinkage == "auto"
 
     @property
+    def adds_over_rows(self) -> bool:
+        """Moments combine over chunks, except Ledoit–Wolf's (``shrinkage="auto"``)."""
+        return not self._auto_shrinkage
+
+    @property
+    def not_additive_reason(self) -> str:
+        return (
+            "with shrinkage='auto' the Ledoit–Wolf statistics depend on each chunk's class means "
+            "and scales and do not add up over chunks (use a fixed shrinkage in [0, 1])"
+        )
+
+    @property
+    def no_exact_posterior_reason(self) -> str:
+        return (
+            "its prior (independent Normal means and inverse-Wishart/inverse-Gamma spreads) is "
+            "only conditionally conjugate"
+        )
+
+    def parameter_dims(self, name, shape, num_classes, num_features):
+        """``means`` (class, feature); covariance (feature, feature2), variances (feature),
+        each with a leading ``class`` when per class."""
+        spread = {"covariance": ("feature", "feature2"), "variances": ("feature",)}
+        if name in spread:
+            dims = spread[name] if self.shared else ("class", *spread[name])
+            if len(dims) == len(shape):
+                return dims
+        return super().parameter_dims(name, shape, num_classes, num_features)
+
+    @property
     def groups_rows_by_class(self) -> bool:
         """Per-class scatter costs one product per block of one class, K per mixed block."""
         return self._needs_class_scatter
@@ -745,19 +773,19 @@ class GaussianStory(Story):
                 shrunk, alphas = self._ledoit_wolf(mle, stats)
                 spread = shrunk * (group_counts / denominator)[:, None, None]
                 kept = kept * (1.0 - alphas)
-            if self.shrinkage and not self._auto_shrinkage:
+            if not self._auto_shrinkage:
                 # linear in the covariance: shrinking the weighted sum of class covariances is
-                # the weighted sum of the shrunk ones (scikit-learn shrinks per class)
+                # the weighted sum of the shrunk ones (scikit-learn shrinks per class); applied
+                # even at 0 (an exact no-op) so that the value is traced, not compiled in
                 mean_variance = jnp.trace(spread, axis1=-2, axis2=-1) / num_features
                 spread = (1.0 - self.shrinkage) * spread + self.shrinkage * (
                     mean_variance[..., None, None] * identity
                 )
                 kept = kept * (1.0 - self.shrinkage)
-            if self.reg_param:
-                spread = (1.0 - self.reg_param) * spread + self.reg_param * identity
-                kept = kept * (1.0 - self.reg_param)
-        elif self.var_smoothing:
-            spread = spread + self.smoothing_variance(stats)
+            spread = (1.0 - self.reg_param) * spread + self.reg_param * identity
+            kept = kept * (1.0 - self.reg_param)
+        else:
+            spread = spread + self._smoothing_variance_impl(stats)
         return {
             "means": means,
             "spread": spread,
@@ -828,16 +856,18 @@ class GaussianStory(Story):
             ValueError: when ``reg_param = 1`` or ``shrinkage = 1``: the estimate no longer
                 depends on the data and the matching prior is a point mass.
         """
-        regularized = (
-            self.reg_param
-            or self.shrinkage
-            or self.var_smoothing
-            or self.estimator == "unbiased"
-            or self.covariance_weights is not None
-        )
+        if self._auto_shrinkage:
+            regularized = True
+        else:
+            regularized = self.estimator == "unbiased" or self.covariance_weights is not None
+            regularized = regularized or not all(
+                _known_zero(v) for v in (self.reg_param, self.shrinkage, self.var_smoothing)
+            )
         if not regularized:
             return 0.0
-        if self.reg_param == 1.0 or (not self._auto_shrinkage and self.shrinkage == 1.0):
+        if _known_one(self.reg_param) or (
+            not self._auto_shrinkage and _known_one(self.shrinkage)
+        ):
             raise ValueError(
                 "reg_param = 1 or shrinkage = 1 fixes the covariance whatever the data: the "
                 "equivalent prior is a point mass with no finite log density."
@@ -917,17 +947,9 @@ class GaussianStory(Story):
                     f"degenerate. Set {knob} > 0 (e.g. 0.1) to regularize it."
                 ) from None
 
-    def scoring_story(self) -> GaussianStory:
-        """The same emission without the fitting options (regularization, estimator, weights).
-
-        Scoring depends only on ``covariance``, ``shared`` and ``rank_tol``; scoring through this
-        canonical story lets every regularization setting share one compiled scoring function.
-        """
-        return GaussianStory(covariance=self.covariance, shared=self.shared, rank_tol=self.rank_tol)
-
     # -- decision boundaries ---------------------------------------------------------------------
     def emission_summary(self, params) -> dict:
-        r"""Quadratic-form view of the emission, jitted (one compile per configuration/shape).
+        r"""Quadratic-form view of the emission, jitted (one compile per structure and shape).
 
         ``log p(x | k) = -1/2 x^T P_k x + x^T P_k m_k - 1/2 m_k^T P_k m_k + c_k`` with ``P_k``
         the precision (the subspace pseudo-inverse for a rank-deficient shared covariance) and
@@ -938,7 +960,7 @@ class GaussianStory(Story):
             (K,), ``intercept`` = ``-1/2 m_k^T P_k m_k + log pi_k`` (K,) and, for a shared spread,
             ``whitening`` (D, D) with ``W^T Sigma W = I`` on the retained subspace.
         """
-        return _jitted_emission_summary(self.scoring_story(), params)
+        return _jitted_emission_summary(self, params)
 
     def _emission_summary_impl(self, params):
         means = params["means"]
@@ -1015,19 +1037,28 @@ class GaussianStory(Story):
         return self.emission_summary(params)["whitening"]
 
 
-@partial(jax.jit, static_argnums=0)
+@jax.jit
 def _jitted_spread_terms(story, stats):
     return story._spread_terms_impl(stats)
 
 
-@partial(jax.jit, static_argnums=0)
+@jax.jit
 def _jitted_smoothing_variance(story, stats):
     return story._smoothing_variance_impl(stats)
 
 
-@partial(jax.jit, static_argnums=0)
+@jax.jit
 def _jitted_emission_summary(story, params):
     return story._emission_summary_impl(params)
+
+
+def _known_zero(value) -> bool:
+    """True when ``value`` is concretely 0 (a traced hyperparameter is not known to be)."""
+    return not isinstance(value, jax.core.Tracer) and float(value) == 0.0
+
+
+def _known_one(value) -> bool:
+    return not isinstance(value, jax.core.Tracer) and float(value) == 1.0
 
 
 def _per_group(values, like):

@@ -187,6 +187,54 @@ class MixedStory(Story):
     def has_closed_form(self) -> bool:
         return all(story.has_closed_form for _, story, _ in self.blocks)
 
+    @property
+    def adds_over_rows(self) -> bool:
+        return all(getattr(s, "adds_over_rows", s.has_closed_form) for _, s, _ in self.blocks)
+
+    @property
+    def not_additive_reason(self) -> str:
+        for name, story, _ in self.blocks:
+            if not getattr(story, "adds_over_rows", story.has_closed_form):
+                return f"in block {name!r}, {story.not_additive_reason}"
+        return super().not_additive_reason
+
+    @property
+    def has_exact_posterior(self) -> bool:
+        return all(story.has_exact_posterior for _, story, _ in self.blocks)
+
+    @property
+    def no_exact_posterior_reason(self) -> str:
+        for name, story, _ in self.blocks:
+            if not story.has_exact_posterior:
+                return f"block {name!r} ({type(story).__name__}): {story.no_exact_posterior_reason}"
+        return super().no_exact_posterior_reason
+
+    def conjugate_factors(self, stats, offset):
+        factors = {}
+        for name, story, _ in self.blocks:
+            inner = story.conjugate_factors(stats[name], offset)
+            factors.update({f"{name}.{key}": value for key, value in inner.items()})
+        return factors
+
+    def parameter_dims(self, name, shape, num_classes, num_features):
+        """A block's own dims, each but ``class`` renamed ``<block>_<dim>``."""
+        block_name, _, inner = name.partition(".")
+        for block, story, columns in self.blocks:
+            if block == block_name and inner:
+                dims = story.parameter_dims(inner, shape, num_classes, len(columns))
+                return tuple(d if d == "class" else f"{block}_{d}" for d in dims)
+        return super().parameter_dims(name, shape, num_classes, num_features)
+
+    def coords(self, feature_names):
+        coords = {}
+        for block, story, columns in self.blocks:
+            names = [feature_names[c] for c in columns]
+            coords[f"{block}_feature"] = names
+            coords[f"{block}_feature2"] = names
+            for dim, values in story.coords(names).items():
+                coords.setdefault(f"{block}_{dim}", values)
+        return coords
+
     def validate(self, X):
         self._check_num_features(int(X.shape[-1]))
         for name, story, columns in self.blocks:

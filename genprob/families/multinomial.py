@@ -33,12 +33,14 @@ every term above is a sparse-dense product (the factorial terms act on stored va
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from jax.experimental import sparse as jsparse
 from jax.scipy.special import gammaln, xlogy
 from numpyro.distributions import constraints
 
+from genprob.conjugate import dirichlet
 from genprob.families.bernoulli import (
     alpha_array,
     check_alpha,
@@ -150,6 +152,12 @@ class MultinomialStory(Story):
         """``sum_kj alpha_j log p_kj``: the Dirichlet(alpha + 1) log density up to a constant."""
         probs = params["probs"]
         return jnp.sum(xlogy(alpha_array(self.alpha, probs.shape[-1], probs.dtype), probs))
+
+    def conjugate_factors(self, stats, offset):
+        """``Dirichlet(c + alpha + offset)`` per class."""
+        counts = stats["feature_counts"]
+        alpha = np.asarray(self.alpha, counts.dtype) + offset
+        return {"probs": dirichlet(counts + alpha)}
 
     def validate(self, X):
         check_values(X, lambda v: v < 0, "non-negative counts for a multinomial story")

@@ -28,6 +28,7 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import xlogy
 
+from genprob.conjugate import ConjugateFactor
 from genprob.families.bernoulli import check_values
 from genprob.story import Story
 
@@ -80,6 +81,16 @@ class PoissonStory(Story):
         """``sum_kj alpha log rate_kj - beta rate_kj``: the Gamma(alpha + 1, beta) log density."""
         rates = params["rates"]
         return jnp.sum(xlogy(self.alpha, rates) - self.beta * rates)
+
+    def conjugate_factors(self, stats, offset):
+        """``Gamma(S + alpha + 1, N + beta)`` (the NumPyro prior, vague rate when beta = 0), or
+        ``Gamma(S + alpha, N + beta)`` for the mean reading (``offset = 0``)."""
+        sums, counts = stats["feature_sums"], stats["counts"][:, None]
+        if offset:
+            shape, rate = self.alpha + 1.0, self.beta if self.beta > 0 else VAGUE_RATE
+        else:
+            shape, rate = self.alpha, self.beta
+        return {"rates": ConjugateFactor("gamma", sums + shape, counts + rate)}
 
     def validate(self, X):
         check_values(

@@ -1,0 +1,86 @@
+"""Evaluating parameter draws (exact or NUTS) on data: pointwise log-likelihood and predictions.
+
+Draws are dicts of arrays with the parameter names of the closed-form fit and a leading batch
+shape (draws, or chains x draws). Both functions go through the one scoring path
+(:func:`genprob.core.joint_log_prob`), mapped over the draws in batches (no Python loop); the
+story is a pytree argument, so new hyperparameters reuse the compiled map.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from genprob import core
+from genprob.em import as_features
+from genprob.story import CLASS_PRIOR, Story
+
+__all__ = ["flatten_draws", "pointwise_log_likelihood", "posterior_predict_proba", "DRAW_BATCH"]
+
+#: Draws evaluated together when mapping over posterior draws (bounds memory at batch * n * K).
+DRAW_BATCH = 256
+
+
+def flatten_draws(draws: dict):
+    """Draws with any leading batch shape as ``(flat draws, batch_shape)`` (one draw axis)."""
+    class_prior = jnp.asarray(draws[CLASS_PRIOR])
+    batch_shape = class_prior.shape[:-1]
+    ndim = len(batch_shape)
+    size = math.prod(batch_shape)
+    flat = {k: jnp.reshape(jnp.asarray(v), (size,) + jnp.shape(v)[ndim:]) for k, v in draws.items()}
+    return flat, batch_shape
+
+
+@partial(jax.jit, static_argnums=4)
+def _map_log_likelihood(story, flat, X, codes, batch_size):
+    def one(params):
+        return core.log_likelihood(story, params, X, codes, pointwise=True)
+
+    return jax.lax.map(one, flat, batch_size=batch_size)
+
+
+@partial(jax.jit, static_argnums=3)
+def _map_predict_proba(story, flat, X, batch_size):
+    return jax.lax.map(
+        lambda params: core.predict_proba(story, params, X), flat, batch_size=batch_size
+    )
+
+
+def pointwise_log_likelihood(story: Story, draws: dict, X, y=None) -> jax.Array:
+    """Per-row log-likelihood at every draw: ``log p(x_i, y_i | θ_s)`` on labeled rows and the
+    marginal ``log Σ_k p(x_i, k | θ_s)`` on unlabeled ones (y = -1, or every row when y is None).
+
+    Computed by :func:`genprob.core.log_likelihood` mapped over the draws (batches of
+    ``DRAW_BATCH``), never a Python loop.
+
+    Args:
+        story: the story.
+        draws: parameter draws with a leading batch shape (draws, or chains x draws).
+        X: features (n, D).
+        y: class codes (n,) with -1 for unlabeled rows, or None.
+
+    Returns:
+        Array of shape ``batch_shape + (n,)``.
+    """
+    X = as_features(X)
+    codes = jnp.full(X.shape[0], -1, jnp.int32) if y is None else jnp.asarray(y, jnp.int32)
+    flat, batch_shape = flatten_draws(draws)
+    size = math.prod(batch_shape)
+    values = _map_log_likelihood(story, flat, X, codes, min(DRAW_BATCH, max(size, 1)))
+    return values.reshape(batch_shape + (X.shape[0],))
+
+
+def posterior_predict_proba(story: Story, draws: dict, X) -> jax.Array:
+    """Class probabilities ``p(y = k | x_i, θ_s)`` at every draw, shape ``batch + (n, K)``.
+
+    Their mean over draws is the posterior predictive ``p(y = k | x_i, X, y)``; the plug-in
+    probabilities use one θ (the MLE) instead.
+    """
+    X = as_features(X)
+    flat, batch_shape = flatten_draws(draws)
+    size = math.prod(batch_shape)
+    values = _map_predict_proba(story, flat, X, min(DRAW_BATCH, max(size, 1)))
+    return values.reshape(batch_shape + values.shape[1:])

@@ -1,0 +1,110 @@
+"""``estimator.posterior(...)``: NUTS or the exact posterior of a fitted estimator, as ArviZ data.
+
+Estimator glue (it calls the estimator's own input checks and label encoding), kept in the
+estimator layer so that :mod:`genprob.posterior` holds exact posteriors only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse
+from sklearn.utils import check_random_state
+
+from genprob._dtype import precision
+from genprob.arviz_io import to_arviz
+from genprob.em import unlabeled_mask
+from genprob.mcmc import run_nuts
+from genprob.posterior import (
+    METHODS,
+    _no_exact_posterior_error,
+    _unlabeled_rows_error,
+    exact_posterior,
+    with_prior,
+)
+
+__all__ = ["estimator_posterior"]
+
+
+def _check_count(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    return int(value)
+
+
+def estimator_posterior(
+    estimator,
+    X,
+    y,
+    *,
+    method: str = "nuts",
+    num_samples: int = 1000,
+    num_warmup: int = 1000,
+    num_chains: int = 2,
+    random_state=None,
+    progress_bar: bool = False,
+    prior: dict | None = None,
+    **nuts_kwargs,
+):
+    """Implementation of :meth:`GenerativeClassifierBase.posterior` (see there)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be 'nuts' or 'exact', got {method!r}.")
+    num_samples = _check_count("num_samples", num_samples, 1)
+    num_chains = _check_count("num_chains", num_chains, 1)
+    num_warmup = _check_count("num_warmup", num_warmup, 0)
+    if prior is not None and not isinstance(prior, dict):
+        raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
+    y = np.asarray(y)
+    if method == "exact" and np.any(unlabeled_mask(y)):
+        raise _unlabeled_rows_error(int(np.sum(unlabeled_mask(y))))
+    if not hasattr(estimator, "params_"):
+        estimator.fit(X, y)
+    X = estimator._check_X(X)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
+    codes = estimator._label_codes(y, unlabeled_mask(y))
+    story = with_prior(estimator.story_, **(prior or {}))
+    if method == "exact" and not story.has_exact_posterior:
+        raise _no_exact_posterior_error(story)
+    num_classes = len(estimator.classes_)
+    seed = int(check_random_state(random_state).randint(0, 2**31 - 1))
+    feature_names = getattr(estimator, "feature_names_in_", None)
+    if feature_names is not None and len(feature_names) != X.shape[1]:
+        feature_names = None
+    with precision(estimator._dtype):
+        if method == "nuts" and scipy.sparse.issparse(X):
+            X = X.toarray()  # the NumPyro model scores dense rows
+        Xj = estimator._as_array(X)
+        if method == "exact":
+            exact = exact_posterior(story, Xj, codes, num_classes=num_classes)
+            posterior = exact.sample(seed, (num_chains, num_samples))
+        else:
+            # Vectorized chains initialize inside one compiled function; sequential ones run
+            # NumPyro's initialization eagerly, op by op, which costs more than it samples on
+            # small and medium data.
+            nuts_kwargs.setdefault("chain_method", "vectorized" if num_chains > 1 else "sequential")
+            nuts_kwargs.setdefault(
+                "extra_fields",
+                ("diverging", "accept_prob", "num_steps", "energy", "potential_energy"),
+            )
+            posterior = run_nuts(
+                story,
+                Xj,
+                codes,
+                num_classes=num_classes,
+                num_warmup=num_warmup,
+                num_samples=num_samples,
+                num_chains=num_chains,
+                seed=seed,
+                progress_bar=progress_bar,
+                **nuts_kwargs,
+            )
+        return to_arviz(
+            posterior,
+            story,
+            Xj,
+            codes,
+            mle=estimator.params_,
+            classes=estimator.classes_,
+            feature_names=feature_names,
+            method=method,
+        )
