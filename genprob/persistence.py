@@ -9,8 +9,12 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) holding
 * ``config.<path>``: arrays inside constructor parameters, the story and fitted attributes
   (``classes_``, ``feature_names_in_``, encodings, ...), referenced from the metadata.
 
-Loading uses ``numpy.load(..., allow_pickle=False)`` and rebuilds objects only from an allowlist of
-genprob classes (estimators and stories), so a crafted file cannot execute code. A file whose digest
+Loading uses ``numpy.load(..., allow_pickle=False)`` and rebuilds objects only from classes
+registered in this process: estimator classes register when they are defined (subclasses of
+``GenerativeClassifierBase``), stories too (every :class:`~genprob.story.Story` subclass, a
+user's own included). A class is found by its qualified name; loading never imports a module or
+unpickles, so a crafted file cannot execute code, and a story class that is not defined yet must be
+imported or defined before :func:`load`. A file whose digest
 does not match (corrupted, truncated or edited), or written by a newer format version, is rejected
 with :class:`ModelFileError`.
 """
@@ -18,7 +22,6 @@ with :class:`ModelFileError`.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import io
 import json
 import zipfile
@@ -26,46 +29,45 @@ from pathlib import Path
 
 import numpy as np
 
+from genprob.story import Story, qualified_name, story_class
+
 FORMAT_NAME = "genprob-model"
 FORMAT_VERSION = 1
 
-__all__ = ["save", "load", "ModelFileError", "FORMAT_VERSION"]
+__all__ = ["save", "load", "register_estimator", "ModelFileError", "FORMAT_VERSION"]
+
+#: Estimator classes a model file may name, by qualified name (filled by the estimator layer).
+_ESTIMATORS: dict[str, type] = {}
 
 
 class ModelFileError(ValueError):
     """A model file that cannot be loaded safely (corrupt, tampered, unknown or newer format)."""
 
 
-def _allowed_classes() -> dict:
-    """Classes that a model file may name: genprob's estimators and stories, by qualified name."""
-    import genprob.estimators as estimators
-    import genprob.families as families
-    from genprob.story import Story
-
-    allowed = {}
-    for name in getattr(estimators, "__all__", []):
-        cls = getattr(estimators, name)
-        allowed[f"{cls.__module__}.{cls.__qualname__}"] = cls
-    for module_name in ("gaussian", "bernoulli", "categorical", "multinomial", "poisson", "mixed"):
-        try:
-            module = importlib.import_module(f"{families.__name__}.{module_name}")
-        except ImportError:
-            continue
-        for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Story) and value is not Story:
-                allowed[f"{value.__module__}.{value.__qualname__}"] = value
-    return allowed
+def register_estimator(cls) -> type:
+    """Make estimator class ``cls`` loadable (the estimator base class calls this for every
+    subclass when it is defined)."""
+    _ESTIMATORS[qualified_name(cls)] = cls
+    return cls
 
 
 def _qualified(cls) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+    return qualified_name(cls)
+
+
+def _story_class(name):
+    cls = story_class(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ModelFileError(
+            f"the file names the story class {name!r}, which is not defined in this process: "
+            f"import the module that defines it (or define the class) before genprob.load."
+        )
+    return cls
 
 
 # -- JSON encoding of configuration values --------------------------------------------------------
 def _encode(value, arrays: dict, prefix: str):
     """JSON-compatible form of a hyperparameter or story attribute; arrays go to ``arrays``."""
-    from genprob.story import Story
-
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, np.generic):
@@ -73,11 +75,7 @@ def _encode(value, arrays: dict, prefix: str):
     if isinstance(value, Story):
         return {
             "__story__": _qualified(type(value)),
-            "config": {
-                k: _encode(v, arrays, f"{prefix}.{k}")
-                for k, v in vars(value).items()
-                if not k.startswith("_")
-            },
+            "config": {k: _encode(v, arrays, f"{prefix}.{k}") for k, v in value.fields().items()},
         }
     if isinstance(value, dict):
         # Keys may be column positions (ints) as well as names, so store (key, value) pairs.
@@ -102,27 +100,25 @@ def _encode(value, arrays: dict, prefix: str):
     )
 
 
-def _decode(value, arrays, allowed):
+def _decode(value, arrays):
     if isinstance(value, list):
         raise ModelFileError("malformed metadata: bare JSON list.")
     if not isinstance(value, dict):
         return value
     if "__story__" in value:
-        cls = allowed.get(value["__story__"])
-        if cls is None:
-            raise ModelFileError(f"the file names an unknown story class {value['__story__']!r}.")
-        story = cls.__new__(cls)
-        for key, item in value["config"].items():
-            setattr(story, key, _decode(item, arrays, allowed))
-        return story
+        cls = _story_class(value["__story__"])
+        config = value["config"]
+        if not isinstance(config, dict):
+            raise ModelFileError("malformed metadata: a story's config is not a mapping.")
+        return cls._from_fields({key: _decode(item, arrays) for key, item in config.items()})
     if "__items__" in value:
         return {
-            _decode(k, arrays, allowed): _decode(v, arrays, allowed) for k, v in value["__items__"]
+            _decode(k, arrays): _decode(v, arrays) for k, v in value["__items__"]
         }
     if "__list__" in value:
-        return [_decode(v, arrays, allowed) for v in value["__list__"]]
+        return [_decode(v, arrays) for v in value["__list__"]]
     if "__tuple__" in value:
-        return tuple(_decode(v, arrays, allowed) for v in value["__tuple__"])
+        return tuple(_decode(v, arrays) for v in value["__tuple__"])
     if "__array__" in value:
         try:
             return arrays[value["__array__"]]
@@ -171,8 +167,7 @@ def save(estimator, path) -> Path:
     import genprob
 
     check_is_fitted(estimator, "params_")
-    allowed = _allowed_classes()
-    if _qualified(type(estimator)) not in allowed:
+    if _ESTIMATORS.get(_qualified(type(estimator))) is not type(estimator):
         raise TypeError(f"{type(estimator).__name__} is not a genprob estimator.")
     arrays = {}
     init_params = estimator.get_params(deep=False)
@@ -237,13 +232,12 @@ def load(path):
         raise ModelFileError(
             f"{path} failed its integrity check: the file was modified or damaged."
         )
-    allowed = _allowed_classes()
-    cls = allowed.get(metadata.get("estimator"))
+    cls = _ESTIMATORS.get(metadata.get("estimator"))
     if cls is None:
         raise ModelFileError(f"{path} names an unknown estimator {metadata.get('estimator')!r}.")
-    estimator = cls(**_decode(metadata["init_params"], contents, allowed))
-    for name, value in _decode(metadata["attributes"], contents, allowed).items():
+    estimator = cls(**_decode(metadata["init_params"], contents))
+    for name, value in _decode(metadata["attributes"], contents).items():
         setattr(estimator, name, value)
-    estimator.story_ = _decode(metadata["story"], contents, allowed)
+    estimator.story_ = _decode(metadata["story"], contents)
     estimator.params_ = {name: contents[f"param.{name}"] for name in metadata["params"]}
     return estimator

@@ -31,6 +31,7 @@ from genprob._arrays import (
     to_device,
 )
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob.persistence import register_estimator
 from genprob.story import Story
 
 __all__ = ["GenerativeClassifierBase", "jax_key"]
@@ -128,6 +129,11 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     estimator: ``unlabeled_weight`` (λ in [0, 1]), ``max_iter``, ``em_tol`` (named so because
     LDA/QDA's ``tol`` is scikit-learn's rank threshold), ``n_init`` and ``random_state``.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        register_estimator(cls)  # loadable by qualified name (genprob.load)
+
 
     #: Keyword arguments for ``validate_data``; subclasses may allow sparse input, etc.
     _validate_kwargs: dict = {}

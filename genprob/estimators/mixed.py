@@ -19,12 +19,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.estimators.discrete import check_class_prior
-from genprob.families.bernoulli import BernoulliStory, check_alpha
-from genprob.families.categorical import CategoricalStory
-from genprob.families.gaussian import GaussianStory
-from genprob.families.mixed import MixedStory
-from genprob.families.multinomial import MultinomialStory
-from genprob.families.poisson import PoissonStory
+from genprob.families.bernoulli import check_alpha
+from genprob.families.mixed import MixedStory, naive_block
 
 __all__ = ["MixedNB", "FAMILIES"]
 
@@ -347,21 +343,17 @@ class MixedNB(GenerativeClassifierBase):
             raise ValueError(f"alpha must be a single number, got {self.alpha!r}.")
         blocks = []
         for family, positions in self._block_positions.items():
-            if family == "gaussian":
-                story = GaussianStory(
-                    covariance="diag", shared=False, var_smoothing=self.var_smoothing
-                )
-            elif family == "bernoulli":
-                story = BernoulliStory(alpha=alpha)
-            elif family == "categorical":
+            n_categories = None
+            if family == "categorical":
                 n_categories = tuple(len(self.categories_[self._columns[p]]) for p in positions)
-                story = CategoricalStory(n_categories=n_categories, alpha=alpha)
-            elif family == "multinomial":
-                # sampled documents get the mean training length (the density conditions on
-                # each row's own length)
-                story = MultinomialStory(alpha=alpha, total_count=int(round(mean_length)))
-            else:
-                story = PoissonStory(alpha=alpha, beta=self.beta)
+            story = naive_block(
+                family,
+                alpha=alpha,
+                beta=self.beta,
+                var_smoothing=self.var_smoothing,
+                n_categories=n_categories,
+                mean_length=mean_length,
+            )
             blocks.append((family, story, tuple(positions)))
         return MixedStory(blocks)
 

@@ -24,7 +24,7 @@ from numpyro.distributions import constraints
 
 from genprob.story import Story
 
-__all__ = ["MixedStory", "MixedFeatures"]
+__all__ = ["MixedStory", "MixedFeatures", "naive_block"]
 
 
 class MixedFeatures(dist.Distribution):
@@ -257,3 +257,37 @@ class MixedStory(Story):
     def __repr__(self):
         inner = ", ".join(f"({n!r}, {s!r}, {c})" for n, s, c in self.blocks)
         return f"MixedStory([{inner}])"
+
+
+def naive_block(
+    family: str, *, alpha=1.0, beta=1.0, var_smoothing=1e-9, n_categories=None, mean_length=0.0
+) -> Story:
+    """The naive-Bayes story of one block of a mixed table, by family name.
+
+    Args:
+        family: ``"gaussian"``, ``"bernoulli"``, ``"categorical"``, ``"multinomial"`` or
+            ``"poisson"``.
+        alpha: smoothing of the discrete families; ``beta``: Poisson pseudo-rows;
+            ``var_smoothing``: Gaussian variance floor; ``n_categories``: categorical counts;
+            ``mean_length``: document length of sampled multinomial rows.
+    """
+    from genprob.families.bernoulli import BernoulliStory
+    from genprob.families.categorical import CategoricalStory
+    from genprob.families.gaussian import GaussianStory
+    from genprob.families.multinomial import MultinomialStory
+    from genprob.families.poisson import PoissonStory
+
+    builders = {
+        "gaussian": lambda: GaussianStory(
+            covariance="diag", shared=False, var_smoothing=var_smoothing
+        ),
+        "bernoulli": lambda: BernoulliStory(alpha=alpha),
+        "categorical": lambda: CategoricalStory(n_categories=n_categories, alpha=alpha),
+        # sampled documents get the mean training length (the density conditions on each row's
+        # own length)
+        "multinomial": lambda: MultinomialStory(alpha=alpha, total_count=int(round(mean_length))),
+        "poisson": lambda: PoissonStory(alpha=alpha, beta=beta),
+    }
+    if family not in builders:
+        raise ValueError(f"unknown family {family!r}; expected one of {', '.join(builders)}.")
+    return builders[family]()
