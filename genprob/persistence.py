@@ -112,9 +112,7 @@ def _decode(value, arrays):
             raise ModelFileError("malformed metadata: a story's config is not a mapping.")
         return cls._from_fields({key: _decode(item, arrays) for key, item in config.items()})
     if "__items__" in value:
-        return {
-            _decode(k, arrays): _decode(v, arrays) for k, v in value["__items__"]
-        }
+        return {_decode(k, arrays): _decode(v, arrays) for k, v in value["__items__"]}
     if "__list__" in value:
         return [_decode(v, arrays) for v in value["__list__"]]
     if "__tuple__" in value:

@@ -226,5 +226,3 @@ def exact_posterior(
                 f"positive alpha / class_concentration."
             )
     return ExactPosterior(story, factors, num_classes, int(X.shape[1]), smoothing_as)
-
-

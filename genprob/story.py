@@ -408,9 +408,7 @@ class Story(metaclass=_StoryType):
     def not_additive_reason(self) -> str:
         """Why the statistics do not add over rows (used in error messages)."""
         if not self.has_closed_form:
-            return (
-                f"{type(self).__name__} has no closed form (no additive sufficient statistics)"
-            )
+            return f"{type(self).__name__} has no closed form (no additive sufficient statistics)"
         return f"the statistics of {type(self).__name__} do not add up over data chunks"
 
     def parameter_dims(self, name: str, shape: tuple, num_classes: int, num_features: int):

@@ -59,7 +59,12 @@ def _binary_data():
         (genprob.BernoulliNB, "alpha", [0.1, 0.2, 0.5, 1.0, 2.0, 3.0], "binary"),
         (genprob.MultinomialNB, "alpha", [0.1, 0.2, 0.5, 1.0, 2.0, 3.0], "binary"),
         (genprob.GaussianNB, "var_smoothing", [1e-9, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2], "iris"),
-        (genprob.QuadraticDiscriminantAnalysis, "reg_param", [0.0, 0.1, 0.2, 0.3, 0.5, 0.9], "iris"),
+        (
+            genprob.QuadraticDiscriminantAnalysis,
+            "reg_param",
+            [0.0, 0.1, 0.2, 0.3, 0.5, 0.9],
+            "iris",
+        ),
     ],
 )
 def test_new_hyperparameter_values_compile_nothing(compilations, estimator, name, values, data):

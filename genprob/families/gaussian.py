@@ -865,9 +865,7 @@ class GaussianStory(Story):
             )
         if not regularized:
             return 0.0
-        if _known_one(self.reg_param) or (
-            not self._auto_shrinkage and _known_one(self.shrinkage)
-        ):
+        if _known_one(self.reg_param) or (not self._auto_shrinkage and _known_one(self.shrinkage)):
             raise ValueError(
                 "reg_param = 1 or shrinkage = 1 fixes the covariance whatever the data: the "
                 "equivalent prior is a point mass with no finite log density."
