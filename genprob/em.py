@@ -336,7 +336,7 @@ def _trace_capacity(max_iter: int) -> int:
     return max(128, 1 << (int(max_iter) - 1).bit_length())
 
 
-@partial(jax.jit, static_argnames=("story", "capacity", "fit_prior"))
+@partial(jax.jit, static_argnames=("capacity", "fit_prior"))
 def _em_runs(
     story,
     X,

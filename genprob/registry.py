@@ -73,33 +73,11 @@ def _gaussian(**options):
 
 def _discrete(family: str, **options):
     def factory(X):
-        if family == "bernoulli":
-            from genprob.families.bernoulli import BernoulliStory
+        from genprob.families import story_named
 
-            return BernoulliStory(**options)
-        if family == "multinomial":
-            from genprob.families.multinomial import MultinomialStory
-
-            return MultinomialStory(**options)
-        if family == "poisson":
-            from genprob.families.poisson import PoissonStory
-
-            return PoissonStory(**options)
-        from genprob.families.categorical import CategoricalStory
-
-        return CategoricalStory(n_categories=_category_counts(X), **options)
+        return story_named(family).from_data(X, **options)
 
     return factory
-
-
-def _category_counts(X) -> tuple:
-    """Number of categories of each column of integer codes: its largest code + 1."""
-    X = np.asarray(X)
-    if X.size and (np.any(X < 0) or np.any(X != np.round(X))):
-        raise ValueError(
-            "a categorical story needs non-negative integer category codes in every column."
-        )
-    return tuple(int(m) + 1 for m in X.max(axis=0))
 
 
 def categorical_columns(X) -> list:
@@ -128,7 +106,7 @@ def _mixed(X):
         gaussian = GaussianStory(covariance="diag", shared=False, var_smoothing=1e-9)
         blocks.append(("numeric", gaussian, tuple(numeric)))
     if codes:
-        story = CategoricalStory(n_categories=_category_counts(X[:, codes]), alpha=1.0)
+        story = CategoricalStory.from_data(X[:, codes], alpha=1.0)
         blocks.append(("categories", story, tuple(codes)))
     return MixedStory(blocks)
 

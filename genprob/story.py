@@ -394,6 +394,12 @@ class Story(metaclass=_StoryType):
                 count += math.prod(shape)
         return int(count)
 
+    @classmethod
+    def from_data(cls, X, **options) -> Story:
+        """The story for features ``X`` (n, D); families whose structure depends on the data
+        (category counts, say) override it. The default ignores ``X``."""
+        return cls(**options)
+
     # -- family knowledge for generic code (hooks with generic defaults) --------------------------
     @property
     def adds_over_rows(self) -> bool:

@@ -350,6 +350,16 @@ class CategoricalStory(Story):
             raise ValueError("alpha of a categorical story must be a single number.")
         self.alpha = alpha
 
+    @classmethod
+    def from_data(cls, X, **options):
+        """Categories of each column of integer codes: its largest code + 1."""
+        X = np.asarray(X)
+        if X.size and (np.any(X < 0) or np.any(X != np.round(X))):
+            raise ValueError(
+                "a categorical story needs non-negative integer category codes in every column."
+            )
+        return cls(n_categories=tuple(int(m) + 1 for m in X.max(axis=0)), **options)
+
     @property
     def max_categories(self) -> int:
         """M, the padded width of the tables."""
