@@ -74,14 +74,9 @@ from genprob.arviz_io import (
     predictive_vs_plugin,
     to_arviz,
 )
-from genprob.posterior import (
-    ExactPosterior,
-    exact_posterior,
-    pointwise_log_likelihood,
-    posterior_predict_proba,
-    with_prior,
-)
+from genprob.draws import pointwise_log_likelihood, posterior_predict_proba
+from genprob.posterior import ExactPosterior, exact_posterior, with_prior
 
 # -- end posteriors and ArviZ --
 
-__version__ = "0.1.0"
+from genprob._version import __version__  # noqa: E402

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from genprob._version import __version__
 from genprob.story import Story, qualified_name, story_class
 
 FORMAT_NAME = "genprob-model"
@@ -162,8 +163,6 @@ def save(estimator, path) -> Path:
     """
     from sklearn.utils.validation import check_is_fitted
 
-    import genprob
-
     check_is_fitted(estimator, "params_")
     if _ESTIMATORS.get(_qualified(type(estimator))) is not type(estimator):
         raise TypeError(f"{type(estimator).__name__} is not a genprob estimator.")
@@ -181,7 +180,7 @@ def save(estimator, path) -> Path:
     metadata = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
-        "genprob_version": genprob.__version__,
+        "genprob_version": __version__,
         "estimator": _qualified(type(estimator)),
         "init_params": _encode(estimator.get_params(deep=False), arrays, "init"),
         "story": _encode(estimator.story_, arrays, "story"),

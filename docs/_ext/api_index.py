@@ -32,6 +32,8 @@ MODULE_PAGES = {
     "genprob.persistence": "persistence.md",
     "genprob.datasets": "datasets.md",
     "genprob.posterior": "posterior.md",
+    "genprob.conjugate": "conjugate.md",
+    "genprob.draws": "draws.md",
     "genprob.arviz_io": "arviz_io.md",
 }
 _SECTION = re.compile(r"^# -- (?!end\b)(.+?) --\s*$")

@@ -1,0 +1,3 @@
+"""The package version (a leaf module, so that any genprob module can read it)."""
+
+__version__ = "0.1.0"
