@@ -1,0 +1,573 @@
+"""The Gaussian story: LDA, QDA, Gaussian naive Bayes and shared-variance naive Bayes.
+
+Story: ``y ~ Categorical(class_prior)``, ``x | y = k ~ Normal(means[k], Sigma_k)`` with
+``Sigma_k`` full or diagonal and shared or per class; each of the four structures is a strategy
+object (:mod:`genprob.families.gaussian.structures`). The closed form, the regularizers read as
+priors and the rank-deficient case are derived in docs/gaussian.md.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+from genprob.families.gaussian.distributions import full_gaussian
+from genprob.families.gaussian.moments import (
+    chunked_sum,
+    ledoit_wolf_shrinkage,
+    per_group,
+    snap_constant_features,
+    standardizing_scale,
+    symmetrize,
+)
+from genprob.families.gaussian.structures import (
+    CovarianceStructure,
+    check_variances,
+    pseudo_scatter,
+    structure_of,
+)
+from genprob.story import Story
+
+__all__ = ["GaussianStory"]
+
+
+class GaussianStory(Story):
+    """Gaussian class-conditional features.
+
+    Args:
+        covariance: ``"full"`` or ``"diag"``.
+        shared: one covariance for all classes (True) or one per class (False).
+        estimator: ``"mle"`` (divide by N) or ``"unbiased"`` (N - K pooled, N_k - 1 per class).
+        reg_param: QDA-style regularization ``(1 - r) Sigma + r I``, in [0, 1].
+        shrinkage: LDA-style shrinkage towards a scaled identity, a float in [0, 1], or
+            ``"auto"`` (Ledoit–Wolf per class on standardized features).
+        var_smoothing: Gaussian-NB-style variance floor, as a fraction of the largest variance.
+        mean_prior_scale: sd of the Normal prior on the means (used by NUTS / MAP only).
+        covariance_prior_scale: scale of the inverse-Wishart prior on covariances.
+        rank_tol: None (full-rank covariances, Cholesky) or tau >= 0: a shared full covariance is
+            used on the subspace of correlation eigenvalues > tau^2 (see the module docstring).
+        covariance_weights: None, or weights w_k (K,) of the per-class MLE covariances in the
+            shared covariance ``sum_k w_k S_k / sum_k w_k`` (scikit-learn's lsqr/eigen solvers
+            weight by the class priors); None is the pooled MLE (weights N_k).
+
+    Parameters (``params`` keys): ``means`` (K, D) and ``covariance`` ((D, D) shared or
+    (K, D, D)) for ``"full"``; ``means`` and ``variances`` ((D,) shared or (K, D)) for ``"diag"``.
+    """
+
+    name = "gaussian"
+    # the public home of the class, which is also the name saved model files know it by
+    __module__ = "genprob.families.gaussian"
+
+    def __init__(
+        self,
+        covariance: str = "full",
+        shared: bool = True,
+        estimator: str = "mle",
+        reg_param: float = 0.0,
+        shrinkage=0.0,
+        var_smoothing: float = 0.0,
+        mean_prior_scale: float = 10.0,
+        covariance_prior_scale: float = 1.0,
+        rank_tol=None,
+        covariance_weights=None,
+    ):
+        if covariance not in ("full", "diag"):
+            raise ValueError(f"covariance must be 'full' or 'diag', got {covariance!r}.")
+        if estimator not in ("mle", "unbiased"):
+            raise ValueError(f"estimator must be 'mle' or 'unbiased', got {estimator!r}.")
+        if shrinkage is None:
+            shrinkage = 0.0
+        if isinstance(shrinkage, str):
+            if shrinkage != "auto":
+                raise ValueError(
+                    f"shrinkage must be a float in [0, 1] or 'auto', got {shrinkage!r}."
+                )
+        elif not 0.0 <= float(shrinkage) <= 1.0:
+            raise ValueError(f"shrinkage must lie in [0, 1], got {shrinkage!r}.")
+        if not 0.0 <= float(reg_param) <= 1.0:
+            raise ValueError(f"reg_param must lie in [0, 1], got {reg_param!r}.")
+        if float(var_smoothing) < 0:
+            raise ValueError(f"var_smoothing must be >= 0, got {var_smoothing!r}.")
+        if covariance == "diag" and (shrinkage == "auto" or float(shrinkage) or reg_param):
+            raise ValueError(
+                "shrinkage and reg_param act on full covariances; with covariance='diag' use "
+                "var_smoothing."
+            )
+        if rank_tol is not None:
+            if covariance != "full" or not shared:
+                raise ValueError(
+                    "rank_tol applies to a shared full covariance (LDA) only: per-class "
+                    "subspaces would make class densities incomparable."
+                )
+            if float(rank_tol) < 0:
+                raise ValueError(f"rank_tol must be >= 0, got {rank_tol!r}.")
+            rank_tol = float(rank_tol)
+        if covariance_weights is not None:
+            if covariance != "full" or not shared:
+                raise ValueError("covariance_weights applies to a shared full covariance only.")
+            if estimator != "mle":
+                raise ValueError("covariance_weights requires estimator='mle'.")
+            covariance_weights = tuple(float(w) for w in np.ravel(covariance_weights))
+            if any(w < 0 for w in covariance_weights) or sum(covariance_weights) <= 0:
+                raise ValueError(
+                    f"covariance_weights must be non-negative with a positive sum, got "
+                    f"{covariance_weights}."
+                )
+        self.covariance = covariance
+        self.shared = bool(shared)
+        self.estimator = estimator
+        self.reg_param = float(reg_param)
+        self.shrinkage = shrinkage if isinstance(shrinkage, str) else float(shrinkage)
+        self.var_smoothing = float(var_smoothing)
+        self.mean_prior_scale = float(mean_prior_scale)
+        self.covariance_prior_scale = float(covariance_prior_scale)
+        self.rank_tol = rank_tol
+        self.covariance_weights = covariance_weights
+
+    @property
+    def structure(self) -> CovarianceStructure:
+        """The covariance structure's strategy object (full/diagonal, shared/per class)."""
+        return structure_of(self.covariance, self.shared)
+
+    @property
+    def spread_name(self) -> str:
+        """Name of the spread parameter: ``"covariance"`` (full) or ``"variances"`` (diag)."""
+        return self.structure.spread_name
+
+    @property
+    def _auto_shrinkage(self) -> bool:
+        return self.shrinkage == "auto"
+
+    @property
+    def adds_over_rows(self) -> bool:
+        """Moments combine over chunks, except Ledoit–Wolf's (``shrinkage="auto"``)."""
+        return not self._auto_shrinkage
+
+    @property
+    def not_additive_reason(self) -> str:
+        return (
+            "with shrinkage='auto' the Ledoit–Wolf statistics depend on each chunk's class means "
+            "and scales and do not add up over chunks (use a fixed shrinkage in [0, 1])"
+        )
+
+    @property
+    def no_exact_posterior_reason(self) -> str:
+        return (
+            "its prior (independent Normal means and inverse-Wishart/inverse-Gamma spreads) is "
+            "only conditionally conjugate"
+        )
+
+    def parameter_dims(self, name, shape, num_classes, num_features):
+        """``means`` (class, feature); covariance (feature, feature2), variances (feature),
+        each with a leading ``class`` when per class."""
+        spread = {"covariance": ("feature", "feature2"), "variances": ("feature",)}
+        if name in spread:
+            dims = spread[name] if self.shared else ("class", *spread[name])
+            if len(dims) == len(shape):
+                return dims
+        return super().parameter_dims(name, shape, num_classes, num_features)
+
+    @property
+    def groups_rows_by_class(self) -> bool:
+        """Per-class scatter costs one product per block of one class, K per mixed block."""
+        return self._needs_class_scatter
+
+    @property
+    def _needs_class_scatter(self) -> bool:
+        """Per-class full scatter matrices are needed (QDA, or LDA with auto / weights)."""
+        return self.structure.full and (
+            not self.shared or self._auto_shrinkage or self.covariance_weights is not None
+        )
+
+    # -- the generative story --------------------------------------------------------------------
+    def prior(self, num_classes, num_features):
+        means = numpyro.sample(
+            "means",
+            dist.Normal(0.0, self.mean_prior_scale).expand([num_classes, num_features]).to_event(2),
+        )
+        spread = self.structure.prior(num_classes, num_features, self.covariance_prior_scale)
+        return {"means": means, self.spread_name: spread}
+
+    def emission(self, params):
+        return self.structure.emission(params["means"], params[self.spread_name], self.rank_tol)
+
+    # -- closed form -----------------------------------------------------------------------------
+    def sufficient_statistics(self, X, R):
+        """Counts, first and second moments of ``(X, R)`` in one blocked pass.
+
+        Moments are taken about a reference point (the data mean, ``shift``) so that "second
+        moment minus squared mean" keeps its precision when |mean| >> sd. A shared full
+        covariance costs one weighted ``X^T X``; per-class full scatter costs K of them (they
+        are genuinely K different matrices when R is soft). ``shrinkage="auto"`` adds a second
+        pass for the Ledoit–Wolf fourth moments ``sum_i R_ik ||z_ik||^4``, whose standardization
+        needs the class means and sds: those statistics are therefore not additive over chunks.
+        """
+        shift = X.mean(axis=0)
+        stats = {"counts": R.sum(axis=0), "shift": shift}
+        stats.update(self.structure.moments(X, R, shift, self._needs_class_scatter))
+        if self._auto_shrinkage:
+            stats["fourth_moments"] = self._fourth_moments(X, R, stats)
+        return stats
+
+    def combine_statistics(self, stats_a, stats_b):
+        r"""Statistics of two data chunks, moved to a common reference point and added.
+
+        Each chunk's moments are taken about its own ``shift``, so they are first moved to the
+        weight-averaged shift (formulas in docs/gaussian.md).
+
+        Raises:
+            ValueError: with ``shrinkage="auto"``: the Ledoit–Wolf fourth moments are taken about
+                each chunk's own class means and scales and do not combine.
+        """
+        if self._auto_shrinkage:
+            raise ValueError(
+                "shrinkage='auto' (Ledoit–Wolf) statistics are not additive over data chunks: "
+                "the fourth moments depend on each chunk's class means and scales. Fit on all "
+                "the data at once, or use a fixed shrinkage in [0, 1]."
+            )
+        total_a, total_b = stats_a["counts"].sum(), stats_b["counts"].sum()
+        total = total_a + total_b
+        fraction = jnp.where(total > 0, total_b / jnp.where(total > 0, total, 1.0), 0.5)
+        shift = stats_a["shift"] + fraction * (stats_b["shift"] - stats_a["shift"])
+        moved_a, moved_b = self._recenter(stats_a, shift), self._recenter(stats_b, shift)
+        combined = jax.tree_util.tree_map(jnp.add, moved_a, moved_b)
+        combined["shift"] = shift
+        return combined
+
+    def _recenter(self, stats, shift):
+        """The statistics' moments about ``shift`` instead of ``stats["shift"]``."""
+        offset = stats["shift"] - shift
+        counts, sums = stats["counts"], stats["sums"]
+        structure = self.structure
+        moved = dict(stats)
+        moved["sums"] = sums + counts[:, None] * offset
+        moved["squares"] = structure.move(
+            stats["squares"], structure.group(sums), structure.group(counts), offset
+        )
+        if "class_squares" in stats:
+            moved["class_squares"] = structure.move(stats["class_squares"], sums, counts, offset)
+        return moved
+
+    def _class_scatter(self, stats):
+        """Per-class MLE covariances S_k (K, D, D) and centered means from the statistics."""
+        counts, sums = stats["counts"], stats["sums"]
+        centered_means = sums / counts[:, None]
+        squares = stats["class_squares" if self.shared else "squares"]
+        between = sums[:, :, None] * centered_means[:, None, :]
+        scatter = snap_constant_features(symmetrize(squares - between), squares)
+        return scatter / counts[:, None, None], centered_means
+
+    def _fourth_moments(self, X, R, stats):
+        """``sum_i R_ik ||(x_i - m_k) / s_k||^4`` per class (the Ledoit–Wolf beta statistic)."""
+        covariances, centered_means = self._class_scatter(stats)
+        variances = jnp.diagonal(covariances, axis1=-2, axis2=-1)
+        scale = standardizing_scale(variances, stats["counts"], centered_means + stats["shift"])
+        shift = stats["shift"]
+
+        def moments(x, r):
+            z = ((x - shift)[:, None, :] - centered_means[None]) / scale[None]
+            norms = jnp.sum(z * z, axis=-1)
+            return jnp.sum(r * norms * norms, axis=0)
+
+        return chunked_sum(moments, X, R)
+
+    def _spread_terms(self, stats):
+        """Jitted :meth:`_spread_terms_impl` (compiled once per story configuration and shape)."""
+        return _jitted_spread_terms(self, stats)
+
+    def _spread_terms_impl(self, stats):
+        """The closed form and what the likelihood sees, per covariance group.
+
+        Returns a dict with ``means``; ``spread`` (the closed-form covariance or variances);
+        ``mle`` (the MLE spread S the likelihood depends on); ``group_counts`` (N shared, N_k
+        per class); ``dof`` (the effective sample size nu of the penalized objective, see
+        :meth:`log_penalty`).
+        """
+        counts, sums = stats["counts"], stats["sums"]
+        num_classes, num_features = sums.shape
+        centered_means = sums / counts[:, None]
+        means = centered_means + stats["shift"]
+        structure = self.structure
+        full = structure.full
+        total = counts.sum()
+        scatter = stats["squares"] - structure.group(structure.between(sums, centered_means))
+        group_counts = structure.group(counts)
+        denominator = structure.denominator(counts, self.estimator == "unbiased")
+        if full:
+            scatter = symmetrize(scatter)
+        scatter = snap_constant_features(scatter, stats["squares"], full)
+        mle = scatter / per_group(group_counts, scatter)
+        spread = scatter / per_group(denominator, scatter)
+        kept = jnp.ones_like(jnp.asarray(group_counts, dtype=scatter.dtype))
+        if full:
+            identity = jnp.eye(num_features, dtype=scatter.dtype)
+            if self._needs_class_scatter and self.shared:
+                class_cov, _ = self._class_scatter(stats)
+                alphas = jnp.zeros_like(counts)
+                if self._auto_shrinkage:
+                    class_cov, alphas = self._ledoit_wolf(class_cov, stats)
+                if self.covariance_weights is not None:
+                    weights = jnp.asarray(self.covariance_weights, dtype=counts.dtype)
+                    if weights.shape != counts.shape:
+                        raise ValueError(
+                            f"covariance_weights has {weights.shape[0]} entries for "
+                            f"{counts.shape[0]} classes."
+                        )
+                    weights = weights / weights.sum()
+                else:
+                    weights = counts / denominator
+                spread = jnp.einsum("k,kde->de", weights, class_cov)
+                if self.covariance_weights is None:
+                    weights = weights * denominator / total
+                kept = kept * (1.0 - jnp.sum(weights * alphas))
+            elif self._auto_shrinkage:
+                shrunk, alphas = self._ledoit_wolf(mle, stats)
+                spread = shrunk * (group_counts / denominator)[:, None, None]
+                kept = kept * (1.0 - alphas)
+            if not self._auto_shrinkage:
+                # linear in the covariance: shrinking the weighted sum of class covariances is
+                # the weighted sum of the shrunk ones (scikit-learn shrinks per class); applied
+                # even at 0 (an exact no-op) so that the value is traced, not compiled in
+                mean_variance = jnp.trace(spread, axis1=-2, axis2=-1) / num_features
+                spread = (1.0 - self.shrinkage) * spread + self.shrinkage * (
+                    mean_variance[..., None, None] * identity
+                )
+                kept = kept * (1.0 - self.shrinkage)
+            spread = (1.0 - self.reg_param) * spread + self.reg_param * identity
+            kept = kept * (1.0 - self.reg_param)
+        else:
+            spread = spread + self._smoothing_variance_impl(stats)
+        return {
+            "means": means,
+            "spread": spread,
+            "mle": mle,
+            "group_counts": group_counts,
+            "dof": denominator / kept,
+        }
+
+    def _ledoit_wolf(self, class_covariances, stats):
+        """Ledoit–Wolf shrunk per-class covariances and their coefficients alpha_k."""
+        counts = stats["counts"]
+        means = stats["sums"] / counts[:, None] + stats["shift"]
+        variances = jnp.diagonal(class_covariances, axis1=-2, axis2=-1)
+        scale = standardizing_scale(variances, counts, means)
+        return ledoit_wolf_shrinkage(class_covariances, stats["fourth_moments"], counts, scale)
+
+    def smoothing_variance(self, stats):
+        """``var_smoothing * max_j Var(x_j)``: the variance added by Gaussian-NB smoothing."""
+        return _jitted_smoothing_variance(self, stats)
+
+    def _smoothing_variance_impl(self, stats):
+        counts, sums = stats["counts"], stats["sums"]
+        total = counts.sum()
+        squares = self.structure.diagonal(stats["squares"])
+        if squares.ndim == 2:
+            squares = squares.sum(axis=0)
+        centered_mean = sums.sum(axis=0) / total
+        return self.var_smoothing * jnp.max(squares / total - centered_mean**2)
+
+    def maximize(self, stats):
+        terms = self._spread_terms(stats)
+        return {"means": terms["means"], self.spread_name: terms["spread"]}
+
+    def log_penalty(self, params, stats):
+        r"""Log density (up to a constant) of the prior whose MAP is the regularized closed form.
+
+        Every regularized estimate has the form ``(n S + Psi) / nu``, whose matching prior is an
+        inverse-Wishart kernel ``-(nu - n)/2 log det Sigma - 1/2 tr(Sigma^-1 Psi)`` per
+        covariance group; ``nu`` and ``Psi`` per regularizer are derived in docs/gaussian.md.
+
+        Raises:
+            ValueError: when ``reg_param = 1`` or ``shrinkage = 1``: the estimate no longer
+                depends on the data and the matching prior is a point mass.
+        """
+        if self._auto_shrinkage:
+            regularized = True
+        else:
+            regularized = self.estimator == "unbiased" or self.covariance_weights is not None
+            regularized = regularized or not all(
+                _known_zero(v) for v in (self.reg_param, self.shrinkage, self.var_smoothing)
+            )
+        if not regularized:
+            return 0.0
+        if _known_one(self.reg_param) or (not self._auto_shrinkage and _known_one(self.shrinkage)):
+            raise ValueError(
+                "reg_param = 1 or shrinkage = 1 fixes the covariance whatever the data: the "
+                "equivalent prior is a point mass with no finite log density."
+            )
+        terms = self._spread_terms(stats)
+        extra = terms["dof"] - terms["group_counts"]
+        pseudo = pseudo_scatter(terms)
+        spread = params[self.spread_name]
+        if not self.structure.full:
+            extra = per_group(extra, spread)
+            return jnp.sum(-0.5 * extra * jnp.log(spread) - 0.5 * pseudo / spread)
+        emission = full_gaussian(params["means"], spread, self.rank_tol)
+        whitening = emission.whitening
+        # tr(Sigma^-1 Psi) = tr(W^T Psi W); -1/2 log det Sigma = log_normalizer
+        trace = jnp.trace(jnp.swapaxes(whitening, -1, -2) @ pseudo @ whitening, axis1=-2, axis2=-1)
+        return jnp.sum(extra * emission.log_normalizer - 0.5 * trace)
+
+    def num_parameters(self, num_classes, num_features):
+        copies = math.prod(self.structure.copies(num_classes))
+        per_covariance = self.structure.per_covariance(num_features)
+        return (num_classes - 1) + num_classes * num_features + copies * per_covariance
+
+    def check_parameters(self, params, class_names=None, feature_names=None):
+        """A zero variance, or a covariance without a Cholesky factor, is an error naming where.
+
+        Constant features (zero variance within a class), a class with a single row, or more
+        features than rows make the unregularized MLE degenerate; the message names the class and
+        feature and the regularizer to raise (``var_smoothing``, ``reg_param`` or ``shrinkage``).
+        """
+        super().check_parameters(params, class_names, feature_names)
+        num_features = np.shape(params["means"])[-1]
+        classes = list(class_names) if class_names is not None else None
+        features = list(feature_names) if feature_names is not None else None
+
+        def where(k=None, j=None):
+            parts = []
+            if j is not None:
+                parts.append(f"feature '{features[j]}'" if features else f"feature {j}")
+            if k is not None:
+                parts.append(f"in class {classes[k] if classes else k}")
+            return " ".join(parts)
+
+        if not self.structure.full:
+            bad = check_variances(params["variances"], params["means"])
+            if bad.size:
+                k, j = bad[0]
+                scope = self.structure.scope(k, where)
+                raise ValueError(
+                    f"{where(j=j)} has zero variance {scope} with var_smoothing="
+                    f"{self.var_smoothing:g}: its Gaussian is degenerate. Set var_smoothing > 0 "
+                    f"(e.g. the default 1e-9 adds that fraction of the largest feature variance), "
+                    f"or drop constant features."
+                )
+            return
+        if self.rank_tol is not None:
+            return  # singular covariances are scored on their retained subspace
+        covariance = np.asarray(params["covariance"]).reshape(-1, num_features, num_features)
+        for k, matrix in enumerate(covariance):
+            try:
+                np.linalg.cholesky(matrix)
+            except np.linalg.LinAlgError:
+                scope = self.structure.scope(k, where)
+                knob = "shrinkage" if self.shared else "reg_param"
+                raise ValueError(
+                    f"the {scope} is singular ({num_features} features): its Gaussian is "
+                    f"degenerate. Set {knob} > 0 (e.g. 0.1) to regularize it."
+                ) from None
+
+    # -- decision boundaries ---------------------------------------------------------------------
+    def emission_summary(self, params) -> dict:
+        r"""Quadratic-form view of the emission, jitted (one compile per structure and shape).
+
+        ``log p(x | k) = -1/2 x^T P_k x + x^T P_k m_k - 1/2 m_k^T P_k m_k + c_k`` with ``P_k``
+        the precision (the subspace pseudo-inverse for a rank-deficient shared covariance) and
+        ``c_k`` the log normalizer, ``-1/2 log det(2 pi Sigma_k)`` at full rank.
+
+        Returns:
+            dict with ``precision`` (K, D, D), ``linear`` = ``P_k m_k`` (K, D), ``normalizer``
+            (K,), ``intercept`` = ``-1/2 m_k^T P_k m_k + log pi_k`` (K,) and, for a shared spread,
+            ``whitening`` (D, D) with ``W^T Sigma W = I`` on the retained subspace.
+        """
+        return _jitted_emission_summary(self, params)
+
+    def _emission_summary_impl(self, params):
+        means = params["means"]
+        precision, normalizer, whitening = self.structure.summary(
+            means, params[self.spread_name], self.rank_tol
+        )
+        linear = jnp.einsum("kde,ke->kd", precision, means)
+        intercept = -0.5 * jnp.sum(linear * means, axis=-1)
+        if "class_prior" in params:
+            intercept = intercept + jnp.log(params["class_prior"])
+        return {
+            "precision": precision,
+            "linear": linear,
+            "normalizer": normalizer,
+            "intercept": intercept,
+            "whitening": whitening,
+        }
+
+    def linear_discriminants(self, params):
+        r"""Per-class linear scores ``(coef (K, D), intercept (K,))`` of a shared covariance.
+
+        ``log pi_k + log p(x | k) = x . coef_k + intercept_k + g(x)`` with ``g`` the same for
+        every class: ``coef_k = P m_k``, ``intercept_k = -1/2 m_k^T P m_k + log pi_k``.
+
+        Raises:
+            ValueError: when covariances are per class (the log-odds are then quadratic).
+        """
+        if not self.shared:
+            raise ValueError(
+                "per-class covariances give quadratic log-odds (QDA, Gaussian NB): there is no "
+                "linear boundary; use genprob.boundaries.quadratic_boundary."
+            )
+        summary = self.emission_summary(params)
+        return summary["linear"], summary["intercept"]
+
+    def linear_boundary(self, params, k: int, l: int):  # noqa: E741
+        r"""``(w, b)`` with ``w . x + b = log p(y=k | x) - log p(y=l | x)`` (shared covariance).
+
+        ``w = P (m_k - m_l)``, ``b = -1/2 (m_k^T P m_k - m_l^T P m_l) + log(pi_k / pi_l)``.
+        """
+        coef, intercept = self.linear_discriminants(params)
+        return coef[k] - coef[l], intercept[k] - intercept[l]
+
+    def quadratic_boundary(self, params, k: int, l: int):  # noqa: E741
+        r"""``(Q, L, C)`` with ``x^T Q x + L . x + C = log p(y=k | x) - log p(y=l | x)``.
+
+        ``Q = -1/2 (P_k - P_l)``, ``L = P_k m_k - P_l m_l`` and
+        ``C = -1/2 (m_k^T P_k m_k - m_l^T P_l m_l) + c_k - c_l + log(pi_k / pi_l)`` where
+        ``c_k - c_l = -1/2 log(|Sigma_k| / |Sigma_l|)`` at full rank.
+        """
+        summary = self.emission_summary(params)
+        precision, linear = summary["precision"], summary["linear"]
+        offset = summary["intercept"] + summary["normalizer"]
+        return -0.5 * (precision[k] - precision[l]), linear[k] - linear[l], offset[k] - offset[l]
+
+    def shared_whitening(self, params):
+        """``W`` (D, D) with ``W^T Sigma W = I`` on the retained subspace (shared spread only)."""
+        if not self.shared:
+            raise ValueError("a whitening common to all classes needs a shared covariance.")
+        return self.emission_summary(params)["whitening"]
+
+
+@jax.jit
+def _jitted_spread_terms(story, stats):
+    return story._spread_terms_impl(stats)
+
+
+@jax.jit
+def _jitted_smoothing_variance(story, stats):
+    return story._smoothing_variance_impl(stats)
+
+
+@jax.jit
+def _jitted_emission_summary(story, params):
+    return story._emission_summary_impl(params)
+
+
+def _known_zero(value) -> bool:
+    """True when ``value`` is concretely 0 (a traced hyperparameter is not known to be)."""
+    return not isinstance(value, jax.core.Tracer) and float(value) == 0.0
+
+
+def _known_one(value) -> bool:
+    return not isinstance(value, jax.core.Tracer) and float(value) == 1.0
+
+
+def _known_zero(value) -> bool:
+    """True when ``value`` is concretely 0 (a traced hyperparameter is not known to be)."""
+    return not isinstance(value, jax.core.Tracer) and float(value) == 0.0
+
+
+def _known_one(value) -> bool:
+    return not isinstance(value, jax.core.Tracer) and float(value) == 1.0

@@ -1,0 +1,300 @@
+"""Covariance structures of the Gaussian story, one small strategy class per structure.
+
+A structure knows how its spread is sampled, scored and estimated: full or diagonal
+(:class:`FullCovariance`, :class:`DiagonalCovariance`), shared by all classes or one per class
+(the :class:`Shared` and :class:`PerClass` mixins). ``GaussianStory`` delegates every
+structure-dependent step to ``story.structure`` instead of branching on it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+from genprob.families.gaussian.distributions import DiagonalNormal, full_gaussian
+from genprob.families.gaussian.moments import chunked_sum, per_group, snap_constant_features
+
+__all__ = [
+    "CovarianceStructure",
+    "SharedFull",
+    "PerClassFull",
+    "SharedDiagonal",
+    "PerClassDiagonal",
+    "structure_of",
+]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+class CovarianceStructure:
+    """How one covariance structure is sampled, scored and estimated."""
+
+    full: bool
+    shared: bool
+    spread_name: str
+
+    # -- shared or per class -------------------------------------------------------------------
+    def group(self, per_class):
+        """Per-class sums (K, ...) gathered into this structure's covariance groups."""
+        raise NotImplementedError
+
+    def copies(self, num_classes: int) -> list:
+        """Batch shape of the spread parameter: ``[]`` shared, ``[K]`` per class."""
+        raise NotImplementedError
+
+    def denominator(self, counts, unbiased: bool):
+        """Divisor of the scatter: N (or N - K) shared, N_k (or N_k - 1) per class."""
+        raise NotImplementedError
+
+    def scope(self, k, where) -> str:
+        """Where a degenerate spread sits, for error messages."""
+        raise NotImplementedError
+
+    # -- full or diagonal ----------------------------------------------------------------------
+    def prior(self, num_classes, num_features, scale):
+        raise NotImplementedError
+
+    def emission(self, means, spread, rank_tol):
+        raise NotImplementedError
+
+    def moments(self, X, R, shift, class_scatter: bool) -> dict:
+        """``sums`` (K, D) and the second moments about ``shift`` of one statistics pass."""
+        raise NotImplementedError
+
+    def move(self, squares, sums, counts, offset):
+        """Second moments about ``shift - offset`` from those about ``shift``."""
+        raise NotImplementedError
+
+    def between(self, sums, centered_means):
+        raise NotImplementedError
+
+    def diagonal(self, squares):
+        """The variance part of second moments."""
+        raise NotImplementedError
+
+    def per_covariance(self, num_features: int) -> int:
+        raise NotImplementedError
+
+    def summary(self, means, spread, rank_tol):
+        """``(precision (K, D, D), normalizer (K,), whitening or None)`` of the emission."""
+        raise NotImplementedError
+
+
+class Shared:
+    """One spread for all classes."""
+
+    shared = True
+
+    def group(self, per_class):
+        return per_class.sum(axis=0)
+
+    def copies(self, num_classes):
+        return []
+
+    def denominator(self, counts, unbiased):
+        total = counts.sum()
+        return total - counts.shape[0] if unbiased else total
+
+    def scope(self, k, where):
+        return "(shared by all classes)" if not self.full else "shared covariance"
+
+
+class PerClass:
+    """One spread per class."""
+
+    shared = False
+
+    def group(self, per_class):
+        return per_class
+
+    def copies(self, num_classes):
+        return [num_classes]
+
+    def denominator(self, counts, unbiased):
+        return counts - 1.0 if unbiased else counts
+
+    def scope(self, k, where):
+        return where(k=k) if not self.full else f"covariance {where(k=k)}"
+
+
+class FullCovariance(CovarianceStructure):
+    """Full covariance matrices, scored by whitening (the retained subspace with ``rank_tol``)."""
+
+    full = True
+    spread_name = "covariance"
+
+    def prior(self, num_classes, num_features, scale):
+        copies = self.copies(num_classes)
+        identity = jnp.eye(num_features) * scale**2
+        return numpyro.sample(
+            "covariance",
+            dist.InverseWishart(num_features + 2.0, identity).expand(copies).to_event(len(copies)),
+        )
+
+    def emission(self, means, spread, rank_tol):
+        return full_gaussian(means, spread, rank_tol)
+
+    def moments(self, X, R, shift, class_scatter):
+        num_features = X.shape[1]
+        if not class_scatter:
+
+            def weighted(x, r):
+                # [x sqrt(w), r / sqrt(w)]^T (x sqrt(w)) holds sum_i w_i x x^T and R^T x in one
+                # product, w = row weight
+                root = jnp.sqrt(r.sum(axis=1))[:, None]
+                xw = (x - shift) * root
+                left = jnp.concatenate([xw, r / jnp.where(root > 0, root, 1.0)], axis=1)
+                return left.T @ xw
+
+            both = chunked_sum(weighted, X, R)
+            return {"squares": both[:num_features], "sums": both[num_features:]}
+
+        def per_class(x, r):
+            augmented = jnp.concatenate([x - shift, jnp.ones_like(x[:, :1])], axis=1)
+            present = jnp.any(r != 0, axis=0)
+
+            def one_class():
+                # the whole block belongs to one class (hard labels grouped by class): one
+                # weighted product, placed at that class, instead of K
+                weighted = augmented * r.sum(axis=1, keepdims=True)
+                scatter = weighted.T @ augmented[:, :num_features]
+                return present[:, None, None].astype(scatter.dtype) * scatter[None]
+
+            def every_class():
+                weighted = (r[:, :, None] * augmented[:, None, :]).reshape(x.shape[0], -1)
+                return (weighted.T @ augmented[:, :num_features]).reshape(
+                    r.shape[1], num_features + 1, num_features
+                )
+
+            return jax.lax.cond(jnp.sum(present) <= 1, one_class, every_class)
+
+        both = chunked_sum(per_class, X, R)
+        class_squares = both[:, :num_features, :]
+        stats = {"sums": both[:, num_features, :], "squares": self.group(class_squares)}
+        if self.shared:
+            stats["class_squares"] = class_squares
+        return stats
+
+    def move(self, squares, sums, counts, offset):
+        cross = sums[..., :, None] * offset[None, :]
+        cross = cross + jnp.swapaxes(cross, -1, -2)
+        outer = offset[:, None] * offset[None, :]
+        return squares + cross + counts[..., None, None] * outer
+
+    def between(self, sums, centered_means):
+        return sums[:, :, None] * centered_means[:, None, :]
+
+    def diagonal(self, squares):
+        return jnp.diagonal(squares, axis1=-2, axis2=-1)
+
+    def per_covariance(self, num_features):
+        return num_features * (num_features + 1) // 2
+
+    def summary(self, means, spread, rank_tol):
+        emission = full_gaussian(means, spread, rank_tol)
+        precision = jnp.broadcast_to(
+            emission.precision_matrix, means.shape[:1] + 2 * means.shape[1:]
+        )
+        normalizer = jnp.broadcast_to(
+            emission.log_normalizer - 0.5 * emission.rank * _LOG_2PI, means.shape[:1]
+        )
+        return precision, normalizer, emission.whitening if self.shared else None
+
+
+class DiagonalCovariance(CovarianceStructure):
+    """Independent features: a variance per feature (naive Bayes)."""
+
+    full = False
+    spread_name = "variances"
+
+    def prior(self, num_classes, num_features, scale):
+        copies = self.copies(num_classes)
+        return numpyro.sample(
+            "variances",
+            dist.InverseGamma(2.0, scale**2)
+            .expand(copies + [num_features])
+            .to_event(len(copies) + 1),
+        )
+
+    def emission(self, means, spread, rank_tol):
+        return DiagonalNormal(means, jnp.broadcast_to(spread, means.shape))
+
+    def moments(self, X, R, shift, class_scatter):
+        def first_and_second(x, r):
+            xs = x - shift
+            return r.T @ xs, r.T @ (xs * xs)
+
+        sums, class_squares = chunked_sum(first_and_second, X, R)
+        return {"sums": sums, "squares": self.group(class_squares)}
+
+    def move(self, squares, sums, counts, offset):
+        return squares + 2.0 * sums * offset + counts[..., None] * offset**2
+
+    def between(self, sums, centered_means):
+        return sums * centered_means
+
+    def diagonal(self, squares):
+        return squares
+
+    def per_covariance(self, num_features):
+        return num_features
+
+    def summary(self, means, spread, rank_tol):
+        variances = jnp.broadcast_to(spread, means.shape)
+        precision = jax.vmap(jnp.diag)(1.0 / variances)
+        normalizer = -0.5 * jnp.sum(jnp.log(2.0 * jnp.pi * variances), axis=-1)
+        whitening = jnp.diag(1.0 / jnp.sqrt(spread)) if self.shared else None
+        return precision, normalizer, whitening
+
+
+class SharedFull(Shared, FullCovariance):
+    """One full covariance for all classes (linear discriminant analysis)."""
+
+
+class PerClassFull(PerClass, FullCovariance):
+    """A full covariance per class (quadratic discriminant analysis)."""
+
+
+class SharedDiagonal(Shared, DiagonalCovariance):
+    """Shared variances (naive Bayes with pooled variances)."""
+
+
+class PerClassDiagonal(PerClass, DiagonalCovariance):
+    """Variances per class (Gaussian naive Bayes)."""
+
+
+_STRUCTURES = {
+    ("full", True): SharedFull(),
+    ("full", False): PerClassFull(),
+    ("diag", True): SharedDiagonal(),
+    ("diag", False): PerClassDiagonal(),
+}
+
+
+def structure_of(covariance: str, shared: bool) -> CovarianceStructure:
+    """The strategy object of a covariance kind (``"full"``/``"diag"``) and sharing."""
+    return _STRUCTURES[(covariance, bool(shared))]
+
+
+def pseudo_scatter(terms):
+    """``nu S_hat - n S``: the pseudo-scatter of the penalty, per covariance group."""
+    spread = terms["spread"]
+    return (
+        per_group(terms["dof"], spread) * spread
+        - per_group(terms["group_counts"], spread) * terms["mle"]
+    )
+
+
+def snap(structure, scatter, squares):
+    """:func:`snap_constant_features` with the structure's layout."""
+    return snap_constant_features(scatter, squares, structure.full)
+
+
+def check_variances(variances, means) -> np.ndarray:
+    """Indices (k, j) of non-positive variances."""
+    return np.argwhere(~(np.broadcast_to(np.asarray(variances), np.shape(means)) > 0))
