@@ -79,4 +79,6 @@ from genprob.posterior import ExactPosterior, exact_posterior, with_prior
 
 # -- end posteriors and ArviZ --
 
-from genprob._version import __version__  # noqa: E402
+import genprob._version as _version  # noqa: E402
+
+__version__ = _version.__version__
