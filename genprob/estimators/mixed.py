@@ -343,9 +343,9 @@ class MixedNB(GenerativeClassifierBase):
             raise ValueError(f"alpha must be a single number, got {self.alpha!r}.")
         blocks = []
         for family, positions in self._block_positions.items():
-            n_categories = None
-            if family == "categorical":
-                n_categories = tuple(len(self.categories_[self._columns[p]]) for p in positions)
+            # columns with encoded categories tell their count (only categorical ones have any)
+            counts = [self.categories_.get(self._columns[p]) for p in positions]
+            n_categories = None if any(c is None for c in counts) else tuple(map(len, counts))
             story = naive_block(
                 family,
                 alpha=alpha,
