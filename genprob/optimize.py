@@ -52,6 +52,12 @@ from numpyro.distributions.transforms import biject_to
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob._validation import (
+    check_features,
+    check_sample_weight,
+    check_unlabeled_weight,
+    class_codes,
+)
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["OptimizerResult", "ObjectiveValue", "fit_optimizer", "evaluate_objective"]
@@ -395,53 +401,6 @@ def _lbfgs_stage(
 
 
 # -- input handling --------------------------------------------------------------------------------
-def _as_features(X, dtype):
-    # sparse input (SciPy, or JAX BCOO): the optimizer scores dense rows
-    if hasattr(X, "toarray"):
-        X = X.toarray()
-    elif hasattr(X, "todense") and not isinstance(X, np.ndarray):
-        X = X.todense()
-    X = np.asarray(X)
-    if X.dtype == object or not (
-        np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)
-    ):
-        raise ValueError(f"X must be numeric; got an array of dtype {X.dtype}.")
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (n_samples, n_features); got shape {X.shape}.")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X is empty (shape {X.shape}).")
-    X = X.astype(numpy_dtype(dtype))
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinite values.")
-    return X
-
-
-def _as_codes(y, num_samples, num_classes):
-    y = np.asarray(y)
-    if y.shape != (num_samples,):
-        raise ValueError(f"y has shape {y.shape}; expected ({num_samples},) to match X.")
-    if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
-        raise ValueError(
-            f"y must hold integer class codes 0..K-1 (-1 for unlabeled rows); got dtype {y.dtype}."
-        )
-    if np.issubdtype(y.dtype, np.floating):
-        if not np.all(np.isfinite(y)) or np.any(np.mod(y, 1) != 0):
-            raise ValueError("y must hold integer class codes 0..K-1 (-1 for unlabeled rows).")
-    y = y.astype(np.int64)
-    if np.any(y < -1):
-        raise ValueError(f"y must hold class codes 0..K-1 or -1 (unlabeled); found {int(y.min())}.")
-    if num_classes is None:
-        if not np.any(y >= 0):
-            raise ValueError("every row is unlabeled (y = -1): pass num_classes.")
-        num_classes = int(y.max()) + 1
-    num_classes = int(num_classes)
-    if num_classes < 2:
-        raise ValueError(f"num_classes must be >= 2, got {num_classes}.")
-    if np.any(y >= num_classes):
-        raise ValueError(f"y holds class code {int(y.max())} but num_classes is {num_classes}.")
-    return y, num_classes
-
-
 def _problem(
     story,
     X,
@@ -458,18 +417,12 @@ def _problem(
     """Validate the inputs; return the static spec and the data pytree (call inside precision)."""
     if not isinstance(story, Story):
         raise TypeError(f"story must be a genprob Story, got {type(story).__name__}.")
-    X = _as_features(X, dtype)
-    y, num_classes = _as_codes(y, X.shape[0], num_classes)
-    if not 0.0 <= float(unlabeled_weight) <= 1.0:
-        raise ValueError(f"unlabeled_weight must lie in [0, 1], got {unlabeled_weight!r}.")
+    X = check_features(X, numpy_dtype(dtype))
+    y, num_classes = class_codes(y, X.shape[0], num_classes)
     labeled = y >= 0
-    weights = np.where(labeled, 1.0, float(unlabeled_weight))
+    weights = np.where(labeled, 1.0, check_unlabeled_weight(unlabeled_weight))
+    sample_weight = check_sample_weight(sample_weight, X.shape[0])
     if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        if sample_weight.shape != y.shape:
-            raise ValueError(f"sample_weight has shape {sample_weight.shape}; expected {y.shape}.")
-        if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
-            raise ValueError("sample_weight must be finite and non-negative.")
         weights = weights * sample_weight
     if not weights.sum() > 0:
         raise ValueError("the rows' total weight is zero: there is nothing to fit.")
