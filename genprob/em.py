@@ -45,7 +45,7 @@ import numpy as np
 import numpyro
 import optax
 from jax.experimental import sparse as jsparse
-from numpyro.distributions.transforms import biject_to
+from numpyro.infer.util import constrain_fn, unconstrain_fn
 
 from genprob import core
 from genprob._validation import (
@@ -145,15 +145,21 @@ def _labeled_responsibilities(codes, row_weights, num_classes, dtype):
 
 
 # -- the gradient M-step -------------------------------------------------------------------------
-def _latent_sites(story: Story, num_classes: int, num_features: int) -> dict:
-    """The prior's latent sample sites (name -> NumPyro site), in the order the prior draws them."""
+def _trace_prior(story: Story, num_classes: int, num_features: int):
+    """One seeded run of the prior: ``(returned dict, latent sample sites in draw order)``."""
     with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.trace() as tr:
-        story.prior(num_classes, num_features)
-    return {
+        returned = story.prior(num_classes, num_features)
+    sites = {
         name: site
         for name, site in tr.items()
         if site["type"] == "sample" and not site["is_observed"]
     }
+    return returned, sites
+
+
+def _latent_sites(story: Story, num_classes: int, num_features: int) -> dict:
+    """The prior's latent sample sites (name -> NumPyro site), in the order the prior draws them."""
+    return _trace_prior(story, num_classes, num_features)[1]
 
 
 def params_from_latent(story: Story, latent: dict, num_classes: int, num_features: int) -> dict:
@@ -169,18 +175,17 @@ def params_from_latent(story: Story, latent: dict, num_classes: int, num_feature
 def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
     """Generalized M-step: L-BFGS on Σ R_ik log p(x_i, k) over unconstrained latent values."""
     num_classes, num_features = R.shape[1], X.shape[1]
-    sites = _latent_sites(story, num_classes, num_features)
-    transforms = {name: biject_to(site["fn"].support) for name, site in sites.items()}
+    prior_args = (num_classes, num_features)
     total = R.sum()
 
     def negative_expected_log_joint(unconstrained):
-        constrained = {name: transforms[name](value) for name, value in unconstrained.items()}
+        constrained = constrain_fn(story.prior, prior_args, {}, unconstrained)
         params = params_from_latent(story, constrained, num_classes, num_features)
         params[CLASS_PRIOR] = class_prior
         joint = core.joint_log_prob(story, params, X)
         return -jnp.sum(jnp.where(R > 0, R * joint, 0.0)) / total
 
-    start = {name: transforms[name].inv(value) for name, value in latent.items()}
+    start = unconstrain_fn(story.prior, prior_args, {}, latent)
     optimizer = optax.lbfgs()
     value_and_grad = optax.value_and_grad_from_state(negative_expected_log_joint)
 
@@ -202,19 +207,22 @@ def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
     after = negative_expected_log_joint(end)
     # keep the step only when it does not lower the expected log-joint: EM's monotonicity
     accept = jnp.isfinite(after) & (after <= before)
-    new = {name: transforms[name](value) for name, value in end.items()}
+    new = constrain_fn(story.prior, prior_args, {}, end)
     return jax.tree_util.tree_map(lambda a, b: jnp.where(accept, a, b), new, latent)
 
 
 def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) -> dict:
-    """Starting values of the latent sites: the image of 0 under each site's ``biject_to``."""
-    sites = _latent_sites(story, num_classes, num_features)
-    latent = {}
-    for name, site in sites.items():
-        transform = biject_to(site["fn"].support)
-        shape = transform.inverse_shape(jnp.shape(site["value"]))
-        latent[name] = transform(jnp.zeros(shape, dtype=dtype))
-    return latent
+    """Starting values of the latent sites: the image of 0 in NumPyro's unconstrained space."""
+    prior_args = (num_classes, num_features)
+
+    def unconstrained_draw():
+        latent = {name: site["value"] for name, site in _latent_sites(story, *prior_args).items()}
+        return unconstrain_fn(story.prior, prior_args, {}, latent)
+
+    # shapes only (an abstract trace: no draw from the prior is compiled or run)
+    shapes = jax.eval_shape(unconstrained_draw)
+    zeros = {name: jnp.zeros(shape.shape, dtype) for name, shape in shapes.items()}
+    return constrain_fn(story.prior, prior_args, {}, zeros)
 
 
 # -- the EM loop ----------------------------------------------------------------------------------
@@ -501,6 +509,6 @@ def _initial_responsibilities(
 
 def as_features(X):
     """Features as a floating JAX array (dense, or a ``jax.experimental.sparse.BCOO`` matrix kept
-    sparse), checked to be 2-D and finite (:func:`genprob._validation.check_features`)."""
+    sparse), checked to be 2-D, non-empty, numeric and finite."""
     X = check_features(X, keep_sparse=True)
     return X if isinstance(X, jsparse.BCOO) else jnp.asarray(X)

@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from numpyro import handlers
-from numpyro.distributions.transforms import biject_to
+from numpyro.infer.util import constrain_fn, log_likelihood, unconstrain_fn
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
@@ -148,33 +148,26 @@ def _free_sites(spec: _Spec, data: _Data) -> tuple[_Site, ...]:
 
 @functools.lru_cache(maxsize=256)
 def _free_sites_cached(spec: _Spec, shape: tuple, dtype: str) -> tuple[_Site, ...]:
-    # Found by an abstract trace (jax.eval_shape: no execution, no compilation) in which every
-    # latent site takes the image of 0 under its bijection, so nothing is sampled.
-    found, latent_names = [], []
-
-    def placeholder(msg):
-        if not _is_latent(msg):
-            return None
-        support = msg["fn"].support
-        if support.is_discrete:
-            raise ValueError(
-                f"latent site {msg['name']!r} of {type(spec.story).__name__}.prior is discrete; "
-                "the optimizer needs continuous parameters."
-            )
-        transform = biject_to(support)
-        site_shape = tuple(msg["fn"].shape())
-        unconstrained = tuple(transform.inverse_shape(site_shape))
-        latent_names.append(msg["name"])
-        if msg["name"] not in spec.fixed:
-            found.append(_Site(msg["name"], site_shape, unconstrained))
-        return transform(jnp.zeros(unconstrained, dtype))
+    # Found by an abstract trace (jax.eval_shape: nothing is sampled, run or compiled).
+    latent_names = []
 
     def probe(X, y):
-        substituted = handlers.substitute(core.model, substitute_fn=placeholder)
-        substituted(spec.story, X, y, num_classes=spec.num_classes)
-        return jnp.zeros(())
+        model = handlers.seed(core.model, rng_seed=0)
+        args, kwargs = (spec.story, X, y), {"num_classes": spec.num_classes}
+        latent = {}
+        for name, site in handlers.trace(model).get_trace(*args, **kwargs).items():
+            if not _is_latent(site):
+                continue
+            if site["fn"].support.is_discrete:
+                raise ValueError(
+                    f"latent site {name!r} of {type(spec.story).__name__}.prior is discrete; "
+                    "the optimizer needs continuous parameters."
+                )
+            latent_names.append(name)
+            latent[name] = site["value"]
+        return latent, unconstrain_fn(model, args, kwargs, latent)
 
-    jax.eval_shape(
+    constrained, unconstrained = jax.eval_shape(
         probe, jax.ShapeDtypeStruct(shape, dtype), jax.ShapeDtypeStruct(shape[:1], jnp.int32)
     )
     unknown = sorted(set(spec.fixed) - set(latent_names))
@@ -183,36 +176,31 @@ def _free_sites_cached(spec: _Spec, shape: tuple, dtype: str) -> tuple[_Site, ..
             f"fixed parameters {unknown} are not latent sites of the model; latent sites: "
             f"{latent_names}."
         )
-    return tuple(found)
+    return tuple(
+        _Site(name, tuple(constrained[name].shape), tuple(unconstrained[name].shape))
+        for name in latent_names
+        if name not in spec.fixed
+    )
 
 
 def _size(sites) -> int:
     return sum(math.prod(site.unconstrained_shape) for site in sites)
 
 
-def _model_trace(spec: _Spec, data: _Data, u):
-    """Trace of the model with latent sites at ``biject_to(support)(u)`` (fixed ones as given).
+def _model(spec: _Spec, data: _Data):
+    """``core.model`` with the fixed sites held, and its arguments."""
+    model = handlers.substitute(core.model, data=data.fixed_values)
+    return model, (spec.story, data.X, data.y), {"num_classes": spec.num_classes}
 
-    This is NumPyro's own reparametrization (as in ``numpyro.infer.util.constrain_fn``), minus
-    the Jacobian factor: the optimizer maximizes a likelihood, not a density over ``u``.
-    """
+
+def _unflatten(spec: _Spec, data: _Data, u) -> dict:
+    """The free sites' unconstrained values from the flat vector ``u``."""
     pieces, start = {}, 0
     for site in _free_sites(spec, data):
         size = math.prod(site.unconstrained_shape)
         pieces[site.name] = u[start : start + size].reshape(site.unconstrained_shape)
         start += size
-
-    def constrain(msg):
-        if not _is_latent(msg):
-            return None
-        if msg["name"] in data.fixed_values:
-            return data.fixed_values[msg["name"]]
-        return biject_to(msg["fn"].support)(pieces[msg["name"]])
-
-    substituted = handlers.substitute(core.model, substitute_fn=constrain)
-    return handlers.trace(substituted).get_trace(
-        spec.story, data.X, data.y, num_classes=spec.num_classes
-    )
+    return pieces
 
 
 def _params_from_latents(spec: _Spec, latents: dict, num_features: int) -> dict:
@@ -232,13 +220,12 @@ def _params_from_latents(spec: _Spec, latents: dict, num_features: int) -> dict:
 
 def _loss_and_terms(spec: _Spec, data: _Data, u):
     """Minus the objective per unit of row weight; aux: (loglik, penalty, named parameters)."""
-    model_trace = _model_trace(spec, data, u)
-    loglik = sum(
-        jnp.sum(site["fn"].log_prob(site["value"]) * data.row_weights)
-        for site in model_trace.values()
-        if site["type"] == "sample" and site["is_observed"]
-    )
-    latents = {name: site["value"] for name, site in model_trace.items() if _is_latent(site)}
+    # NumPyro's reparametrization without the Jacobian: the optimizer maximizes a likelihood,
+    # not a density over u
+    model, args, kwargs = _model(spec, data)
+    latents = {**data.fixed_values, **constrain_fn(model, args, kwargs, _unflatten(spec, data, u))}
+    pointwise = log_likelihood(model, latents, *args, batch_ndims=0, **kwargs)
+    loglik = sum(jnp.sum(values * data.row_weights) for values in pointwise.values())
     params = _params_from_latents(spec, latents, data.X.shape[-1])
     if spec.penalized:
         penalty = jnp.asarray(spec.story.log_penalty(params, data.penalty_stats), loglik.dtype)
@@ -256,19 +243,9 @@ def _evaluate(spec: _Spec, data: _Data, u):
 
 @partial(jax.jit, static_argnums=0)
 def _unconstrain_values(spec: _Spec, data: _Data, params: dict):
-    values = {**params, **data.fixed_values}
-
-    def substitute_fn(msg):
-        return values[msg["name"]] if _is_latent(msg) else None
-
-    substituted = handlers.substitute(core.model, substitute_fn=substitute_fn)
-    model_trace = handlers.trace(substituted).get_trace(
-        spec.story, data.X, data.y, num_classes=spec.num_classes
-    )
-    pieces = [
-        jnp.ravel(biject_to(model_trace[site.name]["fn"].support).inv(params[site.name]))
-        for site in _free_sites(spec, data)
-    ]
+    model, args, kwargs = _model(spec, data)
+    unconstrained = unconstrain_fn(model, args, kwargs, params)
+    pieces = [jnp.ravel(unconstrained[site.name]) for site in _free_sites(spec, data)]
     return jnp.concatenate(pieces) if pieces else jnp.zeros(0, data.X.dtype)
 
 

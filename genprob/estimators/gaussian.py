@@ -184,8 +184,25 @@ class _DiscriminantBase(_GaussianBase):
         "covariance_estimator": [HasMethods("fit"), None],
     }
 
+    #: The solvers that take shrinkage or a covariance estimator, for messages.
+    _other_solvers = "solver='lsqr' or 'eigen'"
+
     def _check_hyperparameters(self):
         """Checks across parameters (each one alone is checked by _parameter_constraints)."""
+        if self.solver == "svd" and self.shrinkage is not None:
+            raise UnsupportedOptionError(
+                f"shrinkage not supported with 'svd' solver: use {self._other_solvers}."
+            )
+        if self.solver == "svd" and self.covariance_estimator is not None:
+            raise ValueError(
+                f"covariance estimator is not supported with svd solver. Try "
+                f"{self._other_solvers} instead."
+            )
+        if self.covariance_estimator is not None and self.shrinkage not in (None, 0):
+            raise ValueError(
+                "covariance_estimator and shrinkage parameters are not None. Only one of the "
+                "two can be set."
+            )
 
     def _after_fit(self, X):
         """Fitted attributes that need the rows ``X`` (None after partial_fit)."""
@@ -318,23 +335,6 @@ class LinearDiscriminantAnalysis(
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
-
-    def _check_hyperparameters(self):
-        if self.solver == "svd":
-            if self.shrinkage is not None:
-                raise UnsupportedOptionError(
-                    "shrinkage not supported with 'svd' solver: use solver='lsqr' or 'eigen'."
-                )
-            if self.covariance_estimator is not None:
-                raise ValueError(
-                    "covariance estimator is not supported with svd solver. Try another solver."
-                )
-        if self.covariance_estimator is not None:
-            if self.shrinkage is not None and self.shrinkage != 0:
-                raise ValueError(
-                    "covariance_estimator and shrinkage parameters are not None. Only one of "
-                    "the two can be set."
-                )
 
     def _after_fit(self, X):
         if hasattr(self, "params_"):
@@ -539,26 +539,14 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         self.random_state = random_state
         self.dtype = dtype
 
+    _other_solvers = "solver='eigen'"
+
     def _check_hyperparameters(self):
-        if self.solver == "svd":
-            if self.shrinkage is not None:
-                raise UnsupportedOptionError(
-                    "shrinkage not supported with 'svd' solver: use solver='eigen'."
-                )
-            if self.covariance_estimator is not None:
-                raise ValueError(
-                    "covariance_estimator is not supported with solver='svd'. Try "
-                    "solver='eigen' instead."
-                )
-        elif self.reg_param:
+        super()._check_hyperparameters()
+        if self.solver != "svd" and self.reg_param:
             raise ValueError(
                 "reg_param is only used by solver='svd' (scikit-learn silently ignores it with "
                 "'eigen'); with solver='eigen' regularize through shrinkage."
-            )
-        if self.covariance_estimator is not None and self.shrinkage not in (None, 0):
-            raise ValueError(
-                "covariance_estimator and shrinkage parameters are not None. Only one of the "
-                "two can be set."
             )
 
     def _make_story(self, X):
