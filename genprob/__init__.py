@@ -46,7 +46,6 @@ from genprob.families.poisson import PoissonStory
 
 # -- end discrete and mixed families --
 # -- optimizer and cross-check --
-from genprob import registry
 from genprob.crosscheck import CheckRow, CrosscheckResult, crosscheck
 from genprob.optimize import ObjectiveValue, OptimizerResult, evaluate_objective, fit_optimizer
 

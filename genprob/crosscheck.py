@@ -34,13 +34,8 @@ import numpy as np
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
-from genprob.optimize import (
-    OptimizerResult,
-    _as_codes,
-    _as_features,
-    evaluate_objective,
-    fit_optimizer,
-)
+from genprob._validation import check_class_prior, check_features, check_sample_weight, class_codes
+from genprob.optimize import OptimizerResult, evaluate_objective, fit_optimizer
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["TOLERANCES", "CheckRow", "CrosscheckResult", "crosscheck"]
@@ -369,8 +364,10 @@ def crosscheck(
             f"{type(story).__name__} has no closed form to check; fit it with "
             "genprob.fit_optimizer."
         )
-    X = _as_features(X, dtype)
-    codes, num_classes = _as_codes(y, X.shape[0], num_classes)
+    X = check_features(X, numpy_dtype(dtype))
+    codes, num_classes = class_codes(y, X.shape[0], num_classes)
+    sample_weight = check_sample_weight(sample_weight, X.shape[0])
+    class_prior = check_class_prior(class_prior, range(num_classes))
     if np.any(codes < 0):
         raise ValueError(
             f"y has {int(np.sum(codes < 0))} unlabeled rows (-1); the closed form is supervised. "

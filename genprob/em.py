@@ -36,7 +36,6 @@ for discrete stories), more labeled rows, or a smaller ``unlabeled_weight``.
 
 from __future__ import annotations
 
-import numbers
 from functools import partial
 from typing import NamedTuple
 
@@ -46,9 +45,19 @@ import numpy as np
 import numpyro
 import optax
 from jax.experimental import sparse as jsparse
-from numpyro.distributions.transforms import biject_to
+from numpyro.infer.util import constrain_fn, unconstrain_fn
 
 from genprob import core
+from genprob._validation import (
+    check_class_prior,
+    check_features,
+    check_positive_int,
+    check_sample_weight,
+    check_unlabeled_weight,
+    describe,
+    encode_partial_labels,
+    unlabeled_mask,
+)
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = [
@@ -89,122 +98,6 @@ class EMResult(NamedTuple):
     init_log_likelihoods: jax.Array
 
 
-# -- labels ---------------------------------------------------------------------------------------
-def unlabeled_mask(y) -> np.ndarray:
-    """Boolean mask of the rows whose label is the unlabeled marker ``-1``.
-
-    Only a *numeric* -1 marks an unlabeled row (scikit-learn's semi-supervised convention): in a
-    numeric array every ``-1``; in an object array the entries that are the number -1 (so string
-    labels can be mixed with ``-1`` in an object array); a string array has no unlabeled rows
-    (the string ``"-1"`` is an ordinary class name).
-    """
-    y = np.asarray(y)
-    if y.dtype.kind in "iuf":
-        return y == -1
-    if y.dtype.kind == "O":
-        return np.fromiter(
-            (
-                isinstance(v, numbers.Real) and not isinstance(v, bool) and v == -1
-                for v in y.ravel()
-            ),
-            dtype=bool,
-            count=y.size,
-        ).reshape(y.shape)
-    return np.zeros(y.shape, dtype=bool)
-
-
-def _describe(values, limit: int = 5) -> str:
-    values = list(values)
-    shown = ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in values[:limit])
-    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
-
-
-def encode_partial_labels(y, *, num_classes=None, classes=None):
-    """Check partly labeled ``y`` and return ``(codes, num_classes)``.
-
-    Args:
-        y: labels (n,); -1 marks an unlabeled row. Without ``classes`` the labels are class codes
-            ``0..K-1``; with ``classes`` they are values of ``classes``.
-        num_classes: K, when the labels are codes and some class may have no labeled row.
-        classes: every class label, in code order (code k is ``classes[k]``).
-
-    Returns:
-        ``codes`` (n,) int32 NumPy array with -1 on unlabeled rows, and ``K``.
-
-    Raises:
-        ValueError: unknown labels, negative codes other than -1, all rows unlabeled with neither
-            ``num_classes`` nor ``classes``, or inconsistent ``num_classes``/``classes``.
-    """
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be one-dimensional, got shape {y.shape}.")
-    unlabeled = unlabeled_mask(y)
-    if classes is not None:
-        classes = np.asarray(classes)
-        if classes.ndim != 1 or len(classes) < 1:
-            raise ValueError(f"classes must be a non-empty 1-D sequence, got {classes!r}.")
-        if np.any(unlabeled_mask(classes)):
-            raise ValueError(
-                "classes contains -1, which marks unlabeled rows; it cannot be a class."
-            )
-        index = {c.item() if hasattr(c, "item") else c: k for k, c in enumerate(classes)}
-        if len(index) != len(classes):
-            raise ValueError(f"classes contains duplicates: {classes!r}.")
-        if num_classes is not None and int(num_classes) != len(classes):
-            raise ValueError(
-                f"num_classes={num_classes} disagrees with the {len(classes)} classes given."
-            )
-        labeled_values = [v.item() if hasattr(v, "item") else v for v in y[~unlabeled]]
-        unknown = sorted({v for v in labeled_values if v not in index}, key=repr)
-        if unknown:
-            raise ValueError(
-                f"y contains labels that are neither -1 (unlabeled) nor one of the classes "
-                f"{_describe(classes)}: {_describe(unknown)}."
-            )
-        codes = np.full(y.shape, -1, dtype=np.int32)
-        codes[~unlabeled] = [index[v] for v in labeled_values]
-        return codes, len(classes)
-
-    if y.dtype.kind not in "iuf":
-        raise ValueError(
-            f"y must hold integer class codes (0..K-1, -1 for unlabeled rows) unless classes= is "
-            f"given; got dtype {y.dtype}."
-        )
-    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinite values; mark unlabeled rows with -1.")
-    if y.dtype.kind == "f" and np.any(y != np.round(y)):
-        raise ValueError(f"y must hold integer class codes; got {_describe(y[y != np.round(y)])}.")
-    labeled_codes = y[~unlabeled].astype(np.int64)
-    bad = labeled_codes[labeled_codes < 0]
-    if bad.size:
-        raise ValueError(
-            f"labels must be -1 (unlabeled) or class codes 0..K-1; got {_describe(np.unique(bad))}."
-        )
-    if num_classes is None:
-        if labeled_codes.size == 0:
-            raise ValueError(
-                "every row is unlabeled (y = -1) and the classes are unknown: pass num_classes= "
-                "or classes= to fit without labels."
-            )
-        num_classes = int(labeled_codes.max()) + 1
-        missing = np.setdiff1d(np.arange(num_classes), labeled_codes)
-        if missing.size:
-            raise ValueError(
-                f"class codes {_describe(missing)} have no labeled row, so K cannot be inferred "
-                f"from y alone; pass num_classes= (or classes=) to fit classes without labels."
-            )
-    num_classes = int(num_classes)
-    if num_classes < 1:
-        raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
-    too_big = labeled_codes[labeled_codes >= num_classes]
-    if too_big.size:
-        raise ValueError(
-            f"labels must be -1 (unlabeled) or class codes 0..{num_classes - 1}; got "
-            f"{_describe(np.unique(too_big))}."
-        )
-    return np.where(unlabeled, -1, y).astype(np.int32), num_classes
-
-
 # -- the objective --------------------------------------------------------------------------------
 def _row_weights(codes, unlabeled_weight, sample_weight):
     """Weights of every row in the objective: w_i (labeled) and λ w_i (unlabeled)."""
@@ -232,22 +125,41 @@ def weighted_log_likelihood(
         sample_weight: optional row weights (n,).
     """
     y = jnp.asarray(y)
-    values = core.log_likelihood(story, params, X, y, pointwise=True)
-    weights = _row_weights(y, unlabeled_weight, sample_weight)
+    return _objective(story, params, X, y, _row_weights(y, unlabeled_weight, sample_weight))
+
+
+def _objective(story, params, X, codes, row_weights, penalty=0.0):
+    """``Σ_i row_weights_i log p(x_i, y_i or marginal) + penalty``: the one objective of EM."""
+    values = core.log_likelihood(story, params, X, codes, pointwise=True)
     # rows of weight 0 contribute nothing, even where their log-likelihood is -inf
-    return jnp.sum(jnp.where(weights > 0, weights * values, 0.0))
+    return jnp.sum(jnp.where(row_weights > 0, row_weights * values, 0.0)) + penalty
+
+
+def _labeled_responsibilities(codes, row_weights, num_classes, dtype):
+    """EM's fixed pieces: one-hot labels, labeled rows' weighted responsibilities, unlabeled
+    rows' weights (0 on labeled rows)."""
+    labeled = codes >= 0
+    one_hot = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=dtype)
+    labeled_R = jnp.where(labeled[:, None], one_hot * row_weights[:, None], 0.0)
+    return one_hot, labeled_R, jnp.where(labeled, 0.0, row_weights)
 
 
 # -- the gradient M-step -------------------------------------------------------------------------
-def _latent_sites(story: Story, num_classes: int, num_features: int) -> dict:
-    """The prior's latent sample sites (name -> NumPyro site), in the order the prior draws them."""
+def _trace_prior(story: Story, num_classes: int, num_features: int):
+    """One seeded run of the prior: ``(returned dict, latent sample sites in draw order)``."""
     with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.trace() as tr:
-        story.prior(num_classes, num_features)
-    return {
+        returned = story.prior(num_classes, num_features)
+    sites = {
         name: site
         for name, site in tr.items()
         if site["type"] == "sample" and not site["is_observed"]
     }
+    return returned, sites
+
+
+def _latent_sites(story: Story, num_classes: int, num_features: int) -> dict:
+    """The prior's latent sample sites (name -> NumPyro site), in the order the prior draws them."""
+    return _trace_prior(story, num_classes, num_features)[1]
 
 
 def params_from_latent(story: Story, latent: dict, num_classes: int, num_features: int) -> dict:
@@ -263,18 +175,17 @@ def params_from_latent(story: Story, latent: dict, num_classes: int, num_feature
 def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
     """Generalized M-step: L-BFGS on Σ R_ik log p(x_i, k) over unconstrained latent values."""
     num_classes, num_features = R.shape[1], X.shape[1]
-    sites = _latent_sites(story, num_classes, num_features)
-    transforms = {name: biject_to(site["fn"].support) for name, site in sites.items()}
+    prior_args = (num_classes, num_features)
     total = R.sum()
 
     def negative_expected_log_joint(unconstrained):
-        constrained = {name: transforms[name](value) for name, value in unconstrained.items()}
+        constrained = constrain_fn(story.prior, prior_args, {}, unconstrained)
         params = params_from_latent(story, constrained, num_classes, num_features)
         params[CLASS_PRIOR] = class_prior
         joint = core.joint_log_prob(story, params, X)
         return -jnp.sum(jnp.where(R > 0, R * joint, 0.0)) / total
 
-    start = {name: transforms[name].inv(value) for name, value in latent.items()}
+    start = unconstrain_fn(story.prior, prior_args, {}, latent)
     optimizer = optax.lbfgs()
     value_and_grad = optax.value_and_grad_from_state(negative_expected_log_joint)
 
@@ -296,19 +207,22 @@ def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
     after = negative_expected_log_joint(end)
     # keep the step only when it does not lower the expected log-joint: EM's monotonicity
     accept = jnp.isfinite(after) & (after <= before)
-    new = {name: transforms[name](value) for name, value in end.items()}
+    new = constrain_fn(story.prior, prior_args, {}, end)
     return jax.tree_util.tree_map(lambda a, b: jnp.where(accept, a, b), new, latent)
 
 
 def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) -> dict:
-    """Starting values of the latent sites: the image of 0 under each site's ``biject_to``."""
-    sites = _latent_sites(story, num_classes, num_features)
-    latent = {}
-    for name, site in sites.items():
-        transform = biject_to(site["fn"].support)
-        shape = transform.inverse_shape(jnp.shape(site["value"]))
-        latent[name] = transform(jnp.zeros(shape, dtype=dtype))
-    return latent
+    """Starting values of the latent sites: the image of 0 in NumPyro's unconstrained space."""
+    prior_args = (num_classes, num_features)
+
+    def unconstrained_draw():
+        latent = {name: site["value"] for name, site in _latent_sites(story, *prior_args).items()}
+        return unconstrain_fn(story.prior, prior_args, {}, latent)
+
+    # shapes only (an abstract trace: no draw from the prior is compiled or run)
+    shapes = jax.eval_shape(unconstrained_draw)
+    zeros = {name: jnp.zeros(shape.shape, dtype) for name, shape in shapes.items()}
+    return constrain_fn(story.prior, prior_args, {}, zeros)
 
 
 # -- the EM loop ----------------------------------------------------------------------------------
@@ -353,14 +267,9 @@ def _em_runs(
 ):
     """Run EM from every initial responsibility matrix (vmapped); one compiled program."""
     labeled = codes >= 0
-    num_classes = initial_R.shape[-1]
-    one_hot = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=X.dtype)
-    labeled_R = jnp.where(labeled[:, None], one_hot * row_weights[:, None], 0.0)
-    unlabeled_weights = jnp.where(labeled, 0.0, row_weights)
-
-    def objective(params, penalty):
-        values = core.log_likelihood(story, params, X, codes, pointwise=True)
-        return jnp.sum(jnp.where(row_weights > 0, row_weights * values, 0.0)) + penalty
+    one_hot, labeled_R, unlabeled_weights = _labeled_responsibilities(
+        codes, row_weights, initial_R.shape[-1], X.dtype
+    )
 
     def e_step(params):
         posterior = core.predict_proba(story, params, X)
@@ -398,7 +307,7 @@ def _em_runs(
             new_params, new_latent, penalty = _m_step(
                 story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS
             )
-            new_value = objective(new_params, penalty)
+            new_value = _objective(story, new_params, X, codes, row_weights, penalty)
             finite = jnp.isfinite(new_value) & _all_finite(new_params)
             change = jnp.abs(new_value - value)
             converged = change <= tol * jnp.maximum(1.0, jnp.abs(new_value))
@@ -481,18 +390,16 @@ def fit_em(
     if X.shape[0] != codes.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}.")
     story.validate(X)
-    unlabeled_weight = _check_unit_interval(unlabeled_weight)
-    max_iter = _check_positive_int("max_iter", max_iter)
-    n_init = _check_positive_int("n_init", n_init)
+    unlabeled_weight = check_unlabeled_weight(unlabeled_weight)
+    max_iter = check_positive_int("max_iter", max_iter)
+    n_init = check_positive_int("n_init", n_init)
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol!r}.")
-    weights = _check_sample_weight(sample_weight, codes.shape[0], X.dtype)
+    weights = check_sample_weight(sample_weight, codes.shape[0])
+    if weights is not None:
+        weights = jnp.asarray(weights, dtype=X.dtype)
     if class_prior is not None:
-        class_prior = jnp.asarray(class_prior, dtype=X.dtype)
-        if class_prior.shape != (num_classes,):
-            raise ValueError(
-                f"class_prior has shape {class_prior.shape}; expected ({num_classes},)."
-            )
+        class_prior = jnp.asarray(check_class_prior(class_prior, range(num_classes)), X.dtype)
 
     labeled = codes >= 0
     codes_j = jnp.asarray(codes)
@@ -504,7 +411,7 @@ def fit_em(
     unlearnable = np.flatnonzero(labeled_mass <= 0)
     if unlabeled_mass <= 0 and unlearnable.size:
         raise ValueError(
-            f"class codes {_describe(unlearnable)} have no labeled row, and no unlabeled mass "
+            f"class codes {describe(unlearnable)} have no labeled row, and no unlabeled mass "
             f"(no unlabeled rows, or unlabeled_weight=0) is left to learn them from."
         )
 
@@ -514,9 +421,9 @@ def fit_em(
     )
     if isinstance(init, dict) and not story.has_closed_form:
         latent = {**latent, **{k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}}
-    one_hot = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=X.dtype)
-    labeled_R = jnp.where(jnp.asarray(labeled)[:, None], one_hot * row_weights[:, None], 0.0)
-    unlabeled_weights = jnp.where(jnp.asarray(labeled), 0.0, row_weights)
+    _, labeled_R, unlabeled_weights = _labeled_responsibilities(
+        codes_j, row_weights, num_classes, X.dtype
+    )
 
     if unlabeled_mass <= 0:
         # Nothing to impute: EM is the supervised closed form (or gradient fit), in one step.
@@ -582,7 +489,7 @@ def _initial_responsibilities(
             missing = np.flatnonzero(labeled_mass <= 0)
             raise ValueError(
                 f"init='labeled' needs a labeled row in every class; class codes "
-                f"{_describe(missing)} have none."
+                f"{describe(missing)} have none."
             )
         first = [labeled_R]
     elif init == "random":
@@ -602,43 +509,6 @@ def _initial_responsibilities(
 
 def as_features(X):
     """Features as a floating JAX array (dense, or a ``jax.experimental.sparse.BCOO`` matrix kept
-    sparse), checked to be 2-D and finite."""
-    if isinstance(X, jsparse.BCOO):
-        values = X.data
-    else:
-        X = jnp.asarray(X)
-        values = X
-    if not jnp.issubdtype(X.dtype, jnp.floating):
-        X = X.astype(jnp.result_type(float))
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (n_samples, n_features); got shape {X.shape}.")
-    if not bool(jnp.all(jnp.isfinite(values))):
-        raise ValueError("X contains NaN or infinite values.")
-    return X
-
-
-def _check_unit_interval(value) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"unlabeled_weight must be a number in [0, 1], got {value!r}.") from None
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"unlabeled_weight must lie in [0, 1], got {value!r}.")
-    return value
-
-
-def _check_positive_int(name, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    return int(value)
-
-
-def _check_sample_weight(sample_weight, n, dtype):
-    if sample_weight is None:
-        return None
-    sample_weight = np.asarray(sample_weight, dtype=np.float64)
-    if sample_weight.shape != (n,):
-        raise ValueError(f"sample_weight has shape {sample_weight.shape}; expected ({n},).")
-    if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
-        raise ValueError("sample_weight must be finite and non-negative.")
-    return jnp.asarray(sample_weight, dtype=dtype)
+    sparse), checked to be 2-D, non-empty, numeric and finite."""
+    X = check_features(X, keep_sparse=True)
+    return X if isinstance(X, jsparse.BCOO) else jnp.asarray(X)

@@ -18,11 +18,16 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 from numpyro.infer import MCMC, NUTS, init_to_uniform, init_to_value
 
 from genprob import core
-from genprob.em import _latent_sites, as_features, encode_partial_labels, params_from_latent
+from genprob.em import (
+    _latent_sites,
+    _trace_prior,
+    as_features,
+    encode_partial_labels,
+    params_from_latent,
+)
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["run_nuts", "fit_nuts", "params_from_samples", "sample_labels"]
@@ -105,21 +110,16 @@ def run_nuts(
     return mcmc
 
 
-def fit_nuts(
-    story: Story,
-    X,
-    y=None,
-    *,
-    num_classes: int | None = None,
-    num_warmup: int = 500,
-    num_samples: int = 500,
-    num_chains: int = 1,
-    seed: int = 0,
-    progress_bar: bool = False,
-    group_by_chain: bool = False,
-    **kwargs,
-) -> dict:
-    """Posterior draws of the story's parameters by NUTS (see :func:`run_nuts`).
+def fit_nuts(story: Story, X, y=None, *, group_by_chain: bool = False, **kwargs) -> dict:
+    """Posterior draws of the story's parameters by NUTS.
+
+    Args:
+        story: the story.
+        X: features (n, D).
+        y: class codes (n,), -1 for unlabeled rows; None means every row is unlabeled.
+        group_by_chain: keep the chains apart (leading axes ``(num_chains, num_samples)``).
+        **kwargs: the options of :func:`run_nuts` (``num_classes``, ``num_warmup``,
+            ``num_samples``, ``num_chains``, ``seed``, ``init_params``...).
 
     Returns:
         Dict site name -> array of draws, leading axis the draw (``num_chains * num_samples``), or
@@ -127,19 +127,7 @@ def fit_nuts(
         prior's latent sites (for the built-in stories, the same names and shapes as the
         closed-form parameters; see :func:`params_from_samples` for any story).
     """
-    mcmc = run_nuts(
-        story,
-        X,
-        y,
-        num_classes=num_classes,
-        num_warmup=num_warmup,
-        num_samples=num_samples,
-        num_chains=num_chains,
-        seed=seed,
-        progress_bar=progress_bar,
-        **kwargs,
-    )
-    return mcmc.get_samples(group_by_chain=group_by_chain)
+    return run_nuts(story, X, y, **kwargs).get_samples(group_by_chain=group_by_chain)
 
 
 def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
@@ -185,13 +173,8 @@ def _sites_returned_by_prior(story: Story, num_classes: int, num_features: int):
     verdict = []
 
     def run():
-        with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.trace() as tr:
-            returned = story.prior(num_classes, num_features)
-        sites = {
-            name: site["value"]
-            for name, site in tr.items()
-            if site["type"] == "sample" and not site["is_observed"]
-        }
+        returned, sites = _trace_prior(story, num_classes, num_features)
+        sites = {name: site["value"] for name, site in sites.items()}
         same = set(returned) == set(sites) and all(returned[k] is v for k, v in sites.items())
         verdict.append(tuple(sites) if same else None)
         return 0

@@ -48,10 +48,16 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from numpyro import handlers
-from numpyro.distributions.transforms import biject_to
+from numpyro.infer.util import constrain_fn, log_likelihood, unconstrain_fn
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob._validation import (
+    check_features,
+    check_sample_weight,
+    check_unlabeled_weight,
+    class_codes,
+)
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["OptimizerResult", "ObjectiveValue", "fit_optimizer", "evaluate_objective"]
@@ -142,33 +148,26 @@ def _free_sites(spec: _Spec, data: _Data) -> tuple[_Site, ...]:
 
 @functools.lru_cache(maxsize=256)
 def _free_sites_cached(spec: _Spec, shape: tuple, dtype: str) -> tuple[_Site, ...]:
-    # Found by an abstract trace (jax.eval_shape: no execution, no compilation) in which every
-    # latent site takes the image of 0 under its bijection, so nothing is sampled.
-    found, latent_names = [], []
-
-    def placeholder(msg):
-        if not _is_latent(msg):
-            return None
-        support = msg["fn"].support
-        if support.is_discrete:
-            raise ValueError(
-                f"latent site {msg['name']!r} of {type(spec.story).__name__}.prior is discrete; "
-                "the optimizer needs continuous parameters."
-            )
-        transform = biject_to(support)
-        site_shape = tuple(msg["fn"].shape())
-        unconstrained = tuple(transform.inverse_shape(site_shape))
-        latent_names.append(msg["name"])
-        if msg["name"] not in spec.fixed:
-            found.append(_Site(msg["name"], site_shape, unconstrained))
-        return transform(jnp.zeros(unconstrained, dtype))
+    # Found by an abstract trace (jax.eval_shape: nothing is sampled, run or compiled).
+    latent_names = []
 
     def probe(X, y):
-        substituted = handlers.substitute(core.model, substitute_fn=placeholder)
-        substituted(spec.story, X, y, num_classes=spec.num_classes)
-        return jnp.zeros(())
+        model = handlers.seed(core.model, rng_seed=0)
+        args, kwargs = (spec.story, X, y), {"num_classes": spec.num_classes}
+        latent = {}
+        for name, site in handlers.trace(model).get_trace(*args, **kwargs).items():
+            if not _is_latent(site):
+                continue
+            if site["fn"].support.is_discrete:
+                raise ValueError(
+                    f"latent site {name!r} of {type(spec.story).__name__}.prior is discrete; "
+                    "the optimizer needs continuous parameters."
+                )
+            latent_names.append(name)
+            latent[name] = site["value"]
+        return latent, unconstrain_fn(model, args, kwargs, latent)
 
-    jax.eval_shape(
+    constrained, unconstrained = jax.eval_shape(
         probe, jax.ShapeDtypeStruct(shape, dtype), jax.ShapeDtypeStruct(shape[:1], jnp.int32)
     )
     unknown = sorted(set(spec.fixed) - set(latent_names))
@@ -177,36 +176,31 @@ def _free_sites_cached(spec: _Spec, shape: tuple, dtype: str) -> tuple[_Site, ..
             f"fixed parameters {unknown} are not latent sites of the model; latent sites: "
             f"{latent_names}."
         )
-    return tuple(found)
+    return tuple(
+        _Site(name, tuple(constrained[name].shape), tuple(unconstrained[name].shape))
+        for name in latent_names
+        if name not in spec.fixed
+    )
 
 
 def _size(sites) -> int:
     return sum(math.prod(site.unconstrained_shape) for site in sites)
 
 
-def _model_trace(spec: _Spec, data: _Data, u):
-    """Trace of the model with latent sites at ``biject_to(support)(u)`` (fixed ones as given).
+def _model(spec: _Spec, data: _Data):
+    """``core.model`` with the fixed sites held, and its arguments."""
+    model = handlers.substitute(core.model, data=data.fixed_values)
+    return model, (spec.story, data.X, data.y), {"num_classes": spec.num_classes}
 
-    This is NumPyro's own reparametrization (as in ``numpyro.infer.util.constrain_fn``), minus
-    the Jacobian factor: the optimizer maximizes a likelihood, not a density over ``u``.
-    """
+
+def _unflatten(spec: _Spec, data: _Data, u) -> dict:
+    """The free sites' unconstrained values from the flat vector ``u``."""
     pieces, start = {}, 0
     for site in _free_sites(spec, data):
         size = math.prod(site.unconstrained_shape)
         pieces[site.name] = u[start : start + size].reshape(site.unconstrained_shape)
         start += size
-
-    def constrain(msg):
-        if not _is_latent(msg):
-            return None
-        if msg["name"] in data.fixed_values:
-            return data.fixed_values[msg["name"]]
-        return biject_to(msg["fn"].support)(pieces[msg["name"]])
-
-    substituted = handlers.substitute(core.model, substitute_fn=constrain)
-    return handlers.trace(substituted).get_trace(
-        spec.story, data.X, data.y, num_classes=spec.num_classes
-    )
+    return pieces
 
 
 def _params_from_latents(spec: _Spec, latents: dict, num_features: int) -> dict:
@@ -226,13 +220,12 @@ def _params_from_latents(spec: _Spec, latents: dict, num_features: int) -> dict:
 
 def _loss_and_terms(spec: _Spec, data: _Data, u):
     """Minus the objective per unit of row weight; aux: (loglik, penalty, named parameters)."""
-    model_trace = _model_trace(spec, data, u)
-    loglik = sum(
-        jnp.sum(site["fn"].log_prob(site["value"]) * data.row_weights)
-        for site in model_trace.values()
-        if site["type"] == "sample" and site["is_observed"]
-    )
-    latents = {name: site["value"] for name, site in model_trace.items() if _is_latent(site)}
+    # NumPyro's reparametrization without the Jacobian: the optimizer maximizes a likelihood,
+    # not a density over u
+    model, args, kwargs = _model(spec, data)
+    latents = {**data.fixed_values, **constrain_fn(model, args, kwargs, _unflatten(spec, data, u))}
+    pointwise = log_likelihood(model, latents, *args, batch_ndims=0, **kwargs)
+    loglik = sum(jnp.sum(values * data.row_weights) for values in pointwise.values())
     params = _params_from_latents(spec, latents, data.X.shape[-1])
     if spec.penalized:
         penalty = jnp.asarray(spec.story.log_penalty(params, data.penalty_stats), loglik.dtype)
@@ -250,19 +243,9 @@ def _evaluate(spec: _Spec, data: _Data, u):
 
 @partial(jax.jit, static_argnums=0)
 def _unconstrain_values(spec: _Spec, data: _Data, params: dict):
-    values = {**params, **data.fixed_values}
-
-    def substitute_fn(msg):
-        return values[msg["name"]] if _is_latent(msg) else None
-
-    substituted = handlers.substitute(core.model, substitute_fn=substitute_fn)
-    model_trace = handlers.trace(substituted).get_trace(
-        spec.story, data.X, data.y, num_classes=spec.num_classes
-    )
-    pieces = [
-        jnp.ravel(biject_to(model_trace[site.name]["fn"].support).inv(params[site.name]))
-        for site in _free_sites(spec, data)
-    ]
+    model, args, kwargs = _model(spec, data)
+    unconstrained = unconstrain_fn(model, args, kwargs, params)
+    pieces = [jnp.ravel(unconstrained[site.name]) for site in _free_sites(spec, data)]
     return jnp.concatenate(pieces) if pieces else jnp.zeros(0, data.X.dtype)
 
 
@@ -395,53 +378,6 @@ def _lbfgs_stage(
 
 
 # -- input handling --------------------------------------------------------------------------------
-def _as_features(X, dtype):
-    # sparse input (SciPy, or JAX BCOO): the optimizer scores dense rows
-    if hasattr(X, "toarray"):
-        X = X.toarray()
-    elif hasattr(X, "todense") and not isinstance(X, np.ndarray):
-        X = X.todense()
-    X = np.asarray(X)
-    if X.dtype == object or not (
-        np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)
-    ):
-        raise ValueError(f"X must be numeric; got an array of dtype {X.dtype}.")
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (n_samples, n_features); got shape {X.shape}.")
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X is empty (shape {X.shape}).")
-    X = X.astype(numpy_dtype(dtype))
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinite values.")
-    return X
-
-
-def _as_codes(y, num_samples, num_classes):
-    y = np.asarray(y)
-    if y.shape != (num_samples,):
-        raise ValueError(f"y has shape {y.shape}; expected ({num_samples},) to match X.")
-    if not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
-        raise ValueError(
-            f"y must hold integer class codes 0..K-1 (-1 for unlabeled rows); got dtype {y.dtype}."
-        )
-    if np.issubdtype(y.dtype, np.floating):
-        if not np.all(np.isfinite(y)) or np.any(np.mod(y, 1) != 0):
-            raise ValueError("y must hold integer class codes 0..K-1 (-1 for unlabeled rows).")
-    y = y.astype(np.int64)
-    if np.any(y < -1):
-        raise ValueError(f"y must hold class codes 0..K-1 or -1 (unlabeled); found {int(y.min())}.")
-    if num_classes is None:
-        if not np.any(y >= 0):
-            raise ValueError("every row is unlabeled (y = -1): pass num_classes.")
-        num_classes = int(y.max()) + 1
-    num_classes = int(num_classes)
-    if num_classes < 2:
-        raise ValueError(f"num_classes must be >= 2, got {num_classes}.")
-    if np.any(y >= num_classes):
-        raise ValueError(f"y holds class code {int(y.max())} but num_classes is {num_classes}.")
-    return y, num_classes
-
-
 def _problem(
     story,
     X,
@@ -458,18 +394,12 @@ def _problem(
     """Validate the inputs; return the static spec and the data pytree (call inside precision)."""
     if not isinstance(story, Story):
         raise TypeError(f"story must be a genprob Story, got {type(story).__name__}.")
-    X = _as_features(X, dtype)
-    y, num_classes = _as_codes(y, X.shape[0], num_classes)
-    if not 0.0 <= float(unlabeled_weight) <= 1.0:
-        raise ValueError(f"unlabeled_weight must lie in [0, 1], got {unlabeled_weight!r}.")
+    X = check_features(X, numpy_dtype(dtype))
+    y, num_classes = class_codes(y, X.shape[0], num_classes)
     labeled = y >= 0
-    weights = np.where(labeled, 1.0, float(unlabeled_weight))
+    weights = np.where(labeled, 1.0, check_unlabeled_weight(unlabeled_weight))
+    sample_weight = check_sample_weight(sample_weight, X.shape[0])
     if sample_weight is not None:
-        sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        if sample_weight.shape != y.shape:
-            raise ValueError(f"sample_weight has shape {sample_weight.shape}; expected {y.shape}.")
-        if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
-            raise ValueError("sample_weight must be finite and non-negative.")
         weights = weights * sample_weight
     if not weights.sum() > 0:
         raise ValueError("the rows' total weight is zero: there is nothing to fit.")

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genprob import cli, registry
+from genprob.app import cli, registry
 from genprob.datasets import load_iris
 from genprob.families.gaussian import GaussianStory
 

@@ -263,3 +263,11 @@ def test_mixed_nb_refuses_complex_features_with_real_labels():
     X = np.arange(20.0).reshape(10, 2) * (1 + 1j)
     with pytest.raises(ValueError, match="Complex data not supported: column 0"):
         genprob.MixedNB().fit(X, np.arange(10) % 2)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_parameters_are_validated_the_scikit_learn_way(estimator):
+    """Every constructor parameter has a constraint, and a value of no valid type, or outside a
+    valid range, is refused at fit with scikit-learn's InvalidParameterError message."""
+    estimator_checks.check_param_validation(type(estimator).__name__, estimator)
+    assert set(estimator._parameter_constraints) == set(estimator.get_params(deep=False))

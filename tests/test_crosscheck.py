@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse
 
 import genprob
-from genprob import registry
+from genprob.app import registry
 from genprob.crosscheck import TOLERANCES, crosscheck
 from genprob.families.gaussian import GaussianStory
 from genprob.families.poisson import PoissonStory

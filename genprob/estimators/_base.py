@@ -9,13 +9,12 @@ precision context. Every prediction method derives from :meth:`predict_joint_log
 from __future__ import annotations
 
 import warnings
-from numbers import Integral, Real
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
@@ -31,6 +30,16 @@ from genprob._arrays import (
     to_device,
 )
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob._validation import (
+    EM_PARAMETER_CONSTRAINTS,
+    check_class_prior,
+    check_classes,
+    check_sample_weight,
+    encode_partial_labels,
+    unknown_labels,
+    unlabeled_mask,
+    validate_params,
+)
 from genprob.persistence import register_estimator
 from genprob.story import Story
 
@@ -52,39 +61,6 @@ def jax_key(random_state) -> jax.Array:
     """A JAX PRNG key from anything ``sklearn.utils.check_random_state`` accepts."""
     seed = check_random_state(random_state).randint(0, 2**31 - 1)
     return jax.random.PRNGKey(seed)
-
-
-def _check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool = False):
-    """Row weights as float64 (n,), or None; a scalar weighs every row alike."""
-    if sample_weight is None:
-        return None
-    sample_weight = np.asarray(sample_weight, dtype=np.float64)
-    if sample_weight.ndim == 0:
-        sample_weight = np.full(num_samples, float(sample_weight))
-    if sample_weight.shape != (num_samples,):
-        raise ValueError(
-            f"sample_weight has shape {sample_weight.shape}; expected ({num_samples},), one "
-            f"weight per row of X."
-        )
-    if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
-        raise ValueError("sample_weight must be finite and non-negative.")
-    if not allow_all_zero and not sample_weight.sum() > 0:
-        raise ValueError("every sample_weight is zero: at least one row needs a positive weight.")
-    return sample_weight
-
-
-def _check_classes(classes) -> np.ndarray:
-    """The ``classes`` argument as sorted unique labels; -1 (unlabeled) and duplicates raise."""
-    array = np.asarray(classes)
-    if array.ndim != 1 or array.size == 0 or np.any(_em.unlabeled_mask(array)):
-        raise ValueError(
-            f"classes must be a non-empty 1-D sequence of labels without -1 (the unlabeled "
-            f"marker); got {classes!r}."
-        )
-    unique = np.unique(array)
-    if len(unique) != len(array):
-        raise ValueError(f"classes contains duplicates: {classes!r}.")
-    return unique
 
 
 def _padded_rows(num_rows: int) -> int:
@@ -137,6 +113,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
 
     #: Keyword arguments for ``validate_data``; subclasses may allow sparse input, etc.
     _validate_kwargs: dict = {}
+    #: scikit-learn's constraints on the constructor parameters, checked when fitting;
+    #: subclasses add their own to these EM controls.
+    _parameter_constraints: dict = dict(EM_PARAMETER_CONSTRAINTS)
+    #: Name of the fixed class prior parameter (None: the class prior is always estimated), and
+    #: whether a prior not summing to 1 is renormalized with a warning instead of refused.
+    _prior_parameter: str | None = "priors"
+    _renormalize_priors = False
 
     # -- hooks -----------------------------------------------------------------------------------
     def _make_story(self, X) -> Story:
@@ -146,8 +129,18 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return X
 
     def _class_prior_argument(self):
-        """(class_prior, fit_prior) passed to the closed-form fit."""
-        return getattr(self, "priors", None), True
+        """(class_prior, fit_prior) passed to the closed-form fit, the fixed prior checked."""
+        name = self._prior_parameter
+        prior = check_class_prior(
+            getattr(self, name, None) if name else None,
+            self.classes_,
+            name=name,
+            renormalize=self._renormalize_priors,
+        )
+        return prior, getattr(self, "fit_prior", True)
+
+    def _validate_params(self):
+        validate_params(self)
 
     def _set_fitted_attributes(self, stats):
         """Set scikit-learn-named attributes from ``self.params_`` and the fit's statistics."""
@@ -211,6 +204,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return Xj, R
 
     # -- fitting ---------------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None, classes=None):
         """Fit the story's parameters by maximum likelihood (closed form).
 
@@ -230,11 +224,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             self
         """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **self._validate_kwargs)
-        self._check_em_params()
-        sample_weight = _check_sample_weight(sample_weight, X.shape[0])
+        sample_weight = check_sample_weight(sample_weight, X.shape[0], allow_all_zero=False)
         for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
             self.__dict__.pop(name, None)
-        unlabeled = _em.unlabeled_mask(y)
+        unlabeled = unlabeled_mask(y)
         if classes is not None or unlabeled.any():
             return self._fit_partly_labeled(X, y, unlabeled, sample_weight, classes)
         if not is_integer_labels(y):
@@ -254,7 +247,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                     f"count as removed)."
                 )
         X = self._validate_X(X, fitting=True)
-        story = self._make_story(X)
+        return self._fit_labeled(self._make_story(X), X, codes, sample_weight)
+
+    def _fit_labeled(self, story, X, codes, sample_weight):
+        """Fit on fully labeled rows (codes 0..K-1, ``classes_`` set): the closed form."""
         class_prior, fit_prior = self._class_prior_argument()
         with precision(self._dtype):
             Xj, R = self._labeled_arrays(story, X, codes, sample_weight)
@@ -319,6 +315,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 statistics do not add up (``shrinkage="auto"``, ``covariance_estimator``, stories
                 without closed form).
         """
+        # every chunk, as its hyperparameters may have changed (_fit_context would skip it once
+        # the estimator looks fitted)
+        self._validate_params()
         first = not hasattr(self, "stats_")
         if first:
             if classes is None:
@@ -326,10 +325,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                     "classes must be passed on the first call to partial_fit: every class label, "
                     "e.g. classes=np.unique(y_all)."
                 )
-            new_classes = _check_classes(classes)
+            new_classes = check_classes(classes)
             if len(new_classes) < 2:
                 raise ValueError(f"classes must hold at least 2 classes; got {classes!r}.")
-        elif classes is not None and not np.array_equal(_check_classes(classes), self.classes_):
+        elif classes is not None and not np.array_equal(check_classes(classes), self.classes_):
             raise ValueError(
                 f"classes={classes!r} differs from the classes of the first partial_fit call, "
                 f"{self.classes_.tolist()}."
@@ -337,27 +336,25 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         X, y = validate_data(
             self, X, y, reset=first, dtype=[np.float64, np.float32], **self._validate_kwargs
         )
-        self._check_em_params()
         if first:
             for name in _EM_ATTRIBUTES:
                 self.__dict__.pop(name, None)
             self.classes_ = new_classes
-        unlabeled = _em.unlabeled_mask(y)
+        unlabeled = unlabeled_mask(y)
         if unlabeled.any():
             raise ValueError(
                 f"y contains {int(unlabeled.sum())} unlabeled rows (-1): partial_fit adds "
                 f"labeled statistics only; fit partly labeled data with fit(X, y) (EM)."
             )
         check_classification_targets(y)
-        known = set(self.classes_.tolist())
-        unknown = sorted({v for v in np.asarray(y).tolist() if v not in known}, key=repr)
+        unknown = unknown_labels(y, self.classes_)
         if unknown:
             raise ValueError(
                 f"y contains labels {unknown[:5]} that are not in classes "
                 f"{self.classes_.tolist()} (given on the first partial_fit call)."
             )
         codes = np.searchsorted(self.classes_, y)
-        sample_weight = _check_sample_weight(sample_weight, X.shape[0], allow_all_zero=True)
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
         class_prior, fit_prior = self._class_prior_argument()
         X = self._validate_X(X, fitting=True)
         previous = None if first else self.story_
@@ -405,23 +402,6 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             )
 
     # -- missing labels (EM) ---------------------------------------------------------------------
-    def _check_em_params(self):
-        """Validate the EM controls (at fit time, as scikit-learn validates parameters)."""
-        weight = getattr(self, "unlabeled_weight", 1.0)
-        if isinstance(weight, bool) or not isinstance(weight, Real) or not 0.0 <= weight <= 1.0:
-            raise ValueError(
-                f"unlabeled_weight must lie in [0, 1] (the weight λ of unlabeled rows in EM); "
-                f"got {weight!r}."
-            )
-        for name in ("max_iter", "n_init"):
-            value = getattr(self, name, 1)
-            if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
-        em_tol = getattr(self, "em_tol", 1e-8)
-        if isinstance(em_tol, bool) or not isinstance(em_tol, Real) or not 0 <= em_tol < np.inf:
-            raise ValueError(f"em_tol must be a finite number >= 0; got {em_tol!r}.")
-        check_random_state(getattr(self, "random_state", None))
-
     def _em_options(self) -> dict:
         """EM controls, read from the estimator's parameters with these defaults.
 
@@ -437,19 +417,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             "seed": int(check_random_state(getattr(self, "random_state", None)).randint(2**31 - 1)),
         }
 
-    def _label_codes(self, y, unlabeled):
+    def _label_codes(self, y, unlabeled=None):
         """Codes 0..K-1 of labels in ``classes_`` and -1 on unlabeled rows; unknown labels raise."""
-        codes = np.full(len(y), -1, dtype=np.int32)
-        labeled_y = np.asarray(y)[~unlabeled]
-        known = set(self.classes_.tolist())
-        unknown = sorted({v for v in labeled_y.tolist() if v not in known}, key=repr)
-        if unknown:
-            raise ValueError(
-                f"y contains labels that are neither -1 (unlabeled) nor one of the classes "
-                f"{self.classes_.tolist()}: {unknown[:5]}."
-            )
-        codes[~unlabeled] = np.searchsorted(self.classes_, labeled_y)
-        return codes
+        return encode_partial_labels(y, classes=self.classes_)[0]
 
     def _fit_partly_labeled(self, X, y, unlabeled, sample_weight, classes):
         """Fit with unlabeled rows (y = -1) by λ-weighted EM (:func:`genprob.fit_em`).
@@ -471,7 +441,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 )
             self.classes_, _ = encode_labels(labeled_y)
         else:
-            self.classes_ = _check_classes(classes)
+            self.classes_ = check_classes(classes)
         if len(self.classes_) < 2:
             raise ValueError(
                 f"need at least 2 classes; the labeled rows (y != -1) hold only "
@@ -549,7 +519,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             y = np.asarray(y)
             if y.shape != (X.shape[0],):
                 raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
-            codes = self._label_codes(y, _em.unlabeled_mask(y))
+            codes = self._label_codes(y)
         with precision(self._dtype):
             values = core.log_likelihood(
                 self.story_,
@@ -702,9 +672,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
-        if np.any(_em.unlabeled_mask(y)):
+        if np.any(unlabeled_mask(y)):
             raise ValueError("crosscheck compares supervised fits: y must not contain -1.")
-        codes = fitted._label_codes(y, np.zeros(len(y), dtype=bool))
+        codes = fitted._label_codes(y)
         absent = fitted.classes_[np.bincount(codes, minlength=len(fitted.classes_)) == 0]
         if absent.size:
             raise ValueError(

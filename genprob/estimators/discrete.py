@@ -25,12 +25,13 @@ Differences from scikit-learn, all deliberate:
 from __future__ import annotations
 
 import warnings
-from numbers import Real
+from numbers import Integral, Real
 
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 from jax.experimental import sparse as jsparse
+from sklearn.utils._param_validation import Interval
 
 from genprob._dtype import numpy_dtype
 from genprob.estimators._base import GenerativeClassifierBase
@@ -39,7 +40,7 @@ from genprob.families.categorical import CategoricalStory
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
 
-__all__ = ["BernoulliNB", "MultinomialNB", "CategoricalNB", "PoissonNB", "check_class_prior"]
+__all__ = ["BernoulliNB", "MultinomialNB", "CategoricalNB", "PoissonNB"]
 
 #: scikit-learn's floor for ``alpha`` when ``force_alpha=False``.
 _ALPHA_LOWER_BOUND = 1e-10
@@ -69,28 +70,19 @@ def check_non_negative(X, estimator: str, expected: str) -> None:
         raise ValueError(f"Negative values in data passed to {estimator}: {error}") from None
 
 
-def check_class_prior(class_prior, classes):
-    """A fixed class prior as an array (K,), checked against the fitted ``classes``; or None."""
-    if class_prior is None:
-        return None
-    class_prior = np.asarray(class_prior, dtype=float)
-    if class_prior.shape != (len(classes),):
-        raise ValueError(
-            f"class_prior has {class_prior.size} entries; the data has {len(classes)} classes "
-            f"{list(classes)}."
-        )
-    if np.any(class_prior < 0) or not np.isclose(class_prior.sum(), 1.0):
-        raise ValueError(
-            f"class_prior must be non-negative and sum to 1, got {class_prior.tolist()}."
-        )
-    return class_prior
-
-
 class _DiscreteNB(GenerativeClassifierBase):
     """Shared face: additive smoothing, class prior options, sparse input, class attributes."""
 
     _accepts_sparse = False
     _alpha_per_feature = True
+    _prior_parameter = "class_prior"
+    _parameter_constraints = {
+        **GenerativeClassifierBase._parameter_constraints,
+        "alpha": [Interval(Real, 0, None, closed="left"), "array-like"],
+        "force_alpha": ["boolean"],
+        "fit_prior": ["boolean"],
+        "class_prior": ["array-like", None],
+    }
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -111,8 +103,6 @@ class _DiscreteNB(GenerativeClassifierBase):
         """``alpha`` as a float or a per-feature tuple, with scikit-learn's checks and floor."""
         if isinstance(self.alpha, Real):
             alpha = float(self.alpha)
-            if alpha < 0:
-                raise ValueError(f"alpha must be >= 0, got {self.alpha!r}.")
         else:
             if not self._alpha_per_feature:
                 raise ValueError(f"alpha must be a single number, got {self.alpha!r}.")
@@ -133,9 +123,6 @@ class _DiscreteNB(GenerativeClassifierBase):
             )
             alpha = np.maximum(alpha, _ALPHA_LOWER_BOUND)
         return float(alpha) if np.ndim(alpha) == 0 else tuple(float(a) for a in alpha)
-
-    def _class_prior_argument(self):
-        return check_class_prior(self.class_prior, self.classes_), self.fit_prior
 
     def _set_fitted_attributes(self, stats):
         self.class_count_ = stats["class_counts"]
@@ -177,6 +164,11 @@ class BernoulliNB(_DiscreteNB):
 
     _accepts_sparse = True
 
+    _parameter_constraints = {
+        **_DiscreteNB._parameter_constraints,
+        "binarize": [None, Interval(Real, 0, None, closed="left")],
+    }
+
     def __init__(
         self,
         *,
@@ -214,8 +206,6 @@ class BernoulliNB(_DiscreteNB):
             )
             return X
         threshold = float(self.binarize)
-        if not threshold >= 0:
-            raise ValueError(f"binarize must be None or a number >= 0, got {self.binarize!r}.")
         if scipy.sparse.issparse(X):
             X = X.copy()
             X.data = (X.data > threshold).astype(X.dtype)
@@ -360,6 +350,11 @@ class CategoricalNB(_DiscreteNB):
 
     _alpha_per_feature = False
 
+    _parameter_constraints = {
+        **_DiscreteNB._parameter_constraints,
+        "min_categories": [None, "array-like", Interval(Integral, 1, None, closed="left")],
+    }
+
     def __init__(
         self,
         *,
@@ -482,6 +477,11 @@ class PoissonNB(_DiscreteNB):
         rates_: fitted Poisson rates (K, D).
         params_: the story's parameters (``rates``, ``class_prior``).
     """
+
+    _parameter_constraints = {
+        **{k: v for k, v in _DiscreteNB._parameter_constraints.items() if k != "force_alpha"},
+        "beta": [Interval(Real, 0, None, closed="left")],
+    }
 
     def __init__(
         self,

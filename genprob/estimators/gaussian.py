@@ -24,18 +24,18 @@ scikit-learn, all deliberate:
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context, clone
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, column_or_1d
 
 from genprob import core
-from genprob import em as _em
 from genprob._dtype import precision
+from genprob._validation import unlabeled_mask
 from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.gaussian import GaussianStory
@@ -54,55 +54,6 @@ class UnsupportedOptionError(ValueError, NotImplementedError):
     Both a ``ValueError`` (bad input, as genprob reports it) and a ``NotImplementedError`` (what
     scikit-learn raises for, e.g., shrinkage with the ``svd`` solver), so either ``except`` works.
     """
-
-
-def _check_priors(priors, classes, *, renormalize: bool):
-    """Validated class prior (K,) as float64.
-
-    Args:
-        priors: user priors, one per class in the order of ``classes``.
-        classes: the fitted classes.
-        renormalize: warn and divide by the sum when it is not 1 (LDA, QDA) instead of raising
-            (GaussianNB).
-    """
-    values = np.asarray(priors, dtype=np.float64)
-    num_classes = len(classes)
-    if values.ndim != 1 or values.shape[0] != num_classes:
-        raise ValueError(
-            f"Number of priors must match number of classes: got {values.size} priors for "
-            f"{num_classes} classes {list(classes)} (one prior per class, in classes_ order)."
-        )
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"priors must be finite; got {values.tolist()}.")
-    if np.any(values < 0):
-        negative = [classes[i] for i in np.flatnonzero(values < 0)]
-        raise ValueError(f"Priors must be non-negative; negative for classes {negative}.")
-    total = float(values.sum())
-    if renormalize:
-        if total <= 0:
-            raise ValueError("priors sum to 0: at least one class needs a positive prior.")
-        if abs(total - 1.0) > 1e-5:
-            warnings.warn(
-                f"The priors sum to {total:.6g}, not 1: renormalizing.", UserWarning, stacklevel=3
-            )
-            values = values / total
-    elif not np.isclose(total, 1.0):
-        raise ValueError(f"The sum of the priors should be 1; got {total:.6g}.")
-    return values
-
-
-def _check_shrinkage(shrinkage):
-    if shrinkage is None or (isinstance(shrinkage, str) and shrinkage == "auto"):
-        return
-    if isinstance(shrinkage, str) or not isinstance(shrinkage, Real):
-        raise ValueError(f"shrinkage must be None, 'auto' or a float in [0, 1]; got {shrinkage!r}.")
-    if not 0.0 <= float(shrinkage) <= 1.0:
-        raise ValueError(f"shrinkage must lie in [0, 1]; got {shrinkage!r}.")
-
-
-def _check_tol(tol):
-    if not isinstance(tol, Real) or not tol >= 0:
-        raise ValueError(f"tol must be a float >= 0; got {tol!r}.")
 
 
 def _custom_class_covariances(estimator, X, y):
@@ -175,6 +126,12 @@ class GaussianNB(_GaussianBase):
         stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
+    _parameter_constraints = {
+        **_GaussianBase._parameter_constraints,
+        "priors": ["array-like", None],
+        "var_smoothing": [Interval(Real, 0, None, closed="left")],
+    }
+
     def __init__(
         self,
         *,
@@ -197,14 +154,7 @@ class GaussianNB(_GaussianBase):
         self.dtype = dtype
 
     def _make_story(self, X):
-        if not isinstance(self.var_smoothing, Real) or not self.var_smoothing >= 0:
-            raise ValueError(f"var_smoothing must be a float >= 0; got {self.var_smoothing!r}.")
         return GaussianStory(covariance="diag", shared=False, var_smoothing=self.var_smoothing)
-
-    def _class_prior_argument(self):
-        if self.priors is None:
-            return None, True
-        return _check_priors(self.priors, self.classes_, renormalize=False), True
 
     def _set_fitted_attributes(self, stats):
         # a zero variance (var_smoothing=0 on a constant feature) is refused by the story's
@@ -218,7 +168,92 @@ class GaussianNB(_GaussianBase):
             self.epsilon_ = float(self.story_.smoothing_variance(emission_stats))
 
 
-class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _GaussianBase):
+class _DiscriminantBase(_GaussianBase):
+    """LDA and QDA: fit and partial_fit with scikit-learn's covariance options."""
+
+    _renormalize_priors = True
+    _parameter_constraints = {
+        **_GaussianBase._parameter_constraints,
+        "shrinkage": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both"), None],
+        "priors": ["array-like", None],
+        "store_covariance": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "covariance_estimator": [HasMethods("fit"), None],
+    }
+
+    #: The solvers that take shrinkage or a covariance estimator, for messages.
+    _other_solvers = "solver='lsqr' or 'eigen'"
+
+    def _check_hyperparameters(self):
+        """Checks across parameters (each one alone is checked by _parameter_constraints)."""
+        if self.solver == "svd" and self.shrinkage is not None:
+            raise UnsupportedOptionError(
+                f"shrinkage not supported with 'svd' solver: use {self._other_solvers}."
+            )
+        if self.solver == "svd" and self.covariance_estimator is not None:
+            raise ValueError(
+                f"covariance estimator is not supported with svd solver. Try "
+                f"{self._other_solvers} instead."
+            )
+        if self.covariance_estimator is not None and self.shrinkage not in (None, 0):
+            raise ValueError(
+                "covariance_estimator and shrinkage parameters are not None. Only one of the "
+                "two can be set."
+            )
+
+    def _after_fit(self, X):
+        """Fitted attributes that need the rows ``X`` (None after partial_fit)."""
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, **kwargs):
+        """Fit the Gaussian story by its closed form.
+
+        Args:
+            X: features (n_samples, n_features).
+            y: labels, any hashable values.
+            sample_weight: optional non-negative row weights (not with covariance_estimator).
+            **kwargs: passed to :meth:`GenerativeClassifierBase.fit` (``classes`` for a partly
+                labeled fit; rows labeled -1 are fitted by EM).
+
+        Returns:
+            self
+        """
+        self._check_hyperparameters()
+        self._custom = None
+        if self.covariance_estimator is not None:
+            if sample_weight is not None:
+                raise ValueError("sample_weight is not supported with covariance_estimator.")
+            if kwargs.get("classes") is not None or np.any(unlabeled_mask(np.asarray(y))):
+                raise ValueError("covariance_estimator needs fully labeled data (no y = -1).")
+            self._custom = _custom_class_covariances(self.covariance_estimator, X, y)
+        super().fit(X, y, sample_weight, **kwargs)
+        self._after_fit(X)
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Add a chunk of labeled rows to the running statistics and refit (closed form).
+
+        See :meth:`GenerativeClassifierBase.partial_fit`; not available with
+        ``covariance_estimator`` or ``shrinkage="auto"``, whose statistics do not add up. Until
+        every class has enough rows for a regular covariance, the chunks are kept and prediction
+        waits (with a warning).
+        """
+        self._validate_params()
+        self._check_hyperparameters()
+        if self.covariance_estimator is not None:
+            raise ValueError(
+                "partial_fit is not available with covariance_estimator: a covariance "
+                "estimator is fitted on all rows of a class at once. Use fit()."
+            )
+        self._custom = None
+        super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+        self._after_fit(None)
+        return self
+
+
+class LinearDiscriminantAnalysis(
+    ClassNamePrefixFeaturesOutMixin, TransformerMixin, _DiscriminantBase
+):
     """Linear discriminant analysis: Gaussian classes sharing one covariance.
 
     Parameters follow scikit-learn 1.9 (``solver``, ``shrinkage``, ``priors``, ``n_components``,
@@ -261,6 +296,12 @@ class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMix
         stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
+    _parameter_constraints = {
+        **_DiscriminantBase._parameter_constraints,
+        "solver": [StrOptions({"svd", "lsqr", "eigen"})],
+        "n_components": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
     def __init__(
         self,
         solver="svd",
@@ -292,80 +333,9 @@ class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMix
         self.random_state = random_state
         self.dtype = dtype
 
-    def _check_hyperparameters(self):
-        if self.solver not in ("svd", "lsqr", "eigen"):
-            raise ValueError(f"solver must be 'svd', 'lsqr' or 'eigen'; got {self.solver!r}.")
-        _check_shrinkage(self.shrinkage)
-        _check_tol(self.tol)
-        if self.n_components is not None and (
-            not isinstance(self.n_components, Integral) or self.n_components < 1
-        ):
-            raise ValueError(f"n_components must be an int >= 1; got {self.n_components!r}.")
-        if self.solver == "svd":
-            if self.shrinkage is not None:
-                raise UnsupportedOptionError(
-                    "shrinkage not supported with 'svd' solver: use solver='lsqr' or 'eigen'."
-                )
-            if self.covariance_estimator is not None:
-                raise ValueError(
-                    "covariance estimator is not supported with svd solver. Try another solver."
-                )
-        if self.covariance_estimator is not None:
-            if self.shrinkage is not None and self.shrinkage != 0:
-                raise ValueError(
-                    "covariance_estimator and shrinkage parameters are not None. Only one of "
-                    "the two can be set."
-                )
-            if not hasattr(self.covariance_estimator, "fit"):
-                raise ValueError("covariance_estimator must have a fit method.")
-
-    def fit(self, X, y, sample_weight=None, **kwargs):
-        """Fit the shared-covariance Gaussian story (closed form).
-
-        Args:
-            X: features (n_samples, n_features).
-            y: labels, any hashable values.
-            sample_weight: optional non-negative row weights (not with covariance_estimator).
-            **kwargs: passed to :meth:`GenerativeClassifierBase.fit` (``classes`` for a partly
-                labeled fit; rows labeled -1 are fitted by EM).
-
-        Returns:
-            self
-        """
-        self._check_hyperparameters()
-        self._custom = None
-        if self.covariance_estimator is not None:
-            if sample_weight is not None:
-                raise ValueError("sample_weight is not supported with covariance_estimator.")
-            if kwargs.get("classes") is not None or np.any(_em.unlabeled_mask(np.asarray(y))):
-                raise ValueError("covariance_estimator needs fully labeled data (no y = -1).")
-            self._custom = _custom_class_covariances(self.covariance_estimator, X, y)
-        super().fit(X, y, sample_weight, **kwargs)
-        self._set_projection(X)
-        return self
-
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Add a chunk of labeled rows to the running statistics and refit (closed form).
-
-        See :meth:`GenerativeClassifierBase.partial_fit`; not available with
-        ``covariance_estimator`` or ``shrinkage="auto"``, whose statistics do not add up.
-        """
-        self._check_hyperparameters()
-        if self.covariance_estimator is not None:
-            raise ValueError(
-                "partial_fit is not available with covariance_estimator: a covariance "
-                "estimator is fitted on all rows of a class at once. Use fit()."
-            )
-        self._custom = None
-        super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
+    def _after_fit(self, X):
         if hasattr(self, "params_"):
-            self._set_projection(None)
-        return self
-
-    def _priors(self):
-        if self.priors is None:
-            return None
-        return _check_priors(self.priors, self.classes_, renormalize=True)
+            self._set_projection(X)
 
     def _make_story(self, X):
         if X.shape[0] <= len(self.classes_):
@@ -381,7 +351,7 @@ class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMix
                 f"n_components cannot be larger than min(n_features, n_classes - 1) = {largest}; "
                 f"got {self.n_components}."
             )
-        priors = self._priors()
+        priors, _ = self._class_prior_argument()
         weights = None
         if priors is not None and self.solver != "svd":
             weights = tuple(priors)
@@ -393,9 +363,6 @@ class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMix
             rank_tol=float(self.tol),
             covariance_weights=weights,
         )
-
-    def _class_prior_argument(self):
-        return self._priors(), True
 
     def _set_fitted_attributes(self, stats):
         self._check_class_counts(stats)
@@ -498,7 +465,7 @@ class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMix
         return scores[:, 0] if len(self.classes_) == 2 else scores
 
 
-class QuadraticDiscriminantAnalysis(_GaussianBase):
+class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     """Quadratic discriminant analysis: one full Gaussian per class.
 
     Parameters follow scikit-learn 1.9 (``solver``, ``shrinkage``, ``priors``, ``reg_param``,
@@ -532,6 +499,12 @@ class QuadraticDiscriminantAnalysis(_GaussianBase):
         stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
+    _parameter_constraints = {
+        **_DiscriminantBase._parameter_constraints,
+        "solver": [StrOptions({"svd", "eigen"})],
+        "reg_param": [Interval(Real, 0, 1, closed="both")],
+    }
+
     def __init__(
         self,
         *,
@@ -563,83 +536,21 @@ class QuadraticDiscriminantAnalysis(_GaussianBase):
         self.random_state = random_state
         self.dtype = dtype
 
+    _other_solvers = "solver='eigen'"
+
     def _check_hyperparameters(self):
-        if self.solver not in ("svd", "eigen"):
-            raise ValueError(f"solver must be 'svd' or 'eigen'; got {self.solver!r}.")
-        _check_shrinkage(self.shrinkage)
-        _check_tol(self.tol)
-        if not isinstance(self.reg_param, Real) or not 0.0 <= self.reg_param <= 1.0:
-            raise ValueError(f"reg_param must be a float in [0, 1]; got {self.reg_param!r}.")
-        if self.solver == "svd":
-            if self.shrinkage is not None:
-                raise UnsupportedOptionError(
-                    "shrinkage not supported with 'svd' solver: use solver='eigen'."
-                )
-            if self.covariance_estimator is not None:
-                raise ValueError(
-                    "covariance_estimator is not supported with solver='svd'. Try "
-                    "solver='eigen' instead."
-                )
-        elif self.reg_param:
+        super()._check_hyperparameters()
+        if self.solver != "svd" and self.reg_param:
             raise ValueError(
                 "reg_param is only used by solver='svd' (scikit-learn silently ignores it with "
                 "'eigen'); with solver='eigen' regularize through shrinkage."
             )
-        if self.covariance_estimator is not None and self.shrinkage not in (None, 0):
-            raise ValueError(
-                "covariance_estimator and shrinkage parameters are not None. Only one of the "
-                "two can be set."
-            )
-
-    def fit(self, X, y, sample_weight=None, **kwargs):
-        """Fit one Gaussian per class (closed form).
-
-        Args:
-            X: features (n_samples, n_features).
-            y: labels, any hashable values.
-            sample_weight: optional non-negative row weights (not with covariance_estimator).
-            **kwargs: passed to :meth:`GenerativeClassifierBase.fit` (``classes`` for a partly
-                labeled fit; rows labeled -1 are fitted by EM).
-
-        Returns:
-            self
-        """
-        self._check_hyperparameters()
-        self._custom = None
-        if self.covariance_estimator is not None:
-            if sample_weight is not None:
-                raise ValueError("sample_weight is not supported with covariance_estimator.")
-            if kwargs.get("classes") is not None or np.any(_em.unlabeled_mask(np.asarray(y))):
-                raise ValueError("covariance_estimator needs fully labeled data (no y = -1).")
-            self._custom = _custom_class_covariances(self.covariance_estimator, X, y)
-        return super().fit(X, y, sample_weight, **kwargs)
-
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Add a chunk of labeled rows to the running statistics and refit (closed form).
-
-        See :meth:`GenerativeClassifierBase.partial_fit`; not available with
-        ``covariance_estimator`` or ``shrinkage="auto"``. Until every class has enough rows for
-        a regular covariance, the chunks are kept and prediction waits (with a warning).
-        """
-        self._check_hyperparameters()
-        if self.covariance_estimator is not None:
-            raise ValueError(
-                "partial_fit is not available with covariance_estimator: a covariance "
-                "estimator is fitted on all rows of a class at once. Use fit()."
-            )
-        self._custom = None
-        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
 
     def _make_story(self, X):
         shrinkage = 0.0 if self.shrinkage is None else self.shrinkage
         return GaussianStory(
             covariance="full", shared=False, reg_param=self.reg_param, shrinkage=shrinkage
         )
-
-    def _class_prior_argument(self):
-        if self.priors is None:
-            return None, True
-        return _check_priors(self.priors, self.classes_, renormalize=True), True
 
     def _set_fitted_attributes(self, stats):
         counts = self._check_class_counts(stats)

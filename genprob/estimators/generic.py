@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
+from numbers import Integral
 
-from genprob._arrays import encode_labels, is_integer_labels
+import numpy as np
+
 from genprob._dtype import numpy_dtype, precision
-from genprob.estimators._base import (
-    _EM_ATTRIBUTES,
-    _PARTIAL_FIT_STATE,
-    GenerativeClassifierBase,
-    _check_sample_weight,
-)
-from genprob.story import Story
+from genprob._validation import NumberInterval
+from genprob.estimators._base import GenerativeClassifierBase
+from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["GenerativeClassifier"]
 
@@ -50,6 +45,14 @@ class GenerativeClassifier(GenerativeClassifierBase):
         optimizer_result_: convergence information when fitted by the optimizer.
     """
 
+    _parameter_constraints = {
+        **GenerativeClassifierBase._parameter_constraints,
+        # checked when the story is made, with a message naming the type that was given
+        "story": "no_validation",
+        "priors": ["array-like", None],
+        "optimizer_max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+    }
+
     def __init__(
         self,
         story=None,
@@ -81,26 +84,13 @@ class GenerativeClassifier(GenerativeClassifierBase):
             )
         return self.story
 
-    def fit(self, X, y, sample_weight=None, classes=None):
-        """Fit by closed form when the story has one, else by the optimizer (EM for -1 rows)."""
-        story = self._make_story(None)
-        if story.has_closed_form or classes is not None or np.any(np.asarray(y) == -1):
-            return super().fit(X, y, sample_weight=sample_weight, classes=classes)
+    def _fit_labeled(self, story, X, codes, sample_weight):
+        """Closed form when the story has one, else L-BFGS (:func:`genprob.fit_optimizer`)."""
+        if story.has_closed_form:
+            return super()._fit_labeled(story, X, codes, sample_weight)
         from genprob.optimize import fit_optimizer
 
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
-        self._check_em_params()
-        sample_weight = _check_sample_weight(sample_weight, X.shape[0])
-        for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
-            self.__dict__.pop(name, None)
-        if not is_integer_labels(y):
-            check_classification_targets(y)
-        self.classes_, codes = encode_labels(y)
-        if len(self.classes_) < 2:
-            raise ValueError(
-                f"need samples of at least 2 classes to fit a classifier; got only one class: "
-                f"{self.classes_.tolist()[0]!r}."
-            )
+        class_prior, _ = self._class_prior_argument()
         with precision(self._dtype):
             result = fit_optimizer(
                 story,
@@ -110,6 +100,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
                 seed=int(np.random.RandomState(self.random_state).randint(2**31 - 1)),
                 max_iter=self.optimizer_max_iter,
                 sample_weight=sample_weight,
+                fixed=None if class_prior is None else {CLASS_PRIOR: class_prior},
                 dtype=self._dtype,
             )
         self.story_ = story

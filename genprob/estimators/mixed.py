@@ -10,15 +10,16 @@ categories in later chunks: their tables grow).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from numbers import Real
 
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import scipy.sparse
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from genprob.estimators._base import GenerativeClassifierBase
-from genprob.estimators.discrete import check_class_prior
 from genprob.families.bernoulli import check_alpha
 from genprob.families.mixed import MixedStory, naive_block
 
@@ -123,6 +124,19 @@ class MixedNB(GenerativeClassifierBase):
         params_: flat dict ``"<family>.<parameter>"`` plus ``class_prior``.
         stats_: the blocks' sufficient statistics (running ones after :meth:`partial_fit`).
     """
+
+    _prior_parameter = "class_prior"
+    _parameter_constraints = {
+        **GenerativeClassifierBase._parameter_constraints,
+        # a mapping checked column by column when the table is read, naming the column
+        "families": "no_validation",
+        # an array alpha is refused when the story is made, with its own message
+        "alpha": [Interval(Real, 0, None, closed="left"), "array-like"],
+        "beta": [Interval(Real, 0, None, closed="left")],
+        "var_smoothing": [Interval(Real, 0, None, closed="left")],
+        "fit_prior": ["boolean"],
+        "class_prior": ["array-like", None],
+    }
 
     def __init__(
         self,
@@ -369,9 +383,6 @@ class MixedNB(GenerativeClassifierBase):
                     f"list): {error}"
                 ) from None
         return X
-
-    def _class_prior_argument(self):
-        return check_class_prior(self.class_prior, self.classes_), self.fit_prior
 
     def _set_fitted_attributes(self, stats):
         self.class_count_ = stats["class_counts"]

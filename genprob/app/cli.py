@@ -8,7 +8,7 @@ that registers its arguments and its handler, so new commands are added the same
   natural bundled data sets, or on given data; prints one table per check.
 * ``genprob demo [--out DIR] [--quick]``: fits every built-in story on bundled real data, runs
   cross-checks, a semi-supervised curve and MLE-vs-posterior comparisons, and writes a Markdown
-  report with figures to ``DIR`` (:mod:`genprob.report`).
+  report with figures to ``DIR`` (:mod:`genprob.app.report`).
 * ``genprob fit STORY DATA --target COL [--unlabeled VALUE] [--out MODEL]``: fits a built-in
   story on a CSV or Parquet table (rows with an empty target, or ``VALUE``, are unlabeled and
   fitted by EM), saves the model (:func:`genprob.persistence.save`) and prints a summary.
@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # -- genprob check ---------------------------------------------------------------------------------
 def _add_check(commands):
-    from genprob import registry
+    from genprob.app import registry
 
     stories = ", ".join(registry.names())
     data_sets = ", ".join(registry.DATASETS)
@@ -143,7 +143,7 @@ def _read_labeled_table(path: str, target: str | None):
 
 def _check_jobs(args):
     """``(story name, data label, loader)`` for every requested check."""
-    from genprob import registry
+    from genprob.app import registry
 
     names = args.stories or registry.names()
     unknown = [name for name in names if name not in registry.STORIES]
@@ -178,7 +178,7 @@ def _check_jobs(args):
 
 def _bundled(name):
     def load():
-        from genprob import registry
+        from genprob.app import registry
 
         X, y, _ = registry.load_data(name)
         return X, y
@@ -187,7 +187,7 @@ def _bundled(name):
 
 
 def _run_check(args) -> int:
-    from genprob import registry
+    from genprob.app import registry
     from genprob.crosscheck import crosscheck
 
     if args.list:
@@ -240,7 +240,7 @@ _PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 def _story_name(name: str) -> str:
-    from genprob import registry
+    from genprob.app import registry
 
     name = _ALIASES.get(name, name)
     if name not in registry.STORIES:
@@ -374,7 +374,7 @@ def _mixed_families(features) -> dict:
     """Column -> family for MixedNB: text and small integer codes are categorical."""
     import pandas as pd
 
-    from genprob import registry
+    from genprob.app import registry
 
     numeric = [c for c in features.columns if pd.api.types.is_numeric_dtype(features[c])]
     codes = set()
@@ -390,7 +390,7 @@ def _mixed_families(features) -> dict:
 def _make_estimator(name: str, features, args):
     """The estimator of registry story ``name`` for these features, with the EM options."""
     import genprob
-    from genprob import registry
+    from genprob.app import registry
 
     options = {"unlabeled_weight": args.unlabeled_weight, "random_state": args.seed}
     if name == "mixed":
@@ -423,7 +423,7 @@ def _note(command: str, message: str):
 
 
 def _add_fit_options(parser, *, story_help: str):
-    from genprob import registry
+    from genprob.app import registry
 
     parser.add_argument("story", metavar="STORY", help=story_help)
     parser.add_argument("data", metavar="DATA", help="a CSV file, or Parquet (.parquet, .pq)")
@@ -481,7 +481,7 @@ def _run_demo(args) -> int:
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
-    from genprob import report
+    from genprob.app import report
 
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise UserError(f"--out {args.out} exists and is not a directory.")
@@ -690,7 +690,7 @@ def _run_compare(args) -> int:
     import pandas as pd
 
     import genprob
-    from genprob.report import save_figure
+    from genprob.app.report import save_figure
 
     for option, value, minimum in (
         ("--num-samples", args.num_samples, 1),

@@ -4,7 +4,7 @@ Each ``*_section`` function runs one step and returns a :class:`Section` (a Mark
 and the figures it refers to); :func:`write_report` runs them all and writes ``report.md`` and
 the figures into one directory. The steps:
 
-1. **tour** — every built-in story fitted on bundled real data (:mod:`genprob.tour`): held-out
+1. **tour** — every built-in story fitted on bundled real data (:mod:`genprob.app.tour`): held-out
    accuracy, held-out log-likelihood per row, parameter count;
 2. **boundaries** — LDA, QDA and Gaussian naive Bayes on a seeded three-Gaussian example in the
    plane (:func:`three_gaussians`);
@@ -166,7 +166,7 @@ def _figure(width: float, height: float):
 # -- step 1: the tour ------------------------------------------------------------------------------
 def tour_section(settings: Settings, progress: Callable | None = None) -> Section:
     """Fit the tour's stories on bundled real data; a table of held-out scores."""
-    from genprob import tour
+    from genprob.app import tour
 
     progress = _quiet(progress)
     timer = _Timer()
@@ -314,7 +314,7 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
 # -- step 3: closed form vs optimizer --------------------------------------------------------------
 def crosscheck_section(settings: Settings, progress: Callable | None = None) -> Section:
     """Closed form vs L-BFGS for the chosen registry stories on their default data sets."""
-    from genprob import registry
+    from genprob.app import registry
     from genprob.crosscheck import TOLERANCES, crosscheck
 
     progress = _quiet(progress)

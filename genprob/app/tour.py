@@ -5,8 +5,8 @@ and on the held-out part the accuracy and the mean log-likelihood per row
 ``log p(x, y) = log pi_y + log p(x | y)``, plus the story's number of free parameters and the fit
 time (the first fit of a shape includes JAX's compilation).
 
-``python -m genprob.tour`` prints the table; ``genprob demo`` (``make demo``) puts it in its
-report (:mod:`genprob.report`).
+``python -m genprob.app.tour`` prints the table; ``genprob demo`` (``make demo``) puts it in its
+report (:mod:`genprob.app.report`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,376 @@
+"""Checks of user input, in one place: features, labels (``-1`` unlabeled), sample weights,
+class priors and the EM controls.
+
+The estimators, :func:`genprob.fit_em`, :func:`genprob.fit_optimizer`, :func:`genprob.crosscheck`
+and :mod:`genprob.mcmc` all validate through these functions, so an error message (or a new
+check) is written once. Every check raises ``ValueError`` naming the problem.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from numbers import Integral, Real
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse
+from jax.experimental import sparse as jsparse
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    validate_parameter_constraints,
+)
+
+__all__ = [
+    "EM_PARAMETER_CONSTRAINTS",
+    "NumberInterval",
+    "validate_params",
+    "check_class_prior",
+    "check_classes",
+    "check_features",
+    "check_positive_int",
+    "check_sample_weight",
+    "check_unlabeled_weight",
+    "class_codes",
+    "describe",
+    "encode_partial_labels",
+    "unknown_labels",
+    "unlabeled_mask",
+]
+
+
+def describe(values, limit: int = 5) -> str:
+    """The first ``limit`` values, comma-separated (NumPy scalars shown as Python values)."""
+    values = list(values)
+    shown = ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+# -- features -------------------------------------------------------------------------------------
+def check_features(X, dtype=None, *, keep_sparse: bool = False):
+    """Features as a 2-D, finite, floating array.
+
+    Args:
+        X: array-like (n, D); a SciPy sparse matrix or a ``jax.experimental.sparse.BCOO`` is
+            densified unless ``keep_sparse`` (then a BCOO matrix is returned as it is, checked).
+        dtype: floating dtype to cast to; None keeps a floating dtype and casts anything else to
+            JAX's default float.
+        keep_sparse: keep a BCOO matrix sparse.
+
+    Returns:
+        A NumPy array, or the JAX array (dense or BCOO) that was given.
+    """
+    if isinstance(X, jsparse.BCOO) and not keep_sparse:
+        X = X.todense()
+    elif scipy.sparse.issparse(X):
+        X = X.toarray()
+    if not isinstance(X, jax.Array | jsparse.BCOO):
+        X = np.asarray(X)
+    if X.dtype == object or not (jnp.issubdtype(X.dtype, jnp.number) or X.dtype == bool):
+        raise ValueError(f"X must be numeric; got an array of dtype {X.dtype}.")
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features); got shape {X.shape}.")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X is empty (shape {X.shape}).")
+    if dtype is None and not jnp.issubdtype(X.dtype, jnp.floating):
+        dtype = jnp.result_type(float)
+    if dtype is not None and X.dtype != dtype:
+        X = X.astype(dtype)
+    values = X.data if isinstance(X, jsparse.BCOO) else X
+    finite = jnp.isfinite(values) if isinstance(values, jax.Array) else np.isfinite(values)
+    if not bool(finite.all()):
+        raise ValueError("X contains NaN or infinite values.")
+    return X
+
+
+# -- labels ---------------------------------------------------------------------------------------
+def unlabeled_mask(y) -> np.ndarray:
+    """Boolean mask of the rows whose label is the unlabeled marker ``-1``.
+
+    Only a *numeric* -1 marks an unlabeled row (scikit-learn's semi-supervised convention): in a
+    numeric array every ``-1``; in an object array the entries that are the number -1 (so string
+    labels can be mixed with ``-1`` in an object array); a string array has no unlabeled rows
+    (the string ``"-1"`` is an ordinary class name).
+    """
+    y = np.asarray(y)
+    if y.dtype.kind in "iuf":
+        return y == -1
+    if y.dtype.kind == "O":
+        return np.fromiter(
+            (
+                isinstance(v, numbers.Real) and not isinstance(v, bool) and v == -1
+                for v in y.ravel()
+            ),
+            dtype=bool,
+            count=y.size,
+        ).reshape(y.shape)
+    return np.zeros(y.shape, dtype=bool)
+
+
+def unknown_labels(labels, classes) -> list:
+    """The distinct values of ``labels`` that are not in ``classes``, sorted by their repr."""
+    known = {c.item() if hasattr(c, "item") else c for c in np.asarray(classes).tolist()}
+    values = np.asarray(labels).tolist()
+    return sorted({v for v in values if v not in known}, key=repr)
+
+
+def check_classes(classes) -> np.ndarray:
+    """The ``classes`` argument as sorted unique labels; -1 (unlabeled) and duplicates raise."""
+    array = np.asarray(classes)
+    if array.ndim != 1 or array.size == 0 or np.any(unlabeled_mask(array)):
+        raise ValueError(
+            f"classes must be a non-empty 1-D sequence of labels without -1 (the unlabeled "
+            f"marker); got {classes!r}."
+        )
+    unique = np.unique(array)
+    if len(unique) != len(array):
+        raise ValueError(f"classes contains duplicates: {classes!r}.")
+    return unique
+
+
+def encode_partial_labels(y, *, num_classes=None, classes=None):
+    """Check partly labeled ``y`` and return ``(codes, num_classes)``.
+
+    Args:
+        y: labels (n,); -1 marks an unlabeled row. Without ``classes`` the labels are class codes
+            ``0..K-1``; with ``classes`` they are values of ``classes``.
+        num_classes: K, when the labels are codes and some class may have no labeled row.
+        classes: every class label, in code order (code k is ``classes[k]``).
+
+    Returns:
+        ``codes`` (n,) int32 NumPy array with -1 on unlabeled rows, and ``K``.
+
+    Raises:
+        ValueError: unknown labels, negative codes other than -1, all rows unlabeled with neither
+            ``num_classes`` nor ``classes``, or inconsistent ``num_classes``/``classes``.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be one-dimensional, got shape {y.shape}.")
+    unlabeled = unlabeled_mask(y)
+    if classes is not None:
+        classes = np.asarray(classes)
+        if classes.ndim != 1 or len(classes) < 1:
+            raise ValueError(f"classes must be a non-empty 1-D sequence, got {classes!r}.")
+        if np.any(unlabeled_mask(classes)):
+            raise ValueError(
+                "classes contains -1, which marks unlabeled rows; it cannot be a class."
+            )
+        index = {c.item() if hasattr(c, "item") else c: k for k, c in enumerate(classes)}
+        if len(index) != len(classes):
+            raise ValueError(f"classes contains duplicates: {classes!r}.")
+        if num_classes is not None and int(num_classes) != len(classes):
+            raise ValueError(
+                f"num_classes={num_classes} disagrees with the {len(classes)} classes given."
+            )
+        labeled_values = [v.item() if hasattr(v, "item") else v for v in y[~unlabeled]]
+        unknown = unknown_labels(labeled_values, classes)
+        if unknown:
+            raise ValueError(
+                f"y contains labels that are neither -1 (unlabeled) nor one of the classes "
+                f"[{describe(classes)}]: [{describe(unknown)}]."
+            )
+        codes = np.full(y.shape, -1, dtype=np.int32)
+        codes[~unlabeled] = [index[v] for v in labeled_values]
+        return codes, len(classes)
+
+    if y.dtype.kind not in "iuf":
+        raise ValueError(
+            f"y must hold integer class codes (0..K-1, -1 for unlabeled rows) unless classes= is "
+            f"given; got dtype {y.dtype}."
+        )
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinite values; mark unlabeled rows with -1.")
+    if y.dtype.kind == "f" and np.any(y != np.round(y)):
+        raise ValueError(f"y must hold integer class codes; got {describe(y[y != np.round(y)])}.")
+    labeled_codes = y[~unlabeled].astype(np.int64)
+    bad = labeled_codes[labeled_codes < 0]
+    if bad.size:
+        row = int(np.flatnonzero(~unlabeled & (y < 0))[0])
+        raise ValueError(
+            f"labels must be -1 (unlabeled) or class codes 0..K-1; got {describe(np.unique(bad))} "
+            f"(found {describe(y[row : row + 1])} at row {row})."
+        )
+    if num_classes is None:
+        if labeled_codes.size == 0:
+            raise ValueError(
+                "every row is unlabeled (y = -1) and the classes are unknown: pass num_classes= "
+                "or classes= to fit without labels."
+            )
+        num_classes = int(labeled_codes.max()) + 1
+        missing = np.setdiff1d(np.arange(num_classes), labeled_codes)
+        if missing.size:
+            raise ValueError(
+                f"class codes {describe(missing)} have no labeled row, so K cannot be inferred "
+                f"from y alone; pass num_classes= (or classes=) to fit classes without labels."
+            )
+    num_classes = int(num_classes)
+    if num_classes < 1:
+        raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
+    too_big = labeled_codes[labeled_codes >= num_classes]
+    if too_big.size:
+        raise ValueError(
+            f"labels must be -1 (unlabeled) or class codes 0..{num_classes - 1}; got "
+            f"{describe(np.unique(too_big))} (y holds class code {int(too_big.max())} but "
+            f"num_classes is {num_classes})."
+        )
+    return np.where(unlabeled, -1, y).astype(np.int32), num_classes
+
+
+def class_codes(y, num_samples: int, num_classes=None):
+    """Class codes (n,) of ``y`` for ``num_samples`` rows of X and K >= 2: ``(codes, K)``.
+
+    As :func:`encode_partial_labels` (codes 0..K-1, -1 unlabeled) with the row count checked.
+    """
+    y = np.asarray(y)
+    if y.shape != (num_samples,):
+        raise ValueError(f"y has shape {y.shape}; expected ({num_samples},) to match X.")
+    codes, num_classes = encode_partial_labels(y, num_classes=num_classes)
+    if num_classes < 2:
+        raise ValueError(f"num_classes must be >= 2, got {num_classes}.")
+    return codes, num_classes
+
+
+# -- sample weights -------------------------------------------------------------------------------
+def check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool = True):
+    """Row weights as float64 (n,), or None; a scalar weighs every row alike.
+
+    Args:
+        sample_weight: None, a number, or one non-negative finite weight per row.
+        num_samples: rows of X.
+        allow_all_zero: accept weights that are all zero (a chunk of ``partial_fit``, an EM
+            whose unlabeled rows carry the mass); a fit needs a positive one.
+    """
+    if sample_weight is None:
+        return None
+    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    if sample_weight.ndim == 0:
+        sample_weight = np.full(num_samples, float(sample_weight))
+    if sample_weight.shape != (num_samples,):
+        raise ValueError(
+            f"sample_weight has shape {sample_weight.shape}; expected ({num_samples},), one "
+            f"weight per row of X."
+        )
+    if np.any(sample_weight < 0) or not np.all(np.isfinite(sample_weight)):
+        raise ValueError("sample_weight must be finite and non-negative.")
+    if not allow_all_zero and not sample_weight.sum() > 0:
+        raise ValueError("every sample_weight is zero: at least one row needs a positive weight.")
+    return sample_weight
+
+
+# -- class priors ---------------------------------------------------------------------------------
+def check_class_prior(prior, classes, *, name: str = "class_prior", renormalize: bool = False):
+    """A fixed class prior (K,) as float64, checked against the ``classes``; None stays None.
+
+    Args:
+        prior: one probability per class, in the order of ``classes``.
+        classes: the class labels (or ``range(K)`` for codes).
+        name: the argument's name in messages (``priors``, ``class_prior``).
+        renormalize: warn and divide by the sum when it is not 1 (LDA, QDA) instead of raising.
+    """
+    if prior is None:
+        return None
+    values = np.asarray(prior, dtype=np.float64)
+    classes = list(classes)
+    num_classes = len(classes)
+    if values.ndim != 1 or values.shape[0] != num_classes:
+        raise ValueError(
+            f"Number of priors must match number of classes: got {values.size} priors for "
+            f"{num_classes} classes {classes} ({name} has {values.size} entries, one per class, "
+            f"in classes_ order)."
+        )
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} must be finite; got {values.tolist()}.")
+    if np.any(values < 0):
+        negative = [classes[i] for i in np.flatnonzero(values < 0)]
+        raise ValueError(
+            f"Priors must be non-negative; {name} is negative for classes {negative}: "
+            f"{name} must be non-negative and sum to 1, got {values.tolist()}."
+        )
+    total = float(values.sum())
+    if renormalize:
+        if total <= 0:
+            raise ValueError(f"{name} sum to 0: at least one class needs a positive prior.")
+        if abs(total - 1.0) > 1e-5:
+            warnings.warn(
+                f"The priors sum to {total:.6g}, not 1: renormalizing.", UserWarning, stacklevel=3
+            )
+            values = values / total
+    elif not np.isclose(total, 1.0):
+        raise ValueError(
+            f"The sum of the priors should be 1; got {total:.6g} ({name} must be non-negative "
+            f"and sum to 1, got {values.tolist()})."
+        )
+    return values
+
+
+# -- EM controls ----------------------------------------------------------------------------------
+def check_unlabeled_weight(value) -> float:
+    """λ, the weight of unlabeled rows, as a float in [0, 1]."""
+    if not isinstance(value, bool | np.bool_) and isinstance(value, Real) and 0 <= value <= 1:
+        return float(value)
+    raise ValueError(
+        f"unlabeled_weight must lie in [0, 1] (the weight λ of unlabeled rows in EM); got "
+        f"{value!r}."
+    )
+
+
+def check_positive_int(name: str, value) -> int:
+    """An integer control (``max_iter``, ``n_init``) >= 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
+    return int(value)
+
+
+# -- estimator parameters (scikit-learn's _parameter_constraints) ---------------------------------
+class NumberInterval(Interval):
+    """scikit-learn's ``Interval`` that refuses booleans (``True`` is not a count or a weight)."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, bool | np.bool_) and super().is_satisfied_by(val)
+
+
+#: The EM controls every estimator takes, as scikit-learn parameter constraints.
+EM_PARAMETER_CONSTRAINTS = {
+    "unlabeled_weight": [NumberInterval(Real, 0, 1, closed="both")],
+    "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+    "em_tol": [NumberInterval(Real, 0, np.inf, closed="left")],
+    "n_init": [NumberInterval(Integral, 1, None, closed="left")],
+    "random_state": ["random_state"],
+    # resolve_dtype names the supported dtypes (it also takes NumPy dtype objects)
+    "dtype": "no_validation",
+}
+
+#: What a parameter means, appended to scikit-learn's message when its value is refused
+#: (``{value}`` is the refused value).
+PARAMETER_HINTS = {
+    "unlabeled_weight": (
+        "unlabeled_weight must lie in [0, 1] (the weight λ of unlabeled rows in EM)."
+    ),
+    "max_iter": "max_iter must be an integer >= 1.",
+    "n_init": "n_init must be an integer >= 1.",
+    "em_tol": "em_tol must be a finite number >= 0.",
+    "alpha": "alpha must be >= 0 (a number, or one per feature where the estimator allows it).",
+    "solver": "solver must be one of the options above.",
+    "random_state": "{value!r} cannot be used to seed a numpy.random.RandomState instance.",
+}
+
+
+def validate_params(estimator) -> None:
+    """Check an estimator's constructor parameters against its ``_parameter_constraints``.
+
+    scikit-learn's validation (``InvalidParameterError``, a ``ValueError`` and ``TypeError``),
+    one parameter at a time so that the message can say what the refused parameter means.
+    """
+    params = estimator.get_params(deep=False)
+    caller = type(estimator).__name__
+    for name, constraints in estimator._parameter_constraints.items():
+        try:
+            validate_parameter_constraints({name: constraints}, {name: params[name]}, caller)
+        except InvalidParameterError as error:
+            if name not in PARAMETER_HINTS:
+                raise
+            hint = PARAMETER_HINTS[name].format(value=params[name])
+            raise InvalidParameterError(f"{error} {hint}") from None
