@@ -43,7 +43,7 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m slow
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_fit.py
+	$(BIN)/python benchmarks/bench_fit.py --json benchmarks/results/bench_fit.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache site

@@ -1,4 +1,5 @@
 // MathJax settings for pymdownx.arithmatex (generic mode): $...$ inline, $$...$$ display.
+// MathJax itself (tex-svg.js) is served from the site: no request leaves it.
 window.MathJax = {
   tex: {
     inlineMath: [["\\(", "\\)"]],
@@ -6,6 +7,7 @@ window.MathJax = {
     processEscapes: true,
     processEnvironments: true,
   },
+  svg: { fontCache: "global" },
   options: {
     ignoreHtmlClass: ".*|",
     processHtmlClass: "arithmatex",
@@ -13,6 +15,7 @@ window.MathJax = {
 };
 
 document$.subscribe(() => {
+  if (!MathJax.typesetPromise) return; // first page: MathJax typesets it on load
   MathJax.startup.output.clearCache();
   MathJax.typesetClear();
   MathJax.texReset();
