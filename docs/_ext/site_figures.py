@@ -62,7 +62,8 @@ def html_table(header, rows, bold=None) -> str:
                 f"<td><strong>{text}</strong></td>" if (i, j) in bold else f"<td>{text}</td>"
             )
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<div class="genprob-wide">{table}</div>'  # compact cells: see extra.css
 
 
 # -- decision regions, one figure per built-in family ------------------------------------------
@@ -506,7 +507,7 @@ def posterior_table() -> str:
         if "r_hat" in header:
             j = header.index("r_hat")
             row[j] = row[j] if row[j] == "nan" else f"{float(row[j]):.3f}"
-    return f'<div class="genprob-wide">{html_table(header, rows)}</div>'
+    return html_table(header, rows)
 
 
 def posterior_figure() -> str:
@@ -578,12 +579,12 @@ def bench_tables() -> str:
             html_table(
                 [
                     "estimator",
-                    "sklearn fit ms",
-                    "genprob fit ms",
+                    "sklearn fit (ms)",
+                    "genprob fit (ms)",
                     "fit speed-up",
                     "core / floor",
-                    "sklearn predict ms",
-                    "genprob predict ms",
+                    "sklearn predict (ms)",
+                    "genprob predict (ms)",
                     "predict speed-up",
                 ],
                 body,

@@ -14,10 +14,12 @@ window.MathJax = {
   },
 };
 
+// Material calls this once per page load: typeset again once MathJax has started.
 document$.subscribe(() => {
-  if (!MathJax.typesetPromise) return; // first page: MathJax typesets it on load
-  MathJax.startup.output.clearCache();
-  MathJax.typesetClear();
-  MathJax.texReset();
-  MathJax.typesetPromise();
+  if (!window.MathJax || !MathJax.startup || !MathJax.startup.promise) return;
+  MathJax.startup.promise.then(() => {
+    MathJax.typesetClear();
+    MathJax.texReset();
+    return MathJax.typesetPromise();
+  });
 });

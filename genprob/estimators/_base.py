@@ -221,7 +221,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 when every row is unlabeled). Giving it always runs the EM path.
 
         Returns:
-            self
+            self (Self): the fitted estimator itself, for chaining.
         """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **self._validate_kwargs)
         self._check_em_params()
@@ -311,7 +311,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             sample_weight: optional non-negative weights of the chunk's rows.
 
         Returns:
-            self
+            self (Self): the fitted estimator itself, for chaining.
 
         Raises:
             ValueError: missing ``classes`` on the first call, labels outside ``classes``,

@@ -333,7 +333,7 @@ class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMix
                 labeled fit; rows labeled -1 are fitted by EM).
 
         Returns:
-            self
+            self (Self): the fitted estimator itself, for chaining.
         """
         self._check_hyperparameters()
         self._custom = None
@@ -605,7 +605,7 @@ class QuadraticDiscriminantAnalysis(_GaussianBase):
                 labeled fit; rows labeled -1 are fitted by EM).
 
         Returns:
-            self
+            self (Self): the fitted estimator itself, for chaining.
         """
         self._check_hyperparameters()
         self._custom = None
