@@ -268,6 +268,8 @@ def write_json(path, args):
             "scikit-learn": sklearn.__version__,
             "python": platform.python_version(),
         },
+        # other jobs on the machine slow both libraries; the ratios are paired, the times are not
+        "load_average_1min": os.getloadavg()[0],
         "repeats": args.repeats,
         "quick": args.quick,
         "rows": RESULTS,

@@ -13,6 +13,7 @@ import functools
 import html
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -546,9 +547,14 @@ def bench_run() -> str:
     return (
         f"Run of {b['date']} on {b['machine']}; jax {b['versions']['jax']}, scikit-learn "
         f"{b['versions']['scikit-learn']}, Python {b['versions']['python']}; medians of "
-        f"{b['repeats']} runs per side. Written by <code>python benchmarks/bench_fit.py "
+        f"{b['repeats']} runs per side{_load(b)}. Written by <code>python benchmarks/bench_fit.py "
         f"--json benchmarks/results/bench_fit.json</code>."
     )
+
+
+def _load(record) -> str:
+    load = record.get("load_average_1min")
+    return "" if load is None else f"; load average {load:.1f} when the run started"
 
 
 def _ms(seconds):
@@ -594,14 +600,17 @@ def bench_tables() -> str:
 
 
 def _short_shape(shape: str) -> str:
-    """'Gaussian family, n=1e+06, d=20, K=3' -> 'n=1e+06, d=20, K=3'; sparse -> 'sparse'."""
-    return "sparse" if "sparse" in shape else shape.split(", ", 1)[1]
+    """'Gaussian family, n=1e+06, d=20, K=3' -> '1e6 x 20'; the bag of words -> 'sparse'."""
+    if "sparse" in shape:
+        return "sparse"
+    n, d = re.search(r"n=([0-9.e+]+), d=(\d+)", shape).groups()
+    return f"{n.replace('+0', '').replace('+', '')} x {d}"
 
 
 def bench_chart() -> str:
     rows = bench()["rows"]
     labels = [f"{r['estimator']}\n{_short_shape(r['shape'])}" for r in rows]
-    fig, ax = plt.subplots(figsize=(10, 3.6))
+    fig, ax = plt.subplots(figsize=(11, 3.6))
     x = np.arange(len(rows))
     ax.bar(x - 0.2, [r["fit_speedup"] for r in rows], 0.4, color=COLORS[0], label="fit")
     ax.bar(
@@ -609,7 +618,7 @@ def bench_chart() -> str:
     )
     ax.axhline(1, color="k", lw=0.8)
     ax.set(yscale="log", ylabel="speed-up over scikit-learn\n(>1: genprob faster)", xticks=x)
-    ax.set_xticklabels(labels, fontsize=7.5)
+    ax.set_xticklabels(labels, fontsize=7)
     ax.legend()
     return img(fig, "Speed-up of genprob over scikit-learn per estimator")
 
@@ -655,3 +664,48 @@ def bench_targets() -> str:
         f"{len(dense)} rows: {names(tenfold)}.</li>"
         "</ul>"
     )
+
+
+# -- penguins: measurements and categories (models/penguins_mixed.py) ----------------------------
+
+
+@functools.cache
+def penguin_results() -> dict:
+    import contextlib
+
+    script = _model_script("penguins_mixed")
+    with contextlib.redirect_stdout(io.StringIO()):
+        return script.main()
+
+
+def penguin_tables() -> str:
+    """Held-out accuracy of the three models, P(island | species), and the sentence on them."""
+    r = penguin_results()
+    acc, sd = r["accuracy"], r["accuracy_std"]
+    models = [
+        ("mixed", "MixedNB", "4 Gaussian + island, sex"),
+        ("gaussian_only", "GaussianNB", "4 measurements"),
+        ("categorical_only", "MixedNB", "island, sex only"),
+    ]
+    accuracy = html_table(
+        ["model", "columns", "held-out accuracy"],
+        [[m, cols, f"{acc[key]:.3f} ± {sd[key]:.3f}"] for key, m, cols in models],
+    )
+    table = r["island_given_species"]
+    islands = sorted(next(iter(table.values())))
+    island = html_table(
+        ["P(island | species)", *islands],
+        [[species, *(f"{table[species][i]:.3f}" for i in islands)] for species in table],
+    )
+    home = {s: max(table[s], key=table[s].get) for s in table}
+    spread = [s for s in table if table[s][home[s]] < 0.5]
+    sentence = "The fitted island probabilities (smoothed, last split) show why the island helps: "
+    sentence += ", ".join(
+        f"{s} {q3(table[s][home[s]])} on {home[s]}" for s in table if s not in spread
+    )
+    if spread:
+        sentence += "; " + ", ".join(
+            f"{s} spread over all three ({', '.join(q3(table[s][i]) for i in islands)})"
+            for s in spread
+        )
+    return f"{accuracy}\n{island}\n<p>{sentence}.</p>"
