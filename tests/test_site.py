@@ -274,3 +274,19 @@ def test_gallery_learning_curve_verdict_follows_its_table(site):
             assert "LDA stays ahead of softmax regression at every size" in sentence[:600]
         else:
             assert "softmax regression is ahead of LDA at every size" in sentence[:600]
+
+
+def test_reference_is_headed_by_public_names_only(site):
+    """No private module, class or helper heads a reference entry; signatures are wrapped."""
+    headings, signatures = [], 0
+    for page in sorted((site / "reference").rglob("index.html")):
+        html = page.read_text(encoding="utf-8")
+        headings += re.findall(r'<h[2-4] id="(genprob[^"]*)"', html)
+        signatures += html.count("doc-signature")
+        assert "Bases:" not in html, f"{page}: base classes shown"
+    assert len(headings) > 100, len(headings)
+    private = [h for h in headings if any(part.startswith("_") for part in h.split("."))]
+    assert not private, private
+    for helper in ("to_bcoo", "check_non_negative", "GenerativeClassifierBase"):
+        assert not [h for h in headings if h.endswith(helper)], helper
+    assert signatures > 50, signatures  # separate, wrapped signature blocks
