@@ -359,7 +359,15 @@ def learning_curve(seeds: int = 3) -> str:
         title=f"Multinomial NB on digits, mean of {seeds} splits",
     )
     ax.legend()
-    return img(fig, "Semi-supervised learning curve on digits")
+    only, em, em_small = (np.asarray(v) for v in curves.values())
+    gap = np.max(np.maximum(only, em) - em_small)
+    text = (
+        f"With {sizes[0]} labels EM reaches {em[0]:.3f} (λ = 1) and {em_small[0]:.3f} (λ = 0.1) "
+        f"against {only[0]:.3f} for the labeled rows alone; with {sizes[-2]} labels the three are "
+        f"at {em[-2]:.3f}, {em_small[-2]:.3f} and {only[-2]:.3f}. At no size is λ = 0.1 more "
+        f"than {gap:.3f} below the better of the other two."
+    )
+    return img(fig, "Semi-supervised learning curve on digits") + f"<p>{text}</p>"
 
 
 # -- generative against discriminative (models/gda_vs_logistic.py) ----------------------------
