@@ -195,7 +195,8 @@ def bernoulli_regions() -> str:
         yticks=[0, 1],
         xlabel=f'"{words[0]}" in the message',
         ylabel=f'"{words[1]}" in the message',
-        title=f"Bernoulli NB: the line w·x + b = 0\nw = ({w[0]:.2f}, {w[1]:.2f}), b = {b:.2f}",
+        title=f"Bernoulli NB: the line w·x + b = 0 (orange side: spam)\n"
+        f"w = ({w[0]:.2f}, {w[1]:.2f}), b = {b:.2f}",
     )
     return img(fig, "Bernoulli naive Bayes on the presence of two words in SMS messages")
 
