@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint format bench clean install docs strip-notebooks
+.PHONY: demo test test-slow lint format bench clean install docs strip-notebooks browser test-site
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,20 @@ demo: $(STAMP)
 # notebook under notebooks/), then the documentation site must build without a warning.
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -n 2 -q -m "not slow" --nbmake tests notebooks
+	$(BIN)/python -m pytest -n 2 -q -m "not slow and not docs" --nbmake tests notebooks
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+	$(MAKE) test-site SITE=site
+
+# The built site read in headless Chromium on 127.0.0.1 (tests/test_site.py): formulas typeset,
+# images loaded, tables within the page, no request leaving the machine. Builds the site itself
+# unless SITE names a built one.
+SITE ?=
+test-site: $(STAMP) browser
+	GENPROB_SITE=$(SITE) $(BIN)/python -m pytest -n 0 -q -m docs tests/test_site.py
+
+# Debian's chromium (Playwright drives it; no browser is downloaded). Needs root, as on CI.
+browser:
+	@command -v chromium >/dev/null 2>&1 || (apt-get update && apt-get install -y chromium)
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
@@ -43,7 +55,7 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m slow
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_fit.py
+	$(BIN)/python benchmarks/bench_fit.py --json benchmarks/results/bench_fit.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache site

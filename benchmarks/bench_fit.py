@@ -100,9 +100,27 @@ def bag_of_words(n_docs, vocabulary, words_per_doc, seed=0):
     return X, y
 
 
+#: Every printed row, for ``--json`` (the documentation's benchmark tables and chart read it).
+RESULTS = []
+
+
 def row(name, fit, core_fit, floor, predict):
     """One table line; ``fit`` and ``predict`` are ``timed_pair(sklearn, genprob)`` results."""
     (sk_fit, gp_fit, fit_speedup), (sk_pred, gp_pred, pred_speedup) = fit, predict
+    RESULTS.append(
+        {
+            "shape": SHAPE[0],
+            "estimator": name,
+            "sklearn_fit_s": sk_fit,
+            "genprob_fit_s": gp_fit,
+            "fit_speedup": fit_speedup,
+            "core_s": core_fit,
+            "floor_s": floor,
+            "sklearn_predict_s": sk_pred,
+            "genprob_predict_s": gp_pred,
+            "predict_speedup": pred_speedup,
+        }
+    )
     core_cell = f"{core_fit * 1e3:9.1f}" if core_fit is not None else f"{'-':>9}"
     ratio_cell = f"{core_fit / floor:9.1f}" if core_fit is not None else f"{'-':>9}"
     print(
@@ -112,7 +130,11 @@ def row(name, fit, core_fit, floor, predict):
     )
 
 
+SHAPE = [""]
+
+
 def header(title):
+    SHAPE[0] = title
     print(f"\n{title}")
     print(
         f"{'estimator':<26}{'sk fit':>10}{'gp fit':>10}{'speedup':>10}{'core':>9}{'floor':>9}"
@@ -199,6 +221,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="small shapes (smoke run)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=["gaussian", "multinomial"], default=None)
+    parser.add_argument("--json", default=None, help="also write the rows, date and machine here")
     args = parser.parse_args(argv)
     print(
         f"jax {jax.__version__} ({jax.default_backend()}), scikit-learn {sklearn.__version__}, "
@@ -220,6 +243,40 @@ def main(argv=None):
             bench_multinomial(5_000, 2_000, 30, args.repeats)
         else:
             bench_multinomial(100_000, 50_000, 50, args.repeats)
+    if args.json:
+        write_json(args.json, args)
+
+
+def write_json(path, args):
+    """The rows with the run's date, machine and versions (one file per run)."""
+    import datetime
+    import json
+    import os
+    import platform
+
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
+    except (OSError, StopIteration):
+        pass
+    record = {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}",
+        "versions": {
+            "jax": jax.__version__,
+            "scikit-learn": sklearn.__version__,
+            "python": platform.python_version(),
+        },
+        # other jobs on the machine slow both libraries; the ratios are paired, the times are not
+        "load_average_1min": os.getloadavg()[0],
+        "repeats": args.repeats,
+        "quick": args.quick,
+        "rows": RESULTS,
+    }
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
 
 
 if __name__ == "__main__":

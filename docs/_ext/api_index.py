@@ -36,6 +36,8 @@ MODULE_PAGES = {
     "genprob.draws": "draws.md",
     "genprob.arviz_io": "arviz_io.md",
 }
+#: Pages that document their objects under the package-root name (``genprob.GaussianNB``).
+PAGES_BY_ROOT_NAME = {"estimators.md", "families.md"}
 _SECTION = re.compile(r"^# -- (?!end\b)(.+?) --\s*$")
 _END = re.compile(r"^# -- end\b")
 
@@ -100,6 +102,8 @@ def _row(package: griffe.Module, name: str, path: str) -> str:
     label = f"`{name}`"
     if page is not None:
         anchor = "" if target.is_module else f"#{target.path}"
+        if page in PAGES_BY_ROOT_NAME:
+            anchor = f"#genprob.{name}"
         label = f"[`{name}`]({page}{anchor})"
     summary = target.docstring.value.strip().split("\n\n")[0] if target.docstring else ""
     summary = _escape_pipes(" ".join(_rst_to_markdown(summary).split()))

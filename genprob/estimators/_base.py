@@ -221,7 +221,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 when every row is unlabeled). Giving it always runs the EM path.
 
         Returns:
-            self
+            self (Self): the fitted estimator itself, for chaining.
         """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **self._validate_kwargs)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], allow_all_zero=False)
@@ -307,7 +307,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             sample_weight: optional non-negative weights of the chunk's rows.
 
         Returns:
-            self
+            self (Self): the fitted estimator itself, for chaining.
 
         Raises:
             ValueError: missing ``classes`` on the first call, labels outside ``classes``,

@@ -280,7 +280,7 @@ class MixedNB(GenerativeClassifierBase):
             **kwargs: passed to :meth:`GenerativeClassifierBase.fit`.
 
         Returns:
-            self
+            self (Self): the fitted estimator itself, for chaining.
         """
         self._learn_columns(X)
         return super().fit(self._encode(X), y, sample_weight=sample_weight, **kwargs)

@@ -1,0 +1,720 @@
+"""Figures, tables and the numbers quoted beside them, computed from genprob while the site builds.
+
+The pages call these functions from ``markdown-exec`` blocks (``python exec="on" html="1"``);
+each returns HTML: an ``<img>`` with the PNG inline (no file to go stale, no network), a table,
+or a sentence whose numbers come from the same run as the table next to it. Everything is
+seeded, float64 and small enough to keep the strict build within a minute or so.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import html
+import io
+import json
+import re
+import sys
+from pathlib import Path
+
+import matplotlib
+import matplotlib.ticker
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+import genprob  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+COLORS = ["#1b6ca8", "#e07b39", "#3a9e5c", "#b04a8f"]
+plt.rcParams.update({"font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
+
+
+def on_config(config, **kwargs):
+    """MkDocs hook: make this module importable from the pages' code blocks."""
+    here = str(Path(__file__).parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    return config
+
+
+def img(fig, alt: str) -> str:
+    """The figure as an inline PNG ``<img>`` (closed afterwards)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return (
+        f'<img class="genprob-figure" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+    )
+
+
+def html_table(header, rows, bold=None) -> str:
+    """A plain HTML table; ``bold`` is a set of (row, column) cells to emphasize."""
+    bold = bold or set()
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = []
+    for i, row in enumerate(rows):
+        cells = []
+        for j, cell in enumerate(row):
+            text = html.escape(str(cell))
+            cells.append(
+                f"<td><strong>{text}</strong></td>" if (i, j) in bold else f"<td>{text}</td>"
+            )
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f'<div class="genprob-wide">{table}</div>'  # compact cells: see extra.css
+
+
+# -- decision regions, one figure per built-in family ------------------------------------------
+
+
+def _regions(ax, model, xs, ys, classes):
+    """Colour the grid ``xs`` x ``ys`` by the predicted class; draw the class boundaries."""
+    xx, yy = np.meshgrid(xs, ys)
+    pred = model.predict(np.c_[xx.ravel(), yy.ravel()]).reshape(xx.shape)
+    codes = np.searchsorted(classes, pred)
+    cmap = matplotlib.colors.ListedColormap(COLORS[: len(classes)])
+    ax.contourf(xx, yy, codes, levels=np.arange(len(classes) + 1) - 0.5, cmap=cmap, alpha=0.18)
+    ax.contour(xx, yy, codes, levels=np.arange(len(classes)) + 0.5, colors="k", linewidths=0.8)
+
+
+def _scatter(ax, X, y, classes, **kwargs):
+    for color, label in zip(COLORS, classes, strict=False):
+        rows = y == label
+        ax.scatter(X[rows, 0], X[rows, 1], s=9, color=color, label=str(label), **kwargs)
+
+
+@functools.cache
+def _penguins():
+    X, y = genprob.datasets.load_penguins(as_frame=True)
+    return X, np.asarray(y)
+
+
+def gaussian_regions() -> str:
+    """LDA, QDA and Gaussian naive Bayes on two penguin measurements."""
+    frame, y = _penguins()
+    X = frame[["bill_length_mm", "bill_depth_mm"]].to_numpy()
+    classes = np.unique(y)
+    models = [
+        ("LDA: lines", genprob.LinearDiscriminantAnalysis()),
+        ("QDA: conics", genprob.QuadraticDiscriminantAnalysis()),
+        ("Gaussian NB: axis-aligned", genprob.GaussianNB()),
+    ]
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6), sharey=True)
+    xlim, ylim = (30, 62), (12.5, 22.5)
+    for ax, (title, model) in zip(axes, models, strict=True):
+        model.fit(X, y)
+        _regions(ax, model, np.linspace(*xlim, 200), np.linspace(*ylim, 200), classes)
+        _scatter(ax, X, y, classes)
+        ax.set(
+            title=f"{title}\n(training accuracy {model.score(X, y):.3f})", xlabel="bill length (mm)"
+        )
+        ax.set_xlim(xlim)
+        ax.set_ylim(ylim)
+    axes[0].set_ylabel("bill depth (mm)")
+    axes[0].legend(loc="lower left", fontsize=8)
+    return img(fig, "Decision regions of LDA, QDA and Gaussian naive Bayes on penguin bills")
+
+
+@functools.cache
+def _digit_ink():
+    """Ink in the top two rows and in the two middle columns of the digits 0, 1 and 7."""
+    X, y = genprob.datasets.load_digits()
+    keep = np.isin(y, [0, 1, 7])
+    images = X[keep].reshape(-1, 8, 8)
+    counts = np.c_[images[:, :2].sum(axis=(1, 2)), images[:, :, 3:5].sum(axis=(1, 2))]
+    return counts, y[keep]
+
+
+def count_regions() -> str:
+    """Multinomial and Poisson naive Bayes on the same two counts."""
+    X, y = _digit_ink()
+    classes = np.unique(y)
+    fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.8), sharey=True)
+    lim = (0, int(1.05 * X.max()))
+    for ax, (title, model) in zip(
+        axes,
+        [
+            ("Multinomial NB: only the ratio counts", genprob.MultinomialNB()),
+            ("Poisson NB: the total counts too", genprob.PoissonNB()),
+        ],
+        strict=True,
+    ):
+        model.fit(X, y)
+        _regions(ax, model, np.arange(lim[1]), np.arange(lim[1]), classes)
+        _scatter(ax, X, y, classes, alpha=0.6)
+        ax.set(
+            title=f"{title}\n(training accuracy {model.score(X, y):.3f})",
+            xlabel="ink in the top two rows",
+        )
+    axes[0].set_ylabel("ink in the two middle columns")
+    axes[0].legend(title="digit", loc="upper left", fontsize=8)
+    return img(fig, "Decision regions of multinomial and Poisson naive Bayes on digit ink counts")
+
+
+@functools.cache
+def _sms_words(words=("free", "call")):
+    data = genprob.datasets.load_sms_spam(return_dataset=True)
+    texts = np.char.lower(data.X.astype(str))
+    X = np.stack([np.char.find(texts, w) >= 0 for w in words], axis=1).astype(float)
+    return X, np.asarray(data.y).astype(str), words
+
+
+def bernoulli_regions() -> str:
+    """Bernoulli naive Bayes on the presence of two words: one line through the unit square."""
+    X, y, words = _sms_words()
+    model = genprob.BernoulliNB().fit(X, y)
+    spam = list(model.classes_).index("spam")
+    w, b = genprob.linear_boundary(model.story_, model.params_, spam, 1 - spam)
+    w, b = np.asarray(w), float(b)
+    fig, ax = plt.subplots(figsize=(4.6, 4))
+    t = np.linspace(-0.25, 1.25, 200)
+    xx, yy = np.meshgrid(t, t)
+    odds = w[0] * xx + w[1] * yy + b
+    ax.contourf(
+        xx, yy, odds > 0, levels=[-0.5, 0.5, 1.5], colors=[COLORS[0], COLORS[1]], alpha=0.18
+    )
+    ax.contour(xx, yy, odds, levels=[0], colors="k", linewidths=0.8)
+    for a in (0, 1):
+        for c in (0, 1):
+            rows = (X[:, 0] == a) & (X[:, 1] == c)
+            n_spam = int(np.sum(y[rows] == "spam"))
+            p_spam = model.predict_proba([[a, c]])[0, spam]
+            ax.annotate(
+                f"{n_spam} spam\n{rows.sum() - n_spam} ham\np(spam)={p_spam:.2f}",
+                (a, c),
+                ha="center",
+                va="center",
+                fontsize=8,
+                bbox={"boxstyle": "round", "fc": "white", "ec": "0.6"},
+            )
+    ax.set(
+        xticks=[0, 1],
+        yticks=[0, 1],
+        xlabel=f'"{words[0]}" in the message',
+        ylabel=f'"{words[1]}" in the message',
+        title=f"Bernoulli NB: the line w·x + b = 0 (orange side: spam)\n"
+        f"w = ({w[0]:.2f}, {w[1]:.2f}), b = {b:.2f}",
+    )
+    return img(fig, "Bernoulli naive Bayes on the presence of two words in SMS messages")
+
+
+def categorical_regions() -> str:
+    """Categorical naive Bayes on island and sex: the predicted species of each cell."""
+    frame, y = _penguins()
+    islands, sexes = sorted(frame["island"].unique()), sorted(frame["sex"].unique())
+    codes = np.c_[
+        frame["island"].map(islands.index).to_numpy(), frame["sex"].map(sexes.index).to_numpy()
+    ]
+    model = genprob.CategoricalNB().fit(codes, y)
+    classes = list(model.classes_)
+    fig, ax = plt.subplots(figsize=(6.2, 3))
+    for i in range(len(islands)):
+        for s in range(len(sexes)):
+            proba = model.predict_proba([[i, s]])[0]
+            k = int(np.argmax(proba))
+            ax.add_patch(plt.Rectangle((i - 0.5, s - 0.5), 1, 1, color=COLORS[k], alpha=0.25))
+            n = int(np.sum((codes[:, 0] == i) & (codes[:, 1] == s)))
+            ax.text(
+                i, s, f"{classes[k]}\np = {proba[k]:.2f}\n({n} birds)", ha="center", va="center"
+            )
+    ax.set(
+        xlim=(-0.5, len(islands) - 0.5),
+        ylim=(-0.5, len(sexes) - 0.5),
+        xticks=range(len(islands)),
+        xticklabels=islands,
+        yticks=range(len(sexes)),
+        yticklabels=sexes,
+        title="Categorical NB: linear in the one-hot codes; one class per cell",
+    )
+    return img(fig, "Categorical naive Bayes on island and sex of penguins")
+
+
+def mixed_regions() -> str:
+    """Mixed naive Bayes: a Gaussian bill length and a categorical island."""
+    frame, y = _penguins()
+    X = frame[["bill_length_mm", "island"]]
+    model = genprob.MixedNB({"bill_length_mm": "gaussian", "island": "categorical"}).fit(X, y)
+    classes = np.asarray(model.classes_)
+    islands = sorted(frame["island"].unique())
+    grid = np.linspace(30, 62, 400)
+    fig, ax = plt.subplots(figsize=(7.5, 3))
+    cmap = matplotlib.colors.ListedColormap(COLORS[: len(classes)])
+    rng = np.random.default_rng(0)
+    for i, island in enumerate(islands):
+        points = frame.iloc[[0] * len(grid)][["bill_length_mm", "island"]].assign(
+            bill_length_mm=grid, island=island
+        )
+        pred = np.searchsorted(classes, model.predict(points))
+        ax.pcolormesh(
+            grid,
+            [i - 0.45, i + 0.45],
+            pred[None, :-1],
+            cmap=cmap,
+            alpha=0.25,
+            vmin=-0.5,
+            vmax=len(classes) - 0.5,
+        )
+        on = (frame["island"] == island).to_numpy()
+        for k, label in enumerate(classes):
+            sel = on & (y == label)
+            jitter = rng.uniform(-0.3, 0.3, sel.sum())
+            ax.scatter(
+                frame["bill_length_mm"][sel],
+                i + jitter,
+                s=7,
+                color=COLORS[k],
+                label=label if i == 0 else None,
+            )
+    ax.set(
+        yticks=range(len(islands)),
+        yticklabels=islands,
+        xlabel="bill length (mm)",
+        title="Mixed NB: a Gaussian column and a categorical one; regions per island",
+    )
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    return img(fig, "Mixed naive Bayes on bill length and island")
+
+
+# -- missing labels: EM's objective per iteration, and a learning curve ---------------------------
+
+
+def _hide(y, fraction, seed):
+    """All labels but a stratified ``fraction`` (at least one per class) set to -1."""
+    from sklearn.model_selection import train_test_split
+
+    if fraction >= 1:
+        return y.copy()
+    keep_count = max(int(round(fraction * len(y))), len(np.unique(y)))
+    keep, _ = train_test_split(
+        np.arange(len(y)), train_size=keep_count, stratify=y, random_state=seed
+    )
+    partial = np.full_like(y, -1)
+    partial[keep] = y[keep]
+    return partial
+
+
+@functools.cache
+def _digits_split(seed):
+    from sklearn.model_selection import train_test_split
+
+    X, y = genprob.datasets.load_digits()
+    return train_test_split(X, y, test_size=0.3, stratify=y, random_state=seed)
+
+
+def em_trace() -> str:
+    """The EM objective after every iteration: multinomial NB on digits, 5% of labels kept."""
+    X_train, _, y_train, _ = _digits_split(0)
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for color, weight in zip(COLORS, (1.0, 0.1), strict=False):
+        model = genprob.MultinomialNB(unlabeled_weight=weight)
+        model.fit(X_train, _hide(y_train, 0.05, 0), classes=np.arange(10))
+        trace = np.asarray(model.log_likelihood_trace_) / len(y_train)
+        ax.plot(
+            np.arange(1, len(trace) + 1),
+            trace,
+            "o-",
+            ms=3,
+            color=color,
+            label=f"λ = {weight:g}: {model.n_iter_} iterations",
+        )
+        assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[:-1])), "EM objective decreased"
+    ax.set(
+        xlabel="EM iteration",
+        ylabel="objective per row (nats)",
+        title="EM never decreases its objective (digits, 5% of labels)",
+    )
+    ax.legend()
+    return img(fig, "EM log-likelihood per iteration on digits with 5% of the labels")
+
+
+def learning_curve(seeds: int = 3) -> str:
+    """Test accuracy against the number of labels: labeled rows alone against EM (λ = 1, 0.1)."""
+    fractions = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+    curves = {"labeled rows only": [], "EM, λ = 1": [], "EM, λ = 0.1": []}
+    sizes = []
+    for fraction in fractions:
+        scores = {name: [] for name in curves}
+        for seed in range(seeds):
+            X_train, X_test, y_train, y_test = _digits_split(seed)
+            partial = _hide(y_train, fraction, seed)
+            labeled = partial >= 0
+            only = genprob.MultinomialNB().fit(X_train[labeled], partial[labeled])
+            scores["labeled rows only"].append(only.score(X_test, y_test))
+            for weight, name in ((1.0, "EM, λ = 1"), (0.1, "EM, λ = 0.1")):
+                model = genprob.MultinomialNB(unlabeled_weight=weight)
+                model.fit(X_train, partial, classes=np.arange(10))
+                scores[name].append(model.score(X_test, y_test))
+        sizes.append(int(labeled.sum()))
+        for name in curves:
+            curves[name].append(np.mean(scores[name]))
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    for color, (name, values) in zip(COLORS, curves.items(), strict=False):
+        ax.plot(sizes, values, "o-", ms=4, color=color, label=name)
+    ax.set(
+        xscale="log",
+        xlabel=f"labeled training rows (of {sizes[-1]})",
+        ylabel="test accuracy",
+        title=f"Multinomial NB on digits, mean of {seeds} splits",
+    )
+    ax.legend()
+    only, em, em_small = (np.asarray(v) for v in curves.values())
+    gap = np.max(np.maximum(only, em) - em_small)
+    text = (
+        f"With {sizes[0]} labels EM reaches {em[0]:.3f} (λ = 1) and {em_small[0]:.3f} (λ = 0.1) "
+        f"against {only[0]:.3f} for the labeled rows alone; with {sizes[-2]} labels the three are "
+        f"at {em[-2]:.3f}, {em_small[-2]:.3f} and {only[-2]:.3f}. At no size is λ = 0.1 more "
+        f"than {gap:.3f} below the better of the other two."
+    )
+    return img(fig, "Semi-supervised learning curve on digits") + f"<p>{text}</p>"
+
+
+# -- generative against discriminative (models/gda_vs_logistic.py) ----------------------------
+
+
+def _model_script(name):
+    models = str(ROOT / "models")
+    if models not in sys.path:
+        sys.path.insert(0, models)
+    return __import__(name)
+
+
+GDA_SIZES = {"iris": (6, 9, 12, 24, 48, 100), "breast_cancer": (4, 8, 16, 32, 64, 128, 379)}
+GDA_NAMES = {"gaussian_nb": "Gaussian NB", "lda": "LDA", "softmax": "softmax"}
+
+
+@functools.cache
+def gda_results() -> dict:
+    """``models/gda_vs_logistic.main`` at the gallery's settings (10 draws per size)."""
+    import contextlib
+
+    script = _model_script("gda_vs_logistic")
+    with contextlib.redirect_stdout(io.StringIO()):
+        return script.main(sizes=GDA_SIZES, seeds=10)
+
+
+def q(value) -> str:
+    """A number quoted in prose from the table beside it (the site test checks it is there)."""
+    return f'<span class="from-table">{value}</span>'
+
+
+def q3(value) -> str:
+    return q(f"{value:.3f}")
+
+
+def qx(value) -> str:
+    return q(f"{value:.1f}x")
+
+
+def verb(below: bool) -> str:
+    return "ends below" if below else "does not overtake"
+
+
+def gda_table(name: str) -> str:
+    """Mean held-out error per training size; the best model of each row in bold."""
+    result = gda_results()[name]
+    rows, bold = [], set()
+    for i, m in enumerate(result["sizes"]):
+        errors = [result["error"][model][i] for model in GDA_NAMES]
+        rows.append([m, *(f"{e:.3f}" for e in errors)])
+        best = min(f"{e:.3f}" for e in errors)
+        bold |= {(i, j + 1) for j, e in enumerate(errors) if f"{e:.3f}" == best}
+    return html_table(["m", *GDA_NAMES.values()], rows, bold)
+
+
+def gda_figure() -> str:
+    results = gda_results()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    for ax, (name, title) in zip(
+        axes, (("iris", "Iris"), ("breast_cancer", "Breast cancer")), strict=True
+    ):
+        r = results[name]
+        for color, (model, label) in zip(COLORS, GDA_NAMES.items(), strict=False):
+            mean, se = np.asarray(r["error"][model]), np.asarray(r["error_se"][model])
+            ax.plot(r["sizes"], mean, "o-", ms=4, color=color, label=label)
+            ax.fill_between(r["sizes"], mean - se, mean + se, color=color, alpha=0.15)
+        ax.set(xscale="log", xlabel="training rows m", ylabel="held-out error", title=title)
+    axes[0].legend()
+    return img(fig, "Learning curves of Gaussian NB, LDA and softmax regression")
+
+
+def gda_verdict() -> str:
+    """The prose under the tables, each number taken from them."""
+    out = []
+    for name, title in (("iris", "Iris"), ("breast_cancer", "Breast cancer")):
+        r = gda_results()[name]
+        err = {m: [float(f"{e:.3f}") for e in r["error"][m]] for m in GDA_NAMES}
+        sizes = r["sizes"]
+        gen_first = min(err["gaussian_nb"][0], err["lda"][0])
+        if gen_first < err["softmax"][0]:
+            first = (
+                f"at the smallest size (m = {sizes[0]}) the generative side wins: LDA "
+                f"{q3(err['lda'][0])} against softmax {q3(err['softmax'][0])}"
+            )
+        else:
+            first = (
+                f"at the smallest size (m = {sizes[0]}) softmax regression is already better: "
+                f"{q3(err['softmax'][0])} against LDA's {q3(err['lda'][0])}, "
+                "no small-sample advantage for the generative side"
+            )
+        lda_ahead = [m for i, m in enumerate(sizes) if err["lda"][i] < err["softmax"][i]]
+        if lda_ahead and lda_ahead != list(sizes):
+            middle = "; LDA is ahead of softmax regression at m = " + ", ".join(
+                str(m) for m in lda_ahead
+            )
+        elif lda_ahead:
+            middle = "; LDA stays ahead of softmax regression at every size"
+        else:
+            middle = "; softmax regression is ahead of LDA at every size"
+        last = sizes[-1]
+        ends = [
+            f"softmax regression {verb(err['softmax'][-1] < err[m][-1])} "
+            f"{GDA_NAMES[m]} ({q3(err['softmax'][-1])} against {q3(err[m][-1])})"
+            for m in ("gaussian_nb", "lda")
+        ]
+        out.append(
+            f"<li><strong>{title}</strong>: {first}{middle}. At m = {last}, "
+            f"{ends[0]} and {ends[1]}.</li>"
+        )
+    return "<ul>" + "".join(out) + "</ul>"
+
+
+# -- posterior next to the MLE ----------------------------------------------------------------
+
+
+POSTERIOR_WORDS = ("free", "call", "txt", "prize", "later")
+
+
+@functools.cache
+def spam_posterior():
+    """Exact (conjugate) posterior of Bernoulli NB on the presence of five words in SMS."""
+    import pandas as pd
+
+    X, y, words = _sms_words(POSTERIOR_WORDS)
+    X = pd.DataFrame(X, columns=list(words))  # the words name the "feature" coordinate
+    model = genprob.BernoulliNB().fit(X, y)
+    idata = model.posterior(X, y, method="exact", num_samples=2000, num_chains=2, random_state=0)
+    return model, idata, words
+
+
+def posterior_table() -> str:
+    _, idata, _ = spam_posterior()
+    table = genprob.mle_vs_posterior_table(idata, var_names=["probs"])
+    header = list(table.columns)
+    rows = []
+    for record in table.itertuples(index=False):
+        rows.append(
+            [
+                f"{v:.4f}"
+                if isinstance(v, float) and not np.isnan(v) and name not in ("ess_bulk",)
+                else (f"{v:.0f}" if name == "ess_bulk" else str(v))
+                for name, v in zip(header, record, strict=True)
+            ]
+        )
+    for row in rows:
+        if "r_hat" in header:
+            j = header.index("r_hat")
+            row[j] = row[j] if row[j] == "nan" else f"{float(row[j]):.3f}"
+    return html_table(header, rows)
+
+
+def posterior_figure() -> str:
+    """Posterior draws of p(word | class) with the 94% HDI and the MLE (the smoothed fit) marked."""
+    _, idata, words = spam_posterior()
+    draws, mle = idata.posterior["probs"], idata.mle["probs"]
+    hdi_low, hdi_high = 0.03, 0.97
+    fig, axes = plt.subplots(2, len(words), figsize=(12, 4.2))
+    for row, (color, label) in enumerate(zip(COLORS, ("ham", "spam"), strict=False)):
+        for ax, word in zip(axes[row], words, strict=True):
+            values = np.asarray(draws.sel({"class": label, "feature": word})).ravel()
+            ax.hist(values, bins=40, density=True, color=color, alpha=0.5)
+            low, high = np.quantile(values, [hdi_low, hdi_high])
+            ax.plot([low, high], [0, 0], color="k", lw=4, solid_capstyle="butt")
+            ax.axvline(float(mle.sel({"class": label, "feature": word})), color="k", ls="--")
+            ax.set(title=f'p("{word}" | {label})', yticks=[])
+            ax.tick_params(axis="x", labelsize=7)
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
+    fig.suptitle("Exact posterior draws; dashed: the MLE (smoothed fit); bar: 3%-97% quantiles")
+    fig.tight_layout()
+    return img(fig, "Posterior of the word probabilities with the MLE marked")
+
+
+# -- benchmarks ----------------------------------------------------------------------------------
+
+BENCH = ROOT / "benchmarks" / "results" / "bench_fit.json"
+
+
+@functools.cache
+def bench() -> dict:
+    return json.loads(BENCH.read_text(encoding="utf-8"))
+
+
+def bench_run() -> str:
+    b = bench()
+    return (
+        f"Run of {b['date']} on {b['machine']}; jax {b['versions']['jax']}, scikit-learn "
+        f"{b['versions']['scikit-learn']}, Python {b['versions']['python']}; medians of "
+        f"{b['repeats']} runs per side{_load(b)}. Written by <code>python benchmarks/bench_fit.py "
+        f"--json benchmarks/results/bench_fit.json</code>."
+    )
+
+
+def _load(record) -> str:
+    load = record.get("load_average_1min")
+    return "" if load is None else f"; load average {load:.1f} when the run started"
+
+
+def _ms(seconds):
+    return "-" if seconds is None else f"{seconds * 1e3:.1f}"
+
+
+def bench_tables() -> str:
+    parts = []
+    by_shape = {}
+    for row in bench()["rows"]:
+        by_shape.setdefault(row["shape"], []).append(row)
+    for shape, rows in by_shape.items():
+        body = [
+            [
+                r["estimator"],
+                _ms(r["sklearn_fit_s"]),
+                _ms(r["genprob_fit_s"]),
+                f"{r['fit_speedup']:.1f}x",
+                "-" if r["core_s"] is None else f"{r['core_s'] / r['floor_s']:.1f}x",
+                _ms(r["sklearn_predict_s"]),
+                _ms(r["genprob_predict_s"]),
+                f"{r['predict_speedup']:.1f}x",
+            ]
+            for r in rows
+        ]
+        parts.append(f"<p><strong>{html.escape(shape)}</strong></p>")
+        parts.append(
+            html_table(
+                [
+                    "estimator",
+                    "sklearn fit (ms)",
+                    "genprob fit (ms)",
+                    "fit speed-up",
+                    "core / floor",
+                    "sklearn predict (ms)",
+                    "genprob predict (ms)",
+                    "predict speed-up",
+                ],
+                body,
+            )
+        )
+    return "\n".join(parts)
+
+
+def _short_shape(shape: str) -> str:
+    """'Gaussian family, n=1e+06, d=20, K=3' -> '1e6 x 20'; the bag of words -> 'sparse'."""
+    if "sparse" in shape:
+        return "sparse"
+    n, d = re.search(r"n=([0-9.e+]+), d=(\d+)", shape).groups()
+    return f"{n.replace('+0', '').replace('+', '')} x {d}"
+
+
+def bench_chart() -> str:
+    rows = bench()["rows"]
+    labels = [f"{r['estimator']}\n{_short_shape(r['shape'])}" for r in rows]
+    fig, ax = plt.subplots(figsize=(11, 3.6))
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [r["fit_speedup"] for r in rows], 0.4, color=COLORS[0], label="fit")
+    ax.bar(
+        x + 0.2, [r["predict_speedup"] for r in rows], 0.4, color=COLORS[1], label="predict_proba"
+    )
+    ax.axhline(1, color="k", lw=0.8)
+    ax.set(yscale="log", ylabel="speed-up over scikit-learn\n(>1: genprob faster)", xticks=x)
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.legend()
+    return img(fig, "Speed-up of genprob over scikit-learn per estimator")
+
+
+def bench_summary() -> str:
+    """The sentences above the tables; every number is a cell of them."""
+    rows = bench()["rows"]
+    dense = [r for r in rows if r["core_s"] is not None]
+    sparse = [r for r in rows if r["core_s"] is None]
+    best = max(dense, key=lambda r: r["fit_speedup"])
+    worst = min(dense, key=lambda r: r["fit_speedup"])
+    ratios = [r["core_s"] / r["floor_s"] for r in dense]
+    text = (
+        f"On dense data genprob fits {qx(worst['fit_speedup'])} to "
+        f"{qx(best['fit_speedup'])} faster than scikit-learn (best: {best['estimator']}); "
+        f"its closed form alone takes {qx(min(ratios))} to {qx(max(ratios))} "
+        "the time of one jitted XᵀX pass over the same data."
+    )
+    if sparse:
+        fit = [r["fit_speedup"] for r in sparse]
+        text += (
+            f" On the sparse bag of words genprob is slower: fit speed-up "
+            f"{qx(min(fit))} to {qx(max(fit))}."
+        )
+    return f"<p>{text}</p>"
+
+
+def bench_targets() -> str:
+    """The two targets, met or not, per row of the tables."""
+    dense = [r for r in bench()["rows"] if r["core_s"] is not None]
+    within = [r for r in dense if r["core_s"] / r["floor_s"] <= 3]
+    tenfold = [r for r in dense if r["fit_speedup"] >= 10]
+
+    def names(rows):
+        return ", ".join(f"{r['estimator']} ({_short_shape(r['shape'])})" for r in rows) or "none"
+
+    return (
+        "<ul>"
+        f"<li><strong>Closed form within 3x of one XᵀX pass</strong>: met by {len(within)} of "
+        f"{len(dense)} rows; not met by "
+        f"{names([r for r in dense if r not in within])}.</li>"
+        f"<li><strong>Fit 10x faster than scikit-learn</strong>: met by {len(tenfold)} of "
+        f"{len(dense)} rows: {names(tenfold)}.</li>"
+        "</ul>"
+    )
+
+
+# -- penguins: measurements and categories (models/penguins_mixed.py) ----------------------------
+
+
+@functools.cache
+def penguin_results() -> dict:
+    import contextlib
+
+    script = _model_script("penguins_mixed")
+    with contextlib.redirect_stdout(io.StringIO()):
+        return script.main()
+
+
+def penguin_tables() -> str:
+    """Held-out accuracy of the three models, P(island | species), and the sentence on them."""
+    r = penguin_results()
+    acc, sd = r["accuracy"], r["accuracy_std"]
+    models = [
+        ("mixed", "MixedNB", "4 Gaussian + island, sex"),
+        ("gaussian_only", "GaussianNB", "4 measurements"),
+        ("categorical_only", "MixedNB", "island, sex only"),
+    ]
+    accuracy = html_table(
+        ["model", "columns", "held-out accuracy"],
+        [[m, cols, f"{acc[key]:.3f} ± {sd[key]:.3f}"] for key, m, cols in models],
+    )
+    table = r["island_given_species"]
+    islands = sorted(next(iter(table.values())))
+    island = html_table(
+        ["P(island | species)", *islands],
+        [[species, *(f"{table[species][i]:.3f}" for i in islands)] for species in table],
+    )
+    home = {s: max(table[s], key=table[s].get) for s in table}
+    spread = [s for s in table if table[s][home[s]] < 0.5]
+    sentence = "The fitted island probabilities (smoothed, last split) show why the island helps: "
+    sentence += ", ".join(
+        f"{s} {q3(table[s][home[s]])} on {home[s]}" for s in table if s not in spread
+    )
+    if spread:
+        sentence += "; " + ", ".join(
+            f"{s} spread over all three ({', '.join(q3(table[s][i]) for i in islands)})"
+            for s in spread
+        )
+    return f"{accuracy}\n{island}\n<p>{sentence}.</p>"
