@@ -35,7 +35,7 @@ from jax.experimental import sparse as jsparse
 from genprob._dtype import numpy_dtype
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.bernoulli import BernoulliStory, check_values
-from genprob.families.categorical import CategoricalStory
+from genprob.families.categorical import CategoricalStory, check_table_size
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
 
@@ -406,6 +406,7 @@ class CategoricalNB(_DiscreteNB):
         return X
 
     def _n_categories(self, X) -> np.ndarray:
+        check_table_size(X.max(axis=0) + 1.0)  # before the int cast: a code of 1e300 would wrap
         observed = X.max(axis=0).astype(np.int64) + 1
         if self.min_categories is None:
             return observed
