@@ -431,9 +431,9 @@ class CategoricalStory(Story):
         if unseen.any():
             row, col = np.argwhere(unseen)[0]
             raise ValueError(
-                f"feature {col} (row {row}) has category code {_limits.compact(values[row, col])}, but "
-                f"the "
-                f"story knows codes 0..{limits[col] - 1} only (n_categories[{col}] = "
+                f"feature {col} (row {row}) has category code "
+                f"{_limits.compact(values[row, col])}, but the story knows codes "
+                f"0..{limits[col] - 1} only (n_categories[{col}] = "
                 f"{limits[col]}); {int(unseen.sum())} such entries. Unseen categories have no "
                 "probability: refit with more categories (CategoricalNB(min_categories=...)) "
                 "to reserve smoothed mass for them."
