@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_fuzz_estimators import FAST, GAUSSIAN_EXPONENTS, SLOW
+from test_fuzz_estimators import FAST, FAST_SHAPES, GAUSSIAN_EXPONENTS, SLOW, SLOW_SHAPES
 
 import genprob
 from genprob import core
@@ -37,12 +37,13 @@ STORIES = {
 
 
 @st.composite
-def core_problems(draw):
+def core_problems(draw, shapes=FAST_SHAPES):
     name = draw(st.sampled_from(tuple(STORIES)))
     kind = STORIES[name][1]
-    n = draw(st.sampled_from((9, 16)))
-    d = draw(st.sampled_from((1, 3)))
-    k = draw(st.sampled_from((2, 3)))
+    rows, features, classes = shapes
+    k = draw(st.sampled_from(classes))
+    n = max(draw(st.sampled_from(rows)), k + 2)
+    d = draw(st.sampled_from(features))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     y = np.concatenate([np.arange(k), rng.integers(0, k, n - k)])
     if kind == "real":
@@ -89,6 +90,6 @@ def test_core_fits_give_finite_normalized_probabilities(problem):
 
 @pytest.mark.slow
 @SLOW
-@given(core_problems())
+@given(core_problems(SLOW_SHAPES))
 def test_core_fuzzed_at_length(problem):
     _check_core(problem)
