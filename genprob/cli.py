@@ -590,10 +590,15 @@ def _run_fit(args) -> int:
     name, estimator, features, y, unlabeled = _fit_features(args)
     # The target's name travels with the model, so that `genprob predict` can drop the column.
     estimator.target_column_ = args.target
+    loglik = estimator.log_likelihood(features, y)
+    if np.isnan(loglik):  # not saved: every prediction of such a model would be arbitrary
+        raise UserError(
+            f"the {name} fit on {args.data} gives a NaN log-likelihood; the model was not saved "
+            "(a constant numeric column, or extreme values?)."
+        )
     path = estimator.save(args.out)
     labeled = ~unlabeled
     accuracy = estimator.score(features[labeled], np.asarray(list(y[labeled])))
-    loglik = estimator.log_likelihood(features, y)
     columns = [str(c) for c in features.columns]
     shown = ", ".join(columns[:8]) + (
         f", ... ({len(columns) - 8} more)" if len(columns) > 8 else ""
@@ -687,9 +692,15 @@ def _run_predict(args) -> int:
     model = _load_model(args.model)
     frame = _read_table(args.data)
     features = _prediction_features(model, frame, args.data)
+    proba = model.predict_proba(features)
+    bad = ~np.all(np.isfinite(proba), axis=1)
+    if bad.any():  # a NaN row would print empty cells and an arbitrary class
+        raise UserError(
+            f"the model gives non-finite class probabilities for {int(bad.sum())} row(s) of "
+            f"{args.data} (first: row {int(np.argmax(bad))}); check those feature values."
+        )
     out = pd.DataFrame({"prediction": model.predict(features)})
     if args.proba:
-        proba = model.predict_proba(features)
         for k, label in enumerate(model.classes_):
             out[f"proba_{label}"] = proba[:, k]
     if args.out:

@@ -3,6 +3,7 @@
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -206,3 +207,39 @@ def test_corrupt_model_exit_code_in_a_real_process(files):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr
     assert lines[0].startswith("genprob predict: error:") and "corrupt.npz" in lines[0]
+
+
+def _finite_or_one_line_error(code, captured):
+    """Exit 0 with no empty or NaN cell in the output, or exit 2 with one clear line."""
+    if code == 0:
+        assert ",," not in captured.out and not captured.out.rstrip().endswith(",")
+        assert not re.search(r"\bnan\b", captured.out.lower()), captured.out
+        return None
+    assert code == 2, captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err
+    return lines[0]
+
+
+def test_predict_never_prints_empty_probability_cells(files, capsys, tmp_path):
+    frame = pd.read_csv(files["data"]).drop(columns=["species"])
+    frame.iloc[3, 0] = 1e200  # squares overflow in the Gaussian density (issue item 2)
+    path = tmp_path / "extreme.csv"
+    frame.to_csv(path, index=False)
+    code = cli.main(["predict", files["model"], str(path), "--proba"])
+    line = _finite_or_one_line_error(code, capsys.readouterr())
+    if line is not None:
+        assert "non-finite class probabilities for 1 row(s)" in line and "row 3" in line
+
+
+def test_fit_never_saves_a_nan_model(files, capsys, tmp_path):
+    frame = pd.read_csv(files["data"])
+    frame["a"] = 2.5  # the only Gaussian column of MixedNB, constant (issue item 3)
+    frame[["b", "c", "d"]] = frame[["b", "c", "d"]].round().astype(int)  # categorical codes
+    path = tmp_path / "constant.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "m.npz"
+    code = cli.main(["fit", "mixed", str(path), "--target", "species", "--out", str(out)])
+    line = _finite_or_one_line_error(code, capsys.readouterr())
+    if line is not None:
+        assert "NaN log-likelihood" in line and not out.exists()
