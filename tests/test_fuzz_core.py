@@ -4,7 +4,8 @@ responsibilities, then ``predict_proba`` / ``log_likelihood``, for every closed-
 The core does not validate its input yet (item 7 of the hardening issue: NaN, out-of-range codes,
 wrong feature counts; tests/test_fuzz_open_items.py), so the strategies stay inside the valid
 domain: finite values, every class with positive weight, integer Poisson counts, constant
-columns only for the discrete stories, Gaussian scales 1e-150..1e150 (beyond: item 2). Inside
+columns only for the discrete stories, more rows than features plus classes for the
+unregularized pooled covariance, Gaussian scales 1e-150..1e150 (beyond: item 2). Inside
 it the core must give finite probabilities summing to 1 and agree with the pointwise
 log-likelihood.
 """
@@ -45,6 +46,8 @@ def core_problems(draw, shapes=FAST_SHAPES):
     k = draw(st.sampled_from(classes))
     n = max(draw(st.sampled_from(rows)), k + 2)
     d = draw(st.sampled_from(features))
+    if name == "gaussian full shared":  # a singular pooled covariance is not refused (item 7)
+        n = max(n, d + k + 1)
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     y = np.concatenate([np.arange(k), rng.integers(0, k, n - k)])
     if kind == "real":

@@ -11,6 +11,7 @@ import pytest
 
 import genprob
 from genprob import core
+from genprob._dtype import precision
 from genprob.datasets import load_iris
 
 
@@ -125,6 +126,22 @@ def test_item7_log_likelihood_refuses_out_of_range_codes(iris):
     params = core.fit_closed_form(story, X, core.one_hot_responsibilities(y, 3))
     with pytest.raises(ValueError):
         genprob.log_likelihood(story, params, X[:3], np.array([0, 1, 5]))
+
+
+@_open(7)
+def test_item7_core_refuses_or_handles_a_singular_pooled_covariance():
+    # Found by fuzzing the core: 6 rows, 5 features, 2 classes. The estimator copes; the core
+    # returns NaN probabilities without a word.
+    X = np.random.default_rng(0).normal(size=(6, 5))
+    y = np.array([0, 1, 1, 1, 1, 0])
+    assert np.all(np.isfinite(genprob.LinearDiscriminantAnalysis().fit(X, y).predict_proba(X)))
+    story = genprob.GaussianStory()
+    with precision("float64"):
+        try:
+            params = core.fit_closed_form(story, X, core.one_hot_responsibilities(y, 2))
+        except ValueError:
+            return
+        _assert_probabilities(core.predict_proba(story, params, X))
 
 
 # -- item 9: LDA on wide data ----------------------------------------------------------------------
