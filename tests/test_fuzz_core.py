@@ -15,7 +15,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.special import logsumexp
-from test_fuzz_estimators import FAST, FAST_SHAPES, GAUSSIAN_EXPONENTS, SLOW, SLOW_SHAPES
+from test_fuzz_estimators import (
+    FAST,
+    FAST_SHAPES,
+    GAUSSIAN_EXPONENTS,
+    SLOW,
+    SLOW_SHAPES,
+    SLOW_TIMEOUT,
+)
 
 import genprob
 from genprob import core
@@ -94,6 +101,7 @@ def test_core_fits_give_finite_normalized_probabilities(problem):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(SLOW_TIMEOUT)
 @SLOW
 @given(core_problems(SLOW_SHAPES))
 def test_core_fuzzed_at_length(problem):

@@ -37,6 +37,7 @@ settings.register_profile(
 settings.register_profile(
     "genprob-fuzz-slow", settings.get_profile("genprob-fuzz"), max_examples=10_000
 )
+SLOW_TIMEOUT = 4 * 3600  # one pytest test runs all 10,000 examples (compiling each new shape)
 FAST = settings.get_profile("genprob-fuzz")
 SLOW = settings.get_profile("genprob-fuzz-slow")
 
@@ -149,6 +150,7 @@ def test_every_estimator_gives_finite_normalized_probabilities_or_a_clear_error(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(SLOW_TIMEOUT)
 @SLOW
 @given(problems(SLOW_SHAPES))
 def test_every_estimator_fuzzed_at_length(problem):
