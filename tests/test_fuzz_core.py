@@ -2,12 +2,11 @@
 responsibilities, then ``predict_proba`` / ``log_likelihood``, for every closed-form story.
 
 The core does not validate its input yet (item 7 of the hardening issue: NaN, out-of-range codes,
-wrong feature counts; tests/test_fuzz_open_items.py), so the strategies stay inside the valid
-domain: finite values, every class with positive weight, integer Poisson counts, constant
-columns only for the discrete stories, more rows than features plus classes for the
-unregularized pooled covariance, Gaussian scales 1e-150..1e150 (beyond: item 2). Inside
-it the core must give finite probabilities summing to 1 and agree with the pointwise
-log-likelihood.
+wrong feature counts, singular covariances; tests/test_fuzz_open_items.py), so the strategies
+stay inside the valid domain: finite values, every class with positive weight, integer Poisson
+counts, constant columns only for the discrete stories, enough rows for full-rank covariances
+(pooled, and per class), Gaussian scales 1e-150..1e150 (beyond: item 2). Inside it the core must
+give finite probabilities summing to 1 and agree with the pointwise log-likelihood.
 """
 
 import numpy as np
@@ -57,6 +56,9 @@ def core_problems(draw, shapes=FAST_SHAPES):
         n = max(n, d + k + 1)
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     y = np.concatenate([np.arange(k), rng.integers(0, k, n - k)])
+    if name == "gaussian full per class":  # nor a singular class covariance at large scale
+        n = max(n, k * (d + 2))
+        y = rng.permutation(np.arange(n) % k)
     if kind == "real":
         scale = 10.0 ** draw(st.integers(*GAUSSIAN_EXPONENTS))
         X = (rng.normal(size=(n, d)) + 2.0 * y[:, None]) * scale

@@ -128,14 +128,28 @@ def test_item7_log_likelihood_refuses_out_of_range_codes(iris):
         genprob.log_likelihood(story, params, X[:3], np.array([0, 1, 5]))
 
 
+SINGULAR_Y = np.array([0, 1, 1, 1, 1, 0])
+SINGULAR = {
+    # Found by fuzzing the core: 6 rows, 5 features, 2 classes (LDA's estimator copes).
+    "pooled": (genprob.GaussianStory, np.random.default_rng(0).normal(size=(6, 5))),
+    # Two rows in class 0 at scale 1e8: reg_param's identity is negligible next to 1e16.
+    "per class": (
+        lambda: genprob.GaussianStory(shared=False, reg_param=0.1),
+        1e8
+        * np.array(
+            [[0.64, 0.105], [1.46, 2.36], [3.3, 2.95], [1.3, 0.73], [1.4, 2.0], [-2.3, -0.22]]
+        ),
+    ),
+}
+
+
 @_open(7)
-def test_item7_core_refuses_or_handles_a_singular_pooled_covariance():
-    # Found by fuzzing the core: 6 rows, 5 features, 2 classes. The estimator copes; the core
-    # returns NaN probabilities without a word.
-    X = np.random.default_rng(0).normal(size=(6, 5))
-    y = np.array([0, 1, 1, 1, 1, 0])
-    assert np.all(np.isfinite(genprob.LinearDiscriminantAnalysis().fit(X, y).predict_proba(X)))
-    story = genprob.GaussianStory()
+@pytest.mark.parametrize("case", list(SINGULAR))
+def test_item7_core_refuses_or_handles_a_singular_covariance(case):
+    """The core returns NaN probabilities without a word."""
+    make_story, X = SINGULAR[case]
+    y = SINGULAR_Y
+    story = make_story()
     with precision("float64"):
         try:
             params = core.fit_closed_form(story, X, core.one_hot_responsibilities(y, 2))
