@@ -135,9 +135,15 @@ SINGULAR = {
     # Two rows in class 0 at scale 1e8: reg_param's identity is negligible next to 1e16.
     "per class": (
         lambda: genprob.GaussianStory(shared=False, reg_param=0.1),
-        1e8
-        * np.array(
-            [[0.64, 0.105], [1.46, 2.36], [3.3, 2.95], [1.3, 0.73], [1.4, 2.0], [-2.3, -0.22]]
+        np.array(
+            [
+                [6.40422650e07, 1.04900117e07],
+                [1.46433063e08, 2.36159505e08],
+                [3.30400005e08, 2.94708096e08],
+                [1.29626476e08, 7.34578529e07],
+                [1.37672554e08, 2.04132598e08],
+                [-2.32503077e08, -2.18791664e07],
+            ]
         ),
     ),
 }
