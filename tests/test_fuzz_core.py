@@ -5,8 +5,8 @@ The core does not validate its input yet (item 7 of the hardening issue: NaN, ou
 wrong feature counts, singular covariances; tests/test_fuzz_open_items.py), so the strategies
 stay inside the valid domain: finite values, every class with positive weight, integer Poisson
 counts, constant columns only for the discrete stories, enough rows for full-rank covariances
-(pooled, and per class), Gaussian scales 1e-150..1e150 (beyond: item 2). Inside it the core must
-give finite probabilities summing to 1 and agree with the pointwise log-likelihood.
+(pooled, and per class), Gaussian scales 1e-140..1e140 (beyond: items 2 and 4). Inside it the
+core must give finite probabilities summing to 1 and agree with the pointwise log-likelihood.
 """
 
 import numpy as np
