@@ -17,10 +17,13 @@ the statistics into parameters.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpyro
 
+from genprob._limits import check_count, check_traced_size
 from genprob.story import CLASS_PRIOR, ClassConditional, Story, class_distribution
 
 __all__ = [
@@ -182,7 +185,20 @@ def sample(story: Story, params: dict, num_samples: int, key):
 
     Returns:
         ``X`` (num_samples, D) and label codes ``y`` (num_samples,).
+
+    Raises:
+        TypeError, ValueError: ``num_samples`` is not an int >= 1.
+        genprob._limits.SizeLimitError: the draw would allocate too large an array (checked by
+            tracing before anything is allocated).
     """
+    num_samples = check_count(num_samples, "num_samples")
+    check_traced_size(
+        partial(_draw, story, params, num_samples), key, what=f"sampling {num_samples} rows"
+    )
+    return _draw(story, params, num_samples, key)
+
+
+def _draw(story: Story, params: dict, num_samples: int, key):
     class_key, feature_key = jax.random.split(key)
     y = class_distribution(params[CLASS_PRIOR]).sample(class_key, (num_samples,)).astype(jnp.int32)
     X = ClassConditional(story.emission(params), y).sample(feature_key)

@@ -101,29 +101,53 @@ def _encode(value, arrays: dict, prefix: str):
     )
 
 
+_MARKERS = ("__story__", "__items__", "__list__", "__tuple__", "__array__")
+
+
 def _decode(value, arrays):
-    if isinstance(value, list):
-        raise ModelFileError("malformed metadata: bare JSON list.")
-    if not isinstance(value, dict):
+    """Inverse of :func:`_encode`; any structure it could not have written is a ModelFileError."""
+    if value is None or isinstance(value, bool | int | float | str):
         return value
-    if "__story__" in value:
-        cls = _story_class(value["__story__"])
-        config = value["config"]
+    if not isinstance(value, dict):
+        raise ModelFileError(f"malformed metadata: unexpected {type(value).__name__}.")
+    marker = [key for key in _MARKERS if key in value]
+    extra = set(value) - set(marker) - ({"config"} if marker == ["__story__"] else set())
+    if len(marker) != 1 or extra:
+        raise ModelFileError(f"malformed metadata entry with keys {sorted(value)!r}.")
+    payload = value[marker[0]]
+    if marker[0] == "__story__":
+        cls = _story_class(payload)
+        config = value.get("config")
         if not isinstance(config, dict):
-            raise ModelFileError("malformed metadata: a story's config is not a mapping.")
-        return cls._from_fields({key: _decode(item, arrays) for key, item in config.items()})
-    if "__items__" in value:
-        return {_decode(k, arrays): _decode(v, arrays) for k, v in value["__items__"]}
-    if "__list__" in value:
-        return [_decode(v, arrays) for v in value["__list__"]]
-    if "__tuple__" in value:
-        return tuple(_decode(v, arrays) for v in value["__tuple__"])
-    if "__array__" in value:
-        try:
-            return arrays[value["__array__"]]
-        except KeyError:
-            raise ModelFileError(f"missing array {value['__array__']!r}.") from None
-    raise ModelFileError(f"malformed metadata entry {sorted(value)!r}.")
+            raise ModelFileError(f"malformed configuration of story {payload!r}.")
+        return cls._from_fields(
+            {_attribute_name(key): _decode(item, arrays) for key, item in config.items()}
+        )
+    if marker[0] == "__array__":
+        if not isinstance(payload, str) or payload not in arrays:
+            raise ModelFileError(f"missing array {payload!r}.")
+        return arrays[payload]
+    if not isinstance(payload, list):
+        raise ModelFileError(f"malformed metadata: {marker[0]} holds a {type(payload).__name__}.")
+    if marker[0] == "__items__":
+        if not all(isinstance(pair, list) and len(pair) == 2 for pair in payload):
+            raise ModelFileError("malformed metadata: a mapping entry is not a (key, value) pair.")
+        decoded = {}
+        for key, item in payload:
+            key = _decode(key, arrays)
+            if not isinstance(key, str | int | float | bool | type(None) | tuple):
+                raise ModelFileError(f"malformed metadata: unhashable key {type(key).__name__}.")
+            decoded[key] = _decode(item, arrays)
+        return decoded
+    items = [_decode(v, arrays) for v in payload]
+    return items if marker[0] == "__list__" else tuple(items)
+
+
+def _attribute_name(key) -> str:
+    """A key of the file that may be set as an attribute (no dunder names such as __class__)."""
+    if not isinstance(key, str) or not key.isidentifier() or key.startswith("__"):
+        raise ModelFileError(f"malformed metadata: {key!r} is not an attribute name.")
+    return key
 
 
 def _plain_array(value, name: str) -> np.ndarray:
@@ -201,40 +225,140 @@ def load(path):
     """Read an estimator written by :func:`save`; predictions are identical to the saved one.
 
     Raises:
-        ModelFileError: corrupt, truncated or edited file, unknown classes, or a newer format.
-        FileNotFoundError: no such file.
+        ModelFileError: anything wrong with the file's contents: not a zip archive, damaged or
+            encrypted members, arrays that are not plain ``.npy`` data, metadata of the wrong
+            schema, an unknown class, a format version other than 1..:data:`FORMAT_VERSION`, or a
+            failed integrity check.
+        FileNotFoundError: no such file (other ``OSError`` when the path cannot be read).
     """
     path = Path(path)
+    contents = _read_archive(path)
+    metadata = _read_metadata(path, contents)
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            contents = {name: archive[name] for name in archive.files}
-    except FileNotFoundError:
+        return _rebuild(path, metadata, contents)
+    except ModelFileError:
         raise
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as error:
-        raise ModelFileError(f"{path} is not a readable genprob model file ({error}).") from None
+    except (TypeError, ValueError, AttributeError, RecursionError) as error:
+        # A file that passed its digest was edited by hand: any fault is the file's.
+        raise ModelFileError(
+            f"{path} holds inconsistent metadata ({type(error).__name__}: {error})."
+        ) from error
+
+
+def _rebuild(path: Path, metadata: dict, contents: dict):
+    """The estimator described by checked ``metadata`` and its arrays."""
+    cls = _ESTIMATORS.get(metadata["estimator"])
+    if cls is None:
+        raise ModelFileError(f"{path} names an unknown estimator {metadata['estimator']!r}.")
+    missing = [name for name in metadata["params"] if f"param.{name}" not in contents]
+    if missing:
+        raise ModelFileError(f"{path} lacks the parameter arrays {missing!r}.")
+    init_params = _decode(metadata["init_params"], contents)
+    attributes = _decode(metadata["attributes"], contents)
+    story = _decode(metadata["story"], contents)
+    if not isinstance(init_params, dict) or not isinstance(attributes, dict):
+        raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
     try:
-        metadata = json.loads(str(contents.pop("metadata")))
-    except (KeyError, json.JSONDecodeError):
+        estimator = cls(**{_attribute_name(k): v for k, v in init_params.items()})
+    except (TypeError, ValueError) as error:
+        raise ModelFileError(
+            f"{path} holds constructor parameters {cls.__name__} rejects ({error})."
+        ) from None
+    for name, value in attributes.items():
+        setattr(estimator, _attribute_name(name), value)
+    estimator.story_ = story
+    estimator.params_ = {name: contents[f"param.{name}"] for name in metadata["params"]}
+    return estimator
+
+
+def _read_archive(path: Path) -> dict:
+    """Every member of the zip archive as an array, read without pickle and size-checked."""
+    from genprob._limits import MAX_ARRAY_BYTES
+
+    with path.open("rb") as stream:  # FileNotFoundError and other OSErrors pass through
+        head = stream.read(4)
+    if head != b"PK\x03\x04":
+        kind = "a bare .npy array" if head == b"\x93NUM" else "not a zip archive"
+        raise ModelFileError(f"{path} is not a genprob model file ({kind}).")
+    contents = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if not info.filename.endswith(".npy") or info.flag_bits & 0x1:
+                    raise ModelFileError(
+                        f"{path} holds member {info.filename!r}, which is not a plain .npy array."
+                    )
+                if info.file_size > MAX_ARRAY_BYTES:
+                    raise ModelFileError(f"{path}: member {info.filename!r} is too large.")
+                contents[info.filename[: -len(".npy")]] = _read_npy(archive.read(info))
+    except ModelFileError:
+        raise
+    except Exception as error:  # zlib, zip, header-parsing errors: all mean a damaged file
+        raise ModelFileError(
+            f"{path} is not a readable genprob model file ({type(error).__name__}: {error})."
+        ) from error
+    return contents
+
+
+def _read_npy(data: bytes) -> np.ndarray:
+    """A ``.npy`` payload as an array; its header must describe exactly the bytes that follow."""
+    stream = io.BytesIO(data)
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
+    else:
+        raise ModelFileError(f"unsupported .npy version {version}.")
+    if dtype.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ModelFileError(f"array header with dtype {dtype} and shape {shape} is not allowed.")
+    count = int(np.prod(shape, dtype=object))
+    if count * dtype.itemsize != len(data) - stream.tell():
+        raise ModelFileError("an array's header does not match its data length.")
+    array = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell()).copy()
+    return array.reshape(shape, order="F" if fortran else "C")
+
+
+def _read_metadata(path: Path, contents: dict) -> dict:
+    """The metadata document, its schema and integrity checked before any field is used."""
+    raw = contents.pop("metadata", None)
+    if raw is None or raw.shape != () or raw.dtype.kind != "U":
+        raise ModelFileError(f"{path} has no valid genprob metadata.")
+    try:
+        metadata = json.loads(str(raw))
+    except (json.JSONDecodeError, RecursionError):
         raise ModelFileError(f"{path} has no valid genprob metadata.") from None
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
         raise ModelFileError(f"{path} is not a genprob model file.")
     version = metadata.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if type(version) is not int or version < 1:
+        raise ModelFileError(
+            f"{path} has an invalid format_version {version!r} (a positive integer)."
+        )
+    if version > FORMAT_VERSION:
         raise ModelFileError(
             f"{path} was written with model format version {version!r}; this genprob reads "
             f"versions up to {FORMAT_VERSION}. Upgrade genprob to load it."
         )
     expected = metadata.pop("sha256", None)
-    if expected != _digest(metadata, contents):
+    if not isinstance(expected, str) or expected != _digest(metadata, contents):
         raise ModelFileError(
             f"{path} failed its integrity check: the file was modified or damaged."
         )
-    cls = _ESTIMATORS.get(metadata.get("estimator"))
-    if cls is None:
-        raise ModelFileError(f"{path} names an unknown estimator {metadata.get('estimator')!r}.")
-    estimator = cls(**_decode(metadata["init_params"], contents))
-    for name, value in _decode(metadata["attributes"], contents).items():
-        setattr(estimator, name, value)
-    estimator.story_ = _decode(metadata["story"], contents)
-    estimator.params_ = {name: contents[f"param.{name}"] for name in metadata["params"]}
-    return estimator
+    schema = {
+        "genprob_version": str,
+        "estimator": str,
+        "init_params": dict,
+        "story": dict,
+        "attributes": dict,
+        "params": list,
+    }
+    for field, kind in schema.items():
+        if not isinstance(metadata.get(field), kind):
+            raise ModelFileError(
+                f"{path}: metadata field {field!r} must be a {kind.__name__}, got "
+                f"{type(metadata.get(field)).__name__}."
+            )
+    if not all(isinstance(name, str) for name in metadata["params"]):
+        raise ModelFileError(f"{path}: metadata field 'params' must list names.")
+    return metadata

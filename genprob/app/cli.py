@@ -47,6 +47,60 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def _int_at_least(minimum: int, maximum: int | None = None):
+    """An argparse type: an int in [minimum, maximum]; argparse names the option on failure."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+            raise argparse.ArgumentTypeError(f"must be an integer {bound}, got {text}")
+        return value
+
+    parse.__name__ = "int"
+    return parse
+
+
+_SEED = _int_at_least(0, 2**32 - 1)  # the range NumPy's seeding accepts
+
+
+def _writable_dir(directory: str, option: str, target: str) -> None:
+    """Refuse ``option`` unless ``directory`` exists and a file can be created in it (checked
+    before the work, which would otherwise be lost)."""
+    import tempfile
+
+    if not os.path.isdir(directory):
+        raise UserError(f"{option} {target}: no directory {directory}.")
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        raise UserError(
+            f"{option} {target}: cannot write in {directory} ({error.strerror or error})."
+        ) from None
+
+
+def _check_out_file(path: str, option: str = "--out") -> None:
+    """A file to be written: its directory writable, and not itself a directory."""
+    if os.path.isdir(path):
+        raise UserError(f"{option} {path} is a directory; give a file name.")
+    _writable_dir(os.path.dirname(os.path.abspath(path)), option, path)
+
+
+def _check_out_dir(path: str, option: str = "--out") -> None:
+    """A directory to be created or filled: an existing directory, or one its nearest existing
+    ancestor lets us create."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UserError(f"{option} {path} exists and is not a directory.")
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    _writable_dir(existing, option, path)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``genprob`` argument parser with every subcommand."""
     parser = _Parser(
@@ -106,7 +160,7 @@ def _add_check(commands):
         help="precision, which also selects the tolerances (default: float64)",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the optimizer's poor start (default: 0)"
+        "--seed", type=_SEED, default=0, help="seed of the optimizer's poor start (default: 0)"
     )
     parser.add_argument(
         "--max-iter",
@@ -252,6 +306,8 @@ def _read_table(path: str):
     """A CSV file, or a Parquet file by its extension, as a DataFrame; :class:`UserError` else."""
     import pandas as pd
 
+    if os.path.isdir(path):
+        raise UserError(f"{path} is a directory, not a data file.")
     if not os.path.isfile(path):
         raise UserError(f"no such file: {path}.")
     if path.lower().endswith(_PARQUET_SUFFIXES):
@@ -331,6 +387,11 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     if missing.all():
         raise UserError(f"target column {target!r} of {path} has no labeled rows.")
     labels = _as_labels(column[~missing])
+    if len(np.unique(labels.astype(str))) < 2:
+        raise UserError(
+            f"target column {target!r} of {path} holds a single class among its labeled rows "
+            f"({labels[0]}); a classifier needs rows of at least two classes."
+        )
     if labels.dtype.kind in "if" and np.any(labels == -1):
         raise UserError(
             f"target column {target!r} holds the label -1, genprob's marker of unlabeled rows; "
@@ -440,7 +501,7 @@ def _add_fit_options(parser, *, story_help: str):
         metavar="L",
         help="weight in [0, 1] of the unlabeled rows in EM (EM-lambda; default: 1)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--seed", type=_SEED, default=0, help="random seed (default: 0)")
     parser.epilog = (
         f"stories: {', '.join(registry.names())} (also {', '.join(_ALIASES)}). 'mixed' takes "
         "text columns (categorical) with numeric ones (Gaussian, or categorical when they hold "
@@ -473,7 +534,7 @@ def _add_demo(commands):
         action="store_true",
         help="fewer stories, label subsets and draws: under a minute",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--seed", type=_SEED, default=0, help="random seed (default: 0)")
     parser.set_defaults(handler=_run_demo)
 
 
@@ -483,8 +544,7 @@ def _run_demo(args) -> int:
     matplotlib.use("Agg")  # files only, no display
     from genprob.app import report
 
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise UserError(f"--out {args.out} exists and is not a directory.")
+    _check_out_dir(args.out)
     start = time.perf_counter()
 
     def progress(step, total, message):
@@ -526,16 +586,19 @@ def _add_fit(commands):
 
 
 def _run_fit(args) -> int:
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(out_dir):
-        raise UserError(f"cannot write {args.out}: no directory {out_dir}.")
+    _check_out_file(args.out if args.out.endswith(".npz") else args.out + ".npz")
     name, estimator, features, y, unlabeled = _fit_features(args)
     # The target's name travels with the model, so that `genprob predict` can drop the column.
     estimator.target_column_ = args.target
+    loglik = estimator.log_likelihood(features, y)
+    if np.isnan(loglik):  # not saved: every prediction of such a model would be arbitrary
+        raise UserError(
+            f"the {name} fit on {args.data} gives a NaN log-likelihood; the model was not saved "
+            "(a constant numeric column, or extreme values?)."
+        )
     path = estimator.save(args.out)
     labeled = ~unlabeled
     accuracy = estimator.score(features[labeled], np.asarray(list(y[labeled])))
-    loglik = estimator.log_likelihood(features, y)
     columns = [str(c) for c in features.columns]
     shown = ", ".join(columns[:8]) + (
         f", ... ({len(columns) - 8} more)" if len(columns) > 8 else ""
@@ -584,7 +647,10 @@ def _load_model(path: str):
 
     if not os.path.isfile(path):
         raise UserError(f"no such model file: {path}.")
-    return genprob.load(path)  # ModelFileError (a ValueError) for anything unreadable
+    try:
+        return genprob.load(path)  # ModelFileError (a ValueError) for any damaged content
+    except OSError as error:
+        raise UserError(f"cannot read model file {path}: {error.strerror or error}.") from None
 
 
 def _prediction_features(model, frame, path: str):
@@ -621,12 +687,20 @@ def _prediction_features(model, frame, path: str):
 def _run_predict(args) -> int:
     import pandas as pd
 
+    if args.out:
+        _check_out_file(args.out)
     model = _load_model(args.model)
     frame = _read_table(args.data)
     features = _prediction_features(model, frame, args.data)
+    proba = model.predict_proba(features)
+    bad = ~np.all(np.isfinite(proba), axis=1)
+    if bad.any():  # a NaN row would print empty cells and an arbitrary class
+        raise UserError(
+            f"the model gives non-finite class probabilities for {int(bad.sum())} row(s) of "
+            f"{args.data} (first: row {int(np.argmax(bad))}); check those feature values."
+        )
     out = pd.DataFrame({"prediction": model.predict(features)})
     if args.proba:
-        proba = model.predict_proba(features)
         for k, label in enumerate(model.classes_):
             out[f"proba_{label}"] = proba[:, k]
     if args.out:
@@ -699,8 +773,7 @@ def _run_compare(args) -> int:
     ):
         if value < minimum:
             raise UserError(f"{option} must be >= {minimum}, got {value}.")
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise UserError(f"--out {args.out} exists and is not a directory.")
+    _check_out_dir(args.out)
     name, estimator, features, y, _ = _fit_features(args)
     what = (
         f"{args.chains} chain(s) x ({args.num_warmup} warm-up + {args.num_samples} draws)"
@@ -757,10 +830,6 @@ def main(argv=None) -> int:
         return int(exit_.code or 0)
     try:
         return int(args.handler(args))
-    except (UserError, ValueError) as error:
-        message = " ".join(str(error).split()) or type(error).__name__
-        print(f"genprob {args.command}: error: {message}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print(f"genprob {args.command}: interrupted", file=sys.stderr)
         return 130
@@ -768,6 +837,12 @@ def main(argv=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
         return 141
+    except Exception as error:  # exit 1 is reserved for a failed check: every error is a 2
+        message = " ".join(str(error).split()) or type(error).__name__
+        if not isinstance(error, UserError | ValueError):
+            message = f"{type(error).__name__}: {message}"
+        print(f"genprob {args.command}: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

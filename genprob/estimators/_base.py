@@ -30,6 +30,7 @@ from genprob._arrays import (
     to_device,
 )
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob._limits import check_count
 from genprob._validation import (
     EM_PARAMETER_CONSTRAINTS,
     check_class_prior,
@@ -620,11 +621,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             ``X`` (n_samples, n_features) and labels ``y`` (n_samples,) in ``classes_``.
         """
         check_is_fitted(self, "params_")
-        if int(n_samples) < 1:
-            raise ValueError(f"n_samples must be >= 1, got {n_samples!r}.")
+        n_samples = check_count(n_samples, "n_samples")
         with precision(self._dtype):
             X, codes = core.sample(
-                self.story_, self._params_jax(), int(n_samples), jax_key(random_state)
+                self.story_, self._params_jax(), n_samples, jax_key(random_state)
             )
             return np.asarray(X), self.classes_[np.asarray(codes)]
 

@@ -36,7 +36,7 @@ from sklearn.utils._param_validation import Interval
 from genprob._dtype import numpy_dtype
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.bernoulli import BernoulliStory, check_values
-from genprob.families.categorical import CategoricalStory
+from genprob.families.categorical import CategoricalStory, check_table_size
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
 
@@ -401,6 +401,7 @@ class CategoricalNB(_DiscreteNB):
         return X
 
     def _n_categories(self, X) -> np.ndarray:
+        check_table_size(X.max(axis=0) + 1.0)  # before the int cast: a code of 1e300 would wrap
         observed = X.max(axis=0).astype(np.int64) + 1
         if self.min_categories is None:
             return observed

@@ -54,6 +54,7 @@ from jax.scipy.special import gammaln, xlogy
 from numpyro.distributions import constraints
 from numpyro.distributions.transforms import StickBreakingTransform, Transform, biject_to
 
+from genprob import _limits
 from genprob.conjugate import ConjugateFactor
 from genprob.families.bernoulli import check_alpha, check_values, floor_log
 from genprob.story import CLASS_PRIOR, Story
@@ -69,7 +70,35 @@ __all__ = [
 ]
 
 
+def check_table_size(n_categories, num_classes: int | None = None) -> None:
+    """Refuse tables of ``num_classes x D x max(n_categories)`` cells beyond the size limit.
+
+    ``num_classes`` None checks the table of one class (before the classes are known).
+
+    Called before the count is cast to an int, so a code of 1e300 is reported, not wrapped.
+
+    Raises:
+        genprob._limits.SizeLimitError: naming the feature, its largest code and the limit.
+    """
+    sizes = np.asarray(n_categories, dtype=float).ravel()
+    if sizes.size == 0 or not np.all(np.isfinite(sizes)):
+        return  # left to the callers' own checks (empty, NaN or infinite codes)
+    widest = int(np.argmax(sizes))
+    cells = float(num_classes or 1) * sizes.size * sizes[widest]
+    per_class = "one class: " if num_classes is None else f"{num_classes} classes x "
+    if cells * 8 > _limits.MAX_ARRAY_BYTES:
+        raise _limits.SizeLimitError(
+            f"feature {widest} has category code {_limits.compact(sizes[widest] - 1)} (largest "
+            f"code or min_categories - 1): its count table ({per_class}"
+            f"{sizes.size} features x {_limits.compact(sizes[widest])} categories) would take "
+            f"{_limits.compact(cells * 8)} bytes, over the limit of "
+            f"{_limits.compact(_limits.MAX_ARRAY_BYTES)} (genprob._limits.MAX_ARRAY_BYTES). "
+            "Category codes must be 0..k-1 (e.g. from OrdinalEncoder)."
+        )
+
+
 def _check_n_categories(n_categories) -> tuple:
+    check_table_size(n_categories)
     values = tuple(int(k) for k in np.ravel(n_categories))
     if not values or min(values) < 1:
         raise ValueError(f"n_categories must be a non-empty sequence of ints >= 1, got {values}.")
@@ -373,6 +402,7 @@ class CategoricalStory(Story):
 
     def prior(self, num_classes, num_features):
         self._check_num_features(num_features)
+        check_table_size(self.n_categories, num_classes)
         mask = category_mask(self.n_categories, float)
         concentration = jnp.asarray(mask * (self.alpha + 1.0))
         concentration = jnp.broadcast_to(concentration, (num_classes,) + concentration.shape)
@@ -385,6 +415,7 @@ class CategoricalStory(Story):
         return CategoricalFeatures(params["probs"])
 
     def sufficient_statistics(self, X, R):
+        check_table_size(self.n_categories, R.shape[-1])
         codes = X.astype(jnp.int32)
         # One segment-sum per feature (a loop over features, not rows): memory n*K per step.
         per_feature = jax.lax.map(
@@ -434,8 +465,9 @@ class CategoricalStory(Story):
         if unseen.any():
             row, col = np.argwhere(unseen)[0]
             raise ValueError(
-                f"feature {col} (row {row}) has category code {int(values[row, col])}, but the "
-                f"story knows codes 0..{limits[col] - 1} only (n_categories[{col}] = "
+                f"feature {col} (row {row}) has category code "
+                f"{_limits.compact(values[row, col])}, but the story knows codes "
+                f"0..{limits[col] - 1} only (n_categories[{col}] = "
                 f"{limits[col]}); {int(unseen.sum())} such entries. Unseen categories have no "
                 "probability: refit with more categories (CategoricalNB(min_categories=...)) "
                 "to reserve smoothed mass for them."

@@ -1,0 +1,97 @@
+"""Size limits checked before anything is allocated, and checks of count arguments.
+
+JAX aborts the whole interpreter (not a Python exception) when XLA cannot allocate a buffer of an
+absurd size, so requests such as ``sample(10**10)`` are measured first: the computation is traced
+abstractly (no memory used) and its largest intermediate array is compared with a limit.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import jax
+import numpy as np
+
+# Largest single array (bytes) that sampling or a category table may allocate; a module attribute
+# so that a user with a large machine can raise it.
+MAX_ARRAY_BYTES = 2**32
+
+__all__ = ["SizeLimitError", "MAX_ARRAY_BYTES", "check_count", "check_traced_size", "compact"]
+
+
+class SizeLimitError(ValueError, MemoryError):
+    """A request whose arrays would exceed :data:`MAX_ARRAY_BYTES` (refused before allocation)."""
+
+
+def compact(value) -> str:
+    """A number short enough for an error message (``1e+300`` rather than 301 digits)."""
+    if isinstance(value, numbers.Integral) and abs(int(value)) < 10**12:
+        return str(int(value))
+    try:
+        number = float(value)
+    except OverflowError:
+        digits = len(str(abs(int(value))))
+        return f"{'-' if value < 0 else ''}~1e{digits - 1}"
+    if number.is_integer() and abs(number) < 1e12:
+        return str(int(number))
+    return f"{number:.4g}"
+
+
+def check_count(value, name: str, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum``; refuse floats (``2.7``), bools and strings by name.
+
+    Raises:
+        TypeError: not an integer (bools and integral floats such as ``2.0`` included).
+        ValueError: below ``minimum``.
+    """
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r}."
+        )
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {compact(value)}.")
+    return value
+
+
+def _itemsize(dtype) -> int:
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:  # JAX's extended dtypes (typed PRNG keys) are not NumPy dtypes
+        return 8
+
+
+def _largest_aval(jaxpr):
+    """(bytes, aval) of the largest array produced anywhere in ``jaxpr`` (sub-jaxprs included)."""
+    best = (0, None)
+    for eqn in jaxpr.eqns:
+        for var in eqn.outvars:
+            aval = var.aval
+            shape = getattr(aval, "shape", None)
+            if shape is None:
+                continue
+            size = math.prod(int(d) for d in shape) * _itemsize(aval.dtype)
+            best = max(best, (size, aval), key=lambda pair: pair[0])
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, tuple | list) else (param,):
+                inner = getattr(sub, "jaxpr", None)
+                if inner is not None and hasattr(getattr(inner, "jaxpr", inner), "eqns"):
+                    found = _largest_aval(getattr(inner, "jaxpr", inner))
+                    best = max(best, found, key=lambda pair: pair[0])
+    return best
+
+
+def check_traced_size(function, *args, what: str) -> None:
+    """Trace ``function(*args)`` without running it; refuse if an array would be too large.
+
+    Raises:
+        SizeLimitError: naming ``what``, the largest array and the limit.
+    """
+    size, aval = _largest_aval(jax.make_jaxpr(function)(*args).jaxpr)
+    if size > MAX_ARRAY_BYTES:
+        raise SizeLimitError(
+            f"{what} would allocate an array of {compact(size)} bytes "
+            f"({aval.dtype}{list(aval.shape)}); the limit is {compact(MAX_ARRAY_BYTES)} bytes "
+            f"(genprob._limits.MAX_ARRAY_BYTES). Ask for fewer rows at a time."
+        )

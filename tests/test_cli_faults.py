@@ -1,0 +1,245 @@
+"""CLI faults over every subcommand: each is one line on stderr and exit code 2, never a traceback
+(exit 1 stays reserved for a failed `genprob check`), and --out is checked before the work."""
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from genprob import cli
+from genprob.datasets import load_iris
+
+GENPROB = os.path.join(os.path.dirname(sys.executable), "genprob")
+UNWRITABLE = "/proc"  # no file can be created there, even by root (chmod does not stop root)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli_faults")
+    X, y = load_iris()
+    frame = pd.DataFrame(X[::3], columns=["a", "b", "c", "d"])
+    frame["species"] = np.array(["setosa", "versicolor", "virginica"])[y[::3]]
+    data = root / "iris.csv"
+    frame.to_csv(data, index=False)
+    model = root / "model.npz"
+    assert (
+        cli.main(["fit", "gaussian_nb", str(data), "--target", "species", "--out", str(model)]) == 0
+    )
+    corrupt = root / "corrupt.npz"
+    raw = bytearray(model.read_bytes())
+    raw[len(raw) // 3] ^= 0xFF  # inside a member's compressed data
+    corrupt.write_bytes(bytes(raw))
+    garbage = root / "garbage.csv"
+    garbage.write_bytes(bytes(range(256)) * 4)
+    text_features = root / "text.csv"
+    frame.assign(a=["x"] * len(frame)).to_csv(text_features, index=False)
+    one_class = root / "one_class.csv"
+    frame.assign(species=["setosa"] * (len(frame) - 5) + [""] * 5).to_csv(one_class, index=False)
+    lacking = root / "lacking.csv"
+    frame.drop(columns=["d"]).to_csv(lacking, index=False)
+    a_file = root / "plain.txt"
+    a_file.write_text("not a directory")
+    return {
+        "root": root,
+        "data": str(data),
+        "model": str(model),
+        "corrupt": str(corrupt),
+        "garbage": str(garbage),
+        "text": str(text_features),
+        "one_class": str(one_class),
+        "lacking": str(lacking),
+        "file": str(a_file),
+    }
+
+
+def _fails_cleanly(capsys, argv, *fragments):
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert code == 2, (argv, code, captured.err)
+    assert len(lines) == 1, captured.err
+    assert "Traceback" not in captured.err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def _cases(f):
+    """(argv, fragments expected in the message) per fault, for every subcommand."""
+    missing = str(f["root"] / "absent.csv")
+    fit = ["fit", "gaussian_nb"]
+    compare = ["compare", "gaussian_nb"]
+    target = ["--target", "species"]
+    return {
+        # missing and unreadable files
+        "check missing data": (["check", "lda", "--data", missing, "--target", "y"], ["no such"]),
+        "fit missing data": ([*fit, missing, *target], ["no such file", "absent.csv"]),
+        "compare missing data": ([*compare, missing, *target], ["no such file"]),
+        "predict missing model": (["predict", missing, f["data"]], ["no such model file"]),
+        "predict missing data": (["predict", f["model"], missing], ["no such file"]),
+        "fit data is a directory": ([*fit, str(f["root"]), *target], ["is a directory"]),
+        "fit binary garbage": ([*fit, f["garbage"], *target], ["garbage.csv"]),
+        "check binary garbage": (["check", "lda", "--data", f["garbage"], "--target", "y"], []),
+        # bad columns
+        "fit unknown target": ([*fit, f["data"], "--target", "nope"], ["'nope'", "columns"]),
+        "compare unknown target": ([*compare, f["data"], "--target", "nope"], ["'nope'"]),
+        "check unknown target": (["check", "lda", "--data", f["data"], "--target", "x"], ["'x'"]),
+        "fit text features": ([*fit, f["text"], *target], ["non-numeric", "a"]),
+        "predict missing columns": (["predict", f["model"], f["lacking"]], ["lacks", "d"]),
+        "predict text features": (["predict", f["model"], f["text"]], ["non-numeric"]),
+        "fit one labeled class": ([*fit, f["one_class"], *target], ["single class", "setosa"]),
+        # bad model files
+        "predict corrupt model": (["predict", f["corrupt"], f["data"]], ["corrupt.npz"]),
+        "predict csv as model": (["predict", f["data"], f["data"]], ["not a genprob model"]),
+        # bad --out
+        "fit out in missing dir": (
+            [*fit, f["data"], *target, "--out", str(f["root"] / "no" / "m.npz")],
+            ["--out", "no directory"],
+        ),
+        "fit out unwritable": (
+            [*fit, f["data"], *target, "--out", f"{UNWRITABLE}/m.npz"],
+            ["--out", "cannot write"],
+        ),
+        "predict out missing dir": (
+            ["predict", f["model"], f["data"], "--out", str(f["root"] / "no" / "p.csv")],
+            ["--out", "no directory"],
+        ),
+        "predict out unwritable": (
+            ["predict", f["model"], f["data"], "--out", f"{UNWRITABLE}/p.csv"],
+            ["--out", "cannot write"],
+        ),
+        "predict out is a directory": (
+            ["predict", f["model"], f["data"], "--out", str(f["root"])],
+            ["--out", "is a directory"],
+        ),
+        "compare out is a file": ([*compare, f["data"], *target, "--out", f["file"]], ["--out"]),
+        "compare out under a file": (
+            [*compare, f["data"], *target, "--out", f["file"] + "/sub"],
+            ["--out", "no directory"],
+        ),
+        "compare out unwritable": (
+            [*compare, f["data"], *target, "--out", f"{UNWRITABLE}/cmp"],
+            ["--out", "cannot write"],
+        ),
+        "demo out is a file": (["demo", "--out", f["file"]], ["--out", "not a directory"]),
+        "demo out unwritable": (["demo", "--out", f"{UNWRITABLE}/rep"], ["cannot write"]),
+        # bad numeric options name the option
+        "check seed -5": (["check", "lda", "--seed", "-5"], ["--seed", "-5"]),
+        "demo seed -5": (["demo", "--seed", "-5"], ["--seed", "-5"]),
+        "fit seed -5": ([*fit, f["data"], *target, "--seed", "-5"], ["--seed", "-5"]),
+        "compare seed 2.5": ([*compare, f["data"], *target, "--seed", "2.5"], ["--seed", "2.5"]),
+        "fit seed 2**32": ([*fit, f["data"], *target, "--seed", str(2**32)], ["--seed"]),
+        "check max-iter 0": (["check", "lda", "--max-iter", "0"], ["--max-iter", "0"]),
+        "compare num-samples 0": (
+            [*compare, f["data"], *target, "--num-samples", "0"],
+            ["--num-samples"],
+        ),
+        "compare num-warmup -1": (
+            [*compare, f["data"], *target, "--num-warmup", "-1"],
+            ["--num-warmup"],
+        ),
+        "compare chains x": ([*compare, f["data"], *target, "--chains", "x"], ["--chains", "x"]),
+        "fit unlabeled-weight 2": (
+            [*fit, f["data"], *target, "--unlabeled-weight", "2"],
+            ["--unlabeled-weight"],
+        ),
+        # usage
+        "unknown story": (["fit", "nope", f["data"], *target], ["unknown story 'nope'"]),
+        "unknown check story": (["check", "nope"], ["unknown story 'nope'"]),
+    }
+
+
+_PLACEHOLDERS = dict.fromkeys(
+    ("data", "model", "corrupt", "garbage", "text", "one_class", "lacking", "file"), ""
+)
+CASE_NAMES = list(_cases({**_PLACEHOLDERS, "root": pathlib.Path("/")}))
+
+
+@pytest.mark.parametrize("case", CASE_NAMES)
+def test_fault_is_one_line_and_exit_2(case, files, capsys, monkeypatch):
+    argv, fragments = _cases(files)[case]
+    # --out is checked before the work: none of these cases may reach fitting or loading.
+    if "out" in case:
+        monkeypatch.setattr(cli, "_fit_features", _must_not_run)
+        monkeypatch.setattr(cli, "_load_model", _must_not_run)
+        monkeypatch.setattr("genprob.report.write_report", _must_not_run)
+    _fails_cleanly(capsys, argv, *fragments)
+
+
+def _must_not_run(*args, **kwargs):
+    raise AssertionError("the work started before --out was checked")
+
+
+def test_unexpected_errors_are_one_line_and_exit_2(files, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("something\ninternal")
+
+    monkeypatch.setattr(cli, "_fit_features", broken)
+    line = _fails_cleanly(capsys, ["fit", "gaussian_nb", files["data"], "--target", "species"])
+    assert line == "genprob fit: error: RuntimeError: something internal"
+
+
+def test_out_checks_accept_good_targets(files, capsys):
+    out = files["root"] / "new" / "nested"
+    assert cli.main(["predict", files["model"], files["data"], "--out", str(out) + ".csv"]) == 2
+    capsys.readouterr()
+    target = files["root"] / "predictions.csv"
+    assert cli.main(["predict", files["model"], files["data"], "--out", str(target)]) == 0
+    assert len(pd.read_csv(target)) == 50
+    cli._check_out_dir(str(out))  # a new nested directory under a writable one is fine
+    assert not out.exists()  # the check creates nothing
+
+
+def test_corrupt_model_exit_code_in_a_real_process(files):
+    result = subprocess.run(
+        [GENPROB, "predict", files["corrupt"], files["data"]],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert lines[0].startswith("genprob predict: error:") and "corrupt.npz" in lines[0]
+
+
+def _finite_or_one_line_error(code, captured):
+    """Exit 0 with no empty or NaN cell in the output, or exit 2 with one clear line."""
+    if code == 0:
+        assert ",," not in captured.out and not captured.out.rstrip().endswith(",")
+        assert not re.search(r"\bnan\b", captured.out.lower()), captured.out
+        return None
+    assert code == 2, captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err
+    return lines[0]
+
+
+def test_predict_never_prints_empty_probability_cells(files, capsys, tmp_path):
+    frame = pd.read_csv(files["data"]).drop(columns=["species"])
+    frame.iloc[3, 0] = 1e200  # squares overflow in the Gaussian density (issue item 2)
+    path = tmp_path / "extreme.csv"
+    frame.to_csv(path, index=False)
+    code = cli.main(["predict", files["model"], str(path), "--proba"])
+    line = _finite_or_one_line_error(code, capsys.readouterr())
+    if line is not None:
+        assert "non-finite class probabilities for 1 row(s)" in line and "row 3" in line
+
+
+def test_fit_never_saves_a_nan_model(files, capsys, tmp_path):
+    frame = pd.read_csv(files["data"])
+    frame["a"] = 2.5  # the only Gaussian column of MixedNB, constant (issue item 3)
+    frame[["b", "c", "d"]] = frame[["b", "c", "d"]].round().astype(int)  # categorical codes
+    path = tmp_path / "constant.csv"
+    frame.to_csv(path, index=False)
+    out = tmp_path / "m.npz"
+    code = cli.main(["fit", "mixed", str(path), "--target", "species", "--out", str(out)])
+    line = _finite_or_one_line_error(code, capsys.readouterr())
+    if line is not None:
+        assert "NaN log-likelihood" in line and not out.exists()

@@ -1,0 +1,158 @@
+"""Property-based fuzzing of every estimator: random shapes, scales, unlabeled rows, weights and
+constant columns give finite probabilities summing to 1, or a clear exception, never a JAX
+internal error or a crash.
+
+Profiles: ``genprob-fuzz`` (the fast suite, fixed seed) and ``genprob-fuzz-slow`` (>= 10,000
+examples, ``pytest -m slow``). Shapes come from a small set so that compiled programs are reused.
+
+Excluded regions (open items of the hardening issue, reproduced as strict xfails in
+tests/test_fuzz_open_items.py, so they flip when fixed):
+
+* Gaussian features beyond |x| ~ 1e150 (squares overflow: all-NaN rows, item 2) and tiny scales
+  (LDA silently wrong, item 4; squares near the denormal range, found by the slow profile):
+  Gaussian scales are drawn from 1e-140..1e140 only;
+* a constant Gaussian column in MixedNB (NaN everywhere, item 3): MixedNB's Gaussian column is
+  never constant;
+* class priors (item 7) are not fuzzed; -1 always marks unlabeled rows (item 11).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
+
+import genprob
+
+settings.register_profile(
+    "genprob-fuzz",
+    max_examples=150,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "genprob-fuzz-slow", settings.get_profile("genprob-fuzz"), max_examples=10_000
+)
+SLOW_TIMEOUT = 4 * 3600  # one pytest test runs all 10,000 examples (compiling each new shape)
+FAST = settings.get_profile("genprob-fuzz")
+SLOW = settings.get_profile("genprob-fuzz-slow")
+
+#: Exceptions a user may get for bad input; each must carry a message.
+CLEAR = (ValueError, TypeError, np.linalg.LinAlgError)
+GAUSSIAN_EXPONENTS = (-140, 140)  # see the module docstring: items 2 and 4 lie outside
+# (rows, features, classes) to draw from: every new shape compiles new programs (about a second
+# each), so the fast suite keeps few shapes and the slow profile draws from more.
+FAST_SHAPES = ((12,), (2,), (2, 3))
+SLOW_SHAPES = ((6, 13, 40), (1, 2, 5), (2, 3, 4))
+
+
+def _mixed():
+    return genprob.MixedNB(families={0: "gaussian", 1: "categorical"})
+
+
+ESTIMATORS = {
+    "GaussianNB": (genprob.GaussianNB, "real"),
+    "LinearDiscriminantAnalysis": (genprob.LinearDiscriminantAnalysis, "real"),
+    "QuadraticDiscriminantAnalysis": (
+        lambda: genprob.QuadraticDiscriminantAnalysis(reg_param=0.1),
+        "real",
+    ),
+    "GenerativeClassifier": (
+        lambda: genprob.GenerativeClassifier(genprob.GaussianStory(covariance="diag")),
+        "real",
+    ),
+    "BernoulliNB": (genprob.BernoulliNB, "binary"),
+    "MultinomialNB": (genprob.MultinomialNB, "counts"),
+    "PoissonNB": (genprob.PoissonNB, "counts"),
+    "CategoricalNB": (genprob.CategoricalNB, "codes"),
+    "MixedNB": (_mixed, "mixed"),
+}
+
+
+@st.composite
+def problems(draw, shapes=FAST_SHAPES):
+    """(estimator name, X, y, sample_weight) with ``y = -1`` on unlabeled rows."""
+    name = draw(st.sampled_from(tuple(ESTIMATORS)))
+    kind = ESTIMATORS[name][1]
+    rows, features, classes = shapes
+    k = draw(st.sampled_from(classes))
+    n = max(draw(st.sampled_from(rows)), k + 2)
+    d = 2 if kind == "mixed" else draw(st.sampled_from(features))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    # Every class labeled at least once; then some rows unlabeled.
+    y = np.concatenate([np.arange(k), rng.integers(0, k, n - k)])
+    unlabeled = draw(st.sampled_from((0.0, 0.3)))
+    y[k:][rng.random(n - k) < unlabeled] = -1
+    if kind == "real":
+        scale = 10.0 ** draw(st.integers(*GAUSSIAN_EXPONENTS))
+        X = (rng.normal(size=(n, d)) + 2.0 * y[:, None]) * scale
+    elif kind == "binary":
+        X = rng.integers(0, 2, (n, d)).astype(float)
+    elif kind == "counts":
+        scale = 10.0 ** draw(st.integers(-300, 300))
+        X = rng.poisson(3.0, (n, d)) * scale
+    elif kind == "codes":
+        X = rng.integers(0, draw(st.sampled_from((2, 5))), (n, d)).astype(float)
+    else:  # mixed: a Gaussian column (never constant: item 3) and a categorical column
+        scale = 10.0 ** draw(st.integers(*GAUSSIAN_EXPONENTS))
+        X = np.column_stack([(rng.normal(size=n) + y) * scale, rng.integers(0, 3, n)])
+    if draw(st.booleans()):  # a constant column (for MixedNB the categorical one: item 3)
+        column = 1 if kind == "mixed" else draw(st.integers(0, d - 1))
+        X[:, column] = X[0, column]
+    weights = None
+    if draw(st.booleans()):
+        weights = rng.uniform(0.0, 3.0, n) * 10.0 ** draw(st.integers(-3, 3))
+    return name, X, y, weights
+
+
+def _check_property(problem):
+    name, X, y, weights = problem
+    estimator = ESTIMATORS[name][0]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            estimator.fit(X, y, sample_weight=weights)
+        except CLEAR as error:
+            _assert_clear(error)
+            return
+        except Exception as error:  # the property: nothing but a clear refusal escapes
+            pytest.fail(
+                f"{name}.fit raised {type(error).__module__}.{type(error).__name__}: {error}"
+            )
+        proba = estimator.predict_proba(X)
+    assert proba.shape == (len(X), len(estimator.classes_))
+    assert np.all(np.isfinite(proba)), f"{name}: non-finite probabilities\n{proba}"
+    assert np.all(proba >= 0.0)
+    np.testing.assert_allclose(
+        proba.sum(axis=1), 1.0, rtol=0, atol=1e-6 if proba.dtype == np.float32 else 1e-10
+    )
+    predictions = estimator.predict(X)
+    np.testing.assert_array_equal(predictions, estimator.classes_[np.argmax(proba, axis=1)])
+    assert np.isfinite(estimator.log_likelihood(X, y))
+
+
+def _assert_clear(error):
+    module = type(error).__module__
+    assert not module.startswith(("jax", "jaxlib")), f"JAX internal error: {error!r}"
+    assert str(error).strip(), f"{type(error).__name__} without a message"
+
+
+@FAST
+@given(problems())
+def test_every_estimator_gives_finite_normalized_probabilities_or_a_clear_error(problem):
+    _check_property(problem)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(SLOW_TIMEOUT)
+@SLOW
+@given(problems(SLOW_SHAPES))
+def test_every_estimator_fuzzed_at_length(problem):
+    _check_property(problem)
