@@ -32,6 +32,9 @@ from genprob._arrays import (
 )
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob.story import Story
+from genprob.streaming import fit as _fit_out_of_core
+from genprob.streaming import is_dask_collection as _is_dask
+from genprob.streaming import is_out_of_core as _out_of_core
 
 __all__ = ["GenerativeClassifierBase", "jax_key"]
 
@@ -84,6 +87,13 @@ def _check_classes(classes) -> np.ndarray:
     if len(unique) != len(array):
         raise ValueError(f"classes contains duplicates: {classes!r}.")
     return unique
+
+
+def _dask_predict(estimator, method, X, *args, **kwargs):
+    """A prediction method mapped over the blocks of a Dask collection (lazy)."""
+    from genprob.distributed import predict
+
+    return predict(estimator, method, X, *args, **kwargs)
 
 
 def _padded_rows(num_rows: int) -> int:
@@ -205,7 +215,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return Xj, R
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, X, y, sample_weight=None, classes=None):
+    def fit(self, X, y=None, sample_weight=None, classes=None):
         """Fit the story's parameters by maximum likelihood (closed form).
 
         Rows labeled ``-1`` are *unlabeled* (scikit-learn's semi-supervised convention): then the
@@ -220,9 +230,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             classes: every class label; needed when some class has no labeled row (for example
                 when every row is unlabeled). Giving it always runs the EM path.
 
+        ``X`` may also be out of core (chunks, Parquet, Dask; see :mod:`genprob.streaming`).
+
         Returns:
             self
         """
+        if _out_of_core(X):
+            return _fit_out_of_core(self, X, y, sample_weight=sample_weight, classes=classes)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **self._validate_kwargs)
         self._check_em_params()
         sample_weight = _check_sample_weight(sample_weight, X.shape[0])
@@ -542,6 +556,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         Returns:
             A float, or an array (n,) when ``pointwise``.
         """
+        if _is_dask(X):
+            return _dask_predict(self, "log_likelihood", X, y, pointwise=pointwise)
         X = self._check_X(X)
         if y is None:
             codes = np.full(X.shape[0], -1, dtype=np.int32)
@@ -618,6 +634,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     # -- prediction (all from the joint log-probability) -----------------------------------------
     def predict_joint_log_proba(self, X):
         """Joint log-probabilities ``log p(x, y = k) = log pi_k + log p(x | k)``, (n, K)."""
+        if _is_dask(X):
+            return _dask_predict(self, "predict_joint_log_proba", X)
         X = self._check_X(X)
         with precision(self._dtype):
             joint = core.joint_log_prob(self.story_, self._params_jax(), self._as_array(X))
@@ -625,16 +643,22 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
 
     def predict_log_proba(self, X):
         """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp."""
+        if _is_dask(X):
+            return _dask_predict(self, "predict_log_proba", X)
         joint = self.predict_joint_log_proba(X)
         with precision(self._dtype):
             return np.asarray(jax.nn.log_softmax(jnp.asarray(joint), axis=-1))
 
     def predict_proba(self, X):
         """Class posteriors ``p(y = k | x)`` (n, K); rows sum to one."""
+        if _is_dask(X):
+            return _dask_predict(self, "predict_proba", X)
         return np.exp(self.predict_log_proba(X))
 
     def predict(self, X):
-        """Most probable class of each row (Bayes' rule)."""
+        """Most probable class of each row (Bayes' rule); lazy on a Dask collection."""
+        if _is_dask(X):
+            return _dask_predict(self, "predict", X)
         joint = self.predict_joint_log_proba(X)
         return self.classes_[np.argmax(joint, axis=1)]
 

@@ -39,6 +39,7 @@ from genprob._dtype import precision
 from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.gaussian import GaussianStory
+from genprob.streaming import is_out_of_core
 
 __all__ = [
     "GaussianNB",
@@ -322,7 +323,7 @@ class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMix
             if not hasattr(self.covariance_estimator, "fit"):
                 raise ValueError("covariance_estimator must have a fit method.")
 
-    def fit(self, X, y, sample_weight=None, **kwargs):
+    def fit(self, X, y=None, sample_weight=None, **kwargs):
         """Fit the shared-covariance Gaussian story (closed form).
 
         Args:
@@ -337,14 +338,14 @@ class LinearDiscriminantAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMix
         """
         self._check_hyperparameters()
         self._custom = None
-        if self.covariance_estimator is not None:
+        if self.covariance_estimator is not None and not is_out_of_core(X):
             if sample_weight is not None:
                 raise ValueError("sample_weight is not supported with covariance_estimator.")
             if kwargs.get("classes") is not None or np.any(_em.unlabeled_mask(np.asarray(y))):
                 raise ValueError("covariance_estimator needs fully labeled data (no y = -1).")
             self._custom = _custom_class_covariances(self.covariance_estimator, X, y)
         super().fit(X, y, sample_weight, **kwargs)
-        self._set_projection(X)
+        self._set_projection(None if is_out_of_core(X) else X)
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -594,7 +595,7 @@ class QuadraticDiscriminantAnalysis(_GaussianBase):
                 "two can be set."
             )
 
-    def fit(self, X, y, sample_weight=None, **kwargs):
+    def fit(self, X, y=None, sample_weight=None, **kwargs):
         """Fit one Gaussian per class (closed form).
 
         Args:
@@ -609,7 +610,7 @@ class QuadraticDiscriminantAnalysis(_GaussianBase):
         """
         self._check_hyperparameters()
         self._custom = None
-        if self.covariance_estimator is not None:
+        if self.covariance_estimator is not None and not is_out_of_core(X):
             if sample_weight is not None:
                 raise ValueError("sample_weight is not supported with covariance_estimator.")
             if kwargs.get("classes") is not None or np.any(_em.unlabeled_mask(np.asarray(y))):

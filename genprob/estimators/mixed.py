@@ -25,6 +25,7 @@ from genprob.families.gaussian import GaussianStory
 from genprob.families.mixed import MixedStory
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
+from genprob.streaming import is_out_of_core
 
 __all__ = ["MixedNB", "FAMILIES"]
 
@@ -260,7 +261,7 @@ class MixedNB(GenerativeClassifierBase):
         return encoded
 
     # -- the estimator face ----------------------------------------------------------------------
-    def fit(self, X, y, sample_weight=None, **kwargs):
+    def fit(self, X, y=None, sample_weight=None, **kwargs):
         """Fit every block in closed form.
 
         Args:
@@ -272,6 +273,8 @@ class MixedNB(GenerativeClassifierBase):
         Returns:
             self
         """
+        if is_out_of_core(X):  # chunks, Parquet or Dask (genprob.streaming)
+            return super().fit(X, y, sample_weight=sample_weight, **kwargs)
         self._learn_columns(X)
         return super().fit(self._encode(X), y, sample_weight=sample_weight, **kwargs)
 
