@@ -29,9 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from genprob import core
+from genprob import core, streaming
 from genprob import em as _em
-from genprob import streaming
 from genprob._dtype import precision
 
 __all__ = ["fit", "predict", "partitions"]
@@ -134,9 +133,7 @@ def _labeled_part(estimator, X, y, w):
     weights = np.ones(num_rows) if weights is None else weights
     with precision(local._dtype):
         Xj = local._as_array(Xv)
-        Xp, codes_p, weights_p = streaming._pad(
-            Xj, jnp.asarray(codes), local._as_array(weights)
-        )
+        Xp, codes_p, weights_p = streaming._pad(Xj, jnp.asarray(codes), local._as_array(weights))
         stats = _labeled_stats(estimator.story_, Xp, codes_p, weights_p, len(local.classes_))
         stats = jax.tree_util.tree_map(np.asarray, stats)
     return (stats, 0.0, int(num_rows)), int(unlabeled.sum())
@@ -198,9 +195,7 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
     story, dtype = estimator.story_, estimator._dtype
 
     shipped = dask.delayed(estimator, pure=False)
-    rest = [
-        dask.delayed(_labeled_part)(shipped, xd, yd, wd) for xd, yd, wd in parts[first + 1 :]
-    ]
+    rest = [dask.delayed(_labeled_part)(shipped, xd, yd, wd) for xd, yd, wd in parts[first + 1 :]]
     merge = dask.delayed(partial(_combine_labeled, story, dtype))
     total = dask.compute(_tree(dask, rest, merge))[0] if rest else ((None, 0.0, 0), 0)
     if total is None:
@@ -231,7 +226,7 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
     return streaming.run_em(estimator, one_pass, unlabeled_rows)
 
 
-# -- prediction --------------------------------------------------------------------------------------
+# -- prediction ------------------------------------------------------------------------------------
 def _block(estimator, method, X, *args, **kwargs):
     if np.shape(X)[0] == 0:
         num_classes = len(estimator.classes_)

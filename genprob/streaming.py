@@ -60,7 +60,7 @@ __all__ = [
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
-# -- which stories stream ---------------------------------------------------------------------------
+# -- which stories stream --------------------------------------------------------------------------
 def adds_over_rows(story) -> bool:
     """Whether the story's statistics add over rows (its ``adds_over_rows``, else closed form)."""
     return bool(getattr(story, "adds_over_rows", story.has_closed_form))
@@ -85,7 +85,7 @@ def check_additive(story, estimator=None) -> None:
         estimator._check_partial_fit_supported(story)
 
 
-# -- sources ----------------------------------------------------------------------------------------
+# -- sources ---------------------------------------------------------------------------------------
 def _as_chunk(item):
     """``(X, y, w)`` from a ``(X, y)`` or ``(X, y, w)`` item; bad items raise naming the shape."""
     if not isinstance(item, tuple) or len(item) not in (2, 3):
@@ -191,12 +191,16 @@ class ParquetSource:
         self.num_rows = self.dataset.count_rows()
 
     def _labels_of(self, column):
-        values = column.to_numpy(zero_copy_only=False)
-        if column.null_count:
-            # a missing label marks an unlabeled row, as in the CLI
-            values = np.asarray(values, dtype=object)
-            values[np.asarray(column.is_null().to_numpy(zero_copy_only=False))] = -1
-            values = _narrow_object(values)
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not column.null_count:
+            return column.to_numpy(zero_copy_only=False)
+        # a missing label marks an unlabeled row, as in the CLI
+        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+            return pc.fill_null(column, -1).to_numpy(zero_copy_only=False)
+        values = np.asarray(column.to_pylist(), dtype=object)
+        values[np.asarray(column.is_null().to_numpy(zero_copy_only=False))] = -1
         return values
 
     def chunks(self):
@@ -214,14 +218,6 @@ class ParquetSource:
     def labels(self):
         for batch in self.dataset.to_batches(columns=[self.target], batch_size=self.batch_size):
             yield self._labels_of(batch.column(self.target))
-
-
-def _narrow_object(values):
-    """An object label array back to a numeric one when every entry is a number."""
-    try:
-        return np.asarray(values.tolist())
-    except (TypeError, ValueError):
-        return values
 
 
 def parquet(path, target: str, features=None, weight=None, batch_size: int = 262_144):
@@ -266,7 +262,7 @@ def _source(X, y, sample_weight):
     return source
 
 
-# -- progress ---------------------------------------------------------------------------------------
+# -- progress --------------------------------------------------------------------------------------
 class ProgressBar:
     """Rows done, rows/s and ETA on one line of ``stream`` (a terminal); silent elsewhere."""
 
@@ -299,7 +295,7 @@ class ProgressBar:
             self.stream.flush()
 
 
-# -- per-chunk work (also run on Dask workers) --------------------------------------------------------
+# -- per-chunk work (also run on Dask workers) -----------------------------------------------------
 @partial(jax.jit, static_argnums=0)
 def _em_chunk(story, params, X, codes, row_weights):
     """Statistics of the E-step responsibilities and the weighted objective of one chunk."""
@@ -395,7 +391,7 @@ def _fold(source, estimator, progress=None):
     return total
 
 
-# -- the fit -----------------------------------------------------------------------------------------
+# -- the fit ---------------------------------------------------------------------------------------
 _RESET = (
     "n_iter_",
     "converged_",
@@ -527,9 +523,7 @@ def run_em(estimator, one_pass, num_unlabeled: int):
             )
         objective += penalty
         trace.append(objective)
-        finite = np.isfinite(objective) and all(
-            np.all(np.isfinite(v)) for v in params.values()
-        )
+        finite = np.isfinite(objective) and all(np.all(np.isfinite(v)) for v in params.values())
         if not finite:
             if final is None:
                 raise ValueError(
@@ -544,7 +538,9 @@ def run_em(estimator, one_pass, num_unlabeled: int):
         stats = new_stats
         with precision(dtype):
             new = core.maximize(
-                story, jax.tree_util.tree_map(estimator._as_array, stats), class_prior,
+                story,
+                jax.tree_util.tree_map(estimator._as_array, stats),
+                class_prior,
                 fit_prior,
             )
             params = {k: np.asarray(v) for k, v in new.items()}

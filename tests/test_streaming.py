@@ -1,4 +1,4 @@
-"""Streaming fits (chunk iterables and Parquet) equal in-memory fits; non-additive stories refuse."""
+"""Streaming fits (chunks, Parquet) equal in-memory fits; non-additive stories refuse."""
 
 import sys
 

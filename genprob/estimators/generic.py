@@ -85,7 +85,12 @@ class GenerativeClassifier(GenerativeClassifierBase):
     def fit(self, X, y=None, sample_weight=None, classes=None):
         """Fit by closed form when the story has one, else by the optimizer (EM for -1 rows)."""
         story = self._make_story(None)
-        if is_out_of_core(X) or story.has_closed_form or classes is not None or np.any(np.asarray(y) == -1):
+        if (
+            is_out_of_core(X)
+            or story.has_closed_form
+            or classes is not None
+            or np.any(np.asarray(y) == -1)
+        ):
             return super().fit(X, y, sample_weight=sample_weight, classes=classes)
         from genprob.optimize import fit_optimizer
 
