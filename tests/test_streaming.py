@@ -209,3 +209,41 @@ def _leaves(tree):
             yield from _leaves(value)
     elif tree is not None:
         yield tree
+
+
+def test_cli_streams_a_parquet_directory_like_a_whole_table(tmp_path, capsys):
+    import pandas as pd
+
+    from genprob import cli, load
+
+    X, y, _ = make_data("qda", seed=7, unlabeled_fraction=0.3)
+    frame = as_frame(X).assign(label=pd.array(np.where(y < 0, None, y), dtype="Int64"))
+    (tmp_path / "data").mkdir()
+    frame.iloc[:100].to_parquet(tmp_path / "data" / "a.parquet")
+    frame.iloc[100:].to_parquet(tmp_path / "data" / "b.parquet")
+    frame.to_parquet(tmp_path / "whole.parquet")
+    whole, streamed = tmp_path / "whole.npz", tmp_path / "streamed.npz"
+    assert (
+        cli.main(
+            [
+                "fit",
+                "qda",
+                str(tmp_path / "whole.parquet"),
+                "--target",
+                "label",
+                "--out",
+                str(whole),
+            ]
+        )
+        == 0
+    )
+    assert (
+        cli.main(
+            ["fit", "qda", str(tmp_path / "data"), "--target", "label", "--out", str(streamed)]
+        )
+        == 0
+    )
+    captured = capsys.readouterr()
+    assert "streamed" in captured.out and "rows/s" in captured.out
+    assert "ETA" not in captured.err  # no progress bar when stderr is not a terminal
+    assert_same_fit(load(whole), load(streamed))
