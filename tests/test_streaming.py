@@ -247,3 +247,14 @@ def test_cli_streams_a_parquet_directory_like_a_whole_table(tmp_path, capsys):
     assert "streamed" in captured.out and "rows/s" in captured.out
     assert "ETA" not in captured.err  # no progress bar when stderr is not a terminal
     assert_same_fit(load(whole), load(streamed))
+
+
+def test_qda_chunk_of_a_multiple_of_4096_rows():
+    """Chunks over 4096 rows are padded to multiples of 4096: the blocked QDA sum takes them."""
+    from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
+
+    X, y, _ = make_data("qda", seed=8, num_rows=8192)
+    streamed = make_estimator("qda").set_params(reg_param=0.0).fit(Chunks([(X, y)]))
+    reference = QuadraticDiscriminantAnalysis(store_covariance=True).fit(X, y)
+    np.testing.assert_allclose(streamed.means_, reference.means_, rtol=1e-10)
+    np.testing.assert_allclose(streamed.predict_proba(X), reference.predict_proba(X), atol=1e-10)
