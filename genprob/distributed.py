@@ -235,7 +235,14 @@ def _block(estimator, method, X, *args, **kwargs):
         if method == "log_likelihood":
             return np.empty(0)
         return np.empty((0, num_classes))
-    return np.asarray(getattr(estimator, method)(X, *args, **kwargs))
+    num_rows = np.shape(X)[0]
+    if isinstance(X, np.ndarray) and not args:
+        # pad to a few row counts, as fits do, so each worker compiles a few shapes only
+        from genprob.estimators._base import _padded_rows
+
+        extra = _padded_rows(num_rows) - num_rows
+        X = np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))]) if extra else X
+    return np.asarray(getattr(estimator, method)(X, *args, **kwargs))[:num_rows]
 
 
 def _block_y(estimator, method, X, y, **kwargs):
