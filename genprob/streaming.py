@@ -80,7 +80,7 @@ def check_additive(story, estimator=None) -> None:
             f"cannot be fitted separately and combined. Fit it in memory with fit(X, y)."
         )
     if estimator is not None and hasattr(estimator, "_check_partial_fit_supported"):
-        # options of the estimator whose statistics do not combine (Ledoit-Wolf, custom
+        # options of the estimator whose statistics do not combine (data-dependent shrinkage, custom
         # covariance estimators) say so in the same words as partial_fit
         estimator._check_partial_fit_supported(story)
 
