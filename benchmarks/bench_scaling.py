@@ -38,6 +38,17 @@ def _peak_rss_reset():
         return False
 
 
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def _peak_rss_bytes() -> int:
     try:
         with open("/proc/self/status") as handle:
@@ -100,10 +111,11 @@ def bench_stream(rows, chunk_rows):
             )
             source = streaming.parquet(directory, target="label", batch_size=chunk_rows)
             exact = _peak_rss_reset()
+            baseline = _rss_bytes()
             start = time.perf_counter()
             make().fit(source, classes=list(range(CLASSES)))
             elapsed = time.perf_counter() - start
-            results.append((label, elapsed, _peak_rss_bytes(), exact))
+            results.append((label, elapsed, _peak_rss_bytes(), exact, baseline))
         print(f"\nStreaming fit over Parquet ({rows:.3g} rows, batches of {chunk_rows:,} rows)")
         print(f"{'fit':12s} {'time':>9s} {'rows/s':>12s} {'peak RSS':>10s}")
         for label, elapsed, peak, exact in results:
@@ -195,7 +207,7 @@ def bench_dask(rows, chunk_rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stream-rows", type=float, default=1e8)
-    parser.add_argument("--stream-chunk", type=int, default=1_000_000)
+    parser.add_argument("--stream-chunk", type=int, default=250_000)
     parser.add_argument("--dask-rows", type=float, default=2e7)
     parser.add_argument("--dask-chunk", type=int, default=1_000_000)
     parser.add_argument("--skip-stream", action="store_true")

@@ -28,10 +28,11 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse
 
 from genprob import core, streaming
 from genprob import em as _em
-from genprob._dtype import precision
+from genprob._dtype import numpy_dtype, precision
 
 __all__ = ["fit", "predict", "partitions"]
 
@@ -127,16 +128,23 @@ def _labeled_part(estimator, X, y, w):
     y = np.asarray(y)
     if y.shape != (num_rows,):
         raise ValueError(f"a partition has {num_rows} rows of X but y has shape {y.shape}.")
-    unlabeled = _em.unlabeled_mask(y)
-    codes = local._label_codes(y, unlabeled)
+    codes = streaming.label_codes(local, y)
     weights = streaming._chunk_weights(w, num_rows)
     weights = np.ones(num_rows) if weights is None else weights
     with precision(local._dtype):
-        Xj = local._as_array(Xv)
-        Xp, codes_p, weights_p = streaming._pad(Xj, jnp.asarray(codes), local._as_array(weights))
-        stats = _labeled_stats(estimator.story_, Xp, codes_p, weights_p, len(local.classes_))
+        if scipy.sparse.issparse(Xv):
+            Xp, codes_p, weights_p = Xv, codes, weights
+        else:
+            Xp, codes_p, weights_p = streaming._pad(Xv, codes, weights, numpy_dtype(local._dtype))
+        stats = _labeled_stats(
+            estimator.story_,
+            local._as_array(Xp),
+            jnp.asarray(codes_p),
+            local._as_array(weights_p),
+            len(local.classes_),
+        )
         stats = jax.tree_util.tree_map(np.asarray, stats)
-    return (stats, 0.0, int(num_rows)), int(unlabeled.sum())
+    return (stats, 0.0, int(num_rows)), int(np.sum(codes < 0))
 
 
 def _combine_labeled(story, dtype, a, b):

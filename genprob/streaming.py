@@ -40,6 +40,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse
 from sklearn.exceptions import ConvergenceWarning
 
 from genprob import core
@@ -309,19 +310,41 @@ def _em_chunk(story, params, X, codes, row_weights):
     return core.sufficient_statistics(story, X, R), objective
 
 
-def _pad(X, codes, weights):
-    """Pad a chunk to a few row counts (zero-weight copies of row 0) so the jit compiles rarely."""
+def _pad(X, codes, weights, dtype):
+    """Host arrays padded to a few row counts (zero-weight copies of row 0), in one copy.
+
+    The jitted functions then compile for a handful of shapes; padding on the host folds the
+    padding into the cast to ``dtype`` instead of a second copy on the device.
+    """
     from genprob.estimators._base import _padded_rows
 
+    X = np.asarray(X)
     num_rows = X.shape[0]
     target = _padded_rows(num_rows)
-    if target == num_rows or not isinstance(X, jax.Array):
-        return X, codes, weights
-    extra = target - num_rows
-    X = jnp.concatenate([X, jnp.broadcast_to(X[:1], (extra, X.shape[1]))], axis=0)
-    codes = jnp.concatenate([codes, jnp.full(extra, -1, codes.dtype)])
-    weights = jnp.concatenate([weights, jnp.zeros(extra, weights.dtype)])
-    return X, codes, weights
+    padded = np.empty((target, X.shape[1]), dtype=dtype)
+    padded[:num_rows] = X
+    padded[num_rows:] = X[:1]
+    codes = np.concatenate([codes, np.full(target - num_rows, -1, codes.dtype)])
+    weights = np.concatenate([weights, np.zeros(target - num_rows)])
+    return padded, codes, weights
+
+
+def label_codes(estimator, y):
+    """Codes 0..K-1 of ``y`` in ``classes_``, -1 on unlabeled rows; unknown labels raise.
+
+    Numeric labels take a vectorized path (a chunk of a million labels in milliseconds); other
+    labels go through the estimator's own encoder.
+    """
+    y = np.asarray(y)
+    unlabeled = _em.unlabeled_mask(y)
+    classes = estimator.classes_
+    if y.dtype.kind not in "iuf" or classes.dtype.kind not in "iuf":
+        return estimator._label_codes(y, unlabeled)
+    codes = np.minimum(np.searchsorted(classes, y), len(classes) - 1)
+    known = classes[codes] == y
+    if not np.all(known | unlabeled):
+        return estimator._label_codes(y, unlabeled)  # raises, naming the unknown labels
+    return np.where(unlabeled, -1, codes).astype(np.int32)
 
 
 def em_chunk(estimator, X, y, w):
@@ -336,17 +359,22 @@ def em_chunk(estimator, X, y, w):
     Xv = estimator._check_X(X)
     if y.shape != (Xv.shape[0],):
         raise ValueError(f"a chunk has {Xv.shape[0]} rows of X but y has shape {y.shape}.")
-    codes = estimator._label_codes(y, _em.unlabeled_mask(y))
+    codes = label_codes(estimator, y)
     weights = _chunk_weights(w, Xv.shape[0])
+    weights = np.ones(Xv.shape[0]) if weights is None else weights
+    unlabeled_weight = float(getattr(estimator, "unlabeled_weight", 1.0))
+    row_weights = np.where(codes >= 0, weights, unlabeled_weight * weights)
     with precision(estimator._dtype):
-        Xj = estimator._as_array(Xv)
-        row_weights = _em._row_weights(
-            jnp.asarray(codes),
-            float(getattr(estimator, "unlabeled_weight", 1.0)),
-            None if weights is None else estimator._as_array(weights),
-        )
+        if scipy.sparse.issparse(Xv):
+            Xj, codes_j, weights_j = Xv, codes, row_weights
+        else:
+            Xj, codes_j, weights_j = _pad(Xv, codes, row_weights, numpy_dtype(estimator._dtype))
         stats, objective = _em_chunk(
-            estimator.story_, estimator._params_jax(), *_pad(Xj, jnp.asarray(codes), row_weights)
+            estimator.story_,
+            estimator._params_jax(),
+            estimator._as_array(Xj),
+            jnp.asarray(codes_j),
+            estimator._as_array(weights_j),
         )
         stats = jax.tree_util.tree_map(np.asarray, stats)
         return stats, float(objective), int(Xv.shape[0])
