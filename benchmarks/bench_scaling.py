@@ -117,11 +117,12 @@ def bench_stream(rows, chunk_rows):
             elapsed = time.perf_counter() - start
             results.append((label, elapsed, _peak_rss_bytes(), exact, baseline))
         print(f"\nStreaming fit over Parquet ({rows:.3g} rows, batches of {chunk_rows:,} rows)")
-        print(f"{'fit':12s} {'time':>9s} {'rows/s':>12s} {'peak RSS':>10s}")
-        for label, elapsed, peak, exact in results:
+        print(f"{'fit':12s} {'time':>9s} {'rows/s':>12s} {'peak RSS':>10s} {'RSS before':>11s}")
+        for label, elapsed, peak, exact, baseline in results:
             note = "" if exact else " (process peak)"
             print(
-                f"{label:12s} {elapsed:8.1f}s {rows / elapsed:12,.0f} {peak / 2**30:6.2f} GiB{note}"
+                f"{label:12s} {elapsed:8.1f}s {rows / elapsed:12,.0f} {peak / 2**30:6.2f} GiB "
+                f"{baseline / 2**30:7.2f} GiB{note}"
             )
             if peak >= 2 * 2**30:
                 print("  ^ peak RSS above the 2 GiB target")
