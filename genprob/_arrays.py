@@ -104,3 +104,14 @@ def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
 def is_integer_labels(y) -> bool:
     """True when ``y`` holds integers, which scikit-learn always reads as class labels."""
     return np.asarray(y).dtype.kind in "iu"
+
+
+def padded_rows(num_rows: int) -> int:
+    """Row count a chunk is padded to: powers of two up to 4096, then multiples of 4096.
+
+    Jitted statistics compile once per shape; padding chunks of streaming data to a few sizes
+    bounds the number of compilations (at most twice the work for small chunks).
+    """
+    if num_rows <= 4096:
+        return max(16, 1 << (num_rows - 1).bit_length())
+    return -(-num_rows // 4096) * 4096

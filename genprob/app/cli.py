@@ -587,6 +587,8 @@ def _add_fit(commands):
 
 def _run_fit(args) -> int:
     _check_out_file(args.out if args.out.endswith(".npz") else args.out + ".npz")
+    if os.path.isdir(args.data):
+        return _run_fit_streaming(args)
     name, estimator, features, y, unlabeled = _fit_features(args)
     # The target's name travels with the model, so that `genprob predict` can drop the column.
     estimator.target_column_ = args.target
@@ -615,6 +617,51 @@ def _run_fit(args) -> int:
     print(f"  train accuracy: {accuracy:.4f} (labeled rows)")
     marginal = "; marginal on unlabeled rows" if unlabeled.any() else ""
     print(f"  log-likelihood: {loglik:.6g} ({loglik / len(y):.4g} per row{marginal})")
+    print(f"  saved:          {path}")
+    return 0
+
+
+def _run_fit_streaming(args) -> int:
+    """``genprob fit STORY DIR/``: a Parquet directory streamed batch by batch (constant memory)."""
+    from genprob import streaming
+
+    if args.unlabeled is not None:
+        raise UserError(
+            "--unlabeled applies to tables read whole; in a Parquet directory an "
+            "empty target cell (null) marks an unlabeled row."
+        )
+    name = _story_name(args.story)
+    try:
+        source = streaming.parquet(args.data, target=args.target)
+        first, _, _ = next(source.chunks())
+    except (ValueError, StopIteration, OSError) as error:
+        raise UserError(f"cannot stream {args.data}: {_first_line(error) or 'no rows'}") from None
+    sample = _check_features(first, args.data, text_allowed=name == "mixed")
+    estimator = _make_estimator(name, sample, args)
+    progress = streaming.ProgressBar(total=source.num_rows)
+    start = time.perf_counter()
+    try:
+        streaming.fit(estimator, source, progress=progress)
+    except ValueError as error:
+        raise UserError(_first_line(error)) from None
+    finally:
+        progress.close()
+    elapsed = time.perf_counter() - start
+    estimator.target_column_ = args.target
+    path = estimator.save(args.out)
+    counts = np.asarray(estimator.class_count_ if hasattr(estimator, "class_count_") else [])
+    print(f"genprob fit: {name} on {args.data} (target {args.target}), streamed")
+    print(f"  model:          {type(estimator).__name__}, {estimator.num_parameters()} parameters")
+    print(f"  classes:        {', '.join(map(str, estimator.classes_))}")
+    print(
+        f"  rows:           {source.num_rows} in {elapsed:.1f} s "
+        f"({source.num_rows / max(elapsed, 1e-9):,.0f} rows/s)"
+    )
+    if hasattr(estimator, "n_iter_"):
+        state = "converged" if estimator.converged_ else "NOT converged"
+        print(f"  EM:             {estimator.n_iter_} iterations, {state}")
+    if counts.size:
+        print(f"  class weights:  {', '.join(f'{c:g}' for c in counts)}")
     print(f"  saved:          {path}")
     return 0
 

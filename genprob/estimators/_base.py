@@ -27,6 +27,7 @@ from genprob._arrays import (
     encode_labels,
     is_integer_labels,
     move_rows,
+    padded_rows,
     to_device,
 )
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
@@ -43,6 +44,9 @@ from genprob._validation import (
 )
 from genprob.persistence import register_estimator
 from genprob.story import Story
+from genprob.streaming import fit as _fit_out_of_core
+from genprob.streaming import is_dask_collection as _is_dask
+from genprob.streaming import is_out_of_core as _out_of_core
 
 __all__ = ["GenerativeClassifierBase", "jax_key"]
 
@@ -64,21 +68,17 @@ def jax_key(random_state) -> jax.Array:
     return jax.random.PRNGKey(seed)
 
 
-def _padded_rows(num_rows: int) -> int:
-    """Row count a chunk is padded to: powers of two up to 4096, then multiples of 4096.
+def _dask_predict(estimator, method, X, *args, **kwargs):
+    """A prediction method mapped over the blocks of a Dask collection (lazy)."""
+    from genprob.distributed import predict
 
-    Jitted statistics compile once per shape; padding chunks of streaming data to a few sizes
-    bounds the number of compilations (at most twice the work for small chunks).
-    """
-    if num_rows <= 4096:
-        return max(16, 1 << (num_rows - 1).bit_length())
-    return -(-num_rows // 4096) * 4096
+    return predict(estimator, method, X, *args, **kwargs)
 
 
 def _pad_rows(X, R):
     """Append copies of the first row with zero responsibility (they add nothing)."""
     num_rows = X.shape[0]
-    target = _padded_rows(num_rows)
+    target = padded_rows(num_rows)
     if target == num_rows or not isinstance(X, jax.Array):
         return X, R
     filler = jnp.broadcast_to(X[:1], (target - num_rows, X.shape[1]))
@@ -110,7 +110,6 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         register_estimator(cls)  # loadable by qualified name (genprob.load)
-
 
     #: Keyword arguments for ``validate_data``; subclasses may allow sparse input, etc.
     _validate_kwargs: dict = {}
@@ -206,7 +205,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
 
     # -- fitting ---------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None, classes=None):
+    def fit(self, X, y=None, sample_weight=None, classes=None):
         """Fit the story's parameters by maximum likelihood (closed form).
 
         Rows labeled ``-1`` are *unlabeled* (scikit-learn's semi-supervised convention): then the
@@ -221,9 +220,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             classes: every class label; needed when some class has no labeled row (for example
                 when every row is unlabeled). Giving it always runs the EM path.
 
+        ``X`` may also be out of core (chunks, Parquet, Dask; see :mod:`genprob.streaming`).
+
         Returns:
             self (Self): the fitted estimator itself, for chaining.
         """
+        if _out_of_core(X):
+            return _fit_out_of_core(self, X, y, sample_weight=sample_weight, classes=classes)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **self._validate_kwargs)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], allow_all_zero=False)
         for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
@@ -513,6 +516,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         Returns:
             A float, or an array (n,) when ``pointwise``.
         """
+        if _is_dask(X):
+            return _dask_predict(self, "log_likelihood", X, y, pointwise=pointwise)
         X = self._check_X(X)
         if y is None:
             codes = np.full(X.shape[0], -1, dtype=np.int32)
@@ -589,6 +594,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     # -- prediction (all from the joint log-probability) -----------------------------------------
     def predict_joint_log_proba(self, X):
         """Joint log-probabilities ``log p(x, y = k) = log pi_k + log p(x | k)``, (n, K)."""
+        if _is_dask(X):
+            return _dask_predict(self, "predict_joint_log_proba", X)
         X = self._check_X(X)
         with precision(self._dtype):
             joint = core.joint_log_prob(self.story_, self._params_jax(), self._as_array(X))
@@ -596,16 +603,22 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
 
     def predict_log_proba(self, X):
         """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp."""
+        if _is_dask(X):
+            return _dask_predict(self, "predict_log_proba", X)
         joint = self.predict_joint_log_proba(X)
         with precision(self._dtype):
             return np.asarray(jax.nn.log_softmax(jnp.asarray(joint), axis=-1))
 
     def predict_proba(self, X):
         """Class posteriors ``p(y = k | x)`` (n, K); rows sum to one."""
+        if _is_dask(X):
+            return _dask_predict(self, "predict_proba", X)
         return np.exp(self.predict_log_proba(X))
 
     def predict(self, X):
-        """Most probable class of each row (Bayes' rule)."""
+        """Most probable class of each row (Bayes' rule); lazy on a Dask collection."""
+        if _is_dask(X):
+            return _dask_predict(self, "predict", X)
         joint = self.predict_joint_log_proba(X)
         return self.classes_[np.argmax(joint, axis=1)]
 

@@ -39,6 +39,7 @@ from genprob._validation import unlabeled_mask
 from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.gaussian import GaussianStory
+from genprob.streaming import is_out_of_core
 
 __all__ = [
     "GaussianNB",
@@ -205,7 +206,7 @@ class _DiscriminantBase(_GaussianBase):
         """Fitted attributes that need the rows ``X`` (None after partial_fit)."""
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None, **kwargs):
+    def fit(self, X, y=None, sample_weight=None, **kwargs):
         """Fit the Gaussian story by its closed form.
 
         Args:
@@ -220,14 +221,15 @@ class _DiscriminantBase(_GaussianBase):
         """
         self._check_hyperparameters()
         self._custom = None
-        if self.covariance_estimator is not None:
+        out_of_core = is_out_of_core(X)  # chunks, Parquet or Dask: no rows held here
+        if self.covariance_estimator is not None and not out_of_core:
             if sample_weight is not None:
                 raise ValueError("sample_weight is not supported with covariance_estimator.")
             if kwargs.get("classes") is not None or np.any(unlabeled_mask(np.asarray(y))):
                 raise ValueError("covariance_estimator needs fully labeled data (no y = -1).")
             self._custom = _custom_class_covariances(self.covariance_estimator, X, y)
         super().fit(X, y, sample_weight, **kwargs)
-        self._after_fit(X)
+        self._after_fit(None if out_of_core else X)
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.bernoulli import check_alpha
 from genprob.families.mixed import MixedStory, naive_block
+from genprob.streaming import is_out_of_core
 
 __all__ = ["MixedNB", "FAMILIES"]
 
@@ -270,7 +271,7 @@ class MixedNB(GenerativeClassifierBase):
         return encoded
 
     # -- the estimator face ----------------------------------------------------------------------
-    def fit(self, X, y, sample_weight=None, **kwargs):
+    def fit(self, X, y=None, sample_weight=None, **kwargs):
         """Fit every block in closed form.
 
         Args:
@@ -282,6 +283,8 @@ class MixedNB(GenerativeClassifierBase):
         Returns:
             self (Self): the fitted estimator itself, for chaining.
         """
+        if is_out_of_core(X):  # chunks, Parquet or Dask (genprob.streaming)
+            return super().fit(X, y, sample_weight=sample_weight, **kwargs)
         self._learn_columns(X)
         return super().fit(self._encode(X), y, sample_weight=sample_weight, **kwargs)
 

@@ -25,8 +25,10 @@ def chunked_sum(fn, X, R, chunk: int = CHUNK):
     """
     num_blocks = X.shape[0] // chunk
     tail = num_blocks * chunk
-    total = fn(X[tail:], R[tail:])
-    if not num_blocks:
+    # no remainder: start from the first block (an empty block breaks the per-class reshape)
+    first = int(tail == X.shape[0] and num_blocks > 0)
+    total = fn(X[:chunk], R[:chunk]) if first else fn(X[tail:], R[tail:])
+    if num_blocks <= first:
         return total
 
     def body(index, acc):
@@ -37,7 +39,7 @@ def chunked_sum(fn, X, R, chunk: int = CHUNK):
         )
         return jax.tree_util.tree_map(jnp.add, acc, fn(*block))
 
-    return jax.lax.fori_loop(0, num_blocks, body, total)
+    return jax.lax.fori_loop(first, num_blocks, body, total)
 
 
 def standardizing_scale(variances, counts, means):
