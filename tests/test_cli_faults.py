@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from genprob import cli
+from genprob.app import cli
 from genprob.datasets import load_iris
 
 GENPROB = os.path.join(os.path.dirname(sys.executable), "genprob")

@@ -202,7 +202,7 @@ EDITS = {
     ),
     "unknown story class": (
         _set("story", {"__story__": "builtins.object", "config": {}}),
-        "unknown story class",
+        "is not defined in this process",
     ),
     "story without config": (
         lambda metadata, arrays: metadata["story"].pop("config"),

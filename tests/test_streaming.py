@@ -214,7 +214,8 @@ def _leaves(tree):
 def test_cli_streams_a_parquet_directory_like_a_whole_table(tmp_path, capsys):
     import pandas as pd
 
-    from genprob import cli, load
+    from genprob import load
+    from genprob.app import cli
 
     X, y, _ = make_data("qda", seed=7, unlabeled_fraction=0.3)
     frame = as_frame(X).assign(label=pd.array(np.where(y < 0, None, y), dtype="Int64"))
