@@ -24,6 +24,7 @@ from sklearn.utils._param_validation import (
 )
 
 __all__ = [
+    "as_features",
     "EM_PARAMETER_CONSTRAINTS",
     "NumberInterval",
     "validate_params",
@@ -374,3 +375,10 @@ def validate_params(estimator) -> None:
                 raise
             hint = PARAMETER_HINTS[name].format(value=params[name])
             raise InvalidParameterError(f"{error} {hint}") from None
+
+
+def as_features(X):
+    """Features as a floating JAX array (dense, or a ``jax.experimental.sparse.BCOO`` matrix kept
+    sparse), checked to be 2-D, non-empty, numeric and finite."""
+    X = check_features(X, keep_sparse=True)
+    return X if isinstance(X, jsparse.BCOO) else jnp.asarray(X)

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from genprob import core
-from genprob.em import as_features
+from genprob._validation import as_features
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["flatten_draws", "pointwise_log_likelihood", "posterior_predict_proba", "DRAW_BATCH"]

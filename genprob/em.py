@@ -44,13 +44,12 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import optax
-from jax.experimental import sparse as jsparse
 from numpyro.infer.util import constrain_fn, unconstrain_fn
 
 from genprob import core
 from genprob._validation import (
+    as_features,
     check_class_prior,
-    check_features,
     check_positive_int,
     check_sample_weight,
     check_unlabeled_weight,
@@ -505,10 +504,3 @@ def _initial_responsibilities(
         draws = jax.random.dirichlet(key, jnp.ones(num_classes, dtype=X.dtype), shape)
         first.extend(labeled_R + unlabeled_weights[:, None] * draws)
     return jnp.stack(first[:n_init])
-
-
-def as_features(X):
-    """Features as a floating JAX array (dense, or a ``jax.experimental.sparse.BCOO`` matrix kept
-    sparse), checked to be 2-D, non-empty, numeric and finite."""
-    X = check_features(X, keep_sparse=True)
-    return X if isinstance(X, jsparse.BCOO) else jnp.asarray(X)

@@ -609,10 +609,8 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
     Returns:
         The fitted estimator.
     """
-    if is_dask_collection(X):
-        from genprob import distributed
-
-        return distributed.fit(estimator, X, y, sample_weight=sample_weight, classes=classes)
+    if is_dask_collection(X):  # the estimator hands it to genprob.distributed
+        return estimator.fit(X, y, sample_weight=sample_weight, classes=classes)
     source = _source(X, y, sample_weight)
     estimator._validate_params()
     reset(estimator)

@@ -9,21 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "genprob"
-
-#: Cycles known to exist and being removed by another change (issue: a story is a value), by
-#: the imports that close them: arviz_io <-> posterior (posterior imports arviz_io's to_arviz),
-#: and persistence <-> estimators (persistence imports the estimators and the package, whose
-#: __init__ and estimators._base import persistence).
-KNOWN_CYCLES = {
-    "arviz_io <-> posterior": {("genprob.posterior", "genprob.arviz_io")},
-    "persistence <-> estimators": {
-        ("genprob.persistence", "genprob.estimators"),
-        ("genprob.persistence", "genprob"),
-    },
-}
 
 
 def _module_name(path: Path) -> str:
@@ -126,21 +112,20 @@ def test_graph_sees_function_level_and_relative_imports():
     assert _strongly_connected({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_import_cycles_besides_the_known_ones():
+def test_no_import_cycles():
     graph = _graph()
-    for edges in KNOWN_CYCLES.values():
-        for source, target in edges:
-            graph[source].discard(target)
     cycles = [_cycle_edges(graph, component) for component in _strongly_connected(graph)]
     assert cycles == []
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_CYCLES))
-@pytest.mark.xfail(strict=False, reason="known cycle, removed by the story-as-value change")
-def test_known_cycle_is_gone(name):
+def test_layers():
+    """Draw evaluation needs only the core; persistence needs no estimators; exact posteriors
+    and the ArviZ bridge do not import each other."""
     graph = _graph()
-    on_cycles = {edge for c in _strongly_connected(graph) for edge in _edges_within(graph, c)}
-    assert not KNOWN_CYCLES[name] & on_cycles
+    assert not any(m.startswith("genprob.estimators") for m in graph["genprob.persistence"])
+    assert "genprob.arviz_io" not in graph["genprob.posterior"]
+    assert "genprob.posterior" not in graph["genprob.arviz_io"]
+    assert graph["genprob.draws"] <= {"genprob.core", "genprob.story", "genprob._validation"}
 
 
 def test_library_does_not_import_the_applications():

@@ -225,6 +225,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         Returns:
             self (Self): the fitted estimator itself, for chaining.
         """
+        if _is_dask(X):
+            from genprob import distributed
+
+            return distributed.fit(self, X, y, sample_weight=sample_weight, classes=classes)
         if _out_of_core(X):
             return _fit_out_of_core(self, X, y, sample_weight=sample_weight, classes=classes)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **self._validate_kwargs)
