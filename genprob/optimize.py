@@ -37,7 +37,6 @@ unconstrained parameters, so ``precondition="auto"`` whitens only problems with 
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from functools import partial
@@ -117,13 +116,14 @@ class ObjectiveValue(NamedTuple):
 
 # -- the problem: a static spec (hashable, shared compiled code) and a data pytree -----------------
 class _Spec(NamedTuple):
-    story: Story
+    structure: object  # the story's pytree structure: its static fields (numbers are traced)
     num_classes: int
     penalized: bool
     fixed: tuple  # names of latent sites held at given values
 
 
 class _Data(NamedTuple):
+    story: Story
     X: jax.Array
     y: jax.Array
     row_weights: jax.Array
@@ -141,26 +141,36 @@ def _is_latent(msg) -> bool:
     return msg["type"] == "sample" and not msg["is_observed"]
 
 
+#: Free sites by (spec, data shape and dtype, shapes and dtypes of the story's numbers).
+_FREE_SITES: dict = {}
+
+
 def _free_sites(spec: _Spec, data: _Data) -> tuple[_Site, ...]:
     """The model's latent sites that are optimized (all but ``fixed``), in model order."""
-    return _free_sites_cached(spec, tuple(data.X.shape), str(data.X.dtype))
+    leaves = jax.tree_util.tree_leaves(data.story)
+    numbers = tuple((jnp.shape(leaf), str(jnp.result_type(leaf))) for leaf in leaves)
+    key = (spec, tuple(data.X.shape), str(data.X.dtype), numbers)
+    if key not in _FREE_SITES:
+        if len(_FREE_SITES) >= 256:
+            _FREE_SITES.clear()
+        _FREE_SITES[key] = _find_free_sites(spec, data.story, key[1], key[2])
+    return _FREE_SITES[key]
 
 
-@functools.lru_cache(maxsize=256)
-def _free_sites_cached(spec: _Spec, shape: tuple, dtype: str) -> tuple[_Site, ...]:
+def _find_free_sites(spec: _Spec, story, shape: tuple, dtype: str) -> tuple[_Site, ...]:
     # Found by an abstract trace (jax.eval_shape: nothing is sampled, run or compiled).
     latent_names = []
 
-    def probe(X, y):
+    def probe(story, X, y):
         model = handlers.seed(core.model, rng_seed=0)
-        args, kwargs = (spec.story, X, y), {"num_classes": spec.num_classes}
+        args, kwargs = (story, X, y), {"num_classes": spec.num_classes}
         latent = {}
         for name, site in handlers.trace(model).get_trace(*args, **kwargs).items():
             if not _is_latent(site):
                 continue
             if site["fn"].support.is_discrete:
                 raise ValueError(
-                    f"latent site {name!r} of {type(spec.story).__name__}.prior is discrete; "
+                    f"latent site {name!r} of {type(story).__name__}.prior is discrete; "
                     "the optimizer needs continuous parameters."
                 )
             latent_names.append(name)
@@ -168,7 +178,10 @@ def _free_sites_cached(spec: _Spec, shape: tuple, dtype: str) -> tuple[_Site, ..
         return latent, unconstrain_fn(model, args, kwargs, latent)
 
     constrained, unconstrained = jax.eval_shape(
-        probe, jax.ShapeDtypeStruct(shape, dtype), jax.ShapeDtypeStruct(shape[:1], jnp.int32)
+        probe,
+        story,
+        jax.ShapeDtypeStruct(shape, dtype),
+        jax.ShapeDtypeStruct(shape[:1], jnp.int32),
     )
     unknown = sorted(set(spec.fixed) - set(latent_names))
     if unknown:
@@ -190,7 +203,7 @@ def _size(sites) -> int:
 def _model(spec: _Spec, data: _Data):
     """``core.model`` with the fixed sites held, and its arguments."""
     model = handlers.substitute(core.model, data=data.fixed_values)
-    return model, (spec.story, data.X, data.y), {"num_classes": spec.num_classes}
+    return model, (data.story, data.X, data.y), {"num_classes": spec.num_classes}
 
 
 def _unflatten(spec: _Spec, data: _Data, u) -> dict:
@@ -203,11 +216,11 @@ def _unflatten(spec: _Spec, data: _Data, u) -> dict:
     return pieces
 
 
-def _params_from_latents(spec: _Spec, latents: dict, num_features: int) -> dict:
+def _params_from_latents(spec: _Spec, story, latents: dict, num_features: int) -> dict:
     """Named parameters: latent and deterministic sites, then the dict ``prior`` returns."""
     story_latents = {k: v for k, v in latents.items() if k != CLASS_PRIOR}
     with handlers.trace() as prior_trace, handlers.substitute(data=story_latents):
-        returned = spec.story.prior(spec.num_classes, num_features)
+        returned = story.prior(spec.num_classes, num_features)
     params = {
         name: site["value"]
         for name, site in prior_trace.items()
@@ -226,9 +239,9 @@ def _loss_and_terms(spec: _Spec, data: _Data, u):
     latents = {**data.fixed_values, **constrain_fn(model, args, kwargs, _unflatten(spec, data, u))}
     pointwise = log_likelihood(model, latents, *args, batch_ndims=0, **kwargs)
     loglik = sum(jnp.sum(values * data.row_weights) for values in pointwise.values())
-    params = _params_from_latents(spec, latents, data.X.shape[-1])
+    params = _params_from_latents(spec, data.story, latents, data.X.shape[-1])
     if spec.penalized:
-        penalty = jnp.asarray(spec.story.log_penalty(params, data.penalty_stats), loglik.dtype)
+        penalty = jnp.asarray(data.story.log_penalty(params, data.penalty_stats), loglik.dtype)
     else:
         penalty = jnp.zeros((), loglik.dtype)
     loss = -(loglik + penalty) / data.row_weights.sum()
@@ -271,7 +284,7 @@ def _unconstrain(spec: _Spec, data: _Data, params: dict) -> jax.Array:
 def _prior_draw(spec: _Spec, data: _Data, key):
     seeded = handlers.seed(core.model, rng_seed=key)
     model_trace = handlers.trace(seeded).get_trace(
-        spec.story, data.X, data.y, num_classes=spec.num_classes
+        data.story, data.X, data.y, num_classes=spec.num_classes
     )
     return {site.name: model_trace[site.name]["value"] for site in _free_sites(spec, data)}
 
@@ -413,8 +426,9 @@ def _problem(
         penalty_stats = core.sufficient_statistics(story, Xj, R)["emission"]
     fixed = dict(fixed or {})
     fixed_values = {name: jnp.asarray(value, Xj.dtype) for name, value in fixed.items()}
-    spec = _Spec(story, num_classes, bool(penalized), tuple(sorted(fixed)))
-    data = _Data(Xj, codes, row_weights, penalty_stats if penalized else None, fixed_values)
+    structure = jax.tree_util.tree_structure(story)
+    spec = _Spec(structure, num_classes, bool(penalized), tuple(sorted(fixed)))
+    data = _Data(story, Xj, codes, row_weights, penalty_stats if penalized else None, fixed_values)
     sites = _free_sites(spec, data)
     return spec, data, sites
 

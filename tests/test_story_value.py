@@ -81,6 +81,23 @@ def test_new_hyperparameter_values_compile_nothing(compilations, estimator, name
         assert np.max(np.abs(a - b)) > 1e-12
 
 
+def test_optimizer_cross_check_compiles_once_for_every_alpha():
+    """The optimizer's compiled programs take the story as a traced argument too."""
+    from genprob import optimize
+
+    programs = [optimize._evaluate, optimize._unconstrain_values, optimize._lbfgs_stage]
+    X, y = _binary_data()
+    sizes, objectives = [], []
+    for alpha in (0.5, 1.0, 2.0, 3.0):
+        result = genprob.crosscheck(BernoulliStory(alpha=alpha), X, y, starts=1)
+        sizes.append([program._cache_size() for program in programs])
+        objectives.append(result.row("objective").closed_form)
+        assert result.passed
+    assert all(size > 0 for size in sizes[0])
+    assert sizes[1:] == [sizes[0]] * 3
+    assert len(set(objectives)) == 4
+
+
 def test_traced_hyperparameter_matches_a_fresh_fit():
     """A value reaching compiled code as a tracer gives the same fit as a constant would."""
     X, y = _binary_data()

@@ -60,7 +60,7 @@ class PoissonStory(Story):
     def prior(self, num_classes, num_features):
         # beta = 0 makes the MAP prior improper; the generative story then uses a vague proper
         # Gamma (rate VAGUE_RATE) so that prior draws, traces and NUTS stay well defined.
-        rate = self.beta if self.beta > 0 else VAGUE_RATE
+        rate = _proper_rate(self.beta)
         rates = numpyro.sample(
             "rates",
             dist.Gamma(self.alpha + 1.0, rate).expand([num_classes, num_features]).to_event(2),
@@ -87,7 +87,7 @@ class PoissonStory(Story):
         ``Gamma(S + alpha, N + beta)`` for the mean reading (``offset = 0``)."""
         sums, counts = stats["feature_sums"], stats["counts"][:, None]
         if offset:
-            shape, rate = self.alpha + 1.0, self.beta if self.beta > 0 else VAGUE_RATE
+            shape, rate = self.alpha + 1.0, _proper_rate(self.beta)
         else:
             shape, rate = self.alpha, self.beta
         return {"rates": ConjugateFactor("gamma", sums + shape, counts + rate)}
@@ -102,3 +102,8 @@ class PoissonStory(Story):
 
     def num_parameters(self, num_classes, num_features):
         return (num_classes - 1) + num_classes * num_features
+
+
+def _proper_rate(beta):
+    """``beta``, or :data:`VAGUE_RATE` where it is 0 (``beta`` may be traced: no Python branch)."""
+    return jnp.where(jnp.asarray(beta) > 0, beta, VAGUE_RATE)
