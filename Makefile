@@ -60,8 +60,8 @@ clean:
 # pip gives ArviZ 0.x on Python 3.11 and 1.x (arviz-base/-stats/-plots, DataTree) on 3.12+.
 # ArviZ 1.x declares Python >= 3.12 but runs on 3.11: installing it with
 # --ignore-requires-python is how its path is tested on this Python. test-arviz1 runs every
-# ArviZ-facing test (marker `arviz`, including the cross-major parity test against .venv),
-# notebook 02 and the demo there. test-oldest installs every runtime dependency at its
+# ArviZ-facing test (marker `arviz`: the cross-major parity test against .venv, and notebook 02,
+# marked in tests/conftest.py) and the demo there. test-oldest installs every runtime dependency at its
 # pyproject.toml floor (.ci/floors.py; scikit-learn stays at the test extra's pin) and runs the
 # whole suite and the demo. The parity test is left out there: it compares two environments
 # that differ in ArviZ alone.
@@ -85,8 +85,7 @@ $(OLDEST_STAMP): pyproject.toml .ci/floors.py
 	touch $@
 
 test-arviz1: $(STAMP) $(ARVIZ1_STAMP)
-	$(ARVIZ1_VENV)/bin/python -m pytest -n 2 -q -p no:cacheprovider -m "arviz and not slow" tests
-	$(ARVIZ1_VENV)/bin/python -m pytest -q -p no:cacheprovider --nbmake notebooks/02_mle_vs_posterior.ipynb
+	$(ARVIZ1_VENV)/bin/python -m pytest -n 2 -q -p no:cacheprovider -m "arviz and not slow" --nbmake tests notebooks
 	$(ARVIZ1_VENV)/bin/genprob demo --quick --out $(ARVIZ1_VENV)/demo-report
 
 test-oldest: $(OLDEST_STAMP)
