@@ -89,12 +89,15 @@ def posterior_vs_mle(
         ax.axvline(value, color="C3", linestyle="--")
         ax.text(
             value,
-            0.9 * top,
+            1.04 * top,
             f"{below:.1f}% < MLE {value:.3g} < {100 - below:.1f}%",
             color="C3",
             ha="center",
+            va="bottom",
             fontsize=fontsize,
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1},
         )
+        ax.set_ylim(-0.05 * top, 1.25 * top)  # room for the MLE label above the density
         ax.set_title(label, fontsize=fontsize)
         ax.set_yticks([])
         ax.tick_params(labelsize=fontsize)
