@@ -3,6 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the ArviZ 1.x and dependency-floor environments of `make test` (see "matrix" at the end)
+ARVIZ1_VENV := .venv-arviz1
+ARVIZ1_STAMP := $(ARVIZ1_VENV)/.installed
+ARVIZ1_PACKAGES := "arviz==1.3.*" "arviz-base==1.3.*" "arviz-stats==1.3.*" "arviz-plots==1.3.*"
+OLDEST_VENV := .venv-oldest
+OLDEST_STAMP := $(OLDEST_VENV)/.installed
 
 .PHONY: demo test test-slow lint format bench clean install docs strip-notebooks browser test-site
 
@@ -19,11 +25,13 @@ demo: $(STAMP)
 
 # The tour notebooks run in the same pytest session as the tests (nbmake executes every
 # notebook under notebooks/), then the documentation site must build without a warning.
-test: $(STAMP)
+# Then the same under ArviZ 1.x and at every dependency floor (see "matrix" below).
+test: $(STAMP) $(ARVIZ1_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n 2 -q -m "not slow and not docs" --nbmake tests notebooks
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 	$(MAKE) test-site SITE=site
+	$(MAKE) --no-print-directory test-arviz1 test-oldest
 
 # The built site read in headless Chromium on 127.0.0.1 (tests/test_site.py): formulas typeset,
 # images loaded, tables within the page, no request leaving the machine. Builds the site itself
@@ -58,4 +66,41 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_fit.py --json benchmarks/results/bench_fit.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache site
+	rm -rf $(VENV) .pytest_cache .ruff_cache site $(ARVIZ1_VENV) $(OLDEST_VENV)
+
+# -- matrix: ArviZ 1.x and the dependency floors ------------------------------------------------
+# pip gives ArviZ 0.x on Python 3.11 and 1.x (arviz-base/-stats/-plots, DataTree) on 3.12+.
+# ArviZ 1.x declares Python >= 3.12 but runs on 3.11: installing it with
+# --ignore-requires-python is how its path is tested on this Python. test-arviz1 runs every
+# ArviZ-facing test (marker `arviz`: the cross-major parity test against .venv, and notebook 02,
+# marked in tests/conftest.py) and the demo there. test-oldest installs every runtime dependency at its
+# pyproject.toml floor (.ci/floors.py; scikit-learn stays at the test extra's pin) and runs the
+# whole suite and the demo. The parity test is left out there: it compares two environments
+# that differ in ArviZ alone.
+
+.PHONY: test-arviz1 test-oldest
+
+$(ARVIZ1_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(ARVIZ1_VENV)
+	$(ARVIZ1_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(ARVIZ1_VENV)/bin/python -m pip install --quiet -e ".[test]"
+	# only ArviZ ignores the Python bound: the rest keeps wheels built for this Python
+	$(ARVIZ1_VENV)/bin/python -m pip install --quiet --ignore-requires-python $(ARVIZ1_PACKAGES)
+	touch $@
+
+$(OLDEST_STAMP): pyproject.toml .ci/floors.py
+	$(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PYTHON) .ci/floors.py --except scikit-learn > $(OLDEST_VENV)/floors.txt
+	$(OLDEST_VENV)/bin/python -m pip install --quiet -c $(OLDEST_VENV)/floors.txt -e ".[test]"
+	$(OLDEST_VENV)/bin/python .ci/floors.py --except scikit-learn --check
+	touch $@
+
+test-arviz1: $(STAMP) $(ARVIZ1_STAMP)
+	$(ARVIZ1_VENV)/bin/python -m pytest -n 2 -q -p no:cacheprovider -m "arviz and not slow" --nbmake tests notebooks
+	$(ARVIZ1_VENV)/bin/genprob demo --quick --out $(ARVIZ1_VENV)/demo-report
+
+test-oldest: $(OLDEST_STAMP)
+	$(OLDEST_VENV)/bin/python .ci/floors.py --except scikit-learn --check
+	$(OLDEST_VENV)/bin/python -m pytest -n 2 -q -p no:cacheprovider -m "not slow and not docs" --ignore tests/test_arviz_majors.py --nbmake tests notebooks
+	$(OLDEST_VENV)/bin/genprob demo --quick --out $(OLDEST_VENV)/demo-report

@@ -11,22 +11,23 @@
 * ``observed_data``: ``X`` (dense data only) and the label codes ``y`` (-1 = unlabeled);
 * ``log_likelihood``: variable ``obs``, the per-row log-likelihood at every draw — the joint
   ``log p(x_i, y_i | θ)`` on labeled rows and the *marginal* ``log Σ_k p(x_i, k | θ)`` on
-  unlabeled rows, so ``az.loo``/``az.waic``/``az.compare`` work on semi-supervised fits (NumPyro's
+  unlabeled rows, so ``az.loo``/``az.compare`` work on semi-supervised fits (NumPyro's
   ``az.from_numpyro`` cannot: it fails on enumerated discrete sites, and genprob's model has none
   to begin with);
 * ``mle``: the maximum-likelihood (closed-form or EM) parameters, same names and dims, so tables
   and plots can mark them.
 
-ArviZ is imported lazily (importing it costs seconds and prints a notice about its 1.x
-refactor), and only from this module, so that supporting ArviZ 1.x later touches one file.
+The result is ``arviz.InferenceData`` on ArviZ 0.x and ``xarray.DataTree`` on ArviZ 1.x, with
+the same groups, variables, dims, coordinates and attributes: :mod:`genprob._arviz_compat` builds
+both and is the only module that imports ArviZ or knows its version.
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from genprob import _arviz_compat as compat
+from genprob import _posterior_figures as figures
 from genprob.draws import pointwise_log_likelihood, posterior_predict_proba
 from genprob.em import as_features, encode_partial_labels
 from genprob.story import CLASS_PRIOR, Story
@@ -53,15 +54,6 @@ _SAMPLE_STATS_NAMES = {
     "energy": "energy",
     "adapt_state.step_size": "step_size",
 }
-
-
-def _arviz():
-    """The ``arviz`` module, imported on first use without its import-time notice."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="ArviZ is undergoing", category=FutureWarning)
-        import arviz
-
-    return arviz
 
 
 # -- dimensions and coordinates ------------------------------------------------------------------
@@ -150,7 +142,7 @@ def to_arviz(
     sample_stats: dict | None = None,
     method: str | None = None,
 ):
-    """Posterior draws of a story's parameters as ``arviz.InferenceData`` (see module docstring).
+    """Posterior draws of a story's parameters as an ArviZ result (see module docstring).
 
     Args:
         posterior: a NumPyro ``MCMC`` object run on :func:`genprob.core.model` (e.g. from
@@ -168,13 +160,12 @@ def to_arviz(
         method: ``"nuts"`` or ``"exact"``, recorded as ``attrs["inference_method"]``.
 
     Returns:
-        ``arviz.InferenceData`` with groups ``posterior``, ``log_likelihood``,
-        ``observed_data``, ``sample_stats`` (NUTS) and ``mle`` (when given).
+        ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x) with groups
+        ``posterior``, ``sample_stats`` (NUTS), ``log_likelihood``, ``observed_data`` and
+        ``mle`` (when given).
     """
     import jax
-    import xarray as xr
 
-    az = _arviz()
     X = as_features(X)
     num_features = int(X.shape[1])
     from_mcmc = hasattr(posterior, "get_samples")
@@ -218,19 +209,20 @@ def to_arviz(
         "inference_library": "genprob",
         "story": repr(story),
     }
-    idata = az.from_dict(
-        posterior=draws,
-        sample_stats=None if sample_stats is None else _sample_stats(sample_stats),
-        log_likelihood={LOG_LIKELIHOOD_NAME: log_lik},
-        observed_data=observed,
-        coords=coords,
-        dims=dims,
-        posterior_attrs=attrs,
-        log_likelihood_attrs={
+    # groups in ArviZ 0.x's schema order, which InferenceData imposes and DataTree keeps
+    groups = {"posterior": compat.dataset(draws, dims, coords, attrs)}
+    groups["log_likelihood"] = compat.dataset(
+        {LOG_LIKELIHOOD_NAME: log_lik},
+        dims,
+        coords,
+        {
             "description": "log p(x_i, y_i | θ) on labeled rows, log Σ_k p(x_i, k | θ) on "
             "unlabeled rows (y = -1)"
         },
     )
+    if sample_stats is not None:
+        groups["sample_stats"] = compat.dataset(_sample_stats(sample_stats), {}, {})
+    groups["observed_data"] = compat.dataset(observed, dims, coords, sample_dims=())
     if mle is not None:
         missing = sorted(set(draws) - set(mle))
         if missing:
@@ -243,34 +235,31 @@ def to_arviz(
                     f"mle[{name!r}] has shape {value.shape}; the draws have "
                     f"{draws[name].shape[2:]}."
                 )
-            data_vars[name] = (dims[name], value)
-        mle_coords = {k: v for k, v in coords.items() if k != "row"}
-        dataset = xr.Dataset(data_vars, coords=mle_coords, attrs={"estimate": "mle"})
-        idata.add_groups({"mle": dataset})
-    return idata
+            data_vars[name] = value
+        groups["mle"] = compat.dataset(data_vars, dims, coords, {"estimate": "mle"}, sample_dims=())
+    return compat.build(groups)
 
 
 # -- the comparison table ------------------------------------------------------------------------
 def _var_names(idata, var_names):
+    known = list(compat.get_group(idata, "posterior").data_vars)
     if var_names is None:
-        names = list(idata.posterior.data_vars)
+        names = known
     else:
         names = [str(v) for v in np.atleast_1d(var_names)]
-    unknown = [v for v in names if v not in idata.posterior.data_vars]
+    unknown = [v for v in names if v not in known]
     if unknown:
-        raise ValueError(
-            f"unknown parameters {unknown}; the posterior has {list(idata.posterior.data_vars)}."
-        )
+        raise ValueError(f"unknown parameters {unknown}; the posterior has {known}.")
     return names
 
 
 def _check_mle(idata):
-    if "mle" not in idata.groups():
+    if not compat.has_group(idata, "mle"):
         raise ValueError(
-            "the InferenceData has no 'mle' group: build it with estimator.posterior(...) or "
+            "the ArviZ result has no 'mle' group: build it with estimator.posterior(...) or "
             "genprob.to_arviz(..., mle=params)."
         )
-    return idata["mle"]
+    return compat.get_group(idata, "mle")
 
 
 def _entry_label(name, dims, coords, index) -> str:
@@ -289,7 +278,7 @@ def mle_vs_posterior_table(idata, var_names=None, hdi_prob: float = HDI_PROB):
     """One row per scalar parameter entry: the MLE next to the posterior's summary.
 
     Args:
-        idata: InferenceData from :func:`to_arviz` / ``estimator.posterior`` (with ``mle``).
+        idata: ArviZ result from :func:`to_arviz` / ``estimator.posterior`` (with ``mle``).
         var_names: parameters to include (default: all).
         hdi_prob: mass of the highest-density interval (0.94: columns ``hdi_3%``, ``hdi_97%``).
 
@@ -300,27 +289,23 @@ def mle_vs_posterior_table(idata, var_names=None, hdi_prob: float = HDI_PROB):
     """
     import pandas as pd
 
-    az = _arviz()
     mle = _check_mle(idata)
     names = _var_names(idata, var_names)
-    posterior = idata.posterior[names]
+    posterior = compat.get_group(idata, "posterior")[names]
     lower_name, upper_name = _hdi_columns(hdi_prob)
-    with warnings.catch_warnings():
-        # constant entries (padding of categorical tables, one-category features) have no
-        # defined r_hat/ESS: ArviZ warns and returns NaN, which is the honest value
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.simplefilter("ignore", UserWarning)
-        hdi = az.hdi(posterior, hdi_prob=hdi_prob)
-        ess = az.ess(posterior, method="bulk")
-        rhat = az.rhat(posterior) if posterior.sizes["chain"] > 1 else None
+    # constant entries (padding of categorical tables, one-category features) have no defined
+    # r_hat/ESS: NaN is the honest value
+    hdi = compat.hdi(posterior, hdi_prob)
+    ess = compat.ess(posterior, method="bulk")
+    rhat = compat.rhat(posterior) if posterior.sizes["chain"] > 1 else None
     rows = []
     for name in names:
         draws = posterior[name]
         dims = [d for d in draws.dims if d not in ("chain", "draw")]
         mean = draws.mean(("chain", "draw")).values
         sd = draws.std(("chain", "draw"), ddof=1).values
-        lower = hdi[name].sel(hdi="lower").transpose(*dims).values
-        upper = hdi[name].sel(hdi="higher").transpose(*dims).values
+        lower = hdi[name].sel({compat.HDI_DIM: "lower"}).transpose(*dims).values
+        upper = hdi[name].sel({compat.HDI_DIM: "upper"}).transpose(*dims).values
         point = mle[name].transpose(*dims).values
         ess_values = ess[name].transpose(*dims).values
         rhat_values = rhat[name].transpose(*dims).values if rhat is not None else None
@@ -354,89 +339,46 @@ def mle_vs_posterior_table(idata, var_names=None, hdi_prob: float = HDI_PROB):
 
 
 # -- plots ---------------------------------------------------------------------------------------
-def _figure_of(axes):
-    return np.ravel(axes)[0].get_figure()
-
-
 def plot_posterior_vs_mle(idata, var_names=None, hdi_prob: float = HDI_PROB, **kwargs):
-    """Posterior densities with their HDI and the MLE as reference value (``az.plot_posterior``).
+    """Posterior densities with their HDI and the MLE as reference line, one panel per entry.
 
-    The MLE line is ArviZ's ``ref_val`` (with the posterior mass below and above it).
+    Drawn with matplotlib (the same figure on ArviZ 0.x and 1.x); the MLE line is labeled with
+    the posterior mass below and above it, like ArviZ 0.x's ``plot_posterior(ref_val=...)``.
 
     Args:
-        idata: InferenceData with an ``mle`` group.
-        var_names: parameters to plot (default: all; ArviZ caps the panels at
-            ``rcParams["plot.max_subplots"]``).
+        idata: ArviZ result with an ``mle`` group.
+        var_names: parameters to plot (default: all; at most 40 panels).
         hdi_prob: HDI mass.
-        **kwargs: passed to ``arviz.plot_posterior``.
+        **kwargs: ``figsize`` and ``textsize`` (font size of titles and labels).
 
     Returns:
         The ``matplotlib.figure.Figure``.
     """
-    az = _arviz()
-    mle = _check_mle(idata)
+    _check_mle(idata)
     names = _var_names(idata, var_names)
-    ref_val = {}
-    for name in names:
-        values = mle[name]
-        entries = []
-        for index in np.ndindex(values.shape):
-            selection = {
-                d: values.coords[d].values[i] for d, i in zip(values.dims, index, strict=True)
-            }
-            entries.append({**selection, "ref_val": float(values.values[index])})
-        ref_val[name] = entries
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "too many subplots" notice
-        axes = az.plot_posterior(
-            idata, var_names=names, ref_val=ref_val, hdi_prob=hdi_prob, show=False, **kwargs
-        )
-    return _figure_of(axes)
+    return figures.posterior_vs_mle(idata, names, hdi_prob, **kwargs)
 
 
 def plot_forest(idata, var_names=None, hdi_prob: float = HDI_PROB, **kwargs):
-    """Forest plot of posterior HDIs with the MLE as a second "model" (a point per entry).
+    """Forest plot of posterior HDIs and means with the MLE as a second marker per entry.
 
     Args:
-        idata: InferenceData (an ``mle`` group adds the MLE points; without one, the posterior
+        idata: ArviZ result (an ``mle`` group adds the MLE points; without one, the posterior
             alone is drawn).
         var_names: parameters to plot (default: all).
         hdi_prob: HDI mass.
-        **kwargs: passed to ``arviz.plot_forest``.
+        **kwargs: ``figsize`` and ``textsize``.
 
     Returns:
         The ``matplotlib.figure.Figure``.
     """
-    az = _arviz()
     names = _var_names(idata, var_names)
-    data, model_names = [idata], ["posterior"]
-    if "mle" in idata.groups():
-        mle = idata["mle"][names]
-        # two identical draws: a zero-width interval at the MLE in ArviZ's own layout
-        point = mle.expand_dims(chain=[0], draw=[0, 1])
-        data.append(az.InferenceData(posterior=point))
-        model_names.append("MLE")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.simplefilter("ignore", UserWarning)
-        axes = az.plot_forest(
-            data,
-            model_names=model_names,
-            var_names=names,
-            combined=True,
-            hdi_prob=hdi_prob,
-            show=False,
-            **kwargs,
-        )
-    figure = _figure_of(axes)
-    # ArviZ sizes the forest for short labels; make room for "probs[spam, word]"
-    figure.set_layout_engine("tight")
-    return figure
+    return figures.forest(idata, names, hdi_prob, **kwargs)
 
 
 def _posterior_draws(idata) -> dict:
     """Draws of every parameter as NumPy arrays (chain, draw, ...) in the ``params_`` layout."""
-    posterior = idata.posterior
+    posterior = compat.get_group(idata, "posterior")
     draws = {}
     for name, values in posterior.data_vars.items():
         order = ["chain", "draw"] + [d for d in values.dims if d not in ("chain", "draw")]
@@ -466,7 +408,6 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
 
     from genprob._dtype import precision
 
-    az = _arviz()
     plugin = estimator.predict_proba(X_points)
     X = estimator._check_X(X_points)
     if hasattr(X, "toarray"):
@@ -483,9 +424,7 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
             posterior_predict_proba(estimator.story_, draws_j, estimator._as_array(X))
         )
     lower_name, upper_name = _hdi_columns(hdi_prob)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        interval = az.hdi(per_draw, hdi_prob=hdi_prob)  # (m, K, 2)
+    interval = compat.hdi_array(per_draw, hdi_prob)  # (m, K, 2)
     mean = per_draw.mean(axis=(0, 1))
     rows = []
     for i in range(plugin.shape[0]):

@@ -13,3 +13,10 @@ from genprob._dtype import TOLERANCES  # noqa: E402
 def tol():
     """Tolerances keyed by dtype name: ``tol["float64"]["rtol"]``."""
     return TOLERANCES
+
+
+def pytest_collection_modifyitems(items):
+    """Notebook 02 is ArviZ-facing: `-m arviz` (the ArviZ 1.x run of `make test`) selects it."""
+    for item in items:
+        if item.path.name == "02_mle_vs_posterior.ipynb":
+            item.add_marker(pytest.mark.arviz)

@@ -349,6 +349,7 @@ def test_every_command_has_help(capsys):
             assert option in out, (command, option)
 
 
+@pytest.mark.arviz
 def test_compare_prints_the_table_and_saves_plots(iris_csv, tmp_path, capsys):
     out_dir = tmp_path / "compare"
     argv = ["compare", "gaussian_nb", str(iris_csv), "--target", "species", "--out", str(out_dir)]
@@ -371,6 +372,7 @@ def test_compare_prints_the_table_and_saves_plots(iris_csv, tmp_path, capsys):
         assert (out_dir / f"posterior_vs_mle_{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.arviz
 def test_demo_quick_writes_the_report(tmp_path, capsys):
     out_dir = tmp_path / "report"
     assert cli.main(["demo", "--quick", "--out", str(out_dir)]) == 0

@@ -605,7 +605,8 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
     text = (
         "The MLE is one point; the posterior says how well the data pin it down. "
         '`est.posterior(X, y, method="nuts")` runs NUTS on the story\'s NumPyro model (the '
-        "story's priors, a Dirichlet on the class prior) and returns ArviZ `InferenceData` "
+        "story's priors, a Dirichlet on the class prior) and returns ArviZ's `InferenceData` "
+        "(a `DataTree` under ArviZ 1.x) "
         "with the MLE alongside.\n\n"
         f"**NUTS, Gaussian naive Bayes on iris** ({settings.nuts_chains} chain(s), "
         f"{settings.nuts_warmup} warm-up iterations, {settings.nuts_samples} draws each; "

@@ -554,7 +554,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         progress_bar=False,
         prior=None,
     ):
-        """Posterior of the story's parameters as ArviZ ``InferenceData``, the MLE alongside.
+        """Posterior of the story's parameters as an ArviZ result, the MLE alongside.
 
         The prior is the story's (:meth:`Story.prior` and a ``Dirichlet(class_concentration)``
         on the class prior; smoothing ``alpha`` is its pseudo-count, so the smoothed fit is the
@@ -576,7 +576,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 ``{"class_concentration": 2.0}`` or ``{"mean_prior_scale": 5.0}``.
 
         Returns:
-            ``arviz.InferenceData`` with ``posterior`` (variables named and shaped as
+            ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x), the same
+            groups either way: ``posterior`` (variables named and shaped as
             ``params_``), ``log_likelihood`` (pointwise, marginal on unlabeled rows),
             ``observed_data``, ``sample_stats`` (NUTS) and ``mle``.
         """

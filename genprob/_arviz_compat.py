@@ -1,0 +1,245 @@
+"""The one place that knows which ArviZ major is installed.
+
+ArviZ 0.x stores results as ``arviz.InferenceData``; ArviZ 1.x (``arviz-base``, ``arviz-stats``,
+``arviz-plots``) stores them as ``xarray.DataTree`` and renamed several statistics
+(``hdi_prob`` -> ``prob``, the ``hdi`` dimension -> ``ci_bound``, ``ELPDData.elpd_loo`` ->
+``elpd``). genprob builds every group as a plain ``xarray.Dataset`` itself, so both majors get
+the same group names, variables, dims, coordinates and attributes; only the container and the
+calls below differ. Nothing else in genprob checks the ArviZ version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import warnings
+
+import numpy as np
+
+__all__ = [
+    "arviz",
+    "major",
+    "dataset",
+    "build",
+    "group_names",
+    "has_group",
+    "get_group",
+    "add_group",
+    "hdi",
+    "hdi_array",
+    "ess",
+    "rhat",
+    "summary",
+    "loo",
+    "loo_numbers",
+    "compare",
+]
+
+#: Name and coordinates of the interval dimension that :func:`hdi` returns on both majors.
+HDI_DIM = "hdi"
+HDI_BOUNDS = ("lower", "upper")
+_SAMPLE_DIMS = ("chain", "draw")
+
+
+@functools.cache
+def arviz():
+    """The ``arviz`` module, imported on first use without its import-time notices."""
+    with warnings.catch_warnings():
+        # 0.x announces its refactor at import time; that notice is not for genprob's users
+        warnings.filterwarnings("ignore", message="ArviZ is undergoing", category=FutureWarning)
+        import arviz as az
+
+    return az
+
+
+@functools.cache
+def major() -> int:
+    """Major version of the installed ArviZ (0 or 1)."""
+    return int(str(arviz().__version__).split(".", 1)[0])
+
+
+# -- the groups -----------------------------------------------------------------------------
+def dataset(variables: dict, dims: dict, coords: dict, attrs=None, sample_dims=_SAMPLE_DIMS):
+    """One group as an ``xarray.Dataset`` in ArviZ's layout, the same on both majors.
+
+    Args:
+        variables: name -> array whose leading axes are ``sample_dims``.
+        dims: name -> names of the remaining axes (default ``{name}_dim_{i}``).
+        coords: dim -> coordinate values; dims without an entry get ``0, 1, ...``.
+        attrs: attributes of the group.
+        sample_dims: leading dims of every variable (``()`` for data and point estimates).
+    """
+    import xarray as xr
+
+    data_vars, used = {}, {}
+    for name, value in variables.items():
+        value = np.asarray(value)
+        event_ndim = value.ndim - len(sample_dims)
+        event = dims.get(name) or [f"{name.replace('.', '_')}_dim_{i}" for i in range(event_ndim)]
+        var_dims = list(sample_dims) + list(event)
+        if len(var_dims) != value.ndim:
+            raise ValueError(f"{name!r} has shape {value.shape} but dims {var_dims}.")
+        data_vars[name] = (var_dims, value)
+        for dim, size in zip(var_dims, value.shape, strict=True):
+            used[dim] = coords[dim] if dim in coords else np.arange(size)
+    return xr.Dataset(data_vars, coords=used, attrs=dict(attrs or {}))
+
+
+# -- the container ---------------------------------------------------------------------------
+def build(groups: dict):
+    """The ArviZ result holding ``groups`` (name -> ``xarray.Dataset``), in that order.
+
+    Returns:
+        ``arviz.InferenceData`` on ArviZ 0.x, ``xarray.DataTree`` (one child per group) on 1.x.
+    """
+    if major() >= 1:
+        import xarray as xr
+
+        return xr.DataTree.from_dict({f"/{name}": ds for name, ds in groups.items()})
+    with warnings.catch_warnings():
+        # groups outside ArviZ's schema (e.g. ``mle``) are allowed; 0.x only warns about them
+        warnings.simplefilter("ignore", UserWarning)
+        return arviz().InferenceData(**groups)
+
+
+def group_names(data) -> list[str]:
+    """Names of the groups of an ArviZ result (either major), in storage order."""
+    if hasattr(data, "children"):
+        return list(data.children)
+    return list(data.groups())
+
+
+def has_group(data, name: str) -> bool:
+    """Whether the result has group ``name``."""
+    return name in group_names(data)
+
+
+def get_group(data, name: str):
+    """Group ``name`` as an ``xarray.Dataset`` (a DataTree node is converted, not viewed)."""
+    if not has_group(data, name):
+        raise ValueError(f"the result has no {name!r} group; it has {group_names(data)}.")
+    node = data[name]
+    return node.to_dataset() if hasattr(node, "to_dataset") and hasattr(node, "children") else node
+
+
+def add_group(data, name: str, dataset):
+    """Add ``dataset`` as group ``name`` in place; return ``data``."""
+    if hasattr(data, "children"):
+        import xarray as xr
+
+        data[name] = xr.DataTree(dataset)
+        return data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # group outside 0.x's schema
+        data.add_groups({name: dataset})
+    return data
+
+
+# -- statistics whose names moved ------------------------------------------------------------
+@contextlib.contextmanager
+def _quiet():
+    """Hide the NaN warnings of constant entries (their R-hat/ESS is undefined, NaN is honest)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        yield
+
+
+def hdi(dataset, prob: float):
+    """Highest-density intervals over ``chain``/``draw`` of an ``xarray.Dataset``.
+
+    Returns:
+        Dataset whose variables gain a trailing dim ``hdi`` with coordinates ``lower``/``upper``.
+    """
+    az = arviz()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        if major() >= 1:
+            out = az.hdi(dataset, prob=prob, dim=list(_SAMPLE_DIMS))
+            old = "ci_bound"
+        else:
+            out = az.hdi(dataset, hdi_prob=prob)
+            old = "hdi"
+    out = out.rename({old: HDI_DIM}) if old != HDI_DIM else out
+    return out.assign_coords({HDI_DIM: list(HDI_BOUNDS)})
+
+
+def hdi_array(values, prob: float) -> np.ndarray:
+    """HDI of an array of draws ``(chain, draw, ...)``: shape ``(..., 2)`` (lower, upper)."""
+    import xarray as xr
+
+    values = np.asarray(values)
+    dims = list(_SAMPLE_DIMS) + [f"dim_{i}" for i in range(values.ndim - 2)]
+    interval = hdi(xr.Dataset({"x": (dims, values)}), prob)["x"]
+    return interval.transpose(*dims[2:], HDI_DIM).values
+
+
+def ess(dataset, method: str = "bulk"):
+    """Effective sample size of every variable of a posterior Dataset (same name on both)."""
+    with _quiet():
+        return arviz().ess(dataset, method=method)
+
+
+def rhat(dataset):
+    """Rank-normalized split R-hat of every variable of a posterior Dataset."""
+    with _quiet():
+        return arviz().rhat(dataset)
+
+
+def summary(data, hdi_prob: float = 0.94, **kwargs):
+    """``az.summary`` with HDI bounds of mass ``hdi_prob``, unrounded.
+
+    The HDI columns are named as on ArviZ 0.x (``hdi_3%``, ``hdi_97%``) on both majors; 1.x
+    calls them ``hdi94_lb``/``hdi94_ub``.
+    """
+    az = arviz()
+    with _quiet():
+        if major() >= 1:
+            table = az.summary(data, ci_prob=hdi_prob, ci_kind="hdi", round_to="none", **kwargs)
+        else:
+            return az.summary(data, hdi_prob=hdi_prob, round_to="none", **kwargs)
+    tail = 100 * (1 - hdi_prob) / 2
+    prefix = f"hdi{100 * hdi_prob:g}"
+    return table.rename(
+        columns={f"{prefix}_lb": f"hdi_{tail:g}%", f"{prefix}_ub": f"hdi_{100 - tail:g}%"}
+    )
+
+
+def loo(data, pointwise: bool = True):
+    """PSIS leave-one-out cross-validation (``az.loo``) on the ``log_likelihood`` group."""
+    with _quiet():
+        return arviz().loo(data, pointwise=pointwise)
+
+
+def loo_numbers(result) -> dict:
+    """The numbers of an ``az.loo`` result under one set of names on both majors.
+
+    Returns:
+        dict with ``elpd``, ``se``, ``p`` (effective number of parameters), ``elpd_i`` and
+        ``pareto_k`` (NumPy arrays, one entry per row; present when ``pointwise=True``).
+    """
+    if major() >= 1:
+        numbers = {"elpd": result.elpd, "se": result.se, "p": result.p}
+        pointwise = {"elpd_i": "elpd_i", "pareto_k": "pareto_k"}
+    else:
+        numbers = {"elpd": result["elpd_loo"], "se": result["se"], "p": result["p_loo"]}
+        pointwise = {"elpd_i": "loo_i", "pareto_k": "pareto_k"}
+    out = {k: float(v) for k, v in numbers.items()}
+    for ours, theirs in pointwise.items():
+        value = getattr(result, theirs, None) if major() >= 1 else result.get(theirs)
+        if value is not None:
+            out[ours] = np.asarray(value)
+    return out
+
+
+def compare(results: dict):
+    """``az.compare`` of named results, unrounded.
+
+    Returns:
+        ``pandas.DataFrame`` indexed by name with columns ``rank`` and ``elpd`` (0.x calls the
+        latter ``elpd_loo``) among ArviZ's others.
+    """
+    with _quiet():
+        if major() >= 1:
+            return arviz().compare(results, round_to="none")
+        return arviz().compare(results).rename(columns={"elpd_loo": "elpd"})

@@ -1,0 +1,93 @@
+"""The same posterior call gives the same ArviZ result under ArviZ 0.x and 1.x.
+
+This interpreter's result is compared with the other major's, computed by the other virtualenv
+(``tests/arviz_parity.py`` in a subprocess): ``.venv-arviz1`` from the 0.x environment and
+``.venv`` from the 1.x one, both built by ``make test``; ``GENPROB_OTHER_ARVIZ_PYTHON`` names
+another interpreter.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from genprob import _arviz_compat as compat
+
+pytestmark = pytest.mark.arviz
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+import arviz_parity  # noqa: E402
+
+
+def _other_python() -> str:
+    default = ".venv-arviz1" if compat.major() == 0 else ".venv"
+    python = os.environ.get("GENPROB_OTHER_ARVIZ_PYTHON", str(ROOT / default / "bin" / "python"))
+    if not Path(python).exists():
+        pytest.fail(
+            f"no interpreter with the other ArviZ major at {python}: `make test` builds it "
+            "(`make .venv-arviz1/.installed`), or set GENPROB_OTHER_ARVIZ_PYTHON."
+        )
+    return python
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("parity")
+    here, there = folder / "here.npz", folder / "there.npz"
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    child = subprocess.Popen(
+        [_other_python(), str(ROOT / "tests" / "arviz_parity.py"), str(there)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    arviz_parity.dump(str(here))  # runs while the other interpreter works
+    output, _ = child.communicate(timeout=500)
+    assert child.returncode == 0, output[-3000:]
+    loaded = [np.load(path) for path in (here, there)]
+    return [(json.loads(str(f["meta"])), {k: f[k] for k in f.files if k != "meta"}) for f in loaded]
+
+
+def test_the_other_interpreter_has_the_other_major(both):
+    (meta_here, _), (meta_there, _) = both
+    assert {meta_here["major"], meta_there["major"]} == {0, 1}
+
+
+@pytest.mark.parametrize("key", ["nuts", "bernoulli", "multinomial"])
+def test_same_groups_dims_coords_attrs_and_bitwise_values(both, key):
+    (meta_here, here), (meta_there, there) = both
+    assert meta_here[key]["groups"] == meta_there[key]["groups"]
+    groups = meta_here[key]["groups"]
+    stats = ["sample_stats"] if key == "nuts" else []
+    assert list(groups) == ["posterior", "log_likelihood", *stats, "observed_data", "mle"]
+    if key == "nuts":
+        assert groups["posterior"]["coords"]["class"] == ["ham", "spam"]
+        assert groups["posterior"]["coords"]["feature"] == ["width", "height"]
+        assert groups["posterior"]["vars"]["means"] == ["chain", "draw", "class", "feature"]
+    stored = sorted(n for n in here if n.startswith(f"{key}/") and "/loo/" not in n)
+    assert stored == sorted(n for n in there if n.startswith(f"{key}/") and "/loo/" not in n)
+    assert f"{key}/log_likelihood/obs" in stored and f"{key}/posterior/class_prior" in stored
+    for name in stored:
+        # draws, pointwise log-likelihoods, the MLE and the whole table: bit for bit
+        np.testing.assert_array_equal(here[name], there[name], err_msg=name)
+
+
+@pytest.mark.parametrize("key", ["nuts", "bernoulli", "multinomial"])
+def test_loo_agrees_across_the_two_psis_implementations(both, key):
+    (meta_here, here), (meta_there, there) = both
+    a, b = meta_here[key]["loo"], meta_there[key]["loo"]
+    assert a["elpd"] == pytest.approx(b["elpd"], rel=1e-3)
+    assert a["p"] == pytest.approx(b["p"], rel=1e-2)
+    np.testing.assert_allclose(here[f"{key}/loo/elpd_i"], there[f"{key}/loo/elpd_i"], rtol=1e-3)
+
+
+def test_compare_ranks_the_two_stories_the_same_way(both):
+    (meta_here, _), (meta_there, _) = both
+    assert meta_here["compare_order"] == meta_there["compare_order"]
+    assert sorted(meta_here["compare_order"]) == ["bernoulli", "multinomial"]
