@@ -18,7 +18,7 @@ PAGES = ["index.md", "getting_started.md", "howto/write_a_story.md", "howto/semi
 
 def run_page(page: str) -> dict:
     text = (DOCS / page).read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    blocks = re.findall(r"```python[^\n]*\n(.*?)```", text, flags=re.S)
     assert blocks, f"{page} has no Python example"
     namespace: dict = {"__name__": f"docs_{page.replace('/', '_')}"}
     for block in blocks:

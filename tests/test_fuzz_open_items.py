@@ -87,7 +87,6 @@ def test_item4_lda_at_scale_1e_155_is_right_or_refuses(iris):
 
 
 # -- item 7: no validation of priors or in the functional core -------------------------------------
-@_open(7)
 @pytest.mark.parametrize("priors", [[5, -1, 1], [0.1, 0.1, 0.1]], ids=["negative", "sum-0.3"])
 def test_item7_invalid_priors_are_refused(priors, iris):
     X, y = iris

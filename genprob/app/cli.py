@@ -635,7 +635,10 @@ def _run_fit_streaming(args) -> int:
         source = streaming.parquet(args.data, target=args.target)
         first, _, _ = next(source.chunks())
     except (ValueError, StopIteration, OSError) as error:
-        raise UserError(f"cannot stream {args.data}: {_first_line(error) or 'no rows'}") from None
+        raise UserError(
+            f"{args.data} is a directory, read as a Parquet dataset, and cannot be streamed: "
+            f"{_first_line(error) or 'no rows'}"
+        ) from None
     sample = _check_features(first, args.data, text_allowed=name == "mixed")
     estimator = _make_estimator(name, sample, args)
     progress = streaming.ProgressBar(total=source.num_rows)
