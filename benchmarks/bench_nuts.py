@@ -21,11 +21,16 @@ Usage::
 
     python benchmarks/bench_nuts.py                 # the published settings
     python benchmarks/bench_nuts.py --quick         # small data and few draws, a smoke run
+    python benchmarks/bench_nuts.py --json benchmarks/results/bench_nuts.json  # for the docs
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
+import os
+import platform
 import statistics
 import time
 
@@ -183,6 +188,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each program (median)")
     parser.add_argument("--stories", nargs="+", default=list(STORIES), choices=list(STORIES))
+    parser.add_argument("--json", default=None, help="also write the rows, date and machine here")
     args = parser.parse_args(argv)
     if args.quick:
         args.n, args.warmup, args.samples, args.repeats = 200, 300, 300, 1
@@ -197,6 +203,8 @@ def main(argv=None):
         f"{'ESS min':>9}{'ESS med':>9}{'min/s':>8}{'med/s':>8}"
     )
     print(header)
+    load_before = os.getloadavg()
+    rows = []
     with jax.enable_x64(True):
         for name in args.stories:
             story, component = STORIES[name]
@@ -231,6 +239,64 @@ def main(argv=None):
                 f"{theirs['total_s'] / ours['total_s']:.2f}x faster; "
                 f"max |mean difference| {gap:.3g}"
             )
+            rows.append(
+                {
+                    "story": name,
+                    "n": args.n,
+                    "seed": args.seed,
+                    "max_mean_difference": gap,
+                    **{
+                        model: {k: v for k, v in r.items() if k != "draws"}
+                        for model, r in results.items()
+                    },
+                }
+            )
+    if args.json:
+        write_json(args.json, args, rows, load_before)
+
+
+def write_json(path, args, rows, load_before):
+    """The rows with the run's settings, date, machine, versions and load (one file per run)."""
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
+    except (OSError, StopIteration):
+        pass
+    record = {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}",
+        "versions": {
+            "jax": jax.__version__,
+            "numpyro": numpyro.__version__,
+            "funsor": _version("funsor"),
+            "python": platform.python_version(),
+        },
+        # other jobs slow both programs; they run in turn, so the ratios are paired, times are not
+        "load_average_1min": {"start": load_before[0], "end": os.getloadavg()[0]},
+        "quick": args.quick,
+        "settings": {
+            "n": args.n,
+            "features": args.features,
+            "classes": args.classes,
+            "unlabeled": args.unlabeled,
+            "warmup": args.warmup,
+            "samples": args.samples,
+            "repeats": args.repeats,
+            "seed": args.seed,
+            "chains": 1,
+        },
+        "rows": rows,
+    }
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+
+
+def _version(name):
+    from importlib.metadata import version
+
+    return version(name)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,8 @@ def main(*, test_size: float = 0.3, crosscheck_classes: int | None = None, seed:
         predicting the most frequent training class), ``agreement`` (fraction of held-out images
         on which the Poisson and multinomial models predict the same digit), ``dispersion``
         (median over class and pixel of variance / mean of the training counts, where the mean
-        is positive; 1 for a Poisson), ``crosscheck_passed`` and ``crosscheck_max_rel_diff``
+        is positive; 1 for a Poisson), ``total_ink`` (expected total count per digit),
+        ``crosscheck_passed`` and ``crosscheck_max_rel_diff``
         (largest relative difference between closed-form and optimizer rates).
     """
     X, y = genprob.datasets.load_digits()
@@ -103,6 +104,7 @@ def main(*, test_size: float = 0.3, crosscheck_classes: int | None = None, seed:
         "chance": chance,
         "agreement": agreement,
         "dispersion": dispersion,
+        "total_ink": [float(t) for t in total_ink],
         "crosscheck_passed": bool(check.passed),
         "crosscheck_max_rel_diff": float(rates_row.rel_diff),
     }

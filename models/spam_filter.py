@@ -46,7 +46,8 @@ def main(*, test_size: float = 0.25, min_df: int = 2, top: int = 10, seed: int =
 
     Returns:
         Dict with ``accuracy`` (model -> held-out accuracy), ``spam_words`` and ``ham_words``
-        (model -> list of words), ``boundary_error`` (largest |(w . x + b) - log-odds| over the
+        (model -> list of words), ``spam_weights`` (model -> their weights ``w_j``),
+        ``boundary_error`` (largest |(w . x + b) - log-odds| over the
         held-out messages, per model), ``vocabulary_size``, ``n_train``, ``n_test`` and
         ``confusion`` (model -> 2x2 matrix, rows true ham/spam, columns predicted).
     """
@@ -72,6 +73,7 @@ def main(*, test_size: float = 0.25, min_df: int = 2, top: int = 10, seed: int =
         "accuracy": {},
         "spam_words": {},
         "ham_words": {},
+        "spam_weights": {},
         "boundary_error": {},
         "confusion": {},
         "vocabulary_size": len(vocabulary),
@@ -96,6 +98,7 @@ def main(*, test_size: float = 0.25, min_df: int = 2, top: int = 10, seed: int =
         result["accuracy"][name] = accuracy
         result["spam_words"][name] = [str(v) for v in vocabulary[order[::-1][:top]]]
         result["ham_words"][name] = [str(v) for v in vocabulary[order[:top]]]
+        result["spam_weights"][name] = [float(w[j]) for j in order[::-1][:top]]
         result["boundary_error"][name] = error
         result["confusion"][name] = confusion_matrix(y_test, predicted, labels=["ham", "spam"])
 
