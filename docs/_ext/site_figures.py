@@ -39,6 +39,20 @@ def on_config(config, **kwargs):
     return config
 
 
+#: The tour notebooks, shipped with the site as files to download and run (not executed here).
+NOTEBOOKS = ("01_tour.ipynb", "02_mle_vs_posterior.ipynb")
+
+
+def on_files(files, config, **kwargs):
+    """MkDocs hook: copy the committed notebooks into the site, so pages can link to them."""
+    from mkdocs.structure.files import File
+
+    for name in NOTEBOOKS:
+        source = ROOT / "notebooks" / name
+        files.append(File.generated(config, f"notebooks/{name}", abs_src_path=str(source)))
+    return files
+
+
 def img(fig, alt: str) -> str:
     """The figure as an inline PNG ``<img>`` (closed afterwards)."""
     buffer = io.BytesIO()
@@ -541,6 +555,13 @@ def posterior_figure() -> str:
     return img(fig, "Posterior of the word probabilities with the MLE marked")
 
 
+def posterior_forest() -> str:
+    """genprob.plot_forest on the same draws: 94% HDI, posterior mean and MLE per entry."""
+    _, idata, _ = spam_posterior()
+    fig = genprob.plot_forest(idata, var_names=["probs"])
+    return img(fig, "Forest plot of the word probabilities with the MLE marked")
+
+
 # -- benchmarks ----------------------------------------------------------------------------------
 
 BENCH = ROOT / "benchmarks" / "results" / "bench_fit.json"
@@ -854,3 +875,75 @@ def kde_table() -> str:
         f"{q3(r['gaussian_nb_error'])} on the same splits."
     )
     return f"{settings}\n{table}\n<p>{text}</p>"
+
+
+# -- NUTS benchmark (benchmarks/bench_nuts.py --json) --------------------------------------------
+
+BENCH_NUTS = ROOT / "benchmarks" / "results" / "bench_nuts.json"
+NUTS_STORIES = {"gaussian-nb": "Gaussian NB (diag, per class)", "bernoulli-nb": "Bernoulli NB"}
+
+
+@functools.cache
+def bench_nuts() -> dict:
+    return json.loads(BENCH_NUTS.read_text(encoding="utf-8"))
+
+
+def bench_nuts_run() -> str:
+    """Settings, date, machine, versions and the load the run saw, from the results file."""
+    b = bench_nuts()
+    s, v, load = b["settings"], b["versions"], b["load_average_1min"]
+    kind = (
+        "a <code>--quick</code> smoke run (small data, few draws), not the published settings"
+        if b["quick"]
+        else "the script's default settings"
+    )
+    return (
+        f"<p>Run of {b['date']} on {b['machine']} with {kind}: n = {s['n']}, D = "
+        f"{s['features']}, K = {s['classes']}, {s['unlabeled']:.0%} of the labels hidden, "
+        f"{s['warmup']} warm-up + {s['samples']} draws, {s['chains']} chain, seed {s['seed']}; "
+        f"medians of {s['repeats']} runs of each program; jax {v['jax']}, numpyro "
+        f"{v['numpyro']}, funsor {v['funsor']}, Python {v['python']}. The machine was shared: "
+        f"load average {load['start']:.1f} when the run started and {load['end']:.1f} when it "
+        f"ended, on {b['machine'].split(', ')[1]}. Under such load the times are not those of an "
+        "idle machine, and the sampling time (a whole run minus the fixed cost of a short one) is "
+        "a difference of two noisy times; the two programs run in turn, so the ratios are "
+        "the fairer reading. Written by <code>python benchmarks/bench_nuts.py --json "
+        "benchmarks/results/bench_nuts.json</code>.</p>"
+    )
+
+
+def bench_nuts_table() -> str:
+    rows = []
+    for r in bench_nuts()["rows"]:
+        ours, theirs = r["genprob"], r["enumerated"]
+        rows.append(
+            [
+                NUTS_STORIES.get(r["story"], r["story"]),
+                f"{ours['ess_min_per_s'] / theirs['ess_min_per_s']:.2f}x",
+                f"{ours['ess_median_per_s'] / theirs['ess_median_per_s']:.2f}x",
+                f"{ours['sampling_s']:.1f} s / {theirs['sampling_s']:.1f} s",
+                f"{ours['total_s']:.1f} s / {theirs['total_s']:.1f} s",
+                f"{ours['ess_min']:.0f} / {theirs['ess_min']:.0f}",
+                f"{r['max_mean_difference']:.4f}",
+            ]
+        )
+    table = html_table(
+        [
+            "story",
+            "ESS/s min, genprob / enumerated",
+            "ESS/s median",
+            "sampling time, genprob / enumerated",
+            "whole run",
+            "ESS min",
+            "max |difference of posterior means|",
+        ],
+        rows,
+    )
+    ratios = [float(row[1][:-1]) for row in rows]
+    gaps = [row[-1] for row in rows]
+    text = (
+        f"genprob's summed-out model gives {q(rows[ratios.index(min(ratios))][1])} to "
+        f"{q(rows[ratios.index(max(ratios))][1])} the minimum bulk ESS per second of sampling; "
+        f"the two chains agree on the posterior means to within {q(max(gaps))}."
+    )
+    return f"{table}\n<p>{text}</p>"
