@@ -94,13 +94,11 @@ def test_item7_invalid_priors_are_refused(priors, iris):
         genprob.GenerativeClassifier(genprob.GaussianStory(), priors=priors).fit(X, y)
 
 
-@_open(7)
 def test_item7_one_hot_responsibilities_refuses_out_of_range_codes():
     with pytest.raises(ValueError):
         core.one_hot_responsibilities(np.array([0, 1, 5]), 3)
 
 
-@_open(7)
 def test_item7_core_fit_refuses_nan(iris):
     X, y = iris
     X = X.copy()
@@ -109,7 +107,6 @@ def test_item7_core_fit_refuses_nan(iris):
         core.fit_closed_form(genprob.GaussianStory(), X, core.one_hot_responsibilities(y, 3))
 
 
-@_open(7)
 def test_item7_core_scoring_refuses_a_wrong_feature_count(iris):
     X, y = iris
     story = genprob.GaussianStory()
@@ -118,7 +115,6 @@ def test_item7_core_scoring_refuses_a_wrong_feature_count(iris):
         core.joint_log_prob(story, params, X[:, :3])
 
 
-@_open(7)
 def test_item7_log_likelihood_refuses_out_of_range_codes(iris):
     X, y = iris
     story = genprob.GaussianStory()
@@ -148,7 +144,6 @@ SINGULAR = {
 }
 
 
-@_open(7)
 @pytest.mark.parametrize("case", list(SINGULAR))
 def test_item7_core_refuses_or_handles_a_singular_covariance(case):
     """The core returns NaN probabilities without a word."""

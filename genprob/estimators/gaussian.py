@@ -428,7 +428,8 @@ class LinearDiscriminantAnalysis(
             if self.story_.shrinkage == "auto":
                 Xj = self._as_array(check_array(X, dtype=[np.float64, np.float32]))
                 ones = jnp.ones((Xj.shape[0], 1), dtype=Xj.dtype)
-                return np.asarray(core.fit_closed_form(story, Xj, ones)["covariance"])
+                row_stats = core.sufficient_statistics(story, Xj, ones)
+                return np.asarray(core.maximize(story, row_stats)["covariance"])
             emission = stats["emission"]
             merged = {
                 "counts": np.sum(emission["counts"], keepdims=True),
