@@ -60,7 +60,6 @@ def test_item2_float32_feature_above_1e19_gives_finite_probabilities(iris):
 
 
 # -- item 3: MixedNB with a constant Gaussian column -----------------------------------------------
-@_open(3)
 def test_item3_mixed_constant_gaussian_column_is_refused_or_finite(iris):
     X, y = iris
     X = np.column_stack([np.full(len(X), 2.5), (X[:, 2] > 3).astype(int)])
