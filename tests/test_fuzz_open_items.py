@@ -74,7 +74,6 @@ def test_item3_mixed_constant_gaussian_column_is_refused_or_finite(iris):
 
 
 # -- item 4: LDA on tiny-scale data ----------------------------------------------------------------
-@_open(4)
 def test_item4_lda_at_scale_1e_155_is_right_or_refuses(iris):
     X, y = iris
     reference = genprob.LinearDiscriminantAnalysis().fit(X, y).score(X, y)
