@@ -416,3 +416,16 @@ def check_core_features(X, num_rows=None) -> None:
         raise ValueError(f"X has {X.shape[0]} rows but the responsibilities have {num_rows}.")
     if is_concrete(X) and not isinstance(X, jsparse.BCOO) and not bool(jnp.all(jnp.isfinite(X))):
         raise ValueError("X contains NaN or infinity.")
+
+
+def check_scored_rows(joint) -> None:
+    """Rows whose joint log-probability is NaN, or -inf under every class, have no posterior:
+    refused by name rather than returned as NaN (or predicted as the first class)."""
+    joint = np.asarray(joint)
+    bad = np.flatnonzero(np.isnan(joint).any(axis=1) | ~np.isfinite(joint).any(axis=1))
+    if bad.size:
+        raise ValueError(
+            f"rows {describe(bad)} cannot be scored: their log-density is not finite under any "
+            f"class (feature values so large that their squares overflow, say). Rescale the "
+            f"features."
+        )

@@ -52,6 +52,18 @@ def test_item2_feature_above_1e154_gives_finite_probabilities(name, iris):
     assert np.isfinite(estimator.log_likelihood(row))
 
 
+@pytest.mark.parametrize("name", list(GAUSSIAN_FACES))
+def test_item2_predict_refuses_rows_it_cannot_score(name, iris):
+    """Until such rows are scored, predict names them instead of returning classes_[0]."""
+    X, y = iris
+    estimator = GAUSSIAN_FACES[name]().fit(X, y)
+    rows = np.vstack([X[:2], X[:1] * 1e155])
+    for method in (estimator.predict, estimator.predict_proba, estimator.predict_log_proba):
+        with pytest.raises(ValueError, match="rows 2 cannot be scored"):
+            method(rows)
+    np.testing.assert_array_equal(estimator.predict(X[:2]), y[:2])
+
+
 @_open(2)
 def test_item2_float32_feature_above_1e19_gives_finite_probabilities(iris):
     X, y = iris

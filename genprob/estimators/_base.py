@@ -37,6 +37,7 @@ from genprob._validation import (
     check_class_prior,
     check_classes,
     check_sample_weight,
+    check_scored_rows,
     encode_partial_labels,
     unknown_labels,
     unlabeled_mask,
@@ -611,6 +612,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if _is_dask(X):
             return _dask_predict(self, "predict_log_proba", X)
         joint = self.predict_joint_log_proba(X)
+        check_scored_rows(joint)
         with precision(self._dtype):
             return np.asarray(jax.nn.log_softmax(jnp.asarray(joint), axis=-1))
 
@@ -625,6 +627,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if _is_dask(X):
             return _dask_predict(self, "predict", X)
         joint = self.predict_joint_log_proba(X)
+        check_scored_rows(joint)
         return self.classes_[np.argmax(joint, axis=1)]
 
     # -- the generative direction ----------------------------------------------------------------
