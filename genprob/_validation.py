@@ -382,3 +382,50 @@ def as_features(X):
     sparse), checked to be 2-D, non-empty, numeric and finite."""
     X = check_features(X, keep_sparse=True)
     return X if isinstance(X, jsparse.BCOO) else jnp.asarray(X)
+
+
+# -- the functional core --------------------------------------------------------------------------
+def is_concrete(value) -> bool:
+    """Whether ``value`` holds numbers (not a JAX tracer inside ``jit``/``vmap``): only then can
+    its values be checked; shapes are checked either way."""
+    return not isinstance(value, jax.core.Tracer)
+
+
+def check_class_codes(codes, num_classes: int, *, name: str = "y") -> None:
+    """Class codes must be integers in ``0..num_classes-1``, or -1 for an unlabeled row."""
+    if not is_concrete(codes):
+        return
+    codes = np.asarray(codes)
+    if codes.ndim != 1:
+        raise ValueError(f"{name} must be 1-D class codes, got shape {codes.shape}.")
+    if codes.size and not np.issubdtype(codes.dtype, np.integer):
+        raise ValueError(f"{name} must hold integer class codes, got dtype {codes.dtype}.")
+    bad = np.unique(codes[(codes < -1) | (codes >= num_classes)])
+    if bad.size:
+        raise ValueError(
+            f"{name} holds class codes {describe(bad)} outside 0..{num_classes - 1} (and -1 for "
+            f"an unlabeled row)."
+        )
+
+
+def check_core_features(X, num_rows=None) -> None:
+    """Core features: 2-D, finite where the values are concrete, ``num_rows`` rows if given."""
+    if jnp.ndim(X) != 2:
+        raise ValueError(f"X must be 2-D (n, D), got shape {jnp.shape(X)}.")
+    if num_rows is not None and X.shape[0] != num_rows:
+        raise ValueError(f"X has {X.shape[0]} rows but the responsibilities have {num_rows}.")
+    if is_concrete(X) and not isinstance(X, jsparse.BCOO) and not bool(jnp.all(jnp.isfinite(X))):
+        raise ValueError("X contains NaN or infinity.")
+
+
+def check_scored_rows(joint) -> None:
+    """Rows whose joint log-probability is NaN, or -inf under every class, have no posterior:
+    refused by name rather than returned as NaN (or predicted as the first class)."""
+    joint = np.asarray(joint)
+    bad = np.flatnonzero(np.isnan(joint).any(axis=1) | ~np.isfinite(joint).any(axis=1))
+    if bad.size:
+        raise ValueError(
+            f"rows {describe(bad)} cannot be scored: their log-density is not finite under any "
+            f"class (feature values so large that their squares overflow, say). Rescale the "
+            f"features."
+        )

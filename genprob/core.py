@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpyro
 
 from genprob._limits import check_count, check_traced_size
+from genprob._validation import check_class_codes, check_core_features, is_concrete
 from genprob.story import CLASS_PRIOR, ClassConditional, Story, class_distribution
 
 __all__ = [
@@ -43,9 +44,25 @@ __all__ = [
 
 @jax.jit
 def joint_log_prob(story: Story, params: dict, X) -> jax.Array:
-    """Log joint density ``log pi_k + log p(x_i | k)`` of every row and class, shape (n, K)."""
-    by_class = story.emission(params).log_prob(X[:, None, :])
+    """Log joint density ``log pi_k + log p(x_i | k)`` of every row and class, shape (n, K).
+
+    Raises:
+        ValueError: ``X`` not 2-D, or with another feature count than the parameters.
+    """
+    emission = story.emission(params)
+    _check_feature_count(emission, X)  # shapes only: runs once per compilation, not per call
+    by_class = emission.log_prob(X[:, None, :])
     return jnp.log(params[CLASS_PRIOR]) + by_class
+
+
+def _check_feature_count(emission, X) -> None:
+    if jnp.ndim(X) != 2:
+        raise ValueError(f"X must be 2-D (n, D), got shape {jnp.shape(X)}.")
+    expected = emission.event_shape[-1] if emission.event_shape else None
+    if expected is not None and X.shape[1] != expected:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but the parameters are for {expected} features."
+        )
 
 
 def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
@@ -72,6 +89,9 @@ def log_likelihood(story: Story, params: dict, X, y=None, *, pointwise: bool = F
     if y is None:
         values = marginal
     else:
+        check_class_codes(y, joint.shape[-1])
+        if jnp.shape(y) != joint.shape[:1]:
+            raise ValueError(f"y has shape {jnp.shape(y)} but X has {joint.shape[0]} rows.")
         y = jnp.asarray(y)
         labeled = y >= 0
         chosen = jnp.take_along_axis(joint, jnp.where(labeled, y, 0)[:, None], axis=-1)[:, 0]
@@ -80,7 +100,11 @@ def log_likelihood(story: Story, params: dict, X, y=None, *, pointwise: bool = F
 
 
 def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None) -> jax.Array:
-    """Responsibility matrix R (n, K) of label codes ``y``, rows scaled by sample weights."""
+    """Responsibility matrix R (n, K) of label codes ``y``, rows scaled by sample weights.
+
+    A code of -1 (an unlabeled row) gives a row of zeros; a code outside ``-1..K-1`` is refused.
+    """
+    check_class_codes(y, num_classes)
     R = jax.nn.one_hot(jnp.asarray(y), num_classes, dtype=dtype or jnp.result_type(float))
     if sample_weight is not None:
         R = R * jnp.asarray(sample_weight, dtype=R.dtype)[:, None]
@@ -124,12 +148,24 @@ def maximize(story: Story, stats: dict, class_prior=None, fit_prior: bool = True
 
 
 def fit_closed_form(story: Story, X, R, class_prior=None, fit_prior: bool = True) -> dict:
-    """Fit a closed-form story to data ``X`` with responsibilities ``R`` (n, K)."""
+    """Fit a closed-form story to data ``X`` with responsibilities ``R`` (n, K).
+
+    Raises:
+        ValueError: non-finite or mis-shaped ``X`` or ``R``, ``X`` outside the story's support,
+            or fitted parameters that define no distribution (:meth:`Story.check_parameters`).
+    """
     if not story.has_closed_form:
         raise NotImplementedError(
             f"{type(story).__name__} has no closed form; fit it with genprob.fit_optimizer."
         )
-    return maximize(story, sufficient_statistics(story, X, R), class_prior, fit_prior)
+    check_core_features(X, num_rows=jnp.shape(R)[0])
+    if jnp.ndim(R) != 2:
+        raise ValueError(f"R must be a (n, K) responsibility matrix, got shape {jnp.shape(R)}.")
+    story.validate(X)
+    params = maximize(story, sufficient_statistics(story, X, R), class_prior, fit_prior)
+    if is_concrete(X):
+        story.check_parameters(params)
+    return params
 
 
 def model(story: Story, X=None, y=None, *, num_classes: int, num_features=None, num_samples=None):

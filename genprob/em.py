@@ -81,7 +81,7 @@ class EMResult(NamedTuple):
         log_likelihood: trace (n_iter,) of the λ-weighted objective after every M-step, for the
             kept initialization; it never decreases (to rounding) for plain MLE stories.
         n_iter: number of M-steps of the kept initialization.
-        converged: whether the relative change of the objective fell below ``tol``.
+        converged: whether the change of the mean per-row objective fell below ``tol``.
         responsibilities: final E-step (n, K): class posteriors ``p(k | x_i)`` at ``params`` on
             unlabeled rows, the one-hot label on labeled rows (neither λ nor sample weights
             applied).
@@ -269,6 +269,7 @@ def _em_runs(
     one_hot, labeled_R, unlabeled_weights = _labeled_responsibilities(
         codes, row_weights, initial_R.shape[-1], X.dtype
     )
+    total_weight = jnp.maximum(jnp.sum(row_weights), jnp.finfo(X.dtype).tiny)
 
     def e_step(params):
         posterior = core.predict_proba(story, params, X)
@@ -308,8 +309,11 @@ def _em_runs(
             )
             new_value = _objective(story, new_params, X, codes, row_weights, penalty)
             finite = jnp.isfinite(new_value) & _all_finite(new_params)
-            change = jnp.abs(new_value - value)
-            converged = change <= tol * jnp.maximum(1.0, jnp.abs(new_value))
+            # per unit of row weight, so rescaling X (a constant shift of F) leaves it unchanged
+            change = jnp.abs(new_value - value) / total_weight
+            # or a change at the rounding level of F (a float32 fit cannot resolve a tiny tol)
+            rounding = 4 * jnp.finfo(X.dtype).eps * jnp.abs(new_value) / total_weight
+            converged = (change <= tol) | ((tol > 0) & (change <= rounding))
             trace = trace.at[iteration].set(new_value)
             # a degenerate step is recorded (NaN/inf in the trace) but its parameters are not kept
             params, latent, value = jax.tree_util.tree_map(
@@ -338,7 +342,7 @@ def fit_em(
     num_classes=None,
     unlabeled_weight: float = 1.0,
     max_iter: int = 100,
-    tol: float = 1e-8,
+    tol: float = 1e-12,
     n_init: int = 1,
     seed: int = 0,
     init=None,
@@ -367,7 +371,9 @@ def fit_em(
         num_classes: K.
         unlabeled_weight: λ in [0, 1], the weight of every unlabeled row.
         max_iter: maximum number of M-steps per initialization.
-        tol: stop when ``|F_t - F_{t-1}| <= tol * max(1, |F_t|)``.
+        tol: stop when ``|F_t - F_{t-1}| <= tol * Σ_i row weight_i``: the change of the mean
+            per-row objective (unit-free: rescaling X shifts F by a constant), or when the change
+            is at the rounding level of F.
         n_init: number of initializations; the one with the largest final ``F`` is kept.
         seed: seed of the random initializations.
         init: None (the labeled-only fit first, when every class has a labeled row, then random

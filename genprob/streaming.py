@@ -559,7 +559,11 @@ def run_em(estimator, one_pass, num_unlabeled: int):
                     "not finite): regularize the story or label more rows."
                 )
             break
-        converged = abs(objective - value) <= options["tol"] * max(1.0, abs(objective))
+        # the change of the mean per-row objective (the E-step's soft counts sum to the weight)
+        total = max(float(np.sum(np.asarray(new_stats["class_counts"]))), np.finfo(float).tiny)
+        change = abs(objective - value) / total
+        rounding = 4 * np.finfo(dtype).eps * abs(objective) / total
+        converged = change <= options["tol"] or (options["tol"] > 0 and change <= rounding)
         value, final = objective, (params, new_stats)
         if converged or n_iter >= max_iter:
             break
@@ -584,8 +588,8 @@ def run_em(estimator, one_pass, num_unlabeled: int):
     estimator.stats_ = final_stats
     if not converged:
         warnings.warn(
-            f"EM did not converge in max_iter={options['max_iter']} iterations (relative change "
-            f"of the objective above em_tol={options['tol']}); raise max_iter.",
+            f"EM did not converge in max_iter={options['max_iter']} iterations (change of the "
+            f"mean per-row objective above em_tol={options['tol']}); raise max_iter.",
             ConvergenceWarning,
             stacklevel=3,
         )

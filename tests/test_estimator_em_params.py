@@ -19,7 +19,7 @@ from genprob.families.gaussian import GaussianStory
 EM_DEFAULTS = {
     "unlabeled_weight": 1.0,
     "max_iter": 100,
-    "em_tol": 1e-8,
+    "em_tol": 1e-12,
     "n_init": 1,
     "random_state": None,
 }
@@ -195,6 +195,6 @@ def test_em_controls_cannot_be_passed_by_position():
         genprob.GaussianNB(None, 1e-9)
     # LDA keeps scikit-learn's positional parameters; the EM controls come after them
     lda = genprob.LinearDiscriminantAnalysis("lsqr", 0.1, None, None, False, 1e-3, None)
-    assert (lda.solver, lda.shrinkage, lda.tol, lda.em_tol) == ("lsqr", 0.1, 1e-3, 1e-8)
+    assert (lda.solver, lda.shrinkage, lda.tol, lda.em_tol) == ("lsqr", 0.1, 1e-3, 1e-12)
     with pytest.raises(TypeError):
         genprob.LinearDiscriminantAnalysis("svd", None, None, None, False, 1e-4, None, 0.5)

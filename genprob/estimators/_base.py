@@ -37,6 +37,7 @@ from genprob._validation import (
     check_class_prior,
     check_classes,
     check_sample_weight,
+    check_scored_rows,
     encode_partial_labels,
     unknown_labels,
     unlabeled_mask,
@@ -413,14 +414,14 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     def _em_options(self) -> dict:
         """EM controls, read from the estimator's parameters with these defaults.
 
-        ``unlabeled_weight`` (λ, 1.0), ``max_iter`` (100), ``em_tol`` (1e-8, relative change of
-        the objective; not ``tol``, which LDA/QDA use for scikit-learn's rank threshold),
+        ``unlabeled_weight`` (λ, 1.0), ``max_iter`` (100), ``em_tol`` (1e-12, change of the mean
+        per-row objective; not ``tol``, which LDA/QDA use for scikit-learn's rank threshold),
         ``n_init`` (1) and ``random_state`` (None).
         """
         return {
             "unlabeled_weight": getattr(self, "unlabeled_weight", 1.0),
             "max_iter": getattr(self, "max_iter", 100),
-            "tol": getattr(self, "em_tol", 1e-8),
+            "tol": getattr(self, "em_tol", 1e-12),
             "n_init": getattr(self, "n_init", 1),
             "seed": int(check_random_state(getattr(self, "random_state", None)).randint(2**31 - 1)),
         }
@@ -499,8 +500,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             self.stats_ = stats
         if not self.converged_:
             warnings.warn(
-                f"EM did not converge in max_iter={options['max_iter']} iterations (relative "
-                f"change of the objective above em_tol={options['tol']}); raise max_iter.",
+                f"EM did not converge in max_iter={options['max_iter']} iterations (change of "
+                f"the mean per-row objective above em_tol={options['tol']}); raise max_iter.",
                 ConvergenceWarning,
                 stacklevel=2,
             )
@@ -611,6 +612,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if _is_dask(X):
             return _dask_predict(self, "predict_log_proba", X)
         joint = self.predict_joint_log_proba(X)
+        check_scored_rows(joint)
         with precision(self._dtype):
             return np.asarray(jax.nn.log_softmax(jnp.asarray(joint), axis=-1))
 
@@ -625,6 +627,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if _is_dask(X):
             return _dask_predict(self, "predict", X)
         joint = self.predict_joint_log_proba(X)
+        check_scored_rows(joint)
         return self.classes_[np.argmax(joint, axis=1)]
 
     # -- the generative direction ----------------------------------------------------------------

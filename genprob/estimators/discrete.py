@@ -148,7 +148,7 @@ class BernoulliNB(_DiscreteNB):
         class_prior: fixed class prior (K,), overriding ``fit_prior``.
         unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
         max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the objective's relative change is below it (``em_tol`` like the
+        em_tol: EM stops when the mean per-row objective changes by less (``em_tol`` like the
             Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations.
@@ -179,7 +179,7 @@ class BernoulliNB(_DiscreteNB):
         class_prior=None,
         unlabeled_weight=1.0,
         max_iter=100,
-        em_tol=1e-8,
+        em_tol=1e-12,
         n_init=1,
         random_state=None,
         dtype="float64",
@@ -238,7 +238,7 @@ class MultinomialNB(_DiscreteNB):
         class_prior: fixed class prior (K,).
         unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
         max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the objective's relative change is below it (``em_tol`` like the
+        em_tol: EM stops when the mean per-row objective changes by less (``em_tol`` like the
             Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations.
@@ -263,7 +263,7 @@ class MultinomialNB(_DiscreteNB):
         class_prior=None,
         unlabeled_weight=1.0,
         max_iter=100,
-        em_tol=1e-8,
+        em_tol=1e-12,
         n_init=1,
         random_state=None,
         dtype="float64",
@@ -332,7 +332,7 @@ class CategoricalNB(_DiscreteNB):
         min_categories: None, an int, or one int per feature: the least number of categories.
         unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
         max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the objective's relative change is below it (``em_tol`` like the
+        em_tol: EM stops when the mean per-row objective changes by less (``em_tol`` like the
             Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations.
@@ -365,7 +365,7 @@ class CategoricalNB(_DiscreteNB):
         min_categories=None,
         unlabeled_weight=1.0,
         max_iter=100,
-        em_tol=1e-8,
+        em_tol=1e-12,
         n_init=1,
         random_state=None,
         dtype="float64",
@@ -465,7 +465,7 @@ class PoissonNB(_DiscreteNB):
         class_prior: fixed class prior (K,).
         unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
         max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the objective's relative change is below it (``em_tol`` like the
+        em_tol: EM stops when the mean per-row objective changes by less (``em_tol`` like the
             Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations.
@@ -493,7 +493,7 @@ class PoissonNB(_DiscreteNB):
         class_prior=None,
         unlabeled_weight=1.0,
         max_iter=100,
-        em_tol=1e-8,
+        em_tol=1e-12,
         n_init=1,
         random_state=None,
         dtype="float64",

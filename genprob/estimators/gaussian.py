@@ -111,7 +111,7 @@ class GaussianNB(_GaussianBase):
         var_smoothing: fraction of the largest feature variance added to every variance.
         unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
         max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the objective's relative change is below it. Named ``em_tol``
+        em_tol: EM stops when the mean per-row objective changes by less. Named ``em_tol``
             because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations and of :meth:`sample`'s default.
@@ -140,7 +140,7 @@ class GaussianNB(_GaussianBase):
         var_smoothing=1e-9,
         unlabeled_weight=1.0,
         max_iter=100,
-        em_tol=1e-8,
+        em_tol=1e-12,
         n_init=1,
         random_state=None,
         dtype="float64",
@@ -287,7 +287,7 @@ class LinearDiscriminantAnalysis(
     Args:
         unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
         max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the objective's relative change is below it. Named ``em_tol``
+        em_tol: EM stops when the mean per-row objective changes by less. Named ``em_tol``
             because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations and of :meth:`sample`'s default.
@@ -316,7 +316,7 @@ class LinearDiscriminantAnalysis(
         *,
         unlabeled_weight=1.0,
         max_iter=100,
-        em_tol=1e-8,
+        em_tol=1e-12,
         n_init=1,
         random_state=None,
         dtype="float64",
@@ -428,7 +428,8 @@ class LinearDiscriminantAnalysis(
             if self.story_.shrinkage == "auto":
                 Xj = self._as_array(check_array(X, dtype=[np.float64, np.float32]))
                 ones = jnp.ones((Xj.shape[0], 1), dtype=Xj.dtype)
-                return np.asarray(core.fit_closed_form(story, Xj, ones)["covariance"])
+                row_stats = core.sufficient_statistics(story, Xj, ones)
+                return np.asarray(core.maximize(story, row_stats)["covariance"])
             emission = stats["emission"]
             merged = {
                 "counts": np.sum(emission["counts"], keepdims=True),
@@ -489,7 +490,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     Args:
         unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
         max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the objective's relative change is below it. Named ``em_tol``
+        em_tol: EM stops when the mean per-row objective changes by less. Named ``em_tol``
             because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations and of :meth:`sample`'s default.
@@ -519,7 +520,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         covariance_estimator=None,
         unlabeled_weight=1.0,
         max_iter=100,
-        em_tol=1e-8,
+        em_tol=1e-12,
         n_init=1,
         random_state=None,
         dtype="float64",

@@ -32,7 +32,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         optimizer_max_iter: L-BFGS iteration budget for stories without a closed form.
         unlabeled_weight: weight λ in [0, 1] of unlabeled rows in EM.
         max_iter: maximum EM iterations.
-        em_tol: EM convergence threshold on the relative change of the objective (``em_tol``, as
+        em_tol: EM threshold on the change of the mean per-row objective (``em_tol``, as
             in LDA/QDA where ``tol`` is scikit-learn's rank threshold).
         n_init: number of EM initializations (the best is kept).
         random_state: seed for EM initializations, the optimizer's start and :meth:`sample`.
@@ -61,7 +61,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         optimizer_max_iter=10000,
         unlabeled_weight=1.0,
         max_iter=100,
-        em_tol=1e-8,
+        em_tol=1e-12,
         n_init=1,
         random_state=None,
         dtype="float64",

@@ -109,7 +109,7 @@ class MixedNB(GenerativeClassifierBase):
         class_prior: fixed class prior (K,).
         unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
         max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the objective's relative change is below it (``em_tol`` like the
+        em_tol: EM stops when the mean per-row objective changes by less (``em_tol`` like the
             Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations.
@@ -150,7 +150,7 @@ class MixedNB(GenerativeClassifierBase):
         class_prior=None,
         unlabeled_weight=1.0,
         max_iter=100,
-        em_tol=1e-8,
+        em_tol=1e-12,
         n_init=1,
         random_state=None,
         dtype="float64",

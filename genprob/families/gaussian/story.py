@@ -427,6 +427,9 @@ class GaussianStory(Story):
         """
         super().check_parameters(params, class_names, feature_names)
         num_features = np.shape(params["means"])[-1]
+        _check_spread_scale(
+            np.asarray(params[self.spread_name]), np.asarray(params["means"]), self.structure.full
+        )
         classes = list(class_names) if class_names is not None else None
         features = list(feature_names) if feature_names is not None else None
 
@@ -571,3 +574,22 @@ def _known_zero(value) -> bool:
 
 def _known_one(value) -> bool:
     return not isinstance(value, jax.core.Tracer) and float(value) == 1.0
+
+
+def _check_spread_scale(spread, means, full: bool) -> None:
+    """Variances so small that squares of the features lose their precision (subnormal numbers)
+    make every covariance computation unreliable: refused, asking to rescale the features."""
+    if spread.dtype.kind != "f" or spread.size == 0:
+        return
+    variances = np.diagonal(spread, axis1=-2, axis2=-1) if full else spread
+    largest = float(np.max(np.abs(variances)))
+    info = np.finfo(spread.dtype)
+    floor = info.tiny / info.eps
+    # variances that underflowed to zero, with means that are not zero: data on a tiny scale
+    location = float(np.max(np.abs(means))) if means.size else 0.0
+    if 0 < largest < floor or (largest == 0 and 0 < location < np.sqrt(floor)):
+        raise ValueError(
+            f"the features' scale is too small for {spread.dtype} (largest variance "
+            f"{largest:.3g}, below {info.tiny / info.eps:.3g}): their squares lose their "
+            f"precision. Rescale the features (e.g. standardize them) before fitting."
+        )
