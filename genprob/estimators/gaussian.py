@@ -11,6 +11,8 @@ scikit-learn, all deliberate:
   pseudo-inverse, ``eigen`` fails); class posteriors agree with scikit-learn.
 * QDA's ``reg_param`` with ``solver="eigen"`` is refused (scikit-learn silently ignores it);
   a one-sample class is accepted when ``reg_param > 0`` makes its covariance regular.
+* LDA refuses a single class with QDA's message (scikit-learn 1.9.1's LDA fits one class into a
+  degenerate model); GaussianNB fits it, predicting that class with probability 1.
 * ``priors`` not summing to 1 are renormalized with a warning by LDA and QDA (scikit-learn's
   LDA behaviour) and rejected by GaussianNB (scikit-learn's GaussianNB behaviour).
 * ``sample_weight`` is accepted by all three (weighted moments), and all three have
