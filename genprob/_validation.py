@@ -316,9 +316,9 @@ def check_class_prior(prior, classes, *, name: str = "class_prior", renormalize:
     num_classes = len(classes)
     if values.ndim != 1 or values.shape[0] != num_classes:
         raise ValueError(
-            f"Number of priors must match number of classes. ({name} got {values.size} priors "
-            f"for {num_classes} classes [{describe(classes)}]: one entry per class, in classes_ "
-            f"order.)"
+            f"Number of priors must match number of classes. (got {values.size} priors for "
+            f"{num_classes} classes [{describe(classes)}]: {name} has {values.size} entries, "
+            f"one per class, in classes_ order.)"
         )
     if not np.all(np.isfinite(values)):
         raise ValueError(f"{name} must be finite; got {values.tolist()}.")
