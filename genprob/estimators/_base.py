@@ -248,7 +248,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         self.classes_, codes = encode_labels(y)
         check_num_classes(self.classes_, self._min_classes)
         X = self._validate_X(X, fitting=True)
-        return self._fit_labeled(self._make_story(X), X, codes, sample_weight)
+        try:
+            return self._fit_labeled(self._make_story(X), X, codes, sample_weight)
+        except ValueError as error:
+            if X.shape[0] != 1 or isinstance(error, np.linalg.LinAlgError):
+                raise
+            # one class of one row fits naive Bayes, but no story spread; say why
+            raise ValueError(f"{error} (X has 1 sample.)") from error
 
     def _fit_labeled(self, story, X, codes, sample_weight):
         """Fit on fully labeled rows (codes 0..K-1, ``classes_`` set): the closed form."""

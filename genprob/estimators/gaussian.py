@@ -182,6 +182,13 @@ class GaussianNB(_GaussianBase):
             counts = self._check_class_counts(stats)
         elif np.any(counts <= 0):
             self._zero_weight_classes(counts <= 0)
+        lonely = (counts == 1) & np.any(np.asarray(self.params_["variances"]) <= 0, axis=1)
+        if lonely.any():
+            self._fail(
+                f"y has only 1 sample in class {self.classes_[lonely][0]}: with "
+                f"var_smoothing={self.var_smoothing} and no spread in X its variance is zero. "
+                f"Fit more samples or raise var_smoothing."
+            )
         self.class_count_ = counts
         self.theta_ = self.params_["means"]
         self.var_ = self.params_["variances"]
