@@ -29,7 +29,11 @@ __all__ = [
     "NumberInterval",
     "validate_params",
     "check_class_prior",
+    "check_alpha",
     "check_classes",
+    "check_known_labels",
+    "check_num_classes",
+    "check_partial_fit_classes",
     "check_features",
     "check_positive_int",
     "check_sample_weight",
@@ -129,6 +133,40 @@ def check_classes(classes) -> np.ndarray:
     if len(unique) != len(array):
         raise ValueError(f"classes contains duplicates: {classes!r}.")
     return unique
+
+
+def check_num_classes(classes, minimum: int) -> None:
+    """Refuse fewer than ``minimum`` classes (2 for LDA and QDA) with scikit-learn's message."""
+    if len(classes) < minimum:
+        raise ValueError(
+            f"The number of classes has to be greater than one. Got {len(classes)} class. "
+            f"(a discriminant needs at least 2 classes to tell apart; classes: "
+            f"[{describe(classes)}].)"
+        )
+
+
+def check_partial_fit_classes(classes, previous) -> np.ndarray:
+    """``classes`` of a ``partial_fit`` call, checked against the first call's (None: first)."""
+    checked = check_classes(classes)
+    if previous is not None and not np.array_equal(checked, previous):
+        raise ValueError(
+            f"`classes={classes!r}` is not the same as on last call to partial_fit, was: "
+            f"{previous!r}. (classes={classes!r} differs from the classes of the first "
+            f"partial_fit call, {previous.tolist()}.)"
+        )
+    return checked
+
+
+def check_known_labels(y, classes) -> None:
+    """Refuse labels of a ``partial_fit`` chunk that are not in the first call's ``classes``."""
+    unknown = unknown_labels(y, classes)
+    if unknown:
+        classes = np.asarray(classes)
+        raise ValueError(
+            f"The target label(s) {np.asarray(unknown)} in y do not exist in the initial classes "
+            f"{classes} (y contains labels {unknown[:5]} that are not in classes "
+            f"{classes.tolist()}, given on the first partial_fit call)."
+        )
 
 
 def encode_partial_labels(y, *, num_classes=None, classes=None):
@@ -278,16 +316,16 @@ def check_class_prior(prior, classes, *, name: str = "class_prior", renormalize:
     num_classes = len(classes)
     if values.ndim != 1 or values.shape[0] != num_classes:
         raise ValueError(
-            f"Number of priors must match number of classes: got {values.size} priors for "
-            f"{num_classes} classes {classes} ({name} has {values.size} entries, one per class, "
-            f"in classes_ order)."
+            f"Number of priors must match number of classes. (got {values.size} priors for "
+            f"{num_classes} classes [{describe(classes)}]: {name} has {values.size} entries, "
+            f"one per class, in classes_ order.)"
         )
     if not np.all(np.isfinite(values)):
         raise ValueError(f"{name} must be finite; got {values.tolist()}.")
     if np.any(values < 0):
         negative = [classes[i] for i in np.flatnonzero(values < 0)]
         raise ValueError(
-            f"Priors must be non-negative; {name} is negative for classes {negative}: "
+            f"Priors must be non-negative. {name} is negative for classes {negative}: "
             f"{name} must be non-negative and sum to 1, got {values.tolist()}."
         )
     total = float(values.sum())
@@ -301,10 +339,52 @@ def check_class_prior(prior, classes, *, name: str = "class_prior", renormalize:
             values = values / total
     elif not np.isclose(total, 1.0):
         raise ValueError(
-            f"The sum of the priors should be 1; got {total:.6g} ({name} must be non-negative "
+            f"The sum of the priors should be 1. Got {total:.6g} ({name} must be non-negative "
             f"and sum to 1, got {values.tolist()})."
         )
     return values
+
+
+# -- smoothing ------------------------------------------------------------------------------------
+#: The smallest ``alpha`` used without ``force_alpha`` (scikit-learn's floor).
+ALPHA_LOWER_BOUND = 1e-10
+
+
+def check_alpha(alpha, num_features: int, *, force_alpha: bool, per_feature: bool):
+    """``alpha`` as a float or a per-feature tuple, with scikit-learn's checks and floor.
+
+    Args:
+        alpha: a number, or one number per feature when ``per_feature``.
+        num_features: D, the length a per-feature ``alpha`` needs.
+        force_alpha: keep an ``alpha`` below 1e-10 (otherwise it is raised to 1e-10, warned).
+        per_feature: whether the estimator takes an array ``alpha``.
+    """
+    if isinstance(alpha, Real):
+        values = float(alpha)
+    else:
+        if not per_feature:
+            raise ValueError(f"alpha must be a single number, got {alpha!r}.")
+        values = np.asarray(alpha, dtype=float)
+        if values.shape != (num_features,):
+            raise ValueError(
+                f"When alpha is an array, it should contains `n_features`. Got "
+                f"{values.size} elements instead of {num_features}. (alpha has shape "
+                f"{values.shape}; an array alpha needs one value per feature.)"
+            )
+        if np.any(values < 0):
+            raise ValueError(
+                f"All values in alpha must be greater than 0. (alpha is negative at features "
+                f"{describe(np.flatnonzero(values < 0))}; smoothing counts must be >= 0.)"
+            )
+    if np.min(values) < ALPHA_LOWER_BOUND and not force_alpha:
+        warnings.warn(
+            f"alpha too small will result in numeric errors, setting alpha = "
+            f"{ALPHA_LOWER_BOUND:.1e}. Use `force_alpha=True` to keep alpha unchanged.",
+            UserWarning,
+            stacklevel=4,
+        )
+        values = np.maximum(values, ALPHA_LOWER_BOUND)
+    return float(values) if np.ndim(values) == 0 else tuple(float(a) for a in values)
 
 
 # -- EM controls ----------------------------------------------------------------------------------

@@ -36,10 +36,12 @@ from genprob._validation import (
     EM_PARAMETER_CONSTRAINTS,
     check_class_prior,
     check_classes,
+    check_known_labels,
+    check_num_classes,
+    check_partial_fit_classes,
     check_sample_weight,
     check_scored_rows,
     encode_partial_labels,
-    unknown_labels,
     unlabeled_mask,
     validate_params,
 )
@@ -120,6 +122,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     #: Name of the fixed class prior parameter (None: the class prior is always estimated), and
     #: whether a prior not summing to 1 is renormalized with a warning instead of refused.
     _prior_parameter: str | None = "priors"
+    #: Fewest classes a fit accepts: naive Bayes fits one class (it predicts it with probability
+    #: 1, as scikit-learn does); LDA and QDA need two.
+    _min_classes = 1
     _renormalize_priors = False
 
     # -- hooks -----------------------------------------------------------------------------------
@@ -217,7 +222,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             y: labels, any hashable values; a numeric -1 marks an unlabeled row.
             sample_weight: optional non-negative row weights (n_samples,). They scale the rows'
                 responsibilities, so an integer weight is that many copies of the row (a zero
-                weight removes it); at least two classes must keep a positive total weight.
+                weight removes it, but its class stays in ``classes_`` with prior 0).
             classes: every class label; needed when some class has no labeled row (for example
                 when every row is unlabeled). Giving it always runs the EM path.
 
@@ -242,21 +247,15 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if not is_integer_labels(y):
             check_classification_targets(y)
         self.classes_, codes = encode_labels(y)
-        if len(self.classes_) < 2:
-            raise ValueError(
-                f"need samples of at least 2 classes to fit a classifier; got only one class: "
-                f"{self.classes_.tolist()[0]!r}."
-            )
-        if sample_weight is not None:
-            weighted = self.classes_[np.bincount(codes, sample_weight, len(self.classes_)) > 0]
-            if len(weighted) < 2:
-                raise ValueError(
-                    f"only one class ({weighted.tolist()[0]!r}) has rows with positive "
-                    f"sample_weight: a classifier needs at least 2 classes (zero-weight rows "
-                    f"count as removed)."
-                )
+        check_num_classes(self.classes_, self._min_classes)
         X = self._validate_X(X, fitting=True)
-        return self._fit_labeled(self._make_story(X), X, codes, sample_weight)
+        try:
+            return self._fit_labeled(self._make_story(X), X, codes, sample_weight)
+        except ValueError as error:
+            if X.shape[0] != 1 or isinstance(error, np.linalg.LinAlgError):
+                raise
+            # one class of one row fits naive Bayes, but no story spread; say why
+            raise ValueError(f"{error} (X has 1 sample.)") from error
 
     def _fit_labeled(self, story, X, codes, sample_weight):
         """Fit on fully labeled rows (codes 0..K-1, ``classes_`` set): the closed form."""
@@ -334,14 +333,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                     "classes must be passed on the first call to partial_fit: every class label, "
                     "e.g. classes=np.unique(y_all)."
                 )
-            new_classes = check_classes(classes)
-            if len(new_classes) < 2:
-                raise ValueError(f"classes must hold at least 2 classes; got {classes!r}.")
-        elif classes is not None and not np.array_equal(check_classes(classes), self.classes_):
-            raise ValueError(
-                f"classes={classes!r} differs from the classes of the first partial_fit call, "
-                f"{self.classes_.tolist()}."
-            )
+            new_classes = check_partial_fit_classes(classes, None)
+            check_num_classes(new_classes, self._min_classes)
+        elif classes is not None:
+            check_partial_fit_classes(classes, self.classes_)
         X, y = validate_data(
             self, X, y, reset=first, dtype=[np.float64, np.float32], **self._validate_kwargs
         )
@@ -356,12 +351,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 f"labeled statistics only; fit partly labeled data with fit(X, y) (EM)."
             )
         check_classification_targets(y)
-        unknown = unknown_labels(y, self.classes_)
-        if unknown:
-            raise ValueError(
-                f"y contains labels {unknown[:5]} that are not in classes "
-                f"{self.classes_.tolist()} (given on the first partial_fit call)."
-            )
+        check_known_labels(y, self.classes_)
         codes = np.searchsorted(self.classes_, y)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
         class_prior, fit_prior = self._class_prior_argument()

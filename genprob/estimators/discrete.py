@@ -24,7 +24,6 @@ Differences from scikit-learn, all deliberate:
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 
 import jax.numpy as jnp
@@ -34,6 +33,7 @@ from jax.experimental import sparse as jsparse
 from sklearn.utils._param_validation import Interval
 
 from genprob._dtype import numpy_dtype
+from genprob._validation import check_alpha
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.bernoulli import BernoulliStory, check_values
 from genprob.families.categorical import CategoricalStory, check_table_size
@@ -41,9 +41,6 @@ from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
 
 __all__ = ["BernoulliNB", "MultinomialNB", "CategoricalNB", "PoissonNB"]
-
-#: scikit-learn's floor for ``alpha`` when ``force_alpha=False``.
-_ALPHA_LOWER_BOUND = 1e-10
 
 
 def to_bcoo(X, dtype) -> jsparse.BCOO:
@@ -67,7 +64,9 @@ def check_non_negative(X, estimator: str, expected: str) -> None:
     try:
         check_values(X, lambda v: v < 0, expected)
     except ValueError as error:
-        raise ValueError(f"Negative values in data passed to {estimator}: {error}") from None
+        raise ValueError(
+            f"Negative values in data passed to {estimator} (input X). {error}"
+        ) from None
 
 
 class _DiscreteNB(GenerativeClassifierBase):
@@ -101,28 +100,12 @@ class _DiscreteNB(GenerativeClassifierBase):
 
     def _checked_alpha(self, num_features: int):
         """``alpha`` as a float or a per-feature tuple, with scikit-learn's checks and floor."""
-        if isinstance(self.alpha, Real):
-            alpha = float(self.alpha)
-        else:
-            if not self._alpha_per_feature:
-                raise ValueError(f"alpha must be a single number, got {self.alpha!r}.")
-            alpha = np.asarray(self.alpha, dtype=float)
-            if alpha.shape != (num_features,):
-                raise ValueError(
-                    f"alpha has shape {alpha.shape}; an array alpha needs one value per feature "
-                    f"({num_features},)."
-                )
-            if np.any(alpha < 0):
-                raise ValueError("all values of alpha must be >= 0.")
-        if np.min(alpha) < _ALPHA_LOWER_BOUND and not self.force_alpha:
-            warnings.warn(
-                f"alpha below {_ALPHA_LOWER_BOUND:.0e} gives zero probabilities; using alpha = "
-                f"{_ALPHA_LOWER_BOUND:.0e}. Pass force_alpha=True to keep it.",
-                UserWarning,
-                stacklevel=3,
-            )
-            alpha = np.maximum(alpha, _ALPHA_LOWER_BOUND)
-        return float(alpha) if np.ndim(alpha) == 0 else tuple(float(a) for a in alpha)
+        return check_alpha(
+            self.alpha,
+            num_features,
+            force_alpha=self.force_alpha,
+            per_feature=self._alpha_per_feature,
+        )
 
     def _set_fitted_attributes(self, stats):
         self.class_count_ = stats["class_counts"]
@@ -412,7 +395,9 @@ class CategoricalNB(_DiscreteNB):
             )
         if minimum.ndim not in (0, 1) or (minimum.ndim == 1 and minimum.shape != observed.shape):
             raise ValueError(
-                f"min_categories has shape {minimum.shape}; expected a number or ({X.shape[1]},)."
+                f"'min_categories' should have shape ({X.shape[1]},) when an array-like is "
+                f"provided. Got {minimum.shape} instead. (min_categories is a number or one "
+                f"int per feature.)"
             )
         if np.any(minimum < 1):
             raise ValueError(f"min_categories must be >= 1, got {self.min_categories!r}.")

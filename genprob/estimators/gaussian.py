@@ -11,6 +11,8 @@ scikit-learn, all deliberate:
   pseudo-inverse, ``eigen`` fails); class posteriors agree with scikit-learn.
 * QDA's ``reg_param`` with ``solver="eigen"`` is refused (scikit-learn silently ignores it);
   a one-sample class is accepted when ``reg_param > 0`` makes its covariance regular.
+* LDA refuses a single class with QDA's message (scikit-learn 1.9.1's LDA fits one class into a
+  degenerate model); GaussianNB fits it, predicting that class with probability 1.
 * ``priors`` not summing to 1 are renormalized with a warning by LDA and QDA (scikit-learn's
   LDA behaviour) and rejected by GaussianNB (scikit-learn's GaussianNB behaviour).
 * ``sample_weight`` is accepted by all three (weighted moments), and all three have
@@ -57,31 +59,42 @@ class UnsupportedOptionError(ValueError, NotImplementedError):
     """
 
 
+def _fresh(estimator):
+    """A clean copy of a covariance estimator (``clone``) when it has ``get_params``, else itself.
+
+    scikit-learn only asks for ``fit`` and ``covariance_``; an object without ``get_params``
+    cannot be cloned, so it is refitted in place on every call.
+    """
+    return clone(estimator) if hasattr(estimator, "get_params") else estimator
+
+
+def _covariance_of(estimator, X):
+    fitted = _fresh(estimator)
+    fitted.fit(X)  # scikit-learn reads covariance_ from the object, not from fit's return
+    if not hasattr(fitted, "covariance_"):
+        raise ValueError(
+            f"{type(estimator).__name__} does not have a covariance_ attribute after fit."
+        )
+    return np.atleast_2d(np.array(fitted.covariance_, dtype=np.float64))
+
+
 def _custom_class_covariances(estimator, X, y):
-    """Per-class covariances from a scikit-learn covariance estimator (K, D, D), and of all X."""
+    """Per-class covariances from a covariance estimator (K, D, D), and of all X."""
     X = check_array(X, dtype=np.float64)
     y = column_or_1d(y, warn=True)
     classes, codes = np.unique(y, return_inverse=True)
-    covariances = []
-    for k in range(len(classes)):
-        fitted = clone(estimator).fit(X[codes == k])
-        if not hasattr(fitted, "covariance_"):
-            raise ValueError(
-                f"{type(estimator).__name__} does not have a covariance_ attribute after fit."
-            )
-        covariances.append(np.atleast_2d(fitted.covariance_))
-    total = np.atleast_2d(clone(estimator).fit(X).covariance_)
-    return np.stack(covariances), total
+    covariances = [_covariance_of(estimator, X[codes == k]) for k in range(len(classes))]
+    return np.stack(covariances), _covariance_of(estimator, X)
 
 
 class _GaussianBase(GenerativeClassifierBase):
     """Shared checks: classes with zero weight, and failing a fit without leaving it half-done."""
 
-    def _fail(self, message: str):
+    def _fail(self, message: str, error=ValueError):
         for name in ("params_", "story_"):
             if hasattr(self, name):
                 delattr(self, name)
-        raise ValueError(message)
+        raise error(message)
 
     def predict_joint_log_proba(self, X):
         """Joint log-probabilities ``log p(x, y = k) = log pi_k + log p(x | k)``, (n, K).
@@ -160,19 +173,43 @@ class GaussianNB(_GaussianBase):
     def _set_fitted_attributes(self, stats):
         # a zero variance (var_smoothing=0 on a constant feature) is refused by the story's
         # check_parameters, which runs after this on every fit
-        self.class_count_ = self._check_class_counts(stats)
-        self.theta_ = self.params_["means"]
-        self.var_ = self.params_["variances"]
-        self.class_prior_ = self.params_["class_prior"]
         with precision(self._dtype):
             emission_stats = jax.tree_util.tree_map(jnp.asarray, stats["emission"])
             self.epsilon_ = float(self.story_.smoothing_variance(emission_stats))
+        counts = np.asarray(stats["class_counts"])
+        if hasattr(self, "stats_"):
+            # partial_fit: a class without rows so far waits for its rows (pending state)
+            counts = self._check_class_counts(stats)
+        elif np.any(counts <= 0):
+            self._zero_weight_classes(counts <= 0)
+        lonely = (counts == 1) & np.any(np.asarray(self.params_["variances"]) <= 0, axis=1)
+        if lonely.any():
+            self._fail(
+                f"y has only 1 sample in class {self.classes_[lonely][0]}: with "
+                f"var_smoothing={self.var_smoothing} and no spread in X its variance is zero. "
+                f"Fit more samples or raise var_smoothing."
+            )
+        self.class_count_ = counts
+        self.theta_ = self.params_["means"]
+        self.var_ = self.params_["variances"]
+        self.class_prior_ = self.params_["class_prior"]
+
+    def _zero_weight_classes(self, empty):
+        """Classes whose rows all weigh zero keep scikit-learn's values: mean 0, variance
+        ``epsilon_`` and an estimated prior of 0, so their probability is 0 (never NaN)."""
+        params = {k: np.array(v) for k, v in self.params_.items()}
+        params["means"][empty] = 0.0
+        params["variances"][empty] = self.epsilon_
+        if self.priors is None:
+            params["class_prior"][empty] = 0.0
+        self.params_ = params
 
 
 class _DiscriminantBase(_GaussianBase):
     """LDA and QDA: fit and partial_fit with scikit-learn's covariance options."""
 
     _renormalize_priors = True
+    _min_classes = 2
     _parameter_constraints = {
         **_GaussianBase._parameter_constraints,
         "shrinkage": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both"), None],
@@ -276,8 +313,10 @@ class LinearDiscriminantAnalysis(
     covariances by the priors (scikit-learn's definition of ``covariance_``), ``svd`` pools them
     by counts.
 
-    ``covariance_estimator`` (``lsqr``/``eigen``): a scikit-learn covariance estimator fitted on
-    each class; the shared covariance is ``sum_k priors_k covariance_k``. It replaces the story's
+    ``covariance_estimator`` (``lsqr``/``eigen``): any object with ``fit`` and, after it,
+    ``covariance_`` (scikit-learn's contract), fitted on each class and on all rows; the shared
+    covariance is ``sum_k priors_k covariance_k``. An object with ``get_params`` is cloned for
+    every fit, any other object is itself refitted on every call. It replaces the story's
     closed-form covariance (no sufficient statistics, no ``sample_weight``).
 
     Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``covariance_``,
@@ -477,10 +516,13 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     * ``solver="svd"``: class covariances ``(1 - reg_param) S_k + reg_param I`` with ``S_k`` the
       MLE (1/N_k) covariance;
     * ``solver="eigen"``: ``S_k`` shrunk by ``shrinkage`` (float or ``"auto"``, Ledoit–Wolf on
-      standardized features) or replaced by ``covariance_estimator`` fitted on the class.
+      standardized features) or replaced by ``covariance_estimator`` fitted on the class (any
+      object with ``fit`` and ``covariance_``; cloned per fit when it has ``get_params``,
+      otherwise refitted itself).
 
     A class covariance with an eigenvalue ``<= tol`` (absolute, as in scikit-learn) is rejected
-    with an error naming the class and what to raise: this covers a one-sample class, ``p > n_k``
+    with ``numpy.linalg.LinAlgError`` (a ``ValueError``), scikit-learn's message, the class and
+    what to raise: this covers a one-sample class, ``p > n_k``
     and constant features without regularization.
 
     Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``rotations_``
@@ -567,7 +609,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
             lonely = self.classes_[counts <= 1].tolist()
             if lonely:
                 self._fail(
-                    f"y has only 1 sample in class {lonely[0]}: its covariance is zero. Set "
+                    f"y has only 1 sample in class {lonely[0]}, covariance is ill defined. Set "
                     f"reg_param > 0 (e.g. 0.1) to regularize it, or use "
                     f"LinearDiscriminantAnalysis (one covariance shared by all classes)."
                 )
@@ -576,13 +618,25 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         for k, values in enumerate(eigenvalues):
             rank = int(np.sum(values > self.tol))
             if rank < num_features:
+                label = self.classes_[k]
                 knob = "shrinkage" if self.solver == "eigen" else "reg_param"
+                if self.solver == "svd" and counts[k] <= num_features:
+                    advice = (
+                        f"When using `solver='svd'` the number of samples in each class should be "
+                        f"more than the number of features, but class {label} has "
+                        f"{counts[k]:g} samples and {num_features} features. Try using "
+                        f"`solver='eigen'` and setting the parameter `shrinkage` for "
+                        f"regularization."
+                    )
+                else:
+                    advice = f"Increase the value of `{knob}` to reduce the collinearity."
+                # LinAlgError (a ValueError subclass) as scikit-learn raises it
                 self._fail(
-                    f"The covariance matrix of class {self.classes_[k]} is not full rank: "
-                    f"{num_features - rank} of its {num_features} eigenvalues are <= tol="
-                    f"{self.tol} (smallest {values.min():.3g}; the class has {counts[k]:g} "
-                    f"samples for {num_features} features). Increase `{knob}` (e.g. 0.1) to "
-                    f"regularize it, or lower tol for data on a tiny scale."
+                    f"The covariance matrix of class {label} is not full rank. {advice} "
+                    f"({num_features - rank} of its {num_features} eigenvalues are <= tol="
+                    f"{self.tol}, smallest {values.min():.3g}. Increase `{knob}` (e.g. 0.1) "
+                    f"to regularize it, or lower tol for data on a tiny scale.)",
+                    np.linalg.LinAlgError,
                 )
         order = np.argsort(eigenvalues, axis=1)[:, ::-1]
         self.scalings_ = [values[o] for values, o in zip(eigenvalues, order, strict=True)]
