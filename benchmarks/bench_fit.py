@@ -249,20 +249,15 @@ def main(argv=None):
 
 def write_json(path, args):
     """The rows with the run's date, machine and versions (one file per run)."""
-    import datetime
     import json
     import os
     import platform
 
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        pass
+    from _run_info import machine, run_date
+
     record = {
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}",
+        "date": run_date(),
+        "machine": machine(),
         "versions": {
             "jax": jax.__version__,
             "scikit-learn": sklearn.__version__,

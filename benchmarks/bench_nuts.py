@@ -27,7 +27,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import platform
@@ -257,15 +256,11 @@ def main(argv=None):
 
 def write_json(path, args, rows, load_before):
     """The rows with the run's settings, date, machine, versions and load (one file per run)."""
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        pass
+    from _run_info import machine, run_date
+
     record = {
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}",
+        "date": run_date(),
+        "machine": machine(),
         "versions": {
             "jax": jax.__version__,
             "numpyro": numpyro.__version__,
