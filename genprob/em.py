@@ -171,6 +171,18 @@ def params_from_latent(story: Story, latent: dict, num_classes: int, num_feature
         return dict(story.prior(num_classes, num_features))
 
 
+def em_converged(new_value, old_value, total_weight, tol, eps):
+    """EM's stopping rule, shared by in-memory and out-of-core fits (arrays or floats).
+
+    The change of the objective per unit of row weight (rescaling X shifts the objective by a
+    constant, so the rule is unit-free) is at most ``tol``, or, with ``tol > 0``, at the rounding
+    level of the objective (a float32 fit cannot resolve a tiny ``tol``).
+    """
+    change = abs(new_value - old_value) / total_weight
+    rounding = 4 * eps * abs(new_value) / total_weight
+    return (change <= tol) | ((tol > 0) & (change <= rounding))
+
+
 def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
     """Generalized M-step: L-BFGS on Σ R_ik log p(x_i, k) over unconstrained latent values."""
     num_classes, num_features = R.shape[1], X.shape[1]
@@ -309,11 +321,7 @@ def _em_runs(
             )
             new_value = _objective(story, new_params, X, codes, row_weights, penalty)
             finite = jnp.isfinite(new_value) & _all_finite(new_params)
-            # per unit of row weight, so rescaling X (a constant shift of F) leaves it unchanged
-            change = jnp.abs(new_value - value) / total_weight
-            # or a change at the rounding level of F (a float32 fit cannot resolve a tiny tol)
-            rounding = 4 * jnp.finfo(X.dtype).eps * jnp.abs(new_value) / total_weight
-            converged = (change <= tol) | ((tol > 0) & (change <= rounding))
+            converged = em_converged(new_value, value, total_weight, tol, jnp.finfo(X.dtype).eps)
             trace = trace.at[iteration].set(new_value)
             # a degenerate step is recorded (NaN/inf in the trace) but its parameters are not kept
             params, latent, value = jax.tree_util.tree_map(

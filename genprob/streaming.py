@@ -561,9 +561,9 @@ def run_em(estimator, one_pass, num_unlabeled: int):
             break
         # the change of the mean per-row objective (the E-step's soft counts sum to the weight)
         total = max(float(np.sum(np.asarray(new_stats["class_counts"]))), np.finfo(float).tiny)
-        change = abs(objective - value) / total
-        rounding = 4 * np.finfo(dtype).eps * abs(objective) / total
-        converged = change <= options["tol"] or (options["tol"] > 0 and change <= rounding)
+        converged = bool(
+            _em.em_converged(objective, value, total, options["tol"], np.finfo(dtype).eps)
+        )
         value, final = objective, (params, new_stats)
         if converged or n_iter >= max_iter:
             break
