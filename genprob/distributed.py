@@ -97,7 +97,8 @@ def _classes(y):
 
 
 # -- per-partition work (runs on the workers) ------------------------------------------------------
-@partial(jax.jit, static_argnums=(0, 4))
+# the story is a traced pytree: a new smoothing value reuses the compiled program
+@partial(jax.jit, static_argnums=4)
 def _labeled_stats(story, X, codes, weights, num_classes):
     labeled = codes >= 0
     R = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=X.dtype)

@@ -35,7 +35,6 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -204,9 +203,20 @@ class ParquetSource:
         values[np.asarray(column.is_null().to_numpy(zero_copy_only=False))] = -1
         return values
 
+    def _batches(self, columns):
+        # Arrow's threaded scan reads ahead of a slower consumer without a bound that holds in
+        # practice (1.4 GiB of decoded batches at 250,000 rows measured): read in this thread.
+        return self.dataset.to_batches(
+            columns=columns,
+            batch_size=self.batch_size,
+            batch_readahead=2,
+            fragment_readahead=1,
+            use_threads=False,
+        )
+
     def chunks(self):
         columns = self.features + [self.target] + ([self.weight] if self.weight else [])
-        for batch in self.dataset.to_batches(columns=columns, batch_size=self.batch_size):
+        for batch in self._batches(columns):
             if batch.num_rows == 0:
                 continue
             X = batch.select(self.features).to_pandas()
@@ -217,7 +227,7 @@ class ParquetSource:
             yield X, y, w
 
     def labels(self):
-        for batch in self.dataset.to_batches(columns=[self.target], batch_size=self.batch_size):
+        for batch in self._batches([self.target]):
             yield self._labels_of(batch.column(self.target))
 
 
@@ -297,7 +307,7 @@ class ProgressBar:
 
 
 # -- per-chunk work (also run on Dask workers) -----------------------------------------------------
-@partial(jax.jit, static_argnums=0)
+@jax.jit
 def _em_chunk(story, params, X, codes, row_weights):
     """Statistics of the E-step responsibilities and the weighted objective of one chunk."""
     labeled = codes >= 0
