@@ -259,3 +259,28 @@ def test_qda_chunk_of_a_multiple_of_4096_rows():
     reference = QuadraticDiscriminantAnalysis(store_covariance=True).fit(X, y)
     np.testing.assert_allclose(streamed.means_, reference.means_, rtol=1e-10)
     np.testing.assert_allclose(streamed.predict_proba(X), reference.predict_proba(X), atol=1e-10)
+
+
+def test_parquet_reading_holds_a_bounded_number_of_batches(tmp_path):
+    """A consumer slower than the disk does not make Arrow's reader pile up decoded batches."""
+    import time
+
+    import pandas as pd
+    import pyarrow as pa
+
+    rng = np.random.default_rng(0)
+    rows, files = 50_000, 32
+    for k in range(files):
+        frame = pd.DataFrame(rng.standard_normal((rows, 20)).astype(np.float32))
+        frame.columns = [f"x{j}" for j in range(20)]
+        frame["label"] = rng.integers(0, 3, rows)
+        frame.to_parquet(tmp_path / f"part-{k:03d}.parquet")
+    batch_bytes = rows * (20 * 4 + 8)  # one decoded batch: float32 features, int64 label
+    source = parquet(tmp_path, target="label", batch_size=rows)
+    held = []
+    for _ in source.chunks():
+        time.sleep(0.02)  # the fit of a chunk takes longer than reading it
+        held.append(pa.total_allocated_bytes())
+    assert len(held) == files
+    # Arrow's threaded scan held ~26 batches here, reading in the consumer's thread ~8
+    assert max(held) < 12 * batch_bytes, max(held) / batch_bytes
