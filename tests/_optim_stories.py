@@ -22,6 +22,10 @@ class LaplaceNoClosedForm(Story):
 
     name = "laplace_no_closed_form"
 
+    @property
+    def smooth_likelihood(self):
+        return False  # |x - loc| has a kink at every data point
+
     def prior(self, num_classes, num_features):
         shape = [num_classes, num_features]
         loc = numpyro.sample("loc", dist.Normal(0.0, 10.0).expand(shape).to_event(2))
@@ -45,10 +49,6 @@ class LaplaceStory(LaplaceNoClosedForm):
     """Naive Laplace class-conditionals with the weighted-median closed form."""
 
     name = "laplace"
-
-    @property
-    def smooth_likelihood(self) -> bool:
-        return False
 
     def sufficient_statistics(self, X, R):
         # a median is no sum over rows: the statistics are the weighted data themselves
@@ -81,3 +81,28 @@ class ClassMixtureStory(Story):
     def emission(self, params):
         components = dist.Normal(params["loc"], params["scale"]).to_event(1)
         return dist.MixtureSameFamily(dist.Categorical(params["weights"]), components)
+
+
+class LaplaceMeanInstead(LaplaceStory):
+    """A wrong closed form: the weighted mean where the maximizer is a weighted median."""
+
+    def maximize(self, stats):
+        X, R = stats["X"], stats["R"]
+        loc = (R.T @ X) / R.sum(0)[:, None]
+        scale = jnp.einsum("nk,nkd->kd", R, jnp.abs(X[:, None, :] - loc[None])) / R.sum(0)[:, None]
+        return {"loc": loc, "scale": scale}
+
+
+class GaussianNoClosedForm(Story):
+    """Naive Gaussian class-conditionals with only a prior and an emission (smooth)."""
+
+    name = "gaussian_no_closed_form"
+
+    def prior(self, num_classes, num_features):
+        shape = [num_classes, num_features]
+        loc = numpyro.sample("loc", dist.Normal(0.0, 10.0).expand(shape).to_event(2))
+        scale = numpyro.sample("scale", dist.HalfNormal(10.0).expand(shape).to_event(2))
+        return {"loc": loc, "scale": scale}
+
+    def emission(self, params):
+        return dist.Normal(params["loc"], params["scale"]).to_event(1)
