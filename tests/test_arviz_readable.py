@@ -118,8 +118,6 @@ def test_labels_name_categories():
     islands = ["Biscoe", "Dream", "Torgersen"]
     table = genprob.mle_vs_posterior_table(exact, labels={"category": islands})
     assert table["parameter"].iloc[2] == "probs[Adelie, island, Biscoe]"
-    figure = genprob.plot_posterior_vs_mle(
-        exact, var_names=["probs"], labels={"category": islands}
-    )
+    figure = genprob.plot_posterior_vs_mle(exact, var_names=["probs"], labels={"category": islands})
     titles = [ax.get_title() for ax in figure.axes if ax.get_visible()]
     assert titles[:3] == [f"probs[Adelie, island, {name}]" for name in islands]
