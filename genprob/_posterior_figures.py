@@ -3,6 +3,10 @@
 ArviZ 1.x replaced ``plot_posterior``/``plot_forest`` by ``arviz-plots`` functions with other
 names and arguments; drawing the few marks genprob needs (density, HDI, MLE line, forest rows)
 directly keeps one figure for both majors. The numbers come from :mod:`genprob._arviz_compat`.
+
+Entries are listed once each: a symmetric matrix parameter (dims ``d`` and ``d2``, such as a
+covariance over ``feature`` x ``feature2``) contributes its upper triangle only, so that counts
+over entries (MLE inside the HDI, say) count each free parameter once.
 """
 
 from __future__ import annotations
@@ -11,23 +15,79 @@ import numpy as np
 
 from genprob import _arviz_compat as compat
 
-#: ArviZ's default cap on the panels of one figure.
-MAX_PANELS = 40
+#: Most panels of one posterior-vs-MLE figure (select with ``var_names`` / ``coords``).
+MAX_PANELS = 12
 
 
-def _entries(posterior, mle, names):
-    """``(label, draws (chain*draw,), mle value or None)`` for every scalar entry of ``names``."""
+def _symmetric_pairs(values, point, dims) -> list:
+    """Axis pairs ``(d, d + "2")`` of ``dims`` on which the parameter is a symmetric matrix."""
+    pairs = []
+    for i, dim in enumerate(dims):
+        twin = dim + "2"
+        if twin not in dims:
+            continue
+        j = dims.index(twin)
+        if list(values.coords[dim].values) != list(values.coords[twin].values):
+            continue  # a selection made the two axes differ: no entry has its mirror image
+        reference = point if point is not None else values.mean(("chain", "draw")).values
+        if np.allclose(reference, np.swapaxes(reference, i, j), rtol=1e-10, atol=0.0):
+            pairs.append((i, j))
+    return pairs
+
+
+def distinct_entries(posterior, mle, names):
+    """``(name, dims, index, label, mle value or None)`` for every distinct scalar entry.
+
+    ``dims`` are the parameter's dims without ``chain``/``draw`` and ``index`` indexes them;
+    of a symmetric matrix, only entries with row <= column are listed.
+    """
     for name in names:
         values = posterior[name]
         dims = [d for d in values.dims if d not in ("chain", "draw")]
-        draws = values.transpose("chain", "draw", *dims).values
-        draws = draws.reshape((-1,) + draws.shape[2:])
         point = None if mle is None else mle[name].transpose(*dims).values
-        for index in np.ndindex(draws.shape[1:]):
+        shape = tuple(values.sizes[d] for d in dims)
+        pairs = _symmetric_pairs(values, point, dims)
+        for index in np.ndindex(shape):
+            if any(index[i] > index[j] for i, j in pairs):
+                continue
             parts = [str(values.coords[d].values[i]) for d, i in zip(dims, index, strict=True)]
             label = f"{name}[{', '.join(parts)}]" if parts else name
             value = None if point is None else float(point[index])
-            yield label, draws[(slice(None),) + index], value
+            yield name, dims, index, label, value
+
+
+def _entries(posterior, mle, names):
+    """``(label, draws (chain*draw,), mle value or None)`` for every distinct scalar entry."""
+    for name, dims, index, label, value in distinct_entries(posterior, mle, names):
+        draws = posterior[name].transpose("chain", "draw", *dims).values
+        yield label, draws.reshape((-1,) + draws.shape[2:])[(slice(None),) + index], value
+
+
+def _bounds(intervals, posterior, mle, names):
+    """HDI ``(lower, upper)`` of every distinct entry, in :func:`distinct_entries` order."""
+    bounds = []
+    for name, dims, index, _, _ in distinct_entries(posterior, mle, names):
+        values = intervals[name].transpose(*dims, compat.HDI_DIM).values
+        bounds.append(tuple(values[index]))
+    return bounds
+
+
+def _too_many_panels(count, max_panels, posterior, names) -> ValueError:
+    dims = {}
+    for name in names:
+        for dim in posterior[name].dims:
+            if dim not in ("chain", "draw") and not dim.endswith("2"):
+                dims.setdefault(dim, [str(v) for v in posterior[name].coords[dim].values])
+    listed = "; ".join(
+        f"{d}: {', '.join(v[:6])}{', ...' if len(v) > 6 else ''}" for d, v in dims.items()
+    )
+    example = next(iter(dims.items()), None)
+    hint = f", e.g. coords={{{example[0]!r}: [{example[1][0]!r}]}}" if example else ""
+    return ValueError(
+        f"{count} panels selected ({', '.join(names)}); a figure holds at most {max_panels}. "
+        f"Select fewer with var_names=[...] (parameters: {', '.join(posterior.data_vars)}) "
+        f"and/or coords={{dim: [labels]}}{hint} (dims: {listed}), or pass max_panels."
+    )
 
 
 def _density(ax, sample, color):
@@ -49,64 +109,75 @@ def _density(ax, sample, color):
 
 
 def posterior_vs_mle(
-    idata, names, hdi_prob, *, figsize=None, textsize=None, columns=3, max_panels=MAX_PANELS
+    posterior,
+    mle,
+    names,
+    hdi_prob,
+    *,
+    figsize=None,
+    textsize=None,
+    columns=3,
+    max_panels=MAX_PANELS,
 ):
-    """One panel per scalar entry: density, HDI bar with its bounds, MLE line with the mass on
-    each side (the layout of ArviZ 0.x's ``plot_posterior`` with ``ref_val``).
+    """One panel per distinct scalar entry: density, HDI bar with its bounds, MLE line with the
+    posterior mass on each side; one legend for the figure.
+
+    Raises:
+        ValueError: more than ``max_panels`` entries, with how to select fewer.
 
     Returns:
         ``matplotlib.figure.Figure`` (created without pyplot).
     """
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
-    posterior = compat.get_group(idata, "posterior")[names]
-    mle = compat.get_group(idata, "mle")
-    entries = list(_entries(posterior, mle, names))[:max_panels]
-    intervals = compat.hdi(posterior, hdi_prob)
+    entries = list(_entries(posterior, mle, names))
+    if len(entries) > max_panels:
+        raise _too_many_panels(len(entries), max_panels, posterior, names)
+    intervals = compat.hdi(posterior[names], hdi_prob)
+    flat_bounds = _bounds(intervals, posterior, mle, names)
     columns = max(1, min(columns, len(entries)))
     rows = -(-len(entries) // columns)
-    figure = Figure(figsize=figsize or (4.3 * columns, 2.8 * rows), layout="constrained")
+    figure = Figure(figsize=figsize or (4.3 * columns, 2.6 * rows + 0.6), layout="constrained")
     axes = np.atleast_1d(figure.subplots(rows, columns, squeeze=False)).ravel()
-    flat_bounds = []
-    for name in names:
-        bounds = intervals[name]
-        dims = [d for d in bounds.dims if d != compat.HDI_DIM]
-        flat_bounds.extend(bounds.transpose(*dims, compat.HDI_DIM).values.reshape(-1, 2))
     fontsize = textsize
     for ax, (label, sample, value), (lower, upper) in zip(axes, entries, flat_bounds, strict=False):
         top = _density(ax, sample, "C0")
         ax.plot([lower, upper], [0.0, 0.0], color="k", linewidth=4, solid_capstyle="butt")
         ax.text(lower, 0.05 * top, f"{lower:.3g}", ha="center", fontsize=fontsize)
         ax.text(upper, 0.05 * top, f"{upper:.3g}", ha="center", fontsize=fontsize)
-        ax.text(
-            (lower + upper) / 2,
-            0.15 * top,
-            f"{100 * hdi_prob:g}% HDI",
-            ha="center",
-            fontsize=fontsize,
-        )
         below = 100 * float(np.mean(sample < value))
         ax.axvline(value, color="C3", linestyle="--")
+        # inside the axes (axes coordinates), so that it cannot run into the title or a neighbour
         ax.text(
-            value,
-            1.04 * top,
+            0.5,
+            0.97,
             f"{below:.1f}% < MLE {value:.3g} < {100 - below:.1f}%",
+            transform=ax.transAxes,
             color="C3",
             ha="center",
-            va="bottom",
+            va="top",
             fontsize=fontsize,
             bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1},
         )
-        ax.set_ylim(-0.05 * top, 1.25 * top)  # room for the MLE label above the density
+        ax.set_ylim(-0.05 * top, 1.3 * top)  # room for the mass label above the density
         ax.set_title(label, fontsize=fontsize)
         ax.set_yticks([])
         ax.tick_params(labelsize=fontsize)
     for ax in axes[len(entries) :]:
         ax.set_visible(False)
+    handles = [
+        Line2D([], [], color="C0", label="posterior density"),
+        Line2D([], [], color="k", linewidth=4, label=f"{100 * hdi_prob:g}% HDI"),
+        Line2D(
+            [], [], color="C3", linestyle="--", label="MLE (posterior mass below < MLE < above)"
+        ),
+    ]
+    figure.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=fontsize)
     return figure
 
 
-def forest(idata, names, hdi_prob, *, figsize=None, textsize=None):
+def forest(posterior, mle, names, hdi_prob, *, figsize=None, textsize=None):
     """Forest of posterior HDIs (bar, mean as a dot) with the MLE as a second marker per row.
 
     Returns:
@@ -114,15 +185,9 @@ def forest(idata, names, hdi_prob, *, figsize=None, textsize=None):
     """
     from matplotlib.figure import Figure
 
-    posterior = compat.get_group(idata, "posterior")[names]
-    mle = compat.get_group(idata, "mle") if compat.has_group(idata, "mle") else None
     entries = list(_entries(posterior, mle, names))
-    intervals = compat.hdi(posterior, hdi_prob)
-    bounds = []
-    for name in names:
-        values = intervals[name]
-        dims = [d for d in values.dims if d != compat.HDI_DIM]
-        bounds.extend(values.transpose(*dims, compat.HDI_DIM).values.reshape(-1, 2))
+    intervals = compat.hdi(posterior[names], hdi_prob)
+    bounds = _bounds(intervals, posterior, mle, names)
     height = max(2.0, 0.35 * len(entries) + 1.0)
     figure = Figure(figsize=figsize or (7.0, height), layout="tight")
     ax = figure.subplots()

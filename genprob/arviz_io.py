@@ -262,11 +262,43 @@ def _check_mle(idata):
     return compat.get_group(idata, "mle")
 
 
-def _entry_label(name, dims, coords, index) -> str:
-    if not dims:
-        return name
-    parts = [str(coords[d].values[i]) for d, i in zip(dims, index, strict=True)]
-    return f"{name}[{', '.join(parts)}]"
+def _selection(idata, var_names, coords, labels, *, need_mle: bool):
+    """``(names, posterior, mle or None)``: the datasets with ``coords`` selected and ``labels``
+    (display names of a dim's coordinates) assigned."""
+    names = _var_names(idata, var_names)
+    posterior = compat.get_group(idata, "posterior")
+    mle = _check_mle(idata) if need_mle else None
+    if mle is None and compat.has_group(idata, "mle"):
+        mle = compat.get_group(idata, "mle")
+    dims = {d for name in names for d in posterior[name].dims} - {"chain", "draw"}
+    for option, given in (("coords", coords), ("labels", labels)):
+        unknown = sorted(set(given or {}) - dims)
+        if unknown:
+            raise ValueError(
+                f"{option} name dims {unknown} that {', '.join(names)} do not have; their dims: "
+                f"{sorted(dims)}."
+            )
+    if coords:
+        selection = {d: list(np.atleast_1d(v)) for d, v in coords.items()}
+        try:
+            posterior = posterior.sel(selection)
+            mle = None if mle is None else mle.sel(selection)
+        except KeyError as error:
+            known = {d: list(posterior.coords[d].values) for d in selection}
+            raise ValueError(
+                f"coords {coords} select unknown labels ({error}); known: {known}."
+            ) from None
+    for dim, names_of_dim in (labels or {}).items():
+        names_of_dim = [str(v) for v in names_of_dim]
+        if len(names_of_dim) != posterior.sizes[dim]:
+            raise ValueError(
+                f"labels[{dim!r}] has {len(names_of_dim)} names for {posterior.sizes[dim]} "
+                f"coordinates ({list(posterior.coords[dim].values)})."
+            )
+        posterior = posterior.assign_coords({dim: names_of_dim})
+        if mle is not None and dim in mle.dims:
+            mle = mle.assign_coords({dim: names_of_dim})
+    return names, posterior, mle
 
 
 def _hdi_columns(hdi_prob: float) -> tuple[str, str]:
@@ -274,13 +306,20 @@ def _hdi_columns(hdi_prob: float) -> tuple[str, str]:
     return f"hdi_{tail:g}%", f"hdi_{100 - tail:g}%"
 
 
-def mle_vs_posterior_table(idata, var_names=None, hdi_prob: float = HDI_PROB):
-    """One row per scalar parameter entry: the MLE next to the posterior's summary.
+def mle_vs_posterior_table(
+    idata, var_names=None, hdi_prob: float = HDI_PROB, coords=None, labels=None
+):
+    """One row per distinct scalar parameter entry: the MLE next to the posterior's summary.
+
+    A symmetric matrix (a covariance over ``feature`` x ``feature2``) is listed once per pair:
+    its upper triangle, so ``mle_in_hdi`` counts each free parameter once.
 
     Args:
         idata: ArviZ result from :func:`to_arviz` / ``estimator.posterior`` (with ``mle``).
         var_names: parameters to include (default: all).
         hdi_prob: mass of the highest-density interval (0.94: columns ``hdi_3%``, ``hdi_97%``).
+        coords: selection by dim, e.g. ``{"class": ["setosa"], "feature": ["petal_width"]}``.
+        labels: display names of a dim's coordinates, e.g. ``{"category": ["Biscoe", ...]}``.
 
     Returns:
         ``pandas.DataFrame`` with columns ``parameter`` (e.g. ``"probs[spam, x3]"``), ``mle``,
@@ -289,9 +328,8 @@ def mle_vs_posterior_table(idata, var_names=None, hdi_prob: float = HDI_PROB):
     """
     import pandas as pd
 
-    mle = _check_mle(idata)
-    names = _var_names(idata, var_names)
-    posterior = compat.get_group(idata, "posterior")[names]
+    names, posterior, mle = _selection(idata, var_names, coords, labels, need_mle=True)
+    posterior = posterior[names]
     lower_name, upper_name = _hdi_columns(hdi_prob)
     # constant entries (padding of categorical tables, one-category features) have no defined
     # r_hat/ESS: NaN is the honest value
@@ -299,31 +337,24 @@ def mle_vs_posterior_table(idata, var_names=None, hdi_prob: float = HDI_PROB):
     ess = compat.ess(posterior, method="bulk")
     rhat = compat.rhat(posterior) if posterior.sizes["chain"] > 1 else None
     rows = []
-    for name in names:
-        draws = posterior[name]
-        dims = [d for d in draws.dims if d not in ("chain", "draw")]
-        mean = draws.mean(("chain", "draw")).values
-        sd = draws.std(("chain", "draw"), ddof=1).values
-        lower = hdi[name].sel({compat.HDI_DIM: "lower"}).transpose(*dims).values
-        upper = hdi[name].sel({compat.HDI_DIM: "upper"}).transpose(*dims).values
-        point = mle[name].transpose(*dims).values
-        ess_values = ess[name].transpose(*dims).values
-        rhat_values = rhat[name].transpose(*dims).values if rhat is not None else None
-        for index in np.ndindex(mean.shape):
-            value = float(point[index])
-            rows.append(
-                {
-                    "parameter": _entry_label(name, dims, draws.coords, index),
-                    "mle": value,
-                    "mean": float(mean[index]),
-                    "sd": float(sd[index]),
-                    lower_name: float(lower[index]),
-                    upper_name: float(upper[index]),
-                    "mle_in_hdi": bool(lower[index] <= value <= upper[index]),
-                    "r_hat": float(rhat_values[index]) if rhat_values is not None else np.nan,
-                    "ess_bulk": float(ess_values[index]),
-                }
-            )
+    for name, dims, index, label, value in figures.distinct_entries(posterior, mle, names):
+        draws = posterior[name].transpose("chain", "draw", *dims).values[(slice(None),) * 2 + index]
+        lower = float(hdi[name].sel({compat.HDI_DIM: "lower"}).transpose(*dims).values[index])
+        upper = float(hdi[name].sel({compat.HDI_DIM: "upper"}).transpose(*dims).values[index])
+        r_hat = np.nan if rhat is None else float(rhat[name].transpose(*dims).values[index])
+        rows.append(
+            {
+                "parameter": label,
+                "mle": value,
+                "mean": float(draws.mean()),
+                "sd": float(draws.std(ddof=1)),
+                lower_name: lower,
+                upper_name: upper,
+                "mle_in_hdi": bool(lower <= value <= upper),
+                "r_hat": r_hat,
+                "ess_bulk": float(ess[name].transpose(*dims).values[index]),
+            }
+        )
     columns = [
         "parameter",
         "mle",
@@ -339,27 +370,45 @@ def mle_vs_posterior_table(idata, var_names=None, hdi_prob: float = HDI_PROB):
 
 
 # -- plots ---------------------------------------------------------------------------------------
-def plot_posterior_vs_mle(idata, var_names=None, hdi_prob: float = HDI_PROB, **kwargs):
+def plot_posterior_vs_mle(
+    idata,
+    var_names=None,
+    hdi_prob: float = HDI_PROB,
+    coords=None,
+    labels=None,
+    max_panels: int = figures.MAX_PANELS,
+    **kwargs,
+):
     """Posterior densities with their HDI and the MLE as reference line, one panel per entry.
 
-    Drawn with matplotlib (the same figure on ArviZ 0.x and 1.x); the MLE line is labeled with
-    the posterior mass below and above it, like ArviZ 0.x's ``plot_posterior(ref_val=...)``.
+    Drawn with matplotlib (the same figure on ArviZ 0.x and 1.x). Each distinct entry gets one
+    panel (a symmetric matrix its upper triangle); a legend names the density, the HDI bar and
+    the MLE line, and each panel prints the posterior mass below and above the MLE.
 
     Args:
         idata: ArviZ result with an ``mle`` group.
-        var_names: parameters to plot (default: all; at most 40 panels).
+        var_names: parameters to plot (default: all).
         hdi_prob: HDI mass.
-        **kwargs: ``figsize`` and ``textsize`` (font size of titles and labels).
+        coords: selection by dim, e.g. ``{"class": ["setosa"]}``.
+        labels: display names of a dim's coordinates, e.g. ``{"category": ["Biscoe", ...]}``.
+        max_panels: most panels of the figure (12): select with ``var_names`` / ``coords``.
+        **kwargs: ``figsize``, ``textsize`` (font size of titles and labels) and ``columns``.
 
     Returns:
         The ``matplotlib.figure.Figure``.
+
+    Raises:
+        ValueError: more than ``max_panels`` entries selected (the message says how to select).
     """
-    _check_mle(idata)
-    names = _var_names(idata, var_names)
-    return figures.posterior_vs_mle(idata, names, hdi_prob, **kwargs)
+    names, posterior, mle = _selection(idata, var_names, coords, labels, need_mle=True)
+    return figures.posterior_vs_mle(
+        posterior, mle, names, hdi_prob, max_panels=int(max_panels), **kwargs
+    )
 
 
-def plot_forest(idata, var_names=None, hdi_prob: float = HDI_PROB, **kwargs):
+def plot_forest(
+    idata, var_names=None, hdi_prob: float = HDI_PROB, coords=None, labels=None, **kwargs
+):
     """Forest plot of posterior HDIs and means with the MLE as a second marker per entry.
 
     Args:
@@ -367,13 +416,15 @@ def plot_forest(idata, var_names=None, hdi_prob: float = HDI_PROB, **kwargs):
             alone is drawn).
         var_names: parameters to plot (default: all).
         hdi_prob: HDI mass.
+        coords: selection by dim, e.g. ``{"class": ["setosa"]}``.
+        labels: display names of a dim's coordinates.
         **kwargs: ``figsize`` and ``textsize``.
 
     Returns:
         The ``matplotlib.figure.Figure``.
     """
-    names = _var_names(idata, var_names)
-    return figures.forest(idata, names, hdi_prob, **kwargs)
+    names, posterior, mle = _selection(idata, var_names, coords, labels, need_mle=False)
+    return figures.forest(posterior, mle, names, hdi_prob, **kwargs)
 
 
 def _posterior_draws(idata) -> dict:

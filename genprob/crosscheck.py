@@ -1,19 +1,28 @@
-r"""The closed-form cross-check: every closed-form solver against numerical maximization.
+r"""The cross-check: a fit against an independent numerical maximization of the same objective.
 
-:func:`crosscheck` fits a story twice on the same labelled data — by its closed form
-(:func:`genprob.core.fit_closed_form`) and by L-BFGS on the NumPyro model's likelihood
-(:func:`genprob.fit_optimizer`, from a deliberately poor start) — and compares:
+:func:`crosscheck` fits a story twice on the same labelled data and compares the two answers.
+A story with a closed form is fitted by it (:func:`genprob.core.fit_closed_form`) and by L-BFGS
+on the NumPyro model's likelihood (:func:`genprob.fit_optimizer`, from a deliberately poor
+start). A story without one was fitted by the optimizer: that fit (or given parameters) is
+checked against an *independent restart* of the optimizer from another seed.
 
-* every named parameter: max absolute and max relative difference;
-* the objective at both solutions: the log-likelihood plus ``story.log_penalty`` (the MAP
-  objective of a smoothed or regularized closed form; the penalty is 0 for plain MLE);
-* the norm of the gradient of ``objective / n`` with respect to the unconstrained parameters *at
-  the closed-form solution*. It must vanish there whatever the optimizer does: the sharp,
-  independent check. (The same norm at the optimizer's solution shows that it converged.)
+The verdict judges the objective — the log-likelihood plus ``story.log_penalty`` (the MAP
+objective of a smoothed or regularized closed form; 0 for plain MLE):
+
+* **objective** (always decides): the checked fit must not be *worse* than the optimizer (or
+  restart) by more than a relative tolerance. An optimizer that stops below it proves nothing
+  against it; one that ends above it shows the fit is not the maximizer.
+* **parameters** (max absolute and relative difference of every named parameter) and the
+  **gradient norm** of ``objective / n`` in the optimizer's unconstrained coordinates, at the
+  checked fit (it vanishes at an interior maximum: the sharp, independent check) and at the
+  optimizer's answer (it converged). These decide only when the likelihood is smooth
+  (:attr:`genprob.story.Story.smooth_likelihood`): a Laplace location's likelihood has a kink
+  at every data point and is maximized by any weighted median, so there two correct answers
+  may differ and the gradient need not vanish. They are reported either way.
 
 A wrong derivation cannot hide: dividing a variance by ``n - 1`` where the maximizer needs ``n``,
 or dropping a smoothing term that the penalty says is there, moves the closed form off the
-maximizer, which shows in all three rows.
+maximizer, which the optimizer's higher objective shows.
 
 Tolerances are keyed by dtype (:data:`TOLERANCES`). Relative parameter differences are taken
 entry by entry, ``|a - b| / max(|b|, floor * max|b|)``, so that an entry that is zero up to
@@ -64,9 +73,12 @@ class CheckRow(NamedTuple):
         optimizer: objective or gradient norm at the optimizer's solution (NaN for parameters).
         abs_diff: max absolute difference (parameters, objective); the norm itself (gradients).
         rel_diff: max relative difference (parameters, objective); the norm (gradients).
-        tolerance: threshold on ``rel_diff``.
-        passed: ``rel_diff <= tolerance`` (and finite).
-        note: explanation when the row fails.
+        tolerance: threshold on ``rel_diff`` (on the signed shortfall for the objective).
+        passed: within tolerance (and finite). For the objective: the checked fit is not
+            below the optimizer's by more than ``tolerance`` (relative).
+        note: explanation when the row fails (or when it is informative only).
+        decisive: whether the row counts in the verdict (parameter and gradient rows do only
+            for a smooth likelihood).
     """
 
     quantity: str
@@ -79,6 +91,7 @@ class CheckRow(NamedTuple):
     tolerance: float
     passed: bool
     note: str = ""
+    decisive: bool = True
 
 
 class CrosscheckResult:
@@ -91,10 +104,16 @@ class CrosscheckResult:
         shape: ``(n_samples, n_features)``.
         num_classes: K.
         rows: list of :class:`CheckRow`.
-        closed_form: closed-form parameters (NumPy arrays).
-        optimizer: the :class:`~genprob.optimize.OptimizerResult`.
+        closed_form: the checked parameters (NumPy arrays): the closed form, or for a story
+            without one the optimizer fit (or the given ``params``).
+        optimizer: the :class:`~genprob.optimize.OptimizerResult` it is compared with (the
+            best of the optimizer's starts, or of the independent restarts).
         seconds: wall time of the optimizer fits.
-        num_starts: number of optimizer runs (poor starts) made.
+        num_starts: number of optimizer runs (poor starts) made for the comparison.
+        reference: ``"closed form"`` or ``"fit"`` (a story fitted by the optimizer, checked
+            against a restart).
+        smooth: the story's :attr:`~genprob.story.Story.smooth_likelihood` (whether parameter
+            and gradient rows decide).
     """
 
     def __init__(
@@ -110,6 +129,8 @@ class CrosscheckResult:
         seconds,
         label=None,
         num_starts=1,
+        reference="closed form",
+        smooth=True,
     ):
         self.num_starts = num_starts
         self.story = story
@@ -122,16 +143,19 @@ class CrosscheckResult:
         self.closed_form = closed_form
         self.optimizer = optimizer
         self.seconds = seconds
+        self.reference = reference
+        self.smooth = smooth
 
     @property
     def passed(self) -> bool:
-        """True when every row passed."""
-        return all(row.passed for row in self.rows)
+        """True when every decisive row passed (the objective, and for a smooth likelihood the
+        parameters and gradients too)."""
+        return all(row.passed for row in self.rows if row.decisive)
 
     @property
     def failures(self) -> list:
-        """The rows that failed."""
-        return [row for row in self.rows if not row.passed]
+        """The decisive rows that failed."""
+        return [row for row in self.rows if row.decisive and not row.passed]
 
     def row(self, quantity: str) -> CheckRow:
         """The row of ``quantity`` (a parameter name, ``"objective"``, ``"gradient at ..."``)."""
@@ -153,10 +177,12 @@ class CrosscheckResult:
     def __str__(self) -> str:
         n, d = self.shape
         opt = self.optimizer
+        restart = self.reference != "closed form"
+        what = "independent restart" if restart else "L-BFGS from a poor start"
         lines = [
             f"{self.label or _story_label(self.story)} on {self.data_name} "
             f"({n} rows, {d} features, {self.num_classes} classes, {self.dtype})",
-            f"  optimizer: L-BFGS from a poor start"
+            f"  {'restart' if restart else 'optimizer'}: {what}"
             f"{f' (best of {self.num_starts})' if self.num_starts > 1 else ''}, "
             f"{opt.num_iterations} iterations in "
             f"{opt.num_stages} stage(s), {'converged' if opt.converged else 'NOT converged'}, "
@@ -164,8 +190,10 @@ class CrosscheckResult:
         ]
         if self.label:
             lines.insert(1, f"  story: {_story_label(self.story)}")
+        if restart:
+            lines.insert(-1, "  checked: the optimizer fit (no closed form), against a restart")
         header = (
-            f"  {'quantity':<30}{'closed form':>20}{'optimizer':>20}"
+            f"  {'quantity':<30}{self.reference:>20}{'restart' if restart else 'optimizer':>20}"
             f"{'max |diff|':>12}{'max rel diff':>14}{'tolerance':>11}  result"
         )
         lines += [header, "  " + "-" * (len(header) - 2)]
@@ -182,10 +210,18 @@ class CrosscheckResult:
                 closed = _fmt(row.closed_form)
                 found = _fmt(row.optimizer)
                 values = f"{closed:>20}{found:>20}{'':>12}{row.rel_diff:>14.2e}"
-            result = "ok" if row.passed else "FAIL"
+            if not row.decisive:
+                result = "(info)"
+            else:
+                result = "ok" if row.passed else "FAIL"
             lines.append(f"  {label:<30}{values}{row.tolerance:>11.1e}  {result}")
             if row.note:
                 lines.append(f"      -> {row.note}")
+        if not self.smooth:
+            lines.append(
+                "  the likelihood is not smooth (Story.smooth_likelihood is False): the objective "
+                "decides; parameter and gradient rows are (info)"
+            )
         lines.append("  " + ("PASSED" if self.passed else f"FAILED: {len(self.failures)} row(s)"))
         return "\n".join(lines)
 
@@ -237,7 +273,7 @@ def _relative_difference(found, expected) -> tuple[float, float]:
     return float(difference.max()), float((difference / scale).max())
 
 
-def _parameter_rows(closed_form: dict, found: dict, tolerance: float) -> list:
+def _parameter_rows(closed_form: dict, found: dict, tolerance: float, decisive: bool) -> list:
     rows = []
     names = sorted(closed_form, key=lambda k: (k != CLASS_PRIOR, list(closed_form).index(k)))
     for name in names:
@@ -258,48 +294,56 @@ def _parameter_rows(closed_form: dict, found: dict, tolerance: float) -> list:
             continue
         absolute, relative = _relative_difference(value, expected)
         passed = bool(np.isfinite(relative) and relative <= tolerance)
-        note = "" if passed else "the closed form and the optimizer disagree"
+        note = "" if passed else "the two answers disagree"
+        if not passed and not decisive:
+            note = "differ, not judged: a non-smooth likelihood can have several maximizers"
         if not np.all(np.isfinite(expected)):
-            note = "the closed form has non-finite entries"
+            note = "the checked parameters have non-finite entries"
+            decisive = True
         rows.append(
             CheckRow(name, "parameter", expected.shape, math.nan, math.nan, absolute, relative,
-                     tolerance, passed, note)
+                     tolerance, passed, note, decisive)
         )  # fmt: skip
     return rows
 
 
-def _objective_row(at_closed_form: float, at_optimizer: float, tolerance: float) -> CheckRow:
-    absolute = abs(at_optimizer - at_closed_form)
-    scale = max(abs(at_optimizer), abs(at_closed_form))
+def _objective_row(
+    at_reference: float, at_optimizer: float, tolerance: float, reference: str
+) -> CheckRow:
+    """The verdict's row: ``reference`` must not be below the optimizer by more than tolerance."""
+    absolute = abs(at_optimizer - at_reference)
+    scale = max(abs(at_optimizer), abs(at_reference))
     relative = absolute / scale if scale > 0 else absolute
-    passed = bool(np.isfinite(relative) and relative <= tolerance)
+    shortfall = (at_optimizer - at_reference) / scale if scale > 0 else at_optimizer - at_reference
+    passed = bool(np.isfinite(relative) and shortfall <= tolerance)
     note = ""
-    if not passed:
-        if not np.isfinite(at_closed_form):
-            note = "the objective is not finite at the closed form"
-        elif at_optimizer > at_closed_form:
-            note = "the optimizer found a higher objective: the closed form is not the maximizer"
-        else:
-            note = "the closed form is higher: the optimizer stopped short of the maximum"
+    if not np.isfinite(at_reference):
+        note = f"the objective is not finite at the {reference}"
+    elif not passed:
+        note = f"the optimizer found a higher objective: the {reference} is not the maximizer"
+    elif relative > tolerance:
+        note = f"the {reference} is higher: the optimizer stopped short of the maximum"
     return CheckRow(
-        "objective", "objective", (), at_closed_form, at_optimizer, absolute, relative,
+        "objective", "objective", (), at_reference, at_optimizer, absolute, relative,
         tolerance, passed, note,
     )  # fmt: skip
 
 
-def _gradient_row(where: str, norm: float, tolerance: float) -> CheckRow:
+def _gradient_row(where: str, norm: float, tolerance: float, decisive: bool) -> CheckRow:
     passed = bool(np.isfinite(norm) and norm <= tolerance)
-    at_closed = where == "closed form"
+    at_reference = where in ("closed form", "fit")
     note = ""
     if not passed:
         note = (
-            "the closed form is not a stationary point of the objective"
-            if at_closed
+            f"the {where} is not a stationary point of the objective"
+            if at_reference
             else "the optimizer did not reach a stationary point"
         )
+        if not decisive:
+            note = "not judged: the likelihood is not differentiable everywhere"
     return CheckRow(
-        f"gradient at {where}", "gradient", (), norm if at_closed else math.nan,
-        math.nan if at_closed else norm, norm, norm, tolerance, passed, note,
+        f"gradient at {where}", "gradient", (), norm if at_reference else math.nan,
+        math.nan if at_reference else norm, norm, norm, tolerance, passed, note, decisive,
     )  # fmt: skip
 
 
@@ -318,38 +362,51 @@ def crosscheck(
     tolerances: dict | None = None,
     data_name: str = "data",
     label: str | None = None,
+    params: dict | None = None,
     **optimizer_options,
 ) -> CrosscheckResult:
-    """Fit ``story`` by its closed form and by L-BFGS, and compare the two.
+    """Check a fit of ``story`` against an independent numerical maximization.
 
-    The optimizer maximizes the *penalized* objective ``log-likelihood + story.log_penalty``
-    (the penalty is 0 for plain maximum likelihood), from a poor seeded start. A fixed or uniform
-    class prior (``class_prior`` given, or ``fit_prior=False``) is held fixed in both fits.
+    A story with a closed form: the closed form against L-BFGS from a poor seeded start. A story
+    without one: its optimizer fit (``params``, or a fit from seed ``seed``) against independent
+    restarts (seeds ``seed + 1``, ...; ``seed``, ... when ``params`` are given). The optimizer
+    maximizes the *penalized* objective ``log-likelihood + story.log_penalty`` (the penalty is 0
+    for plain maximum likelihood). A fixed or uniform class prior (``class_prior`` given, or
+    ``fit_prior=False``) is held fixed in every fit.
+
+    The verdict (``.passed``) needs the checked fit's objective to be no lower than the
+    optimizer's, up to the relative ``objective`` tolerance; when the likelihood is smooth
+    (:attr:`~genprob.story.Story.smooth_likelihood`), also the parameters to agree and the
+    gradients to vanish. Every row is reported either way.
 
     Args:
-        story: a story with a closed form.
+        story: the story.
         X: features (n, D).
-        y: class codes (n,) in 0..K-1 (every row labeled: the closed form is supervised).
+        y: class codes (n,) in 0..K-1 (every row labeled: the check is supervised).
         num_classes: K; defaults to ``max(y) + 1``.
-        sample_weight: optional row weights, used by both fits.
+        sample_weight: optional row weights, used by every fit.
         class_prior: fixed class prior (K,), or None.
         fit_prior: estimate the class prior (else uniform, unless ``class_prior`` is given).
         dtype: ``"float64"`` (default) or ``"float32"``; selects the tolerances too.
         seed: seed of the optimizer's initial point.
-        starts: at most this many poor starts (seeds ``seed``, ``seed + 1``, ...). A start is
-            added only while the best optimizer objective is *below* the closed form's (the
-            optimizer stalled); the printout says how many ran and shows the best.
+        starts: at most this many poor starts of the comparison run. A start is added only while
+            the best of them is *below* the checked fit (it stalled); the printout says how many
+            ran and shows the best.
         tolerances: overrides of :data:`TOLERANCES` entries (``parameters``, ``objective``,
             ``gradient``).
         data_name: label of the data in the printout.
         label: name of the story in the printout (default: its type and non-default options).
+        params: parameters to check instead of fitting them (a story without a closed form
+            only: e.g. a fitted ``GenerativeClassifier``'s ``params_``).
         **optimizer_options: passed to :func:`genprob.fit_optimizer` (``max_iter``, ``tol``...).
 
     Returns:
-        A :class:`CrosscheckResult`; ``.passed`` tells whether every row is within tolerance.
+        A :class:`CrosscheckResult`; ``.passed`` tells whether every decisive row is within
+        tolerance.
 
     Raises:
-        ValueError: the story has no closed form, y has unlabeled rows, or bad data.
+        ValueError: the story has neither a closed form nor a prior to optimize, y has
+            unlabeled rows, or bad data.
     """
     dtype = resolve_dtype(dtype)
     limits = dict(TOLERANCES[dtype])
@@ -359,65 +416,92 @@ def crosscheck(
     limits.update(tolerances or {})
     if not isinstance(story, Story):
         raise TypeError(f"story must be a genprob Story, got {type(story).__name__}.")
-    if not story.has_closed_form:
+    closed_form = story.has_closed_form
+    if not closed_form and type(story).prior is Story.prior:
         raise ValueError(
-            f"{type(story).__name__} has no closed form to check; fit it with "
-            "genprob.fit_optimizer."
+            f"{type(story).__name__} has no closed form to check and no prior to fit by "
+            "optimization: write its prior and emission (or a closed form)."
         )
+    if closed_form and params is not None:
+        raise ValueError("params are for stories without a closed form; the closed form is fit.")
     X = check_features(X, numpy_dtype(dtype))
     codes, num_classes = class_codes(y, X.shape[0], num_classes)
     sample_weight = check_sample_weight(sample_weight, X.shape[0])
     class_prior = check_class_prior(class_prior, range(num_classes))
     if np.any(codes < 0):
         raise ValueError(
-            f"y has {int(np.sum(codes < 0))} unlabeled rows (-1); the closed form is supervised. "
+            f"y has {int(np.sum(codes < 0))} unlabeled rows (-1); the cross-check is supervised. "
             "Check semi-supervised fits with genprob.fit_optimizer(..., unlabeled_weight=...)."
         )
+    penalty_stats = None
     with precision(dtype):
         Xj = jnp.asarray(X)
         story.validate(Xj)
         R = core.one_hot_responsibilities(
             codes, num_classes, sample_weight, dtype=numpy_dtype(dtype)
         )
-        stats = core.sufficient_statistics(story, Xj, R)
-        closed = core.maximize(story, stats, class_prior, fit_prior)
-        closed = {name: np.asarray(value) for name, value in closed.items()}
-        penalty_stats = jax.tree_util.tree_map(np.asarray, stats["emission"])
+        if closed_form:
+            stats = core.sufficient_statistics(story, Xj, R)
+            checked = core.maximize(story, stats, class_prior, fit_prior)
+            penalty_stats = jax.tree_util.tree_map(np.asarray, stats["emission"])
+        else:
+            counts = R.sum(axis=0)
+            prior = core.class_prior_from_counts(counts, class_prior, fit_prior)
     fixed = None
     if class_prior is not None or not fit_prior:
-        fixed = {CLASS_PRIOR: closed[CLASS_PRIOR]}
+        fixed = {CLASS_PRIOR: np.asarray(checked[CLASS_PRIOR] if closed_form else prior)}
     common = dict(
         num_classes=num_classes,
         sample_weight=sample_weight,
-        penalized=True,
+        penalized=closed_form,
         penalty_stats=penalty_stats,
         fixed=fixed,
         dtype=dtype,
     )
-    try:
-        at_closed = evaluate_objective(story, closed, X, codes, **common)
-    except ValueError as error:
-        raise ValueError(f"cannot score the closed-form parameters: {error}") from None
+    # the table reports convergence and collapse itself
+    options = {"warn": False, **optimizer_options}
     start = time.perf_counter()
+    first_seed = seed
+    if not closed_form:
+        if params is None:
+            params = fit_optimizer(story, X, codes, seed=seed, **common, **options).params
+            first_seed = seed + 1
+        checked = params
+    checked = {name: np.asarray(value) for name, value in checked.items()}
+    reference = "closed form" if closed_form else "fit"
+    try:
+        at_checked = evaluate_objective(story, checked, X, codes, **common)
+    except ValueError as error:
+        raise ValueError(f"cannot score the {reference} parameters: {error}") from None
     found: OptimizerResult | None = None
     for start_index in range(max(1, int(starts))):
         candidate = fit_optimizer(
-            story, X, codes, seed=seed + start_index, **common, **optimizer_options
+            story, X, codes, seed=first_seed + start_index, **common, **options
         )
         if found is None or candidate.objective > found.objective:
             found = candidate
-        # Only an optimizer that ended *below* the closed form gets another start (it stalled,
+        # Only an optimizer that ended *below* the checked fit gets another start (it stalled,
         # e.g. a softmax saturated by a long early step); one that ends above it has shown the
-        # closed form is not the maximum, and no restart can hide that.
-        shortfall = at_closed.objective - found.objective
-        if shortfall <= limits["objective"] * max(1.0, abs(at_closed.objective)):
+        # checked fit is not the maximum, and no restart can hide that.
+        shortfall = at_checked.objective - found.objective
+        if shortfall <= limits["objective"] * max(1.0, abs(at_checked.objective)):
             break
     num_starts = start_index + 1
     seconds = time.perf_counter() - start
-    rows = _parameter_rows(closed, found.params, limits["parameters"])
-    rows.append(_objective_row(at_closed.objective, found.objective, limits["objective"]))
-    rows.append(_gradient_row("closed form", at_closed.grad_norm, limits["gradient"]))
-    rows.append(_gradient_row("optimizer", found.grad_norm, limits["gradient"]))
+    smooth = bool(story.smooth_likelihood)
+    rows = _parameter_rows(checked, found.params, limits["parameters"], smooth)
+    rows.append(
+        _objective_row(at_checked.objective, found.objective, limits["objective"], reference)
+    )
+    rows.append(_gradient_row(reference, at_checked.grad_norm, limits["gradient"], smooth))
+    rows.append(
+        _gradient_row(
+            "restart" if not closed_form else "optimizer",
+            found.grad_norm,
+            limits["gradient"],
+            smooth,
+        )
+    )
     return CrosscheckResult(
         story=story,
         data_name=data_name,
@@ -425,9 +509,11 @@ def crosscheck(
         shape=tuple(X.shape),
         num_classes=num_classes,
         rows=rows,
-        closed_form=closed,
+        closed_form=checked,
         optimizer=found,
         seconds=seconds,
         label=label,
         num_starts=num_starts,
+        reference=reference,
+        smooth=smooth,
     )

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from functools import partial
 from typing import NamedTuple
 
@@ -47,7 +48,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from numpyro import handlers
+from numpyro.distributions import constraints
 from numpyro.infer.util import constrain_fn, log_likelihood, unconstrain_fn
+from sklearn.exceptions import ConvergenceWarning
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
@@ -82,6 +85,11 @@ class OptimizerResult(NamedTuple):
             (non-decreasing: every accepted L-BFGS step satisfies the Wolfe conditions).
         converged: the last stage met ``tol`` (in whitened coordinates when whitening is used).
         num_stages: number of L-BFGS runs (restarts with a fresh whitening).
+        start_objectives: final objective of every start (``n_init`` of them, in seed order;
+            NaN for a start whose initial objective was not finite); the best one is kept.
+        collapsed: weights that collapsed, as ``(site, index, weight)``: entries of a simplex
+            site (``class_prior``, a mixture's weights) below ``min_weight`` at the solution,
+            i.e. a class or component that explains no rows.
     """
 
     params: dict
@@ -93,6 +101,8 @@ class OptimizerResult(NamedTuple):
     trace: np.ndarray
     converged: bool
     num_stages: int
+    start_objectives: np.ndarray = np.zeros(0)
+    collapsed: tuple = ()
 
 
 class ObjectiveValue(NamedTuple):
@@ -135,6 +145,7 @@ class _Site(NamedTuple):
     name: str
     shape: tuple  # constrained value
     unconstrained_shape: tuple
+    simplex: bool = False  # weights (last axis sums to 1): a class prior, a mixture's weights
 
 
 def _is_latent(msg) -> bool:
@@ -157,9 +168,15 @@ def _free_sites(spec: _Spec, data: _Data) -> tuple[_Site, ...]:
     return _FREE_SITES[key]
 
 
+def _is_simplex(support) -> bool:
+    while isinstance(support, constraints.independent):  # batch axes moved into the event
+        support = support.base_constraint
+    return support is constraints.simplex
+
+
 def _find_free_sites(spec: _Spec, story, shape: tuple, dtype: str) -> tuple[_Site, ...]:
     # Found by an abstract trace (jax.eval_shape: nothing is sampled, run or compiled).
-    latent_names = []
+    latent_names, simplex_names = [], set()
 
     def probe(story, X, y):
         model = handlers.seed(core.model, rng_seed=0)
@@ -174,6 +191,8 @@ def _find_free_sites(spec: _Spec, story, shape: tuple, dtype: str) -> tuple[_Sit
                     "the optimizer needs continuous parameters."
                 )
             latent_names.append(name)
+            if _is_simplex(site["fn"].support):
+                simplex_names.add(name)
             latent[name] = site["value"]
         return latent, unconstrain_fn(model, args, kwargs, latent)
 
@@ -190,7 +209,12 @@ def _find_free_sites(spec: _Spec, story, shape: tuple, dtype: str) -> tuple[_Sit
             f"{latent_names}."
         )
     return tuple(
-        _Site(name, tuple(constrained[name].shape), tuple(unconstrained[name].shape))
+        _Site(
+            name,
+            tuple(constrained[name].shape),
+            tuple(unconstrained[name].shape),
+            name in simplex_names,
+        )
         for name in latent_names
         if name not in spec.fixed
     )
@@ -391,7 +415,25 @@ def _lbfgs_stage(
 
 
 # -- input handling --------------------------------------------------------------------------------
-def _problem(
+#: Keyword arguments shared by :func:`fit_optimizer` and :func:`evaluate_objective` that define the
+#: problem (:func:`_problem` reads them from the caller's arguments).
+_PROBLEM_OPTIONS = (
+    "num_classes",
+    "sample_weight",
+    "unlabeled_weight",
+    "penalized",
+    "penalty_stats",
+    "fixed",
+    "dtype",
+)
+
+
+def _problem(story, X, y, arguments: dict):
+    """``_problem`` of the :data:`_PROBLEM_OPTIONS` found in a public function's ``arguments``."""
+    return _validated_problem(story, X, y, **{name: arguments[name] for name in _PROBLEM_OPTIONS})
+
+
+def _validated_problem(
     story,
     X,
     y,
@@ -446,6 +488,106 @@ def _initial_point(spec, data, sites, init, seed, init_scale):
     raise ValueError(f"init must be 'poor', 'prior' or a dict of parameters, got {init!r}.")
 
 
+class _NotFinite(ValueError):
+    """The objective is not finite at a start."""
+
+
+def _run(spec, data, u, *, max_iter, tol, whiten, first_stage_iter, stage_iter, memory_size):
+    """L-BFGS from ``u`` in stages (module docstring): one start of :func:`fit_optimizer`."""
+    size = u.shape[0]
+    # A full matrix from the start when whitening, so that every stage shares one compilation.
+    whitening = jnp.eye(size, dtype=u.dtype) if whiten else jnp.ones(size, dtype=u.dtype)
+    (value, (loglik, penalty, params)), grad = _evaluate(spec, data, u)
+    if not np.isfinite(float(value)):
+        raise _NotFinite(
+            "the objective is not finite at the initial point; try another seed or init."
+        )
+    traces, total, stage, converged = [], 0, 0, False
+    while total < max_iter and size > 0:
+        budget = max_iter - total
+        if whiten:
+            budget = min(budget, first_stage_iter if stage == 0 else stage_iter)
+        u, count, grad_norm, trace = _lbfgs_stage(
+            spec,
+            data,
+            u,
+            whitening,
+            value,
+            grad,
+            jnp.asarray(tol, u.dtype),
+            budget,
+            trace_size=max_iter + 1,
+            memory_size=memory_size,
+        )
+        count = int(count)
+        traces.append(np.asarray(trace[int(stage > 0) : count + 1]))
+        total += count
+        stage += 1
+        started = time.perf_counter()
+        (value, (loglik, penalty, params)), grad = _evaluate(spec, data, u)
+        grad.block_until_ready()
+        seconds_per_gradient = time.perf_counter() - started
+        converged = bool(grad_norm <= tol) and (stage > 1 or not whiten)
+        if converged or not whiten:
+            break
+        hessian = _hessian(spec, data, u, seconds_per_gradient)
+        whitening = _whitening(hessian, u.dtype)
+        if whitening is None:  # a non-finite Hessian: no reliable whitening, stop here
+            break
+    return OptimizerResult(
+        params={k: np.asarray(v) for k, v in params.items()},
+        log_likelihood=float(loglik),
+        log_penalty=float(penalty),
+        objective=float(loglik + penalty),
+        num_iterations=total,
+        grad_norm=float(jnp.linalg.norm(grad)),
+        # the stages minimize -objective / n; report the objective per unit weight
+        trace=-(np.concatenate(traces) if traces else np.asarray([float(value)])),
+        converged=converged or size == 0,
+        num_stages=stage,
+    )
+
+
+def _collapsed(sites, params: dict, min_weight: float) -> tuple:
+    """``(site, index, weight)`` of every free simplex entry below ``min_weight``."""
+    found = []
+    for site in sites:
+        if not site.simplex:
+            continue
+        weights = np.asarray(params[site.name])
+        for index in zip(*np.nonzero(weights < min_weight), strict=True):
+            index = tuple(int(i) for i in index)
+            found.append((site.name, index, float(weights[index])))
+    return tuple(found)
+
+
+def _warn_if_dishonest(result: OptimizerResult, *, max_iter, tol, min_weight, n_init):
+    if not result.converged:
+        warnings.warn(
+            f"L-BFGS did not converge in max_iter={max_iter} iterations (gradient norm "
+            f"{result.grad_norm:.2e}, tol {tol:.1e}); the parameters may be far from the "
+            "maximum. Increase max_iter, try n_init > 1 or another init, or standardize the "
+            "features. (A likelihood that is not differentiable everywhere, e.g. a Laplace "
+            "location, may never meet tol.)",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    if result.collapsed:
+        shown = ", ".join(
+            f"{name}[{', '.join(map(str, index))}] = {weight:.1e}"
+            for name, index, weight in result.collapsed[:6]
+        )
+        more = f" and {len(result.collapsed) - 6} more" if len(result.collapsed) > 6 else ""
+        warnings.warn(
+            f"{len(result.collapsed)} weight(s) collapsed below min_weight={min_weight:g}: "
+            f"{shown}{more}. A class or mixture component with such a weight explains no rows; "
+            f"the fit is probably a poor local maximum (best of n_init={n_init}). Try a larger "
+            "n_init, another init, or fewer components.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+
+
 # -- public API ------------------------------------------------------------------------------------
 def fit_optimizer(
     story: Story,
@@ -469,6 +611,9 @@ def fit_optimizer(
     memory_size: int = 20,
     init_scale: float = 1.0,
     dtype="float64",
+    n_init: int = 1,
+    min_weight: float = 1e-6,
+    warn: bool = True,
 ) -> OptimizerResult:
     """Maximize the log-likelihood of a story's NumPyro model with L-BFGS.
 
@@ -479,9 +624,10 @@ def fit_optimizer(
         y: class codes (n,) in 0..K-1; -1 marks an unlabeled row (its class is summed out).
         num_classes: K; defaults to ``max(y) + 1``.
         init: ``"poor"`` (seeded standard-normal unconstrained values), ``"prior"`` (a draw from
-            the model's prior) or a dict of named parameters.
-        seed: seed of the initial point.
-        max_iter: L-BFGS iteration budget over all stages.
+            the model's prior) or a dict of named parameters (the first start; the other starts
+            of ``n_init`` are ``"poor"``).
+        seed: seed of the initial point (start ``i`` uses ``seed + i``).
+        max_iter: L-BFGS iteration budget over all stages, per start.
         tol: convergence threshold on the norm of the gradient of ``objective / n`` in the
             stage's coordinates (whitened after the first stage). Default 1e-10 (float64).
         unlabeled_weight: lambda in [0, 1], the weight of unlabeled rows (EM-lambda).
@@ -500,88 +646,70 @@ def fit_optimizer(
         memory_size: L-BFGS memory.
         init_scale: spread of the ``"poor"`` initial point.
         dtype: ``"float64"`` (default) or ``"float32"``; the work runs in that precision.
+        n_init: number of starts; the one with the highest objective is kept (a likelihood
+            with several local maxima, such as a mixture's, needs more than one).
+        min_weight: an entry of a simplex site (class prior, mixture weights) below this at the
+            solution is reported as collapsed (``result.collapsed``).
+        warn: emit a ``sklearn.exceptions.ConvergenceWarning`` when the kept start did not
+            converge or has collapsed weights.
 
     Returns:
         An :class:`OptimizerResult`.
 
     Raises:
-        ValueError: bad data (shape, NaN, labels, weights), or data outside the story's support.
+        ValueError: bad data (shape, NaN, labels, weights), data outside the story's support, or
+            an objective that is not finite at every start.
     """
-    dtype = resolve_dtype(dtype)
+    arguments = dict(locals())
+    dtype = arguments["dtype"] = resolve_dtype(dtype)
     tol = DEFAULT_TOL[dtype] if tol is None else float(tol)
-    if int(max_iter) < 1:
+    max_iter = int(max_iter)
+    if max_iter < 1:
         raise ValueError(f"max_iter must be >= 1, got {max_iter!r}.")
+    if int(n_init) < 1:
+        raise ValueError(f"n_init must be an integer >= 1, got {n_init!r}.")
+    if not 0.0 <= float(min_weight) < 1.0:
+        raise ValueError(f"min_weight must lie in [0, 1), got {min_weight!r}.")
     if precondition not in ("auto", "hessian", "none"):
         raise ValueError(f"precondition must be 'auto', 'hessian' or 'none', got {precondition!r}.")
     with precision(dtype):
-        spec, data, sites = _problem(
-            story,
-            X,
-            y,
-            num_classes=num_classes,
-            sample_weight=sample_weight,
-            unlabeled_weight=unlabeled_weight,
-            penalized=penalized,
-            penalty_stats=penalty_stats,
-            fixed=fixed,
-            dtype=dtype,
-        )
-        u = _initial_point(spec, data, sites, init, seed, init_scale)
-        size = u.shape[0]
+        spec, data, sites = _problem(story, X, y, arguments)
+        size = _size(sites)
         whiten = size > 0 and (
             precondition == "hessian" or (precondition == "auto" and size <= int(max_whitened_size))
         )
-        # A full matrix from the start when whitening, so that every stage shares one compilation.
-        whitening = jnp.eye(size, dtype=u.dtype) if whiten else jnp.ones(size, dtype=u.dtype)
-        (value, (loglik, penalty, params)), grad = _evaluate(spec, data, u)
-        if not np.isfinite(float(value)):
-            raise ValueError(
-                "the objective is not finite at the initial point; try another seed or init."
-            )
-        traces, total, stage, converged = [], 0, 0, False
-        while total < int(max_iter) and size > 0:
-            budget = int(max_iter) - total
-            if whiten:
-                budget = min(budget, int(first_stage_iter if stage == 0 else stage_iter))
-            u, count, grad_norm, trace = _lbfgs_stage(
-                spec,
-                data,
-                u,
-                whitening,
-                value,
-                grad,
-                jnp.asarray(tol, u.dtype),
-                budget,
-                trace_size=int(max_iter) + 1,
-                memory_size=int(memory_size),
-            )
-            count = int(count)
-            traces.append(np.asarray(trace[int(stage > 0) : count + 1]))
-            total += count
-            stage += 1
-            started = time.perf_counter()
-            (value, (loglik, penalty, params)), grad = _evaluate(spec, data, u)
-            grad.block_until_ready()
-            seconds_per_gradient = time.perf_counter() - started
-            converged = bool(grad_norm <= tol) and (stage > 1 or not whiten)
-            if converged or not whiten:
-                break
-            hessian = _hessian(spec, data, u, seconds_per_gradient)
-            whitening = _whitening(hessian, u.dtype)
-            if whitening is None:  # a non-finite Hessian: no reliable whitening, stop here
-                break
-        return OptimizerResult(
-            params={k: np.asarray(v) for k, v in params.items()},
-            log_likelihood=float(loglik),
-            log_penalty=float(penalty),
-            objective=float(loglik + penalty),
-            num_iterations=total,
-            grad_norm=float(jnp.linalg.norm(grad)),
-            # the stages minimize -objective / n; report the objective per unit weight
-            trace=-(np.concatenate(traces) if traces else np.asarray([float(value)])),
-            converged=converged or size == 0,
-            num_stages=stage,
+        best, objectives, failure = None, [], None
+        for start in range(int(n_init)):
+            start_init = init if start == 0 or not isinstance(init, dict) else "poor"
+            u = _initial_point(spec, data, sites, start_init, seed + start, init_scale)
+            try:
+                result = _run(
+                    spec,
+                    data,
+                    u,
+                    max_iter=max_iter,
+                    tol=tol,
+                    whiten=whiten,
+                    first_stage_iter=int(first_stage_iter),
+                    stage_iter=int(stage_iter),
+                    memory_size=int(memory_size),
+                )
+            except _NotFinite as error:
+                objectives.append(math.nan)
+                failure = error
+                continue
+            objectives.append(result.objective)
+            if best is None or result.objective > best.objective:
+                best = result
+        if best is None:
+            raise ValueError(str(failure)) from None
+        best = best._replace(
+            start_objectives=np.asarray(objectives),
+            collapsed=_collapsed(sites, best.params, float(min_weight)),
         )
+    if warn:
+        _warn_if_dishonest(best, max_iter=max_iter, tol=tol, min_weight=min_weight, n_init=n_init)
+    return best
 
 
 def evaluate_objective(
@@ -605,20 +733,10 @@ def evaluate_objective(
     unconstrained coordinates the optimizer uses, so it vanishes at an interior maximum: at a
     correct closed form it is zero up to rounding.
     """
-    dtype = resolve_dtype(dtype)
+    arguments = dict(locals())
+    dtype = arguments["dtype"] = resolve_dtype(dtype)
     with precision(dtype):
-        spec, data, sites = _problem(
-            story,
-            X,
-            y,
-            num_classes=num_classes,
-            sample_weight=sample_weight,
-            unlabeled_weight=unlabeled_weight,
-            penalized=penalized,
-            penalty_stats=penalty_stats,
-            fixed=fixed,
-            dtype=dtype,
-        )
+        spec, data, _ = _problem(story, X, y, arguments)
         u = _unconstrain(spec, data, params)
         (_, (loglik, penalty, _)), grad = _evaluate(spec, data, u)
         return ObjectiveValue(

@@ -356,6 +356,17 @@ class Story(metaclass=_StoryType):
             and cls.maximize is not Story.maximize
         )
 
+    @property
+    def smooth_likelihood(self) -> bool:
+        """True when the log-likelihood is differentiable in the parameters near its maximum.
+
+        Then the gradient vanishes at the maximizer and the maximizer is locally unique, so the
+        cross-check (:func:`genprob.crosscheck`) also judges parameter distances and gradient
+        norms; otherwise (a Laplace location, whose maximizer is any weighted median) it judges
+        the objective alone and reports the rest.
+        """
+        return True
+
     # -- optional hooks --------------------------------------------------------------------------
     def check_parameters(self, params: dict, class_names=None, feature_names=None) -> None:
         """Raise ``ValueError`` naming the problem when fitted parameters define no distribution.

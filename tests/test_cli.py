@@ -408,4 +408,4 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
     # every label kept: 70% of iris (105 rows) labeled, EM has nothing to impute
     assert "| 1 | 105 |" in report_md
     assert "NUTS, Gaussian naive Bayes on iris** (1 chain(s), 30 warm-up" in report_md
-    assert "probs[Chinstrap, island, 1]" in report_md
+    assert "probs[Chinstrap, island, Dream]" in report_md  # island names, not codes

@@ -584,13 +584,12 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
         num_chains=2,
         random_state=settings.seed,
     )
-    exact_table = genprob.mle_vs_posterior_table(exact)
+    island_names = {"category": [str(name) for name in categories]}
+    exact_table = genprob.mle_vs_posterior_table(exact, labels=island_names)
     with _quiet_fonts():
         exact_figure = genprob.plot_posterior_vs_mle(
-            exact, var_names=["probs"], figsize=(13, 8.5), textsize=10
+            exact, var_names=["probs"], labels=island_names, figsize=(13, 8.5), textsize=10
         )
-    for figure in (nuts_figure, exact_figure):
-        figure.set_layout_engine("tight")  # ArviZ's default spacing lets titles overlap
     inside = int(nuts_table["mle_in_hdi"].sum())
     variances = nuts_table[nuts_table["parameter"].str.startswith("variances")]
     n_above = int((variances["mean"] > variances["mle"]).sum())
@@ -601,7 +600,7 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
         else f"largest R-hat {nuts_table['r_hat'].max():.3f}; "
     )
     prior_mean = gnb.story_.covariance_prior_scale**2  # InverseGamma(2, s^2) has mean s^2
-    legend = ", ".join(f"{i} = {name}" for i, name in enumerate(categories))
+    legend = ", ".join(str(name) for name in categories)
     text = (
         "The MLE is one point; the posterior says how well the data pin it down. "
         '`est.posterior(X, y, method="nuts")` runs NUTS on the story\'s NumPyro model (the '

@@ -657,7 +657,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
 
     # -- optimizer cross-check -------------------------------------------------------------------
     def crosscheck(self, X, y, **kwargs):
-        """Check the closed-form fit against numerical maximization (:func:`genprob.crosscheck`).
+        """Check the fit against numerical maximization (:func:`genprob.crosscheck`).
+
+        A closed-form fit is checked against L-BFGS; an optimizer fit (a story without a closed
+        form) against an independent restart.
 
         Uses the fitted story, classes and class-prior setting; an unfitted estimator is first
         fitted on a clone (this one stays unfitted).
@@ -695,6 +698,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             )
         class_prior, fit_prior = fitted._class_prior_argument()
         kwargs.setdefault("label", type(self).__name__)
+        if not fitted.story_.has_closed_form:  # check the fit made, against a restart
+            kwargs.setdefault("params", fitted.params_)
         return crosscheck(
             fitted.story_,
             X,

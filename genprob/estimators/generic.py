@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 
 from genprob._dtype import numpy_dtype, precision
 from genprob._validation import NumberInterval
@@ -34,15 +35,21 @@ class GenerativeClassifier(GenerativeClassifierBase):
         max_iter: maximum EM iterations.
         em_tol: EM threshold on the change of the mean per-row objective (``em_tol``, as
             in LDA/QDA where ``tol`` is scikit-learn's rank threshold).
-        n_init: number of EM initializations (the best is kept).
-        random_state: seed for EM initializations, the optimizer's start and :meth:`sample`.
+        n_init: number of EM initializations, or of optimizer starts for a story without a
+            closed form (the one with the highest objective is kept).
+        random_state: seed for EM initializations, the optimizer's starts and :meth:`sample`.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        init: first start of the optimizer for a story without a closed form: ``None`` or
+            ``"poor"`` (seeded standard-normal unconstrained values), ``"prior"`` (a draw from
+            the story's prior) or a dict of named parameters (see :func:`genprob.fit_optimizer`).
 
     Attributes:
         story_: the story (the ``story`` argument).
         params_: fitted named parameters.
         stats_: sufficient statistics (closed-form stories only).
-        optimizer_result_: convergence information when fitted by the optimizer.
+        optimizer_result_: convergence information when fitted by the optimizer
+            (``converged``, ``start_objectives``, ``collapsed``...). A fit that did not converge
+            or has a collapsed class or component weight warns (``ConvergenceWarning``).
     """
 
     _parameter_constraints = {
@@ -51,6 +58,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         "story": "no_validation",
         "priors": ["array-like", None],
         "optimizer_max_iter": [NumberInterval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"poor", "prior"}), dict, None],
     }
 
     def __init__(
@@ -65,6 +73,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         n_init=1,
         random_state=None,
         dtype="float64",
+        init=None,
     ):
         self.story = story
         self.priors = priors
@@ -75,6 +84,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.init = init
 
     def _make_story(self, X) -> Story:
         if not isinstance(self.story, Story):
@@ -99,6 +109,8 @@ class GenerativeClassifier(GenerativeClassifierBase):
                 num_classes=len(self.classes_),
                 seed=int(np.random.RandomState(self.random_state).randint(2**31 - 1)),
                 max_iter=self.optimizer_max_iter,
+                n_init=self.n_init,
+                init="poor" if self.init is None else self.init,
                 sample_weight=sample_weight,
                 fixed=None if class_prior is None else {CLASS_PRIOR: class_prior},
                 dtype=self._dtype,
