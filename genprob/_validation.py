@@ -20,6 +20,7 @@ from jax.experimental import sparse as jsparse
 from sklearn.utils._param_validation import (
     Interval,
     InvalidParameterError,
+    StrOptions,
     validate_parameter_constraints,
 )
 
@@ -424,6 +425,9 @@ EM_PARAMETER_CONSTRAINTS = {
     "dtype": "no_validation",
 }
 
+#: How NaN entries of X are read: refused (scikit-learn's behaviour) or summed out of the story.
+MISSING_PARAMETER_CONSTRAINTS = {"missing": [StrOptions({"error", "marginalize"})]}
+
 #: What a parameter means, appended to scikit-learn's message when its value is refused
 #: (``{value}`` is the refused value).
 PARAMETER_HINTS = {
@@ -435,6 +439,10 @@ PARAMETER_HINTS = {
     "em_tol": "em_tol must be a finite number >= 0.",
     "alpha": "alpha must be >= 0 (a number, or one per feature where the estimator allows it).",
     "solver": "solver must be one of the options above.",
+    "missing": (
+        "missing must be 'error' (NaN in X is refused) or 'marginalize' (NaN entries are "
+        "missing values, summed out of the story)."
+    ),
     "random_state": "{value!r} cannot be used to seed a numpy.random.RandomState instance.",
 }
 

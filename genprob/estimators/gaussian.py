@@ -104,7 +104,9 @@ class _GaussianBase(GenerativeClassifierBase):
         """
         X = self._check_X(X)
         with precision(self._dtype):
-            joint = core.joint_log_prob(self.story_, self._params_jax(), self._as_array(X))
+            joint = core.joint_log_prob(
+                self._scoring_story(X), self._params_jax(), self._as_array(X)
+            )
             return np.asarray(joint)
 
     def _check_class_counts(self, stats):
@@ -129,6 +131,8 @@ class GaussianNB(_GaussianBase):
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations and of :meth:`sample`'s default.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
+            is a missing value, summed out of the story; see docs/howto/missing.md).
 
     Attributes:
         theta_: class means (K, D).
@@ -157,6 +161,7 @@ class GaussianNB(_GaussianBase):
         n_init=1,
         random_state=None,
         dtype="float64",
+        missing="error",
     ):
         self.priors = priors
         self.var_smoothing = var_smoothing
@@ -166,6 +171,7 @@ class GaussianNB(_GaussianBase):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.missing = missing
 
     def _make_story(self, X):
         return GaussianStory(covariance="diag", shared=False, var_smoothing=self.var_smoothing)
@@ -331,6 +337,8 @@ class LinearDiscriminantAnalysis(
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations and of :meth:`sample`'s default.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
+            is a missing value, summed out of the story; see docs/howto/missing.md).
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
@@ -359,6 +367,7 @@ class LinearDiscriminantAnalysis(
         n_init=1,
         random_state=None,
         dtype="float64",
+        missing="error",
     ):
         self.solver = solver
         self.shrinkage = shrinkage
@@ -373,6 +382,7 @@ class LinearDiscriminantAnalysis(
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.missing = missing
 
     def _after_fit(self, X):
         if hasattr(self, "params_"):
@@ -537,6 +547,8 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations and of :meth:`sample`'s default.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
+            is a missing value, summed out of the story; see docs/howto/missing.md).
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),
@@ -566,6 +578,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         n_init=1,
         random_state=None,
         dtype="float64",
+        missing="error",
     ):
         self.solver = solver
         self.shrinkage = shrinkage
@@ -580,6 +593,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.missing = missing
 
     _other_solvers = "solver='eigen'"
 

@@ -37,6 +37,8 @@ class GenerativeClassifier(GenerativeClassifierBase):
         n_init: number of EM initializations (the best is kept).
         random_state: seed for EM initializations, the optimizer's start and :meth:`sample`.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
+            is a missing value, summed out of the story; see docs/howto/missing.md).
 
     Attributes:
         story_: the story (the ``story`` argument).
@@ -65,6 +67,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         n_init=1,
         random_state=None,
         dtype="float64",
+        missing="error",
     ):
         self.story = story
         self.priors = priors
@@ -75,6 +78,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.missing = missing
 
     def _make_story(self, X) -> Story:
         if not isinstance(self.story, Story):
