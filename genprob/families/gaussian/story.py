@@ -419,11 +419,9 @@ class GaussianStory(Story):
     # -- missing entries (genprob.families.gaussian.missing) -------------------------------------
     @property
     def supports_missing(self) -> bool:
-        return self.rank_tol is None
-
-    @property
-    def no_missing_reason(self) -> str:
-        return "rank_tol scores on a retained subspace, which a missing entry does not define"
+        # with rank_tol, rows with missing entries get the full-rank marginal of their observed
+        # block (refused by name at predict if that block is singular)
+        return True
 
     @property
     def missing_needs_em(self) -> bool:
