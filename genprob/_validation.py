@@ -55,7 +55,7 @@ def describe(values, limit: int = 5) -> str:
 
 
 # -- features -------------------------------------------------------------------------------------
-def check_features(X, dtype=None, *, keep_sparse: bool = False):
+def check_features(X, dtype=None, *, keep_sparse: bool = False, allow_nan: bool = False):
     """Features as a 2-D, finite, floating array.
 
     Args:
@@ -64,6 +64,7 @@ def check_features(X, dtype=None, *, keep_sparse: bool = False):
         dtype: floating dtype to cast to; None keeps a floating dtype and casts anything else to
             JAX's default float.
         keep_sparse: keep a BCOO matrix sparse.
+        allow_nan: let NaN (missing entries) through; infinities are still refused.
 
     Returns:
         A NumPy array, or the JAX array (dense or BCOO) that was given.
@@ -86,6 +87,8 @@ def check_features(X, dtype=None, *, keep_sparse: bool = False):
         X = X.astype(dtype)
     values = X.data if isinstance(X, jsparse.BCOO) else X
     finite = jnp.isfinite(values) if isinstance(values, jax.Array) else np.isfinite(values)
+    if allow_nan:
+        finite = finite | (jnp.isnan(values) if isinstance(values, jax.Array) else np.isnan(values))
     if not bool(finite.all()):
         raise ValueError("X contains NaN or infinite values.")
     return X
@@ -465,10 +468,10 @@ def validate_params(estimator) -> None:
             raise InvalidParameterError(f"{error} {hint}") from None
 
 
-def as_features(X):
+def as_features(X, *, allow_nan: bool = False):
     """Features as a floating JAX array (dense, or a ``jax.experimental.sparse.BCOO`` matrix kept
-    sparse), checked to be 2-D, non-empty, numeric and finite."""
-    X = check_features(X, keep_sparse=True)
+    sparse), checked to be 2-D, non-empty, numeric and finite (or NaN, with ``allow_nan``)."""
+    X = check_features(X, keep_sparse=True, allow_nan=allow_nan)
     return X if isinstance(X, jsparse.BCOO) else jnp.asarray(X)
 
 
