@@ -187,15 +187,20 @@ def _check_observed(observed, labeled_R, labeled, feature_names, class_names) ->
     bad = np.argwhere(has_rows[:, None] & (per_class == 0) & ~seen_unlabeled[None, :])
     if bad.size:
         k, j = bad[0]
-        feature = feature_names[j] if feature_names is not None else j
-        label = class_names[k] if class_names is not None else k
+        feature = _plain(feature_names[j] if feature_names is not None else j)
+        label = _plain(class_names[k] if class_names is not None else k)
         raise ValueError(
-            f"feature {feature!r} is missing (NaN) in every row of class {label!r}: its "
+            f"feature {feature} is missing (NaN) in every row of class {label}: its "
             f"parameters in that class cannot be estimated. Drop the feature, or give that "
             f"class rows where it is observed ({len(bad)} such class/feature pairs)."
         )
     all_missing = np.flatnonzero(~observed.any(axis=0))
     if all_missing.size:
         j = all_missing[0]
-        feature = feature_names[j] if feature_names is not None else j
-        raise ValueError(f"feature {feature!r} is missing (NaN) in every row.")
+        feature = _plain(feature_names[j] if feature_names is not None else j)
+        raise ValueError(f"feature {feature} is missing (NaN) in every row.")
+
+
+def _plain(value):
+    """A NumPy scalar as its Python value (for messages)."""
+    return value.item() if hasattr(value, "item") else value
