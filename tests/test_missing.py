@@ -1,4 +1,4 @@
-"""Missing feature values (NaN) summed out of the stories: fit and predict (docs/howto/missing.md)."""
+"""Missing feature values (NaN) summed out of the stories (docs/howto/missing.md)."""
 
 import warnings
 
@@ -204,9 +204,9 @@ def test_em_reaches_the_observed_data_mle_and_never_decreases():
             gradient = jax.jit(jax.grad(objective))
             start = np.concatenate([np.nanmean(data, 0), np.zeros(10)])
             found = scipy.optimize.minimize(
-                lambda v: float(objective(v)),
+                lambda v, f=objective: float(f(v)),
                 start,
-                jac=lambda v: np.asarray(gradient(v)),
+                jac=lambda v, g=gradient: np.asarray(g(v)),
                 method="BFGS",
                 options={"gtol": 1e-10, "maxiter": 10000},
             )
