@@ -293,3 +293,28 @@ def test_nuts_log_likelihood_is_the_observed_data_one():
             + norm.logpdf(Xm[i, o], draw["means"][k, o], np.sqrt(draw["variances"][k, o])).sum()
         )
         assert pointwise[0, 3, i] == pytest.approx(expected, rel=1e-9)
+
+
+def test_cli_fit_and_predict_with_empty_cells(tmp_path, capsys):
+    from genprob import load
+    from genprob.app import cli
+
+    frame = load_iris(as_frame=True).frame
+    frame.iloc[::7, 1] = np.nan
+    frame.iloc[3, :4] = np.nan
+    data = tmp_path / "iris.csv"
+    frame.to_csv(data, index=False)
+    model_file = tmp_path / "model.npz"
+    assert cli.main(["fit", "qda", str(data), "--target", "target", "--out", str(model_file)]) == 2
+    assert "--missing marginalize" in capsys.readouterr().err
+    arguments = ["fit", "qda", str(data), "--target", "target", "--missing", "marginalize"]
+    assert cli.main([*arguments, "--out", str(model_file)]) == 0
+    capsys.readouterr()
+    model = load(model_file)
+    X = frame.drop(columns="target")
+    direct = QuadraticDiscriminantAnalysis(missing="marginalize").fit(X, frame["target"])
+    np.testing.assert_allclose(model.predict_proba(X), direct.predict_proba(X), rtol=1e-12)
+    assert cli.main(["predict", str(model_file), str(data)]) == 0
+    lines = capsys.readouterr().out.split()
+    assert lines[0] == "prediction"
+    np.testing.assert_array_equal(np.asarray(lines[1:], dtype=int), direct.predict(X))

@@ -745,7 +745,12 @@ def _prediction_features(model, frame, path: str):
         if extra:
             _note("predict", f"ignoring columns the model does not use: {', '.join(extra)}")
         features = frame[names]
-    return _check_features(features, path, text_allowed=isinstance(model, genprob.MixedNB))
+    return _check_features(
+        features,
+        path,
+        text_allowed=isinstance(model, genprob.MixedNB),
+        missing=getattr(model, "missing", "error"),  # a model fit to marginalize predicts so too
+    )
 
 
 def _run_predict(args) -> int:
