@@ -318,3 +318,54 @@ def test_cli_fit_and_predict_with_empty_cells(tmp_path, capsys):
     lines = capsys.readouterr().out.split()
     assert lines[0] == "prediction"
     np.testing.assert_array_equal(np.asarray(lines[1:], dtype=int), direct.predict(X))
+
+
+def test_partial_fit_refuses_missing_entries_clearly():
+    X, y = _iris()
+    with pytest.raises(ValueError, match="partial_fit does not take missing entries"):
+        GaussianNB(missing="marginalize").partial_fit(_mcar(X, 0.1, 8), y, classes=[0, 1, 2])
+
+
+def test_a_user_story_opts_in_with_an_independent_emission():
+    import numpyro
+    import numpyro.distributions as dist
+
+    from genprob import core
+    from genprob.masking import marginalized
+    from genprob.story import Story
+
+    class LaplaceStory(Story):
+        def prior(self, num_classes, num_features):
+            shape = [num_classes, num_features]
+            loc = numpyro.sample("loc", dist.Normal(0.0, 10.0).expand(shape).to_event(2))
+            scale = numpyro.sample("scale", dist.HalfNormal(5.0).expand(shape).to_event(2))
+            return {"loc": loc, "scale": scale}
+
+        def emission(self, params):
+            return dist.Laplace(params["loc"], params["scale"]).to_event(1)
+
+        @property
+        def supports_missing(self):
+            return True
+
+    rng = np.random.default_rng(9)
+    params = {
+        "loc": rng.normal(size=(2, 3)),
+        "scale": rng.uniform(0.5, 2.0, size=(2, 3)),
+        "class_prior": np.array([0.3, 0.7]),
+    }
+    X = _mcar(rng.normal(size=(20, 3)), 0.3, 9)
+    X[0] = np.nan
+    with precision("float64"):
+        joint = np.asarray(core.joint_log_prob(marginalized(LaplaceStory()), params, X))
+    observed = ~np.isnan(X)
+    for i in range(20):
+        o = observed[i]
+        for k in range(2):
+            expected = np.log(params["class_prior"][k]) - np.sum(
+                np.abs(X[i, o] - params["loc"][k, o]) / params["scale"][k, o]
+                + np.log(2 * params["scale"][k, o])
+            )
+            assert joint[i, k] == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    with pytest.raises(ValueError, match="does not declare how to leave out missing entries"):
+        marginalized(Story())

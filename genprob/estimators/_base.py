@@ -430,8 +430,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         elif classes is not None:
             check_partial_fit_classes(classes, self.classes_)
         X, y = validate_data(
-            self, X, y, reset=first, dtype=[np.float64, np.float32], **self._validate_kwargs
+            self, X, y, reset=first, dtype=[np.float64, np.float32], **self._data_kwargs
         )
+        if has_missing(X):
+            raise ValueError(
+                "partial_fit does not take missing entries (NaN) yet: its running statistics "
+                "count whole rows. Use fit(), which marginalizes them."
+            )
         if first:
             for name in _EM_ATTRIBUTES:
                 self.__dict__.pop(name, None)
