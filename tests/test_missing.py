@@ -369,3 +369,23 @@ def test_a_user_story_opts_in_with_an_independent_emission():
             assert joint[i, k] == pytest.approx(expected, rel=1e-12, abs=1e-12)
     with pytest.raises(ValueError, match="does not declare how to leave out missing entries"):
         marginalized(Story())
+
+
+def test_lda_scores_rows_with_missing_entries_and_refuses_to_project_them():
+    X, y = _iris()
+    Xm = _mcar(X, 0.2, 10)
+    model = LinearDiscriminantAnalysis(missing="marginalize").fit(Xm, y)
+    scores = model.decision_function(Xm)
+    np.testing.assert_allclose(
+        np.exp(scores - scores.max(axis=1, keepdims=True))
+        / np.exp(scores - scores.max(axis=1, keepdims=True)).sum(axis=1, keepdims=True),
+        model.predict_proba(Xm),
+        rtol=1e-10,
+    )
+    complete = ~np.isnan(Xm).any(axis=1)
+    assert np.all(np.isfinite(model.transform(Xm[complete])))
+    with pytest.raises(ValueError, match="transform projects complete rows"):
+        model.transform(Xm)
+    binary = LinearDiscriminantAnalysis(missing="marginalize").fit(Xm[y > 0], y[y > 0])
+    log_odds = binary.predict_log_proba(Xm[y > 0]) @ np.array([-1.0, 1.0])
+    np.testing.assert_allclose(binary.decision_function(Xm[y > 0]), log_odds, rtol=1e-9)

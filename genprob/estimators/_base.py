@@ -64,7 +64,7 @@ _EM_ATTRIBUTES = (
     "transduction_",
 )
 #: State of incremental fitting (``partial_fit``), reset by ``fit``.
-_PARTIAL_FIT_STATE = ("stats_", "_pending_reason")
+_PARTIAL_FIT_STATE = ("stats_", "_pending_reason", "_missing_fit")
 
 
 def jax_key(random_state) -> jax.Array:
@@ -249,6 +249,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             self.story_ = story
             self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
             stats = jax.tree_util.tree_map(np.asarray, result.stats)
+        self.stats_ = stats
+        self._missing_fit = True  # statistics of observed entries: partial_fit cannot add rows
         if result.n_iter > 1:
             self.n_iter_ = result.n_iter
             self.converged_ = result.converged
@@ -432,10 +434,11 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         X, y = validate_data(
             self, X, y, reset=first, dtype=[np.float64, np.float32], **self._data_kwargs
         )
-        if has_missing(X):
+        if has_missing(X) or getattr(self, "_missing_fit", False):
             raise ValueError(
-                "partial_fit does not take missing entries (NaN) yet: its running statistics "
-                "count whole rows. Use fit(), which marginalizes them."
+                "partial_fit does not take missing entries (NaN) yet, nor continue a fit that "
+                "had some: its running statistics count whole rows. Use fit(), which "
+                "marginalizes them."
             )
         if first:
             for name in _EM_ATTRIBUTES:

@@ -41,6 +41,7 @@ from genprob._validation import unlabeled_mask
 from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.gaussian import GaussianStory
+from genprob.masking import has_missing
 from genprob.streaming import is_out_of_core
 
 __all__ = [
@@ -500,6 +501,12 @@ class LinearDiscriminantAnalysis(
                 "transform not implemented for 'lsqr' solver (use 'svd' or 'eigen')."
             )
         X = self._check_X(X)
+        if has_missing(X):
+            rows = np.flatnonzero(np.isnan(X).any(axis=1))
+            raise ValueError(
+                f"transform projects complete rows; rows {rows[:5].tolist()} have missing "
+                f"entries (NaN), which a projection cannot sum out."
+            )
         if self.solver == "svd":
             projected = (X - self.xbar_) @ self.scalings_
         else:
@@ -513,6 +520,14 @@ class LinearDiscriminantAnalysis(
         their softmax is :meth:`predict_proba`.
         """
         X = self._check_X(X)
+        if has_missing(X):
+            # a linear score needs every coordinate; the joint (exact marginal) has the same
+            # softmax and, for two classes, the same log-odds
+            with precision(self._dtype):
+                scores = np.asarray(
+                    core.joint_log_prob(self._scoring_story(X), self._params_jax(), X)
+                )
+            return scores[:, 1] - scores[:, 0] if len(self.classes_) == 2 else scores
         scores = X @ self.coef_.T + self.intercept_
         return scores[:, 0] if len(self.classes_) == 2 else scores
 

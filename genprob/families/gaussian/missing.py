@@ -162,8 +162,5 @@ def maximize_observed_diagonal(story, stats):
         denominator = group_counts - counts.shape[0] if unbiased else group_counts
     else:
         denominator = counts - 1.0 if unbiased else counts
-    total = counts.sum(axis=0)
-    total_squares = squares if story.shared else squares.sum(axis=0)
-    feature_variance = total_squares / total - (sums.sum(axis=0) / total) ** 2
-    smoothing = story.var_smoothing * jnp.max(feature_variance)
+    smoothing = story._smoothing_variance_impl(stats)  # of the observed entries, per feature
     return {"means": means, "variances": scatter / denominator + smoothing}

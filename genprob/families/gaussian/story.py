@@ -365,7 +365,7 @@ class GaussianStory(Story):
 
     def _smoothing_variance_impl(self, stats):
         counts, sums = stats["counts"], stats["sums"]
-        total = counts.sum()
+        total = counts.sum(axis=0)  # per feature when counts are (K, D) (missing entries)
         squares = self.structure.diagonal(stats["squares"])
         if squares.ndim == 2:
             squares = squares.sum(axis=0)
