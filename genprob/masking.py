@@ -167,6 +167,10 @@ class Marginalized(Story):
     def supports_missing(self) -> bool:
         return True
 
+    @property
+    def reads_nan_as_missing(self) -> bool:
+        return True
+
     def observed_log_prob(self, params, X, observed):
         return self.story.observed_log_prob(params, X, observed)
 

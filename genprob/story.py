@@ -391,6 +391,12 @@ class Story(metaclass=_StoryType):
         return False
 
     @property
+    def reads_nan_as_missing(self) -> bool:
+        """True when the story's own scoring reads NaN entries as missing (the wrapper
+        :class:`genprob.masking.Marginalized`), so that NaN may reach it."""
+        return False
+
+    @property
     def no_missing_reason(self) -> str:
         """Why the story cannot leave out missing entries (used in error messages)."""
         return f"{type(self).__name__} does not declare how to leave out missing entries"
