@@ -407,3 +407,26 @@ def test_em_is_at_a_fixed_point_of_the_observed_data_likelihood():
         point = np.concatenate([model.params_["means"][0], log_lower[np.tril_indices(4)]])
         gradient = jax.grad(lambda v: _observed_negative_log_likelihood(data, v, 4))(point)
     assert np.max(np.abs(np.asarray(gradient))) < 1e-6
+
+
+def test_mixed_nb_masks_each_block():
+    from palmerpenguins import load_penguins
+
+    from genprob import MixedNB
+
+    frame = load_penguins()
+    numeric = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]
+    table = frame[[*numeric, "island"]].copy()
+    table.loc[np.random.default_rng(11).random(len(table)) < 0.2, "bill_depth_mm"] = np.nan
+    y = frame["species"].to_numpy()
+    families = {**dict.fromkeys(numeric, "gaussian"), "island": "categorical"}
+    mixed = MixedNB(families=families, missing="marginalize").fit(table, y)
+    gaussian = GaussianNB(missing="marginalize").fit(table[numeric].to_numpy(), y)
+    codes = np.unique(table["island"], return_inverse=True)[1].astype(float)[:, None]
+    categorical = CategoricalNB().fit(codes, y)
+    expected = (
+        gaussian.predict_joint_log_proba(table[numeric].to_numpy())
+        + categorical.predict_joint_log_proba(codes)
+        - np.log(gaussian.params_["class_prior"])
+    )
+    np.testing.assert_allclose(mixed.predict_joint_log_proba(table), expected, rtol=1e-10)
