@@ -20,6 +20,7 @@ from jax.experimental import sparse as jsparse
 from sklearn.utils._param_validation import (
     Interval,
     InvalidParameterError,
+    StrOptions,
     validate_parameter_constraints,
 )
 
@@ -54,7 +55,7 @@ def describe(values, limit: int = 5) -> str:
 
 
 # -- features -------------------------------------------------------------------------------------
-def check_features(X, dtype=None, *, keep_sparse: bool = False):
+def check_features(X, dtype=None, *, keep_sparse: bool = False, allow_nan: bool = False):
     """Features as a 2-D, finite, floating array.
 
     Args:
@@ -63,6 +64,7 @@ def check_features(X, dtype=None, *, keep_sparse: bool = False):
         dtype: floating dtype to cast to; None keeps a floating dtype and casts anything else to
             JAX's default float.
         keep_sparse: keep a BCOO matrix sparse.
+        allow_nan: let NaN (missing entries) through; infinities are still refused.
 
     Returns:
         A NumPy array, or the JAX array (dense or BCOO) that was given.
@@ -85,6 +87,8 @@ def check_features(X, dtype=None, *, keep_sparse: bool = False):
         X = X.astype(dtype)
     values = X.data if isinstance(X, jsparse.BCOO) else X
     finite = jnp.isfinite(values) if isinstance(values, jax.Array) else np.isfinite(values)
+    if allow_nan:
+        finite = finite | (jnp.isnan(values) if isinstance(values, jax.Array) else np.isnan(values))
     if not bool(finite.all()):
         raise ValueError("X contains NaN or infinite values.")
     return X
@@ -424,6 +428,9 @@ EM_PARAMETER_CONSTRAINTS = {
     "dtype": "no_validation",
 }
 
+#: How NaN entries of X are read: refused (scikit-learn's behaviour) or summed out of the story.
+MISSING_PARAMETER_CONSTRAINTS = {"missing": [StrOptions({"error", "marginalize"})]}
+
 #: What a parameter means, appended to scikit-learn's message when its value is refused
 #: (``{value}`` is the refused value).
 PARAMETER_HINTS = {
@@ -435,6 +442,10 @@ PARAMETER_HINTS = {
     "em_tol": "em_tol must be a finite number >= 0.",
     "alpha": "alpha must be >= 0 (a number, or one per feature where the estimator allows it).",
     "solver": "solver must be one of the options above.",
+    "missing": (
+        "missing must be 'error' (NaN in X is refused) or 'marginalize' (NaN entries are "
+        "missing values, summed out of the story)."
+    ),
     "random_state": "{value!r} cannot be used to seed a numpy.random.RandomState instance.",
 }
 
@@ -457,10 +468,10 @@ def validate_params(estimator) -> None:
             raise InvalidParameterError(f"{error} {hint}") from None
 
 
-def as_features(X):
+def as_features(X, *, allow_nan: bool = False):
     """Features as a floating JAX array (dense, or a ``jax.experimental.sparse.BCOO`` matrix kept
-    sparse), checked to be 2-D, non-empty, numeric and finite."""
-    X = check_features(X, keep_sparse=True)
+    sparse), checked to be 2-D, non-empty, numeric and finite (or NaN, with ``allow_nan``)."""
+    X = check_features(X, keep_sparse=True, allow_nan=allow_nan)
     return X if isinstance(X, jsparse.BCOO) else jnp.asarray(X)
 
 

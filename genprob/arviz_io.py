@@ -166,7 +166,7 @@ def to_arviz(
     """
     import jax
 
-    X = as_features(X)
+    X = as_features(X, allow_nan=story.reads_nan_as_missing)
     num_features = int(X.shape[1])
     from_mcmc = hasattr(posterior, "get_samples")
     draws, mcmc_stats = _as_draws(posterior, story, num_features)

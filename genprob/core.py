@@ -25,6 +25,7 @@ import numpyro
 
 from genprob._limits import check_count, check_traced_size
 from genprob._validation import check_class_codes, check_core_features, is_concrete
+from genprob.masking import has_missing, marginalized
 from genprob.story import CLASS_PRIOR, ClassConditional, Story, class_distribution
 
 __all__ = [
@@ -185,6 +186,8 @@ def model(story: Story, X=None, y=None, *, num_classes: int, num_features=None, 
         num_samples: n, needed only when both ``X`` and ``y`` are None.
     """
     num_features = X.shape[-1] if X is not None else num_features
+    if X is not None and has_missing(X):
+        story = marginalized(story)  # NaN entries are missing: only observed entries score
     if X is not None:
         num_samples = X.shape[0]
     elif y is not None:

@@ -28,19 +28,20 @@ from genprob.em import (
     encode_partial_labels,
     params_from_latent,
 )
+from genprob.masking import has_missing, marginalized
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["run_nuts", "fit_nuts", "params_from_samples", "sample_labels"]
 
 
 def _prepare(story: Story, X, y, num_classes):
-    X = as_features(X)
+    X = as_features(X, allow_nan=story.supports_missing)  # NaN: missing, summed out by the model
     if y is None:
         y = np.full(X.shape[0], -1)
     codes, num_classes = encode_partial_labels(y, num_classes=num_classes)
     if codes.shape[0] != X.shape[0]:
         raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
-    story.validate(X)
+    (marginalized(story) if has_missing(X) else story).validate(X)
     return X, jnp.asarray(codes), num_classes
 
 

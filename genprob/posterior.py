@@ -202,7 +202,7 @@ def exact_posterior(
         story = with_prior(story, class_concentration=class_concentration)
     if not has_exact_posterior(story):
         raise _no_exact_posterior_error(story)
-    X = as_features(X)
+    X = as_features(X, allow_nan=story.reads_nan_as_missing)
     codes, num_classes = encode_partial_labels(np.asarray(y), num_classes=num_classes)
     if codes.shape[0] != X.shape[0]:
         raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")

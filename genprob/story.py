@@ -390,6 +390,68 @@ class Story(metaclass=_StoryType):
         """
         return X
 
+    # -- missing feature values (NaN entries, marginalized; see genprob.missing) -------------------
+    @property
+    def supports_missing(self) -> bool:
+        """True when the story scores (and fits) rows by leaving out their missing entries.
+
+        A story opts in by returning True and, unless its emission is an ``Independent``
+        distribution (``.to_event(1)``), overriding :meth:`observed_log_prob`; a closed form also
+        needs :meth:`observed_statistics`.
+        """
+        return False
+
+    @property
+    def reads_nan_as_missing(self) -> bool:
+        """True when the story's own scoring reads NaN entries as missing (the wrapper
+        :class:`genprob.masking.Marginalized`), so that NaN may reach it."""
+        return False
+
+    @property
+    def no_missing_reason(self) -> str:
+        """Why the story cannot leave out missing entries (used in error messages)."""
+        return f"{type(self).__name__} does not declare how to leave out missing entries"
+
+    @property
+    def missing_needs_em(self) -> bool:
+        """True when :meth:`observed_statistics` depend on the current parameters (expected
+        statistics of the missing entries), so that a fit with missing entries iterates."""
+        return False
+
+    def observed_log_prob(self, params: dict, X, observed):
+        """``log p(x_obs | k)`` of the observed entries of every row, shape (n, K).
+
+        Args:
+            params: the emission's parameters.
+            X: features (n, D), missing entries filled with a value of the support.
+            observed: boolean mask (n, D), False where the entry is missing.
+
+        The default sums the per-feature log densities of an ``Independent`` emission over the
+        observed entries only.
+        """
+        emission = self.emission(params)
+        if not isinstance(emission, dist.Independent) or emission.reinterpreted_batch_ndims != 1:
+            raise NotImplementedError(
+                f"{type(self).__name__} must override observed_log_prob: its emission is not "
+                f"independent over features."
+            )
+        by_feature = emission.base_dist.log_prob(X[:, None, :])  # (n, K, D)
+        return jnp.sum(jnp.where(observed[:, None, :], by_feature, 0.0), axis=-1)
+
+    def observed_statistics(self, X, R, observed, params=None) -> dict:
+        """Sufficient statistics counting observed entries only (input to :meth:`maximize`).
+
+        Args:
+            X: features (n, D), missing entries filled with a value of the support.
+            R: responsibilities (n, K).
+            observed: boolean mask (n, D).
+            params: current parameters, for stories with :attr:`missing_needs_em` (expected
+                statistics of the missing entries); None for the first iteration.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} has no closed form with missing entries (observed_statistics)."
+        )
+
     def num_parameters(self, num_classes: int, num_features: int) -> int:
         """Number of free parameters, class prior included (K − 1 of them).
 

@@ -411,13 +411,17 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     return _feature_columns(frame, target, path), y, missing
 
 
-def _check_features(features, path: str, *, text_allowed: bool):
-    """Features without missing values; numeric unless the story handles text columns."""
+def _check_features(features, path: str, *, text_allowed: bool, missing: str = "error"):
+    """Features (empty cells only with ``missing="marginalize"``); numeric unless the story
+    handles text columns."""
     import pandas as pd
 
     holes = [str(c) for c in features.columns if features[c].isna().any()]
-    if holes:
-        raise UserError(f"missing values in {path}, columns: {', '.join(holes)}.")
+    if holes and missing != "marginalize":
+        raise UserError(
+            f"missing values in {path}, columns: {', '.join(holes)} (--missing marginalize "
+            f"sums them out of the story)."
+        )
     if text_allowed:
         return features
     text = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
@@ -428,7 +432,7 @@ def _check_features(features, path: str, *, text_allowed: bool):
             "takes text categories)."
         )
     features = features.astype(np.float64)
-    if not np.all(np.isfinite(features.to_numpy())):
+    if np.any(np.isinf(features.to_numpy())):
         raise UserError(f"{path} has infinite feature values.")
     return features
 
@@ -456,9 +460,11 @@ def _make_estimator(name: str, features, args):
     from genprob.app import registry
 
     options = {"unlabeled_weight": args.unlabeled_weight, "random_state": args.seed}
+    options["missing"] = getattr(args, "missing", "error")
     if name == "mixed":
         return genprob.MixedNB(families=_mixed_families(features), **options)
-    return genprob.GenerativeClassifier(registry.make_story(name, features.to_numpy()), **options)
+    observed = np.nan_to_num(features.to_numpy(), nan=0.0)  # the story's shape from observed cells
+    return genprob.GenerativeClassifier(registry.make_story(name, observed), **options)
 
 
 def _fit_features(args):
@@ -468,7 +474,9 @@ def _fit_features(args):
     name = _story_name(args.story)
     frame = _read_table(args.data)
     features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
-    features = _check_features(features, args.data, text_allowed=name == "mixed")
+    features = _check_features(
+        features, args.data, text_allowed=name == "mixed", missing=args.missing
+    )
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
     estimator = _make_estimator(name, features, args)
@@ -495,6 +503,12 @@ def _add_fit_options(parser, *, story_help: str):
         "--unlabeled",
         metavar="VALUE",
         help="a target value that marks unlabeled rows, besides empty cells (e.g. '?' or -1)",
+    )
+    parser.add_argument(
+        "--missing",
+        choices=("error", "marginalize"),
+        default="error",
+        help="empty feature cells: refuse them (default) or sum them out of the story",
     )
     parser.add_argument(
         "--unlabeled-weight",
@@ -733,7 +747,12 @@ def _prediction_features(model, frame, path: str):
         if extra:
             _note("predict", f"ignoring columns the model does not use: {', '.join(extra)}")
         features = frame[names]
-    return _check_features(features, path, text_allowed=isinstance(model, genprob.MixedNB))
+    return _check_features(
+        features,
+        path,
+        text_allowed=isinstance(model, genprob.MixedNB),
+        missing=getattr(model, "missing", "error"),  # a model fit to marginalize predicts so too
+    )
 
 
 def _run_predict(args) -> int:

@@ -34,6 +34,7 @@ from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob._limits import check_count
 from genprob._validation import (
     EM_PARAMETER_CONSTRAINTS,
+    MISSING_PARAMETER_CONSTRAINTS,
     check_class_prior,
     check_classes,
     check_known_labels,
@@ -45,6 +46,7 @@ from genprob._validation import (
     unlabeled_mask,
     validate_params,
 )
+from genprob.missing import fit_observed, has_missing, marginalized
 from genprob.persistence import register_estimator
 from genprob.story import Story
 from genprob.streaming import fit as _fit_out_of_core
@@ -62,7 +64,7 @@ _EM_ATTRIBUTES = (
     "transduction_",
 )
 #: State of incremental fitting (``partial_fit``), reset by ``fit``.
-_PARTIAL_FIT_STATE = ("stats_", "_pending_reason")
+_PARTIAL_FIT_STATE = ("stats_", "_pending_reason", "_missing_fit")
 
 
 def jax_key(random_state) -> jax.Array:
@@ -118,7 +120,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     _validate_kwargs: dict = {}
     #: scikit-learn's constraints on the constructor parameters, checked when fitting;
     #: subclasses add their own to these EM controls.
-    _parameter_constraints: dict = dict(EM_PARAMETER_CONSTRAINTS)
+    _parameter_constraints: dict = {**EM_PARAMETER_CONSTRAINTS, **MISSING_PARAMETER_CONSTRAINTS}
     #: Name of the fixed class prior parameter (None: the class prior is always estimated), and
     #: whether a prior not summing to 1 is renormalized with a warning instead of refused.
     _prior_parameter: str | None = "priors"
@@ -175,6 +177,98 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     def _params_jax(self):
         return {k: self._as_array(v) for k, v in self.params_.items()}
 
+    # -- missing entries (NaN with missing="marginalize"; genprob.missing) ------------------------
+    @property
+    def _marginalizes(self) -> bool:
+        return getattr(self, "missing", "error") == "marginalize"
+
+    @property
+    def _data_kwargs(self) -> dict:
+        """``validate_data`` keywords: the estimator's, letting NaN through when marginalizing."""
+        kwargs = dict(self._validate_kwargs)
+        if self._marginalizes:
+            kwargs["ensure_all_finite"] = "allow-nan"
+        return kwargs
+
+    def _checked_features(self, X, *, fitting: bool):
+        """:meth:`_validate_X` on the observed entries; NaN entries stay NaN (dense)."""
+        if not (self._marginalizes and has_missing(X)):
+            return self._validate_X(X, fitting=fitting)
+        if scipy.sparse.issparse(X):
+            X = X.toarray()
+        missing = np.isnan(X)
+        X = np.array(self._validate_X(np.where(missing, 0, X).astype(X.dtype), fitting=fitting))
+        X = X.astype(np.result_type(X.dtype, np.float32))
+        X[missing] = np.nan
+        return X
+
+    def _scoring_story(self, X) -> Story:
+        """The fitted story, reading NaN entries as missing when there are some to read."""
+        if self._marginalizes and has_missing(X):
+            return marginalized(self.story_)
+        return self.story_
+
+    def _fit_missing(self, X, y, unlabeled, sample_weight, classes):
+        """Observed-data maximum likelihood (:func:`genprob.missing.fit_observed`): EM over the
+        missing entries and the unlabeled rows together."""
+        if classes is not None or unlabeled.any():
+            labeled_y = y[~unlabeled]
+            if classes is not None:
+                self.classes_ = check_classes(classes)
+            else:
+                check_classification_targets(labeled_y)
+                self.classes_, _ = encode_labels(labeled_y)
+            codes = self._label_codes(y, unlabeled)
+        else:
+            if not is_integer_labels(y):
+                check_classification_targets(y)
+            self.classes_, codes = encode_labels(y)
+        check_num_classes(self.classes_, self._min_classes)
+        X = self._checked_features(X, fitting=True)
+        story = self._make_story(np.where(np.isnan(X), 0, X))
+        marginalized(story)  # refuses stories that cannot leave entries out, saying why
+        class_prior, fit_prior = self._class_prior_argument()
+        options = self._em_options()
+        with precision(self._dtype):
+            Xj = self._as_array(X)
+            marginalized(story).validate(Xj)
+            result = fit_observed(
+                story,
+                Xj,
+                codes,
+                num_classes=len(self.classes_),
+                class_prior=class_prior,
+                fit_prior=fit_prior,
+                sample_weight=sample_weight,
+                unlabeled_weight=float(options["unlabeled_weight"]),
+                max_iter=options["max_iter"],
+                tol=options["tol"],
+                feature_names=getattr(self, "feature_names_in_", None),
+                class_names=self.classes_,
+            )
+            self.story_ = story
+            self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
+            stats = jax.tree_util.tree_map(np.asarray, result.stats)
+        self.stats_ = stats
+        self._missing_fit = True  # statistics of observed entries: partial_fit cannot add rows
+        if result.n_iter > 1:
+            self.n_iter_ = result.n_iter
+            self.converged_ = result.converged
+            self.log_likelihood_trace_ = result.log_likelihood
+        if unlabeled.any() or classes is not None:
+            self.label_distributions_ = np.asarray(result.responsibilities)
+            self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
+        self._set_fitted_attributes(stats)
+        self._check_parameters()
+        if not result.converged:
+            warnings.warn(
+                f"EM over the missing entries did not converge in max_iter={options['max_iter']} "
+                f"iterations; raise max_iter.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return self
+
     def _check_X(self, X):
         if hasattr(self, "stats_") and not hasattr(self, "params_"):
             raise NotFittedError(
@@ -183,10 +277,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 f"more data first."
             )
         check_is_fitted(self, "params_")
-        X = validate_data(
-            self, X, reset=False, dtype=[np.float64, np.float32], **self._validate_kwargs
-        )
-        return self._validate_X(X, fitting=False)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], **self._data_kwargs)
+        return self._checked_features(X, fitting=False)
 
     def _labeled_arrays(self, story, X, codes, sample_weight):
         """Features on the device and one-hot responsibilities of labeled rows, checked.
@@ -237,11 +329,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             return distributed.fit(self, X, y, sample_weight=sample_weight, classes=classes)
         if _out_of_core(X):
             return _fit_out_of_core(self, X, y, sample_weight=sample_weight, classes=classes)
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **self._validate_kwargs)
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **self._data_kwargs)
         sample_weight = check_sample_weight(sample_weight, X.shape[0], allow_all_zero=False)
         for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
             self.__dict__.pop(name, None)
         unlabeled = unlabeled_mask(y)
+        if self._marginalizes and has_missing(X):
+            return self._fit_missing(X, y, unlabeled, sample_weight, classes)
         if classes is not None or unlabeled.any():
             return self._fit_partly_labeled(X, y, unlabeled, sample_weight, classes)
         if not is_integer_labels(y):
@@ -338,8 +432,14 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         elif classes is not None:
             check_partial_fit_classes(classes, self.classes_)
         X, y = validate_data(
-            self, X, y, reset=first, dtype=[np.float64, np.float32], **self._validate_kwargs
+            self, X, y, reset=first, dtype=[np.float64, np.float32], **self._data_kwargs
         )
+        if has_missing(X) or getattr(self, "_missing_fit", False):
+            raise ValueError(
+                "partial_fit does not take missing entries (NaN) yet, nor continue a fit that "
+                "had some: its running statistics count whole rows. Use fit(), which "
+                "marginalizes them."
+            )
         if first:
             for name in _EM_ATTRIBUTES:
                 self.__dict__.pop(name, None)
@@ -523,7 +623,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             codes = self._label_codes(y)
         with precision(self._dtype):
             values = core.log_likelihood(
-                self.story_,
+                self._scoring_story(X),
                 self._params_jax(),
                 self._as_array(X),
                 jnp.asarray(codes),
@@ -594,7 +694,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             return _dask_predict(self, "predict_joint_log_proba", X)
         X = self._check_X(X)
         with precision(self._dtype):
-            joint = core.joint_log_prob(self.story_, self._params_jax(), self._as_array(X))
+            joint = core.joint_log_prob(
+                self._scoring_story(X), self._params_jax(), self._as_array(X)
+            )
             return np.asarray(joint)
 
     def predict_log_proba(self, X):

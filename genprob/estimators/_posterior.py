@@ -13,6 +13,7 @@ from sklearn.utils import check_random_state
 from genprob._dtype import precision
 from genprob.arviz_io import to_arviz
 from genprob.em import unlabeled_mask
+from genprob.masking import has_missing, marginalized
 from genprob.mcmc import run_nuts
 from genprob.posterior import (
     METHODS,
@@ -63,6 +64,8 @@ def estimator_posterior(
         raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
     codes = estimator._label_codes(y, unlabeled_mask(y))
     story = with_prior(estimator.story_, **(prior or {}))
+    if estimator._marginalizes and has_missing(X):
+        story = marginalized(story)  # NaN entries are missing for the model and log-likelihoods
     if method == "exact" and not story.has_exact_posterior:
         raise _no_exact_posterior_error(story)
     num_classes = len(estimator.classes_)

@@ -41,6 +41,7 @@ from genprob._validation import unlabeled_mask
 from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.gaussian import GaussianStory
+from genprob.masking import has_missing
 from genprob.streaming import is_out_of_core
 
 __all__ = [
@@ -104,7 +105,9 @@ class _GaussianBase(GenerativeClassifierBase):
         """
         X = self._check_X(X)
         with precision(self._dtype):
-            joint = core.joint_log_prob(self.story_, self._params_jax(), self._as_array(X))
+            joint = core.joint_log_prob(
+                self._scoring_story(X), self._params_jax(), self._as_array(X)
+            )
             return np.asarray(joint)
 
     def _check_class_counts(self, stats):
@@ -129,6 +132,8 @@ class GaussianNB(_GaussianBase):
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations and of :meth:`sample`'s default.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
+            is a missing value, summed out of the story; see docs/howto/missing.md).
 
     Attributes:
         theta_: class means (K, D).
@@ -157,6 +162,7 @@ class GaussianNB(_GaussianBase):
         n_init=1,
         random_state=None,
         dtype="float64",
+        missing="error",
     ):
         self.priors = priors
         self.var_smoothing = var_smoothing
@@ -166,6 +172,7 @@ class GaussianNB(_GaussianBase):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.missing = missing
 
     def _make_story(self, X):
         return GaussianStory(covariance="diag", shared=False, var_smoothing=self.var_smoothing)
@@ -331,6 +338,8 @@ class LinearDiscriminantAnalysis(
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations and of :meth:`sample`'s default.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
+            is a missing value, summed out of the story; see docs/howto/missing.md).
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
@@ -359,6 +368,7 @@ class LinearDiscriminantAnalysis(
         n_init=1,
         random_state=None,
         dtype="float64",
+        missing="error",
     ):
         self.solver = solver
         self.shrinkage = shrinkage
@@ -373,6 +383,7 @@ class LinearDiscriminantAnalysis(
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.missing = missing
 
     def _after_fit(self, X):
         if hasattr(self, "params_"):
@@ -490,6 +501,12 @@ class LinearDiscriminantAnalysis(
                 "transform not implemented for 'lsqr' solver (use 'svd' or 'eigen')."
             )
         X = self._check_X(X)
+        if has_missing(X):
+            rows = np.flatnonzero(np.isnan(X).any(axis=1))
+            raise ValueError(
+                f"transform projects complete rows; rows {rows[:5].tolist()} have missing "
+                f"entries (NaN), which a projection cannot sum out."
+            )
         if self.solver == "svd":
             projected = (X - self.xbar_) @ self.scalings_
         else:
@@ -503,6 +520,14 @@ class LinearDiscriminantAnalysis(
         their softmax is :meth:`predict_proba`.
         """
         X = self._check_X(X)
+        if has_missing(X):
+            # a linear score needs every coordinate; the joint (exact marginal) has the same
+            # softmax and, for two classes, the same log-odds
+            with precision(self._dtype):
+                scores = np.asarray(
+                    core.joint_log_prob(self._scoring_story(X), self._params_jax(), X)
+                )
+            return scores[:, 1] - scores[:, 0] if len(self.classes_) == 2 else scores
         scores = X @ self.coef_.T + self.intercept_
         return scores[:, 0] if len(self.classes_) == 2 else scores
 
@@ -537,6 +562,8 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations and of :meth:`sample`'s default.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
+            is a missing value, summed out of the story; see docs/howto/missing.md).
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),
@@ -566,6 +593,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         n_init=1,
         random_state=None,
         dtype="float64",
+        missing="error",
     ):
         self.solver = solver
         self.shrinkage = shrinkage
@@ -580,6 +608,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.missing = missing
 
     _other_solvers = "solver='eigen'"
 

@@ -42,6 +42,8 @@ class GenerativeClassifier(GenerativeClassifierBase):
         init: first start of the optimizer for a story without a closed form: ``None`` or
             ``"poor"`` (seeded standard-normal unconstrained values), ``"prior"`` (a draw from
             the story's prior) or a dict of named parameters (see :func:`genprob.fit_optimizer`).
+        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
+            is a missing value, summed out of the story; see docs/howto/missing.md).
 
     Attributes:
         story_: the story (the ``story`` argument).
@@ -74,6 +76,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         random_state=None,
         dtype="float64",
         init=None,
+        missing="error",
     ):
         self.story = story
         self.priors = priors
@@ -85,6 +88,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         self.random_state = random_state
         self.dtype = dtype
         self.init = init
+        self.missing = missing
 
     def _make_story(self, X) -> Story:
         if not isinstance(self.story, Story):

@@ -114,6 +114,8 @@ class MixedNB(GenerativeClassifierBase):
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
+            is a missing value, summed out of the story; see docs/howto/missing.md).
 
     Attributes:
         blocks_: family -> list of its columns (names or positions), in column order.
@@ -154,6 +156,7 @@ class MixedNB(GenerativeClassifierBase):
         n_init=1,
         random_state=None,
         dtype="float64",
+        missing="error",
     ):
         self.families = families
         self.alpha = alpha
@@ -167,6 +170,7 @@ class MixedNB(GenerativeClassifierBase):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.missing = missing
 
     # -- columns -> blocks and codes -------------------------------------------------------------
     def _learn_columns(self, X):

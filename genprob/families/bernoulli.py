@@ -41,7 +41,7 @@ from numpyro.distributions import constraints
 from genprob.conjugate import ConjugateFactor
 from genprob.story import CLASS_PRIOR, Story
 
-__all__ = ["BernoulliStory", "BernoulliFeatures"]
+__all__ = ["BernoulliStory", "BernoulliFeatures", "row_counts", "observed_sums"]
 
 
 # -- helpers shared by the discrete families -----------------------------------------------------
@@ -132,6 +132,18 @@ def linear_log_prob(value, weights, offset):
     if value.ndim == 1:
         return weights @ value + offset
     return jnp.sum(value * weights, axis=-1) + offset
+
+
+def row_counts(counts):
+    """Rows per class and feature, (K, D) or (K, 1): class counts (K,), or per-feature counts of
+    observed entries (K, D) when some entries are missing."""
+    return counts if jnp.ndim(counts) == 2 else counts[:, None]
+
+
+def observed_sums(X, R, observed):
+    """``(R^T observed, R^T X)``: rows and feature sums per class over observed entries (``X``
+    filled with 0 where missing)."""
+    return R.T @ observed.astype(R.dtype), R.T @ X
 
 
 def alpha_array(alpha, num_features: int, dtype=None):
@@ -227,7 +239,7 @@ class BernoulliStory(Story):
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]
         alpha = alpha_array(self.alpha, feature_counts.shape[-1], feature_counts.dtype)
-        probs = (feature_counts + alpha) / (stats["counts"][:, None] + 2.0 * alpha)
+        probs = (feature_counts + alpha) / (row_counts(stats["counts"]) + 2.0 * alpha)
         return {"probs": probs}
 
     def log_penalty(self, params, stats):
@@ -239,7 +251,7 @@ class BernoulliStory(Story):
     def conjugate_factors(self, stats, offset):
         """``Beta(c + alpha + offset, N - c + alpha + offset)`` per class and feature."""
         on = stats["feature_counts"]
-        counts = stats["counts"][:, None]
+        counts = row_counts(stats["counts"])
         alpha = np.asarray(self.alpha, on.dtype) + offset
         return {"probs": ConjugateFactor("beta", on + alpha, counts - on + alpha)}
 
@@ -251,6 +263,21 @@ class BernoulliStory(Story):
             "(e.g. BernoulliNB(binarize=0.0))",
         )
         return X
+
+    @property
+    def supports_missing(self) -> bool:
+        return True
+
+    def observed_log_prob(self, params, X, observed):
+        """``sum_j o_ij (x_ij log p_kj + (1 - x_ij) log(1 - p_kj))``: two matrix products."""
+        probs = params["probs"]
+        log_off = floor_log1m(probs)
+        weights = floor_log(probs) - log_off
+        return X @ weights.T + observed.astype(probs.dtype) @ log_off.T
+
+    def observed_statistics(self, X, R, observed, params=None):
+        counts, feature_counts = observed_sums(X, R, observed)
+        return {"counts": counts, "feature_counts": feature_counts}
 
     def num_parameters(self, num_classes, num_features):
         return (num_classes - 1) + num_classes * num_features

@@ -424,6 +424,32 @@ class CategoricalStory(Story):
         )  # (D, M, K)
         return {"counts": R.sum(axis=0), "category_counts": jnp.transpose(per_feature, (2, 0, 1))}
 
+    @property
+    def supports_missing(self) -> bool:
+        return True
+
+    def observed_log_prob(self, params, X, observed):
+        log_probs = floor_log(params["probs"])  # (K, D, M)
+        codes = X.astype(jnp.int32)
+        by_feature = jnp.moveaxis(log_probs, 0, -1)[jnp.arange(codes.shape[-1]), codes]
+        return jnp.sum(jnp.where(observed[..., None], by_feature, 0.0), axis=-2)
+
+    def observed_statistics(self, X, R, observed, params=None):
+        check_table_size(self.n_categories, R.shape[-1])
+        codes = X.astype(jnp.int32)
+        weights = observed.astype(R.dtype)
+        # a missing entry's row has weight 0 in its feature's table
+        per_feature = jax.lax.map(
+            lambda args: jax.ops.segment_sum(
+                R * args[1][:, None], args[0], num_segments=self.max_categories
+            ),
+            (codes.T, weights.T),
+        )  # (D, M, K)
+        return {
+            "counts": R.T @ weights,
+            "category_counts": jnp.transpose(per_feature, (2, 0, 1)),
+        }
+
     def maximize(self, stats):
         counts = stats["category_counts"]
         mask = jnp.asarray(category_mask(self.n_categories, counts.dtype))

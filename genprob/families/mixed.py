@@ -164,6 +164,37 @@ class MixedStory(Story):
             for name, story, columns in self.blocks
         }
 
+    @property
+    def supports_missing(self) -> bool:
+        return all(story.supports_missing for _, story, _ in self.blocks)
+
+    @property
+    def no_missing_reason(self) -> str:
+        for name, story, _ in self.blocks:
+            if not story.supports_missing:
+                return f"in block {name!r}, {story.no_missing_reason}"
+        return super().no_missing_reason
+
+    @property
+    def missing_needs_em(self) -> bool:
+        return any(story.missing_needs_em for _, story, _ in self.blocks)
+
+    def observed_log_prob(self, params, X, observed):
+        total = 0.0
+        for name, story, columns in self.blocks:
+            cols = jnp.asarray(columns)
+            block = self.block_params(params, name)
+            total = total + story.observed_log_prob(block, X[:, cols], observed[:, cols])
+        return total
+
+    def observed_statistics(self, X, R, observed, params=None):
+        stats = {}
+        for name, story, columns in self.blocks:
+            cols = jnp.asarray(columns)
+            block = None if params is None else self.block_params(params, name)
+            stats[name] = story.observed_statistics(X[:, cols], R, observed[:, cols], block)
+        return stats
+
     def combine_statistics(self, stats_a, stats_b):
         """Each block combines its own statistics (Gaussian blocks re-center their moments)."""
         return {

@@ -159,6 +159,14 @@ class MultinomialStory(Story):
         alpha = np.asarray(self.alpha, counts.dtype) + offset
         return {"probs": dirichlet(counts + alpha)}
 
+    @property
+    def no_missing_reason(self) -> str:
+        return (
+            "a multinomial row is one document whose length is the sum of its counts; a missing "
+            "count leaves that length, and so the row's distribution, undefined (impute the "
+            "counts, or drop the rows)"
+        )
+
     def validate(self, X):
         check_values(X, lambda v: v < 0, "non-negative counts for a multinomial story")
         return X

@@ -29,7 +29,7 @@ import numpyro.distributions as dist
 from jax.scipy.special import xlogy
 
 from genprob.conjugate import ConjugateFactor
-from genprob.families.bernoulli import check_values
+from genprob.families.bernoulli import check_values, observed_sums, row_counts
 from genprob.story import Story
 
 __all__ = ["PoissonStory", "VAGUE_RATE"]
@@ -74,7 +74,7 @@ class PoissonStory(Story):
         return {"counts": R.sum(axis=0), "feature_sums": R.T @ X}
 
     def maximize(self, stats):
-        rates = (stats["feature_sums"] + self.alpha) / (stats["counts"][:, None] + self.beta)
+        rates = (stats["feature_sums"] + self.alpha) / (row_counts(stats["counts"]) + self.beta)
         return {"rates": rates}
 
     def log_penalty(self, params, stats):
@@ -85,7 +85,7 @@ class PoissonStory(Story):
     def conjugate_factors(self, stats, offset):
         """``Gamma(S + alpha + 1, N + beta)`` (the NumPyro prior, vague rate when beta = 0), or
         ``Gamma(S + alpha, N + beta)`` for the mean reading (``offset = 0``)."""
-        sums, counts = stats["feature_sums"], stats["counts"][:, None]
+        sums, counts = stats["feature_sums"], row_counts(stats["counts"])
         if offset:
             shape, rate = self.alpha + 1.0, _proper_rate(self.beta)
         else:
@@ -99,6 +99,14 @@ class PoissonStory(Story):
             "non-negative integer counts for a Poisson story",
         )
         return X
+
+    @property
+    def supports_missing(self) -> bool:
+        return True  # independent features: the default observed_log_prob masks them
+
+    def observed_statistics(self, X, R, observed, params=None):
+        counts, feature_sums = observed_sums(X, R, observed)
+        return {"counts": counts, "feature_sums": feature_sums}
 
     def num_parameters(self, num_classes, num_features):
         return (num_classes - 1) + num_classes * num_features

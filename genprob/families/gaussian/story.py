@@ -16,6 +16,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import full_gaussian
 from genprob.families.gaussian.moments import (
     chunked_sum,
@@ -364,7 +365,7 @@ class GaussianStory(Story):
 
     def _smoothing_variance_impl(self, stats):
         counts, sums = stats["counts"], stats["sums"]
-        total = counts.sum()
+        total = counts.sum(axis=0)  # per feature when counts are (K, D) (missing entries)
         squares = self.structure.diagonal(stats["squares"])
         if squares.ndim == 2:
             squares = squares.sum(axis=0)
@@ -372,6 +373,8 @@ class GaussianStory(Story):
         return self.var_smoothing * jnp.max(squares / total - centered_mean**2)
 
     def maximize(self, stats):
+        if jnp.ndim(stats["counts"]) == 2:  # per-feature counts: observed entries only
+            return gaussian_missing.maximize_observed_diagonal(self, stats)
         terms = self._spread_terms(stats)
         return {"means": terms["means"], self.spread_name: terms["spread"]}
 
@@ -412,6 +415,23 @@ class GaussianStory(Story):
         # tr(Sigma^-1 Psi) = tr(W^T Psi W); -1/2 log det Sigma = log_normalizer
         trace = jnp.trace(jnp.swapaxes(whitening, -1, -2) @ pseudo @ whitening, axis1=-2, axis2=-1)
         return jnp.sum(extra * emission.log_normalizer - 0.5 * trace)
+
+    # -- missing entries (genprob.families.gaussian.missing) -------------------------------------
+    @property
+    def supports_missing(self) -> bool:
+        # with rank_tol, rows with missing entries get the full-rank marginal of their observed
+        # block (refused by name at predict if that block is singular)
+        return True
+
+    @property
+    def missing_needs_em(self) -> bool:
+        return self.structure.full
+
+    def observed_log_prob(self, params, X, observed):
+        return gaussian_missing.observed_log_prob(self, params, X, observed)
+
+    def observed_statistics(self, X, R, observed, params=None):
+        return gaussian_missing.observed_statistics(self, X, R, observed, params)
 
     def num_parameters(self, num_classes, num_features):
         copies = math.prod(self.structure.copies(num_classes))

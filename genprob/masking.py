@@ -1,0 +1,192 @@
+"""NaN entries of X read as missing values: the story wrapper that sums them out.
+
+:class:`Marginalized` wraps a story that declares how to leave entries out
+(:attr:`genprob.story.Story.supports_missing`) so that every generic path — scoring, the NumPyro
+model, closed-form statistics — reads NaN as "not observed". Fitting is in
+:mod:`genprob.missing`; the maths in docs/howto/missing.md.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as dist
+import scipy.sparse
+
+from genprob.story import Story
+
+__all__ = ["Marginalized", "MaskedEmission", "marginalized", "has_missing", "fill_missing"]
+
+
+def has_missing(X) -> bool:
+    """True when the concrete array ``X`` holds a NaN (False for tracers and sparse input)."""
+    if isinstance(X, jax.core.Tracer) or not hasattr(X, "dtype"):
+        return False
+    if scipy.sparse.issparse(X):
+        X = X.data
+    if np.dtype(X.dtype).kind != "f":
+        return False
+    return bool(np.isnan(np.asarray(X)).any())
+
+
+def fill_missing(X, value=0.0):
+    """``(filled, observed)``: ``X`` with NaN replaced by ``value`` and the mask of observed
+    entries. ``value`` must lie in the story's support (0 does for every built-in family)."""
+    observed = ~jnp.isnan(X)
+    return jnp.where(observed, X, jnp.asarray(value, X.dtype)), observed
+
+
+class MaskedEmission(dist.Distribution):
+    """The emission of ``story`` with NaN entries of a value left out (batch (K,), event (D,))."""
+
+    arg_constraints = {}
+    pytree_data_fields = ("story", "params", "inner")
+
+    def __init__(self, story: Story, params: dict, *, validate_args=None):
+        self.story = story
+        self.params = params
+        self.inner = story.emission(params)
+        super().__init__(
+            batch_shape=self.inner.batch_shape,
+            event_shape=self.inner.event_shape,
+            validate_args=validate_args,
+        )
+
+    @property
+    def support(self):
+        return self.inner.support
+
+    def log_prob(self, value):
+        value = jnp.asarray(value)
+        if value.ndim < 2 or value.shape[-2] != 1:
+            raise ValueError(
+                f"a masked emission scores rows against every class: value must have shape "
+                f"(..., 1, D), got {value.shape}."
+            )
+        batch = value.shape[:-2]
+        rows = value.reshape(-1, value.shape[-1])
+        filled, observed = fill_missing(rows)
+        scores = self.story.observed_log_prob(self.params, filled, observed)
+        # complete rows keep the emission's own score (bitwise what they get without NaN)
+        complete = self.inner.log_prob(filled[:, None, :])
+        scores = jnp.where(observed.all(axis=-1, keepdims=True), complete, scores)
+        return scores.reshape(batch + scores.shape[-1:])
+
+    def sample(self, key, sample_shape=()):
+        return self.inner.sample(key, sample_shape)
+
+
+class Marginalized(Story):
+    """``story`` with NaN entries of X read as missing and summed out of its density.
+
+    Parameters are the wrapped story's (same names and shapes); only scoring and statistics
+    change. Build it with :func:`marginalized`.
+
+    Args:
+        story: a story with :attr:`Story.supports_missing`.
+
+    Raises:
+        ValueError: the story cannot leave out missing entries (its reason is given).
+    """
+
+    name = "marginalized"
+
+    def __init__(self, story: Story):
+        if isinstance(story, Marginalized):
+            story = story.story
+        if not story.supports_missing:
+            raise ValueError(
+                f"X has missing values (NaN), but they cannot be marginalized: "
+                f"{story.no_missing_reason}."
+            )
+        self.story = story
+        self.class_concentration = story.class_concentration
+
+    # the story --------------------------------------------------------------------------------
+    def prior(self, num_classes, num_features):
+        return self.story.prior(num_classes, num_features)
+
+    def emission(self, params):
+        return MaskedEmission(self.story, params)
+
+    def sufficient_statistics(self, X, R):
+        filled, observed = fill_missing(X)
+        return self.story.observed_statistics(filled, R, observed)
+
+    def maximize(self, stats):
+        return self.story.maximize(stats)
+
+    def combine_statistics(self, stats_a, stats_b):
+        return self.story.combine_statistics(stats_a, stats_b)
+
+    def log_penalty(self, params, stats):
+        return self.story.log_penalty(params, stats)
+
+    @property
+    def has_closed_form(self) -> bool:
+        inner = self.story
+        return (
+            inner.has_closed_form
+            and not inner.missing_needs_em
+            and type(inner).observed_statistics is not Story.observed_statistics
+        )
+
+    @property
+    def adds_over_rows(self) -> bool:
+        return self.has_closed_form and self.story.adds_over_rows
+
+    @property
+    def not_additive_reason(self) -> str:
+        if self.story.missing_needs_em:
+            return (
+                f"with missing entries the statistics of {type(self.story).__name__} are "
+                f"expectations under the current parameters (EM), not sums over chunks"
+            )
+        return self.story.not_additive_reason
+
+    @property
+    def has_exact_posterior(self) -> bool:
+        return self.has_closed_form and self.story.has_exact_posterior
+
+    def conjugate_factors(self, stats, offset):
+        return self.story.conjugate_factors(stats, offset)
+
+    # hooks -----------------------------------------------------------------------------------
+    def check_parameters(self, params, class_names=None, feature_names=None):
+        self.story.check_parameters(params, class_names, feature_names)
+
+    def validate(self, X):
+        if isinstance(X, jax.core.Tracer):
+            return X
+        filled, _ = fill_missing(jnp.asarray(X))
+        self.story.validate(filled)
+        return X
+
+    @property
+    def supports_missing(self) -> bool:
+        return True
+
+    @property
+    def reads_nan_as_missing(self) -> bool:
+        return True
+
+    def observed_log_prob(self, params, X, observed):
+        return self.story.observed_log_prob(params, X, observed)
+
+    def observed_statistics(self, X, R, observed, params=None):
+        return self.story.observed_statistics(X, R, observed, params)
+
+    def num_parameters(self, num_classes, num_features):
+        return self.story.num_parameters(num_classes, num_features)
+
+    def parameter_dims(self, name, shape, num_classes, num_features):
+        return self.story.parameter_dims(name, shape, num_classes, num_features)
+
+    def coords(self, feature_names):
+        return self.story.coords(feature_names)
+
+
+def marginalized(story: Story) -> Marginalized:
+    """``story`` reading NaN entries as missing (see :class:`Marginalized`)."""
+    return story if isinstance(story, Marginalized) else Marginalized(story)
