@@ -59,6 +59,16 @@ def to_bcoo(X, dtype) -> jsparse.BCOO:
     )
 
 
+def to_csr(X, dtype) -> scipy.sparse.csr_matrix:
+    """A SciPy sparse matrix as CSR in ``dtype`` (no copy when it is one already)."""
+    return scipy.sparse.csr_matrix(X, dtype=dtype, copy=False)
+
+
+def _total(X) -> float:
+    """Sum of all entries (of the stored values of a sparse matrix: SciPy's ``sum`` is a product)."""
+    return float(X.data.sum() if scipy.sparse.issparse(X) else X.sum())
+
+
 def check_non_negative(X, estimator: str, expected: str) -> None:
     """Raise scikit-learn's "Negative values in data passed to ..." error naming the entry."""
     try:
@@ -97,6 +107,12 @@ class _DiscreteNB(GenerativeClassifierBase):
         if scipy.sparse.issparse(X):
             return to_bcoo(X, numpy_dtype(self._dtype))
         return super()._as_array(X)
+
+    def _as_features(self, X):
+        # SciPy products on the host beat JAX's sparse ones on CPU; the story takes the matrix
+        if scipy.sparse.issparse(X):
+            return to_csr(X, numpy_dtype(self._dtype))
+        return super()._as_features(X)
 
     def _checked_alpha(self, num_features: int):
         """``alpha`` as a float or a per-feature tuple, with scikit-learn's checks and floor."""
@@ -272,14 +288,14 @@ class MultinomialNB(_DiscreteNB):
         return X
 
     def _make_story(self, X):
-        self._rows_seen, self._length_seen = X.shape[0], float(X.sum())
+        self._rows_seen, self._length_seen = X.shape[0], _total(X)
         return self._story(X.shape[1])
 
     def _partial_fit_story(self, X, previous):
         if previous is None:
             return self._make_story(X)
         self._rows_seen += X.shape[0]
-        self._length_seen += float(X.sum())
+        self._length_seen += _total(X)
         return self._story(X.shape[1])
 
     def _story(self, num_features):

@@ -84,6 +84,9 @@ def check_values(X, is_bad, expected: str) -> None:
         expected: what the values should be, e.g. ``"binary features (0 or 1)"``.
     """
     values = stored_values(X)
+    # fast path: a finite sum means finite values (the full mask is built only on failure)
+    if not np.asarray(is_bad(values)).any() and np.isfinite(values.sum()):
+        return
     bad = np.asarray(is_bad(values)) | ~np.isfinite(values)
     if bad.any():
         flat = np.flatnonzero(bad.ravel())
@@ -115,13 +118,16 @@ def linear_log_prob(value, weights, offset):
 
     Args:
         value: features (..., 1, D) (one row scored against every class), (..., K, D) (one row per
-            class), or (D,); dense or a BCOO matrix (first form only).
+            class), or (D,); dense or a BCOO matrix (first form only); or a SciPy sparse matrix
+            (n, D) of rows, each scored against every class.
         weights: (K, D).
         offset: (K,).
 
     Returns:
         (..., K) scores.
     """
+    if scipy.sparse.issparse(value):  # (n, D) rows, scored on the host
+        return scipy_linear_scores(value, weights, offset)
     if value.ndim >= 2 and value.shape[-2] == 1:
         return (value @ weights.T)[..., 0, :] + offset
     if isinstance(value, jsparse.BCOO):
@@ -132,6 +138,42 @@ def linear_log_prob(value, weights, offset):
     if value.ndim == 1:
         return weights @ value + offset
     return jnp.sum(value * weights, axis=-1) + offset
+
+
+def weighted_sums(X, R):
+    """``R^T X`` (K, D): per-class weighted feature sums. A SciPy sparse ``X`` is multiplied by
+    SciPy on the host (never densified); only the dense (K, D) result is returned."""
+    if scipy.sparse.issparse(X):
+        return np.asarray(X.T @ np.asarray(R, dtype=X.dtype)).T
+    return R.T @ X
+
+
+def scipy_linear_scores(X, weights, offset) -> np.ndarray:
+    """``X W^T + b`` (n, K) for a SciPy sparse ``X`` (n, D), by SciPy's sparse product."""
+    weights = np.asarray(weights, dtype=X.dtype)
+    return np.asarray(X @ np.ascontiguousarray(weights.T)) + np.asarray(offset, dtype=X.dtype)
+
+
+def linear_discriminant(X, weights, offset):
+    """``x . W_k + b_k`` less class 0's score (a per-row term): column 0 is zero, so only K - 1
+    products are taken. Class posteriors from it equal those of the full linear form.
+
+    Args:
+        X: features (n, D): dense, a BCOO matrix or a SciPy sparse matrix.
+        weights: (K, D).
+        offset: (K,).
+    """
+    if X.shape[-1] != weights.shape[-1]:
+        raise ValueError(
+            f"X has {X.shape[-1]} features, but the parameters are for {weights.shape[-1]} "
+            f"features."
+        )
+    weights, offset = weights[1:] - weights[:1], offset[1:] - offset[:1]
+    if scipy.sparse.issparse(X):
+        rest = scipy_linear_scores(X, weights, offset)
+        return np.concatenate([np.zeros((X.shape[0], 1), rest.dtype), rest], axis=1)
+    rest = linear_log_prob(X[:, None, :], weights, offset)
+    return jnp.concatenate([jnp.zeros((X.shape[0], 1), rest.dtype), rest], axis=1)
 
 
 def alpha_array(alpha, num_features: int, dtype=None):
@@ -155,6 +197,14 @@ def check_alpha(alpha):
 
 
 # -- the emission --------------------------------------------------------------------------------
+def bernoulli_linear_form(probs):
+    """``(weights, offset)`` of the Bernoulli log density, ``x . weights[k] + offset[k]``."""
+    log_on = floor_log(probs)
+    log_off = floor_log1m(probs)
+    return log_on - log_off, log_off.sum(axis=-1)
+
+
+# -- the emission (class) --------------------------------------------------------------------------------
 class BernoulliFeatures(dist.Distribution):
     """Independent Bernoulli features: batch shape (K,), event shape (D,).
 
@@ -179,9 +229,7 @@ class BernoulliFeatures(dist.Distribution):
 
     def linear_form(self):
         """``(weights, offset)`` with ``log p(x | k) = x . weights[k] + offset[k]``."""
-        log_on = floor_log(self.probs)
-        log_off = floor_log1m(self.probs)
-        return log_on - log_off, log_off.sum(axis=-1)
+        return bernoulli_linear_form(self.probs)
 
     def log_prob(self, value):
         weights, offset = self.linear_form()
@@ -205,6 +253,7 @@ class BernoulliStory(Story):
     """
 
     name = "bernoulli"
+    accepts_scipy_sparse = True
 
     def __init__(self, alpha=1.0):
         self.alpha = check_alpha(alpha)
@@ -221,8 +270,12 @@ class BernoulliStory(Story):
         return BernoulliFeatures(params["probs"])
 
     def sufficient_statistics(self, X, R):
-        # R.T @ X is a sparse-dense product when X is a BCOO matrix.
-        return {"counts": R.sum(axis=0), "feature_counts": R.T @ X}
+        # a sparse-dense product when X is a BCOO or SciPy sparse matrix
+        return {"counts": R.sum(axis=0), "feature_counts": weighted_sums(X, R)}
+
+    def discriminant(self, params, X):
+        """The linear form less class 0's (K - 1 products; the same posteriors)."""
+        return linear_discriminant(X, *bernoulli_linear_form(params["probs"]))
 
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]
