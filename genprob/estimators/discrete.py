@@ -65,7 +65,7 @@ def to_csr(X, dtype) -> scipy.sparse.csr_matrix:
 
 
 def _total(X) -> float:
-    """Sum of all entries (of the stored values of a sparse matrix: SciPy's ``sum`` is a product)."""
+    """Sum of all entries (a sparse matrix's stored values: SciPy's ``sum`` is a product)."""
     return float(X.data.sum() if scipy.sparse.issparse(X) else X.sum())
 
 

@@ -204,7 +204,6 @@ def bernoulli_linear_form(probs):
     return log_on - log_off, log_off.sum(axis=-1)
 
 
-# -- the emission (class) --------------------------------------------------------------------------------
 class BernoulliFeatures(dist.Distribution):
     """Independent Bernoulli features: batch shape (K,), event shape (D,).
 
