@@ -35,7 +35,7 @@ from sklearn.utils._param_validation import Interval
 from genprob._dtype import numpy_dtype
 from genprob._validation import check_alpha
 from genprob.estimators._base import GenerativeClassifierBase
-from genprob.families.bernoulli import BernoulliStory, check_values
+from genprob.families.bernoulli import BernoulliStory, check_non_negative_values, check_values
 from genprob.families.categorical import CategoricalStory, check_table_size
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
@@ -72,7 +72,7 @@ def _total(X) -> float:
 def check_non_negative(X, estimator: str, expected: str) -> None:
     """Raise scikit-learn's "Negative values in data passed to ..." error naming the entry."""
     try:
-        check_values(X, lambda v: v < 0, expected)
+        check_non_negative_values(X, expected)
     except ValueError as error:
         raise ValueError(
             f"Negative values in data passed to {estimator} (input X). {error}"

@@ -98,6 +98,14 @@ def check_values(X, is_bad, expected: str) -> None:
         )
 
 
+def check_non_negative_values(X, expected: str) -> None:
+    """:func:`check_values` for ``v < 0``, with two reductions when every value is fine."""
+    values = stored_values(X)
+    if values.size == 0 or (values.min() >= 0 and np.isfinite(values.max())):
+        return
+    check_values(X, lambda v: v < 0, expected)
+
+
 def floor_log(p):
     """``log p`` with zero probabilities floored at the smallest positive normal number.
 

@@ -48,7 +48,7 @@ from genprob.conjugate import dirichlet
 from genprob.families.bernoulli import (
     alpha_array,
     check_alpha,
-    check_values,
+    check_non_negative_values,
     floor_log,
     linear_discriminant,
     linear_log_prob,
@@ -191,7 +191,7 @@ class MultinomialStory(Story):
         return {"probs": dirichlet(counts + alpha)}
 
     def validate(self, X):
-        check_values(X, lambda v: v < 0, "non-negative counts for a multinomial story")
+        check_non_negative_values(X, "non-negative counts for a multinomial story")
         return X
 
     def num_parameters(self, num_classes, num_features):
