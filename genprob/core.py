@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import scipy.sparse
+import scipy.special
 
 from genprob._limits import check_count, check_traced_size
 from genprob._validation import check_class_codes, check_core_features, is_concrete
@@ -99,9 +100,11 @@ def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
     They come from ``log pi_k`` + :meth:`Story.discriminant`, which may leave out per-row terms.
     """
     if scipy.sparse.issparse(X):
+        # on the host in NumPy: (n, K) work, and no compilation per row count
         _check_scipy_sparse(story)
-        scores = jnp.log(params[CLASS_PRIOR]) + jnp.asarray(story.discriminant(params, X))
-        return jax.nn.log_softmax(scores, axis=-1)
+        with np.errstate(divide="ignore"):  # a class of prior 0 scores -inf
+            scores = np.log(np.asarray(params[CLASS_PRIOR])) + story.discriminant(params, X)
+        return jnp.asarray(scores - scipy.special.logsumexp(scores, axis=-1, keepdims=True))
     return _predict_log_proba(story, params, X)
 
 

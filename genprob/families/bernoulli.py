@@ -113,12 +113,14 @@ def floor_log(p):
     products (no NaN from ``0 * -inf``); an observed event of probability zero then costs about
     -708 (float64) instead of -inf.
     """
-    return jnp.log(jnp.maximum(p, jnp.finfo(jnp.result_type(p)).tiny))
+    xp = np if isinstance(p, np.ndarray) else jnp  # NumPy for host (SciPy sparse) scoring
+    return xp.log(xp.maximum(p, np.finfo(p.dtype).tiny))
 
 
 def floor_log1m(p):
     """``log(1 - p)``, accurate for small ``p`` and floored like :func:`floor_log` at ``p = 1``."""
-    return jnp.maximum(jnp.log1p(-p), jnp.log(jnp.finfo(jnp.result_type(p)).tiny))
+    xp = np if isinstance(p, np.ndarray) else jnp
+    return xp.maximum(xp.log1p(-p), np.log(np.finfo(p.dtype).tiny))
 
 
 def linear_log_prob(value, weights, offset):
@@ -160,6 +162,11 @@ def scipy_linear_scores(X, weights, offset) -> np.ndarray:
     """``X W^T + b`` (n, K) for a SciPy sparse ``X`` (n, D), by SciPy's sparse product."""
     weights = np.asarray(weights, dtype=X.dtype)
     return np.asarray(X @ np.ascontiguousarray(weights.T)) + np.asarray(offset, dtype=X.dtype)
+
+
+def host_if_sparse(X, array):
+    """``array`` as NumPy when ``X`` is a SciPy sparse matrix (small host work beats dispatch)."""
+    return np.asarray(array) if scipy.sparse.issparse(X) else array
 
 
 def linear_discriminant(X, weights, offset):
@@ -282,7 +289,7 @@ class BernoulliStory(Story):
 
     def discriminant(self, params, X):
         """The linear form less class 0's (K - 1 products; the same posteriors)."""
-        return linear_discriminant(X, *bernoulli_linear_form(params["probs"]))
+        return linear_discriminant(X, *bernoulli_linear_form(host_if_sparse(X, params["probs"])))
 
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]

@@ -50,6 +50,7 @@ from genprob.families.bernoulli import (
     check_alpha,
     check_non_negative_values,
     floor_log,
+    host_if_sparse,
     linear_discriminant,
     linear_log_prob,
     weighted_sums,
@@ -81,7 +82,8 @@ def _scipy_row_term(value) -> np.ndarray:
 def multinomial_linear_form(probs):
     """``(weights, offset)`` of the class-dependent part ``x . log probs[k]`` (offset 0)."""
     weights = floor_log(probs)
-    return weights, jnp.zeros(weights.shape[:-1], weights.dtype)
+    xp = np if isinstance(weights, np.ndarray) else jnp
+    return weights, xp.zeros(weights.shape[:-1], weights.dtype)
 
 
 class MultinomialFeatures(dist.Distribution):
@@ -171,7 +173,8 @@ class MultinomialStory(Story):
     def discriminant(self, params, X):
         """The class-dependent part ``x . log probs[k]`` less class 0's: the multinomial
         coefficient ``log n! - sum_j log x_j!`` and ``x . log probs[0]`` depend on the row only."""
-        return linear_discriminant(X, *multinomial_linear_form(params["probs"]))
+        probs = host_if_sparse(X, params["probs"])
+        return linear_discriminant(X, *multinomial_linear_form(probs))
 
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]
