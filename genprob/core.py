@@ -21,7 +21,10 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
+import scipy.sparse
+import scipy.special
 
 from genprob._limits import check_count, check_traced_size
 from genprob._validation import check_class_codes, check_core_features, is_concrete
@@ -43,17 +46,43 @@ __all__ = [
 ]
 
 
-@jax.jit
 def joint_log_prob(story: Story, params: dict, X) -> jax.Array:
     """Log joint density ``log pi_k + log p(x_i | k)`` of every row and class, shape (n, K).
+
+    ``X`` may be a SciPy sparse matrix when the story takes one (``accepts_scipy_sparse``): it is
+    then scored on the host by the emission's own sparse products, never densified.
 
     Raises:
         ValueError: ``X`` not 2-D, or with another feature count than the parameters.
     """
+    if scipy.sparse.issparse(X):
+        emission = _scipy_sparse_emission(story, params, X)
+        return jnp.log(params[CLASS_PRIOR]) + jnp.asarray(emission.log_prob(X))
+    return _joint_log_prob(story, params, X)
+
+
+@jax.jit
+def _joint_log_prob(story: Story, params: dict, X) -> jax.Array:
     emission = story.emission(params)
     _check_feature_count(emission, X)  # shapes only: runs once per compilation, not per call
     by_class = emission.log_prob(X[:, None, :])
     return jnp.log(params[CLASS_PRIOR]) + by_class
+
+
+def _check_scipy_sparse(story: Story) -> None:
+    if not story.accepts_scipy_sparse:
+        raise TypeError(
+            f"{type(story).__name__} does not take SciPy sparse input; pass X.toarray() or a "
+            f"jax.experimental.sparse.BCOO matrix."
+        )
+
+
+def _scipy_sparse_emission(story: Story, params: dict, X):
+    """The emission, after checking that the story takes SciPy sparse ``X`` of the right width."""
+    _check_scipy_sparse(story)
+    emission = story.emission(params)
+    _check_feature_count(emission, X)
+    return emission
 
 
 def _check_feature_count(emission, X) -> None:
@@ -67,8 +96,24 @@ def _check_feature_count(emission, X) -> None:
 
 
 def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
-    """Log class posteriors ``log p(y = k | x_i)`` (n, K), normalized with a log-sum-exp."""
-    return jax.nn.log_softmax(joint_log_prob(story, params, X), axis=-1)
+    """Log class posteriors ``log p(y = k | x_i)`` (n, K), normalized with a log-sum-exp.
+
+    They come from ``log pi_k`` + :meth:`Story.discriminant`, which may leave out per-row terms.
+    """
+    if scipy.sparse.issparse(X):
+        # on the host in NumPy: (n, K) work, and no compilation per row count
+        _check_scipy_sparse(story)
+        with np.errstate(divide="ignore"):  # a class of prior 0 scores -inf
+            scores = np.log(np.asarray(params[CLASS_PRIOR])) + story.discriminant(params, X)
+        return jnp.asarray(scores - scipy.special.logsumexp(scores, axis=-1, keepdims=True))
+    return _predict_log_proba(story, params, X)
+
+
+@jax.jit
+def _predict_log_proba(story: Story, params: dict, X) -> jax.Array:
+    _check_feature_count(story.emission(params), X)
+    scores = jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
+    return jax.nn.log_softmax(scores, axis=-1)
 
 
 def predict_proba(story: Story, params: dict, X) -> jax.Array:
@@ -112,9 +157,22 @@ def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None
     return R
 
 
-@jax.jit
 def sufficient_statistics(story: Story, X, R) -> dict:
-    """Additive statistics of ``(X, R)``: class counts plus the story's own statistics."""
+    """Additive statistics of ``(X, R)``: class counts plus the story's own statistics.
+
+    A SciPy sparse ``X`` (stories with ``accepts_scipy_sparse``) stays on the host: the story's
+    sparse products run there and only the dense statistics come back.
+    """
+    if scipy.sparse.issparse(X):
+        _check_scipy_sparse(story)
+        R = np.asarray(R)
+        stats = {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
+        return jax.tree_util.tree_map(jnp.asarray, stats)
+    return _sufficient_statistics(story, X, R)
+
+
+@jax.jit
+def _sufficient_statistics(story: Story, X, R) -> dict:
     return {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
 
 

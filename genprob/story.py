@@ -192,6 +192,9 @@ class Story(metaclass=_StoryType):
     #: True when :meth:`sufficient_statistics` is cheaper on rows grouped by class (hard labels).
     #: Statistics are sums over rows, so estimators may reorder the rows by class first.
     groups_rows_by_class = False
+    #: True when :meth:`sufficient_statistics`, :meth:`discriminant` and the emission's
+    #: ``log_prob`` take a SciPy sparse matrix (n, D), computed on the host without densifying it.
+    accepts_scipy_sparse = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -318,6 +321,15 @@ class Story(metaclass=_StoryType):
     def emission(self, params: dict) -> dist.Distribution:
         """Class-conditional distribution with batch shape ``(K,)`` and event shape ``(D,)``."""
         raise NotImplementedError
+
+    def discriminant(self, params: dict, X) -> jax.Array:
+        """``log p(x_i | k)`` up to a term that depends on the row only, shape (n, K).
+
+        Class posteriors and predictions need nothing more (``log pi_k`` + this, normalized over
+        k). The default is the exact log density; families override it where a per-row term can
+        be left out (it cancels in the posteriors).
+        """
+        return self.emission(params).log_prob(X[:, None, :])
 
     # -- optional closed form --------------------------------------------------------------------
     def sufficient_statistics(self, X, R) -> dict:

@@ -565,11 +565,62 @@ def posterior_forest() -> str:
 # -- benchmarks ----------------------------------------------------------------------------------
 
 BENCH = ROOT / "benchmarks" / "results" / "bench_fit.json"
+#: The run before the speed work of the "fast where users feel it" change (kept for the table).
+BENCH_BEFORE = ROOT / "benchmarks" / "results" / "bench_fit_before.json"
 
 
 @functools.cache
 def bench() -> dict:
     return json.loads(BENCH.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def bench_before() -> dict:
+    return json.loads(BENCH_BEFORE.read_text(encoding="utf-8"))
+
+
+def _pair_cell(row, kind) -> str:
+    """'sklearn / genprob ms (ratio)' of a fit or predict_proba."""
+    if row is None:
+        return "not run"
+    sk, gp = row[f"sklearn_{kind}_s"], row[f"genprob_{kind}_s"]
+    ratio = row["fit_speedup" if kind == "fit" else "predict_speedup"]
+    return f"{_ms(sk)} / {_ms(gp)} ({ratio:.1f}x)"
+
+
+def bench_before_after() -> str:
+    """Both libraries, before and after, per estimator and data set (times in ms)."""
+    before = {(_short_shape(r["shape"]), r["estimator"]): r for r in bench_before()["rows"]}
+    body = []
+    for r in bench()["rows"]:
+        old = before.get((_short_shape(r["shape"]), r["estimator"]))
+        body.append(
+            [
+                r["estimator"],
+                _short_shape(r["shape"]),
+                _pair_cell(old, "fit"),
+                _pair_cell(r, "fit"),
+                _pair_cell(old, "predict"),
+                _pair_cell(r, "predict"),
+            ]
+        )
+    b = bench_before()
+    note = (
+        f"<p>Before: run of {b['date']} (main before this change); after: run of "
+        f"{bench()['date']}{_load(bench())}. Cells: scikit-learn / genprob in ms (speed-up).</p>"
+    )
+    table = html_table(
+        [
+            "estimator",
+            "data",
+            "fit before",
+            "fit after",
+            "predict_proba before",
+            "predict_proba after",
+        ],
+        body,
+    )
+    return note + table
 
 
 def bench_run() -> str:
@@ -603,7 +654,7 @@ def bench_tables() -> str:
                 _ms(r["sklearn_fit_s"]),
                 _ms(r["genprob_fit_s"]),
                 f"{r['fit_speedup']:.1f}x",
-                "-" if r["core_s"] is None else f"{r['core_s'] / r['floor_s']:.1f}x",
+                f"{r['genprob_fit_s'] / r['floor_s']:.1f}x",
                 _ms(r["sklearn_predict_s"]),
                 _ms(r["genprob_predict_s"]),
                 f"{r['predict_speedup']:.1f}x",
@@ -618,7 +669,7 @@ def bench_tables() -> str:
                     "sklearn fit (ms)",
                     "genprob fit (ms)",
                     "fit speed-up",
-                    "core / floor",
+                    "fit / own floor",
                     "sklearn predict (ms)",
                     "genprob predict (ms)",
                     "predict speed-up",
@@ -631,6 +682,8 @@ def bench_tables() -> str:
 
 def _short_shape(shape: str) -> str:
     """'Gaussian family, n=1e+06, d=20, K=3' -> '1e6 x 20'; the bag of words -> 'sparse'."""
+    if "SMS" in shape:
+        return "SMS"
     if "sparse" in shape:
         return "sparse"
     n, d = re.search(r"n=([0-9.e+]+), d=(\d+)", shape).groups()
@@ -660,38 +713,50 @@ def bench_summary() -> str:
     sparse = [r for r in rows if r["core_s"] is None]
     best = max(dense, key=lambda r: r["fit_speedup"])
     worst = min(dense, key=lambda r: r["fit_speedup"])
-    ratios = [r["core_s"] / r["floor_s"] for r in dense]
+    ratios = [r["genprob_fit_s"] / r["floor_s"] for r in dense]
     text = (
         f"On dense data genprob fits {qx(worst['fit_speedup'])} to "
         f"{qx(best['fit_speedup'])} faster than scikit-learn (best: {best['estimator']}); "
-        f"its closed form alone takes {qx(min(ratios))} to {qx(max(ratios))} "
-        "the time of one jitted XᵀX pass over the same data."
+        f"its whole fit takes {qx(min(ratios))} to {qx(max(ratios))} the time of its own floor "
+        "(one jitted XᵀX pass for LDA and QDA, one NumPy pass over X for Gaussian NB)."
     )
     if sparse:
         fit = [r["fit_speedup"] for r in sparse]
+        predict = [r["predict_speedup"] for r in sparse]
         text += (
-            f" On the sparse bag of words genprob is slower: fit speed-up "
-            f"{qx(min(fit))} to {qx(max(fit))}."
+            f" On sparse text (the SMS corpus and the synthetic bag of words) the fit speed-up is "
+            f"{qx(min(fit))} to {qx(max(fit))} and the predict_proba speed-up "
+            f"{qx(min(predict))} to {qx(max(predict))}."
         )
     return f"<p>{text}</p>"
 
 
 def bench_targets() -> str:
-    """The two targets, met or not, per row of the tables."""
-    dense = [r for r in bench()["rows"] if r["core_s"] is not None]
-    within = [r for r in dense if r["core_s"] / r["floor_s"] <= 3]
-    tenfold = [r for r in dense if r["fit_speedup"] >= 10]
+    """The targets, met or not, per row of the tables."""
+    rows = bench()["rows"]
+    dense = [r for r in rows if r["core_s"] is not None]
+    sparse = [r for r in rows if r["core_s"] is None]
+    fit_ok = [
+        r for r in dense if r["fit_speedup"] >= 10 or r["genprob_fit_s"] / r["floor_s"] <= 1.5
+    ]
+    predict_ok = [r for r in dense if r["predict_speedup"] >= 2]
+    sparse_ok = [r for r in sparse if min(r["fit_speedup"], r["predict_speedup"]) >= 1]
 
     def names(rows):
         return ", ".join(f"{r['estimator']} ({_short_shape(r['shape'])})" for r in rows) or "none"
 
+    def missed(rows, ok):
+        return names([r for r in rows if r not in ok])
+
     return (
         "<ul>"
-        f"<li><strong>Closed form within 3x of one XᵀX pass</strong>: met by {len(within)} of "
-        f"{len(dense)} rows; not met by "
-        f"{names([r for r in dense if r not in within])}.</li>"
-        f"<li><strong>Fit 10x faster than scikit-learn</strong>: met by {len(tenfold)} of "
-        f"{len(dense)} rows: {names(tenfold)}.</li>"
+        f"<li><strong>Fit 10x faster than scikit-learn, or within 1.5x of its own floor</strong>: "
+        f"met by {len(fit_ok)} of {len(dense)} rows; not met by {missed(dense, fit_ok)}.</li>"
+        f"<li><strong>predict_proba 2x faster than scikit-learn</strong>: met by "
+        f"{len(predict_ok)} of {len(dense)} rows; not met by {missed(dense, predict_ok)}.</li>"
+        f"<li><strong>Sparse text: fit and predict_proba at least as fast as scikit-learn</strong>"
+        f": met by {len(sparse_ok)} of {len(sparse)} rows; not met by "
+        f"{missed(sparse, sparse_ok)}.</li>"
         "</ul>"
     )
 

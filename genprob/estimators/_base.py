@@ -174,6 +174,11 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     def _as_array(self, X):
         return to_device(X, numpy_dtype(self._dtype))
 
+    def _as_features(self, X):
+        """Features as the core scores and fits them (:meth:`_as_array`; sparse estimators keep a
+        SciPy matrix on the host)."""
+        return self._as_array(X)
+
     def _params_jax(self):
         return {k: self._as_array(v) for k, v in self.params_.items()}
 
@@ -291,7 +296,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if story.groups_rows_by_class and not scipy.sparse.issparse(X):
             destinations = class_destinations(codes, len(self.classes_))
         if destinations is None:
-            Xj = self._as_array(X)
+            Xj = self._as_features(X)
         else:
             codes = move_rows(codes, destinations)
             if sample_weight is not None:
@@ -625,7 +630,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             values = core.log_likelihood(
                 self._scoring_story(X),
                 self._params_jax(),
-                self._as_array(X),
+                self._as_features(X),
                 jnp.asarray(codes),
                 pointwise=True,
             )
@@ -695,7 +700,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         X = self._check_X(X)
         with precision(self._dtype):
             joint = core.joint_log_prob(
-                self._scoring_story(X), self._params_jax(), self._as_array(X)
+                self._scoring_story(X), self._params_jax(), self._as_features(X)
             )
             return np.asarray(joint)
 
@@ -703,10 +708,14 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp."""
         if _is_dask(X):
             return _dask_predict(self, "predict_log_proba", X)
-        joint = self.predict_joint_log_proba(X)
-        check_scored_rows(joint)
+        X = self._check_X(X)
         with precision(self._dtype):
-            return np.asarray(jax.nn.log_softmax(jnp.asarray(joint), axis=-1))
+            log_proba = core.predict_log_proba(
+                self._scoring_story(X), self._params_jax(), self._as_features(X)
+            )
+            log_proba = np.asarray(log_proba)
+        check_scored_rows(log_proba)
+        return log_proba
 
     def predict_proba(self, X):
         """Class posteriors ``p(y = k | x)`` (n, K); rows sum to one."""
@@ -718,9 +727,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         """Most probable class of each row (Bayes' rule); lazy on a Dask collection."""
         if _is_dask(X):
             return _dask_predict(self, "predict", X)
-        joint = self.predict_joint_log_proba(X)
-        check_scored_rows(joint)
-        return self.classes_[np.argmax(joint, axis=1)]
+        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
 
     # -- the generative direction ----------------------------------------------------------------
     def sample(self, n_samples: int = 1, random_state=None):

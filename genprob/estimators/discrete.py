@@ -35,7 +35,7 @@ from sklearn.utils._param_validation import Interval
 from genprob._dtype import numpy_dtype
 from genprob._validation import check_alpha
 from genprob.estimators._base import GenerativeClassifierBase
-from genprob.families.bernoulli import BernoulliStory, check_values
+from genprob.families.bernoulli import BernoulliStory, check_non_negative_values, check_values
 from genprob.families.categorical import CategoricalStory, check_table_size
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
@@ -59,10 +59,20 @@ def to_bcoo(X, dtype) -> jsparse.BCOO:
     )
 
 
+def to_csr(X, dtype) -> scipy.sparse.csr_matrix:
+    """A SciPy sparse matrix as CSR in ``dtype`` (no copy when it is one already)."""
+    return scipy.sparse.csr_matrix(X, dtype=dtype, copy=False)
+
+
+def _total(X) -> float:
+    """Sum of all entries (a sparse matrix's stored values: SciPy's ``sum`` is a product)."""
+    return float(X.data.sum() if scipy.sparse.issparse(X) else X.sum())
+
+
 def check_non_negative(X, estimator: str, expected: str) -> None:
     """Raise scikit-learn's "Negative values in data passed to ..." error naming the entry."""
     try:
-        check_values(X, lambda v: v < 0, expected)
+        check_non_negative_values(X, expected)
     except ValueError as error:
         raise ValueError(
             f"Negative values in data passed to {estimator} (input X). {error}"
@@ -97,6 +107,12 @@ class _DiscreteNB(GenerativeClassifierBase):
         if scipy.sparse.issparse(X):
             return to_bcoo(X, numpy_dtype(self._dtype))
         return super()._as_array(X)
+
+    def _as_features(self, X):
+        # SciPy products on the host beat JAX's sparse ones on CPU; the story takes the matrix
+        if scipy.sparse.issparse(X):
+            return to_csr(X, numpy_dtype(self._dtype))
+        return super()._as_features(X)
 
     def _checked_alpha(self, num_features: int):
         """``alpha`` as a float or a per-feature tuple, with scikit-learn's checks and floor."""
@@ -280,14 +296,14 @@ class MultinomialNB(_DiscreteNB):
         return X
 
     def _make_story(self, X):
-        self._rows_seen, self._length_seen = X.shape[0], float(X.sum())
+        self._rows_seen, self._length_seen = X.shape[0], _total(X)
         return self._story(X.shape[1])
 
     def _partial_fit_story(self, X, previous):
         if previous is None:
             return self._make_story(X)
         self._rows_seen += X.shape[0]
-        self._length_seen += float(X.sum())
+        self._length_seen += _total(X)
         return self._story(X.shape[1])
 
     def _story(self, num_features):

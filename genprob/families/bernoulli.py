@@ -84,6 +84,9 @@ def check_values(X, is_bad, expected: str) -> None:
         expected: what the values should be, e.g. ``"binary features (0 or 1)"``.
     """
     values = stored_values(X)
+    # fast path: a finite sum means finite values (the full mask is built only on failure)
+    if not np.asarray(is_bad(values)).any() and np.isfinite(values.sum()):
+        return
     bad = np.asarray(is_bad(values)) | ~np.isfinite(values)
     if bad.any():
         flat = np.flatnonzero(bad.ravel())
@@ -95,6 +98,14 @@ def check_values(X, is_bad, expected: str) -> None:
         )
 
 
+def check_non_negative_values(X, expected: str) -> None:
+    """:func:`check_values` for ``v < 0``, with two reductions when every value is fine."""
+    values = stored_values(X)
+    if values.size == 0 or (values.min() >= 0 and np.isfinite(values.max())):
+        return
+    check_values(X, lambda v: v < 0, expected)
+
+
 def floor_log(p):
     """``log p`` with zero probabilities floored at the smallest positive normal number.
 
@@ -102,12 +113,14 @@ def floor_log(p):
     products (no NaN from ``0 * -inf``); an observed event of probability zero then costs about
     -708 (float64) instead of -inf.
     """
-    return jnp.log(jnp.maximum(p, jnp.finfo(jnp.result_type(p)).tiny))
+    xp = np if isinstance(p, np.ndarray) else jnp  # NumPy for host (SciPy sparse) scoring
+    return xp.log(xp.maximum(p, np.finfo(p.dtype).tiny))
 
 
 def floor_log1m(p):
     """``log(1 - p)``, accurate for small ``p`` and floored like :func:`floor_log` at ``p = 1``."""
-    return jnp.maximum(jnp.log1p(-p), jnp.log(jnp.finfo(jnp.result_type(p)).tiny))
+    xp = np if isinstance(p, np.ndarray) else jnp
+    return xp.maximum(xp.log1p(-p), np.log(np.finfo(p.dtype).tiny))
 
 
 def linear_log_prob(value, weights, offset):
@@ -115,13 +128,16 @@ def linear_log_prob(value, weights, offset):
 
     Args:
         value: features (..., 1, D) (one row scored against every class), (..., K, D) (one row per
-            class), or (D,); dense or a BCOO matrix (first form only).
+            class), or (D,); dense or a BCOO matrix (first form only); or a SciPy sparse matrix
+            (n, D) of rows, each scored against every class.
         weights: (K, D).
         offset: (K,).
 
     Returns:
         (..., K) scores.
     """
+    if scipy.sparse.issparse(value):  # (n, D) rows, scored on the host
+        return scipy_linear_scores(value, weights, offset)
     if value.ndim >= 2 and value.shape[-2] == 1:
         return (value @ weights.T)[..., 0, :] + offset
     if isinstance(value, jsparse.BCOO):
@@ -144,6 +160,45 @@ def observed_sums(X, R, observed):
     """``(R^T observed, R^T X)``: rows and feature sums per class over observed entries (``X``
     filled with 0 where missing)."""
     return R.T @ observed.astype(R.dtype), R.T @ X
+def weighted_sums(X, R):
+    """``R^T X`` (K, D): per-class weighted feature sums. A SciPy sparse ``X`` is multiplied by
+    SciPy on the host (never densified); only the dense (K, D) result is returned."""
+    if scipy.sparse.issparse(X):
+        return np.asarray(X.T @ np.asarray(R, dtype=X.dtype)).T
+    return R.T @ X
+
+
+def scipy_linear_scores(X, weights, offset) -> np.ndarray:
+    """``X W^T + b`` (n, K) for a SciPy sparse ``X`` (n, D), by SciPy's sparse product."""
+    weights = np.asarray(weights, dtype=X.dtype)
+    return np.asarray(X @ np.ascontiguousarray(weights.T)) + np.asarray(offset, dtype=X.dtype)
+
+
+def host_if_sparse(X, array):
+    """``array`` as NumPy when ``X`` is a SciPy sparse matrix (small host work beats dispatch)."""
+    return np.asarray(array) if scipy.sparse.issparse(X) else array
+
+
+def linear_discriminant(X, weights, offset):
+    """``x . W_k + b_k`` less class 0's score (a per-row term): column 0 is zero, so only K - 1
+    products are taken. Class posteriors from it equal those of the full linear form.
+
+    Args:
+        X: features (n, D): dense, a BCOO matrix or a SciPy sparse matrix.
+        weights: (K, D).
+        offset: (K,).
+    """
+    if X.shape[-1] != weights.shape[-1]:
+        raise ValueError(
+            f"X has {X.shape[-1]} features, but the parameters are for {weights.shape[-1]} "
+            f"features."
+        )
+    weights, offset = weights[1:] - weights[:1], offset[1:] - offset[:1]
+    if scipy.sparse.issparse(X):
+        rest = scipy_linear_scores(X, weights, offset)
+        return np.concatenate([np.zeros((X.shape[0], 1), rest.dtype), rest], axis=1)
+    rest = linear_log_prob(X[:, None, :], weights, offset)
+    return jnp.concatenate([jnp.zeros((X.shape[0], 1), rest.dtype), rest], axis=1)
 
 
 def alpha_array(alpha, num_features: int, dtype=None):
@@ -167,6 +222,13 @@ def check_alpha(alpha):
 
 
 # -- the emission --------------------------------------------------------------------------------
+def bernoulli_linear_form(probs):
+    """``(weights, offset)`` of the Bernoulli log density, ``x . weights[k] + offset[k]``."""
+    log_on = floor_log(probs)
+    log_off = floor_log1m(probs)
+    return log_on - log_off, log_off.sum(axis=-1)
+
+
 class BernoulliFeatures(dist.Distribution):
     """Independent Bernoulli features: batch shape (K,), event shape (D,).
 
@@ -191,9 +253,7 @@ class BernoulliFeatures(dist.Distribution):
 
     def linear_form(self):
         """``(weights, offset)`` with ``log p(x | k) = x . weights[k] + offset[k]``."""
-        log_on = floor_log(self.probs)
-        log_off = floor_log1m(self.probs)
-        return log_on - log_off, log_off.sum(axis=-1)
+        return bernoulli_linear_form(self.probs)
 
     def log_prob(self, value):
         weights, offset = self.linear_form()
@@ -217,6 +277,7 @@ class BernoulliStory(Story):
     """
 
     name = "bernoulli"
+    accepts_scipy_sparse = True
 
     def __init__(self, alpha=1.0):
         self.alpha = check_alpha(alpha)
@@ -233,8 +294,12 @@ class BernoulliStory(Story):
         return BernoulliFeatures(params["probs"])
 
     def sufficient_statistics(self, X, R):
-        # R.T @ X is a sparse-dense product when X is a BCOO matrix.
-        return {"counts": R.sum(axis=0), "feature_counts": R.T @ X}
+        # a sparse-dense product when X is a BCOO or SciPy sparse matrix
+        return {"counts": R.sum(axis=0), "feature_counts": weighted_sums(X, R)}
+
+    def discriminant(self, params, X):
+        """The linear form less class 0's (K - 1 products; the same posteriors)."""
+        return linear_discriminant(X, *bernoulli_linear_form(host_if_sparse(X, params["probs"])))
 
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]

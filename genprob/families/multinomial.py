@@ -27,7 +27,9 @@ Closed form, with ``c_kj = sum_i R_ik x_ij``::
 
 Sparse input: the emission's ``log_prob`` accepts a ``jax.experimental.sparse.BCOO`` matrix, and
 every term above is a sparse-dense product (the factorial terms act on stored values only, as
-``log 0! = 0``).
+``log 0! = 0``). A SciPy sparse matrix is handled on the host by SciPy's products (statistics
+``R^T X`` and scores ``X log(probs)^T``); only dense (K, D) arrays reach the device. Class
+posteriors (:meth:`MultinomialStory.discriminant`) skip the multinomial coefficient.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+import scipy.sparse
+import scipy.special
 from jax.experimental import sparse as jsparse
 from jax.scipy.special import gammaln, xlogy
 from numpyro.distributions import constraints
@@ -44,9 +48,12 @@ from genprob.conjugate import dirichlet
 from genprob.families.bernoulli import (
     alpha_array,
     check_alpha,
-    check_values,
+    check_non_negative_values,
     floor_log,
+    host_if_sparse,
+    linear_discriminant,
     linear_log_prob,
+    weighted_sums,
 )
 from genprob.story import CLASS_PRIOR, Story
 
@@ -58,6 +65,25 @@ def _map_stored(value, fn):
     if isinstance(value, jsparse.BCOO):
         return jsparse.BCOO((fn(value.data), value.indices), shape=value.shape)
     return fn(value)
+
+
+def _scipy_row_term(value) -> np.ndarray:
+    """``log n! - sum_j log x_j!`` (n, 1) of the rows of a SciPy sparse matrix, on the host."""
+    value = scipy.sparse.csr_matrix(value)
+    if not value.has_canonical_format:  # a word stored twice: log x! needs its total count
+        value = value.copy()
+        value.sum_duplicates()
+    log_factorials = value.copy()
+    log_factorials.data = scipy.special.gammaln(value.data + 1.0)
+    length = np.asarray(value.sum(axis=1)).reshape(-1, 1)
+    return scipy.special.gammaln(length + 1.0) - np.asarray(log_factorials.sum(axis=1))
+
+
+def multinomial_linear_form(probs):
+    """``(weights, offset)`` of the class-dependent part ``x . log probs[k]`` (offset 0)."""
+    weights = floor_log(probs)
+    xp = np if isinstance(weights, np.ndarray) else jnp
+    return weights, xp.zeros(weights.shape[:-1], weights.dtype)
 
 
 class MultinomialFeatures(dist.Distribution):
@@ -87,11 +113,12 @@ class MultinomialFeatures(dist.Distribution):
 
     def linear_form(self):
         """``(weights, offset)``: the class-dependent part ``x . log probs[k]`` (offset 0)."""
-        weights = floor_log(self.probs)
-        return weights, jnp.zeros(weights.shape[:-1], weights.dtype)
+        return multinomial_linear_form(self.probs)
 
     def log_prob(self, value):
         weights, offset = self.linear_form()
+        if scipy.sparse.issparse(value):  # rows (n, D) scored on the host
+            return linear_log_prob(value, weights, offset) + _scipy_row_term(value)
         ones = jnp.ones(weights.shape[-1], weights.dtype)
         length = value @ ones
         log_factorials = _map_stored(value, lambda v: gammaln(v + 1.0)) @ ones
@@ -122,6 +149,7 @@ class MultinomialStory(Story):
     """
 
     name = "multinomial"
+    accepts_scipy_sparse = True
 
     def __init__(self, alpha=1.0, total_count=None):
         self.alpha = check_alpha(alpha)
@@ -140,7 +168,13 @@ class MultinomialStory(Story):
         return MultinomialFeatures(params["probs"], self.total_count)
 
     def sufficient_statistics(self, X, R):
-        return {"feature_counts": R.T @ X}
+        return {"feature_counts": weighted_sums(X, R)}
+
+    def discriminant(self, params, X):
+        """The class-dependent part ``x . log probs[k]`` less class 0's: the multinomial
+        coefficient ``log n! - sum_j log x_j!`` and ``x . log probs[0]`` depend on the row only."""
+        probs = host_if_sparse(X, params["probs"])
+        return linear_discriminant(X, *multinomial_linear_form(probs))
 
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]
@@ -168,7 +202,7 @@ class MultinomialStory(Story):
         )
 
     def validate(self, X):
-        check_values(X, lambda v: v < 0, "non-negative counts for a multinomial story")
+        check_non_negative_values(X, "non-negative counts for a multinomial story")
         return X
 
     def num_parameters(self, num_classes, num_features):

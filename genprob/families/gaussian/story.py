@@ -197,6 +197,19 @@ class GaussianStory(Story):
     def emission(self, params):
         return self.structure.emission(params["means"], params[self.spread_name], self.rank_tol)
 
+    def discriminant(self, params, X):
+        """A shared spread leaves out ``-1/2 (x - c)^T P (x - c)``, the same for every class: the
+        rest is linear in ``x``, one (n, D) x (D, K) product. Per-class spreads: exact."""
+        if not self.shared:
+            return super().discriminant(params, X)
+        summary = self.emission_summary(params)
+        # about the mean of the class means, as the exact density is, to keep the digits
+        center = jnp.mean(params["means"], axis=0)
+        whitened = (params["means"] - center) @ summary["whitening"]  # (K, D)
+        coef = summary["whitening"] @ whitened.T  # (D, K): P (m_k - c)
+        bias = summary["normalizer"] - 0.5 * jnp.sum(whitened * whitened, axis=-1)
+        return (X - center) @ coef + bias
+
     # -- closed form -----------------------------------------------------------------------------
     def sufficient_statistics(self, X, R):
         """Counts, first and second moments of ``(X, R)`` in one blocked pass.
