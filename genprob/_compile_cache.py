@@ -31,6 +31,9 @@ _OFF = {"0", "off", "false", "no", "none"}
 #: ``None``: follow the environment variable; ``False``: off; a path: that directory.
 _setting: object = None
 _active = threading.local()
+#: Size bound of the cache directory (least recently used entries go first), used when the
+#: ``filelock`` package is present (JAX needs it to evict); genprob's entries are ~10 kB each.
+_MAX_BYTES = 1 << 30
 
 
 def set_compilation_cache(enabled_or_path=True) -> None:
@@ -101,6 +104,12 @@ def _scope():
     return _cache_scope(jax_config, jax_cache, path)
 
 
+def _has_filelock() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("filelock") is not None
+
+
 @contextlib.contextmanager
 def _cache_scope(jax_config, jax_cache, path):
     stack = contextlib.ExitStack()
@@ -108,6 +117,8 @@ def _cache_scope(jax_config, jax_cache, path):
         stack.enter_context(jax_config.compilation_cache_dir(path))
         # genprob's programs compile in well under JAX's 1 s threshold; keep them all
         stack.enter_context(jax_config.persistent_cache_min_compile_time_secs(0.0))
+        if _has_filelock():  # JAX then locks reads and writes shared by parallel processes
+            stack.enter_context(jax_config.compilation_cache_max_size(_MAX_BYTES))
         jax_cache.reset_cache()  # a process that compiled before sees the directory now
     except Exception:  # noqa: BLE001 - internals changed: compile as usual, uncached
         stack.close()

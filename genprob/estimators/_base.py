@@ -63,6 +63,10 @@ _EM_ATTRIBUTES = (
 )
 #: State of incremental fitting (``partial_fit``), reset by ``fit``.
 _PARTIAL_FIT_STATE = ("stats_", "_pending_reason")
+#: Dense inputs up to this many rows are padded to a few bucket sizes (``padded_rows``) so that
+#: new row counts (cross-validation folds, learning curves) reuse compiled code; larger inputs
+#: compile in a small fraction of their run time and are not copied.
+_PAD_LIMIT = 1 << 16
 
 
 def jax_key(random_state) -> jax.Array:
@@ -89,6 +93,18 @@ def _pad_rows(X, R):
         jnp.concatenate([X, filler], axis=0),
         jnp.concatenate([R, jnp.zeros((target - num_rows, R.shape[1]), R.dtype)], axis=0),
     )
+
+
+def _host_padding(X) -> int:
+    """Rows to append to the host array ``X`` (0 for sparse, device or large inputs)."""
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or not 0 < X.shape[0] <= _PAD_LIMIT:
+        return 0
+    return padded_rows(X.shape[0]) - X.shape[0]
+
+
+def _pad_host(X, extra: int):
+    """``X`` with ``extra`` copies of its first row appended (a real row: inside the support)."""
+    return np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))]) if extra else X
 
 
 class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
@@ -193,17 +209,27 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
 
         Call inside the precision context. Rows go to the device grouped by class when the story
         asks for it (its statistics are sums over rows, so the order does not change them).
+        Small dense inputs get padding rows of zero responsibility (code -1, weight 0) up to a
+        bucket size, so that a new row count reuses the compiled statistics.
         """
         dtype = numpy_dtype(self._dtype)
         destinations = None
         if story.groups_rows_by_class and not scipy.sparse.issparse(X):
             destinations = class_destinations(codes, len(self.classes_))
-        if destinations is None:
-            Xj = self._as_array(X)
-        else:
+        extra = _host_padding(X)
+        if destinations is not None:
             codes = move_rows(codes, destinations)
             if sample_weight is not None:
                 sample_weight = move_rows(sample_weight, destinations)
+        if extra:
+            X = _pad_host(X if destinations is None else move_rows(X, destinations), extra)
+            codes = np.concatenate([codes, np.full(extra, -1, dtype=np.asarray(codes).dtype)])
+            if sample_weight is not None:
+                sample_weight = np.concatenate([sample_weight, np.zeros(extra)])
+            destinations = None
+        if destinations is None:
+            Xj = self._as_array(X)
+        else:
             Xj = to_device(X, dtype, row_destinations=destinations)
         story.validate(Xj)
         R = core.one_hot_responsibilities(codes, len(self.classes_), sample_weight, dtype=dtype)
@@ -594,17 +620,35 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             return _dask_predict(self, "predict_joint_log_proba", X)
         X = self._check_X(X)
         with precision(self._dtype):
-            joint = core.joint_log_prob(self.story_, self._params_jax(), self._as_array(X))
-            return np.asarray(joint)
+            joint, num_rows = self._padded_joint_log_prob(X)
+            return np.asarray(joint)[:num_rows]
+
+    def _padded_joint_log_prob(self, X):
+        """``core.joint_log_prob`` of checked ``X`` on the device, rows padded to a bucket size.
+
+        Padding rows (copies of the first) make every row count of a bucket reuse one compiled
+        program; each row is scored alone, so the real rows' values do not change. Returns the
+        (padded) device array and the number of real rows.
+        """
+        num_rows = X.shape[0]
+        Xj = self._as_array(_pad_host(X, _host_padding(X)))
+        return core.joint_log_prob(self.story_, self._params_jax(), Xj), num_rows
 
     def predict_log_proba(self, X):
         """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp."""
         if _is_dask(X):
             return _dask_predict(self, "predict_log_proba", X)
-        joint = self.predict_joint_log_proba(X)
-        check_scored_rows(joint)
+        own_scores = type(self).predict_joint_log_proba
+        if own_scores is not GenerativeClassifierBase.predict_joint_log_proba:
+            joint = self.predict_joint_log_proba(X)  # a subclass's own scores
+            check_scored_rows(joint)
+            with precision(self._dtype):
+                return np.asarray(jax.nn.log_softmax(jnp.asarray(joint), axis=-1))
+        X = self._check_X(X)
         with precision(self._dtype):
-            return np.asarray(jax.nn.log_softmax(jnp.asarray(joint), axis=-1))
+            joint, num_rows = self._padded_joint_log_prob(X)
+            check_scored_rows(np.asarray(joint)[:num_rows])
+            return np.asarray(jax.nn.log_softmax(joint, axis=-1))[:num_rows]
 
     def predict_proba(self, X):
         """Class posteriors ``p(y = k | x)`` (n, K); rows sum to one."""

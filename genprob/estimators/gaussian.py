@@ -96,17 +96,6 @@ class _GaussianBase(GenerativeClassifierBase):
                 delattr(self, name)
         raise error(message)
 
-    def predict_joint_log_proba(self, X):
-        """Joint log-probabilities ``log p(x, y = k) = log pi_k + log p(x | k)``, (n, K).
-
-        Scored by ``genprob.core.joint_log_prob``; the story's hyperparameters are traced, so
-        fits with different regularization reuse one compiled scoring function.
-        """
-        X = self._check_X(X)
-        with precision(self._dtype):
-            joint = core.joint_log_prob(self.story_, self._params_jax(), self._as_array(X))
-            return np.asarray(joint)
-
     def _check_class_counts(self, stats):
         counts = np.asarray(stats["class_counts"])
         empty = self.classes_[counts <= 0].tolist()
