@@ -69,6 +69,8 @@ import time, statistics, json
 from sklearn.datasets import load_iris
 from {module} import {name} as Estimator
 X, y = load_iris(return_X_y=True)
+order = [(7 * i) % 150 for i in range(150)]  # classes mixed: every prefix holds all three
+X, y = X[order], y[order]
 Estimator().fit(X, y).predict_proba(X)
 rows, values = [], []
 for n in (101, 117, 123, 131, 139):
@@ -317,24 +319,27 @@ def main(argv=None):
             "load at start": load(),
         }
         print(json.dumps(info), flush=True)
-        rows = []
-        if "cold" in only:
-            rows += cold_rows(envs, args.repeats, args.estimators)
-        if "refit" in only:
-            rows += refit_rows(envs, args.repeats, args.estimators)
-        if "grid" in only:
-            rows += grid_rows(envs, args.repeats)
-        if "semi" in only:
-            rows += semi_rows(envs, args.repeats)
-        if "cli" in only:
-            rows += cli_rows(envs, args.repeats, demo=not args.skip_demo)
-    info["load at end"] = load()
-    info["rows"] = rows
-    if args.json:
-        path = Path(args.json)
-        runs = json.loads(path.read_text())["runs"] if path.exists() else []
-        runs = [r for r in runs if r["label"] != args.label] + [info]
-        path.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
+        info["rows"] = []
+        sections = {
+            "cold": lambda: cold_rows(envs, args.repeats, args.estimators),
+            "refit": lambda: refit_rows(envs, args.repeats, args.estimators),
+            "grid": lambda: grid_rows(envs, args.repeats),
+            "semi": lambda: semi_rows(envs, args.repeats),
+            "cli": lambda: cli_rows(envs, args.repeats, demo=not args.skip_demo),
+        }
+        for name, section in sections.items():
+            if name in only:
+                info["rows"] += section()
+                info["load at end"] = load()
+                if args.json:
+                    save(Path(args.json), info)
+
+
+def save(path, info):
+    """Add (or replace) this run, by label, in the JSON file of runs."""
+    runs = json.loads(path.read_text())["runs"] if path.exists() else []
+    runs = [r for r in runs if r["label"] != info["label"]] + [info]
+    path.write_text(json.dumps({"runs": runs}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
