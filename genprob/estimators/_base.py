@@ -9,6 +9,7 @@ precision context. Every prediction method derives from :meth:`predict_joint_log
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -105,6 +106,22 @@ def _host_padding(X) -> int:
 def _pad_host(X, extra: int):
     """``X`` with ``extra`` copies of its first row appended (a real row: inside the support)."""
     return np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))]) if extra else X
+
+
+@partial(jax.jit, static_argnames="fit_prior")
+def _closed_form_program(story, X, R, class_prior, fit_prior):
+    stats = core.sufficient_statistics(story, X, R)
+    return stats, core.maximize(story, stats, class_prior, fit_prior)
+
+
+def _closed_form(story, X, R, class_prior, fit_prior):
+    """Statistics and closed-form parameters, compiled as one program (one compilation, one
+    cache entry); a story whose M-step needs concrete values runs it step by step instead."""
+    try:
+        return _closed_form_program(story, X, R, class_prior, bool(fit_prior))
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        stats = core.sufficient_statistics(story, X, R)
+        return stats, core.maximize(story, stats, class_prior, fit_prior)
 
 
 class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
@@ -232,6 +249,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         else:
             Xj = to_device(X, dtype, row_destinations=destinations)
         story.validate(Xj)
+        # on the device first: converting host arrays inside JAX compiles a program per shape
+        codes = jax.device_put(np.asarray(codes))
+        if sample_weight is not None:
+            sample_weight = to_device(sample_weight, dtype)
         R = core.one_hot_responsibilities(codes, len(self.classes_), sample_weight, dtype=dtype)
         return Xj, R
 
@@ -288,8 +309,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         class_prior, fit_prior = self._class_prior_argument()
         with precision(self._dtype):
             Xj, R = self._labeled_arrays(story, X, codes, sample_weight)
-            stats = core.sufficient_statistics(story, Xj, R)
-            params = core.maximize(story, stats, class_prior, fit_prior)
+            stats, params = _closed_form(story, Xj, R, class_prior, fit_prior)
             self.story_ = story
             self.params_ = {k: np.asarray(v) for k, v in params.items()}
             stats = jax.tree_util.tree_map(np.asarray, stats)

@@ -163,7 +163,7 @@ class GaussianNB(_GaussianBase):
         # a zero variance (var_smoothing=0 on a constant feature) is refused by the story's
         # check_parameters, which runs after this on every fit
         with precision(self._dtype):
-            emission_stats = jax.tree_util.tree_map(jnp.asarray, stats["emission"])
+            emission_stats = jax.tree_util.tree_map(self._as_array, stats["emission"])
             self.epsilon_ = float(self.story_.smoothing_variance(emission_stats))
         counts = np.asarray(stats["class_counts"])
         if hasattr(self, "stats_"):
