@@ -228,9 +228,11 @@ def refit_rows(envs, repeats, names):
     return rows
 
 
-def grid_rows(envs, repeats):
+def grid_rows(envs, repeats, names):
     rows = []
     for label, (loader, param, values) in GRIDS.items():
+        if label not in names:
+            continue
         sk_module, sk_name, gp_module, gp_name = ESTIMATORS[label]
         times = {}
         for key in envs:
@@ -323,7 +325,7 @@ def main(argv=None):
         sections = {
             "cold": lambda: cold_rows(envs, args.repeats, args.estimators),
             "refit": lambda: refit_rows(envs, args.repeats, args.estimators),
-            "grid": lambda: grid_rows(envs, args.repeats),
+            "grid": lambda: grid_rows(envs, args.repeats, args.estimators),
             "semi": lambda: semi_rows(envs, args.repeats),
             "cli": lambda: cli_rows(envs, args.repeats, demo=not args.skip_demo),
         }

@@ -1000,8 +1000,10 @@ def bench_cold_table() -> str:
     note = (
         f"<p>Runs of {html.escape(after['date'])}"
         + (f" (before: {html.escape(before['date'])})" if before else "")
-        + f" on {html.escape(after['machine'])}; medians of {after['repeats']} fresh processes "
-        f"per cell; scikit-learn {after['versions']['scikit-learn']}, jax "
-        f"{after['versions']['jax']}. Ratios are to scikit-learn's time in the same run.</p>"
+        + f" on {html.escape(after['machine'])}; {after['repeats']} fresh process(es) per cell "
+        f"(median); scikit-learn {after['versions']['scikit-learn']}, jax "
+        f"{after['versions']['jax']}. Each ratio is to scikit-learn's time in the same run (the "
+        "before column comes from its own run); the load average beside each row says how "
+        "busy the shared machine was.</p>"
     )
     return note + html_table(header, body)
