@@ -964,7 +964,7 @@ def bench_cold_table() -> str:
         seconds = row.get(key)
         if seconds is None:
             return "-"
-        return f"{seconds * 1e3:.0f} ms" if row["unit"] == "ms" else f"{seconds:.2f} s"
+        return f"{seconds * 1e3:.1f} ms" if row["unit"] == "ms" else f"{seconds:.2f} s"
 
     def ratio(row, key):
         reference, seconds = row.get("sklearn"), row.get(key)
