@@ -37,11 +37,25 @@ def resolve_dtype(dtype) -> str:
 
 
 def precision(dtype=None):
-    """Context manager enabling 64-bit JAX inside the block when ``dtype`` is float64."""
+    """Context manager enabling 64-bit JAX inside the block when ``dtype`` is float64.
+
+    It also keeps compiled programs in genprob's persistent compilation cache while the block
+    runs (:mod:`genprob._compile_cache`), since every JAX entry point goes through here.
+    """
     name = resolve_dtype(dtype)
     if name == "float64":
-        return jax.enable_x64(True)
-    return jax.enable_x64(False) if hasattr(jax, "enable_x64") else contextlib.nullcontext()
+        x64 = jax.enable_x64(True)
+    else:
+        x64 = jax.enable_x64(False) if hasattr(jax, "enable_x64") else contextlib.nullcontext()
+    return _with_compilation_cache(x64)
+
+
+@contextlib.contextmanager
+def _with_compilation_cache(context):
+    from genprob._compile_cache import compilation_cache
+
+    with compilation_cache(), context:
+        yield
 
 
 def numpy_dtype(dtype=None):

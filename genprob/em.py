@@ -43,7 +43,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
-import optax
 from numpyro.infer.util import constrain_fn, unconstrain_fn
 
 from genprob import core
@@ -185,6 +184,8 @@ def em_converged(new_value, old_value, total_weight, tol, eps):
 
 def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
     """Generalized M-step: L-BFGS on Σ R_ik log p(x_i, k) over unconstrained latent values."""
+    import optax  # imported on first use: closed-form fits never need it
+
     num_classes, num_features = R.shape[1], X.shape[1]
     prior_args = (num_classes, num_features)
     total = R.sum()

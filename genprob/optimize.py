@@ -46,7 +46,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from numpyro import handlers
 from numpyro.distributions import constraints
 from numpyro.infer.util import constrain_fn, log_likelihood, unconstrain_fn
@@ -378,6 +377,7 @@ def _lbfgs_stage(
     the objective compiled here. ``max_iter`` is dynamic (all stages share one compilation);
     ``trace_size`` must exceed it.
     """
+    import optax  # imported on first use: closed-form fits never need it
 
     def to_u(v):
         return anchor + (whitening * v if whitening.ndim == 1 else whitening @ v)

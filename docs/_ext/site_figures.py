@@ -1012,3 +1012,63 @@ def bench_nuts_table() -> str:
         f"the two chains agree on the posterior means to within {q(max(gaps))}."
     )
     return f"{table}\n<p>{text}</p>"
+
+
+# -- cold processes, refits, grid searches (benchmarks/bench_cold.py --json) ---------------------
+
+BENCH_COLD = ROOT / "benchmarks" / "results" / "bench_cold.json"
+
+
+def bench_cold_table() -> str:
+    """Before / after table of what a user waits for, from the runs in bench_cold.json."""
+    runs = {run["label"]: run for run in json.loads(BENCH_COLD.read_text())["runs"]}
+    before, after = runs.get("before"), runs["after"]
+    old = {row["work"]: row for row in before["rows"]} if before else {}
+
+    def value(row, key):
+        seconds = row.get(key)
+        if seconds is None:
+            return "-"
+        return f"{seconds * 1e3:.1f} ms" if row["unit"] == "ms" else f"{seconds:.2f} s"
+
+    def ratio(row, key):
+        reference, seconds = row.get("sklearn"), row.get(key)
+        return "-" if not reference or seconds is None else f"{seconds / reference:.2f}x"
+
+    body = []
+    for row in after["rows"]:
+        previous = old.get(row["work"], {})
+        # the code before the cache existed ignored the switch: either column is "before"
+        before_key = next(
+            (k for k in ("genprob, no cache", "genprob, warm cache") if k in previous), None
+        )
+        body.append(
+            [
+                row["work"],
+                value(row, "sklearn"),
+                "-"
+                if before_key is None
+                else f"{value(previous, before_key)} ({ratio(previous, before_key)})",
+                f"{value(row, 'genprob, no cache')} ({ratio(row, 'genprob, no cache')})",
+                f"{value(row, 'genprob, warm cache')} ({ratio(row, 'genprob, warm cache')})",
+                row["load"],
+            ]
+        )
+    header = [
+        "work",
+        "scikit-learn",
+        "genprob before (x sklearn)",
+        "after, cache off",
+        "after, cache warm",
+        "load (1/5/15 min)",
+    ]
+    note = (
+        f"<p>Runs of {html.escape(after['date'])}"
+        + (f" (before: {html.escape(before['date'])})" if before else "")
+        + f" on {html.escape(after['machine'])}; {after['repeats']} fresh process(es) per cell "
+        f"(median); scikit-learn {after['versions']['scikit-learn']}, jax "
+        f"{after['versions']['jax']}. Each ratio is to scikit-learn's time in the same run (the "
+        "before column comes from its own run); the load average beside each row says how "
+        "busy the shared machine was.</p>"
+    )
+    return note + html_table(header, body)

@@ -9,6 +9,7 @@ precision context. Every prediction method derives from :meth:`predict_joint_log
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -65,6 +66,10 @@ _EM_ATTRIBUTES = (
 )
 #: State of incremental fitting (``partial_fit``), reset by ``fit``.
 _PARTIAL_FIT_STATE = ("stats_", "_pending_reason", "_missing_fit")
+#: Dense inputs up to this many rows are padded to a few bucket sizes (``padded_rows``) so that
+#: new row counts (cross-validation folds, learning curves) reuse compiled code; larger inputs
+#: compile in a small fraction of their run time and are not copied.
+_PAD_LIMIT = 1 << 16
 
 
 def jax_key(random_state) -> jax.Array:
@@ -91,6 +96,34 @@ def _pad_rows(X, R):
         jnp.concatenate([X, filler], axis=0),
         jnp.concatenate([R, jnp.zeros((target - num_rows, R.shape[1]), R.dtype)], axis=0),
     )
+
+
+def _host_padding(X) -> int:
+    """Rows to append to the host array ``X`` (0 for sparse, device or large inputs)."""
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or not 0 < X.shape[0] <= _PAD_LIMIT:
+        return 0
+    return padded_rows(X.shape[0]) - X.shape[0]
+
+
+def _pad_host(X, extra: int):
+    """``X`` with ``extra`` copies of its first row appended (a real row: inside the support)."""
+    return np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))]) if extra else X
+
+
+@partial(jax.jit, static_argnames="fit_prior")
+def _closed_form_program(story, X, R, class_prior, fit_prior):
+    stats = core.sufficient_statistics(story, X, R)
+    return stats, core.maximize(story, stats, class_prior, fit_prior)
+
+
+def _closed_form(story, X, R, class_prior, fit_prior):
+    """Statistics and closed-form parameters, compiled as one program (one compilation, one
+    cache entry); a story whose M-step needs concrete values runs it step by step instead."""
+    try:
+        return _closed_form_program(story, X, R, class_prior, bool(fit_prior))
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        stats = core.sufficient_statistics(story, X, R)
+        return stats, core.maximize(story, stats, class_prior, fit_prior)
 
 
 class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
@@ -290,19 +323,33 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
 
         Call inside the precision context. Rows go to the device grouped by class when the story
         asks for it (its statistics are sums over rows, so the order does not change them).
+        Small dense inputs get padding rows of zero responsibility (code -1, weight 0) up to a
+        bucket size, so that a new row count reuses the compiled statistics.
         """
         dtype = numpy_dtype(self._dtype)
         destinations = None
         if story.groups_rows_by_class and not scipy.sparse.issparse(X):
             destinations = class_destinations(codes, len(self.classes_))
-        if destinations is None:
-            Xj = self._as_features(X)
-        else:
+        extra = _host_padding(X)
+        if destinations is not None:
             codes = move_rows(codes, destinations)
             if sample_weight is not None:
                 sample_weight = move_rows(sample_weight, destinations)
+        if extra:
+            X = _pad_host(X if destinations is None else move_rows(X, destinations), extra)
+            codes = np.concatenate([codes, np.full(extra, -1, dtype=np.asarray(codes).dtype)])
+            if sample_weight is not None:
+                sample_weight = np.concatenate([sample_weight, np.zeros(extra)])
+            destinations = None
+        if destinations is None:
+            Xj = self._as_array(X)
+        else:
             Xj = to_device(X, dtype, row_destinations=destinations)
         story.validate(Xj)
+        # on the device first: converting host arrays inside JAX compiles a program per shape
+        codes = jax.device_put(np.asarray(codes))
+        if sample_weight is not None:
+            sample_weight = to_device(sample_weight, dtype)
         R = core.one_hot_responsibilities(codes, len(self.classes_), sample_weight, dtype=dtype)
         return Xj, R
 
@@ -361,8 +408,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         class_prior, fit_prior = self._class_prior_argument()
         with precision(self._dtype):
             Xj, R = self._labeled_arrays(story, X, codes, sample_weight)
-            stats = core.sufficient_statistics(story, Xj, R)
-            params = core.maximize(story, stats, class_prior, fit_prior)
+            stats, params = _closed_form(story, Xj, R, class_prior, fit_prior)
             self.story_ = story
             self.params_ = {k: np.asarray(v) for k, v in params.items()}
             stats = jax.tree_util.tree_map(np.asarray, stats)
@@ -699,10 +745,22 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             return _dask_predict(self, "predict_joint_log_proba", X)
         X = self._check_X(X)
         with precision(self._dtype):
-            joint = core.joint_log_prob(
-                self._scoring_story(X), self._params_jax(), self._as_features(X)
-            )
-            return np.asarray(joint)
+            joint, num_rows = self._padded_joint_log_prob(X)
+            return np.asarray(joint)[:num_rows]
+
+    def _padded_features(self, X):
+        """Checked ``X`` as the story's features, small dense inputs padded to a bucket size.
+
+        Padding rows (copies of the first) make every row count of a bucket reuse one compiled
+        program; each row is scored alone, so the real rows' values do not change. Returns the
+        (padded) features and the number of real rows.
+        """
+        return self._as_features(_pad_host(X, _host_padding(X))), X.shape[0]
+
+    def _padded_joint_log_prob(self, X):
+        """``core.joint_log_prob`` of checked ``X``, rows padded (see ``_padded_features``)."""
+        Xj, num_rows = self._padded_features(X)
+        return core.joint_log_prob(self._scoring_story(X), self._params_jax(), Xj), num_rows
 
     def predict_log_proba(self, X):
         """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp."""
@@ -710,10 +768,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             return _dask_predict(self, "predict_log_proba", X)
         X = self._check_X(X)
         with precision(self._dtype):
-            log_proba = core.predict_log_proba(
-                self._scoring_story(X), self._params_jax(), self._as_features(X)
-            )
-            log_proba = np.asarray(log_proba)
+            Xj, num_rows = self._padded_features(X)
+            log_proba = core.predict_log_proba(self._scoring_story(X), self._params_jax(), Xj)
+            log_proba = np.asarray(log_proba)[:num_rows]
         check_scored_rows(log_proba)
         return log_proba
 

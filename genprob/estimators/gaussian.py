@@ -97,19 +97,6 @@ class _GaussianBase(GenerativeClassifierBase):
                 delattr(self, name)
         raise error(message)
 
-    def predict_joint_log_proba(self, X):
-        """Joint log-probabilities ``log p(x, y = k) = log pi_k + log p(x | k)``, (n, K).
-
-        Scored by ``genprob.core.joint_log_prob``; the story's hyperparameters are traced, so
-        fits with different regularization reuse one compiled scoring function.
-        """
-        X = self._check_X(X)
-        with precision(self._dtype):
-            joint = core.joint_log_prob(
-                self._scoring_story(X), self._params_jax(), self._as_array(X)
-            )
-            return np.asarray(joint)
-
     def _check_class_counts(self, stats):
         counts = np.asarray(stats["class_counts"])
         empty = self.classes_[counts <= 0].tolist()
@@ -181,7 +168,7 @@ class GaussianNB(_GaussianBase):
         # a zero variance (var_smoothing=0 on a constant feature) is refused by the story's
         # check_parameters, which runs after this on every fit
         with precision(self._dtype):
-            emission_stats = jax.tree_util.tree_map(jnp.asarray, stats["emission"])
+            emission_stats = jax.tree_util.tree_map(self._as_array, stats["emission"])
             self.epsilon_ = float(self.story_.smoothing_variance(emission_stats))
         counts = np.asarray(stats["class_counts"])
         if hasattr(self, "stats_"):

@@ -160,6 +160,8 @@ def observed_sums(X, R, observed):
     """``(R^T observed, R^T X)``: rows and feature sums per class over observed entries (``X``
     filled with 0 where missing)."""
     return R.T @ observed.astype(R.dtype), R.T @ X
+
+
 def weighted_sums(X, R):
     """``R^T X`` (K, D): per-class weighted feature sums. A SciPy sparse ``X`` is multiplied by
     SciPy on the host (never densified); only the dense (K, D) result is returned."""

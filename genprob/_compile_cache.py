@@ -1,0 +1,132 @@
+"""JAX's persistent compilation cache, switched on only while genprob computes.
+
+A fresh Python process compiles every jitted program (and every eager operation) again: on iris,
+a first ``fit`` + ``predict_proba`` spends almost all of its time compiling. JAX can keep
+compiled programs on disk, but its switch (``jax_compilation_cache_dir``) is global. genprob sets
+it only inside its own calls, as thread-local overrides of JAX's settings, and afterwards returns
+JAX's cache to its untouched state, so the user's own JAX code never reads or writes genprob's
+cache and the user's global JAX configuration is never changed.
+
+Where: ``$GENPROB_COMPILATION_CACHE`` if set to a directory, else ``genprob/jax`` under the user's
+cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``). Off: ``GENPROB_COMPILATION_CACHE=0`` (or
+``off``, ``false``, ``no``) or :func:`set_compilation_cache(False) <set_compilation_cache>`. When
+the user has configured a JAX cache of their own, genprob leaves it alone and adds none.
+
+A cached program is the program JAX would compile (the key covers the program, the compile
+options, the JAX/XLA versions and the device), so results never depend on the cache. Like any JAX
+cache it is trusted code: keep it in a directory only you can write to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from pathlib import Path
+
+__all__ = ["set_compilation_cache", "compilation_cache_dir", "compilation_cache"]
+
+_ENV = "GENPROB_COMPILATION_CACHE"
+_OFF = {"0", "off", "false", "no", "none"}
+#: ``None``: follow the environment variable; ``False``: off; a path: that directory.
+_setting: object = None
+_active = threading.local()
+#: Size bound of the cache directory (least recently used entries go first), used when the
+#: ``filelock`` package is present (JAX needs it to evict); genprob's entries are ~10 kB each.
+_MAX_BYTES = 1 << 30
+
+
+def set_compilation_cache(enabled_or_path=True) -> None:
+    """Switch genprob's persistent compilation cache on, off, or to another directory.
+
+    Args:
+        enabled_or_path: ``True`` (the default directory, or ``$GENPROB_COMPILATION_CACHE``),
+            ``False`` (no persistent cache: every new process compiles again), or a directory.
+    """
+    global _setting
+    if enabled_or_path is True:
+        _setting = None
+    elif enabled_or_path is False or enabled_or_path is None:
+        _setting = False
+    else:
+        _setting = os.fspath(enabled_or_path)
+
+
+def compilation_cache_dir() -> str | None:
+    """The directory genprob's compiled programs are kept in, or None when the cache is off."""
+    if _setting is False:
+        return None
+    if _setting is not None:
+        return _setting
+    value = os.environ.get(_ENV)
+    if value is not None:
+        return None if value.strip().lower() in _OFF or not value.strip() else value
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return os.path.join(base, "genprob", "jax")
+
+
+@contextlib.contextmanager
+def compilation_cache():
+    """Within this block, JAX reads and writes compiled programs in genprob's cache directory."""
+    if getattr(_active, "depth", 0):
+        _active.depth += 1
+        try:
+            yield
+        finally:
+            _active.depth -= 1
+        return
+    scope = _scope()
+    _active.depth = 1
+    try:
+        with scope:
+            yield
+    finally:
+        _active.depth = 0
+
+
+def _scope():
+    path = compilation_cache_dir()
+    if path is None:
+        return contextlib.nullcontext()
+    try:
+        import jax
+        from jax._src import compilation_cache as jax_cache
+        from jax._src import config as jax_config
+    except ImportError:  # a JAX without these internals: no persistent cache
+        return contextlib.nullcontext()
+    # The user's own cache (or one already in use) wins; genprob never replaces it.
+    if (
+        jax.config.jax_compilation_cache_dir is not None
+        or not jax.config.jax_enable_compilation_cache
+        or getattr(jax_cache, "_cache", None) is not None
+    ):
+        return contextlib.nullcontext()
+    return _cache_scope(jax_config, jax_cache, path)
+
+
+def _has_filelock() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("filelock") is not None
+
+
+@contextlib.contextmanager
+def _cache_scope(jax_config, jax_cache, path):
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(jax_config.compilation_cache_dir(path))
+        # genprob's programs compile in well under JAX's 1 s threshold; keep them all
+        stack.enter_context(jax_config.persistent_cache_min_compile_time_secs(0.0))
+        if _has_filelock():  # JAX then locks reads and writes shared by parallel processes
+            stack.enter_context(jax_config.compilation_cache_max_size(_MAX_BYTES))
+        jax_cache.reset_cache()  # a process that compiled before sees the directory now
+    except Exception:  # noqa: BLE001 - internals changed: compile as usual, uncached
+        stack.close()
+        yield
+        return
+    try:
+        yield
+    finally:
+        stack.close()
+        # back to JAX's pristine state: nothing outside genprob's calls uses this directory
+        jax_cache.reset_cache()

@@ -1,0 +1,214 @@
+"""Speed without changed results: bucketed row counts and the persistent compilation cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.model_selection import KFold, cross_val_score
+from test_story_value import compilations  # noqa: F401 - the compile-counting fixture
+
+import genprob
+from genprob._arrays import padded_rows
+from genprob.estimators import _base
+
+
+def _counts(num_rows=137, num_features=6, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, num_rows)
+    X = rng.poisson(1.0 + y[:, None] * np.arange(1, num_features + 1) / 3.0).astype(float)
+    return X, y
+
+
+def _estimators():
+    X_iris, y_iris = load_iris(return_X_y=True)
+    X_counts, y_counts = _counts()
+    binary = (X_counts > 1).astype(float)
+    return [
+        (genprob.GaussianNB(), X_iris, y_iris),
+        (genprob.LinearDiscriminantAnalysis(), X_iris, y_iris),
+        (genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.3), X_iris, y_iris),
+        (genprob.QuadraticDiscriminantAnalysis(reg_param=0.1), X_iris, y_iris),
+        (genprob.MultinomialNB(alpha=0.5), X_counts, y_counts),
+        (genprob.BernoulliNB(), binary, y_counts),
+        (genprob.CategoricalNB(), np.minimum(X_counts, 4), y_counts),
+        (genprob.PoissonNB(), X_counts, y_counts),
+    ]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("case", range(8))
+def test_padded_fit_equals_unpadded_fit(monkeypatch, case, weighted):
+    estimator, X, y = _estimators()[case]
+    # rows not in class order and a count off the buckets, so padding and grouping both happen
+    rows = np.random.default_rng(case).permutation(len(y))[:131]
+    X, y = X[rows], y[rows]
+    assert padded_rows(len(y)) > len(y)
+    weight = np.random.default_rng(1).uniform(0.5, 2.0, len(y)) if weighted else None
+    padded = estimator.__class__(**estimator.get_params()).fit(X, y, sample_weight=weight)
+    monkeypatch.setattr(_base, "_PAD_LIMIT", 0)
+    plain = estimator.__class__(**estimator.get_params()).fit(X, y, sample_weight=weight)
+    assert padded.params_.keys() == plain.params_.keys()
+    for name, value in plain.params_.items():
+        np.testing.assert_allclose(padded.params_[name], value, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        padded.stats_["class_counts"], plain.stats_["class_counts"], rtol=0, atol=1e-12
+    )
+    # scoring pads too: each real row's score is the same as unpadded
+    np.testing.assert_allclose(
+        padded.predict_log_proba(X), plain.predict_log_proba(X), rtol=1e-12, atol=1e-12
+    )
+    monkeypatch.undo()
+    np.testing.assert_allclose(
+        padded.predict_joint_log_proba(X[:7]),
+        plain.predict_joint_log_proba(X)[:7],
+        rtol=1e-12,
+        atol=1e-12,
+    )
+
+
+def test_padding_rows_never_reach_the_class_counts():
+    X, y = load_iris(return_X_y=True)
+    fitted = genprob.GaussianNB().fit(X[:101], y[:101])
+    np.testing.assert_array_equal(fitted.class_count_, np.bincount(y[:101], minlength=3))
+    assert fitted.predict_proba(X[:3]).shape == (3, 3)
+
+
+@pytest.mark.parametrize(
+    ("estimator", "name", "values"),
+    [
+        (genprob.GaussianNB, "var_smoothing", [1e-9, 1e-8, 1e-6, 1e-4, 1e-3, 1e-2]),
+        (genprob.QuadraticDiscriminantAnalysis, "reg_param", [0.0, 0.1, 0.2, 0.3, 0.5, 0.9]),
+        (genprob.MultinomialNB, "alpha", [0.1, 0.2, 0.5, 1.0, 2.0, 3.0]),
+    ],
+)
+def test_cross_validation_and_sweep_compile_only_the_first_fit(
+    compilations,  # noqa: F811
+    estimator,
+    name,
+    values,
+):
+    """3 folds of unequal sizes x 6 values: only the very first fit and score compile."""
+    if estimator is genprob.MultinomialNB:
+        X, y = _counts(num_rows=157, seed=3)
+    else:
+        X, y = load_iris(return_X_y=True)
+        X, y = np.vstack([X, X[:7] + 0.01]), np.concatenate([y, y[:7]])  # 157 rows
+    folds = KFold(3, shuffle=True, random_state=0)
+    sizes = {len(train) for train, _ in folds.split(X)}
+    assert len(sizes) > 1  # unequal folds: without buckets each would compile
+    counts = []
+    for value in values:
+        compilations.count = 0
+        scores = cross_val_score(estimator(**{name: value}), X, y, cv=folds)
+        counts.append(compilations.count)
+        assert np.all(scores > 0.3)
+    assert counts[0] > 0
+    assert counts[1:] == [0] * (len(values) - 1)
+    # fold by fold, with every prediction method: after the first fold nothing compiles
+    per_fold = []
+    for train, test in folds.split(X):
+        compilations.count = 0
+        fitted = estimator(**{name: values[-1]}).fit(X[train], y[train])
+        fitted.predict_proba(X[test]), fitted.predict(X[test]), fitted.predict_log_proba(X[test])
+        per_fold.append(compilations.count)
+    assert per_fold[1:] == [0, 0]
+
+
+_CACHED_FIT = textwrap.dedent(
+    """
+    import json, sys
+    import jax
+    import numpy as np
+    from sklearn.datasets import load_iris
+    import genprob
+    from jax._src import compilation_cache
+
+    X, y = load_iris(return_X_y=True)
+    out = {}
+    for name in ("GaussianNB", "QuadraticDiscriminantAnalysis", "MultinomialNB"):
+        proba = getattr(genprob, name)().fit(X, y).predict_proba(X)
+        out[name] = [float(v).hex() for v in proba.ravel()]
+    # the user's JAX configuration is as it was, and nothing of genprob's cache stays active
+    out["user dir"] = jax.config.jax_compilation_cache_dir
+    out["user min time"] = jax.config.jax_persistent_cache_min_compile_time_secs
+    out["cache left active"] = compilation_cache._cache is not None
+    print(json.dumps(out))
+    """
+)
+
+
+def _run(env_value, home):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GENPROB_", "JAX_"))}
+    env["XDG_CACHE_HOME"] = str(home)
+    env["JAX_PLATFORMS"] = "cpu"
+    if env_value is not None:
+        env["GENPROB_COMPILATION_CACHE"] = str(env_value)
+    done = subprocess.run(
+        [sys.executable, "-c", _CACHED_FIT], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _entries(path):
+    return sorted(p.name for p in path.rglob("*") if p.is_file()) if path.exists() else []
+
+
+def test_persistent_cache_on_and_off_give_identical_results(tmp_path):
+    cache = tmp_path / "cache"
+    off = _run("0", tmp_path / "home-off")
+    assert _entries(tmp_path / "home-off") == []  # off: nothing written anywhere
+    cold = _run(cache, tmp_path / "home")
+    written = _entries(cache)
+    assert len(written) >= 5  # the fit's and the prediction's programs were kept
+    warm = _run(cache, tmp_path / "home")
+    assert _entries(cache) == written  # the warm process found every program it needed
+    assert _entries(tmp_path / "home") == []  # an explicit directory is the only one used
+    for result in (off, cold, warm):
+        assert result["user dir"] is None
+        assert result["user min time"] == 1.0
+        assert result["cache left active"] is False
+    for name in ("GaussianNB", "QuadraticDiscriminantAnalysis", "MultinomialNB"):
+        assert off[name] == cold[name] == warm[name]  # bitwise
+
+
+def test_default_cache_directory_is_under_the_user_cache_home(tmp_path):
+    _run(None, tmp_path)
+    assert len(_entries(tmp_path / "genprob" / "jax")) >= 5
+
+
+def test_switch_in_process(monkeypatch, tmp_path):
+    from genprob import _compile_cache
+
+    monkeypatch.setenv("GENPROB_COMPILATION_CACHE", str(tmp_path / "env"))
+    assert _compile_cache.compilation_cache_dir() == str(tmp_path / "env")
+    try:
+        genprob.set_compilation_cache(False)
+        assert _compile_cache.compilation_cache_dir() is None
+        genprob.set_compilation_cache(tmp_path / "mine")
+        assert _compile_cache.compilation_cache_dir() == str(tmp_path / "mine")
+        X, y = _counts(num_rows=83, num_features=13, seed=5)  # a new shape: it compiles
+        genprob.BernoulliNB(alpha=0.7).fit(X, y).predict_proba(X)
+        assert _entries(tmp_path / "mine")
+    finally:
+        genprob.set_compilation_cache(True)
+    assert _compile_cache.compilation_cache_dir() == str(tmp_path / "env")
+    for off in ("0", "off", "False", ""):
+        monkeypatch.setenv("GENPROB_COMPILATION_CACHE", off)
+        assert _compile_cache.compilation_cache_dir() is None
+
+
+def test_a_cache_the_user_configured_wins(tmp_path):
+    import jax
+
+    from genprob import _compile_cache
+
+    with jax._src.config.compilation_cache_dir(str(tmp_path / "user")):
+        with _compile_cache.compilation_cache():
+            assert jax.config.jax_compilation_cache_dir == str(tmp_path / "user")
