@@ -136,6 +136,8 @@ class BernoulliNB(_DiscreteNB):
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         class_count_: (weighted) rows per class (K,).
@@ -166,6 +168,7 @@ class BernoulliNB(_DiscreteNB):
         n_init=1,
         random_state=None,
         dtype="float64",
+        unlabeled_label=-1,
     ):
         self.alpha = alpha
         self.force_alpha = force_alpha
@@ -178,6 +181,7 @@ class BernoulliNB(_DiscreteNB):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.unlabeled_label = unlabeled_label
 
     def _validate_X(self, X, *, fitting):
         if self.binarize is None:
@@ -226,6 +230,8 @@ class MultinomialNB(_DiscreteNB):
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         class_count_: (weighted) rows per class (K,).
@@ -250,6 +256,7 @@ class MultinomialNB(_DiscreteNB):
         n_init=1,
         random_state=None,
         dtype="float64",
+        unlabeled_label=-1,
     ):
         self.alpha = alpha
         self.force_alpha = force_alpha
@@ -261,6 +268,7 @@ class MultinomialNB(_DiscreteNB):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.unlabeled_label = unlabeled_label
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -320,6 +328,8 @@ class CategoricalNB(_DiscreteNB):
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         category_count_: list over features of (K, k_j) (weighted) counts.
@@ -352,6 +362,7 @@ class CategoricalNB(_DiscreteNB):
         n_init=1,
         random_state=None,
         dtype="float64",
+        unlabeled_label=-1,
     ):
         self.alpha = alpha
         self.force_alpha = force_alpha
@@ -364,6 +375,7 @@ class CategoricalNB(_DiscreteNB):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.unlabeled_label = unlabeled_label
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -455,6 +467,8 @@ class PoissonNB(_DiscreteNB):
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         class_count_: (weighted) rows per class (K,).
@@ -482,6 +496,7 @@ class PoissonNB(_DiscreteNB):
         n_init=1,
         random_state=None,
         dtype="float64",
+        unlabeled_label=-1,
     ):
         self.alpha = alpha
         self.beta = beta
@@ -493,6 +508,7 @@ class PoissonNB(_DiscreteNB):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.unlabeled_label = unlabeled_label
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

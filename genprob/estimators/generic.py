@@ -37,6 +37,8 @@ class GenerativeClassifier(GenerativeClassifierBase):
         n_init: number of EM initializations (the best is kept).
         random_state: seed for EM initializations, the optimizer's start and :meth:`sample`.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         story_: the story (the ``story`` argument).
@@ -65,6 +67,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         n_init=1,
         random_state=None,
         dtype="float64",
+        unlabeled_label=-1,
     ):
         self.story = story
         self.priors = priors
@@ -75,6 +78,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.unlabeled_label = unlabeled_label
 
     def _make_story(self, X) -> Story:
         if not isinstance(self.story, Story):

@@ -114,6 +114,8 @@ class MixedNB(GenerativeClassifierBase):
         n_init: number of EM initializations; the best final objective is kept.
         random_state: seed of the EM initializations.
         dtype: ``"float64"`` (default) or ``"float32"``.
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         blocks_: family -> list of its columns (names or positions), in column order.
@@ -154,6 +156,7 @@ class MixedNB(GenerativeClassifierBase):
         n_init=1,
         random_state=None,
         dtype="float64",
+        unlabeled_label=-1,
     ):
         self.families = families
         self.alpha = alpha
@@ -167,6 +170,7 @@ class MixedNB(GenerativeClassifierBase):
         self.n_init = n_init
         self.random_state = random_state
         self.dtype = dtype
+        self.unlabeled_label = unlabeled_label
 
     # -- columns -> blocks and codes -------------------------------------------------------------
     def _learn_columns(self, X):
