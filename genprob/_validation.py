@@ -293,7 +293,8 @@ def encode_partial_labels(y, *, num_classes=None, classes=None, unlabeled_label=
         row = int(np.flatnonzero(~unlabeled & (y < 0))[0])
         raise ValueError(
             f"labels must be {marker + ' or ' if marker else ''}class codes 0..K-1; got "
-            f"{describe(np.unique(bad))} (found {describe(y[row : row + 1])} at row {row})."
+            f"{describe(np.unique(bad))} (found {describe(y[row : row + 1])} at row {row})"
+            f"{'' if marker else '; unlabeled_label=None: every row is labeled'}."
         )
     if num_classes is None:
         if labeled_codes.size == 0:

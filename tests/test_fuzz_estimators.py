@@ -11,7 +11,8 @@ tests/test_fuzz_open_items.py, so they flip when fixed):
 * Gaussian features beyond |x| ~ 1e150 (squares overflow: rows that cannot be scored are
   refused, item 2); tiny scales (squares near the denormal range) are refused at fit since
   item 4 but not fuzzed yet: Gaussian scales are drawn from 1e-140..1e140 only;
-* class priors are not fuzzed; -1 always marks unlabeled rows (item 11).
+* class priors are not fuzzed; unlabeled rows are marked by the default -1 (``unlabeled_label``,
+  item 11, is tested in tests/test_unlabeled_label.py).
 """
 
 import warnings
