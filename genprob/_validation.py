@@ -38,6 +38,8 @@ __all__ = [
     "check_features",
     "check_positive_int",
     "check_sample_weight",
+    "check_unlabeled_label",
+    "check_unlabeled_label_type",
     "check_unlabeled_weight",
     "class_codes",
     "describe",
@@ -95,21 +97,71 @@ def check_features(X, dtype=None, *, keep_sparse: bool = False, allow_nan: bool 
 
 
 # -- labels ---------------------------------------------------------------------------------------
-def unlabeled_mask(y) -> np.ndarray:
-    """Boolean mask of the rows whose label is the unlabeled marker ``-1``.
+#: The label that marks unlabeled rows unless the caller names another (scikit-learn's convention).
+UNLABELED = -1
 
-    Only a *numeric* -1 marks an unlabeled row (scikit-learn's semi-supervised convention): in a
-    numeric array every ``-1``; in an object array the entries that are the number -1 (so string
-    labels can be mixed with ``-1`` in an object array); a string array has no unlabeled rows
-    (the string ``"-1"`` is an ordinary class name).
+
+def check_unlabeled_label(value):
+    """The ``unlabeled_label`` parameter: a finite number, a string, or None (no marker)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+        if np.isfinite(value):
+            return value.item() if hasattr(value, "item") else value
+    raise ValueError(
+        f"unlabeled_label must be the label value that marks unlabeled rows (a finite number or "
+        f"a string), or None when every label is a class; got {value!r}."
+    )
+
+
+def marker_text(unlabeled_label) -> str:
+    """How messages name the unlabeled marker: ``-1`` or ``'?'``."""
+    return repr(unlabeled_label)
+
+
+def check_unlabeled_label_type(y, unlabeled_label) -> None:
+    """Refuse a marker of another type than the labels (no row could carry it).
+
+    A string marker needs string (or object) labels; a number other than the default -1 needs
+    numeric (or object) labels. The default -1 with string labels marks no row, as before.
+    """
+    if unlabeled_label is None:
+        return
+    kind = np.asarray(y).dtype.kind
+    if isinstance(unlabeled_label, str) and kind in "biuf":
+        raise ValueError(
+            f"unlabeled_label={unlabeled_label!r} is a string, but y holds numbers (dtype "
+            f"{np.asarray(y).dtype}), so no row can be marked unlabeled: pass the number that "
+            f"marks unlabeled rows, or None when every label is a class."
+        )
+    if not isinstance(unlabeled_label, str) and kind in "US" and unlabeled_label != UNLABELED:
+        raise ValueError(
+            f"unlabeled_label={unlabeled_label!r} is a number, but y holds strings (dtype "
+            f"{np.asarray(y).dtype}), so no row can be marked unlabeled: pass the string that "
+            f"marks unlabeled rows, or None when every label is a class."
+        )
+
+
+def unlabeled_mask(y, unlabeled_label=UNLABELED) -> np.ndarray:
+    """Boolean mask of the rows whose label is the unlabeled marker (``-1`` by default).
+
+    A numeric marker matches numbers only (scikit-learn's semi-supervised convention): in a
+    numeric array every entry equal to it; in an object array the entries that are that number
+    (so string labels can be mixed with ``-1`` in an object array); a string array has no
+    unlabeled rows (the string ``"-1"`` is an ordinary class name). A string marker matches
+    strings only. ``None`` marks no row: every label is a class.
     """
     y = np.asarray(y)
-    if y.dtype.kind in "iuf":
-        return y == -1
+    if unlabeled_label is None:
+        return np.zeros(y.shape, dtype=bool)
+    text = isinstance(unlabeled_label, str)
+    if y.dtype.kind in ("US" if text else "iuf"):
+        return y == unlabeled_label
     if y.dtype.kind == "O":
+        kind = str if text else numbers.Real
         return np.fromiter(
             (
-                isinstance(v, numbers.Real) and not isinstance(v, bool) and v == -1
+                isinstance(v, kind) and not isinstance(v, bool) and v == unlabeled_label
                 for v in y.ravel()
             ),
             dtype=bool,
@@ -125,13 +177,15 @@ def unknown_labels(labels, classes) -> list:
     return sorted({v for v in values if v not in known}, key=repr)
 
 
-def check_classes(classes) -> np.ndarray:
-    """The ``classes`` argument as sorted unique labels; -1 (unlabeled) and duplicates raise."""
+def check_classes(classes, unlabeled_label=UNLABELED) -> np.ndarray:
+    """The ``classes`` argument as sorted unique labels; the unlabeled marker and duplicates
+    raise."""
     array = np.asarray(classes)
-    if array.ndim != 1 or array.size == 0 or np.any(unlabeled_mask(array)):
+    if array.ndim != 1 or array.size == 0 or np.any(unlabeled_mask(array, unlabeled_label)):
         raise ValueError(
-            f"classes must be a non-empty 1-D sequence of labels without -1 (the unlabeled "
-            f"marker); got {classes!r}."
+            f"classes must be a non-empty 1-D sequence of labels without "
+            f"{marker_text(unlabeled_label)} (the unlabeled marker; unlabeled_label=None makes "
+            f"it a class); got {classes!r}."
         )
     unique = np.unique(array)
     if len(unique) != len(array):
@@ -149,9 +203,9 @@ def check_num_classes(classes, minimum: int) -> None:
         )
 
 
-def check_partial_fit_classes(classes, previous) -> np.ndarray:
+def check_partial_fit_classes(classes, previous, unlabeled_label=UNLABELED) -> np.ndarray:
     """``classes`` of a ``partial_fit`` call, checked against the first call's (None: first)."""
-    checked = check_classes(classes)
+    checked = check_classes(classes, unlabeled_label)
     if previous is not None and not np.array_equal(checked, previous):
         raise ValueError(
             f"`classes={classes!r}` is not the same as on last call to partial_fit, was: "
@@ -173,33 +227,39 @@ def check_known_labels(y, classes) -> None:
         )
 
 
-def encode_partial_labels(y, *, num_classes=None, classes=None):
+def encode_partial_labels(y, *, num_classes=None, classes=None, unlabeled_label=UNLABELED):
     """Check partly labeled ``y`` and return ``(codes, num_classes)``.
 
     Args:
-        y: labels (n,); -1 marks an unlabeled row. Without ``classes`` the labels are class codes
-            ``0..K-1``; with ``classes`` they are values of ``classes``.
+        y: labels (n,); ``unlabeled_label`` marks an unlabeled row. Without ``classes`` the
+            labels are class codes ``0..K-1``; with ``classes`` they are values of ``classes``.
         num_classes: K, when the labels are codes and some class may have no labeled row.
         classes: every class label, in code order (code k is ``classes[k]``).
+        unlabeled_label: the label of unlabeled rows (-1); None: every row is labeled.
 
     Returns:
         ``codes`` (n,) int32 NumPy array with -1 on unlabeled rows, and ``K``.
 
     Raises:
-        ValueError: unknown labels, negative codes other than -1, all rows unlabeled with neither
-            ``num_classes`` nor ``classes``, or inconsistent ``num_classes``/``classes``.
+        ValueError: unknown labels, negative codes other than the marker, all rows unlabeled with
+            neither ``num_classes`` nor ``classes``, inconsistent ``num_classes``/``classes``,
+            or a marker of another type than the labels.
     """
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be one-dimensional, got shape {y.shape}.")
-    unlabeled = unlabeled_mask(y)
+    unlabeled_label = check_unlabeled_label(unlabeled_label)
+    check_unlabeled_label_type(y, unlabeled_label)
+    marker = f"{marker_text(unlabeled_label)} (unlabeled)" if unlabeled_label is not None else ""
+    unlabeled = unlabeled_mask(y, unlabeled_label)
     if classes is not None:
         classes = np.asarray(classes)
         if classes.ndim != 1 or len(classes) < 1:
             raise ValueError(f"classes must be a non-empty 1-D sequence, got {classes!r}.")
-        if np.any(unlabeled_mask(classes)):
+        if np.any(unlabeled_mask(classes, unlabeled_label)):
             raise ValueError(
-                "classes contains -1, which marks unlabeled rows; it cannot be a class."
+                f"classes contains {marker_text(unlabeled_label)}, which marks unlabeled rows; it "
+                f"cannot be a class (unless unlabeled_label=None: every label is a class)."
             )
         index = {c.item() if hasattr(c, "item") else c: k for k, c in enumerate(classes)}
         if len(index) != len(classes):
@@ -212,8 +272,8 @@ def encode_partial_labels(y, *, num_classes=None, classes=None):
         unknown = unknown_labels(labeled_values, classes)
         if unknown:
             raise ValueError(
-                f"y contains labels that are neither -1 (unlabeled) nor one of the classes "
-                f"[{describe(classes)}]: [{describe(unknown)}]."
+                f"y contains labels that are neither {marker + ' nor ' if marker else ''}one of "
+                f"the classes [{describe(classes)}]: [{describe(unknown)}]."
             )
         codes = np.full(y.shape, -1, dtype=np.int32)
         codes[~unlabeled] = [index[v] for v in labeled_values]
@@ -221,11 +281,14 @@ def encode_partial_labels(y, *, num_classes=None, classes=None):
 
     if y.dtype.kind not in "iuf":
         raise ValueError(
-            f"y must hold integer class codes (0..K-1, -1 for unlabeled rows) unless classes= is "
-            f"given; got dtype {y.dtype}."
+            f"y must hold integer class codes (0..K-1{', ' + marker if marker else ''}) unless "
+            f"classes= is given; got dtype {y.dtype}."
         )
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinite values; mark unlabeled rows with -1.")
+        raise ValueError(
+            f"y contains NaN or infinite values; mark unlabeled rows with "
+            f"{marker_text(UNLABELED if unlabeled_label is None else unlabeled_label)}."
+        )
     if y.dtype.kind == "f" and np.any(y != np.round(y)):
         raise ValueError(f"y must hold integer class codes; got {describe(y[y != np.round(y)])}.")
     labeled_codes = y[~unlabeled].astype(np.int64)
@@ -233,14 +296,15 @@ def encode_partial_labels(y, *, num_classes=None, classes=None):
     if bad.size:
         row = int(np.flatnonzero(~unlabeled & (y < 0))[0])
         raise ValueError(
-            f"labels must be -1 (unlabeled) or class codes 0..K-1; got {describe(np.unique(bad))} "
-            f"(found {describe(y[row : row + 1])} at row {row})."
+            f"labels must be {marker + ' or ' if marker else ''}class codes 0..K-1; got "
+            f"{describe(np.unique(bad))} (found {describe(y[row : row + 1])} at row {row})"
+            f"{'' if marker else '; unlabeled_label=None: every row is labeled'}."
         )
     if num_classes is None:
         if labeled_codes.size == 0:
             raise ValueError(
-                "every row is unlabeled (y = -1) and the classes are unknown: pass num_classes= "
-                "or classes= to fit without labels."
+                f"every row is unlabeled (y = {marker_text(unlabeled_label)}) and the classes are "
+                f"unknown: pass num_classes= or classes= to fit without labels."
             )
         num_classes = int(labeled_codes.max()) + 1
         missing = np.setdiff1d(np.arange(num_classes), labeled_codes)
@@ -255,14 +319,15 @@ def encode_partial_labels(y, *, num_classes=None, classes=None):
     too_big = labeled_codes[labeled_codes >= num_classes]
     if too_big.size:
         raise ValueError(
-            f"labels must be -1 (unlabeled) or class codes 0..{num_classes - 1}; got "
+            f"labels must be {marker + ' or ' if marker else ''}class codes "
+            f"0..{num_classes - 1}; got "
             f"{describe(np.unique(too_big))} (y holds class code {int(too_big.max())} but "
             f"num_classes is {num_classes})."
         )
     return np.where(unlabeled, -1, y).astype(np.int32), num_classes
 
 
-def class_codes(y, num_samples: int, num_classes=None):
+def class_codes(y, num_samples: int, num_classes=None, unlabeled_label=UNLABELED):
     """Class codes (n,) of ``y`` for ``num_samples`` rows of X and K >= 2: ``(codes, K)``.
 
     As :func:`encode_partial_labels` (codes 0..K-1, -1 unlabeled) with the row count checked.
@@ -270,7 +335,9 @@ def class_codes(y, num_samples: int, num_classes=None):
     y = np.asarray(y)
     if y.shape != (num_samples,):
         raise ValueError(f"y has shape {y.shape}; expected ({num_samples},) to match X.")
-    codes, num_classes = encode_partial_labels(y, num_classes=num_classes)
+    codes, num_classes = encode_partial_labels(
+        y, num_classes=num_classes, unlabeled_label=unlabeled_label
+    )
     if num_classes < 2:
         raise ValueError(f"num_classes must be >= 2, got {num_classes}.")
     return codes, num_classes
@@ -426,6 +493,7 @@ EM_PARAMETER_CONSTRAINTS = {
     "random_state": ["random_state"],
     # resolve_dtype names the supported dtypes (it also takes NumPy dtype objects)
     "dtype": "no_validation",
+    "unlabeled_label": [None, str, NumberInterval(Real, None, None, closed="neither")],
 }
 
 #: How NaN entries of X are read: refused (scikit-learn's behaviour) or summed out of the story.
@@ -447,6 +515,10 @@ PARAMETER_HINTS = {
         "missing values, summed out of the story)."
     ),
     "random_state": "{value!r} cannot be used to seed a numpy.random.RandomState instance.",
+    "unlabeled_label": (
+        "unlabeled_label is the label value that marks unlabeled rows (a finite number or a "
+        "string), or None when every label is a class."
+    ),
 }
 
 
@@ -482,8 +554,19 @@ def is_concrete(value) -> bool:
     return not isinstance(value, jax.core.Tracer)
 
 
-def check_class_codes(codes, num_classes: int, *, name: str = "y") -> None:
-    """Class codes must be integers in ``0..num_classes-1``, or -1 for an unlabeled row."""
+def check_class_codes(codes, num_classes: int, *, name: str = "y", unlabeled_label=UNLABELED):
+    """Class codes must be integers in ``0..num_classes-1``, or the unlabeled marker (-1 unless
+    ``unlabeled_label`` names another integer; None: every row is labeled)."""
+    if unlabeled_label is not None and (
+        isinstance(unlabeled_label, bool)
+        or not isinstance(unlabeled_label, numbers.Integral)
+        or 0 <= unlabeled_label < num_classes
+    ):
+        raise ValueError(
+            f"unlabeled_label={unlabeled_label!r} cannot mark unlabeled rows of class codes "
+            f"0..{num_classes - 1}: it must be an integer outside them (-1), or None when every "
+            f"row is labeled."
+        )
     if not is_concrete(codes):
         return
     codes = np.asarray(codes)
@@ -491,12 +574,28 @@ def check_class_codes(codes, num_classes: int, *, name: str = "y") -> None:
         raise ValueError(f"{name} must be 1-D class codes, got shape {codes.shape}.")
     if codes.size and not np.issubdtype(codes.dtype, np.integer):
         raise ValueError(f"{name} must hold integer class codes, got dtype {codes.dtype}.")
-    bad = np.unique(codes[(codes < -1) | (codes >= num_classes)])
+    valid = (codes >= 0) & (codes < num_classes)
+    if unlabeled_label is not None:
+        valid |= codes == unlabeled_label
+    bad = np.unique(codes[~valid])
     if bad.size:
-        raise ValueError(
-            f"{name} holds class codes {describe(bad)} outside 0..{num_classes - 1} (and -1 for "
-            f"an unlabeled row)."
+        marker = (
+            "every row labeled: unlabeled_label=None"
+            if unlabeled_label is None
+            else f"and {unlabeled_label} for an unlabeled row"
         )
+        raise ValueError(
+            f"{name} holds class codes {describe(bad)} outside 0..{num_classes - 1} ({marker})."
+        )
+
+
+def core_label_codes(codes, num_classes: int, unlabeled_label=UNLABELED):
+    """Class codes checked (:func:`check_class_codes`), with -1 on unlabeled rows."""
+    check_class_codes(codes, num_classes, unlabeled_label=unlabeled_label)
+    codes = jnp.asarray(codes)
+    if unlabeled_label is None or unlabeled_label == UNLABELED:
+        return codes
+    return jnp.where(codes == unlabeled_label, UNLABELED, codes)
 
 
 def check_core_features(X, num_rows=None) -> None:

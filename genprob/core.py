@@ -27,7 +27,12 @@ import scipy.sparse
 import scipy.special
 
 from genprob._limits import check_count, check_traced_size
-from genprob._validation import check_class_codes, check_core_features, is_concrete
+from genprob._validation import (
+    check_class_codes,
+    check_core_features,
+    core_label_codes,
+    is_concrete,
+)
 from genprob.masking import has_missing, marginalized
 from genprob.story import CLASS_PRIOR, ClassConditional, Story, class_distribution
 
@@ -121,11 +126,14 @@ def predict_proba(story: Story, params: dict, X) -> jax.Array:
     return jnp.exp(predict_log_proba(story, params, X))
 
 
-def log_likelihood(story: Story, params: dict, X, y=None, *, pointwise: bool = False):
+def log_likelihood(
+    story: Story, params: dict, X, y=None, *, pointwise: bool = False, unlabeled_label=-1
+):
     """Log-likelihood of ``X`` with labels ``y`` (codes 0..K-1; -1 marks an unlabeled row).
 
     Labeled rows contribute ``log pi_y + log p(x | y)``, unlabeled rows (and every row when ``y``
-    is None) ``log sum_k pi_k p(x | k)``.
+    is None) ``log sum_k pi_k p(x | k)``. ``unlabeled_label`` names another integer code for
+    unlabeled rows, or None when every row is labeled (then a -1 is refused).
 
     Returns:
         The total, or the per-row values (n,) when ``pointwise`` is true.
@@ -135,10 +143,9 @@ def log_likelihood(story: Story, params: dict, X, y=None, *, pointwise: bool = F
     if y is None:
         values = marginal
     else:
-        check_class_codes(y, joint.shape[-1])
+        y = core_label_codes(y, joint.shape[-1], unlabeled_label)
         if jnp.shape(y) != joint.shape[:1]:
             raise ValueError(f"y has shape {jnp.shape(y)} but X has {joint.shape[0]} rows.")
-        y = jnp.asarray(y)
         labeled = y >= 0
         chosen = jnp.take_along_axis(joint, jnp.where(labeled, y, 0)[:, None], axis=-1)[:, 0]
         values = jnp.where(labeled, chosen, marginal)

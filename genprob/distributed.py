@@ -31,7 +31,6 @@ import numpy as np
 import scipy.sparse
 
 from genprob import core, streaming
-from genprob import em as _em
 from genprob._dtype import numpy_dtype, precision
 
 __all__ = ["fit", "predict", "partitions"]
@@ -88,12 +87,13 @@ def partitions(X, y=None, sample_weight=None):
     return list(zip(*pieces, strict=True)), int(X.shape[0])
 
 
-def _classes(y):
-    """Sorted distinct labels (without -1) of a Dask array or Series, computed on the cluster."""
+def _classes(y, unlabeled_label=-1):
+    """Sorted distinct labels (without the unlabeled marker) of a Dask array or Series, computed
+    on the cluster."""
     dask, da = _dask()
     values = y.unique() if _is_frame(y) else da.unique(y)
     (values,) = dask.compute(values)
-    return streaming.collect_classes([np.asarray(values)])
+    return streaming.collect_classes([np.asarray(values)], unlabeled_label)
 
 
 # -- per-partition work (runs on the workers) ------------------------------------------------------
@@ -185,7 +185,7 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
     streaming.reset(estimator)
     parts, expected = partitions(X, y, sample_weight)
     if classes is None:
-        classes = _classes(y)
+        classes = _classes(y, estimator._unlabeled_label)
     classes = np.asarray(classes)
 
     # The story from the first non-empty partition (read by the driver, as one chunk).
@@ -199,7 +199,7 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
         raise ValueError("the data has no rows: every partition is empty.")
     streaming.labeled_pass(estimator, [piece], classes)
     head_rows = int(np.shape(piece[0])[0])
-    head_unlabeled = int(_em.unlabeled_mask(np.asarray(piece[1])).sum())
+    head_unlabeled = int(estimator._unlabeled_rows(np.asarray(piece[1])).sum())
     head = (jax.tree_util.tree_map(np.asarray, estimator.stats_), 0.0, head_rows)
     story, dtype = estimator.story_, estimator._dtype
 

@@ -358,6 +358,7 @@ def fit_em(
     class_prior=None,
     fit_prior: bool = True,
     sample_weight=None,
+    unlabeled_label=-1,
 ) -> EMResult:
     """Fit a story to partly labeled data by (λ-weighted) expectation-maximization.
 
@@ -391,6 +392,8 @@ def fit_em(
         class_prior: fixed class prior (K,), not estimated.
         fit_prior: estimate the class prior (True) or use a uniform one (False).
         sample_weight: optional non-negative row weights (n,).
+        unlabeled_label: the label of unlabeled rows (-1; a string with string ``classes``), or
+            None when every label is a class (every row labeled).
 
     Returns:
         :class:`EMResult`.
@@ -399,7 +402,9 @@ def fit_em(
         ValueError: bad labels, λ outside [0, 1], bad controls, a class with no mass to learn it
             from, or every initialization degenerating (see the module docstring).
     """
-    codes, num_classes = encode_partial_labels(y, num_classes=num_classes, classes=classes)
+    codes, num_classes = encode_partial_labels(
+        y, num_classes=num_classes, classes=classes, unlabeled_label=unlabeled_label
+    )
     X = as_features(X)
     if X.shape[0] != codes.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}.")

@@ -45,6 +45,7 @@ from sklearn.exceptions import ConvergenceWarning
 from genprob import core
 from genprob import em as _em
 from genprob._dtype import numpy_dtype, precision
+from genprob._validation import check_unlabeled_label_type, unlabeled_mask
 
 __all__ = [
     "Chunks",
@@ -160,6 +161,8 @@ class ParquetSource:
     """
 
     reiterable = True
+    #: The label a missing (null) target becomes: the fitted estimator's unlabeled marker.
+    unlabeled_label = -1
 
     def __init__(self, path, target: str, features=None, weight=None, batch_size: int = 262_144):
         import pyarrow.dataset as ds
@@ -197,10 +200,17 @@ class ParquetSource:
         if not column.null_count:
             return column.to_numpy(zero_copy_only=False)
         # a missing label marks an unlabeled row, as in the CLI
-        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
-            return pc.fill_null(column, -1).to_numpy(zero_copy_only=False)
+        marker = self.unlabeled_label
+        if marker is None:
+            raise ValueError(
+                f"the label column {self.target!r} has {column.null_count} missing values, but "
+                f"unlabeled_label=None says every row is labeled."
+            )
+        numeric = pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
+        if numeric and not isinstance(marker, str):
+            return pc.fill_null(column, marker).to_numpy(zero_copy_only=False)
         values = np.asarray(column.to_pylist(), dtype=object)
-        values[np.asarray(column.is_null().to_numpy(zero_copy_only=False))] = -1
+        values[np.asarray(column.is_null().to_numpy(zero_copy_only=False))] = marker
         return values
 
     def _batches(self, columns):
@@ -346,7 +356,7 @@ def label_codes(estimator, y):
     labels go through the estimator's own encoder.
     """
     y = np.asarray(y)
-    unlabeled = _em.unlabeled_mask(y)
+    unlabeled = estimator._unlabeled_rows(y)
     classes = estimator.classes_
     if y.dtype.kind not in "iuf" or classes.dtype.kind not in "iuf":
         return estimator._label_codes(y, unlabeled)
@@ -450,17 +460,18 @@ def reset(estimator):
         estimator.__dict__.pop(name, None)
 
 
-def collect_classes(labels: Iterable) -> np.ndarray:
-    """Sorted distinct labels, -1 (unlabeled) excluded, from an iterable of label arrays."""
+def collect_classes(labels: Iterable, unlabeled_label=-1) -> np.ndarray:
+    """Sorted distinct labels, the unlabeled marker excluded, from an iterable of label arrays."""
     seen = None
     for y in labels:
         y = np.asarray(y)
-        values = np.unique(y[~_em.unlabeled_mask(y)])
+        check_unlabeled_label_type(y, unlabeled_label)
+        values = np.unique(y[~unlabeled_mask(y, unlabeled_label)])
         seen = values if seen is None else np.union1d(seen, values)
     if seen is None or seen.size == 0:
         raise ValueError(
-            "no labeled row (every y is -1): pass classes=[...] to name the classes of an "
-            "unsupervised fit."
+            f"no labeled row (every y is {unlabeled_label!r}): pass classes=[...] to name the "
+            f"classes of an unsupervised fit."
         )
     return seen
 
@@ -482,7 +493,7 @@ def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
             y = np.asarray(y)
             if y.shape != (num_rows,):
                 raise ValueError(f"a chunk has {num_rows} rows of X but y has shape {y.shape}.")
-            unlabeled = _em.unlabeled_mask(y)
+            unlabeled = estimator._unlabeled_rows(y)
             w = np.ones(num_rows) if w is None else _chunk_weights(w, num_rows)
             if unlabeled.any():
                 y = y.copy() if y.dtype.kind != "O" else y.astype(object)
@@ -627,6 +638,8 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
         return estimator.fit(X, y, sample_weight=sample_weight, classes=classes)
     source = _source(X, y, sample_weight)
     estimator._validate_params()
+    if isinstance(source, ParquetSource):
+        source.unlabeled_label = estimator._unlabeled_label
     reset(estimator)
     if classes is None:
         if not source.reiterable:
@@ -636,7 +649,7 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
                 "Or wrap the chunks in genprob.streaming.Chunks (re-readable): then a first "
                 "pass collects the labels."
             )
-        classes = collect_classes(source.labels())
+        classes = collect_classes(source.labels(), estimator._unlabeled_label)
     if progress is not None:
         progress.new_pass("fit: labeled pass")
     rows, unlabeled_rows = labeled_pass(estimator, source.chunks(), classes, progress)
@@ -646,9 +659,10 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
     if not source.reiterable and unlabeled_rows:
         reset(estimator)
         raise ValueError(
-            f"{unlabeled_rows} rows are unlabeled (y = -1): EM needs one pass over the data per "
-            f"iteration, but the chunks came from a one-shot iterator. Wrap a list or a function "
-            f"returning a fresh iterator in genprob.streaming.Chunks, or read from Parquet."
+            f"{unlabeled_rows} rows are unlabeled (y = {estimator._unlabeled_label!r}): EM needs "
+            f"one pass over the data per iteration, but the chunks came from a one-shot "
+            f"iterator. Wrap a list or a function returning a fresh iterator in "
+            f"genprob.streaming.Chunks, or read from Parquet."
         )
     passes = [0]
 

@@ -139,3 +139,93 @@ def test_library_does_not_import_the_applications():
     )
     assert offenders == []
     assert {"genprob.app.cli", "genprob.app.registry"} <= set(graph)
+
+
+# -- family knowledge stays in genprob/families/ ---------------------------------------------------
+#: The built-in families' names (Story.name of the classes in genprob/families/).
+FAMILY_NAMES = frozenset({"gaussian", "bernoulli", "categorical", "multinomial", "poisson"})
+FAMILIES_DIR = PACKAGE_DIR / "families"
+
+
+def _family_literal(node) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if node.value.lower() in FAMILY_NAMES:
+            return node.value
+    return None
+
+
+def _literals(node) -> list[str]:
+    """Family names among a literal or a tuple/list/set of literals."""
+    items = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+    return [name for name in map(_family_literal, items) if name]
+
+
+def _family_keys(tree) -> list[tuple[int, str, str]]:
+    """``(line, how, name)`` for every place a built-in family's name is used as a key.
+
+    Flagged: comparisons (``family == "categorical"``, ``x in ("gaussian", ...)``), dict keys,
+    subscripts (``stats["categorical"]``), lookups by key (``.get("multinomial")``,
+    ``.pop``, ``.setdefault``) and tables of family names only. Not flagged: docstrings,
+    messages (f-strings), a family name passed as a value (``MixedNB(families={0:
+    "gaussian"})``) and lists of registry story names that include some.
+    """
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for operand in [node.left, *node.comparators]:
+                found += [(node.lineno, "comparison", n) for n in _literals(operand)]
+        elif isinstance(node, ast.Dict):
+            found += [(k.lineno, "dict key", n) for k in node.keys if k for n in _literals(k)]
+        elif isinstance(node, ast.Subscript):
+            found += [(node.lineno, "subscript", n) for n in _literals(node.slice)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in ("get", "pop", "setdefault") and node.args:
+                found += [(node.lineno, f".{node.func.attr}()", n) for n in _literals(node.args[0])]
+        elif isinstance(node, ast.Tuple | ast.List | ast.Set):
+            names = _literals(node)
+            if len(names) >= 2 and len(names) == len(node.elts):  # a table of families only
+                found.append((node.lineno, "table of families", ", ".join(names)))
+    return sorted(set(found))
+
+
+def _family_key_offenders(paths) -> list[str]:
+    return [
+        f"{path.relative_to(PACKAGE_DIR.parent)}:{line}: {how} {name!r}"
+        for path in paths
+        for line, how, name in _family_keys(ast.parse(path.read_text(), filename=str(path)))
+    ]
+
+
+def test_family_key_scan_finds_keys_but_not_prose():
+    source = '''
+def f(family, stats, blocks):
+    """Encode "categorical" columns; see the gaussian family."""
+    if family == "categorical":
+        pass
+    if family in ("poisson", "bernoulli"):
+        pass
+    x = {"multinomial": 1}
+    y = stats["emission"]["gaussian"]
+    z = blocks.get("categorical")
+    FAMILIES = ("gaussian", "poisson")
+    stories = ("lda", "bernoulli", "poisson")
+    raise ValueError(f"unknown family {family!r}: expected 'gaussian' or 'categorical'")
+    return MixedNB(families={0: "gaussian"})
+'''
+    found = {(how, name) for _, how, name in _family_keys(ast.parse(source))}
+    assert found == {
+        ("comparison", "categorical"),
+        ("comparison", "poisson"),
+        ("comparison", "bernoulli"),
+        ("table of families", "poisson, bernoulli"),
+        ("dict key", "multinomial"),
+        ("subscript", "gaussian"),
+        (".get()", "categorical"),
+        ("table of families", "gaussian, poisson"),
+    }
+
+
+def test_no_module_outside_families_keys_on_a_built_in_family():
+    """Family knowledge lives on the stories (hooks), so a new family touches only families/."""
+    paths = [p for p in sorted(PACKAGE_DIR.rglob("*.py")) if FAMILIES_DIR not in p.parents]
+    assert _family_key_offenders(paths) == []

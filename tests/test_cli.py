@@ -243,7 +243,7 @@ def test_fit_with_unlabeled_rows_by_empty_cells_or_marker(iris_csv, tmp_path, ca
     numeric.to_csv(numeric_csv, index=False)
     argv = ["fit", "gaussian_nb", str(numeric_csv), "--target", "label"]
     assert cli.main([*argv, "--out", str(tmp_path / "n.npz")]) == 2
-    _one_line_error(capsys.readouterr(), "holds the label -1", "--unlabeled -1")
+    _one_line_error(capsys.readouterr(), "holds the label -1", "--unlabeled-label -1")
     assert cli.main([*argv, "--unlabeled", "-1", "--out", str(tmp_path / "n.npz")]) == 0
     out = capsys.readouterr().out
     assert _summary_value(out, "classes") == "0, 1, 2"

@@ -622,7 +622,7 @@ def test_estimator_labels_classes_and_errors(iris):
     model = genprob.GaussianNB().fit(X, np.full(150, -1), classes=[0, 1, 2])
     assert model.class_prior_.shape == (3,)
     # -1 with a single other class: probably -1 was meant as a class
-    with pytest.raises(ValueError, match="if -1 is a real class, recode"):
+    with pytest.raises(ValueError, match="if -1 is a real class, pass unlabeled_label=None"):
         genprob.GaussianNB().fit(X, np.where(y == 0, -1, 1))
     with pytest.raises(ValueError, match=r"neither -1 \(unlabeled\) nor one of the classes"):
         genprob.GaussianNB().fit(X, y_partial, classes=[0, 1])

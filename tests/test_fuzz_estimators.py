@@ -11,7 +11,8 @@ tests/test_fuzz_open_items.py, so they flip when fixed):
 * Gaussian features beyond |x| ~ 1e150 (squares overflow: rows that cannot be scored are
   refused, item 2); tiny scales (squares near the denormal range) are refused at fit since
   item 4 but not fuzzed yet: Gaussian scales are drawn from 1e-140..1e140 only;
-* class priors are not fuzzed; -1 always marks unlabeled rows (item 11).
+* class priors are not fuzzed; unlabeled rows are marked by the default -1 (``unlabeled_label``,
+  item 11, is tested in tests/test_unlabeled_label.py).
 """
 
 import warnings
@@ -154,3 +155,21 @@ def test_every_estimator_gives_finite_normalized_probabilities_or_a_clear_error(
 @given(problems(SLOW_SHAPES))
 def test_every_estimator_fuzzed_at_length(problem):
     _check_property(problem)
+
+
+def test_lda_constant_column_at_large_scale_found_by_the_slow_profile():
+    """The slow profile's first find: 6 rows, 5 features (one constant), scale 1e24. The kept
+    eigenvectors' rounding-level entries on the constant coordinate dominated the whitening basis
+    (the others are divided by ~1e24), its Gram matrix lost positive definiteness and every row
+    scored NaN. The posteriors are scale-free, and match scikit-learn's."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
+
+    rng = np.random.default_rng(18)
+    y = np.array([0, 1, 1, 1, 1, 0])
+    X = rng.normal(size=(6, 5)) + y[:, None]
+    X[:, 1] = 0.947
+    reference = genprob.LinearDiscriminantAnalysis().fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(reference, SkLDA().fit(X, y).predict_proba(X), rtol=0, atol=1e-8)
+    for scale in (1e-24, 1e24, 1e100):
+        proba = genprob.LinearDiscriminantAnalysis().fit(X * scale, y).predict_proba(X * scale)
+        np.testing.assert_allclose(proba, reference, rtol=0, atol=1e-8)

@@ -192,14 +192,23 @@ def test_item9_wide_lda_fits_predicts_and_saves_within_a_small_factor(tmp_path):
     assert path.stat().st_size < 1.2 * d * d * 8  # at most one D x D matrix
 
 
-# -- item 11: y = -1 is always "unlabeled" ---------------------------------------------------------
-@_open(11)
+# -- item 11: y = -1 is always "unlabeled" (fixed by unlabeled_label) -----------------------------
 def test_item11_minus_one_can_be_a_class(iris):
+    from sklearn.naive_bayes import GaussianNB as SkGaussianNB
+
     X, y = iris
     sentiment = y - 1  # classes {-1, 0, 1}
-    # Provisional parameter name: None says that every label value is a class.
+    # None says that every label value is a class
     estimator = genprob.GaussianNB(unlabeled_label=None).fit(X, sentiment)
     np.testing.assert_array_equal(estimator.classes_, [-1, 0, 1])
+    reference = SkGaussianNB().fit(X, sentiment)
+    np.testing.assert_allclose(
+        estimator.predict_proba(X), reference.predict_proba(X), rtol=0, atol=1e-8
+    )
+    # the default still reads -1 as unlabeled: two classes, fitted by EM
+    default = genprob.GaussianNB().fit(X, sentiment)
+    np.testing.assert_array_equal(default.classes_, [0, 1])
+    assert default.n_iter_ >= 1
 
 
 # -- item 12: EM's stopping rule depends on the data's units ---------------------------------------

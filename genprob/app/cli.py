@@ -9,9 +9,10 @@ that registers its arguments and its handler, so new commands are added the same
 * ``genprob demo [--out DIR] [--quick]``: fits every built-in story on bundled real data, runs
   cross-checks, a semi-supervised curve and MLE-vs-posterior comparisons, and writes a Markdown
   report with figures to ``DIR`` (:mod:`genprob.app.report`).
-* ``genprob fit STORY DATA --target COL [--unlabeled VALUE] [--out MODEL]``: fits a built-in
-  story on a CSV or Parquet table (rows with an empty target, or ``VALUE``, are unlabeled and
-  fitted by EM), saves the model (:func:`genprob.persistence.save`) and prints a summary.
+* ``genprob fit STORY DATA --target COL [--unlabeled-label VALUE|none] [--out MODEL]``: fits a
+  built-in story on a CSV or Parquet table (rows with an empty target, or ``VALUE``, are
+  unlabeled and fitted by EM; ``none``: every label is a class), saves the model
+  (:func:`genprob.persistence.save`) and prints a summary.
 * ``genprob predict MODEL DATA [--proba] [--out FILE.csv]``: predictions of a saved model as CSV.
 * ``genprob compare STORY DATA --target COL [--out DIR]``: the MLE next to the posterior (NUTS, or
   the exact conjugate posterior), as a table and plots.
@@ -369,9 +370,14 @@ def _feature_columns(frame, target: str, path: str):
     return features
 
 
+def _every_label_a_class(unlabeled: str | None) -> bool:
+    """``--unlabeled-label none``: no value marks unlabeled rows (the estimators' None)."""
+    return unlabeled is not None and unlabeled.strip().lower() == "none"
+
+
 def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     """``(features, y, unlabeled mask)``: ``y`` holds -1 on unlabeled rows (an empty target cell,
-    or one equal to ``unlabeled``)."""
+    or one equal to ``unlabeled``); with ``unlabeled`` "none" every row is labeled."""
     import pandas as pd
 
     if not target:
@@ -379,6 +385,21 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     column = _target_column(frame, target, path)
     text = column.astype(str).str.strip()
     missing = column.isna().to_numpy() | (text == "").to_numpy()
+    if _every_label_a_class(unlabeled):
+        if missing.any():
+            raise UserError(
+                f"target column {target!r} of {path} has {int(missing.sum())} empty cells "
+                f"(first at row {int(np.flatnonzero(missing)[0])}), but --unlabeled-label none "
+                "says every row is labeled."
+            )
+        labels = _as_labels(column)
+        if len(np.unique(labels.astype(str))) < 2:
+            raise UserError(
+                f"target column {target!r} of {path} holds a single class ({labels[0]}); a "
+                "classifier needs rows of at least two classes."
+            )
+        y = labels.astype(str) if labels.dtype == object else labels
+        return _feature_columns(frame, target, path), y, missing
     if unlabeled is not None:
         missing |= (text == unlabeled.strip()).to_numpy()
         if pd.api.types.is_numeric_dtype(column):
@@ -397,7 +418,8 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     if labels.dtype.kind in "if" and np.any(labels == -1):
         raise UserError(
             f"target column {target!r} holds the label -1, genprob's marker of unlabeled rows; "
-            "pass --unlabeled -1 if those rows are unlabeled, or recode that class."
+            "pass --unlabeled-label -1 if those rows are unlabeled, or --unlabeled-label none "
+            "if -1 is a class."
         )
     if missing.any() and labels.dtype.kind in "if":
         y = np.full(len(frame), -1, dtype=labels.dtype)
@@ -461,6 +483,8 @@ def _make_estimator(name: str, features, args):
 
     options = {"unlabeled_weight": args.unlabeled_weight, "random_state": args.seed}
     options["missing"] = getattr(args, "missing", "error")
+    if _every_label_a_class(getattr(args, "unlabeled", None)):
+        options["unlabeled_label"] = None
     if name == "mixed":
         return genprob.MixedNB(families=_mixed_families(features), **options)
     observed = np.nan_to_num(features.to_numpy(), nan=0.0)  # the story's shape from observed cells
@@ -500,9 +524,12 @@ def _add_fit_options(parser, *, story_help: str):
     parser.add_argument("data", metavar="DATA", help="a CSV file, or Parquet (.parquet, .pq)")
     parser.add_argument("--target", metavar="COL", required=True, help="the label column")
     parser.add_argument(
+        "--unlabeled-label",
         "--unlabeled",
-        metavar="VALUE",
-        help="a target value that marks unlabeled rows, besides empty cells (e.g. '?' or -1)",
+        dest="unlabeled",
+        metavar="VALUE|none",
+        help="a target value that marks unlabeled rows, besides empty cells (e.g. '?' or -1); "
+        "'none': every label is a class, -1 included (then no target cell may be empty)",
     )
     parser.add_argument(
         "--missing",
@@ -586,9 +613,9 @@ def _add_fit(commands):
         help="fit a built-in story on a CSV/Parquet table and save the model",
         description=(
             "Fit a built-in story on a table: the --target column holds the labels and every "
-            "other column is a feature. Rows whose target is empty (or equals --unlabeled VALUE) "
-            "are unlabeled: then the fit maximizes the marginal likelihood by EM. Saves the model "
-            "(a .npz file without pickle, loadable with genprob.load) and prints a summary."
+            "other column is a feature. Rows whose target is empty (or equals --unlabeled-label "
+            "VALUE) are unlabeled: then the fit maximizes the marginal likelihood by EM. Saves the "
+            "model (a .npz file without pickle, loadable with genprob.load) and prints a summary."
         ),
     )
     _add_fit_options(parser, story_help="built-in story (see the list below)")
@@ -641,10 +668,11 @@ def _run_fit_streaming(args) -> int:
     """``genprob fit STORY DIR/``: a Parquet directory streamed batch by batch (constant memory)."""
     from genprob import streaming
 
-    if args.unlabeled is not None:
+    if args.unlabeled is not None and not _every_label_a_class(args.unlabeled):
         raise UserError(
-            "--unlabeled applies to tables read whole; in a Parquet directory an "
-            "empty target cell (null) marks an unlabeled row."
+            "--unlabeled-label VALUE applies to tables read whole; in a Parquet directory an "
+            "empty target cell (null) marks an unlabeled row (--unlabeled-label none: none may "
+            "be empty)."
         )
     name = _story_name(args.story)
     try:

@@ -43,6 +43,8 @@ from genprob._validation import (
     check_partial_fit_classes,
     check_sample_weight,
     check_scored_rows,
+    check_unlabeled_label,
+    check_unlabeled_label_type,
     encode_partial_labels,
     unlabeled_mask,
     validate_params,
@@ -204,6 +206,16 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     def _dtype(self) -> str:
         return resolve_dtype(getattr(self, "dtype", None))
 
+    @property
+    def _unlabeled_label(self):
+        """The label of unlabeled rows (-1; None: every label is a class)."""
+        return check_unlabeled_label(getattr(self, "unlabeled_label", -1))
+
+    def _unlabeled_rows(self, y):
+        """Mask of ``y``'s unlabeled rows; a marker of another type than ``y`` is refused."""
+        check_unlabeled_label_type(y, self._unlabeled_label)
+        return unlabeled_mask(y, self._unlabeled_label)
+
     def _as_array(self, X):
         return to_device(X, numpy_dtype(self._dtype))
 
@@ -358,12 +370,14 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     def fit(self, X, y=None, sample_weight=None, classes=None):
         """Fit the story's parameters by maximum likelihood (closed form).
 
-        Rows labeled ``-1`` are *unlabeled* (scikit-learn's semi-supervised convention): then the
-        fit maximizes the marginal likelihood by EM (:meth:`_fit_partly_labeled`).
+        Rows labeled ``unlabeled_label`` (-1 by default, scikit-learn's semi-supervised
+        convention) are *unlabeled*: then the fit maximizes the marginal likelihood by EM
+        (:meth:`_fit_partly_labeled`). With ``unlabeled_label=None`` every label is a class.
 
         Args:
             X: features (n_samples, n_features).
-            y: labels, any hashable values; a numeric -1 marks an unlabeled row.
+            y: labels, any hashable values; ``unlabeled_label`` (a numeric -1 by default) marks
+                an unlabeled row.
             sample_weight: optional non-negative row weights (n_samples,). They scale the rows'
                 responsibilities, so an integer weight is that many copies of the row (a zero
                 weight removes it, but its class stays in ``classes_`` with prior 0).
@@ -385,7 +399,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         sample_weight = check_sample_weight(sample_weight, X.shape[0], allow_all_zero=False)
         for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
             self.__dict__.pop(name, None)
-        unlabeled = unlabeled_mask(y)
+        unlabeled = self._unlabeled_rows(y)
         if self._marginalizes and has_missing(X):
             return self._fit_missing(X, y, unlabeled, sample_weight, classes)
         if classes is not None or unlabeled.any():
@@ -478,10 +492,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                     "classes must be passed on the first call to partial_fit: every class label, "
                     "e.g. classes=np.unique(y_all)."
                 )
-            new_classes = check_partial_fit_classes(classes, None)
+            new_classes = check_partial_fit_classes(classes, None, self._unlabeled_label)
             check_num_classes(new_classes, self._min_classes)
         elif classes is not None:
-            check_partial_fit_classes(classes, self.classes_)
+            check_partial_fit_classes(classes, self.classes_, self._unlabeled_label)
         X, y = validate_data(
             self, X, y, reset=first, dtype=[np.float64, np.float32], **self._data_kwargs
         )
@@ -495,10 +509,11 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             for name in _EM_ATTRIBUTES:
                 self.__dict__.pop(name, None)
             self.classes_ = new_classes
-        unlabeled = unlabeled_mask(y)
+        unlabeled = self._unlabeled_rows(y)
         if unlabeled.any():
             raise ValueError(
-                f"y contains {int(unlabeled.sum())} unlabeled rows (-1): partial_fit adds "
+                f"y contains {int(unlabeled.sum())} unlabeled rows ({self._unlabeled_label!r}): "
+                f"partial_fit adds "
                 f"labeled statistics only; fit partly labeled data with fit(X, y) (EM)."
             )
         check_classification_targets(y)
@@ -569,7 +584,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _label_codes(self, y, unlabeled=None):
         """Codes 0..K-1 of labels in ``classes_`` and -1 on unlabeled rows; unknown labels raise."""
-        return encode_partial_labels(y, classes=self.classes_)[0]
+        return encode_partial_labels(
+            y, classes=self.classes_, unlabeled_label=self._unlabeled_label
+        )[0]
 
     def _fit_partly_labeled(self, X, y, unlabeled, sample_weight, classes):
         """Fit with unlabeled rows (y = -1) by λ-weighted EM (:func:`genprob.fit_em`).
@@ -586,18 +603,20 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if classes is None:
             if labeled_y.size == 0:
                 raise ValueError(
-                    "every row is unlabeled (y = -1) and the classes are unknown: pass "
-                    "classes=[...] to fit so that the classes are known."
+                    f"every row is unlabeled (y = {self._unlabeled_label!r}) and the classes are "
+                    f"unknown: pass classes=[...] to fit so that the classes are known."
                 )
             self.classes_, _ = encode_labels(labeled_y)
         else:
-            self.classes_ = check_classes(classes)
+            self.classes_ = check_classes(classes, self._unlabeled_label)
         if len(self.classes_) < 2:
+            marker = self._unlabeled_label
             raise ValueError(
-                f"need at least 2 classes; the labeled rows (y != -1) hold only "
-                f"{self.classes_.tolist()}. -1 marks unlabeled rows (scikit-learn's "
-                f"semi-supervised convention); if -1 is a real class, recode the labels, or pass "
-                f"classes= to name the classes of the unlabeled rows."
+                f"need at least 2 classes; the labeled rows (y != {marker!r}) hold only "
+                f"{self.classes_.tolist()}. {marker!r} marks unlabeled rows (unlabeled_label, "
+                f"scikit-learn's semi-supervised convention by default); if {marker!r} is a real "
+                f"class, pass unlabeled_label=None, or pass classes= to name the classes of the "
+                f"unlabeled rows."
             )
         codes = self._label_codes(y, unlabeled)
         X = self._validate_X(X, fitting=True)
@@ -852,8 +871,11 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
-        if np.any(unlabeled_mask(y)):
-            raise ValueError("crosscheck compares supervised fits: y must not contain -1.")
+        if np.any(fitted._unlabeled_rows(y)):
+            raise ValueError(
+                f"crosscheck compares supervised fits: y must not contain "
+                f"{fitted._unlabeled_label!r} (unlabeled_label)."
+            )
         codes = fitted._label_codes(y)
         absent = fitted.classes_[np.bincount(codes, minlength=len(fitted.classes_)) == 0]
         if absent.size:

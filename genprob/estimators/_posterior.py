@@ -12,7 +12,6 @@ from sklearn.utils import check_random_state
 
 from genprob._dtype import precision
 from genprob.arviz_io import to_arviz
-from genprob.em import unlabeled_mask
 from genprob.masking import has_missing, marginalized
 from genprob.mcmc import run_nuts
 from genprob.posterior import (
@@ -55,14 +54,15 @@ def estimator_posterior(
     if prior is not None and not isinstance(prior, dict):
         raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
     y = np.asarray(y)
-    if method == "exact" and np.any(unlabeled_mask(y)):
-        raise _unlabeled_rows_error(int(np.sum(unlabeled_mask(y))))
+    unlabeled = estimator._unlabeled_rows(y)
+    if method == "exact" and np.any(unlabeled):
+        raise _unlabeled_rows_error(int(np.sum(unlabeled)))
     if not hasattr(estimator, "params_"):
         estimator.fit(X, y)
     X = estimator._check_X(X)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
-    codes = estimator._label_codes(y, unlabeled_mask(y))
+    codes = estimator._label_codes(y, unlabeled)
     story = with_prior(estimator.story_, **(prior or {}))
     if estimator._marginalizes and has_missing(X):
         story = marginalized(story)  # NaN entries are missing for the model and log-likelihoods

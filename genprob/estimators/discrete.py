@@ -154,6 +154,8 @@ class BernoulliNB(_DiscreteNB):
         dtype: ``"float64"`` (default) or ``"float32"``.
         missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
             is a missing value, summed out of the story; see docs/howto/missing.md).
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         class_count_: (weighted) rows per class (K,).
@@ -185,6 +187,7 @@ class BernoulliNB(_DiscreteNB):
         random_state=None,
         dtype="float64",
         missing="error",
+        unlabeled_label=-1,
     ):
         self.alpha = alpha
         self.force_alpha = force_alpha
@@ -198,6 +201,7 @@ class BernoulliNB(_DiscreteNB):
         self.random_state = random_state
         self.dtype = dtype
         self.missing = missing
+        self.unlabeled_label = unlabeled_label
 
     def _validate_X(self, X, *, fitting):
         if self.binarize is None:
@@ -248,6 +252,8 @@ class MultinomialNB(_DiscreteNB):
         dtype: ``"float64"`` (default) or ``"float32"``.
         missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
             is a missing value, summed out of the story; see docs/howto/missing.md).
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         class_count_: (weighted) rows per class (K,).
@@ -273,6 +279,7 @@ class MultinomialNB(_DiscreteNB):
         random_state=None,
         dtype="float64",
         missing="error",
+        unlabeled_label=-1,
     ):
         self.alpha = alpha
         self.force_alpha = force_alpha
@@ -285,6 +292,7 @@ class MultinomialNB(_DiscreteNB):
         self.random_state = random_state
         self.dtype = dtype
         self.missing = missing
+        self.unlabeled_label = unlabeled_label
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -346,6 +354,8 @@ class CategoricalNB(_DiscreteNB):
         dtype: ``"float64"`` (default) or ``"float32"``.
         missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
             is a missing value, summed out of the story; see docs/howto/missing.md).
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         category_count_: list over features of (K, k_j) (weighted) counts.
@@ -379,6 +389,7 @@ class CategoricalNB(_DiscreteNB):
         random_state=None,
         dtype="float64",
         missing="error",
+        unlabeled_label=-1,
     ):
         self.alpha = alpha
         self.force_alpha = force_alpha
@@ -392,6 +403,7 @@ class CategoricalNB(_DiscreteNB):
         self.random_state = random_state
         self.dtype = dtype
         self.missing = missing
+        self.unlabeled_label = unlabeled_label
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -485,6 +497,8 @@ class PoissonNB(_DiscreteNB):
         dtype: ``"float64"`` (default) or ``"float32"``.
         missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
             is a missing value, summed out of the story; see docs/howto/missing.md).
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         class_count_: (weighted) rows per class (K,).
@@ -513,6 +527,7 @@ class PoissonNB(_DiscreteNB):
         random_state=None,
         dtype="float64",
         missing="error",
+        unlabeled_label=-1,
     ):
         self.alpha = alpha
         self.beta = beta
@@ -525,6 +540,7 @@ class PoissonNB(_DiscreteNB):
         self.random_state = random_state
         self.dtype = dtype
         self.missing = missing
+        self.unlabeled_label = unlabeled_label
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -37,7 +37,6 @@ from sklearn.utils.validation import check_array, column_or_1d
 
 from genprob import core
 from genprob._dtype import precision
-from genprob._validation import unlabeled_mask
 from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.gaussian import GaussianStory
@@ -121,6 +120,8 @@ class GaussianNB(_GaussianBase):
         dtype: ``"float64"`` (default) or ``"float32"``.
         missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
             is a missing value, summed out of the story; see docs/howto/missing.md).
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         theta_: class means (K, D).
@@ -150,6 +151,7 @@ class GaussianNB(_GaussianBase):
         random_state=None,
         dtype="float64",
         missing="error",
+        unlabeled_label=-1,
     ):
         self.priors = priors
         self.var_smoothing = var_smoothing
@@ -160,6 +162,7 @@ class GaussianNB(_GaussianBase):
         self.random_state = random_state
         self.dtype = dtype
         self.missing = missing
+        self.unlabeled_label = unlabeled_label
 
     def _make_story(self, X):
         return GaussianStory(covariance="diag", shared=False, var_smoothing=self.var_smoothing)
@@ -256,8 +259,11 @@ class _DiscriminantBase(_GaussianBase):
         if self.covariance_estimator is not None and not out_of_core:
             if sample_weight is not None:
                 raise ValueError("sample_weight is not supported with covariance_estimator.")
-            if kwargs.get("classes") is not None or np.any(unlabeled_mask(np.asarray(y))):
-                raise ValueError("covariance_estimator needs fully labeled data (no y = -1).")
+            if kwargs.get("classes") is not None or np.any(self._unlabeled_rows(np.asarray(y))):
+                raise ValueError(
+                    f"covariance_estimator needs fully labeled data (no y = "
+                    f"{self._unlabeled_label!r})."
+                )
             self._custom = _custom_class_covariances(self.covariance_estimator, X, y)
         super().fit(X, y, sample_weight, **kwargs)
         self._after_fit(None if out_of_core else X)
@@ -327,6 +333,8 @@ class LinearDiscriminantAnalysis(
         dtype: ``"float64"`` (default) or ``"float32"``.
         missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
             is a missing value, summed out of the story; see docs/howto/missing.md).
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
@@ -356,6 +364,7 @@ class LinearDiscriminantAnalysis(
         random_state=None,
         dtype="float64",
         missing="error",
+        unlabeled_label=-1,
     ):
         self.solver = solver
         self.shrinkage = shrinkage
@@ -371,6 +380,7 @@ class LinearDiscriminantAnalysis(
         self.random_state = random_state
         self.dtype = dtype
         self.missing = missing
+        self.unlabeled_label = unlabeled_label
 
     def _after_fit(self, X):
         if hasattr(self, "params_"):
@@ -551,6 +561,8 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         dtype: ``"float64"`` (default) or ``"float32"``.
         missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
             is a missing value, summed out of the story; see docs/howto/missing.md).
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),
@@ -581,6 +593,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         random_state=None,
         dtype="float64",
         missing="error",
+        unlabeled_label=-1,
     ):
         self.solver = solver
         self.shrinkage = shrinkage
@@ -596,6 +609,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         self.random_state = random_state
         self.dtype = dtype
         self.missing = missing
+        self.unlabeled_label = unlabeled_label
 
     _other_solvers = "solver='eigen'"
 

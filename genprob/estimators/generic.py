@@ -44,6 +44,8 @@ class GenerativeClassifier(GenerativeClassifierBase):
             the story's prior) or a dict of named parameters (see :func:`genprob.fit_optimizer`).
         missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
             is a missing value, summed out of the story; see docs/howto/missing.md).
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         story_: the story (the ``story`` argument).
@@ -77,6 +79,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         dtype="float64",
         init=None,
         missing="error",
+        unlabeled_label=-1,
     ):
         self.story = story
         self.priors = priors
@@ -89,6 +92,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         self.dtype = dtype
         self.init = init
         self.missing = missing
+        self.unlabeled_label = unlabeled_label
 
     def _make_story(self, X) -> Story:
         if not isinstance(self.story, Story):

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from numbers import Real
 
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import scipy.sparse
@@ -21,13 +20,21 @@ from sklearn.utils.validation import check_is_fitted
 
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.bernoulli import check_alpha
-from genprob.families.mixed import MixedStory, naive_block
+from genprob.families.mixed import (
+    DEFAULT_NAIVE_FAMILY,
+    NAIVE_FAMILIES,
+    MixedStory,
+    add_contexts,
+    block_context,
+    encodes_values,
+    naive_block,
+)
 from genprob.streaming import is_out_of_core
 
 __all__ = ["MixedNB", "FAMILIES"]
 
-#: Family names accepted in ``MixedNB(families=...)``.
-FAMILIES = ("gaussian", "bernoulli", "categorical", "multinomial", "poisson")
+#: Family names accepted in ``MixedNB(families=...)`` (the families' own list).
+FAMILIES = NAIVE_FAMILIES
 
 
 def _is_frame(X) -> bool:
@@ -116,6 +123,8 @@ class MixedNB(GenerativeClassifierBase):
         dtype: ``"float64"`` (default) or ``"float32"``.
         missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
             is a missing value, summed out of the story; see docs/howto/missing.md).
+        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
+            convention); None makes every label a class (-1 included).
 
     Attributes:
         blocks_: family -> list of its columns (names or positions), in column order.
@@ -157,6 +166,7 @@ class MixedNB(GenerativeClassifierBase):
         random_state=None,
         dtype="float64",
         missing="error",
+        unlabeled_label=-1,
     ):
         self.families = families
         self.alpha = alpha
@@ -171,6 +181,7 @@ class MixedNB(GenerativeClassifierBase):
         self.random_state = random_state
         self.dtype = dtype
         self.missing = missing
+        self.unlabeled_label = unlabeled_label
 
     # -- columns -> blocks and codes -------------------------------------------------------------
     def _learn_columns(self, X):
@@ -181,7 +192,7 @@ class MixedNB(GenerativeClassifierBase):
             )
         families = self.families
         if families is None:
-            families = {key: "gaussian" for key in _column_keys(X)}
+            families = dict.fromkeys(_column_keys(X), DEFAULT_NAIVE_FAMILY)
         if not isinstance(families, Mapping) or not families:
             raise ValueError(
                 f"families must be a non-empty mapping column -> family name, got {families!r}."
@@ -211,9 +222,12 @@ class MixedNB(GenerativeClassifierBase):
                     f"{', '.join(FAMILIES)}."
                 )
             positions.setdefault(family.lower(), []).append(position)
+        # families that read raw values (categories) get them encoded as codes
         categories = {
             keys[position]: _categories_of(X, position, keys[position])
-            for position in positions.get("categorical", [])
+            for family, family_positions in positions.items()
+            if encodes_values(family)
+            for position in family_positions
         }
         self._columns = keys
         self._fitted_on_frame = _is_frame(X)
@@ -322,43 +336,41 @@ class MixedNB(GenerativeClassifierBase):
             raise
 
     def _extend_statistics(self, stats, previous, story):
-        """Move the categorical counts to the (possibly grown) category lists."""
-        positions = self._block_positions.get("categorical")
-        if not positions or self._stats_categories is None:
+        """Move the blocks' statistics to the (possibly grown) category lists (the story's
+        ``grow_statistics`` hook; old code c of a column becomes ``moves[column][c]``)."""
+        if self._stats_categories is None:
             return stats
-        counts = np.asarray(stats["emission"]["categorical"]["category_counts"])
-        width = max(len(self.categories_[self._columns[p]]) for p in positions)
-        grown = np.zeros(counts.shape[:2] + (width,), dtype=counts.dtype)
-        for j, position in enumerate(positions):
-            key = self._columns[position]
-            old = self._stats_categories[key]
-            where = pd.Index(self.categories_[key]).get_indexer(old)
-            grown[:, j, where] = counts[:, j, : len(old)]
-        block = {**stats["emission"]["categorical"], "category_counts": jnp.asarray(grown)}
-        return {**stats, "emission": {**stats["emission"], "categorical": block}}
+        moves = [None] * len(self._columns)
+        for key, old in self._stats_categories.items():
+            moves[self._columns.index(key)] = pd.Index(self.categories_[key]).get_indexer(old)
+        return {**stats, "emission": story.grow_statistics(stats["emission"], moves)}
 
     def _check_X(self, X):
         if not hasattr(self, "_columns"):
             check_is_fitted(self, "params_")
         return super()._check_X(self._encode(X))
 
-    def _multinomial_length(self, X) -> float:
-        positions = self._block_positions.get("multinomial")
-        return float(np.asarray(X)[:, positions].sum()) if positions else 0.0
+    def _block_contexts(self, X) -> dict:
+        """Each block's fit-time context (the family's ``block_context`` hook)."""
+        X = np.asarray(X)
+        return {
+            family: block_context(family, X[:, positions])
+            for family, positions in self._block_positions.items()
+        }
 
     def _make_story(self, X):
-        self._rows_seen, self._length_seen = X.shape[0], self._multinomial_length(X)
-        return self._story(self._length_seen / max(self._rows_seen, 1))
+        self._context = self._block_contexts(X)
+        return self._story(self._context)
 
     def _partial_fit_story(self, X, previous):
         if previous is None:
             return self._make_story(X)
-        self._rows_seen += X.shape[0]
-        self._length_seen += self._multinomial_length(X)
-        return self._story(self._length_seen / max(self._rows_seen, 1))
+        chunk = self._block_contexts(X)
+        self._context = {f: add_contexts(self._context[f], chunk[f]) for f in chunk}
+        return self._story(self._context)
 
-    def _story(self, mean_length: float = 0.0):
-        """The mixed story; ``mean_length`` is the multinomial block's mean document length."""
+    def _story(self, contexts=None):
+        """The mixed story; ``contexts`` are the blocks' fit-time contexts (None: empty)."""
         alpha = check_alpha(self.alpha)
         if isinstance(alpha, tuple):
             raise ValueError(f"alpha must be a single number, got {self.alpha!r}.")
@@ -373,7 +385,7 @@ class MixedNB(GenerativeClassifierBase):
                 beta=self.beta,
                 var_smoothing=self.var_smoothing,
                 n_categories=n_categories,
-                mean_length=mean_length,
+                context=(contexts or {}).get(family),
             )
             blocks.append((family, story, tuple(positions)))
         return MixedStory(blocks)

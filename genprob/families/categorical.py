@@ -371,6 +371,8 @@ class CategoricalStory(Story):
     """
 
     name = "categorical"
+    #: a block of a mixed table encodes its raw values (any type) as category codes
+    encodes_values = True
 
     def __init__(self, n_categories, alpha=1.0):
         self.n_categories = _check_n_categories(n_categories)
@@ -449,6 +451,16 @@ class CategoricalStory(Story):
             "counts": R.T @ weights,
             "category_counts": jnp.transpose(per_feature, (2, 0, 1)),
         }
+
+    def grow_statistics(self, stats, moves):
+        """Counts of an earlier story moved to this one's categories (old code c of column j
+        becomes ``moves[j][c]``; new categories start at zero)."""
+        counts = np.asarray(stats["category_counts"])
+        grown = np.zeros(counts.shape[:2] + (self.max_categories,), dtype=counts.dtype)
+        for j, move in enumerate(moves):
+            move = np.arange(self.n_categories[j]) if move is None else np.asarray(move)
+            grown[:, j, move] = counts[:, j, : len(move)]
+        return {**stats, "category_counts": jnp.asarray(grown)}
 
     def maximize(self, stats):
         counts = stats["category_counts"]

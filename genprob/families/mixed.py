@@ -24,7 +24,21 @@ from numpyro.distributions import constraints
 
 from genprob.story import Story
 
-__all__ = ["MixedStory", "MixedFeatures", "naive_block"]
+__all__ = [
+    "MixedStory",
+    "MixedFeatures",
+    "NAIVE_FAMILIES",
+    "DEFAULT_NAIVE_FAMILY",
+    "add_contexts",
+    "block_context",
+    "encodes_values",
+    "naive_block",
+]
+
+#: Families of a naive-Bayes block of a mixed table, by name (``MixedNB(families=...)``).
+NAIVE_FAMILIES = ("gaussian", "bernoulli", "categorical", "multinomial", "poisson")
+#: The family of a column that names none (``MixedNB(families=None)``).
+DEFAULT_NAIVE_FAMILY = "gaussian"
 
 
 class MixedFeatures(dist.Distribution):
@@ -208,6 +222,13 @@ class MixedStory(Story):
             params.update({f"{name}.{k}": v for k, v in story.maximize(stats[name]).items()})
         return params
 
+    def grow_statistics(self, stats, moves):
+        """Each block moves its own statistics (``moves`` has one entry per column)."""
+        return {
+            name: story.grow_statistics(stats[name], [moves[c] for c in columns])
+            for name, story, columns in self.blocks
+        }
+
     def check_parameters(self, params, class_names=None, feature_names=None):
         """Each block checks its own parameters (a Gaussian block's zero variance, say), with the
         names of its own columns."""
@@ -299,7 +320,14 @@ class MixedStory(Story):
 
 
 def naive_block(
-    family: str, *, alpha=1.0, beta=1.0, var_smoothing=1e-9, n_categories=None, mean_length=0.0
+    family: str,
+    *,
+    alpha=1.0,
+    beta=1.0,
+    var_smoothing=1e-9,
+    n_categories=None,
+    mean_length=0.0,
+    context=None,
 ) -> Story:
     """The naive-Bayes story of one block of a mixed table, by family name.
 
@@ -309,7 +337,11 @@ def naive_block(
         alpha: smoothing of the discrete families; ``beta``: Poisson pseudo-rows;
             ``var_smoothing``: Gaussian variance floor; ``n_categories``: categorical counts;
             ``mean_length``: document length of sampled multinomial rows.
+        context: the block's fit-time context (:func:`block_context`), summed over chunks; it
+            replaces ``mean_length`` when given.
     """
+    if context is not None and context.get("rows"):
+        mean_length = context.get("length", 0.0) / context["rows"]
     from genprob.families.bernoulli import BernoulliStory
     from genprob.families.categorical import CategoricalStory
     from genprob.families.gaussian import GaussianStory
@@ -330,3 +362,28 @@ def naive_block(
     if family not in builders:
         raise ValueError(f"unknown family {family!r}; expected one of {', '.join(builders)}.")
     return builders[family]()
+
+
+def _naive_class(family: str) -> type:
+    from genprob.families import story_named
+
+    if family not in NAIVE_FAMILIES:
+        raise ValueError(f"unknown family {family!r}; expected one of {', '.join(NAIVE_FAMILIES)}.")
+    return story_named(family)
+
+
+def encodes_values(family: str) -> bool:
+    """Whether a block of ``family`` reads raw column values as categories
+    (:attr:`~genprob.story.Story.encodes_values`)."""
+    return _naive_class(family).encodes_values
+
+
+def block_context(family: str, X) -> dict:
+    """Fit-time context of a block's columns ``X`` (n, d): its rows and the family's own
+    (:meth:`~genprob.story.Story.block_context`); contexts of chunks add key by key."""
+    return {"rows": int(X.shape[0]), **_naive_class(family).block_context(X)}
+
+
+def add_contexts(a: dict, b: dict) -> dict:
+    """The context of two chunks together (every value is a sum over rows)."""
+    return {key: a.get(key, 0) + b.get(key, 0) for key in {**a, **b}}

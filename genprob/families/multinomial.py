@@ -157,6 +157,11 @@ class MultinomialStory(Story):
             raise ValueError(f"total_count must be >= 0, got {total_count!r}.")
         self.total_count = None if total_count is None else int(total_count)
 
+    @classmethod
+    def block_context(cls, X) -> dict:
+        """The block's total count: sampled documents get the mean training length."""
+        return {"length": float(np.asarray(X).sum())}
+
     def prior(self, num_classes, num_features):
         concentration = jnp.broadcast_to(alpha_array(self.alpha, num_features) + 1.0, num_features)
         probs = numpyro.sample(

@@ -226,7 +226,11 @@ def full_gaussian(means, covariance, rank_tol) -> WhitenedNormal:
     correlation = covariance / (scale[..., :, None] * scale[..., None, :])
     eigenvalues, eigenvectors = jnp.linalg.eigh(jax.lax.stop_gradient(correlation))
     keep = eigenvalues > rank_tol**2
-    basis = jax.lax.stop_gradient(eigenvectors / scale[..., :, None] * keep[..., None, :])
+    # a zero-variance coordinate is exactly 0 in every kept eigenvector: drop its rounding-level
+    # entries, which the other coordinates' 1/scale would otherwise let dominate the basis
+    varies = (variances > 0)[..., :, None]
+    basis = eigenvectors / scale[..., :, None] * varies * keep[..., None, :]
+    basis = jax.lax.stop_gradient(basis)
     dropped = jnp.where(keep, 0.0, 1.0).astype(covariance.dtype)
     dropped = dropped[..., :, None] * identity
     basis_t = jnp.swapaxes(basis, -1, -2)
