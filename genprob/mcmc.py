@@ -123,7 +123,8 @@ def run_nuts(
             ArviZ's ``sample_stats``; ``potential_energy`` feeds the per-chain mode check.
         init: where the chains start: ``"mle"`` (default: jittered around the closed-form, EM
             or optimizer fit, see :func:`start_values`), ``"uniform"`` (NumPyro's
-            ``init_to_uniform``, random points) or a dict of parameter values (jittered).
+            ``init_to_uniform``, random points), a dict of parameter values (jittered), or a
+            list of such dicts, one per chain (e.g. to test a chain started elsewhere).
         jitter: sd of the Normal jitter added per chain in unconstrained coordinates.
         priors: ``"data"`` (prior scales from each feature's location and spread,
             :meth:`Story.scaled_to_data`) or ``"fixed"`` (the story's own prior).
@@ -140,8 +141,11 @@ def run_nuts(
     """
     if priors not in PRIORS:
         raise ValueError(f"priors must be 'data' or 'fixed', got {priors!r}.")
-    if not (isinstance(init, dict) or init in ("mle", "uniform")):
-        raise ValueError(f"init must be 'mle', 'uniform' or a dict of parameters, got {init!r}.")
+    if not (isinstance(init, dict | list | tuple) or init in ("mle", "uniform")):
+        raise ValueError(
+            f"init must be 'mle', 'uniform', a dict of parameters or one dict per chain, got "
+            f"{init!r}."
+        )
     if not (np.isfinite(float(jitter)) and float(jitter) >= 0):
         raise ValueError(f"jitter must be a finite number >= 0, got {jitter!r}.")
     X, codes, num_classes = _prepare(story, X, y, num_classes)
@@ -154,10 +158,15 @@ def run_nuts(
         init_strategy = init_to_value(values=values)
     elif init == "uniform":
         init_strategy = init_to_uniform
+    elif isinstance(init, list | tuple):
+        init_strategy = init_to_uniform  # overridden by per-chain starting points below
     else:
         start = start_values(fitted_story, X, codes, num_classes) if init == "mle" else init
         values = {k: jnp.asarray(v, X.dtype) for k, v in start.items() if k in sites}
         init_strategy = partial(_init_near, values=values, jitter=float(jitter))
+    chain_starts = None
+    if init_params is None and isinstance(init, list | tuple):
+        chain_starts = _chain_starts(story, X, codes, num_classes, init, num_chains, jitter, seed)
     kernel = NUTS(core.model, init_strategy=init_strategy, **nuts_kwargs)
     mcmc = MCMC(
         kernel,
@@ -174,6 +183,7 @@ def run_nuts(
         codes,
         num_classes=num_classes,
         extra_fields=tuple(extra_fields),
+        init_params=chain_starts,
     )
     mcmc.genprob_story = story
     if check:
@@ -215,6 +225,32 @@ def start_values(story: Story, X, y, num_classes: int) -> dict:
     return result.params
 
 
+def _chain_starts(story, X, codes, num_classes, starts, num_chains, jitter, seed):
+    """Unconstrained starting points ``(num_chains, ...)`` from one parameter dict per chain."""
+    from numpyro.infer.util import unconstrain_fn
+
+    if len(starts) != int(num_chains):
+        raise ValueError(f"init has {len(starts)} starting points for {num_chains} chains.")
+    sites = [CLASS_PRIOR, *_latent_sites(story, num_classes, X.shape[1])]
+    args, kwargs = (story, X, codes), {"num_classes": num_classes}
+    key = jax.random.PRNGKey(int(seed) + 1)
+    points = []
+    for start in starts:
+        missing = [name for name in sites if name not in start]
+        if missing:
+            raise ValueError(f"a starting point lacks the parameters {missing}.")
+        values = {name: jnp.asarray(start[name], X.dtype) for name in sites}
+        free = unconstrain_fn(core.model, args, kwargs, values)
+        key, *keys = jax.random.split(key, len(sites) + 1)
+        points.append(
+            {
+                name: free[name] + jitter * jax.random.normal(k, jnp.shape(free[name]), X.dtype)
+                for name, k in zip(sites, keys, strict=True)
+            }
+        )
+    return jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *points)
+
+
 def _init_near(site=None, values=None, jitter=JITTER):
     """NumPyro init strategy: ``values`` moved by a Normal(0, jitter) step in unconstrained
     coordinates; a site without a value, or whose value maps to a non-finite point (a
@@ -250,7 +286,8 @@ def diagnose(samples: dict, potential_energy=None, *, warn: bool = False) -> dic
     Returns:
         dict with ``max_rhat`` (NaN with one chain), ``min_ess_bulk``, ``min_ess_tail``,
         ``worst_rhat`` (entry label), ``chain_log_density`` (per-chain means, or None),
-        ``different_modes`` (bool) and ``problems`` (messages, empty when every check passes).
+        ``different_modes``, ``label_switching`` (chains' class priors are permutations of
+        one another) and ``problems`` (messages, empty when every check passes).
     """
     from genprob import _arviz_compat as compat
 
@@ -286,7 +323,14 @@ def diagnose(samples: dict, potential_energy=None, *, warn: bool = False) -> dic
         within = float(np.sqrt(np.mean(log_density.var(axis=1, ddof=1)))) if chains > 1 else 0.0
         gap = float(np.ptp(chain_means))
         different_modes = chains > 1 and gap > max(3.0 * within, 1.0)
+    switched = chains > 1 and _permuted(np.asarray(samples[CLASS_PRIOR]).mean(axis=1))
     problems = []
+    if switched and not different_modes:
+        problems.append(
+            "the chains' class priors are permutations of each other: label switching (the "
+            "chains found the same fit under different class labels). Start the chains at the "
+            "fit (init='mle', the default) or label some rows of every class."
+        )
     if different_modes:
         problems.append(
             f"the chains sit in different modes (mean log density per chain: "
@@ -297,7 +341,7 @@ def diagnose(samples: dict, potential_energy=None, *, warn: bool = False) -> dic
     if np.isfinite(max_rhat) and max_rhat > RHAT_MAX:
         cause = (
             "likely label switching (chains in different modes)"
-            if different_modes or worst_rhat_name == CLASS_PRIOR
+            if different_modes or switched or worst_rhat_name == CLASS_PRIOR
             else "the chains have not mixed (too few warm-up iterations or draws)"
         )
         problems.append(
@@ -319,6 +363,7 @@ def diagnose(samples: dict, potential_energy=None, *, warn: bool = False) -> dic
         "worst_rhat": worst_rhat_name,
         "chain_log_density": chain_means,
         "different_modes": bool(different_modes),
+        "label_switching": bool(switched),
         "problems": problems,
     }
 
@@ -440,3 +485,16 @@ def _draw_labels(story, params, X, codes, keys):
 
     draws = jax.vmap(one)(params, keys)
     return _select_labels(codes, draws).astype(jnp.int32)
+
+
+def _permuted(chain_class_priors, tol: float = 0.05) -> bool:
+    """Whether some chain's mean class prior differs from the first chain's by more than
+    ``tol`` in an entry while their sorted values agree to ``tol``: the signature of chains that
+    found one fit under different labelings."""
+    first = chain_class_priors[0]
+    for other in chain_class_priors[1:]:
+        if np.max(np.abs(other - first)) > tol and np.allclose(
+            np.sort(other), np.sort(first), atol=tol
+        ):
+            return True
+    return False
