@@ -875,14 +875,14 @@ def _convergence_line(table) -> str:
     """Largest R-hat and smallest bulk ESS of a comparison table, failures flagged."""
     from genprob.mcmc import ESS_MIN, RHAT_MAX
 
-    rhat, ess = float(np.nanmax(table["r_hat"])), float(np.nanmin(table["ess_bulk"]))
-    parts = [
-        f"largest R-hat {rhat:.3f}" + (f"  FAILED (> {RHAT_MAX})" if rhat > RHAT_MAX else ""),
-        f"smallest bulk ESS {ess:.0f}" + (f"  FAILED (< {ESS_MIN})" if ess < ESS_MIN else ""),
-    ]
+    ess = float(np.nanmin(table["ess_bulk"]))
+    ess_part = f"smallest bulk ESS {ess:.0f}" + (f"  FAILED (< {ESS_MIN})" if ess < ESS_MIN else "")
     if np.all(np.isnan(table["r_hat"])):
-        parts[0] = "R-hat: needs two chains or more"
-    return "; ".join(parts)
+        return f"R-hat: needs two chains or more; {ess_part}"
+    rhat = float(np.nanmax(table["r_hat"]))
+    flag = f"  FAILED (> {RHAT_MAX})" if rhat > RHAT_MAX else ""
+    rhat_part = f"largest R-hat {rhat:.3f}{flag}"
+    return f"{rhat_part}; {ess_part}"
 
 
 # -- entry point -----------------------------------------------------------------------------------
