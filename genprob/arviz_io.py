@@ -288,18 +288,31 @@ def _class_names(classes, codes) -> np.ndarray:
 def _prior_description(story: Story) -> str:
     """The story's prior settings (numbers and per-feature arrays), for ``attrs["prior"]``."""
     parts = [f"class_concentration={float(story.class_concentration):g}"]
+    parts += _numeric_settings(story, "")
+    return f"{type(story).__name__} prior: " + "; ".join(parts)
+
+
+def _numeric_settings(story: Story, prefix: str) -> list:
+    """``name=value`` of the story's floating-point settings, nested stories' prefixed."""
+    parts = []
     for name, value in story.fields().items():
         if name.startswith("_"):
             continue
-        array = np.asarray(value) if not isinstance(value, str) else None
-        if array is not None and array.dtype.kind == "f":
-            shown = (
-                f"{float(array):.6g}"
-                if array.ndim == 0
-                else np.array2string(array, precision=4, separator=", ", max_line_width=10_000)
-            )
-            parts.append(f"{name}={shown}")
-    return f"{type(story).__name__} prior: " + "; ".join(parts)
+        if isinstance(value, Story):
+            parts += _numeric_settings(value, f"{prefix}{name}.")
+        elif isinstance(value, list | tuple):
+            for item in value:  # blocks such as (name, story, columns)
+                entries = item if isinstance(item, tuple) else (item,)
+                nested = [v for v in entries if isinstance(v, Story)]
+                label = item[0] if isinstance(item, tuple) and isinstance(item[0], str) else name
+                for child in nested:
+                    parts += _numeric_settings(child, f"{prefix}{label}.")
+        elif isinstance(value, float) and not isinstance(value, bool):
+            parts.append(f"{prefix}{name}={value:.6g}")
+        elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            shown = np.array2string(value, precision=4, separator=", ", max_line_width=10_000)
+            parts.append(f"{prefix}{name}={shown}")
+    return parts
 
 
 def _thin(draws: dict, per_chain: int) -> dict:
