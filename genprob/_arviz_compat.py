@@ -33,6 +33,7 @@ __all__ = [
     "loo",
     "loo_numbers",
     "compare",
+    "plot_ppc",
 ]
 
 #: Name and coordinates of the interval dimension that :func:`hdi` returns on both majors.
@@ -243,3 +244,16 @@ def compare(results: dict):
         if major() >= 1:
             return arviz().compare(results, round_to="none")
         return arviz().compare(results).rename(columns={"elpd_loo": "elpd"})
+
+
+def plot_ppc(data, var_names=None, num_samples: int = 50):
+    """Posterior predictive check plot: ``az.plot_ppc`` (0.x) or ``az.plot_ppc_dist`` (1.x).
+
+    Returns:
+        Matplotlib axes (0.x) or an arviz-plots ``PlotCollection`` (1.x).
+    """
+    az = arviz()
+    with _quiet():
+        if major() >= 1:
+            return az.plot_ppc_dist(data, var_names=var_names, num_samples=num_samples)
+        return az.plot_ppc(data, var_names=var_names, num_pp_samples=num_samples)

@@ -8,7 +8,12 @@
   feature names);
 * ``sample_stats``: NUTS diagnostics (``diverging``, ``acceptance_rate``, ``n_steps``,
   ``energy``, ``lp``) when the draws come from NUTS;
-* ``observed_data``: ``X`` (dense data only) and the label codes ``y`` (-1 = unlabeled);
+* ``observed_data``: ``X`` (dense data only) and the labels ``y`` as class names (-1, or
+  ``""`` for text names, on unlabeled rows);
+* ``posterior_predictive``: replicated data sets ``y`` (class names) and ``X`` drawn from the
+  story at evenly thinned posterior draws, for ``az.plot_ppc`` (with text class names, pass
+  ``var_names=["X"]``: ArviZ plots numbers only);
+* ``prior``: draws of the parameters from the prior NUTS used (``attrs["prior"]`` states it);
 * ``log_likelihood``: variable ``obs``, the per-row log-likelihood at every draw — the joint
   ``log p(x_i, y_i | θ)`` on labeled rows and the *marginal* ``log Σ_k p(x_i, k | θ)`` on
   unlabeled rows, so ``az.loo``/``az.compare`` work on semi-supervised fits (NumPyro's
@@ -141,6 +146,8 @@ def to_arviz(
     feature_names=None,
     sample_stats: dict | None = None,
     method: str | None = None,
+    predictive_draws: int = 200,
+    predictive_seed: int | None = None,
 ):
     """Posterior draws of a story's parameters as an ArviZ result (see module docstring).
 
@@ -158,17 +165,25 @@ def to_arviz(
         sample_stats: NumPyro extra fields (``(chains, draws)`` arrays), taken from the MCMC
             object when it is given.
         method: ``"nuts"`` or ``"exact"``, recorded as ``attrs["inference_method"]``.
+        predictive_draws: draws per chain kept (evenly thinned) for ``posterior_predictive``,
+            and draws of the ``prior`` group (one chain); 0 leaves both groups out.
+        predictive_seed: seed of the predictive and prior draws (default: fixed by the data).
 
     Returns:
         ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x) with groups
-        ``posterior``, ``sample_stats`` (NUTS), ``log_likelihood``, ``observed_data`` and
-        ``mle`` (when given).
+        ``posterior``, ``posterior_predictive`` (``y`` as class names and ``X``, replicated
+        from the generative story), ``log_likelihood``, ``sample_stats`` (NUTS),
+        ``observed_data`` (``y`` as class names, -1 or ``""`` on unlabeled rows, and ``X``),
+        ``prior`` (draws of the prior the posterior used) and ``mle`` (when given). The prior
+        is described in ``attrs["prior"]`` of ``posterior`` and ``prior``.
     """
     import jax
 
     X = as_features(X, allow_nan=story.reads_nan_as_missing)
     num_features = int(X.shape[1])
     from_mcmc = hasattr(posterior, "get_samples")
+    # run_nuts records the story with the prior it sampled under (data-scaled by default)
+    story = getattr(posterior, "genprob_story", story)
     draws, mcmc_stats = _as_draws(posterior, story, num_features)
     if sample_stats is None:
         sample_stats = mcmc_stats
@@ -196,11 +211,22 @@ def to_arviz(
     coords = _coords(story, classes, feature_names)
     coords["row"] = np.arange(n)
     log_lik = np.asarray(pointwise_log_likelihood(story, draws, X, codes))
-    observed = {"y": codes}
+    observed = {"y": _class_names(classes, codes)}
     dims["y"] = ["row"]
-    if isinstance(X, jax.Array):  # a sparse (BCOO) matrix is not copied in densely
+    dense = isinstance(X, jax.Array)  # a sparse (BCOO) matrix is not copied in densely
+    if dense:
         observed["X"] = np.asarray(X)
         dims["X"] = ["row", "feature"]
+    seed = 0 if predictive_seed is None else int(predictive_seed)
+    predictive = None
+    if predictive_draws:
+        predictive = _posterior_predictive(story, draws, n, predictive_draws, seed, dense)
+        predictive["y"] = _class_names(classes, predictive["y"])
+    prior_draws = (
+        _prior_draws(story, num_classes, num_features, predictive_draws, seed)
+        if predictive_draws
+        else None
+    )
     dims[LOG_LIKELIHOOD_NAME] = ["row"]
     used = {d for name in draws for d in dims[name]} | {"row", "feature"}
     coords = {k: v for k, v in coords.items() if k in used}
@@ -208,9 +234,17 @@ def to_arviz(
         "inference_method": method,
         "inference_library": "genprob",
         "story": repr(story),
+        "prior": _prior_description(story),
     }
     # groups in ArviZ 0.x's schema order, which InferenceData imposes and DataTree keeps
     groups = {"posterior": compat.dataset(draws, dims, coords, attrs)}
+    if predictive is not None:
+        groups["posterior_predictive"] = compat.dataset(
+            predictive,
+            dims,
+            coords,
+            {"description": "replicated data sets (y, X) from the story at thinned draws"},
+        )
     groups["log_likelihood"] = compat.dataset(
         {LOG_LIKELIHOOD_NAME: log_lik},
         dims,
@@ -222,6 +256,8 @@ def to_arviz(
     )
     if sample_stats is not None:
         groups["sample_stats"] = compat.dataset(_sample_stats(sample_stats), {}, {})
+    if prior_draws is not None:
+        groups["prior"] = compat.dataset(prior_draws, dims, coords, attrs)
     groups["observed_data"] = compat.dataset(observed, dims, coords, sample_dims=())
     if mle is not None:
         missing = sorted(set(draws) - set(mle))
@@ -238,6 +274,90 @@ def to_arviz(
             data_vars[name] = value
         groups["mle"] = compat.dataset(data_vars, dims, coords, {"estimate": "mle"}, sample_dims=())
     return compat.build(groups)
+
+
+def _class_names(classes, codes) -> np.ndarray:
+    """Class names of codes; unlabeled rows (-1) get -1 (numeric names) or ``""`` (text)."""
+    names = np.asarray(classes)
+    codes = np.asarray(codes)
+    values = names[np.where(codes >= 0, codes, 0)]
+    missing = -1 if names.dtype.kind in "iuf" else ""
+    return np.where(codes >= 0, values, np.asarray(missing, dtype=names.dtype))
+
+
+def _prior_description(story: Story) -> str:
+    """The story's prior settings (numbers and per-feature arrays), for ``attrs["prior"]``."""
+    parts = [f"class_concentration={float(story.class_concentration):g}"]
+    parts += _numeric_settings(story, "")
+    return f"{type(story).__name__} prior: " + "; ".join(parts)
+
+
+def _numeric_settings(story: Story, prefix: str) -> list:
+    """``name=value`` of the story's floating-point settings, nested stories' prefixed."""
+    parts = []
+    for name, value in story.fields().items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, Story):
+            parts += _numeric_settings(value, f"{prefix}{name}.")
+        elif isinstance(value, list | tuple):
+            for item in value:  # blocks such as (name, story, columns)
+                entries = item if isinstance(item, tuple) else (item,)
+                nested = [v for v in entries if isinstance(v, Story)]
+                label = item[0] if isinstance(item, tuple) and isinstance(item[0], str) else name
+                for child in nested:
+                    parts += _numeric_settings(child, f"{prefix}{label}.")
+        elif isinstance(value, float) and not isinstance(value, bool):
+            parts.append(f"{prefix}{name}={value:.6g}")
+        elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            shown = np.array2string(value, precision=4, separator=", ", max_line_width=10_000)
+            parts.append(f"{prefix}{name}={shown}")
+    return parts
+
+
+def _thin(draws: dict, per_chain: int) -> dict:
+    total = draws[CLASS_PRIOR].shape[1]
+    index = np.unique(np.linspace(0, total - 1, min(per_chain, total)).round().astype(int))
+    return {k: v[:, index] for k, v in draws.items()}
+
+
+def _posterior_predictive(story: Story, draws: dict, n: int, per_chain: int, seed, features):
+    """Replicated ``(y, X)`` of ``n`` rows from the story at (thinned) posterior draws."""
+    import jax
+
+    from genprob import core
+
+    thinned = _thin(draws, per_chain)
+    batch = thinned[CLASS_PRIOR].shape[:2]
+    flat = {k: jax.numpy.asarray(v.reshape((-1,) + v.shape[2:])) for k, v in thinned.items()}
+    keys = jax.random.split(jax.random.PRNGKey(int(seed)), int(np.prod(batch)))
+    X_rep, y_rep = jax.vmap(lambda p, key: core.sample(story, p, n, key))(flat, keys)
+    out = {"y": np.asarray(y_rep).reshape(batch + (n,))}
+    if features:
+        out["X"] = np.asarray(X_rep).reshape(batch + X_rep.shape[1:])
+    return out
+
+
+def _prior_draws(story: Story, num_classes: int, num_features: int, num_draws: int, seed):
+    """Draws of the story's parameters from its prior, one chain: ``(1, num_draws, ...)``."""
+    import jax
+    from numpyro.infer import Predictive
+
+    from genprob import core
+    from genprob.em import _latent_sites
+    from genprob.mcmc import params_from_samples
+
+    sites = [CLASS_PRIOR, *_latent_sites(story, num_classes, num_features)]
+    predictive = Predictive(core.model, num_samples=int(num_draws), return_sites=sites)
+    samples = predictive(
+        jax.random.PRNGKey(int(seed) + 1),
+        story,
+        num_classes=num_classes,
+        num_features=num_features,
+        num_samples=1,
+    )
+    params = params_from_samples(story, samples, num_features)
+    return {k: np.asarray(v)[None] for k, v in params.items()}
 
 
 # -- the comparison table ------------------------------------------------------------------------

@@ -9,15 +9,30 @@ Posterior label draws for the unlabeled rows (the equivalent of NumPyro's ``infe
 for each posterior draw θ_s, draw ``y_i ~ Categorical(p(k | x_i, θ_s))`` with the class posterior
 from :func:`genprob.core.predict_log_proba` (the one ``joint_log_prob`` path); labeled rows keep
 their label.
+
+Starting point and checks. By default every chain starts at a small jitter (in NumPyro's
+unconstrained coordinates) around the maximum-likelihood fit: the closed form or EM for stories
+with a closed form, :func:`genprob.fit_optimizer` otherwise. Chains started at random points can
+settle in different label permutations of a partly labeled mixture, which no single-chain summary
+shows. After sampling, :func:`diagnose` computes rank-normalized split R-hat, bulk and tail ESS
+(Vehtari et al. 2021) and each chain's mean log density, and :class:`SamplingWarning` names what
+fails and the likely cause.
+
+Priors. ``priors="data"`` (the default) replaces the story's fixed prior scales by ones set from
+each feature's location and spread (:meth:`genprob.story.Story.scaled_to_data`); ``"fixed"``
+keeps the story's own prior.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpyro.distributions.transforms import biject_to
 from numpyro.infer import MCMC, NUTS, init_to_uniform, init_to_value
 
 from genprob import core
@@ -31,7 +46,31 @@ from genprob.em import (
 from genprob.masking import has_missing, marginalized
 from genprob.story import CLASS_PRIOR, Story
 
-__all__ = ["run_nuts", "fit_nuts", "params_from_samples", "sample_labels"]
+__all__ = [
+    "run_nuts",
+    "fit_nuts",
+    "params_from_samples",
+    "sample_labels",
+    "diagnose",
+    "start_values",
+    "SamplingWarning",
+    "RHAT_MAX",
+    "ESS_MIN",
+    "PRIORS",
+]
+
+#: Largest acceptable rank-normalized split R-hat (Vehtari et al. 2021).
+RHAT_MAX = 1.01
+#: Smallest acceptable bulk and tail effective sample size (all chains together).
+ESS_MIN = 400
+#: Accepted values of ``priors``: scales from the data (default) or the story's fixed ones.
+PRIORS = ("data", "fixed")
+#: Default sd of the starting jitter in unconstrained coordinates.
+JITTER = 0.1
+
+
+class SamplingWarning(UserWarning):
+    """NUTS draws that fail a convergence check (R-hat, ESS, chains in different modes)."""
 
 
 def _prepare(story: Story, X, y, num_classes):
@@ -58,7 +97,11 @@ def run_nuts(
     progress_bar: bool = False,
     init_params: dict | None = None,
     chain_method: str = "sequential",
-    extra_fields: tuple = ("diverging", "accept_prob", "num_steps", "energy"),
+    extra_fields: tuple = ("diverging", "accept_prob", "num_steps", "energy", "potential_energy"),
+    init="mle",
+    jitter: float = JITTER,
+    priors: str = "data",
+    check: bool = True,
     **nuts_kwargs,
 ) -> MCMC:
     """Run NUTS on ``core.model`` and return NumPyro's :class:`~numpyro.infer.MCMC` object.
@@ -74,23 +117,57 @@ def run_nuts(
         num_chains: number of chains.
         seed: seed of the run.
         progress_bar: show NumPyro's progress bar.
-        init_params: optional starting values of the latent sites (e.g. an EM or MLE fit:
-            ``class_prior`` and the story's parameters); default: NumPyro's ``init_to_uniform``.
+        init_params: starting values of the latent sites used exactly, without jitter (kept for
+            compatibility; ``init`` with a dict is the jittered equivalent).
         chain_method: ``"sequential"``, ``"vectorized"`` or ``"parallel"`` (one device per chain).
         extra_fields: NUTS diagnostics recorded per draw (``mcmc.get_extra_fields()``), e.g. for
-            ArviZ's ``sample_stats``.
+            ArviZ's ``sample_stats``; ``potential_energy`` feeds the per-chain mode check.
+        init: where the chains start: ``"mle"`` (default: jittered around the closed-form, EM
+            or optimizer fit, see :func:`start_values`), ``"uniform"`` (NumPyro's
+            ``init_to_uniform``, random points), a dict of parameter values (jittered), or a
+            list of such dicts, one per chain (e.g. to test a chain started elsewhere).
+        jitter: sd of the Normal jitter added per chain in unconstrained coordinates.
+        priors: ``"data"`` (prior scales from each feature's location and spread,
+            :meth:`Story.scaled_to_data`) or ``"fixed"`` (the story's own prior).
+        check: run :func:`diagnose` and warn (:class:`SamplingWarning`) on failures.
         **nuts_kwargs: passed to :class:`numpyro.infer.NUTS` (e.g. ``target_accept_prob``).
 
     Returns:
         The MCMC object after ``run`` (``get_samples``, ``get_extra_fields``, ``print_summary``).
+        It also carries ``genprob_story`` (the story with the prior actually used) and, when
+        ``check``, ``genprob_diagnostics`` (the dict from :func:`diagnose`).
+
+    Raises:
+        ValueError: unknown ``init`` or ``priors``, or a negative ``jitter``.
     """
+    if priors not in PRIORS:
+        raise ValueError(f"priors must be 'data' or 'fixed', got {priors!r}.")
+    if not (isinstance(init, dict | list | tuple) or init in ("mle", "uniform")):
+        raise ValueError(
+            f"init must be 'mle', 'uniform', a dict of parameters or one dict per chain, got "
+            f"{init!r}."
+        )
+    if not (np.isfinite(float(jitter)) and float(jitter) >= 0):
+        raise ValueError(f"jitter must be a finite number >= 0, got {jitter!r}.")
     X, codes, num_classes = _prepare(story, X, y, num_classes)
+    fitted_story = story
+    if priors == "data":
+        story = story.scaled_to_data(X)
+    sites = set(_latent_sites(story, num_classes, X.shape[1])) | {CLASS_PRIOR}
     if init_params is not None:
-        sites = set(_latent_sites(story, num_classes, X.shape[1])) | {CLASS_PRIOR}
         values = {k: jnp.asarray(v, X.dtype) for k, v in init_params.items() if k in sites}
         init_strategy = init_to_value(values=values)
-    else:
+    elif init == "uniform":
         init_strategy = init_to_uniform
+    elif isinstance(init, list | tuple):
+        init_strategy = init_to_uniform  # overridden by per-chain starting points below
+    else:
+        start = start_values(fitted_story, X, codes, num_classes) if init == "mle" else init
+        values = {k: jnp.asarray(v, X.dtype) for k, v in start.items() if k in sites}
+        init_strategy = partial(_init_near, values=values, jitter=float(jitter))
+    chain_starts = None
+    if init_params is None and isinstance(init, list | tuple):
+        chain_starts = _chain_starts(story, X, codes, num_classes, init, num_chains, jitter, seed)
     kernel = NUTS(core.model, init_strategy=init_strategy, **nuts_kwargs)
     mcmc = MCMC(
         kernel,
@@ -107,8 +184,189 @@ def run_nuts(
         codes,
         num_classes=num_classes,
         extra_fields=tuple(extra_fields),
+        init_params=chain_starts,
     )
+    mcmc.genprob_story = story
+    if check:
+        samples = mcmc.get_samples(group_by_chain=True)
+        extra = mcmc.get_extra_fields(group_by_chain=True)
+        mcmc.genprob_diagnostics = diagnose(samples, extra.get("potential_energy"), warn=True)
     return mcmc
+
+
+def start_values(story: Story, X, y, num_classes: int) -> dict:
+    """The maximum-likelihood fit that chains start from, keyed by parameter name.
+
+    Closed-form stories: the closed form on fully labeled data, EM (:func:`genprob.fit_em`) when
+    some rows are unlabeled; other stories: :func:`genprob.fit_optimizer`. The values are those
+    of the story's own fit (smoothing included), whatever prior NUTS uses.
+
+    Args:
+        story: the story.
+        X: features (n, D).
+        y: class codes (n,), -1 for unlabeled rows.
+        num_classes: K.
+    """
+    from genprob.em import fit_em
+
+    codes = np.asarray(y)
+    if story.has_closed_form:
+        if np.all(codes >= 0):
+            R = core.one_hot_responsibilities(jnp.asarray(codes), num_classes, dtype=X.dtype)
+            return core.fit_closed_form(story, X, R)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a start point needs no EM convergence notice
+            return fit_em(story, X, jnp.asarray(codes), num_classes=num_classes).params
+    from genprob.optimize import fit_optimizer
+
+    dtype = "float32" if X.dtype == jnp.float32 else "float64"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = fit_optimizer(story, X, codes, num_classes=num_classes, dtype=dtype)
+    return result.params
+
+
+def _chain_starts(story, X, codes, num_classes, starts, num_chains, jitter, seed):
+    """Unconstrained starting points ``(num_chains, ...)`` from one parameter dict per chain."""
+    from numpyro.infer.util import unconstrain_fn
+
+    if len(starts) != int(num_chains):
+        raise ValueError(f"init has {len(starts)} starting points for {num_chains} chains.")
+    sites = [CLASS_PRIOR, *_latent_sites(story, num_classes, X.shape[1])]
+    args, kwargs = (story, X, codes), {"num_classes": num_classes}
+    key = jax.random.PRNGKey(int(seed) + 1)
+    points = []
+    for start in starts:
+        missing = [name for name in sites if name not in start]
+        if missing:
+            raise ValueError(f"a starting point lacks the parameters {missing}.")
+        values = {name: jnp.asarray(start[name], X.dtype) for name in sites}
+        free = unconstrain_fn(core.model, args, kwargs, values)
+        key, *keys = jax.random.split(key, len(sites) + 1)
+        points.append(
+            {
+                name: free[name] + jitter * jax.random.normal(k, jnp.shape(free[name]), X.dtype)
+                for name, k in zip(sites, keys, strict=True)
+            }
+        )
+    return jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *points)
+
+
+def _init_near(site=None, values=None, jitter=JITTER):
+    """NumPyro init strategy: ``values`` moved by a Normal(0, jitter) step in unconstrained
+    coordinates; a site without a value, or whose value maps to a non-finite point (a
+    probability of exactly 0, say), starts like ``init_to_uniform``."""
+    if site is None:
+        return partial(_init_near, values=values, jitter=jitter)
+    if site["type"] != "sample" or site["is_observed"] or site["name"] not in values:
+        return init_to_uniform(site)
+    transform = biject_to(site["fn"].support)
+    value = jnp.broadcast_to(values[site["name"]], site["fn"].shape())
+    free = transform.inv(value)
+    rng_key = site["kwargs"].get("rng_key")
+    noise_key, uniform_key = jax.random.split(rng_key)
+    noise = jax.random.normal(noise_key, jnp.shape(free), free.dtype)
+    fallback = jax.random.uniform(uniform_key, jnp.shape(free), free.dtype, -2.0, 2.0)
+    free = jnp.where(jnp.isfinite(free), free + jitter * noise, fallback)
+    return transform(free)
+
+
+def diagnose(samples: dict, potential_energy=None, *, warn: bool = False) -> dict:
+    """Convergence checks of NUTS draws grouped by chain.
+
+    Rank-normalized split R-hat and bulk/tail ESS per scalar entry (ArviZ, through
+    :mod:`genprob._arviz_compat`), and the mean log density of each chain: chains whose means
+    differ by more than 3 within-chain sd (and more than 1 nat) sit in different modes, as a
+    label-swapped chain does.
+
+    Args:
+        samples: site -> draws with leading axes ``(chains, draws)``.
+        potential_energy: ``(chains, draws)`` negative log densities, or None.
+        warn: emit a :class:`SamplingWarning` naming each failure, its likely cause and the fix.
+
+    Returns:
+        dict with ``max_rhat`` (NaN with one chain), ``min_ess_bulk``, ``min_ess_tail``,
+        ``worst_rhat`` (entry label), ``chain_log_density`` (per-chain means, or None),
+        ``different_modes``, ``label_switching`` (chains' class priors are permutations of
+        one another) and ``problems`` (messages, empty when every check passes).
+    """
+    from genprob import _arviz_compat as compat
+
+    chains = int(np.shape(samples[CLASS_PRIOR])[0])
+    variables = {}
+    for name, value in samples.items():
+        value = np.asarray(value, dtype=np.float64)
+        flat = value.reshape(value.shape[:2] + (-1,))
+        keep = np.ptp(flat, axis=(0, 1)) > 0  # constant entries have no R-hat or ESS
+        if np.any(keep):
+            variables[name] = flat[:, :, keep]
+    data = compat.dataset(variables, {}, {})
+    rhat = compat.rhat(data) if chains > 1 else None
+    bulk, tail = compat.ess(data, "bulk"), compat.ess(data, "tail")
+
+    def extreme(stats, pick):
+        best_name, best = None, np.nan
+        for name in variables:
+            values = np.asarray(stats[name])
+            if values.size and np.any(np.isfinite(values)):
+                value = pick(values[np.isfinite(values)])
+                if np.isnan(best) or pick([best, value]) == value:
+                    best_name, best = name, float(value)
+        return best_name, best
+
+    worst_rhat_name, max_rhat = extreme(rhat, np.max) if rhat is not None else (None, np.nan)
+    _, min_bulk = extreme(bulk, np.min)
+    _, min_tail = extreme(tail, np.min)
+    chain_means, different_modes = None, False
+    if potential_energy is not None:
+        log_density = -np.asarray(potential_energy, dtype=np.float64)
+        chain_means = log_density.mean(axis=1)
+        within = float(np.sqrt(np.mean(log_density.var(axis=1, ddof=1)))) if chains > 1 else 0.0
+        gap = float(np.ptp(chain_means))
+        different_modes = chains > 1 and gap > max(3.0 * within, 1.0)
+    switched = chains > 1 and _permuted(np.asarray(samples[CLASS_PRIOR]).mean(axis=1))
+    problems = []
+    if switched and not different_modes:
+        problems.append(
+            "the chains' class priors are permutations of each other: label switching (the "
+            "chains found the same fit under different class labels). Start the chains at the "
+            "fit (init='mle', the default) or label some rows of every class."
+        )
+    if different_modes:
+        problems.append(
+            f"the chains sit in different modes (mean log density per chain: "
+            f"{', '.join(f'{v:.1f}' for v in chain_means)}): likely label switching, a chain "
+            f"settled on a permutation of the classes. Start the chains at the fit "
+            f"(init='mle', the default) or label more rows."
+        )
+    if np.isfinite(max_rhat) and max_rhat > RHAT_MAX:
+        cause = (
+            "likely label switching (chains in different modes)"
+            if different_modes or switched or worst_rhat_name == CLASS_PRIOR
+            else "the chains have not mixed (too few warm-up iterations or draws)"
+        )
+        problems.append(
+            f"max R-hat {max_rhat:.3f} > {RHAT_MAX} (on {worst_rhat_name!r}): {cause}. "
+            f"Start the chains at the fit (init='mle'), and run more warm-up and draws."
+        )
+    for kind, value in (("bulk", min_bulk), ("tail", min_tail)):
+        if np.isfinite(value) and value < ESS_MIN:
+            problems.append(
+                f"min {kind} ESS {value:.0f} < {ESS_MIN}: too few draws for stable estimates. "
+                f"Increase num_samples (or num_chains)."
+            )
+    if warn and problems:
+        warnings.warn("NUTS diagnostics: " + " ".join(problems), SamplingWarning, stacklevel=3)
+    return {
+        "max_rhat": max_rhat,
+        "min_ess_bulk": min_bulk,
+        "min_ess_tail": min_tail,
+        "worst_rhat": worst_rhat_name,
+        "chain_log_density": chain_means,
+        "different_modes": bool(different_modes),
+        "label_switching": bool(switched),
+        "problems": problems,
+    }
 
 
 def fit_nuts(story: Story, X, y=None, *, group_by_chain: bool = False, **kwargs) -> dict:
@@ -120,7 +378,7 @@ def fit_nuts(story: Story, X, y=None, *, group_by_chain: bool = False, **kwargs)
         y: class codes (n,), -1 for unlabeled rows; None means every row is unlabeled.
         group_by_chain: keep the chains apart (leading axes ``(num_chains, num_samples)``).
         **kwargs: the options of :func:`run_nuts` (``num_classes``, ``num_warmup``,
-            ``num_samples``, ``num_chains``, ``seed``, ``init_params``...).
+            ``num_samples``, ``num_chains``, ``seed``, ``init``, ``priors``...).
 
     Returns:
         Dict site name -> array of draws, leading axis the draw (``num_chains * num_samples``), or
@@ -228,3 +486,16 @@ def _draw_labels(story, params, X, codes, keys):
 
     draws = jax.vmap(one)(params, keys)
     return _select_labels(codes, draws).astype(jnp.int32)
+
+
+def _permuted(chain_class_priors, tol: float = 0.05) -> bool:
+    """Whether some chain's mean class prior differs from the first chain's by more than
+    ``tol`` in an entry while their sorted values agree to ``tol``: the signature of chains that
+    found one fit under different labelings."""
+    first = chain_class_priors[0]
+    for other in chain_class_priors[1:]:
+        if np.max(np.abs(other - first)) > tol and np.allclose(
+            np.sort(other), np.sort(first), atol=tol
+        ):
+            return True
+    return False

@@ -485,6 +485,16 @@ class Story(metaclass=_StoryType):
         (category counts, say) override it. The default ignores ``X``."""
         return cls(**options)
 
+    def scaled_to_data(self, X) -> Story:
+        """The story with weakly informative prior scales set from features ``X`` (n, D).
+
+        NUTS uses it by default (``priors="data"``), so a prior never contradicts the data's
+        units; closed-form, EM and optimizer fits do not read it. The default returns the story
+        unchanged (priors on probabilities need no scale); families with location/scale
+        parameters override it and record the values as per-feature story fields.
+        """
+        return self
+
     # -- family knowledge for generic code (hooks with generic defaults) --------------------------
     @property
     def adds_over_rows(self) -> bool:

@@ -65,8 +65,10 @@ def test_groups_dims_and_coords(semi_supervised):
     estimator, _, X, y_partial, idata = semi_supervised
     assert compat.group_names(idata) == [
         "posterior",
+        "posterior_predictive",
         "log_likelihood",
         "sample_stats",
+        "prior",
         "observed_data",
         "mle",
     ]
@@ -79,7 +81,9 @@ def test_groups_dims_and_coords(semi_supervised):
     assert list(means.coords["feature"].values) == ["width", "height"]
     assert idata.posterior["variances"].dims == ("chain", "draw", "class", "feature")
     assert idata.log_likelihood["obs"].dims == ("chain", "draw", "row")
-    np.testing.assert_array_equal(idata.observed_data["y"].values, y_partial)
+    # class names, "" on unlabeled rows
+    names = np.where(y_partial >= 0, np.array(["left", "right"])[np.maximum(y_partial, 0)], "")
+    np.testing.assert_array_equal(idata.observed_data["y"].values, names)
     np.testing.assert_array_equal(idata.observed_data["X"].values, X)
     for name, value in estimator.params_.items():
         np.testing.assert_array_equal(idata.mle[name].values, value)

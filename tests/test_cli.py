@@ -358,6 +358,9 @@ def test_compare_prints_the_table_and_saves_plots(iris_csv, tmp_path, capsys):
     captured = capsys.readouterr()
     assert "30 warm-up + 30 draws" in captured.err
     assert "class_prior[setosa]" in captured.out and "divergences:" in captured.out
+    # one chain, 30 draws: no R-hat, and the ESS is flagged
+    assert "R-hat: needs two chains or more; smallest bulk ESS" in captured.out
+    assert "FAILED (< 400)" in captured.out
     table = pd.read_csv(out_dir / "mle_vs_posterior.csv")
     assert len(table) == 3 + 12 + 12  # class prior, means, variances of 3 classes x 4 features
     # the MLE column is the closed form: class means and (biased) variances of iris

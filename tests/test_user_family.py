@@ -173,3 +173,33 @@ def test_jitted_scoring_takes_the_story_as_a_value():
     story = VonMisesStory()
     leaves = jax.tree_util.tree_leaves(story)
     assert leaves == [0.5]
+
+
+@pytest.mark.arviz
+def test_loo_compare_and_ppc_on_the_user_story():
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from genprob import _arviz_compat as compat
+
+    frame, labels, codes = _angles(seed=4, n=60)
+    model = genprob.GenerativeClassifier(VonMisesStory()).fit(frame, labels)
+    options = {"num_samples": 40, "num_warmup": 40, "num_chains": 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # short runs: ESS and Pareto-k notices expected
+        first = model.posterior(frame, labels, random_state=0, **options)
+        second = model.posterior(frame, labels, random_state=1, **options)
+        loo = compat.loo_numbers(compat.loo(first))
+        table = compat.compare({"first": first, "second": second})
+        # text class names: ArviZ plots numeric variables only, so the features are checked
+        figure = compat.plot_ppc(first, var_names=["X"], num_samples=10)
+    assert np.isfinite(loo["elpd"]) and loo["elpd"] <= float(model.log_likelihood(frame, labels))
+    assert 0.0 < loo["p"] < 3 * 14  # 14 free parameters
+    assert sorted(table.index) == ["first", "second"]
+    assert figure is not None
+    observed = compat.get_group(first, "observed_data")["y"].values
+    np.testing.assert_array_equal(observed, labels)  # class names, not codes
+    replicated = compat.get_group(first, "posterior_predictive")["X"].values
+    assert replicated.shape[-2:] == (60, 2) and np.all(np.abs(replicated) <= math.pi)
+    plt.close("all")

@@ -901,6 +901,7 @@ def _run_compare(args) -> int:
     if args.method == "nuts":
         divergences = int(idata.sample_stats["diverging"].sum())
         print(f"divergences: {divergences}")
+        print(_convergence_line(table))
     inside = int(table["mle_in_hdi"].sum())
     print(f"MLE inside the 94% HDI: {inside} of {len(table)} entries")
     written = [os.path.join(args.out, "mle_vs_posterior.csv")]
@@ -926,6 +927,20 @@ def _run_compare(args) -> int:
             written.append(path)
     print(f"wrote {', '.join(written)}")
     return 0
+
+
+def _convergence_line(table) -> str:
+    """Largest R-hat and smallest bulk ESS of a comparison table, failures flagged."""
+    from genprob.mcmc import ESS_MIN, RHAT_MAX
+
+    ess = float(np.nanmin(table["ess_bulk"]))
+    ess_part = f"smallest bulk ESS {ess:.0f}" + (f"  FAILED (< {ESS_MIN})" if ess < ESS_MIN else "")
+    if np.all(np.isnan(table["r_hat"])):
+        return f"R-hat: needs two chains or more; {ess_part}"
+    rhat = float(np.nanmax(table["r_hat"]))
+    flag = f"  FAILED (> {RHAT_MAX})" if rhat > RHAT_MAX else ""
+    rhat_part = f"largest R-hat {rhat:.3f}{flag}"
+    return f"{rhat_part}; {ess_part}"
 
 
 # -- entry point -----------------------------------------------------------------------------------

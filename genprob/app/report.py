@@ -539,6 +539,7 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
 
     import genprob
     from genprob import datasets
+    from genprob.mcmc import ESS_MIN, RHAT_MAX
 
     progress = _quiet(progress)
     timer = _Timer()
@@ -597,9 +598,12 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
     chains_note = (
         "R-hat needs two chains or more; "
         if settings.nuts_chains < 2
-        else f"largest R-hat {nuts_table['r_hat'].max():.3f}; "
+        else f"largest R-hat {nuts_table['r_hat'].max():.3f}"
+        + (" (**above 1.01: not converged**); " if nuts_table["r_hat"].max() > RHAT_MAX else "; ")
     )
-    prior_mean = gnb.story_.covariance_prior_scale**2  # InverseGamma(2, s^2) has mean s^2
+    ess_note = f"smallest bulk ESS {nuts_table['ess_bulk'].min():.0f}" + (
+        f" (**below {ESS_MIN}: too few draws**)" if nuts_table["ess_bulk"].min() < ESS_MIN else ""
+    )
     legend = ", ".join(str(name) for name in categories)
     text = (
         "The MLE is one point; the posterior says how well the data pin it down. "
@@ -609,18 +613,16 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
         "with the MLE alongside.\n\n"
         f"**NUTS, Gaussian naive Bayes on iris** ({settings.nuts_chains} chain(s), "
         f"{settings.nuts_warmup} warm-up iterations, {settings.nuts_samples} draws each; "
-        f"{divergences} divergences; {chains_note}smallest bulk ESS "
-        f"{nuts_table['ess_bulk'].min():.0f}). The MLE lies inside the 94% HDI for {inside} "
+        f"{divergences} divergences; {chains_note}{ess_note}). "
+        f"The MLE lies inside the 94% HDI for {inside} "
         f"of {len(nuts_table)} parameters"
         + (f" (not for {', '.join(outside)})" if outside else "")
         + f". The posterior mean of a variance is above its MLE for {n_above} of "
-        f"{len(variances)} variances. That is the prior at work: each variance has an "
-        f"InverseGamma(2, {prior_mean:g}) prior (prior mean {prior_mean:g}, about two extra rows "
-        "of that spread; see the *Posteriors and priors* page), which barely moves a variance "
-        f"near {prior_mean:g} but lifts the small ones of iris (0.01 to 0.1) above their MLEs "
-        "with 50 rows per class. "
-        '`prior={"covariance_prior_scale": s}` sets that scale; standardized features need '
-        "no change.\n\n"
+        f"{len(variances)} variances: a variance's posterior is right-skewed. The prior "
+        "follows the data's scale: each variance has an InverseGamma(2, (sd_j / 10)^2) prior, "
+        "sd_j the feature's standard deviation, which rules out only variances far below the "
+        "data's spread (see the *Posteriors and priors* page); "
+        '`priors="fixed"` gives the unit-scale prior meant for standardized features.\n\n'
         + _posterior_table(nuts_table, hdi_columns)
         + "\n\n![Posterior of the variances with the MLE marked](posterior_vs_mle.png)\n\n"
         "**Exact posterior, categorical naive Bayes on the island of each penguin** "

@@ -714,6 +714,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         random_state=None,
         progress_bar=False,
         prior=None,
+        init="mle",
+        priors="data",
     ):
         """Posterior of the story's parameters as an ArviZ result, the MLE alongside.
 
@@ -734,13 +736,20 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             random_state: seed, ``numpy.random.RandomState`` or None.
             progress_bar: show NumPyro's progress bar.
             prior: optional dict of story settings overriding the prior, e.g.
-                ``{"class_concentration": 2.0}`` or ``{"mean_prior_scale": 5.0}``.
+                ``{"class_concentration": 2.0}`` or ``{"mean_prior_scale": 5.0}`` (in units of
+                each feature's sd under ``priors="data"``).
+            init: where NUTS chains start: ``"mle"`` (a small jitter around ``params_``),
+                ``"uniform"`` (random points) or a dict of parameter values.
+            priors: ``"data"`` (weakly informative scales from each feature's location and
+                spread, see :meth:`Story.scaled_to_data`) or ``"fixed"`` (the story's own).
 
         Returns:
             ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x), the same
             groups either way: ``posterior`` (variables named and shaped as
-            ``params_``), ``log_likelihood`` (pointwise, marginal on unlabeled rows),
-            ``observed_data``, ``sample_stats`` (NUTS) and ``mle``.
+            ``params_``), ``posterior_predictive``, ``log_likelihood`` (pointwise, marginal on
+            unlabeled rows), ``sample_stats`` (NUTS), ``observed_data`` (class names),
+            ``prior`` and ``mle``. After NUTS, failed convergence checks (R-hat > 1.01, ESS <
+            400, chains in different modes) raise a :class:`genprob.mcmc.SamplingWarning`.
         """
         from genprob.estimators._posterior import estimator_posterior
 
@@ -755,6 +764,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             random_state=random_state,
             progress_bar=progress_bar,
             prior=prior,
+            init=init,
+            priors=priors,
         )
 
     # -- prediction (all from the joint log-probability) -----------------------------------------

@@ -43,6 +43,8 @@ def estimator_posterior(
     random_state=None,
     progress_bar: bool = False,
     prior: dict | None = None,
+    init="mle",
+    priors: str = "data",
     **nuts_kwargs,
 ):
     """Implementation of :meth:`GenerativeClassifierBase.posterior` (see there)."""
@@ -89,6 +91,8 @@ def estimator_posterior(
                 "extra_fields",
                 ("diverging", "accept_prob", "num_steps", "energy", "potential_energy"),
             )
+            if isinstance(init, str) and init == "mle":
+                init = estimator.params_  # the fit already made: no second EM run
             posterior = run_nuts(
                 story,
                 Xj,
@@ -99,6 +103,8 @@ def estimator_posterior(
                 num_chains=num_chains,
                 seed=seed,
                 progress_bar=progress_bar,
+                init=init,
+                priors=priors,
                 **nuts_kwargs,
             )
         return to_arviz(

@@ -146,6 +146,16 @@ class MixedStory(Story):
     def num_features(self) -> int:
         return sum(len(columns) for _, _, columns in self.blocks)
 
+    def scaled_to_data(self, X):
+        """Every block's prior scaled to its own columns (:meth:`Story.scaled_to_data`)."""
+        blocks = [
+            (name, story.scaled_to_data(X[:, jnp.asarray(columns)]), columns)
+            for name, story, columns in self.blocks
+        ]
+        if all(new is old for (_, new, _), (_, old, _) in zip(blocks, self.blocks, strict=True)):
+            return self
+        return self.replace(blocks=blocks)
+
     def block_params(self, params: dict, name: str) -> dict:
         """The parameters of block ``name``, without the block prefix."""
         prefix = name + "."

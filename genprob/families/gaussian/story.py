@@ -48,13 +48,17 @@ class GaussianStory(Story):
         shrinkage: LDA-style shrinkage towards a scaled identity, a float in [0, 1], or
             ``"auto"`` (Ledoit–Wolf per class on standardized features).
         var_smoothing: Gaussian-NB-style variance floor, as a fraction of the largest variance.
-        mean_prior_scale: sd of the Normal prior on the means (used by NUTS / MAP only).
-        covariance_prior_scale: scale of the inverse-Wishart prior on covariances.
+        mean_prior_scale: sd of the Normal prior on the means (used by NUTS only); a float or
+            one value per feature.
+        covariance_prior_scale: scale of the inverse-Wishart / inverse-Gamma prior on the
+            spreads (NUTS only); a float or one value per feature.
         rank_tol: None (full-rank covariances, Cholesky) or tau >= 0: a shared full covariance is
             used on the subspace of correlation eigenvalues > tau^2 (see the module docstring).
         covariance_weights: None, or weights w_k (K,) of the per-class MLE covariances in the
             shared covariance ``sum_k w_k S_k / sum_k w_k`` (scikit-learn's lsqr/eigen solvers
             weight by the class priors); None is the pooled MLE (weights N_k).
+        mean_prior_loc: center of the Normal prior on the means (NUTS only); a float or one
+            value per feature (:meth:`scaled_to_data` sets the features' means).
 
     Parameters (``params`` keys): ``means`` (K, D) and ``covariance`` ((D, D) shared or
     (K, D, D)) for ``"full"``; ``means`` and ``variances`` ((D,) shared or (K, D)) for ``"diag"``.
@@ -76,6 +80,7 @@ class GaussianStory(Story):
         covariance_prior_scale: float = 1.0,
         rank_tol=None,
         covariance_weights=None,
+        mean_prior_loc=0.0,
     ):
         if covariance not in ("full", "diag"):
             raise ValueError(f"covariance must be 'full' or 'diag', got {covariance!r}.")
@@ -125,10 +130,13 @@ class GaussianStory(Story):
         self.reg_param = float(reg_param)
         self.shrinkage = shrinkage if isinstance(shrinkage, str) else float(shrinkage)
         self.var_smoothing = float(var_smoothing)
-        self.mean_prior_scale = float(mean_prior_scale)
-        self.covariance_prior_scale = float(covariance_prior_scale)
+        self.mean_prior_scale = _prior_setting("mean_prior_scale", mean_prior_scale, positive=True)
+        self.covariance_prior_scale = _prior_setting(
+            "covariance_prior_scale", covariance_prior_scale, positive=True
+        )
         self.rank_tol = rank_tol
         self.covariance_weights = covariance_weights
+        self.mean_prior_loc = _prior_setting("mean_prior_loc", mean_prior_loc, positive=False)
 
     @property
     def structure(self) -> CovarianceStructure:
@@ -189,10 +197,30 @@ class GaussianStory(Story):
     def prior(self, num_classes, num_features):
         means = numpyro.sample(
             "means",
-            dist.Normal(0.0, self.mean_prior_scale).expand([num_classes, num_features]).to_event(2),
+            dist.Normal(self.mean_prior_loc, self.mean_prior_scale)
+            .expand([num_classes, num_features])
+            .to_event(2),
         )
         spread = self.structure.prior(num_classes, num_features, self.covariance_prior_scale)
         return {"means": means, self.spread_name: spread}
+
+    def scaled_to_data(self, X):
+        """Prior on the data's scale: with feature means m_j and sds s_j (1 where constant),
+        ``means[k, j] ~ N(m_j, (mean_prior_scale s_j)^2)`` and spread scale
+        ``covariance_prior_scale s_j / 10`` (docs/bayes.md). A story whose prior settings are
+        already per-feature arrays is returned unchanged."""
+        settings = (self.mean_prior_scale, self.covariance_prior_scale, self.mean_prior_loc)
+        if any(np.ndim(v) for v in settings):
+            return self
+        values = np.asarray(X, dtype=np.float64)
+        location = values.mean(axis=0)
+        spread = values.std(axis=0)
+        spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+        return self.replace(
+            mean_prior_loc=location,
+            mean_prior_scale=self.mean_prior_scale * spread,
+            covariance_prior_scale=self.covariance_prior_scale * spread / 10.0,
+        )
 
     def emission(self, params):
         return self.structure.emission(params["means"], params[self.spread_name], self.rank_tol)
@@ -626,3 +654,12 @@ def _check_spread_scale(spread, means, full: bool) -> None:
             f"{largest:.3g}, below {info.tiny / info.eps:.3g}): their squares lose their "
             f"precision. Rescale the features (e.g. standardize them) before fitting."
         )
+
+
+def _prior_setting(name, value, *, positive: bool):
+    """A prior setting: a float, or a 1-D float array (one value per feature)."""
+    array = np.asarray(value, dtype=np.float64)
+    if array.ndim > 1 or not np.all(np.isfinite(array)) or (positive and np.any(array <= 0)):
+        condition = "> 0" if positive else "finite"
+        raise ValueError(f"{name} must be a {condition} number or one per feature, got {value!r}.")
+    return float(array) if array.ndim == 0 else array
