@@ -319,6 +319,15 @@ class Story(metaclass=_StoryType):
         """Class-conditional distribution with batch shape ``(K,)`` and event shape ``(D,)``."""
         raise NotImplementedError
 
+    def discriminant(self, params: dict, X):
+        """Class scores ``log p(x_i | k) - g(x_i)`` (n, K), ``g`` a term of the row alone.
+
+        Prediction normalizes ``log pi_k`` plus these scores per row, so ``g`` cancels. Families
+        override it to drop a per-row term that would overflow (a Gaussian's ``x^T P x`` beyond
+        |x| ~ 1e154), reusing their own density code. The default is the exact log density.
+        """
+        return self.emission(params).log_prob(X[:, None, :])
+
     # -- optional closed form --------------------------------------------------------------------
     def sufficient_statistics(self, X, R) -> dict:
         """Additive statistics of data ``X`` (n, D) weighted by responsibilities ``R`` (n, K)."""

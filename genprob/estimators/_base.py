@@ -2,8 +2,9 @@
 
 An estimator is a thin wrapper: it validates input, encodes labels as codes 0..K-1, builds the
 story from its hyperparameters, and calls the functional core (:mod:`genprob.core`) inside a
-precision context. Every prediction method derives from :meth:`predict_joint_log_proba`, which is
-``genprob.core.joint_log_prob``.
+precision context. :meth:`predict_joint_log_proba` and :meth:`log_likelihood` are
+``genprob.core.joint_log_prob``; class posteriors and labels derive from the same density up to a
+term of each row (``genprob.core.class_scores``).
 """
 
 from __future__ import annotations
@@ -597,14 +598,23 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             joint = core.joint_log_prob(self.story_, self._params_jax(), self._as_array(X))
             return np.asarray(joint)
 
+    def _class_scores(self, X):
+        """``log pi_k + story.discriminant`` (n, K): joint log-probabilities up to a row term
+        (:func:`genprob.core.class_scores`); rows no class can score are refused by name."""
+        X = self._check_X(X)
+        with precision(self._dtype):
+            scores = core.class_scores(self.story_, self._params_jax(), self._as_array(X))
+            scores = np.asarray(scores)
+        check_scored_rows(scores)
+        return scores
+
     def predict_log_proba(self, X):
         """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp."""
         if _is_dask(X):
             return _dask_predict(self, "predict_log_proba", X)
-        joint = self.predict_joint_log_proba(X)
-        check_scored_rows(joint)
+        scores = self._class_scores(X)
         with precision(self._dtype):
-            return np.asarray(jax.nn.log_softmax(jnp.asarray(joint), axis=-1))
+            return np.asarray(jax.nn.log_softmax(jnp.asarray(scores), axis=-1))
 
     def predict_proba(self, X):
         """Class posteriors ``p(y = k | x)`` (n, K); rows sum to one."""
@@ -616,9 +626,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         """Most probable class of each row (Bayes' rule); lazy on a Dask collection."""
         if _is_dask(X):
             return _dask_predict(self, "predict", X)
-        joint = self.predict_joint_log_proba(X)
-        check_scored_rows(joint)
-        return self.classes_[np.argmax(joint, axis=1)]
+        return self.classes_[np.argmax(self._class_scores(X), axis=1)]
 
     # -- the generative direction ----------------------------------------------------------------
     def sample(self, n_samples: int = 1, random_state=None):

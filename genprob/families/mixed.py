@@ -158,6 +158,13 @@ class MixedStory(Story):
         ]
         return MixedFeatures(emissions, [columns for _, _, columns in self.blocks])
 
+    def discriminant(self, params, X):
+        """Sum of the blocks' discriminants (each drops its own term of the row)."""
+        return sum(
+            story.discriminant(self.block_params(params, name), X[:, jnp.asarray(columns)])
+            for name, story, columns in self.blocks
+        )
+
     def sufficient_statistics(self, X, R):
         return {
             name: story.sufficient_statistics(X[:, jnp.asarray(columns)], R)

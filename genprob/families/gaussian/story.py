@@ -196,6 +196,12 @@ class GaussianStory(Story):
     def emission(self, params):
         return self.structure.emission(params["means"], params[self.spread_name], self.rank_tol)
 
+    def discriminant(self, params, X):
+        """``log p(x | k)`` less a term of the row, finite for any finite row: linear in ``x``
+        for a shared spread, the quadratic in a scaled domain less its row minimum otherwise
+        (derivation in docs/gaussian.md)."""
+        return self.structure.scores(self.emission(params), X)
+
     # -- closed form -----------------------------------------------------------------------------
     def sufficient_statistics(self, X, R):
         """Counts, first and second moments of ``(X, R)`` in one blocked pass.
@@ -556,15 +562,6 @@ def _jitted_smoothing_variance(story, stats):
 @jax.jit
 def _jitted_emission_summary(story, params):
     return story._emission_summary_impl(params)
-
-
-def _known_zero(value) -> bool:
-    """True when ``value`` is concretely 0 (a traced hyperparameter is not known to be)."""
-    return not isinstance(value, jax.core.Tracer) and float(value) == 0.0
-
-
-def _known_one(value) -> bool:
-    return not isinstance(value, jax.core.Tracer) and float(value) == 1.0
 
 
 def _known_zero(value) -> bool:

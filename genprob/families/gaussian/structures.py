@@ -55,6 +55,10 @@ class CovarianceStructure:
         """Where a degenerate spread sits, for error messages."""
         raise NotImplementedError
 
+    def scores(self, emission, X):
+        """The emission's log density of rows ``X`` (n, D) less a term of the row, (n, K)."""
+        raise NotImplementedError
+
     # -- full or diagonal ----------------------------------------------------------------------
     def prior(self, num_classes, num_features, scale):
         raise NotImplementedError
@@ -103,6 +107,10 @@ class Shared:
     def scope(self, k, where):
         return "(shared by all classes)" if not self.full else "shared covariance"
 
+    def scores(self, emission, X):
+        """Class-dependent part of the log density: linear in ``x`` (the quadratic is shared)."""
+        return emission.linear_scores(X)
+
 
 class PerClass:
     """One spread per class."""
@@ -120,6 +128,10 @@ class PerClass:
 
     def scope(self, k, where):
         return where(k=k) if not self.full else f"covariance {where(k=k)}"
+
+    def scores(self, emission, X):
+        """Log density less the smallest scaled quadratic of the row (finite for finite ``x``)."""
+        return emission.quadratic_scores(X)
 
 
 class FullCovariance(CovarianceStructure):
