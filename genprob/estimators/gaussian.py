@@ -40,7 +40,7 @@ from genprob._dtype import precision
 from genprob._validation import unlabeled_mask
 from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase
-from genprob.families.gaussian import GaussianStory
+from genprob.families.gaussian import FACTORS, GaussianStory
 from genprob.streaming import is_out_of_core
 
 __all__ = [
@@ -106,6 +106,22 @@ class _GaussianBase(GenerativeClassifierBase):
         with precision(self._dtype):
             joint = core.joint_log_prob(self.story_, self._params_jax(), self._as_array(X))
             return np.asarray(joint)
+
+    def _params_jax(self):
+        """Device parameters plus the story's factorization, computed once per fitted
+        parameters and reused by every prediction (not saved: recomputed after load)."""
+        key = (self.params_, self.story_, *self.params_.values())
+        cached = self.__dict__.get("_scoring_cache")
+        if cached is not None and cached[0] == self._dtype and len(cached[1]) == len(key):
+            if all(a is b for a, b in zip(cached[1], key, strict=True)):
+                return cached[2]
+        params = super()._params_jax()
+        with precision(self._dtype):
+            factors = self.story_.factorize(params)
+        if factors:
+            params = {**params, FACTORS: factors}
+        self._scoring_cache = (self._dtype, key, params)
+        return params
 
     def _check_class_counts(self, stats):
         counts = np.asarray(stats["class_counts"])
@@ -444,7 +460,7 @@ class LinearDiscriminantAnalysis(
             total = self._total_covariance(X, self.stats_)
         with precision(self._dtype), np.errstate(invalid="ignore", divide="ignore"):
             scalings, ratio = lda_projection(
-                self.story_, self.params_, total_covariance=total, tol=float(self.tol)
+                self.story_, self._params_jax(), total_covariance=total, tol=float(self.tol)
             )
         if not np.all(np.isfinite(ratio)):
             # no between-class spread on the retained subspace (e.g. one row per class, as in an

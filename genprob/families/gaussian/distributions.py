@@ -16,7 +16,7 @@ from numpyro.distributions import constraints
 
 from genprob._dtype import TOLERANCES
 
-__all__ = ["DiagonalNormal", "WhitenedNormal", "full_gaussian", "row_scale"]
+__all__ = ["DiagonalNormal", "WhitenedNormal", "full_factors", "full_gaussian", "row_scale"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -320,8 +320,14 @@ def _elementwise_quadratic(value, loc, variances):
     return jnp.sum((value - loc) ** 2 / variances, axis=-1)
 
 
-def full_gaussian(means, covariance, rank_tol) -> WhitenedNormal:
-    """Emission of full covariances: Cholesky whitening, or the retained-subspace Gaussian."""
+def full_factors(covariance, rank_tol) -> dict:
+    """The factorization of full covariances that scoring needs (computed once per fit).
+
+    Returns:
+        ``whitening`` W, ``log_normalizer`` and ``rank`` (see :class:`WhitenedNormal`), plus the
+        Cholesky factor as ``coloring`` when ``rank_tol`` is None (the retained-subspace
+        coloring ``Sigma W`` is left to :func:`full_gaussian`, which scoring does not need).
+    """
     num_features = covariance.shape[-1]
     identity = jnp.eye(num_features, dtype=covariance.dtype)
     if rank_tol is None:
@@ -330,7 +336,12 @@ def full_gaussian(means, covariance, rank_tol) -> WhitenedNormal:
         whitening = jnp.swapaxes(inverse_chol, -1, -2)
         log_normalizer = -jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
         rank = jnp.full(log_normalizer.shape, float(num_features), covariance.dtype)
-        return WhitenedNormal(means, whitening, chol, log_normalizer, rank)
+        return {
+            "whitening": whitening,
+            "coloring": chol,
+            "log_normalizer": log_normalizer,
+            "rank": rank,
+        }
     variances = jnp.diagonal(covariance, axis1=-2, axis2=-1)
     scale = jnp.where(variances > 0, jnp.sqrt(jnp.where(variances > 0, variances, 1.0)), 1.0)
     correlation = covariance / (scale[..., :, None] * scale[..., None, :])
@@ -351,4 +362,20 @@ def full_gaussian(means, covariance, rank_tol) -> WhitenedNormal:
         axis=-1,
     )
     rank = jnp.sum(keep, axis=-1).astype(covariance.dtype)
-    return WhitenedNormal(means, whitening, covariance @ whitening, log_normalizer, rank)
+    return {"whitening": whitening, "log_normalizer": log_normalizer, "rank": rank}
+
+
+def full_gaussian(means, covariance, rank_tol, factors=None) -> WhitenedNormal:
+    """Emission of full covariances: Cholesky whitening, or the retained-subspace Gaussian.
+
+    Args:
+        factors: :func:`full_factors` of ``covariance`` computed earlier (a fitted estimator
+            keeps them), or None to factorize here.
+    """
+    if factors is None:
+        factors = full_factors(covariance, rank_tol)
+    whitening = factors["whitening"]
+    coloring = factors.get("coloring")
+    if coloring is None:
+        coloring = covariance @ whitening
+    return WhitenedNormal(means, whitening, coloring, factors["log_normalizer"], factors["rank"])

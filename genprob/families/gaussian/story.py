@@ -33,7 +33,11 @@ from genprob.families.gaussian.structures import (
 )
 from genprob.story import Story
 
-__all__ = ["GaussianStory"]
+__all__ = ["GaussianStory", "FACTORS"]
+
+#: Optional entry of ``params``: the spread's factorization (:meth:`GaussianStory.factorize`),
+#: which a fitted estimator computes once and passes with its parameters.
+FACTORS = "factorization"
 
 
 class GaussianStory(Story):
@@ -194,7 +198,15 @@ class GaussianStory(Story):
         return {"means": means, self.spread_name: spread}
 
     def emission(self, params):
-        return self.structure.emission(params["means"], params[self.spread_name], self.rank_tol)
+        return self.structure.emission(
+            params["means"], params[self.spread_name], self.rank_tol, params.get(FACTORS)
+        )
+
+    def factorize(self, params) -> dict:
+        """The spread's factorization (Cholesky or retained-subspace whitening; empty for
+        diagonal spreads), jitted. Passed back as ``params[FACTORS]``, it spares every later
+        scoring call the O(D^3) work."""
+        return _jitted_factorize(self, params[self.spread_name])
 
     def discriminant(self, params, X):
         """``log p(x | k)`` less a term of the row, finite for any finite row: linear in ``x``
@@ -491,7 +503,7 @@ class GaussianStory(Story):
     def _emission_summary_impl(self, params):
         means = params["means"]
         precision, normalizer, whitening = self.structure.summary(
-            means, params[self.spread_name], self.rank_tol
+            means, params[self.spread_name], self.rank_tol, params.get(FACTORS)
         )
         linear = jnp.einsum("kde,ke->kd", precision, means)
         intercept = -0.5 * jnp.sum(linear * means, axis=-1)
@@ -519,8 +531,15 @@ class GaussianStory(Story):
                 "per-class covariances give quadratic log-odds (QDA, Gaussian NB): there is no "
                 "linear boundary; use genprob.boundaries.quadratic_boundary."
             )
-        summary = self.emission_summary(params)
-        return summary["linear"], summary["intercept"]
+        return _jitted_linear_discriminants(self, params)
+
+    def _linear_discriminants_impl(self, params):
+        means = params["means"]
+        linear = self.structure.precision_times(self.emission(params), means)
+        intercept = -0.5 * jnp.sum(linear * means, axis=-1)
+        if "class_prior" in params:
+            intercept = intercept + jnp.log(params["class_prior"])
+        return linear, intercept
 
     def linear_boundary(self, params, k: int, l: int):  # noqa: E741
         r"""``(w, b)`` with ``w . x + b = log p(y=k | x) - log p(y=l | x)`` (shared covariance).
@@ -546,6 +565,8 @@ class GaussianStory(Story):
         """``W`` (D, D) with ``W^T Sigma W = I`` on the retained subspace (shared spread only)."""
         if not self.shared:
             raise ValueError("a whitening common to all classes needs a shared covariance.")
+        if self.structure.full:
+            return _jitted_whitening(self, params)
         return self.emission_summary(params)["whitening"]
 
 
@@ -562,6 +583,21 @@ def _jitted_smoothing_variance(story, stats):
 @jax.jit
 def _jitted_emission_summary(story, params):
     return story._emission_summary_impl(params)
+
+
+@jax.jit
+def _jitted_factorize(story, spread):
+    return story.structure.factorize(spread, story.rank_tol)
+
+
+@jax.jit
+def _jitted_linear_discriminants(story, params):
+    return story._linear_discriminants_impl(params)
+
+
+@jax.jit
+def _jitted_whitening(story, params):
+    return story.emission(params).whitening
 
 
 def _known_zero(value) -> bool:
