@@ -173,7 +173,6 @@ def test_item7_core_refuses_or_handles_a_singular_covariance(case):
 
 # -- item 9: LDA on wide data ----------------------------------------------------------------------
 @pytest.mark.slow
-@_open(9)
 def test_item9_wide_lda_fits_predicts_and_saves_within_a_small_factor(tmp_path):
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 

@@ -123,6 +123,13 @@ class _GaussianBase(GenerativeClassifierBase):
         self._scoring_cache = (self._dtype, key, params)
         return params
 
+    def _check_overflow(self):
+        """Parameters that overflowed are refused by name before anything factorizes them."""
+        try:
+            self.story_.check_overflow(self.params_, getattr(self, "feature_names_in_", None))
+        except ValueError as error:
+            self._fail(str(error))
+
     def _check_class_counts(self, stats):
         counts = np.asarray(stats["class_counts"])
         empty = self.classes_[counts <= 0].tolist()
@@ -423,6 +430,7 @@ class LinearDiscriminantAnalysis(
 
     def _set_fitted_attributes(self, stats):
         self._check_class_counts(stats)
+        self._check_overflow()
         if self._custom is not None:
             class_covariances, _ = self._custom
             prior = self.params_["class_prior"]
@@ -615,6 +623,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
 
     def _set_fitted_attributes(self, stats):
         counts = self._check_class_counts(stats)
+        self._check_overflow()
         if self._custom is not None:
             self.params_["covariance"] = self._custom[0].astype(self.params_["means"].dtype)
         num_features = self.n_features_in_

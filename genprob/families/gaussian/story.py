@@ -443,6 +443,7 @@ class GaussianStory(Story):
         features than rows make the unregularized MLE degenerate; the message names the class and
         feature and the regularizer to raise (``var_smoothing``, ``reg_param`` or ``shrinkage``).
         """
+        self.check_overflow(params, feature_names)
         super().check_parameters(params, class_names, feature_names)
         num_features = np.shape(params["means"])[-1]
         _check_spread_scale(
@@ -484,6 +485,32 @@ class GaussianStory(Story):
                     f"the {scope} is singular ({num_features} features): its Gaussian is "
                     f"degenerate. Set {knob} > 0 (e.g. 0.1) to regularize it."
                 ) from None
+
+    def check_overflow(self, params, feature_names=None) -> None:
+        """Means or variances that overflowed (features too large to square) are an error naming
+        the first such feature, instead of a failure further on (non-finite parameters,
+        eigenvalues that do not converge)."""
+        means = np.asarray(params["means"])
+        spread = np.asarray(params[self.spread_name])
+        variances = np.diagonal(spread, axis1=-2, axis2=-1) if self.structure.full else spread
+        variances = np.broadcast_to(variances, means.shape)
+        bad = np.flatnonzero(~np.all(np.isfinite(means) & np.isfinite(variances), axis=0))
+        if spread.dtype.kind != "f" or not bad.size:
+            return
+        # smoothing or shrinkage spreads one overflow to other features: name the largest
+        size = np.nan_to_num(np.max(np.abs(means[:, bad]), axis=0), nan=np.inf)
+        j = int(bad[np.argmax(size)])
+        name = (
+            f"feature '{list(feature_names)[j]}'" if feature_names is not None else f"feature {j}"
+        )
+        info = np.finfo(spread.dtype)
+        kind = "to square" if np.all(np.isfinite(means[:, j])) else "to hold"
+        raise ValueError(
+            f"{name} has values too large {kind} in {spread.dtype} (beyond about "
+            f"{np.sqrt(info.max) if kind == 'to square' else info.max:.2g}): its "
+            f"{'variance' if kind == 'to square' else 'mean'} overflows. Rescale the features "
+            f"(e.g. standardize them) before fitting."
+        )
 
     # -- decision boundaries ---------------------------------------------------------------------
     def emission_summary(self, params) -> dict:
