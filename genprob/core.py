@@ -4,8 +4,10 @@ Scoring. ``joint_log_prob(story, params, X)`` returns the (n, K) matrix
 
     J[i, k] = log pi_k + log p(x_i | y = k)
 
-and everything else derives from it: class posteriors (a log-softmax of J), the marginal
-log-likelihood (a log-sum-exp of J), EM responsibilities and ArviZ pointwise log-likelihoods.
+and everything else derives from it: the marginal log-likelihood (a log-sum-exp of J), EM
+responsibilities and ArviZ pointwise log-likelihoods. Class posteriors are a log-softmax of the
+same matrix up to a term of each row (``class_scores``, from :meth:`Story.discriminant`), which
+a family may drop where it would overflow.
 
 Stories are pytree arguments of the jitted functions: their numeric hyperparameters are traced,
 so a new ``alpha`` or ``reg_param`` reuses the compiled code.
@@ -38,6 +40,7 @@ from genprob.story import CLASS_PRIOR, ClassConditional, Story, class_distributi
 
 __all__ = [
     "joint_log_prob",
+    "class_scores",
     "predict_log_proba",
     "predict_proba",
     "log_likelihood",
@@ -100,6 +103,19 @@ def _check_feature_count(emission, X) -> None:
         )
 
 
+@jax.jit
+def class_scores(story: Story, params: dict, X) -> jax.Array:
+    """``log pi_k + story.discriminant(params, X)`` (n, K): the joint log-probability up to a
+    term of each row alone, which prediction normalizes away (finite where the row term would
+    overflow, for families that override :meth:`Story.discriminant`).
+
+    Raises:
+        ValueError: ``X`` not 2-D, or with another feature count than the parameters.
+    """
+    _check_feature_count(story.emission(params), X)  # shapes only; the emission is not computed
+    return jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
+
+
 def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
     """Log class posteriors ``log p(y = k | x_i)`` (n, K), normalized with a log-sum-exp.
 
@@ -116,9 +132,7 @@ def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
 
 @jax.jit
 def _predict_log_proba(story: Story, params: dict, X) -> jax.Array:
-    _check_feature_count(story.emission(params), X)
-    scores = jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
-    return jax.nn.log_softmax(scores, axis=-1)
+    return jax.nn.log_softmax(class_scores(story, params, X), axis=-1)
 
 
 def predict_proba(story: Story, params: dict, X) -> jax.Array:

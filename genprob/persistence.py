@@ -5,9 +5,14 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) holding
 * ``metadata``: one JSON document (format name and version, genprob version, estimator class,
   constructor parameters, the story's class and configuration, scalar fitted attributes, and a
   SHA-256 digest of everything else);
-* ``param.<name>``: the story's named parameters (``params_``);
+* ``param.<name>``: the story's named parameters (``params_``), except large ones that the
+  story's closed form recomputes bit for bit from the stored statistics (``derived`` in the
+  metadata: an LDA on D features keeps its D x D scatter, not a second D x D covariance);
 * ``config.<path>``: arrays inside constructor parameters, the story and fitted attributes
-  (``classes_``, ``feature_names_in_``, encodings, ...), referenced from the metadata.
+  (``classes_``, ``feature_names_in_``, encodings, ...), referenced from the metadata; a fitted
+  attribute that is one of the parameters (LDA's ``covariance_``) is stored as a reference.
+
+Caches (a factorization kept for scoring) are not stored; they are rebuilt after loading.
 
 Loading uses ``numpy.load(..., allow_pickle=False)`` and rebuilds objects only from classes
 registered in this process: estimator classes register when they are defined (subclasses of
@@ -33,7 +38,12 @@ from genprob._version import __version__
 from genprob.story import Story, qualified_name, story_class
 
 FORMAT_NAME = "genprob-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: derived parameters and references to parameters
+
+#: Fitted attributes that are caches, rebuilt after loading.
+_TRANSIENT = ("_scoring_cache",)
+#: Parameters with at least this many entries may be stored as derived from the statistics.
+_DERIVE_MIN_SIZE = 1 << 16
 
 __all__ = ["save", "load", "register_estimator", "ModelFileError", "FORMAT_VERSION"]
 
@@ -67,31 +77,39 @@ def _story_class(name):
 
 
 # -- JSON encoding of configuration values --------------------------------------------------------
-def _encode(value, arrays: dict, prefix: str):
-    """JSON-compatible form of a hyperparameter or story attribute; arrays go to ``arrays``."""
+def _encode(value, arrays: dict, prefix: str, aliases=None):
+    """JSON-compatible form of a hyperparameter or story attribute; arrays go to ``arrays``.
+
+    ``aliases`` maps ``id`` of parameter arrays to their names: such an array is stored as a
+    reference to the parameter.
+    """
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if aliases and isinstance(value, np.ndarray) and id(value) in aliases:
+        return {"__param__": aliases[id(value)]}
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Story):
         return {
             "__story__": _qualified(type(value)),
-            "config": {k: _encode(v, arrays, f"{prefix}.{k}") for k, v in value.fields().items()},
+            "config": {
+                k: _encode(v, arrays, f"{prefix}.{k}", aliases) for k, v in value.fields().items()
+            },
         }
     if isinstance(value, dict):
         # Keys may be column positions (ints) as well as names, so store (key, value) pairs.
         return {
             "__items__": [
                 [
-                    _encode(k, arrays, f"{prefix}.key{i}"),
-                    _encode(v, arrays, f"{prefix}.{k if isinstance(k, str) else i}"),
+                    _encode(k, arrays, f"{prefix}.key{i}", aliases),
+                    _encode(v, arrays, f"{prefix}.{k if isinstance(k, str) else i}", aliases),
                 ]
                 for i, (k, v) in enumerate(value.items())
             ]
         }
     if isinstance(value, list | tuple):
         kind = "__tuple__" if isinstance(value, tuple) else "__list__"
-        return {kind: [_encode(v, arrays, f"{prefix}[{i}]") for i, v in enumerate(value)]}
+        return {kind: [_encode(v, arrays, f"{prefix}[{i}]", aliases) for i, v in enumerate(value)]}
     if isinstance(value, np.ndarray):
         arrays[f"config.{prefix}"] = _plain_array(value, prefix)
         return {"__array__": f"config.{prefix}"}
@@ -101,7 +119,7 @@ def _encode(value, arrays: dict, prefix: str):
     )
 
 
-_MARKERS = ("__story__", "__items__", "__list__", "__tuple__", "__array__")
+_MARKERS = ("__story__", "__items__", "__list__", "__tuple__", "__array__", "__param__")
 
 
 def _decode(value, arrays):
@@ -123,10 +141,13 @@ def _decode(value, arrays):
         return cls._from_fields(
             {_attribute_name(key): _decode(item, arrays) for key, item in config.items()}
         )
-    if marker[0] == "__array__":
-        if not isinstance(payload, str) or payload not in arrays:
+    if marker[0] in ("__array__", "__param__"):
+        name = (
+            f"param.{payload}" if marker[0] == "__param__" and isinstance(payload, str) else payload
+        )
+        if not isinstance(name, str) or name not in arrays:
             raise ModelFileError(f"missing array {payload!r}.")
-        return arrays[payload]
+        return arrays[name]
     if not isinstance(payload, list):
         raise ModelFileError(f"malformed metadata: {marker[0]} holds a {type(payload).__name__}.")
     if marker[0] == "__items__":
@@ -197,10 +218,17 @@ def save(estimator, path) -> Path:
     fitted = {
         name: value
         for name, value in vars(estimator).items()
-        if name not in init_params and name not in ("params_", "story_")
+        if name not in init_params and name not in ("params_", "story_", *_TRANSIENT)
     }
+    derived = _derivable_params(estimator)
     for name, value in estimator.params_.items():
-        arrays[f"param.{name}"] = _plain_array(value, f"params_[{name!r}]")
+        if name not in derived:
+            arrays[f"param.{name}"] = _plain_array(value, f"params_[{name!r}]")
+    aliases = {
+        id(value): name
+        for name, value in estimator.params_.items()
+        if isinstance(value, np.ndarray) and value.size >= _DERIVE_MIN_SIZE
+    }
     metadata = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -208,8 +236,9 @@ def save(estimator, path) -> Path:
         "estimator": _qualified(type(estimator)),
         "init_params": _encode(estimator.get_params(deep=False), arrays, "init"),
         "story": _encode(estimator.story_, arrays, "story"),
-        "attributes": _encode(fitted, arrays, "attr"),
+        "attributes": _encode(fitted, arrays, "attr", aliases),
         "params": sorted(estimator.params_),
+        "derived": sorted(derived),
     }
     metadata["sha256"] = _digest(metadata, arrays)
     path = Path(path)
@@ -219,6 +248,41 @@ def save(estimator, path) -> Path:
     np.savez_compressed(buffer, metadata=np.array(json.dumps(metadata)), **arrays)
     path.write_bytes(buffer.getvalue())
     return path
+
+
+def _recomputed_params(estimator, stats) -> dict:
+    """The closed form's parameters from statistics, as the fit computed them (same program,
+    same precision), or {} when the story has none."""
+    import jax
+
+    from genprob._dtype import precision
+
+    story = estimator.story_
+    if not story.has_closed_form or not isinstance(stats, dict) or "emission" not in stats:
+        return {}
+    with precision(estimator._dtype):
+        emission = jax.tree_util.tree_map(estimator._as_array, stats["emission"])
+        return {k: np.asarray(v) for k, v in story.maximize(emission).items()}
+
+
+def _derivable_params(estimator) -> set:
+    """Large parameters that the closed form recomputes bit for bit from ``stats_``."""
+    large = [
+        name for name, value in estimator.params_.items() if np.size(value) >= _DERIVE_MIN_SIZE
+    ]
+    if not large or getattr(estimator, "stats_", None) is None:
+        return set()
+    try:
+        recomputed = _recomputed_params(estimator, estimator.stats_)
+    except Exception:  # noqa: BLE001 - a story that cannot refit keeps every parameter stored
+        return set()
+    return {
+        name
+        for name in large
+        if name in recomputed
+        and np.asarray(estimator.params_[name]).dtype == recomputed[name].dtype
+        and np.array_equal(estimator.params_[name], recomputed[name])
+    }
 
 
 def load(path):
@@ -250,13 +314,17 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
     cls = _ESTIMATORS.get(metadata["estimator"])
     if cls is None:
         raise ModelFileError(f"{path} names an unknown estimator {metadata['estimator']!r}.")
-    missing = [name for name in metadata["params"] if f"param.{name}" not in contents]
+    derived = metadata.get("derived", [])
+    missing = [
+        name
+        for name in metadata["params"]
+        if f"param.{name}" not in contents and name not in derived
+    ]
     if missing:
         raise ModelFileError(f"{path} lacks the parameter arrays {missing!r}.")
     init_params = _decode(metadata["init_params"], contents)
-    attributes = _decode(metadata["attributes"], contents)
     story = _decode(metadata["story"], contents)
-    if not isinstance(init_params, dict) or not isinstance(attributes, dict):
+    if not isinstance(init_params, dict):
         raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
     try:
         estimator = cls(**{_attribute_name(k): v for k, v in init_params.items()})
@@ -264,9 +332,25 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
         raise ModelFileError(
             f"{path} holds constructor parameters {cls.__name__} rejects ({error})."
         ) from None
+    estimator.story_ = story
+    if derived:
+        # the statistics come first: the derived parameters are recomputed from them
+        statistics = metadata["attributes"]
+        stats = None
+        if isinstance(statistics, dict):
+            for pair in statistics.get("__items__", []):
+                if isinstance(pair, list) and len(pair) == 2 and pair[0] == "stats_":
+                    stats = _decode(pair[1], contents)
+        recomputed = _recomputed_params(estimator, stats) if stats is not None else {}
+        if not all(name in recomputed for name in derived):
+            raise ModelFileError(f"{path}: derived parameters {derived!r} cannot be recomputed.")
+        for name in derived:
+            contents[f"param.{name}"] = recomputed[name]
+    attributes = _decode(metadata["attributes"], contents)
+    if not isinstance(attributes, dict):
+        raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
     for name, value in attributes.items():
         setattr(estimator, _attribute_name(name), value)
-    estimator.story_ = story
     estimator.params_ = {name: contents[f"param.{name}"] for name in metadata["params"]}
     return estimator
 
@@ -361,4 +445,7 @@ def _read_metadata(path: Path, contents: dict) -> dict:
             )
     if not all(isinstance(name, str) for name in metadata["params"]):
         raise ModelFileError(f"{path}: metadata field 'params' must list names.")
+    derived = metadata.get("derived", [])
+    if not isinstance(derived, list) or not set(derived) <= set(metadata["params"]):
+        raise ModelFileError(f"{path}: metadata field 'derived' must list parameter names.")
     return metadata

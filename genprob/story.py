@@ -323,11 +323,11 @@ class Story(metaclass=_StoryType):
         raise NotImplementedError
 
     def discriminant(self, params: dict, X) -> jax.Array:
-        """``log p(x_i | k)`` up to a term that depends on the row only, shape (n, K).
+        """Class scores ``log p(x_i | k) - g(x_i)`` (n, K), ``g`` a term of the row alone.
 
-        Class posteriors and predictions need nothing more (``log pi_k`` + this, normalized over
-        k). The default is the exact log density; families override it where a per-row term can
-        be left out (it cancels in the posteriors).
+        Prediction normalizes ``log pi_k`` plus these scores per row, so ``g`` cancels. Families
+        override it to drop a per-row term that would overflow (a Gaussian's ``x^T P x`` beyond
+        |x| ~ 1e154), reusing their own density code. The default is the exact log density.
         """
         return self.emission(params).log_prob(X[:, None, :])
 

@@ -2,8 +2,9 @@
 
 An estimator is a thin wrapper: it validates input, encodes labels as codes 0..K-1, builds the
 story from its hyperparameters, and calls the functional core (:mod:`genprob.core`) inside a
-precision context. Every prediction method derives from :meth:`predict_joint_log_proba`, which is
-``genprob.core.joint_log_prob``.
+precision context. :meth:`predict_joint_log_proba` and :meth:`log_likelihood` are
+``genprob.core.joint_log_prob``; class posteriors and labels derive from the same density up to a
+term of each row (``genprob.core.class_scores``).
 """
 
 from __future__ import annotations

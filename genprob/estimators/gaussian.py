@@ -39,7 +39,7 @@ from genprob import core
 from genprob._dtype import precision
 from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase
-from genprob.families.gaussian import GaussianStory
+from genprob.families.gaussian import FACTORS, GaussianStory
 from genprob.masking import has_missing
 from genprob.streaming import is_out_of_core
 
@@ -95,6 +95,29 @@ class _GaussianBase(GenerativeClassifierBase):
             if hasattr(self, name):
                 delattr(self, name)
         raise error(message)
+
+    def _params_jax(self):
+        """Device parameters plus the story's factorization, computed once per fitted
+        parameters and reused by every prediction (not saved: recomputed after load)."""
+        key = (self.params_, self.story_, *self.params_.values())
+        cached = self.__dict__.get("_scoring_cache")
+        if cached is not None and cached[0] == self._dtype and len(cached[1]) == len(key):
+            if all(a is b for a, b in zip(cached[1], key, strict=True)):
+                return cached[2]
+        params = super()._params_jax()
+        with precision(self._dtype):
+            factors = self.story_.factorize(params)
+        if factors:
+            params = {**params, FACTORS: factors}
+        self._scoring_cache = (self._dtype, key, params)
+        return params
+
+    def _check_overflow(self):
+        """Parameters that overflowed are refused by name before anything factorizes them."""
+        try:
+            self.story_.check_overflow(self.params_, getattr(self, "feature_names_in_", None))
+        except ValueError as error:
+            self._fail(str(error))
 
     def _check_class_counts(self, stats):
         counts = np.asarray(stats["class_counts"])
@@ -415,6 +438,7 @@ class LinearDiscriminantAnalysis(
 
     def _set_fitted_attributes(self, stats):
         self._check_class_counts(stats)
+        self._check_overflow()
         if self._custom is not None:
             class_covariances, _ = self._custom
             prior = self.params_["class_prior"]
@@ -452,7 +476,7 @@ class LinearDiscriminantAnalysis(
             total = self._total_covariance(X, self.stats_)
         with precision(self._dtype), np.errstate(invalid="ignore", divide="ignore"):
             scalings, ratio = lda_projection(
-                self.story_, self.params_, total_covariance=total, tol=float(self.tol)
+                self.story_, self._params_jax(), total_covariance=total, tol=float(self.tol)
             )
         if not np.all(np.isfinite(ratio)):
             # no between-class spread on the retained subspace (e.g. one row per class, as in an
@@ -629,6 +653,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
 
     def _set_fitted_attributes(self, stats):
         counts = self._check_class_counts(stats)
+        self._check_overflow()
         if self._custom is not None:
             self.params_["covariance"] = self._custom[0].astype(self.params_["means"].dtype)
         num_features = self.n_features_in_

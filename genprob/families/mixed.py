@@ -182,6 +182,13 @@ class MixedStory(Story):
         ]
         return MixedFeatures(emissions, [columns for _, _, columns in self.blocks])
 
+    def discriminant(self, params, X):
+        """Sum of the blocks' discriminants (each drops its own term of the row)."""
+        return sum(
+            story.discriminant(self.block_params(params, name), X[:, jnp.asarray(columns)])
+            for name, story, columns in self.blocks
+        )
+
     def sufficient_statistics(self, X, R):
         return {
             name: story.sufficient_statistics(X[:, jnp.asarray(columns)], R)
@@ -242,10 +249,10 @@ class MixedStory(Story):
     def check_parameters(self, params, class_names=None, feature_names=None):
         """Each block checks its own parameters (a Gaussian block's zero variance, say), with the
         names of its own columns."""
-        super().check_parameters(params, class_names, feature_names)
         for name, story, columns in self.blocks:
             names = columns if feature_names is None else [list(feature_names)[c] for c in columns]
             story.check_parameters(self.block_params(params, name), class_names, names)
+        super().check_parameters(params, class_names, feature_names)
 
     def log_penalty(self, params, stats):
         return sum(

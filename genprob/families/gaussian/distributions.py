@@ -16,9 +16,29 @@ from numpyro.distributions import constraints
 
 from genprob._dtype import TOLERANCES
 
-__all__ = ["DiagonalNormal", "WhitenedNormal", "full_gaussian"]
+__all__ = ["DiagonalNormal", "WhitenedNormal", "full_factors", "full_gaussian", "row_scale"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+def row_scale(rows, center, gain):
+    """Per-row power of two ``s >= 1`` under which whitened rows square without overflow.
+
+    ``s = 1`` (bitwise the unscaled arithmetic) while ``max(|x|, |c|) * gain``, a bound on the
+    whitened row, stays below the dtype's ``max ** (1/4)``; otherwise ``s`` is the row's binary
+    exponent, so that ``|x / s| < 4``. Dividing by a power of two is exact, so ``(x - mu) / s``
+    loses nothing beyond underflow (derivation in docs/gaussian.md).
+
+    Args:
+        rows: (..., D). center: (D,). gain: bound on ``|whitened| / |x|`` (a scalar).
+    """
+    magnitude = jnp.maximum(jnp.max(jnp.abs(rows), axis=-1), jnp.max(jnp.abs(center)))
+    safe = magnitude * gain <= jnp.finfo(rows.dtype).max ** 0.25
+    _, exponent = jnp.frexp(magnitude)
+    # 1 / s stays a normal number: XLA may divide by multiplying with it, flushing subnormals
+    exponent = jnp.clip(exponent - 1, 0, -jnp.finfo(rows.dtype).minexp)
+    scale = jnp.ldexp(jnp.ones_like(magnitude), exponent)
+    return jnp.where(safe, jnp.ones_like(magnitude), scale)
 
 
 class WhitenedNormal(dist.Distribution):
@@ -81,22 +101,67 @@ class WhitenedNormal(dist.Distribution):
         """``A A^T``: the covariance restricted to the retained subspace."""
         return self.coloring @ jnp.swapaxes(self.coloring, -1, -2)
 
-    def log_prob(self, value):
-        # Center on the mean of the class means before whitening: the difference of two large
-        # projections would lose the digits that separate the classes.
+    def _class_constant(self):
+        return -0.5 * self.rank * _LOG_2PI + self.log_normalizer
+
+    def _whitened(self, value):
+        """Rows and class means whitened about the mean of the class means ``c``, rows scaled.
+
+        Returns ``(s, xw, mw)``: the rows' scales (:func:`row_scale`; 1 for ordinary rows),
+        ``xw = (x - c) W / s`` ((..., D) shared, (..., K, D) per class: one (n, D) x (D, K D)
+        product instead of K batched ones) and ``mw = (mu_k - c) W`` (K, D). Centering keeps the
+        digits that separate the classes, which the difference of two large projections loses.
+        """
         center = jnp.mean(self.loc.reshape(-1, self.loc.shape[-1]), axis=0)
         whitening = self.whitening
+        gain = jnp.max(jnp.sum(jnp.abs(whitening), axis=-2))
+        scale = row_scale(value, center, gain)
+        rows = value / scale[..., None] - center / scale[..., None]
         if self.shared:
-            z = (value - center) @ whitening - (self.loc - center) @ whitening
+            return scale, rows @ whitening, (self.loc - center) @ whitening
+        whitened = jnp.tensordot(rows, whitening, axes=([-1], [-2]))
+        return scale, whitened, jnp.einsum("...kd,...kde->...ke", self.loc - center, whitening)
+
+    def scaled_quadratic(self, rows):
+        """``(s, q)`` with ``||(x - mu_k) W_k||^2 = s^2 q`` for rows (n, D) against every class:
+        ``q`` (n, K) stays finite for any finite row."""
+        scale, xw, mw = self._whitened(rows)
+        if self.shared:
+            xw = xw[..., None, :]
+        z = xw - mw / scale[..., None, None]
+        return scale, jnp.sum(z * z, axis=-1)
+
+    def quadratic_scores(self, rows):
+        """``log p(x | k) + s^2 min_l q_l / 2`` (n, K): finite, 0 at the nearest class before
+        the constants, -inf at most where another class is infinitely closer."""
+        scale, quadratic = self.scaled_quadratic(rows)
+        excess = quadratic - jnp.min(quadratic, axis=-1, keepdims=True)
+        return -0.5 * (excess * scale[..., None]) * scale[..., None] + self._class_constant()
+
+    def linear_scores(self, rows):
+        """``log p(x | k) + ||(x - c) W||^2 / 2 + max_l s (x - c) W . m_l`` (n, K) of a shared
+        ``W``: linear in the rows, hence finite for any finite row."""
+        scale, xw, mw = self._whitened(rows)
+        dots = xw @ jnp.swapaxes(mw, -1, -2)
+        excess = dots - jnp.max(dots, axis=-1, keepdims=True)
+        return excess * scale[..., None] - 0.5 * jnp.sum(mw * mw, axis=-1) + self._class_constant()
+
+    def log_prob(self, value):
+        # squared in the scaled domain, multiplied back: -inf only where the density underflows
+        if self.shared:
+            scale, xw, mw = self._whitened(value)
+            z = xw - mw / scale[..., None]
+            quadratic = (jnp.sum(z * z, axis=-1) * scale) * scale
         elif jnp.ndim(value) == 1 or jnp.shape(value)[-2] == 1:
-            # one row against every class (the scoring path): a single (n, D) x (D, K D)
-            # product instead of K batched ones
-            rows = value if jnp.ndim(value) == 1 else value[..., 0, :]
-            whitened = jnp.tensordot(rows - center, whitening, axes=([-1], [-2]))
-            z = whitened - jnp.einsum("...kd,...kde->...ke", self.loc - center, whitening)
+            # one row against every class (the scoring path)
+            scale, quadratic = self.scaled_quadratic(
+                value if jnp.ndim(value) == 1 else value[..., 0, :]
+            )
+            quadratic = (quadratic * scale[..., None]) * scale[..., None]
         else:
-            z = jnp.einsum("...kd,...kde->...ke", value - self.loc, whitening)
-        return -0.5 * jnp.sum(z * z, axis=-1) - 0.5 * self.rank * _LOG_2PI + self.log_normalizer
+            z = jnp.einsum("...kd,...kde->...ke", value - self.loc, self.whitening)
+            quadratic = jnp.sum(z * z, axis=-1)
+        return -0.5 * quadratic + self._class_constant()
 
     def sample(self, key, sample_shape=()):
         shape = tuple(sample_shape) + self.batch_shape + self.event_shape
@@ -146,8 +211,27 @@ class DiagonalNormal(dist.Distribution):
     def _log_normalizer(self):
         return -0.5 * jnp.sum(jnp.log(2.0 * jnp.pi * self.variance), axis=-1)
 
-    def expanded_quadratic(self, rows):
+    def _expansion(self):
+        """Center ``c`` (mean of the class means, held fixed under differentiation), precisions
+        (K, D), ``P_k (mu_k - c)`` (K, D) and ``(mu_k - c)^T P_k (mu_k - c)`` (K,)."""
+        num_features = self.event_shape[0]
+        loc = self.mean.reshape(-1, num_features)
+        center = jax.lax.stop_gradient(jnp.mean(loc, axis=0))
+        precision = 1.0 / self.variance.reshape(loc.shape)
+        offset = loc - center
+        weighted = offset * precision
+        return center, precision, weighted, jnp.sum(offset * weighted, axis=-1)
+
+    def _row_scale(self, rows, center):
+        return row_scale(rows, center, jnp.sqrt(jnp.max(1.0 / self.variance)))
+
+    def expanded_quadratic(self, rows, scale=None):
         """The expanded quadratic of ``rows`` (..., D) against every class, and where it is unsafe.
+
+        Args:
+            rows: (..., D).
+            scale: per-row powers of two (:func:`row_scale`); the quadratic of ``rows / scale``
+                is returned. None: 1.
 
         Returns:
             ``(quadratic, inexact)``, both (..., K): ``A - 2 B + C``, and True where half its
@@ -155,15 +239,13 @@ class DiagonalNormal(dist.Distribution):
             (those entries :meth:`log_prob` computes elementwise).
         """
         num_features = self.event_shape[0]
-        loc = self.mean.reshape(-1, num_features)
-        center = jax.lax.stop_gradient(jnp.mean(loc, axis=0))
-        precision = 1.0 / self.variance.reshape(loc.shape)
-        offset = loc - center
-        weighted = offset * precision
-        constant = jnp.sum(offset * weighted, axis=-1)
-        centered = rows - center
+        center, precision, weighted, constant = self._expansion()
+        if scale is None:
+            scale = jnp.ones(rows.shape[:-1], rows.dtype)
+        scale = scale[..., None]
+        centered = rows / scale - center / scale
         # one (n, 2D) x (2D, 2K) product gives A - 2B and A
-        features = jnp.concatenate([centered * centered, centered], axis=-1)
+        features = jnp.concatenate([centered * centered, centered / scale], axis=-1)
         coefficients = jnp.concatenate(
             [
                 jnp.concatenate([precision, precision], axis=0),
@@ -172,12 +254,48 @@ class DiagonalNormal(dist.Distribution):
             axis=-1,
         )
         both = features @ coefficients.T
-        num_classes = loc.shape[0]
+        num_classes = precision.shape[0]
         squares = both[..., num_classes:]
+        constant = constant / scale / scale
         eps = jnp.finfo(both.dtype).eps
         bound = (3 * num_features + 8) * eps * (squares + constant)
-        inexact = 0.5 * bound > TOLERANCES[both.dtype.name]["atol"]
+        inexact = 0.5 * bound > TOLERANCES[both.dtype.name]["atol"] / scale / scale
         return both[..., :num_classes] + constant, inexact
+
+    def scaled_quadratic(self, rows):
+        """``(s, q)`` with ``sum_j (x_j - mu_kj)^2 / s_kj^2 = s^2 q`` for rows (n, D) against
+        every class: ``q`` (n, K) stays finite for any finite row."""
+        scale = self._row_scale(rows, self._expansion()[0])
+        fast, inexact = self.expanded_quadratic(rows, scale)
+
+        # Rematerialized, the elementwise pass leaves only (loc, variances) as residuals: the
+        # branch not taken fills the other's residuals with zeros, which would cost (n, K, D).
+        def elementwise(rows, scale, loc, variances):
+            column = scale[..., None, None]
+            return _elementwise_quadratic(rows[..., None, :] / column, loc / column, variances)
+
+        def exact_where_needed():
+            exact = jax.checkpoint(elementwise)(rows, scale, self.loc, self.variances)
+            return jnp.where(inexact, exact, fast)
+
+        return scale, jax.lax.cond(jnp.any(inexact), exact_where_needed, lambda: fast)
+
+    def quadratic_scores(self, rows):
+        """``log p(x | k) + s^2 min_l q_l / 2`` (n, K): finite, 0 at the nearest class before
+        the normalizers, -inf at most where another class is infinitely closer."""
+        scale, quadratic = self.scaled_quadratic(rows)
+        excess = quadratic - jnp.min(quadratic, axis=-1, keepdims=True)
+        return self._log_normalizer() - 0.5 * (excess * scale[..., None]) * scale[..., None]
+
+    def linear_scores(self, rows):
+        """``log p(x | k) + (x - c)^T P (x - c) / 2 + max_l s (x - c)^T P (mu_l - c)`` (n, K)
+        when every class has the same variances (precision ``P``): linear in the rows, finite
+        for any finite row."""
+        center, _, weighted, constant = self._expansion()
+        scale = self._row_scale(rows, center)[..., None]
+        dots = (rows / scale - center / scale) @ weighted.T
+        excess = dots - jnp.max(dots, axis=-1, keepdims=True)
+        return excess * scale - 0.5 * constant + self._log_normalizer()
 
     def log_prob(self, value):
         one_row = jnp.ndim(value) == 1 or jnp.shape(value)[-2] == 1
@@ -185,18 +303,10 @@ class DiagonalNormal(dist.Distribution):
             return self._log_normalizer() - 0.5 * _elementwise_quadratic(
                 value, self.loc, self.variances
             )
-        rows = value if jnp.ndim(value) == 1 else value[..., 0, :]
-        fast, inexact = self.expanded_quadratic(rows)
-
-        # Rematerialized, the elementwise pass leaves only (loc, variances) as residuals: the
-        # branch not taken fills the other's residuals with zeros, which would cost (n, K, D).
-        def exact_where_needed():
-            exact = jax.checkpoint(_elementwise_quadratic)(
-                rows[..., None, :], self.loc, self.variances
-            )
-            return jnp.where(inexact, exact, fast)
-
-        quadratic = jax.lax.cond(jnp.any(inexact), exact_where_needed, lambda: fast)
+        scale, quadratic = self.scaled_quadratic(
+            value if jnp.ndim(value) == 1 else value[..., 0, :]
+        )
+        quadratic = (quadratic * scale[..., None]) * scale[..., None]
         return self._log_normalizer() - 0.5 * quadratic
 
     def sample(self, key, sample_shape=()):
@@ -210,8 +320,14 @@ def _elementwise_quadratic(value, loc, variances):
     return jnp.sum((value - loc) ** 2 / variances, axis=-1)
 
 
-def full_gaussian(means, covariance, rank_tol) -> WhitenedNormal:
-    """Emission of full covariances: Cholesky whitening, or the retained-subspace Gaussian."""
+def full_factors(covariance, rank_tol) -> dict:
+    """The factorization of full covariances that scoring needs (computed once per fit).
+
+    Returns:
+        ``whitening`` W, ``log_normalizer`` and ``rank`` (see :class:`WhitenedNormal`), plus the
+        Cholesky factor as ``coloring`` when ``rank_tol`` is None (the retained-subspace
+        coloring ``Sigma W`` is left to :func:`full_gaussian`, which scoring does not need).
+    """
     num_features = covariance.shape[-1]
     identity = jnp.eye(num_features, dtype=covariance.dtype)
     if rank_tol is None:
@@ -220,7 +336,12 @@ def full_gaussian(means, covariance, rank_tol) -> WhitenedNormal:
         whitening = jnp.swapaxes(inverse_chol, -1, -2)
         log_normalizer = -jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
         rank = jnp.full(log_normalizer.shape, float(num_features), covariance.dtype)
-        return WhitenedNormal(means, whitening, chol, log_normalizer, rank)
+        return {
+            "whitening": whitening,
+            "coloring": chol,
+            "log_normalizer": log_normalizer,
+            "rank": rank,
+        }
     variances = jnp.diagonal(covariance, axis1=-2, axis2=-1)
     scale = jnp.where(variances > 0, jnp.sqrt(jnp.where(variances > 0, variances, 1.0)), 1.0)
     correlation = covariance / (scale[..., :, None] * scale[..., None, :])
@@ -245,4 +366,20 @@ def full_gaussian(means, covariance, rank_tol) -> WhitenedNormal:
         axis=-1,
     )
     rank = jnp.sum(keep, axis=-1).astype(covariance.dtype)
-    return WhitenedNormal(means, whitening, covariance @ whitening, log_normalizer, rank)
+    return {"whitening": whitening, "log_normalizer": log_normalizer, "rank": rank}
+
+
+def full_gaussian(means, covariance, rank_tol, factors=None) -> WhitenedNormal:
+    """Emission of full covariances: Cholesky whitening, or the retained-subspace Gaussian.
+
+    Args:
+        factors: :func:`full_factors` of ``covariance`` computed earlier (a fitted estimator
+            keeps them), or None to factorize here.
+    """
+    if factors is None:
+        factors = full_factors(covariance, rank_tol)
+    whitening = factors["whitening"]
+    coloring = factors.get("coloring")
+    if coloring is None:
+        coloring = covariance @ whitening
+    return WhitenedNormal(means, whitening, coloring, factors["log_normalizer"], factors["rank"])

@@ -34,7 +34,11 @@ from genprob.families.gaussian.structures import (
 )
 from genprob.story import Story
 
-__all__ = ["GaussianStory"]
+__all__ = ["GaussianStory", "FACTORS"]
+
+#: Optional entry of ``params``: the spread's factorization (:meth:`GaussianStory.factorize`),
+#: which a fitted estimator computes once and passes with its parameters.
+FACTORS = "factorization"
 
 
 class GaussianStory(Story):
@@ -223,20 +227,21 @@ class GaussianStory(Story):
         )
 
     def emission(self, params):
-        return self.structure.emission(params["means"], params[self.spread_name], self.rank_tol)
+        return self.structure.emission(
+            params["means"], params[self.spread_name], self.rank_tol, params.get(FACTORS)
+        )
+
+    def factorize(self, params) -> dict:
+        """The spread's factorization (Cholesky or retained-subspace whitening; empty for
+        diagonal spreads), jitted. Passed back as ``params[FACTORS]``, it spares every later
+        scoring call the O(D^3) work."""
+        return _jitted_factorize(self, params[self.spread_name])
 
     def discriminant(self, params, X):
-        """A shared spread leaves out ``-1/2 (x - c)^T P (x - c)``, the same for every class: the
-        rest is linear in ``x``, one (n, D) x (D, K) product. Per-class spreads: exact."""
-        if not self.shared:
-            return super().discriminant(params, X)
-        summary = self.emission_summary(params)
-        # about the mean of the class means, as the exact density is, to keep the digits
-        center = jnp.mean(params["means"], axis=0)
-        whitened = (params["means"] - center) @ summary["whitening"]  # (K, D)
-        coef = summary["whitening"] @ whitened.T  # (D, K): P (m_k - c)
-        bias = summary["normalizer"] - 0.5 * jnp.sum(whitened * whitened, axis=-1)
-        return (X - center) @ coef + bias
+        """``log p(x | k)`` less a term of the row, finite for any finite row: linear in ``x``
+        for a shared spread, the quadratic in a scaled domain less its row minimum otherwise
+        (derivation in docs/gaussian.md)."""
+        return self.structure.scores(self.emission(params), X)
 
     # -- closed form -----------------------------------------------------------------------------
     def sufficient_statistics(self, X, R):
@@ -486,6 +491,7 @@ class GaussianStory(Story):
         features than rows make the unregularized MLE degenerate; the message names the class and
         feature and the regularizer to raise (``var_smoothing``, ``reg_param`` or ``shrinkage``).
         """
+        self.check_overflow(params, feature_names)
         super().check_parameters(params, class_names, feature_names)
         num_features = np.shape(params["means"])[-1]
         _check_spread_scale(
@@ -528,6 +534,32 @@ class GaussianStory(Story):
                     f"degenerate. Set {knob} > 0 (e.g. 0.1) to regularize it."
                 ) from None
 
+    def check_overflow(self, params, feature_names=None) -> None:
+        """Means or variances that overflowed (features too large to square) are an error naming
+        the first such feature, instead of a failure further on (non-finite parameters,
+        eigenvalues that do not converge)."""
+        means = np.asarray(params["means"])
+        spread = np.asarray(params[self.spread_name])
+        variances = np.diagonal(spread, axis1=-2, axis2=-1) if self.structure.full else spread
+        variances = np.broadcast_to(variances, means.shape)
+        bad = np.flatnonzero(~np.all(np.isfinite(means) & np.isfinite(variances), axis=0))
+        if spread.dtype.kind != "f" or not bad.size:
+            return
+        # smoothing or shrinkage spreads one overflow to other features: name the largest
+        size = np.nan_to_num(np.max(np.abs(means[:, bad]), axis=0), nan=np.inf)
+        j = int(bad[np.argmax(size)])
+        name = (
+            f"feature '{list(feature_names)[j]}'" if feature_names is not None else f"feature {j}"
+        )
+        info = np.finfo(spread.dtype)
+        kind = "to square" if np.all(np.isfinite(means[:, j])) else "to hold"
+        raise ValueError(
+            f"{name} has values too large {kind} in {spread.dtype} (beyond about "
+            f"{np.sqrt(info.max) if kind == 'to square' else info.max:.2g}): its "
+            f"{'variance' if kind == 'to square' else 'mean'} overflows. Rescale the features "
+            f"(e.g. standardize them) before fitting."
+        )
+
     # -- decision boundaries ---------------------------------------------------------------------
     def emission_summary(self, params) -> dict:
         r"""Quadratic-form view of the emission, jitted (one compile per structure and shape).
@@ -546,7 +578,7 @@ class GaussianStory(Story):
     def _emission_summary_impl(self, params):
         means = params["means"]
         precision, normalizer, whitening = self.structure.summary(
-            means, params[self.spread_name], self.rank_tol
+            means, params[self.spread_name], self.rank_tol, params.get(FACTORS)
         )
         linear = jnp.einsum("kde,ke->kd", precision, means)
         intercept = -0.5 * jnp.sum(linear * means, axis=-1)
@@ -574,8 +606,15 @@ class GaussianStory(Story):
                 "per-class covariances give quadratic log-odds (QDA, Gaussian NB): there is no "
                 "linear boundary; use genprob.boundaries.quadratic_boundary."
             )
-        summary = self.emission_summary(params)
-        return summary["linear"], summary["intercept"]
+        return _jitted_linear_discriminants(self, params)
+
+    def _linear_discriminants_impl(self, params):
+        means = params["means"]
+        linear = self.structure.precision_times(self.emission(params), means)
+        intercept = -0.5 * jnp.sum(linear * means, axis=-1)
+        if "class_prior" in params:
+            intercept = intercept + jnp.log(params["class_prior"])
+        return linear, intercept
 
     def linear_boundary(self, params, k: int, l: int):  # noqa: E741
         r"""``(w, b)`` with ``w . x + b = log p(y=k | x) - log p(y=l | x)`` (shared covariance).
@@ -601,6 +640,8 @@ class GaussianStory(Story):
         """``W`` (D, D) with ``W^T Sigma W = I`` on the retained subspace (shared spread only)."""
         if not self.shared:
             raise ValueError("a whitening common to all classes needs a shared covariance.")
+        if self.structure.full:
+            return _jitted_whitening(self, params)
         return self.emission_summary(params)["whitening"]
 
 
@@ -619,13 +660,19 @@ def _jitted_emission_summary(story, params):
     return story._emission_summary_impl(params)
 
 
-def _known_zero(value) -> bool:
-    """True when ``value`` is concretely 0 (a traced hyperparameter is not known to be)."""
-    return not isinstance(value, jax.core.Tracer) and float(value) == 0.0
+@jax.jit
+def _jitted_factorize(story, spread):
+    return story.structure.factorize(spread, story.rank_tol)
 
 
-def _known_one(value) -> bool:
-    return not isinstance(value, jax.core.Tracer) and float(value) == 1.0
+@jax.jit
+def _jitted_linear_discriminants(story, params):
+    return story._linear_discriminants_impl(params)
+
+
+@jax.jit
+def _jitted_whitening(story, params):
+    return story.emission(params).whitening
 
 
 def _known_zero(value) -> bool:

@@ -16,7 +16,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from genprob.families.gaussian.distributions import DiagonalNormal, full_gaussian
+from genprob.families.gaussian.distributions import DiagonalNormal, full_factors, full_gaussian
 from genprob.families.gaussian.moments import chunked_sum, per_group, snap_constant_features
 
 __all__ = [
@@ -55,11 +55,24 @@ class CovarianceStructure:
         """Where a degenerate spread sits, for error messages."""
         raise NotImplementedError
 
+    def scores(self, emission, X):
+        """The emission's log density of rows ``X`` (n, D) less a term of the row, (n, K)."""
+        raise NotImplementedError
+
     # -- full or diagonal ----------------------------------------------------------------------
     def prior(self, num_classes, num_features, scale):
         raise NotImplementedError
 
-    def emission(self, means, spread, rank_tol):
+    def emission(self, means, spread, rank_tol, factors=None):
+        """The emission; ``factors`` from :meth:`factorize` skip the factorization."""
+        raise NotImplementedError
+
+    def factorize(self, spread, rank_tol) -> dict:
+        """What scoring needs of the spread beyond the parameters, computed once per fit."""
+        raise NotImplementedError
+
+    def precision_times(self, emission, vectors):
+        """``P v`` for vectors (K, D) of a shared spread (the precision is never formed)."""
         raise NotImplementedError
 
     def moments(self, X, R, shift, class_scatter: bool) -> dict:
@@ -80,7 +93,7 @@ class CovarianceStructure:
     def per_covariance(self, num_features: int) -> int:
         raise NotImplementedError
 
-    def summary(self, means, spread, rank_tol):
+    def summary(self, means, spread, rank_tol, factors=None):
         """``(precision (K, D, D), normalizer (K,), whitening or None)`` of the emission."""
         raise NotImplementedError
 
@@ -103,6 +116,10 @@ class Shared:
     def scope(self, k, where):
         return "(shared by all classes)" if not self.full else "shared covariance"
 
+    def scores(self, emission, X):
+        """Class-dependent part of the log density: linear in ``x`` (the quadratic is shared)."""
+        return emission.linear_scores(X)
+
 
 class PerClass:
     """One spread per class."""
@@ -121,6 +138,10 @@ class PerClass:
     def scope(self, k, where):
         return where(k=k) if not self.full else f"covariance {where(k=k)}"
 
+    def scores(self, emission, X):
+        """Log density less the smallest scaled quadratic of the row (finite for finite ``x``)."""
+        return emission.quadratic_scores(X)
+
 
 class FullCovariance(CovarianceStructure):
     """Full covariance matrices, scored by whitening (the retained subspace with ``rank_tol``)."""
@@ -136,8 +157,15 @@ class FullCovariance(CovarianceStructure):
             dist.InverseWishart(num_features + 2.0, identity).expand(copies).to_event(len(copies)),
         )
 
-    def emission(self, means, spread, rank_tol):
-        return full_gaussian(means, spread, rank_tol)
+    def emission(self, means, spread, rank_tol, factors=None):
+        return full_gaussian(means, spread, rank_tol, factors)
+
+    def factorize(self, spread, rank_tol):
+        return full_factors(spread, rank_tol)
+
+    def precision_times(self, emission, vectors):
+        whitening = emission.whitening
+        return (vectors @ whitening) @ whitening.T
 
     def moments(self, X, R, shift, class_scatter):
         num_features = X.shape[1]
@@ -195,8 +223,8 @@ class FullCovariance(CovarianceStructure):
     def per_covariance(self, num_features):
         return num_features * (num_features + 1) // 2
 
-    def summary(self, means, spread, rank_tol):
-        emission = full_gaussian(means, spread, rank_tol)
+    def summary(self, means, spread, rank_tol, factors=None):
+        emission = full_gaussian(means, spread, rank_tol, factors)
         precision = jnp.broadcast_to(
             emission.precision_matrix, means.shape[:1] + 2 * means.shape[1:]
         )
@@ -221,8 +249,14 @@ class DiagonalCovariance(CovarianceStructure):
             .to_event(len(copies) + 1),
         )
 
-    def emission(self, means, spread, rank_tol):
+    def emission(self, means, spread, rank_tol, factors=None):
         return DiagonalNormal(means, jnp.broadcast_to(spread, means.shape))
+
+    def factorize(self, spread, rank_tol):
+        return {}
+
+    def precision_times(self, emission, vectors):
+        return vectors / emission.variance
 
     def moments(self, X, R, shift, class_scatter):
         def first_and_second(x, r):
@@ -244,7 +278,7 @@ class DiagonalCovariance(CovarianceStructure):
     def per_covariance(self, num_features):
         return num_features
 
-    def summary(self, means, spread, rank_tol):
+    def summary(self, means, spread, rank_tol, factors=None):
         variances = jnp.broadcast_to(spread, means.shape)
         precision = jax.vmap(jnp.diag)(1.0 / variances)
         normalizer = -0.5 * jnp.sum(jnp.log(2.0 * jnp.pi * variances), axis=-1)
