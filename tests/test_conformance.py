@@ -141,7 +141,7 @@ def test_classes_of_any_label_type(estimator):
                 X_, labels, type(estimator).__name__, estimator
             )
     # a -1 next to a single other label is refused with an explanation, not fitted as 1 class
-    with pytest.raises(ValueError, match="if -1 is a real class, recode"):
+    with pytest.raises(ValueError, match="if -1 is a real class, pass unlabeled_label=None"):
         clone(estimator).fit(X[binary], np.where(y[binary] == 0, -1, 1))
 
 

@@ -120,7 +120,7 @@ def test_leaves_and_structure():
     story = GaussianStory(covariance="full", shared=False, reg_param=0.25, shrinkage="auto")
     leaves, treedef = jax.tree_util.tree_flatten(story)
     # numbers are leaves; strings, booleans and None are structure
-    assert leaves == [0.25, 0.0, 10.0, 1.0]
+    assert leaves == [0.25, 0.0, 10.0, 1.0, 0.0]  # ..., mean_prior_loc
     assert jax.tree_util.tree_unflatten(treedef, leaves) == story
     other = GaussianStory(covariance="full", shared=False, reg_param=0.5, shrinkage="auto")
     assert jax.tree_util.tree_structure(other) == treedef

@@ -815,7 +815,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         """Most probable class of each row (Bayes' rule); lazy on a Dask collection."""
         if _is_dask(X):
             return _dask_predict(self, "predict", X)
-        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
+        log_proba = self.predict_log_proba(X)  # first: unfitted is a NotFittedError
+        return self.classes_[np.argmax(log_proba, axis=1)]
 
     # -- the generative direction ----------------------------------------------------------------
     def sample(self, n_samples: int = 1, random_state=None):

@@ -26,6 +26,7 @@ scikit-learn, all deliberate:
 from __future__ import annotations
 
 import math
+import weakref
 from numbers import Integral, Real
 
 import jax
@@ -42,6 +43,9 @@ from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.gaussian import FACTORS, GaussianStory
 from genprob.masking import has_missing
 from genprob.streaming import is_out_of_core
+
+#: Fitted estimator -> (dtype, parameters it was made from, device parameters with factors).
+_SCORING_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 __all__ = [
     "GaussianNB",
@@ -100,7 +104,8 @@ class _GaussianBase(GenerativeClassifierBase):
         """Device parameters plus the story's factorization, computed once per fitted
         parameters and reused by every prediction (not saved: recomputed after load)."""
         key = (self.params_, self.story_, *self.params_.values())
-        cached = self.__dict__.get("_scoring_cache")
+        # kept beside the estimator, not in it: predict must not change the estimator's state
+        cached = _SCORING_CACHE.get(self)
         if cached is not None and cached[0] == self._dtype and len(cached[1]) == len(key):
             if all(a is b for a, b in zip(cached[1], key, strict=True)):
                 return cached[2]
@@ -109,7 +114,7 @@ class _GaussianBase(GenerativeClassifierBase):
             factors = self.story_.factorize(params)
         if factors:
             params = {**params, FACTORS: factors}
-        self._scoring_cache = (self._dtype, key, params)
+        _SCORING_CACHE[self] = (self._dtype, key, params)
         return params
 
     def _check_overflow(self):

@@ -542,7 +542,10 @@ class GaussianStory(Story):
         spread = np.asarray(params[self.spread_name])
         variances = np.diagonal(spread, axis1=-2, axis2=-1) if self.structure.full else spread
         variances = np.broadcast_to(variances, means.shape)
-        bad = np.flatnonzero(~np.all(np.isfinite(means) & np.isfinite(variances), axis=0))
+        # a class without (weighted) rows has undefined moments: its own check names it
+        present = np.asarray(params.get("class_prior", np.ones(len(means)))) > 0
+        finite = np.isfinite(means) & np.isfinite(variances)
+        bad = np.flatnonzero(~np.all(finite[present], axis=0))
         if spread.dtype.kind != "f" or not bad.size:
             return
         # smoothing or shrinkage spreads one overflow to other features: name the largest
