@@ -543,7 +543,10 @@ class GaussianStory(Story):
         variances = np.diagonal(spread, axis1=-2, axis2=-1) if self.structure.full else spread
         variances = np.broadcast_to(variances, means.shape)
         # a class without (weighted) rows has undefined moments: its own check names it
-        present = np.asarray(params.get("class_prior", np.ones(len(means)))) > 0
+        if "class_prior" in params:
+            present = np.asarray(params["class_prior"]) > 0
+        else:  # a block of a mixed story: a class without rows has 0/0 = NaN means throughout
+            present = ~np.all(np.isnan(means), axis=-1)
         finite = np.isfinite(means) & np.isfinite(variances)
         bad = np.flatnonzero(~np.all(finite[present], axis=0))
         if spread.dtype.kind != "f" or not bad.size:
