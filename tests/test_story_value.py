@@ -129,7 +129,7 @@ def test_leaves_and_structure():
     # nested stories of a mixed story are traced too; their columns are structure
     mixed = MixedStory([("a", BernoulliStory(alpha=0.5), (0,)), ("b", diag, (1, 2))])
     leaves, treedef = jax.tree_util.tree_flatten(mixed)
-    assert leaves == [0.5, 0.0, 0.0, 0.0, 10.0, 1.0, 0.0]  # the Gaussian block ends with mean_prior_loc
+    assert leaves == [0.5, 0.0, 0.0, 0.0, 10.0, 1.0, 0.0]  # last: mean_prior_loc
     doubled = jax.tree_util.tree_unflatten(treedef, [2 * v for v in leaves])
     assert doubled.blocks[0][1].alpha == 1.0 and doubled.blocks[1][2] == (1, 2)
     # per-feature smoothing is a tuple: structure
