@@ -227,6 +227,28 @@ def maximize(story: Story, stats: dict, class_prior=None, fit_prior: bool = True
     return params
 
 
+@jax.jit
+def _emission_maximize(story: Story, emission_stats):
+    return story.maximize(emission_stats)
+
+
+def compiled_emission_maximize(story: Story, emission_stats) -> dict:
+    """The story's M-step as one compiled program, the same one wherever parameters are derived
+    from statistics (fit, partial_fit, a model file's derived parameters), so they agree bit for
+    bit; a story whose M-step needs concrete values runs it eagerly."""
+    try:
+        return dict(_emission_maximize(story, emission_stats))
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return dict(story.maximize(emission_stats))
+
+
+def compiled_maximize(story: Story, stats: dict, class_prior=None, fit_prior: bool = True) -> dict:
+    """:func:`maximize` with the M-step of :func:`compiled_emission_maximize`."""
+    params = compiled_emission_maximize(story, stats["emission"])
+    params[CLASS_PRIOR] = class_prior_from_counts(stats["class_counts"], class_prior, fit_prior)
+    return params
+
+
 def fit_closed_form(story: Story, X, R, class_prior=None, fit_prior: bool = True) -> dict:
     """Fit a closed-form story to data ``X`` with responsibilities ``R`` (n, K).
 

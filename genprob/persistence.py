@@ -260,9 +260,12 @@ def _recomputed_params(estimator, stats) -> dict:
     story = estimator.story_
     if not story.has_closed_form or not isinstance(stats, dict) or "emission" not in stats:
         return {}
+    from genprob import core
+
     with precision(estimator._dtype):
         emission = jax.tree_util.tree_map(estimator._as_array, stats["emission"])
-        return {k: np.asarray(v) for k, v in story.maximize(emission).items()}
+        params = core.compiled_emission_maximize(story, emission)
+        return {k: np.asarray(v) for k, v in params.items()}
 
 
 def _derivable_params(estimator) -> set:

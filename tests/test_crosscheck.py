@@ -158,7 +158,8 @@ def test_estimator_crosscheck_fits_a_clone_when_unfitted():
     fitted = genprob.GaussianNB().fit(X, y)
     again = fitted.crosscheck(X, y)
     for name, value in fitted.params_.items():
-        np.testing.assert_array_equal(again.closed_form[name], value)
+        # the fit sums padded rows (zero weight) in another order: equal to rounding
+        np.testing.assert_allclose(again.closed_form[name], value, rtol=1e-12, atol=0)
     _assert_passes(again)
 
 

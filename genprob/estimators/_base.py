@@ -10,7 +10,6 @@ term of each row (``genprob.core.class_scores``).
 from __future__ import annotations
 
 import warnings
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -113,20 +112,11 @@ def _pad_host(X, extra: int):
     return np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))]) if extra else X
 
 
-@partial(jax.jit, static_argnames="fit_prior")
-def _closed_form_program(story, X, R, class_prior, fit_prior):
-    stats = core.sufficient_statistics(story, X, R)
-    return stats, core.maximize(story, stats, class_prior, fit_prior)
-
-
 def _closed_form(story, X, R, class_prior, fit_prior):
-    """Statistics and closed-form parameters, compiled as one program (one compilation, one
-    cache entry); a story whose M-step needs concrete values runs it step by step instead."""
-    try:
-        return _closed_form_program(story, X, R, class_prior, bool(fit_prior))
-    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
-        stats = core.sufficient_statistics(story, X, R)
-        return stats, core.maximize(story, stats, class_prior, fit_prior)
+    """Statistics, then closed-form parameters by :func:`core.compiled_maximize`: the M-step is
+    its own program so a model file can recompute the parameters bit for bit from ``stats_``."""
+    stats = core.sufficient_statistics(story, X, R)
+    return stats, core.compiled_maximize(story, stats, class_prior, fit_prior)
 
 
 class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
@@ -550,7 +540,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         self.__dict__.pop("_pending_reason", None)
         with precision(self._dtype):
             stats_j = jax.tree_util.tree_map(self._as_array, stats)
-            params = core.maximize(story, stats_j, class_prior, fit_prior)
+            params = core.compiled_maximize(story, stats_j, class_prior, fit_prior)
             self.params_ = {k: np.asarray(v) for k, v in params.items()}
         try:
             self._set_fitted_attributes(stats)
