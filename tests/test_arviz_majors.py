@@ -65,7 +65,9 @@ def test_same_groups_dims_coords_attrs_and_bitwise_values(both, key):
     assert meta_here[key]["groups"] == meta_there[key]["groups"]
     groups = meta_here[key]["groups"]
     stats = ["sample_stats"] if key == "nuts" else []
-    assert list(groups) == ["posterior", "log_likelihood", *stats, "observed_data", "mle"]
+    # ArviZ's canonical group order, then genprob's maximum-likelihood group
+    expected = ["posterior", "posterior_predictive", "log_likelihood", *stats, "prior"]
+    assert list(groups) == [*expected, "observed_data", "mle"]
     if key == "nuts":
         assert groups["posterior"]["coords"]["class"] == ["ham", "spam"]
         assert groups["posterior"]["coords"]["feature"] == ["width", "height"]
