@@ -1,16 +1,19 @@
-"""JAX's persistent compilation cache, switched on only while genprob computes.
+"""JAX's persistent compilation cache, opt-in, switched on only while genprob computes.
 
 A fresh Python process compiles every jitted program (and every eager operation) again: on iris,
 a first ``fit`` + ``predict_proba`` spends almost all of its time compiling. JAX can keep
-compiled programs on disk, but its switch (``jax_compilation_cache_dir``) is global. genprob sets
-it only inside its own calls, as thread-local overrides of JAX's settings, and afterwards returns
-JAX's cache to its untouched state, so the user's own JAX code never reads or writes genprob's
-cache and the user's global JAX configuration is never changed.
+compiled programs on disk, but its switch (``jax_compilation_cache_dir``) is global. When asked,
+genprob sets it only inside its own calls, as thread-local overrides of JAX's settings, and
+afterwards returns JAX's cache to its untouched state, so the user's own JAX code never reads or
+writes genprob's cache and the user's global JAX configuration is never changed.
 
-Where: ``$GENPROB_COMPILATION_CACHE`` if set to a directory, else ``genprob/jax`` under the user's
-cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``). Off: ``GENPROB_COMPILATION_CACHE=0`` (or
-``off``, ``false``, ``no``) or :func:`set_compilation_cache(False) <set_compilation_cache>`. When
-the user has configured a JAX cache of their own, genprob leaves it alone and adds none.
+Off by default: with jaxlib 0.10.2 on Linux, loading cached CPU executables killed a test process
+three times in two runs of the suite (SIGSEGV/SIGABRT inside ``deserialize_executable``; every
+entry loads fine alone, so it depends on the process's state), and a native crash is not a risk
+genprob takes for the user. On: ``GENPROB_COMPILATION_CACHE=1`` (the default directory,
+``genprob/jax`` under ``$XDG_CACHE_HOME`` or ``~/.cache``), ``GENPROB_COMPILATION_CACHE=/a/dir``,
+or :func:`set_compilation_cache`. When the user has configured a JAX cache of their own, genprob
+leaves it alone and adds none.
 
 A cached program is the program JAX would compile (the key covers the program, the compile
 options, the JAX/XLA versions and the device), so results never depend on the cache. Like any JAX
@@ -27,8 +30,10 @@ from pathlib import Path
 __all__ = ["set_compilation_cache", "compilation_cache_dir", "compilation_cache"]
 
 _ENV = "GENPROB_COMPILATION_CACHE"
-_OFF = {"0", "off", "false", "no", "none"}
-#: ``None``: follow the environment variable; ``False``: off; a path: that directory.
+_OFF = {"0", "off", "false", "no", "none", ""}
+_ON = {"1", "on", "true", "yes"}
+#: ``None``: follow the environment variable; ``False``: off; ``True``: the default directory;
+#: a string: that directory.
 _setting: object = None
 _active = threading.local()
 #: Size bound of the cache directory (least recently used entries go first), used when the
@@ -39,15 +44,17 @@ _MAX_BYTES = 1 << 30
 def set_compilation_cache(enabled_or_path=True) -> None:
     """Switch genprob's persistent compilation cache on, off, or to another directory.
 
+    The cache is off unless switched on here or by ``GENPROB_COMPILATION_CACHE`` (see
+    :mod:`genprob._compile_cache` for why).
+
     Args:
-        enabled_or_path: ``True`` (the default directory, or ``$GENPROB_COMPILATION_CACHE``),
-            ``False`` (no persistent cache: every new process compiles again), or a directory.
+        enabled_or_path: ``True`` (on, in the default directory), ``False`` (off: every new
+            process compiles again), a directory (on, there), or ``None`` (follow
+            ``$GENPROB_COMPILATION_CACHE`` again).
     """
     global _setting
-    if enabled_or_path is True:
-        _setting = None
-    elif enabled_or_path is False or enabled_or_path is None:
-        _setting = False
+    if enabled_or_path is None or isinstance(enabled_or_path, bool):
+        _setting = enabled_or_path
     else:
         _setting = os.fspath(enabled_or_path)
 
@@ -56,11 +63,14 @@ def compilation_cache_dir() -> str | None:
     """The directory genprob's compiled programs are kept in, or None when the cache is off."""
     if _setting is False:
         return None
-    if _setting is not None:
+    if isinstance(_setting, str):
         return _setting
-    value = os.environ.get(_ENV)
-    if value is not None:
-        return None if value.strip().lower() in _OFF or not value.strip() else value
+    if _setting is None:
+        value = os.environ.get(_ENV, "").strip()
+        if value.lower() in _OFF:
+            return None
+        if value.lower() not in _ON:
+            return value
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
     return os.path.join(base, "genprob", "jax")
 

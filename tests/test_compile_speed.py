@@ -180,9 +180,11 @@ def test_persistent_cache_on_and_off_give_identical_results(tmp_path):
         assert off[name] == cold[name] == warm[name]  # bitwise
 
 
-def test_default_cache_directory_is_under_the_user_cache_home(tmp_path):
-    _run(None, tmp_path)
-    assert len(_entries(tmp_path / "genprob" / "jax")) >= 5
+def test_cache_is_off_by_default_and_on_under_the_user_cache_home(tmp_path):
+    _run(None, tmp_path / "unset")
+    assert _entries(tmp_path / "unset") == []  # opt-in: nothing written without the switch
+    _run("1", tmp_path / "on")
+    assert len(_entries(tmp_path / "on" / "genprob" / "jax")) >= 5
 
 
 def test_switch_in_process(monkeypatch, tmp_path):
@@ -198,12 +200,20 @@ def test_switch_in_process(monkeypatch, tmp_path):
         X, y = _counts(num_rows=83, num_features=13, seed=5)  # a new shape: it compiles
         genprob.BernoulliNB(alpha=0.7).fit(X, y).predict_proba(X)
         assert _entries(tmp_path / "mine")
-    finally:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home"))
         genprob.set_compilation_cache(True)
+        assert _compile_cache.compilation_cache_dir() == str(tmp_path / "home/genprob/jax")
+    finally:
+        genprob.set_compilation_cache(None)
     assert _compile_cache.compilation_cache_dir() == str(tmp_path / "env")
     for off in ("0", "off", "False", ""):
         monkeypatch.setenv("GENPROB_COMPILATION_CACHE", off)
         assert _compile_cache.compilation_cache_dir() is None
+    monkeypatch.delenv("GENPROB_COMPILATION_CACHE")
+    assert _compile_cache.compilation_cache_dir() is None
+    for on in ("1", "on", "True"):
+        monkeypatch.setenv("GENPROB_COMPILATION_CACHE", on)
+        assert _compile_cache.compilation_cache_dir() == str(tmp_path / "home/genprob/jax")
 
 
 def test_a_cache_the_user_configured_wins(tmp_path):
