@@ -17,6 +17,14 @@ import numpyro.distributions as dist
 from genprob.story import Story
 
 
+def _loc_scale_prior(num_classes, num_features):
+    """Wide priors over per-class, per-feature locations and scales."""
+    shape = [num_classes, num_features]
+    loc = numpyro.sample("loc", dist.Normal(0.0, 10.0).expand(shape).to_event(2))
+    scale = numpyro.sample("scale", dist.HalfNormal(10.0).expand(shape).to_event(2))
+    return {"loc": loc, "scale": scale}
+
+
 class LaplaceNoClosedForm(Story):
     """Naive Laplace class-conditionals fitted by the optimizer (no closed form)."""
 
@@ -27,10 +35,7 @@ class LaplaceNoClosedForm(Story):
         return False  # |x - loc| has a kink at every data point
 
     def prior(self, num_classes, num_features):
-        shape = [num_classes, num_features]
-        loc = numpyro.sample("loc", dist.Normal(0.0, 10.0).expand(shape).to_event(2))
-        scale = numpyro.sample("scale", dist.HalfNormal(10.0).expand(shape).to_event(2))
-        return {"loc": loc, "scale": scale}
+        return _loc_scale_prior(num_classes, num_features)
 
     def emission(self, params):
         return dist.Laplace(params["loc"], params["scale"]).to_event(1)
@@ -99,10 +104,7 @@ class GaussianNoClosedForm(Story):
     name = "gaussian_no_closed_form"
 
     def prior(self, num_classes, num_features):
-        shape = [num_classes, num_features]
-        loc = numpyro.sample("loc", dist.Normal(0.0, 10.0).expand(shape).to_event(2))
-        scale = numpyro.sample("scale", dist.HalfNormal(10.0).expand(shape).to_event(2))
-        return {"loc": loc, "scale": scale}
+        return _loc_scale_prior(num_classes, num_features)
 
     def emission(self, params):
         return dist.Normal(params["loc"], params["scale"]).to_event(1)

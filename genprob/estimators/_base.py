@@ -268,7 +268,6 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         X = self._checked_features(X, fitting=True)
         story = self._make_story(np.where(np.isnan(X), 0, X))
         marginalized(story)  # refuses stories that cannot leave entries out, saying why
-        class_prior, fit_prior = self._class_prior_argument()
         options = self._em_options()
         with precision(self._dtype):
             Xj = self._as_array(X)
@@ -277,10 +276,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 story,
                 Xj,
                 codes,
-                num_classes=len(self.classes_),
-                class_prior=class_prior,
-                fit_prior=fit_prior,
-                sample_weight=sample_weight,
+                **self._em_data_arguments(sample_weight),
                 unlabeled_weight=float(options["unlabeled_weight"]),
                 max_iter=options["max_iter"],
                 tol=options["tol"],
@@ -573,6 +569,16 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             "seed": int(check_random_state(getattr(self, "random_state", None)).randint(2**31 - 1)),
         }
 
+    def _em_data_arguments(self, sample_weight) -> dict:
+        """Classes, class prior and row weights of an EM fit (``classes_`` set)."""
+        class_prior, fit_prior = self._class_prior_argument()
+        return {
+            "num_classes": len(self.classes_),
+            "class_prior": class_prior,
+            "fit_prior": fit_prior,
+            "sample_weight": sample_weight,
+        }
+
     def _label_codes(self, y, unlabeled=None):
         """Codes 0..K-1 of labels in ``classes_`` and -1 on unlabeled rows; unknown labels raise."""
         return encode_partial_labels(
@@ -612,20 +618,12 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         codes = self._label_codes(y, unlabeled)
         X = self._validate_X(X, fitting=True)
         story = self._make_story(X)
-        class_prior, fit_prior = self._class_prior_argument()
         options = self._em_options()
         with precision(self._dtype):
             Xj = self._as_array(X)
             story.validate(Xj)
             result = _em.fit_em(
-                story,
-                Xj,
-                codes,
-                num_classes=len(self.classes_),
-                class_prior=class_prior,
-                fit_prior=fit_prior,
-                sample_weight=sample_weight,
-                **options,
+                story, Xj, codes, **self._em_data_arguments(sample_weight), **options
             )
             weights = _em._row_weights(
                 jnp.asarray(codes),
