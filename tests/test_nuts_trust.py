@@ -200,6 +200,11 @@ def _counts(rng, n):
     return rng.poisson(2.0, (n, 4)).astype(float)
 
 
+def _mixed(rng, n):
+    """Two Gaussian columns and one categorical column of three values."""
+    return np.column_stack([rng.normal(size=(n, 2)), rng.integers(0, 3, n)]).astype(float)
+
+
 BUILT_IN = {
     "GaussianNB": (genprob.GaussianNB, lambda rng, n: rng.normal(size=(n, 3)), "nuts"),
     "LDA": (genprob.LinearDiscriminantAnalysis, lambda rng, n: rng.normal(size=(n, 2)), "nuts"),
@@ -209,6 +214,11 @@ BUILT_IN = {
         genprob.CategoricalNB,
         lambda rng, n: rng.integers(0, 3, (n, 3)).astype(float),
         "exact",
+    ),
+    "MixedNB": (
+        lambda: genprob.MixedNB(families={0: "gaussian", 1: "gaussian", 2: "categorical"}),
+        _mixed,
+        "nuts",
     ),
     "MultinomialNB": (genprob.MultinomialNB, _counts, "exact"),
     "PoissonNB": (genprob.PoissonNB, _counts, "nuts"),
