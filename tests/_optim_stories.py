@@ -84,8 +84,12 @@ class ClassMixtureStory(Story):
         return {"weights": weights, "loc": loc, "scale": scale}
 
     def emission(self, params):
-        components = dist.Normal(params["loc"], params["scale"]).to_event(1)
-        return dist.MixtureSameFamily(dist.Categorical(params["weights"]), components)
+        # MixtureGeneral: NumPyro 0.21 (the floor) refuses vector components in MixtureSameFamily
+        components = [
+            dist.Normal(params["loc"][:, j], params["scale"][:, j]).to_event(1)
+            for j in range(self.num_components)
+        ]
+        return dist.MixtureGeneral(dist.Categorical(params["weights"]), components)
 
 
 class LaplaceMeanInstead(LaplaceStory):
