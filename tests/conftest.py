@@ -20,3 +20,30 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.path.name == "02_mle_vs_posterior.ipynb":
             item.add_marker(pytest.mark.arviz)
+
+
+#: Memory mappings a test process may hold before its compiled programs are dropped. Every XLA
+#: CPU executable keeps ~15-30 mappings while cached; a worker that compiles thousands of programs
+#: reaches Linux's vm.max_map_count (65,530) and then dies inside XLA (SIGSEGV/SIGABRT).
+_MAX_MAPPINGS = 20_000
+
+
+def _mappings() -> int:
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:  # not Linux: no such limit to watch
+        return 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _bounded_compiled_programs():
+    """After a test module, drop cached programs if the process holds many mappings."""
+    yield
+    if _mappings() > _MAX_MAPPINGS:
+        import gc
+
+        import jax
+
+        jax.clear_caches()
+        gc.collect()
