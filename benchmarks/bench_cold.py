@@ -2,8 +2,9 @@
 
 Every cold measurement is a fresh Python process timed from outside (interpreter start to exit),
 genprob and scikit-learn run in turn (A B A B ...). genprob runs twice per measurement: with its
-persistent compilation cache off (the default, ``GENPROB_COMPILATION_CACHE=0``: every process
-compiles) and with the opt-in cache warm (a private directory filled by one earlier process).
+persistent compilation cache off (``GENPROB_COMPILATION_CACHE=0``: every process compiles, as
+the first run on a new machine does) and with the cache warm (a private directory filled by one
+earlier process: the default from the second run on).
 
 * ``cold iris``: ``import`` + ``fit`` + ``predict_proba`` on iris, per estimator;
 * ``refit``: in one process after a first fit, a fit on another row count and a fit with another

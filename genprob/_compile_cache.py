@@ -1,23 +1,21 @@
-"""JAX's persistent compilation cache, opt-in, switched on only while genprob computes.
+"""JAX's persistent compilation cache, on by default, switched on only while genprob computes.
 
 A fresh Python process compiles every jitted program (and every eager operation) again: on iris,
 a first ``fit`` + ``predict_proba`` spends almost all of its time compiling. JAX can keep
-compiled programs on disk, but its switch (``jax_compilation_cache_dir``) is global. When asked,
-genprob sets it only inside its own calls, as thread-local overrides of JAX's settings, and
-afterwards returns JAX's cache to its untouched state, so the user's own JAX code never reads or
-writes genprob's cache and the user's global JAX configuration is never changed.
+compiled programs on disk, but its switch (``jax_compilation_cache_dir``) is global. genprob sets
+it only inside its own calls, as thread-local overrides of JAX's settings, and afterwards returns
+JAX's cache to its untouched state, so the user's own JAX code never reads or writes genprob's
+cache and the user's global JAX configuration is never changed.
 
-Off by default: with jaxlib 0.10.2 on Linux, loading cached CPU executables killed a test process
-three times in two runs of the suite (SIGSEGV/SIGABRT inside ``deserialize_executable``; every
-entry loads fine alone, so it depends on the process's state), and a native crash is not a risk
-genprob takes for the user. On: ``GENPROB_COMPILATION_CACHE=1`` (the default directory,
-``genprob/jax`` under ``$XDG_CACHE_HOME`` or ``~/.cache``), ``GENPROB_COMPILATION_CACHE=/a/dir``,
-or :func:`set_compilation_cache`. When the user has configured a JAX cache of their own, genprob
-leaves it alone and adds none.
+The directory is ``genprob/jax`` under ``$XDG_CACHE_HOME`` or ``~/.cache``. Elsewhere:
+``GENPROB_COMPILATION_CACHE=/a/dir``; off: ``GENPROB_COMPILATION_CACHE=0`` or
+:func:`set_compilation_cache` with ``False``. When the user has configured a JAX cache of their
+own, genprob leaves it alone and adds none.
 
 A cached program is the program JAX would compile (the key covers the program, the compile
 options, the JAX/XLA versions and the device), so results never depend on the cache. Like any JAX
-cache it is trusted code: keep it in a directory only you can write to.
+cache it is trusted code: keep it in a directory only you can write to. A loaded program holds
+as many memory mappings as a compiled one; :mod:`genprob._mappings` bounds them either way.
 """
 
 from __future__ import annotations
@@ -36,16 +34,16 @@ _ON = {"1", "on", "true", "yes"}
 #: a string: that directory.
 _setting: object = None
 _active = threading.local()
-#: Size bound of the cache directory (least recently used entries go first), used when the
-#: ``filelock`` package is present (JAX needs it to evict); genprob's entries are ~10 kB each.
+#: Size bound of the cache directory (least recently used entries go first; JAX needs the
+#: ``filelock`` package for it); genprob's entries are ~10 kB each.
 _MAX_BYTES = 1 << 30
 
 
 def set_compilation_cache(enabled_or_path=True) -> None:
     """Switch genprob's persistent compilation cache on, off, or to another directory.
 
-    The cache is off unless switched on here or by ``GENPROB_COMPILATION_CACHE`` (see
-    :mod:`genprob._compile_cache` for why).
+    Without a call here, ``$GENPROB_COMPILATION_CACHE`` decides (``0``/``off``: off, ``1``/``on``
+    or unset: the default directory, anything else: that directory).
 
     Args:
         enabled_or_path: ``True`` (on, in the default directory), ``False`` (off: every new
@@ -65,8 +63,8 @@ def compilation_cache_dir() -> str | None:
         return None
     if isinstance(_setting, str):
         return _setting
-    if _setting is None:
-        value = os.environ.get(_ENV, "").strip()
+    if _setting is None and _ENV in os.environ:
+        value = os.environ[_ENV].strip()
         if value.lower() in _OFF:
             return None
         if value.lower() not in _ON:
@@ -94,6 +92,11 @@ def compilation_cache():
         _active.depth = 0
 
 
+def outermost() -> bool:
+    """True inside the outermost :func:`compilation_cache` block of this thread."""
+    return getattr(_active, "depth", 0) == 1
+
+
 def _scope():
     path = compilation_cache_dir()
     if path is None:
@@ -111,6 +114,8 @@ def _scope():
         or getattr(jax_cache, "_cache", None) is not None
     ):
         return contextlib.nullcontext()
+    if not _has_filelock():  # a dependency; without it JAX could neither lock nor evict
+        return contextlib.nullcontext()
     return _cache_scope(jax_config, jax_cache, path)
 
 
@@ -127,8 +132,9 @@ def _cache_scope(jax_config, jax_cache, path):
         stack.enter_context(jax_config.compilation_cache_dir(path))
         # genprob's programs compile in well under JAX's 1 s threshold; keep them all
         stack.enter_context(jax_config.persistent_cache_min_compile_time_secs(0.0))
-        if _has_filelock():  # JAX then locks reads and writes shared by parallel processes
-            stack.enter_context(jax_config.compilation_cache_max_size(_MAX_BYTES))
+        # a bounded size makes JAX lock every read and write: without the lock one process can
+        # read an entry another is still writing
+        stack.enter_context(jax_config.compilation_cache_max_size(_MAX_BYTES))
         jax_cache.reset_cache()  # a process that compiled before sees the directory now
     except Exception:  # noqa: BLE001 - internals changed: compile as usual, uncached
         stack.close()

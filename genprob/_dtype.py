@@ -40,7 +40,8 @@ def precision(dtype=None):
     """Context manager enabling 64-bit JAX inside the block when ``dtype`` is float64.
 
     It also keeps compiled programs in genprob's persistent compilation cache while the block
-    runs (:mod:`genprob._compile_cache`), since every JAX entry point goes through here.
+    runs (:mod:`genprob._compile_cache`) and keeps the process below its limit on memory
+    mappings (:mod:`genprob._mappings`), since every JAX entry point goes through here.
     """
     name = resolve_dtype(dtype)
     if name == "float64":
@@ -52,10 +53,14 @@ def precision(dtype=None):
 
 @contextlib.contextmanager
 def _with_compilation_cache(context):
-    from genprob._compile_cache import compilation_cache
+    from genprob import _mappings
+    from genprob._compile_cache import compilation_cache, outermost
 
     with compilation_cache(), context:
+        top = outermost()
         yield
+    if top:  # counted once per user-facing call, not per nested entry point
+        _mappings.after_call()
 
 
 def numpy_dtype(dtype=None):

@@ -181,11 +181,13 @@ def test_persistent_cache_on_and_off_give_identical_results(tmp_path):
         assert off[name] == cold[name] == warm[name]  # bitwise
 
 
-def test_cache_is_off_by_default_and_on_under_the_user_cache_home(tmp_path):
+def test_cache_is_on_by_default_under_the_user_cache_home(tmp_path):
     _run(None, tmp_path / "unset")
-    assert _entries(tmp_path / "unset") == []  # opt-in: nothing written without the switch
+    assert len(_entries(tmp_path / "unset" / "genprob" / "jax")) >= 5
     _run("1", tmp_path / "on")
     assert len(_entries(tmp_path / "on" / "genprob" / "jax")) >= 5
+    _run("off", tmp_path / "off")
+    assert _entries(tmp_path / "off") == []  # switched off: nothing written anywhere
 
 
 def test_switch_in_process(monkeypatch, tmp_path):
@@ -211,7 +213,7 @@ def test_switch_in_process(monkeypatch, tmp_path):
         monkeypatch.setenv("GENPROB_COMPILATION_CACHE", off)
         assert _compile_cache.compilation_cache_dir() is None
     monkeypatch.delenv("GENPROB_COMPILATION_CACHE")
-    assert _compile_cache.compilation_cache_dir() is None
+    assert _compile_cache.compilation_cache_dir() == str(tmp_path / "home/genprob/jax")
     for on in ("1", "on", "True"):
         monkeypatch.setenv("GENPROB_COMPILATION_CACHE", on)
         assert _compile_cache.compilation_cache_dir() == str(tmp_path / "home/genprob/jax")

@@ -1,0 +1,88 @@
+"""Keep a long-lived process below Linux's limit on memory mappings.
+
+Every XLA CPU executable JAX keeps in its in-memory caches holds memory mappings (~15-30 per
+program, ~140 for a QDA fit plus ``predict_proba`` on a new shape). A process that fits many
+shapes for hours (a notebook, a server, a hyperparameter search over feature subsets) collects
+thousands of programs; at ``vm.max_map_count`` (65,530 by default) the next ``mmap`` inside XLA
+fails and the interpreter dies (SIGSEGV or SIGABRT), with no Python exception to catch.
+
+genprob counts the process's mappings every :data:`CHECK_EVERY` of its top-level calls; above
+:data:`FRACTION` of the limit it drops JAX's compiled programs (``jax.clear_caches()``, which
+returns their mappings) and warns once. Programs compile again on next use: a slower call, never
+a different result. On systems without ``/proc`` nothing is counted.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+__all__ = ["CHECK_EVERY", "FRACTION", "CompiledProgramsDropped", "after_call"]
+
+#: Top-level genprob calls between two counts (a count reads /proc/self/maps, ~1 ms per 10,000).
+CHECK_EVERY = 64
+#: Share of ``vm.max_map_count`` above which compiled programs are dropped.
+FRACTION = 0.5
+
+_lock = threading.Lock()
+_calls = 0
+_warned = False
+
+
+class CompiledProgramsDropped(RuntimeWarning):
+    """JAX's compiled programs were dropped to keep the process below its mapping limit."""
+
+
+def map_count_limit() -> int | None:
+    """``vm.max_map_count``, or None where it cannot be read (not Linux)."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def mapping_count() -> int | None:
+    """Memory mappings the process holds now, or None where it cannot be read."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return None
+
+
+def after_call() -> None:
+    """Count one top-level genprob call; every :data:`CHECK_EVERY`, check the mappings."""
+    global _calls
+    with _lock:
+        _calls += 1
+        if _calls < CHECK_EVERY:
+            return
+        _calls = 0
+    release_if_needed()
+
+
+def release_if_needed() -> bool:
+    """Drop JAX's compiled programs if the process holds too many mappings; True if dropped."""
+    global _warned
+    limit, count = map_count_limit(), mapping_count()
+    if limit is None or count is None or count <= FRACTION * limit:
+        return False
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()  # the executables' mappings go with their last Python reference
+    after = mapping_count()
+    if not _warned:
+        _warned = True
+        warnings.warn(
+            f"genprob dropped JAX's compiled programs: the process held {count:,} memory "
+            f"mappings of the {limit:,} Linux allows (vm.max_map_count), {after:,} now. "
+            "Programs compile again on next use. This happens after thousands of different "
+            "shapes in one process; see genprob._mappings.",
+            CompiledProgramsDropped,
+            stacklevel=3,
+        )
+    return True
