@@ -13,7 +13,9 @@ The directory is ``genprob/jax`` under ``$XDG_CACHE_HOME`` or ``~/.cache``. Else
 own, genprob leaves it alone and adds none.
 
 A cached program is the program JAX would compile (the key covers the program, the compile
-options, the JAX/XLA versions and the device), so results never depend on the cache. Like any JAX
+options, the JAX/XLA versions and the device), so results never depend on the cache; an entry
+that cannot be read (removed, or still being written by another process) is compiled again. The
+directory is kept under 1 GiB (:func:`prune`, least recently used entries first). Like any JAX
 cache it is trusted code: keep it in a directory only you can write to. A loaded program holds
 as many memory mappings as a compiled one; :mod:`genprob._mappings` bounds them either way.
 """
@@ -34,9 +36,10 @@ _ON = {"1", "on", "true", "yes"}
 #: a string: that directory.
 _setting: object = None
 _active = threading.local()
-#: Size bound of the cache directory (least recently used entries go first; JAX needs the
-#: ``filelock`` package for it); genprob's entries are ~10 kB each.
+#: Size bound of the cache directory; genprob's entries are ~10 kB each. Checked once per process
+#: and directory (JAX's own bound re-reads the whole directory on every write).
 _MAX_BYTES = 1 << 30
+_pruned: set[str] = set()
 
 
 def set_compilation_cache(enabled_or_path=True) -> None:
@@ -114,15 +117,46 @@ def _scope():
         or getattr(jax_cache, "_cache", None) is not None
     ):
         return contextlib.nullcontext()
-    if not _has_filelock():  # a dependency; without it JAX could neither lock nor evict
-        return contextlib.nullcontext()
+    if path not in _pruned:
+        _pruned.add(path)
+        prune(path)
     return _cache_scope(jax_config, jax_cache, path)
 
 
-def _has_filelock() -> bool:
-    import importlib.util
+def prune(path, max_bytes: int | None = None) -> int:
+    """Delete the least recently used entries of ``path`` until it holds ``max_bytes`` at most.
 
-    return importlib.util.find_spec("filelock") is not None
+    Entries go oldest first (last access or write) down to three quarters of the bound, so a
+    full directory is not pruned again by the next process. Returns the number deleted; a file
+    another process removed or still writes is skipped (JAX compiles again when an entry is
+    missing or unreadable).
+    """
+    max_bytes = _MAX_BYTES if max_bytes is None else max_bytes
+    entries = []
+    try:
+        with os.scandir(path) as scan:
+            for entry in scan:
+                try:
+                    info = entry.stat()
+                except OSError:
+                    continue
+                entries.append((max(info.st_atime, info.st_mtime), info.st_size, entry.path))
+    except OSError:  # no directory yet
+        return 0
+    total = sum(size for _, size, _ in entries)
+    if total <= max_bytes:
+        return 0
+    deleted = 0
+    for _, size, name in sorted(entries):
+        if total <= 0.75 * max_bytes:
+            break
+        try:
+            os.remove(name)
+        except OSError:
+            continue
+        total -= size
+        deleted += 1
+    return deleted
 
 
 @contextlib.contextmanager
@@ -132,9 +166,6 @@ def _cache_scope(jax_config, jax_cache, path):
         stack.enter_context(jax_config.compilation_cache_dir(path))
         # genprob's programs compile in well under JAX's 1 s threshold; keep them all
         stack.enter_context(jax_config.persistent_cache_min_compile_time_secs(0.0))
-        # a bounded size makes JAX lock every read and write: without the lock one process can
-        # read an entry another is still writing
-        stack.enter_context(jax_config.compilation_cache_max_size(_MAX_BYTES))
         jax_cache.reset_cache()  # a process that compiled before sees the directory now
     except Exception:  # noqa: BLE001 - internals changed: compile as usual, uncached
         stack.close()

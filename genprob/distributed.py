@@ -8,9 +8,11 @@ runs the closed-form M-step on the total. EM broadcasts the current parameters w
 graph and makes one such reduction per iteration. The scheduler is Dask's current one (a
 ``distributed.Client`` when one is active).
 
-Stories that grow with the data (category tables, say) are first fixed from the first
-partition; when a later partition would grow the story, the labeled pass falls back to reading
-the partitions one at a time through the driver's ``partial_fit`` (exact, slower).
+The story is fixed from the first :data:`HEAD_ROWS` rows (the only data the driver reads), and
+every partition's statistics are computed on the workers under it. Stories that grow with the
+data (category tables, say) may change in a later partition: the pass is then made again with
+the story of the whole first partition, and if that still grows, the partitions are read one at
+a time through the driver's ``partial_fit`` (exact, slower).
 
 Fault tolerance: Dask recomputes the tasks of a lost worker; the fit also checks that the
 reduced row count equals the input's, so a statistic that missed a partition is an error,
@@ -172,6 +174,59 @@ def _check_rows(rows, expected, what):
         )
 
 
+#: Rows of the first partition the driver reads to fix the story before the workers' pass.
+HEAD_ROWS = 1024
+
+
+def _head(block, rows):
+    if block is None:
+        return None
+    return block.iloc[:rows] if hasattr(block, "iloc") else block[:rows]
+
+
+def _reduce_labeled(dask, estimator, parts):
+    """Statistics of ``parts`` under ``estimator.story_``, reduced on the workers (None: grows)."""
+    if not parts:
+        return (None, 0.0, 0), 0
+    shipped = dask.delayed(estimator, pure=False)
+    tasks = [dask.delayed(_labeled_part)(shipped, xd, yd, wd) for xd, yd, wd in parts]
+    merge = dask.delayed(partial(_combine_labeled, estimator.story_, estimator._dtype))
+    return dask.compute(_tree(dask, tasks, merge))[0]
+
+
+def _labeled_from_head(dask, estimator, parts, classes):
+    """Story from the first rows (a few kB to the driver), every partition on the workers.
+
+    None when the rows are empty or a partition would change that story (new categories...).
+    """
+    head = dask.compute(*(dask.delayed(_head)(piece, HEAD_ROWS) for piece in parts[0]))
+    if not np.shape(head[0])[0]:
+        return None
+    streaming.labeled_pass(estimator, [head], classes)
+    return _reduce_labeled(dask, estimator, parts)
+
+
+def _labeled_from_first_partition(dask, estimator, parts, classes):
+    """Story from the first non-empty partition (read by the driver), the rest on the workers."""
+    index, piece = 0, None
+    while piece is None or not np.shape(piece[0])[0]:
+        if index == len(parts):
+            raise ValueError("the data has no rows: every partition is empty.")
+        piece = dask.compute(*parts[index])
+        index += 1
+    streaming.labeled_pass(estimator, [piece], classes)
+    rows = int(np.shape(piece[0])[0])
+    unlabeled = int(estimator._unlabeled_rows(np.asarray(piece[1])).sum())
+    head = (jax.tree_util.tree_map(np.asarray, estimator.stats_), 0.0, rows)
+    total = _reduce_labeled(dask, estimator, parts[index:])
+    if total is None:
+        return None
+    (stats, _, rest_rows), rest_unlabeled = total
+    story, dtype = estimator.story_, estimator._dtype
+    stats = streaming.combine(story, dtype, head, (stats, 0.0, rest_rows))[0]
+    return (stats, 0.0, rows + rest_rows), unlabeled + rest_unlabeled
+
+
 def fit(estimator, X, y, *, sample_weight=None, classes=None):
     """Fit ``estimator`` on a Dask array or DataFrame ``X`` with Dask labels ``y``.
 
@@ -188,25 +243,10 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
         classes = _classes(y, estimator._unlabeled_label)
     classes = np.asarray(classes)
 
-    # The story from the first non-empty partition (read by the driver, as one chunk).
-    first = None
-    for index, (xd, yd, wd) in enumerate(parts):
-        piece = dask.compute(xd, yd, wd)
-        if np.shape(piece[0])[0]:
-            first = index
-            break
-    if first is None:
-        raise ValueError("the data has no rows: every partition is empty.")
-    streaming.labeled_pass(estimator, [piece], classes)
-    head_rows = int(np.shape(piece[0])[0])
-    head_unlabeled = int(estimator._unlabeled_rows(np.asarray(piece[1])).sum())
-    head = (jax.tree_util.tree_map(np.asarray, estimator.stats_), 0.0, head_rows)
-    story, dtype = estimator.story_, estimator._dtype
-
-    shipped = dask.delayed(estimator, pure=False)
-    rest = [dask.delayed(_labeled_part)(shipped, xd, yd, wd) for xd, yd, wd in parts[first + 1 :]]
-    merge = dask.delayed(partial(_combine_labeled, story, dtype))
-    total = dask.compute(_tree(dask, rest, merge))[0] if rest else ((None, 0.0, 0), 0)
+    total = _labeled_from_head(dask, estimator, parts, classes)
+    if total is None:
+        streaming.reset(estimator)
+        total = _labeled_from_first_partition(dask, estimator, parts, classes)
     if total is None:
         # the story grows with later partitions: read them through the driver (exact)
         streaming.reset(estimator)
@@ -215,9 +255,7 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
         )
     else:
         (stats, _, rows), unlabeled_rows = total
-        estimator.stats_ = streaming.combine(story, dtype, head, (stats, 0.0, rows))[0]
-        rows += head_rows
-        unlabeled_rows += head_unlabeled
+        estimator.stats_ = stats
         estimator._refit_from_statistics(*estimator._class_prior_argument())
     _check_rows(rows, expected, "labeled pass")
     streaming.finish_labeled(estimator)
@@ -227,7 +265,7 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
     def one_pass():
         shipped = dask.delayed(estimator, pure=False)
         tasks = [dask.delayed(streaming.em_chunk)(shipped, xd, yd, wd) for xd, yd, wd in parts]
-        merge = dask.delayed(partial(streaming.combine, estimator.story_, dtype))
+        merge = dask.delayed(partial(streaming.combine, estimator.story_, estimator._dtype))
         result = dask.compute(_tree(dask, tasks, merge))[0]
         _check_rows(result[2], rows, "EM pass")
         return result

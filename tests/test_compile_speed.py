@@ -227,3 +227,16 @@ def test_a_cache_the_user_configured_wins(tmp_path):
     with jax._src.config.compilation_cache_dir(str(tmp_path / "user")):
         with _compile_cache.compilation_cache():
             assert jax.config.jax_compilation_cache_dir == str(tmp_path / "user")
+
+
+def test_prune_keeps_the_cache_under_its_bound_least_recently_used_first(tmp_path):
+    from genprob import _compile_cache
+
+    for i in range(10):  # 10 entries of 100 bytes, entry i used at time 1000 + i
+        entry = tmp_path / f"program{i}-cache"
+        entry.write_bytes(b"x" * 100)
+        os.utime(entry, (1000 + i, 1000 + i))
+    assert _compile_cache.prune(tmp_path, max_bytes=1000) == 0  # at the bound: nothing goes
+    assert _compile_cache.prune(tmp_path, max_bytes=800) == 4  # down to 3/4 of 800 bytes
+    assert _entries(tmp_path) == [f"program{i}-cache" for i in range(4, 10)]
+    assert _compile_cache.prune(tmp_path / "missing", max_bytes=1) == 0

@@ -90,6 +90,51 @@ def test_dask_dataframe_fit_and_predict(client, name):
     np.testing.assert_array_equal(predicted.to_numpy(), reference.predict(as_frame(X)))
 
 
+@pytest.fixture
+def driver_rows(monkeypatch):
+    """Rows the driver itself reads in labeled passes, per pass (the head is set to 50 rows)."""
+    from genprob import distributed as gd
+    from genprob import streaming
+
+    monkeypatch.setattr(gd, "HEAD_ROWS", 50)
+    passes = []
+    original = streaming.labeled_pass
+
+    def spy(estimator, chunks, classes, progress=None):
+        chunks = list(chunks)
+        passes.append(sum(np.shape(X)[0] for X, _, _ in chunks))
+        return original(estimator, chunks, classes, progress)
+
+    monkeypatch.setattr(streaming, "labeled_pass", spy)
+    return passes
+
+
+def test_the_driver_reads_the_head_unless_the_story_grows(client, driver_rows):
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, size=600)
+    X = rng.integers(0, 3, size=(600, 2)).astype(float) + y[:, None]
+    Xd, yd, _ = _dask_arrays(X, y, chunks=(200, 200, 200))
+
+    assert_same_fit(GaussianNB().fit(X, y), GaussianNB().fit(Xd, yd))
+    assert driver_rows == [50]  # the workers computed every partition's statistics
+
+    driver_rows.clear()
+    X[120, 0] = 6  # a category seen in the first partition after the head
+    Xd, yd, _ = _dask_arrays(X, y, chunks=(200, 200, 200))
+    assert_same_fit(
+        make_estimator("categorical").fit(X, y), make_estimator("categorical").fit(Xd, yd)
+    )
+    assert driver_rows == [50, 200]  # the head's story grew; the first partition's held
+
+    driver_rows.clear()
+    X[-1, 1] = 7  # and one first seen in the last partition: the driver reads everything
+    Xd, yd, _ = _dask_arrays(X, y, chunks=(200, 200, 200))
+    assert_same_fit(
+        make_estimator("categorical").fit(X, y), make_estimator("categorical").fit(Xd, yd)
+    )
+    assert driver_rows == [50, 200, 600]
+
+
 def test_dask_prediction_is_lazy(client):
     X, y, _ = make_data("gaussian_nb")
     fitted = GaussianNB().fit(X, y)
