@@ -18,7 +18,9 @@ objective of a smoothed or regularized closed form; 0 for plain MLE):
   optimizer's answer (it converged). These decide only when the likelihood is smooth
   (:attr:`genprob.story.Story.smooth_likelihood`): a Laplace location's likelihood has a kink
   at every data point and is maximized by any weighted median, so there two correct answers
-  may differ and the gradient need not vanish. They are reported either way.
+  may differ and the gradient need not vanish. They are reported either way. The optimizer's
+  parameters are first relabeled by :meth:`genprob.story.Story.align_parameters`, so that a
+  restart returning a mixture's components in another order compares like with like.
 
 A wrong derivation cannot hide: dividing a variance by ``n - 1`` where the maximizer needs ``n``,
 or dropping a smoothing term that the penalty says is there, moves the closed form off the
@@ -489,7 +491,9 @@ def crosscheck(
     num_starts = start_index + 1
     seconds = time.perf_counter() - start
     smooth = bool(story.smooth_likelihood)
-    rows = _parameter_rows(checked, found.params, limits["parameters"], smooth)
+    # a restart may return a mixture's components in another order: compare like with like
+    aligned = story.align_parameters(dict(found.params), checked)
+    rows = _parameter_rows(checked, aligned, limits["parameters"], smooth)
     rows.append(
         _objective_row(at_checked.objective, found.objective, limits["objective"], reference)
     )

@@ -51,6 +51,7 @@ __all__ = [
     "story_class",
     "qualified_name",
     "CLASS_PRIOR",
+    "align_components",
 ]
 
 #: Name of the class-prior parameter (a probability vector over the K classes).
@@ -512,6 +513,16 @@ class Story(metaclass=_StoryType):
             return f"{type(self).__name__} has no closed form (no additive sufficient statistics)"
         return f"the statistics of {type(self).__name__} do not add up over data chunks"
 
+    def align_parameters(self, params: dict, reference: dict) -> dict:
+        """``params`` relabeled to match ``reference`` where the likelihood cannot tell them apart.
+
+        A mixture's components can come out of two optimizer runs in any order with the same
+        likelihood; the cross-check compares parameters after this call. The default returns
+        ``params`` unchanged; a story with exchangeable components overrides it, usually with
+        :func:`align_components`.
+        """
+        return params
+
     def parameter_dims(self, name: str, shape: tuple, num_classes: int, num_features: int):
         """Dimension names of parameter ``name`` of the given shape (ArviZ, tables).
 
@@ -705,3 +716,30 @@ class ClassConditional(dist.Distribution):
 jax.tree_util.register_pytree_with_keys(
     Story, Story._flatten_with_keys, _unflattener(Story), Story._flatten
 )
+
+
+def align_components(params: dict, reference: dict, names, axis: int = 1) -> dict:
+    """Permute the components (axis ``axis``) of ``params[names]`` to best match ``reference``.
+
+    Each class (axis 0) gets the permutation that minimizes the summed squared distance over the
+    parameters ``names`` (an assignment problem, solved exactly); other parameters are returned
+    unchanged.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    names = list(names)
+    moved = {n: np.moveaxis(np.asarray(params[n], dtype=np.float64), axis, 1) for n in names}
+    target = {n: np.moveaxis(np.asarray(reference[n], dtype=np.float64), axis, 1) for n in names}
+    aligned = {n: moved[n].copy() for n in names}
+    for k in range(moved[names[0]].shape[0]):
+        cost = 0.0
+        for n in names:
+            a = target[n][k].reshape(target[n].shape[1], -1)
+            b = moved[n][k].reshape(moved[n].shape[1], -1)
+            cost = cost + ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+        rows, cols = linear_sum_assignment(cost)
+        for n in names:
+            aligned[n][k, rows] = moved[n][k, cols]
+    out = dict(params)
+    out.update({n: np.moveaxis(aligned[n], 1, axis) for n in names})
+    return out

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
-from genprob.story import Story
+from genprob.story import Story, align_components
 
 
 def _loc_scale_prior(num_classes, num_features):
@@ -90,6 +90,9 @@ class ClassMixtureStory(Story):
             for j in range(self.num_components)
         ]
         return dist.MixtureGeneral(dist.Categorical(params["weights"]), components)
+
+    def align_parameters(self, params, reference):
+        return align_components(params, reference, ["weights", "loc", "scale"], axis=1)
 
 
 class LaplaceMeanInstead(LaplaceStory):
