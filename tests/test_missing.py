@@ -5,6 +5,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.optimize
 from scipy.stats import multivariate_normal, norm
@@ -430,3 +431,44 @@ def test_mixed_nb_masks_each_block():
         - np.log(gaussian.params_["class_prior"])
     )
     np.testing.assert_allclose(mixed.predict_joint_log_proba(table), expected, rtol=1e-10)
+
+
+def test_mixed_nb_sums_out_missing_categories():
+    # penguins' own missing values: 11 rows without sex (and 2 without any measurement)
+    from palmerpenguins import load_penguins
+
+    from genprob import MixedNB
+
+    frame = load_penguins()
+    numeric = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]
+    table = frame[[*numeric, "island", "sex"]].copy()
+    table["island"] = table["island"].astype(object)
+    table.loc[np.random.default_rng(3).random(len(table)) < 0.1, "island"] = None
+    assert table["sex"].isna().sum() == 11 and table["island"].isna().sum() > 20
+    y = frame["species"].to_numpy()
+    families = {**dict.fromkeys(numeric, "gaussian"), "island": "categorical", "sex": "categorical"}
+    with pytest.raises(ValueError, match=r"column 'island' has \d+ missing values.*marginalize"):
+        MixedNB(families=families).fit(table, y)
+    mixed = MixedNB(families=families, missing="marginalize").fit(table, y)
+    assert mixed.categories_["sex"].tolist() == ["female", "male"]  # NA is not a category
+
+    gaussian = GaussianNB(missing="marginalize").fit(table[numeric].to_numpy(), y)
+    codes = np.column_stack(
+        [
+            np.where(table[c].isna(), np.nan, pd.Index(mixed.categories_[c]).get_indexer(table[c]))
+            for c in ("island", "sex")
+        ]
+    )
+    categorical = CategoricalNB(missing="marginalize").fit(codes, y)
+    expected = (
+        gaussian.predict_joint_log_proba(table[numeric].to_numpy())
+        + categorical.predict_joint_log_proba(codes)
+        - np.log(gaussian.params_["class_prior"])
+    )
+    np.testing.assert_allclose(mixed.predict_joint_log_proba(table), expected, rtol=1e-10)
+    # a row with nothing observed gets the class prior
+    empty = table.iloc[[3]].astype(object)
+    empty.loc[:, :] = None
+    np.testing.assert_allclose(
+        mixed.predict_proba(empty)[0], gaussian.params_["class_prior"], rtol=1e-10
+    )

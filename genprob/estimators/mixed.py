@@ -72,14 +72,19 @@ def _column(X, position: int) -> np.ndarray:
     return np.asarray(X)[:, position]
 
 
-def _categories_of(X, position: int, key, known=None) -> np.ndarray:
-    """Sorted distinct values of a categorical column (with the ``known`` ones, if given)."""
+def _categories_of(X, position: int, key, known=None, skip_missing=False) -> np.ndarray:
+    """Sorted distinct values of a categorical column (with the ``known`` ones, if given).
+
+    Missing values (None, NaN, pandas' NA) are refused, or left out with ``skip_missing``.
+    """
     values = _column(X, position).astype(object)
-    if pd.isna(values).any():
+    absent = pd.isna(values)
+    if absent.any() and not skip_missing:
         raise ValueError(
-            f"categorical column {key!r} has {int(pd.isna(values).sum())} missing values; drop "
-            "or impute those rows."
+            f"categorical column {key!r} has {int(absent.sum())} missing values; drop or impute "
+            "those rows, or pass missing='marginalize' to sum them out."
         )
+    values = values[~absent]
     if known is not None:
         values = np.concatenate([np.asarray(known, dtype=object), values])
     try:
@@ -224,7 +229,9 @@ class MixedNB(GenerativeClassifierBase):
             positions.setdefault(family.lower(), []).append(position)
         # families that read raw values (categories) get them encoded as codes
         categories = {
-            keys[position]: _categories_of(X, position, keys[position])
+            keys[position]: _categories_of(
+                X, position, keys[position], skip_missing=self._marginalizes
+            )
             for family, family_positions in positions.items()
             if encodes_values(family)
             for position in family_positions
@@ -261,14 +268,16 @@ class MixedNB(GenerativeClassifierBase):
             values = _column(X, position)
             if key in self.categories_:
                 known = self.categories_[key]
-                codes = pd.Index(known).get_indexer(values.astype(object))
-                if np.any(codes < 0):
-                    unseen = pd.unique(values[codes < 0].astype(object))[:5].tolist()
+                values = values.astype(object)
+                absent = pd.isna(values) if self._marginalizes else np.zeros(len(values), bool)
+                codes = pd.Index(known).get_indexer(values).astype(np.float64)
+                if np.any((codes < 0) & ~absent):
+                    unseen = pd.unique(values[(codes < 0) & ~absent])[:5].tolist()
                     raise ValueError(
                         f"categorical column {key!r} has values not seen in fit (or missing): "
                         f"{unseen}; known categories: {known.tolist()}."
                     )
-                encoded[:, position] = codes
+                encoded[:, position] = np.where(absent, np.nan, codes)  # NaN: summed out
             else:
                 if np.iscomplexobj(values):
                     raise ValueError(
@@ -325,7 +334,9 @@ class MixedNB(GenerativeClassifierBase):
         try:
             ordered = self._in_fit_order(X)
             self.categories_ = {
-                key: _categories_of(ordered, self._columns.index(key), key, known)
+                key: _categories_of(
+                    ordered, self._columns.index(key), key, known, self._marginalizes
+                )
                 for key, known in saved.items()
             }
             return super().partial_fit(
