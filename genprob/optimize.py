@@ -449,7 +449,8 @@ def _validated_problem(
     """Validate the inputs; return the static spec and the data pytree (call inside precision)."""
     if not isinstance(story, Story):
         raise TypeError(f"story must be a genprob Story, got {type(story).__name__}.")
-    X = check_features(X, numpy_dtype(dtype))
+    # a marginalized story reads NaN as missing entries (genprob.masking)
+    X = check_features(X, numpy_dtype(dtype), allow_nan=story.reads_nan_as_missing)
     y, num_classes = class_codes(y, X.shape[0], num_classes)
     labeled = y >= 0
     weights = np.where(labeled, 1.0, check_unlabeled_weight(unlabeled_weight))

@@ -472,3 +472,31 @@ def test_mixed_nb_sums_out_missing_categories():
     np.testing.assert_allclose(
         mixed.predict_proba(empty)[0], gaussian.params_["class_prior"], rtol=1e-10
     )
+
+
+def test_a_story_without_closed_form_fits_the_observed_data_likelihood():
+    import genprob
+    from tests._optim_stories import GaussianNoClosedForm
+
+    class MaskableGaussian(GaussianNoClosedForm):
+        @property
+        def supports_missing(self):
+            return True
+
+    X, y = _iris()
+    Xm = _mcar(X, 0.15, 12)
+    model = genprob.GenerativeClassifier(MaskableGaussian(), missing="marginalize").fit(Xm, y)
+    # the diagonal Gaussian's observed-data MLE in closed form: per class and feature, the mean
+    # and (biased) variance of the observed entries
+    reference = GaussianNB(missing="marginalize", var_smoothing=0.0).fit(Xm, y)
+    np.testing.assert_allclose(model.params_["loc"], reference.params_["means"], rtol=1e-5)
+    np.testing.assert_allclose(
+        model.params_["scale"] ** 2, reference.params_["variances"], rtol=1e-4
+    )
+    np.testing.assert_allclose(model.predict_proba(Xm), reference.predict_proba(Xm), atol=1e-5)
+    assert type(model.story_) is MaskableGaussian  # the user's story, not the masking wrapper
+
+    yu = y.copy()
+    yu[::7] = -1
+    with pytest.raises(ValueError, match=r"no closed form.*missing labels.*22 unlabeled rows"):
+        genprob.GenerativeClassifier(MaskableGaussian(), missing="marginalize").fit(Xm, yu)

@@ -268,6 +268,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         X = self._checked_features(X, fitting=True)
         story = self._make_story(np.where(np.isnan(X), 0, X))
         marginalized(story)  # refuses stories that cannot leave entries out, saying why
+        if not story.has_closed_form:
+            return self._fit_missing_by_optimizer(story, X, codes, unlabeled, sample_weight)
         options = self._em_options()
         with precision(self._dtype):
             Xj = self._as_array(X)
@@ -416,6 +418,22 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         self._set_fitted_attributes(stats)
         self._check_parameters()
         self.stats_ = stats
+        return self
+
+    def _fit_missing_by_optimizer(self, story, X, codes, unlabeled, sample_weight):
+        """A story without closed form: its fit maximizes the observed-data likelihood directly
+        (the marginalized emission leaves the missing entries out of every row's density)."""
+        if unlabeled.any():
+            raise ValueError(
+                f"{type(story).__name__} has no closed form, and fitting it on rows with both "
+                f"missing entries and missing labels is not supported: give every row a label, "
+                f"or drop the {int(unlabeled.sum())} unlabeled rows."
+            )
+        with precision(self._dtype):
+            marginalized(story).validate(self._as_array(X))
+        self._fit_labeled(marginalized(story), X, codes, sample_weight)
+        self.story_ = story  # the user's story; scoring marginalizes whenever X has NaN
+        self._missing_fit = True
         return self
 
     # -- incremental fitting ---------------------------------------------------------------------
