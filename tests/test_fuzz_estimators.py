@@ -11,8 +11,11 @@ tests/test_fuzz_open_items.py, so they flip when fixed):
 * Gaussian features beyond |x| ~ 1e150 (squares overflow: rows that cannot be scored are
   refused, item 2); tiny scales (squares near the denormal range) are refused at fit since
   item 4 but not fuzzed yet: Gaussian scales are drawn from 1e-140..1e140 only;
-* class priors are not fuzzed; unlabeled rows are marked by the default -1 (``unlabeled_label``,
-  item 11, is tested in tests/test_unlabeled_label.py).
+* class priors are not fuzzed.
+
+Unlabeled rows are marked by the default -1, by another marker (``unlabeled_label=99``), or the
+marker is switched off (``unlabeled_label=None``: -1 is then a class of its own); item 11's
+exact cases are in tests/test_unlabeled_label.py.
 """
 
 import warnings
@@ -75,7 +78,8 @@ ESTIMATORS = {
 
 @st.composite
 def problems(draw, shapes=FAST_SHAPES):
-    """(estimator name, X, y, sample_weight) with ``y = -1`` on unlabeled rows."""
+    """(estimator name, X, y, sample_weight, unlabeled_label); unlabeled rows carry the marker
+    (with ``None``, rows drawn as unlabeled get -1, a class of their own)."""
     name = draw(st.sampled_from(tuple(ESTIMATORS)))
     kind = ESTIMATORS[name][1]
     rows, features, classes = shapes
@@ -107,12 +111,15 @@ def problems(draw, shapes=FAST_SHAPES):
     weights = None
     if draw(st.booleans()):
         weights = rng.uniform(0.0, 3.0, n) * 10.0 ** draw(st.integers(-3, 3))
-    return name, X, y, weights
+    marker = draw(st.sampled_from((-1, 99, None)))
+    if marker is not None:
+        y = np.where(y == -1, marker, y)
+    return name, X, y, weights, marker
 
 
 def _check_property(problem):
-    name, X, y, weights = problem
-    estimator = ESTIMATORS[name][0]()
+    name, X, y, weights, marker = problem
+    estimator = ESTIMATORS[name][0]().set_params(unlabeled_label=marker)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -173,3 +180,22 @@ def test_lda_constant_column_at_large_scale_found_by_the_slow_profile():
     for scale in (1e-24, 1e24, 1e100):
         proba = genprob.LinearDiscriminantAnalysis().fit(X * scale, y).predict_proba(X * scale)
         np.testing.assert_allclose(proba, reference, rtol=0, atol=1e-8)
+
+
+def test_qda_narrow_class_far_from_the_others_found_by_the_slow_profile():
+    """Second find: QDA (reg_param=0.1), 6 rows, one feature at scale 1e12; class 0 has one row,
+    so its variance is the regularizer (0.1) while the class means are ~1e12 apart. Whitening
+    about the mean of the class means subtracted two ~5e12 projections; XLA rounded the
+    difference differently in the two places it computed it, and rows summed to 1 + 9e-8 (the
+    row's own class got log-probability +9e-8). Whitening x - mu_k per class is exact here."""
+    X = np.array([3.61595055e11, 3.30400005e12, 4.94708096e12, 3.29626476e12, 7.34578529e11,
+                  1.37672554e12])[:, None]  # fmt: skip
+    y = np.array([0, 1, 2, 2, 1, 1])
+    model = genprob.QuadraticDiscriminantAnalysis(reg_param=0.1).fit(X, y)
+    log_proba = model.predict_log_proba(X)
+    assert np.all(log_proba <= 0.0)
+    np.testing.assert_allclose(np.exp(log_proba).sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    # the log-density of row 0 at its own class mean, by hand: N(0; 0, 0.1)
+    joint = model.predict_joint_log_proba(X)
+    expected = np.log(1 / 6) - 0.5 * np.log(2 * np.pi * model.params_["covariance"][0, 0, 0])
+    assert joint[0, 0] == pytest.approx(expected, rel=1e-12)

@@ -125,10 +125,18 @@ class WhitenedNormal(dist.Distribution):
     def scaled_quadratic(self, rows):
         """``(s, q)`` with ``||(x - mu_k) W_k||^2 = s^2 q`` for rows (n, D) against every class:
         ``q`` (n, K) stays finite for any finite row."""
-        scale, xw, mw = self._whitened(rows)
         if self.shared:
-            xw = xw[..., None, :]
-        z = xw - mw / scale[..., None, None]
+            scale, xw, mw = self._whitened(rows)
+            z = xw[..., None, :] - mw / scale[..., None, None]
+            return scale, jnp.sum(z * z, axis=-1)
+        # Per class, x - mu_k first: whitening about a common center would subtract two large
+        # projections when a narrow class lies far from it, and XLA may round such a difference
+        # differently where it recomputes it (probabilities summing to 1 + 1e-8 were found so).
+        center = jnp.mean(self.loc.reshape(-1, self.loc.shape[-1]), axis=0)
+        gain = jnp.max(jnp.sum(jnp.abs(self.whitening), axis=-2))
+        scale = row_scale(rows, center, gain)
+        deviation = rows[..., None, :] / scale[..., None, None] - self.loc / scale[..., None, None]
+        z = jnp.einsum("...kd,...kde->...ke", deviation, self.whitening)
         return scale, jnp.sum(z * z, axis=-1)
 
     def quadratic_scores(self, rows):
