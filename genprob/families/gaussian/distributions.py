@@ -125,19 +125,43 @@ class WhitenedNormal(dist.Distribution):
     def scaled_quadratic(self, rows):
         """``(s, q)`` with ``||(x - mu_k) W_k||^2 = s^2 q`` for rows (n, D) against every class:
         ``q`` (n, K) stays finite for any finite row."""
+        scale, xw, mw = self._whitened(rows)
         if self.shared:
-            scale, xw, mw = self._whitened(rows)
             z = xw[..., None, :] - mw / scale[..., None, None]
             return scale, jnp.sum(z * z, axis=-1)
-        # Per class, x - mu_k first: whitening about a common center would subtract two large
-        # projections when a narrow class lies far from it, and XLA may round such a difference
-        # differently where it recomputes it (probabilities summing to 1 + 1e-8 were found so).
-        center = jnp.mean(self.loc.reshape(-1, self.loc.shape[-1]), axis=0)
-        gain = jnp.max(jnp.sum(jnp.abs(self.whitening), axis=-2))
-        scale = row_scale(rows, center, gain)
-        deviation = rows[..., None, :] / scale[..., None, None] - self.loc / scale[..., None, None]
-        z = jnp.einsum("...kd,...kde->...ke", deviation, self.whitening)
-        return scale, jnp.sum(z * z, axis=-1)
+        z = xw - mw / scale[..., None, None]
+        fast = jnp.sum(z * z, axis=-1)
+        # Whitening about the common center c subtracts two projections, (x - c) W_k and
+        # (mu_k - c) W_k, which cancel when a narrow class lies far from c. Each entry errs by
+        # at most e_k = (D + 2) eps max_e ||W_k[:, e]|| (||x - c|| + ||mu_k - c||) (Cauchy-Schwarz),
+        # so q_k by at most 2 e_k sqrt(D q_k) + D e_k^2. Where half of that exceeds the dtype's
+        # tolerance, x - mu_k is whitened directly (exact near mu_k; K batched products instead
+        # of one). Besides precision: XLA rounded such a difference differently where it
+        # computed it twice, and probabilities summed to 1 + 9e-8 (docs/gaussian.md).
+        num_features = rows.shape[-1]
+        center = jnp.mean(self.loc.reshape(-1, num_features), axis=0)
+        column = jnp.max(jnp.sqrt(jnp.sum(self.whitening * self.whitening, axis=-2)), axis=-1)
+        shifted = rows / scale[..., None] - center / scale[..., None]
+        row_norm = jnp.sqrt(jnp.sum(shifted * shifted, axis=-1))
+        mean_norm = jnp.sqrt(jnp.sum(jnp.square(self.loc - center), axis=-1))  # (K,)
+        eps = jnp.finfo(fast.dtype).eps
+        error = (
+            (num_features + 2) * eps * column * (row_norm[..., None] + mean_norm / scale[..., None])
+        )
+        bound = 2 * error * jnp.sqrt(num_features * fast) + num_features * error * error
+        inexact = 0.5 * bound > TOLERANCES[fast.dtype.name]["atol"] / scale[..., None] ** 2
+
+        def direct(rows, scale, loc, whitening):
+            column = scale[..., None, None]
+            deviation = rows[..., None, :] / column - loc / column
+            z = jnp.einsum("...kd,...kde->...ke", deviation, whitening)
+            return jnp.sum(z * z, axis=-1)
+
+        def exact_where_needed():
+            exact = jax.checkpoint(direct)(rows, scale, self.loc, self.whitening)
+            return jnp.where(inexact, exact, fast)
+
+        return scale, jax.lax.cond(jnp.any(inexact), exact_where_needed, lambda: fast)
 
     def quadratic_scores(self, rows):
         """``log p(x | k) + s^2 min_l q_l / 2`` (n, K): finite, 0 at the nearest class before
