@@ -245,3 +245,24 @@ def test_item12_raw_and_standardized_data_stop_at_the_same_point(tol, iris):
         scaled = genprob.fit_em(genprob.GaussianStory(), standardized, partial, tol=tol)
     assert raw.n_iter == scaled.n_iter
     np.testing.assert_allclose(raw.responsibilities, scaled.responsibilities, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "name", ["GaussianNB", "LinearDiscriminantAnalysis", "QuadraticDiscriminantAnalysis", "MixedNB"]
+)
+@pytest.mark.parametrize(
+    "scale, message",
+    [
+        (1e300, r"feature '?0'? has values too large to square in float64 .*Rescale the features"),
+        (1e-300, r"the features' scale is too small for float64 .*Rescale the features"),
+    ],
+)
+def test_item10_extreme_scales_are_named_as_scale_problems(name, scale, message, iris):
+    """Item 10: at x1e300 the messages were "Eigenvalues did not converge" or "the data do not
+    determine it"; every Gaussian estimator now names the scale and the fix, and stays unfitted."""
+    X, y = iris
+    options = {"families": dict.fromkeys(range(4), "gaussian")} if name == "MixedNB" else {}
+    estimator = getattr(genprob, name)(**options)
+    with pytest.raises(ValueError, match=message):
+        estimator.fit(X * scale, y)
+    assert not hasattr(estimator, "params_")

@@ -673,6 +673,11 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
                     f"reg_param > 0 (e.g. 0.1) to regularize it, or use "
                     f"LinearDiscriminantAnalysis (one covariance shared by all classes)."
                 )
+        # data on a tiny scale: say so, rather than call the underflowed covariance rank-deficient
+        try:
+            self.story_.check_scale(self.params_)
+        except ValueError as error:
+            self._fail(str(error))
         covariances = self.params_["covariance"]
         eigenvalues, eigenvectors = np.linalg.eigh(covariances)
         for k, values in enumerate(eigenvalues):

@@ -484,6 +484,13 @@ class GaussianStory(Story):
         per_covariance = self.structure.per_covariance(num_features)
         return (num_classes - 1) + num_classes * num_features + copies * per_covariance
 
+    def check_scale(self, params) -> None:
+        """Refuse variances so small that the features' squares lose their precision (data on a
+        tiny scale), asking to rescale; estimators call it before their own rank checks."""
+        _check_spread_scale(
+            np.asarray(params[self.spread_name]), np.asarray(params["means"]), self.structure.full
+        )
+
     def check_parameters(self, params, class_names=None, feature_names=None):
         """A zero variance, or a covariance without a Cholesky factor, is an error naming where.
 
@@ -494,9 +501,7 @@ class GaussianStory(Story):
         self.check_overflow(params, feature_names)
         super().check_parameters(params, class_names, feature_names)
         num_features = np.shape(params["means"])[-1]
-        _check_spread_scale(
-            np.asarray(params[self.spread_name]), np.asarray(params["means"]), self.structure.full
-        )
+        self.check_scale(params)
         classes = list(class_names) if class_names is not None else None
         features = list(feature_names) if feature_names is not None else None
 
