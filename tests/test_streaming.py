@@ -285,5 +285,9 @@ def test_parquet_reading_holds_a_bounded_number_of_batches(tmp_path):
         time.sleep(0.02)  # the fit of a chunk takes longer than reading it
         held.append(pa.total_allocated_bytes() - baseline)
     assert len(held) == files
-    # Arrow's threaded scan held ~26 batches here, reading in the consumer's thread ~8
-    assert max(held) < 12 * batch_bytes, max(held) / batch_bytes
+    # Arrow's threaded scan held ~26 batches here; reading in the consumer's thread holds ~5 and
+    # peaks at 8 to 15 (when Arrow's pool returns freed batches varies with its version and the
+    # process: 12.6 and 14.6 were seen in full suite runs), so the typical and the peak are bounded
+    in_batches = np.asarray(held) / batch_bytes
+    assert np.median(in_batches) < 10, in_batches
+    assert in_batches.max() < 20, in_batches
