@@ -82,16 +82,18 @@ def _largest_aval(jaxpr):
     return best
 
 
-def check_traced_size(function, *args, what: str) -> None:
+def check_traced_size(
+    function, *args, what: str, advice: str = "Ask for fewer rows at a time."
+) -> None:
     """Trace ``function(*args)`` without running it; refuse if an array would be too large.
 
     Raises:
-        SizeLimitError: naming ``what``, the largest array and the limit.
+        SizeLimitError: naming ``what``, the largest array, the limit and ``advice``.
     """
     size, aval = _largest_aval(jax.make_jaxpr(function)(*args).jaxpr)
     if size > MAX_ARRAY_BYTES:
         raise SizeLimitError(
             f"{what} would allocate an array of {compact(size)} bytes "
             f"({aval.dtype}{list(aval.shape)}); the limit is {compact(MAX_ARRAY_BYTES)} bytes "
-            f"(genprob._limits.MAX_ARRAY_BYTES). Ask for fewer rows at a time."
+            f"(genprob._limits.MAX_ARRAY_BYTES). {advice}"
         )

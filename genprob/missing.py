@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from genprob._limits import check_traced_size
 from genprob.core import class_prior_from_counts, joint_log_prob
 from genprob.em import em_converged
 from genprob.masking import Marginalized, MaskedEmission, fill_missing, has_missing, marginalized
@@ -155,6 +156,13 @@ def fit_observed(
     total = float(row_weights.sum())
     eps = float(jnp.finfo(dtype).eps)
     trace, converged, n_iter = [], not iterate, 1
+    if iterate:  # full covariances keep a D x D matrix per row and class: measure before running
+        check_traced_size(
+            _m_step, story, filled, observed, R, params, class_prior, scale,
+            what="an EM step over the missing entries",
+            advice="Fit fewer rows or features, or a diagonal story (GaussianNB), whose "
+            "missing entries need no per-row matrices.",
+        )  # fmt: skip
     R, value, posterior = _e_step(story, X, labels_R, labeled_j, row_weights_j, params)
     trace.append(float(value))
     while iterate and n_iter < max_iter:

@@ -500,3 +500,16 @@ def test_a_story_without_closed_form_fits_the_observed_data_likelihood():
     yu[::7] = -1
     with pytest.raises(ValueError, match=r"no closed form.*missing labels.*22 unlabeled rows"):
         genprob.GenerativeClassifier(MaskableGaussian(), missing="marginalize").fit(Xm, yu)
+
+
+def test_em_over_missing_entries_checks_its_memory_before_running(monkeypatch):
+    from genprob import _limits
+
+    X, y = _iris()
+    Xm = _mcar(X, 0.1, 13)
+    model = QuadraticDiscriminantAnalysis(missing="marginalize").fit(Xm, y)  # well within
+    # one (rows, classes, D, D) array of float64: 150 x 3 x 4 x 4 x 8 = 57,600 bytes
+    monkeypatch.setattr(_limits, "MAX_ARRAY_BYTES", 50_000)
+    with pytest.raises(_limits.SizeLimitError, match=r"EM step over the missing entries.*diagonal"):
+        QuadraticDiscriminantAnalysis(missing="marginalize").fit(Xm, y)
+    assert model.predict_proba(Xm).shape == (150, 3)
