@@ -156,7 +156,7 @@ def fit_observed(
     total = float(row_weights.sum())
     eps = float(jnp.finfo(dtype).eps)
     trace, converged, n_iter = [], not iterate, 1
-    if iterate:  # full covariances keep a D x D matrix per row and class: measure before running
+    if iterate and story.missing_needs_em:  # a D x D matrix per row and class: measure first
         check_traced_size(
             _m_step, story, filled, observed, R, params, class_prior, scale,
             what="an EM step over the missing entries",
