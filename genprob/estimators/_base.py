@@ -429,9 +429,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 f"missing entries and missing labels is not supported: give every row a label, "
                 f"or drop the {int(unlabeled.sum())} unlabeled rows."
             )
-        with precision(self._dtype):
-            marginalized(story).validate(self._as_array(X))
-        self._fit_labeled(marginalized(story), X, codes, sample_weight)
+        self._fit_labeled(marginalized(story), X, codes, sample_weight)  # validates X there
         self.story_ = story  # the user's story; scoring marginalizes whenever X has NaN
         self._missing_fit = True
         return self
