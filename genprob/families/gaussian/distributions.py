@@ -104,6 +104,14 @@ class WhitenedNormal(dist.Distribution):
     def _class_constant(self):
         return -0.5 * self.rank * _LOG_2PI + self.log_normalizer
 
+    def _centered(self, value):
+        """``(c, s, (x - c) / s)``: the mean of the class means, the rows' scales
+        (:func:`row_scale`) and the scaled rows about ``c``."""
+        center = jnp.mean(self.loc.reshape(-1, self.loc.shape[-1]), axis=0)
+        gain = jnp.max(jnp.sum(jnp.abs(self.whitening), axis=-2))
+        scale = row_scale(value, center, gain)
+        return center, scale, value / scale[..., None] - center / scale[..., None]
+
     def _whitened(self, value):
         """Rows and class means whitened about the mean of the class means ``c``, rows scaled.
 
@@ -112,11 +120,8 @@ class WhitenedNormal(dist.Distribution):
         product instead of K batched ones) and ``mw = (mu_k - c) W`` (K, D). Centering keeps the
         digits that separate the classes, which the difference of two large projections loses.
         """
-        center = jnp.mean(self.loc.reshape(-1, self.loc.shape[-1]), axis=0)
+        center, scale, rows = self._centered(value)
         whitening = self.whitening
-        gain = jnp.max(jnp.sum(jnp.abs(whitening), axis=-2))
-        scale = row_scale(value, center, gain)
-        rows = value / scale[..., None] - center / scale[..., None]
         if self.shared:
             return scale, rows @ whitening, (self.loc - center) @ whitening
         whitened = jnp.tensordot(rows, whitening, axes=([-1], [-2]))
@@ -139,9 +144,8 @@ class WhitenedNormal(dist.Distribution):
         # of one). Besides precision: XLA rounded such a difference differently where it
         # computed it twice, and probabilities summed to 1 + 9e-8 (docs/gaussian.md).
         num_features = rows.shape[-1]
-        center = jnp.mean(self.loc.reshape(-1, num_features), axis=0)
+        center, _, shifted = self._centered(rows)
         column = jnp.max(jnp.sqrt(jnp.sum(self.whitening * self.whitening, axis=-2)), axis=-1)
-        shifted = rows / scale[..., None] - center / scale[..., None]
         row_norm = jnp.sqrt(jnp.sum(shifted * shifted, axis=-1))
         mean_norm = jnp.sqrt(jnp.sum(jnp.square(self.loc - center), axis=-1))  # (K,)
         eps = jnp.finfo(fast.dtype).eps
