@@ -92,7 +92,7 @@ def estimator_posterior(
                 ("diverging", "accept_prob", "num_steps", "energy", "potential_energy"),
             )
             if isinstance(init, str) and init == "mle":
-                init = estimator.params_  # the fit already made: no second EM run
+                nuts_kwargs["fit"] = estimator.params_  # the fit already made: no second EM run
             posterior = run_nuts(
                 story,
                 Xj,
