@@ -9,10 +9,12 @@ graph and makes one such reduction per iteration. The scheduler is Dask's curren
 ``distributed.Client`` when one is active).
 
 The story is fixed from the first :data:`HEAD_ROWS` rows (the only data the driver reads), and
-every partition's statistics are computed on the workers under it. Stories that grow with the
-data (category tables, say) may change in a later partition: the pass is then made again with
-the story of the whole first partition, and if that still grows, the partitions are read one at
-a time through the driver's ``partial_fit`` (exact, slower).
+every partition's statistics are computed on the workers under it; settings that statistics do
+not read (:meth:`~genprob.story.Story.statistics_identity`: the multinomial's document length)
+are set afterwards from every partition's additive context. Stories that grow with the data
+(category tables, say) may change in a later partition: the pass is then made again with the
+story of the whole first partition, and if that still grows, the partitions are read one at a
+time through the driver's ``partial_fit`` (exact, slower).
 
 Fault tolerance: Dask recomputes the tasks of a lost worker; the fit also checks that the
 reduced row count equals the input's, so a statistic that missed a partition is an error,
@@ -109,14 +111,15 @@ def _labeled_stats(story, X, codes, weights, num_classes):
 
 
 def _labeled_part(estimator, X, y, w):
-    """``(stats, 0, rows, unlabeled rows)`` of a partition with the story fixed by the driver.
+    """``((stats, 0, rows), unlabeled rows, context)`` of a partition with the story fixed by
+    the driver (``context``: the estimator's :meth:`_chunk_context`, summed by the driver).
 
-    Returns None when the partition would change the story (new categories...) or fails the
-    fitted story's checks: the driver then reads the partitions itself.
+    Returns None when the partition would change the story's statistics (new categories...) or
+    fails the fitted story's checks: the driver then reads the partitions itself.
     """
     num_rows = np.shape(X)[0]
     if num_rows == 0:
-        return (None, 0.0, 0), 0
+        return (None, 0.0, 0), 0, {}
     local = copy.copy(estimator)
     # marked fitted so that the estimator's prediction-time checks (encoding, binarizing,
     # support) prepare the features as they will be scored
@@ -126,7 +129,7 @@ def _labeled_part(estimator, X, y, w):
         grown = local._partial_fit_story(Xv, estimator.story_)
     except ValueError:
         return None
-    if grown != estimator.story_:
+    if grown.statistics_identity() != estimator.story_.statistics_identity():
         return None
     y = np.asarray(y)
     if y.shape != (num_rows,):
@@ -147,13 +150,25 @@ def _labeled_part(estimator, X, y, w):
             len(local.classes_),
         )
         stats = jax.tree_util.tree_map(np.asarray, stats)
-    return (stats, 0.0, int(num_rows)), int(np.sum(codes < 0))
+    return (stats, 0.0, int(num_rows)), int(np.sum(codes < 0)), local._chunk_context(Xv)
+
+
+def _add_contexts(a: dict, b: dict) -> dict:
+    """Two partitions' contexts together: values (nested dicts of numbers) add key by key."""
+    added = {}
+    for key in {**a, **b}:
+        first, second = a.get(key), b.get(key)
+        if isinstance(first if first is not None else second, dict):
+            added[key] = _add_contexts(first or {}, second or {})
+        else:
+            added[key] = (first or 0) + (second or 0)
+    return added
 
 
 def _combine_labeled(story, dtype, a, b):
     if a is None or b is None:
         return None
-    return streaming.combine(story, dtype, a[0], b[0]), a[1] + b[1]
+    return streaming.combine(story, dtype, a[0], b[0]), a[1] + b[1], _add_contexts(a[2], b[2])
 
 
 def _tree(dask, parts, merge):
@@ -187,7 +202,7 @@ def _head(block, rows):
 def _reduce_labeled(dask, estimator, parts):
     """Statistics of ``parts`` under ``estimator.story_``, reduced on the workers (None: grows)."""
     if not parts:
-        return (None, 0.0, 0), 0
+        return (None, 0.0, 0), 0, {}
     shipped = dask.delayed(estimator, pure=False)
     tasks = [dask.delayed(_labeled_part)(shipped, xd, yd, wd) for xd, yd, wd in parts]
     merge = dask.delayed(partial(_combine_labeled, estimator.story_, estimator._dtype))
@@ -218,13 +233,20 @@ def _labeled_from_first_partition(dask, estimator, parts, classes):
     rows = int(np.shape(piece[0])[0])
     unlabeled = int(estimator._unlabeled_rows(np.asarray(piece[1])).sum())
     head = (jax.tree_util.tree_map(np.asarray, estimator.stats_), 0.0, rows)
+    checker = copy.copy(estimator)  # checks as at prediction, as on the workers
+    checker.params_ = estimator.__dict__.get("params_", {})
+    context = checker._chunk_context(checker._check_X(piece[0]))
     total = _reduce_labeled(dask, estimator, parts[index:])
     if total is None:
         return None
-    (stats, _, rest_rows), rest_unlabeled = total
+    (stats, _, rest_rows), rest_unlabeled, rest_context = total
     story, dtype = estimator.story_, estimator._dtype
     stats = streaming.combine(story, dtype, head, (stats, 0.0, rest_rows))[0]
-    return (stats, 0.0, rows + rest_rows), unlabeled + rest_unlabeled
+    return (
+        (stats, 0.0, rows + rest_rows),
+        unlabeled + rest_unlabeled,
+        _add_contexts(context, rest_context),
+    )
 
 
 def fit(estimator, X, y, *, sample_weight=None, classes=None):
@@ -254,8 +276,10 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
             estimator, (dask.compute(xd, yd, wd) for xd, yd, wd in parts), classes
         )
     else:
-        (stats, _, rows), unlabeled_rows = total
+        (stats, _, rows), unlabeled_rows, context = total
         estimator.stats_ = stats
+        if context:  # the story from every partition's context (the document length, say)
+            estimator.story_ = estimator._story_for_context(context, estimator.n_features_in_)
         estimator._refit_from_statistics(*estimator._class_prior_argument())
     _check_rows(rows, expected, "labeled pass")
     streaming.finish_labeled(estimator)

@@ -497,6 +497,16 @@ class Story(metaclass=_StoryType):
         return self
 
     # -- family knowledge for generic code (hooks with generic defaults) --------------------------
+    def statistics_identity(self) -> Story:
+        """The story with the settings that do not change its statistics set aside.
+
+        Distributed fits compare a partition's story with the driver's by it: a partition whose
+        story differs only in such a setting (the multinomial's document length, which only
+        sampling reads) adds its statistics under the driver's story. The default: every
+        setting counts.
+        """
+        return self
+
     @property
     def adds_over_rows(self) -> bool:
         """True when statistics of data chunks combine into those of their union.

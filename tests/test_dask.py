@@ -135,6 +135,33 @@ def test_the_driver_reads_the_head_unless_the_story_grows(client, driver_rows):
     assert driver_rows == [50, 200, 600]
 
 
+def test_document_lengths_do_not_send_partitions_through_the_driver(client, driver_rows):
+    """MultinomialNB's story records the mean document length (for sampling), which every
+    partition changes; the statistics do not read it, so the workers compute them all and the
+    length comes from their summed contexts."""
+    from genprob.estimators import MixedNB, MultinomialNB
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 2, size=600)
+    X = rng.poisson(1.0 + 2.0 * y[:, None] + np.arange(600)[:, None] / 60.0, (600, 4)).astype(float)
+    Xd, yd, _ = _dask_arrays(X, y, chunks=(200, 200, 200))
+    reference, fitted = MultinomialNB().fit(X, y), MultinomialNB().fit(Xd, yd)
+    assert_same_fit(reference, fitted)
+    assert fitted.story_ == reference.story_ and reference.story_.total_count == 28
+    assert MultinomialNB().fit(X[:50], y[:50]).story_.total_count == 9  # the head's alone
+    assert driver_rows == [50]
+
+    driver_rows.clear()
+    families = {0: "gaussian", 1: "multinomial", 2: "multinomial", 3: "multinomial"}
+    mixed = lambda: MixedNB(families=families)  # noqa: E731
+    X[:, 0] = rng.normal(size=600) + y
+    Xd, yd, _ = _dask_arrays(X, y, chunks=(200, 200, 200))
+    reference, fitted = mixed().fit(X, y), mixed().fit(Xd, yd)
+    assert_same_fit(reference, fitted)
+    assert fitted.story_ == reference.story_
+    assert driver_rows == [50]
+
+
 def test_dask_prediction_is_lazy(client):
     X, y, _ = make_data("gaussian_nb")
     fitted = GaussianNB().fit(X, y)

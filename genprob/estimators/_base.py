@@ -451,6 +451,16 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         """
         return self._make_story(X)
 
+    def _chunk_context(self, X) -> dict:
+        """Additive fit-time context of a chunk's checked features that the story is built from
+        (document lengths, say); distributed fits sum it over partitions. Default: none."""
+        return {}
+
+    def _story_for_context(self, context: dict, num_features: int):
+        """The story (and the estimator's running context) for the summed ``context`` of every
+        chunk; the inverse of :meth:`_chunk_context`. Default: the story as it is."""
+        return self.story_
+
     def _extend_statistics(self, stats, previous, story):
         """Running statistics of story ``previous`` in the layout of ``story`` (padding etc.)."""
         return stats

@@ -314,6 +314,13 @@ class MultinomialNB(_DiscreteNB):
         self._length_seen += _total(X)
         return self._story(X.shape[1])
 
+    def _chunk_context(self, X):
+        return {"rows": int(X.shape[0]), "length": _total(X)}
+
+    def _story_for_context(self, context, num_features):
+        self._rows_seen, self._length_seen = context["rows"], context["length"]
+        return self._story(num_features)
+
     def _story(self, num_features):
         # Sampled documents get the mean training length; the density conditions on each row's.
         mean_length = self._length_seen / max(self._rows_seen, 1)

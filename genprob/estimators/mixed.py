@@ -380,6 +380,13 @@ class MixedNB(GenerativeClassifierBase):
         self._context = {f: add_contexts(self._context[f], chunk[f]) for f in chunk}
         return self._story(self._context)
 
+    def _chunk_context(self, X):
+        return self._block_contexts(X)
+
+    def _story_for_context(self, context, num_features):
+        self._context = context
+        return self._story(context)
+
     def _story(self, contexts=None):
         """The mixed story; ``contexts`` are the blocks' fit-time contexts (None: empty)."""
         alpha = check_alpha(self.alpha)

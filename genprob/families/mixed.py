@@ -239,6 +239,10 @@ class MixedStory(Story):
             params.update({f"{name}.{k}": v for k, v in story.maximize(stats[name]).items()})
         return params
 
+    def statistics_identity(self):
+        """Each block's own (a multinomial block's document length does not count)."""
+        return MixedStory([(n, s.statistics_identity(), c) for n, s, c in self.blocks])
+
     def grow_statistics(self, stats, moves):
         """Each block moves its own statistics (``moves`` has one entry per column)."""
         return {

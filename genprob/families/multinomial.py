@@ -162,6 +162,10 @@ class MultinomialStory(Story):
         """The block's total count: sampled documents get the mean training length."""
         return {"length": float(np.asarray(X).sum())}
 
+    def statistics_identity(self):
+        """The document length only shapes sampled rows: statistics do not read it."""
+        return self.replace(total_count=None)
+
     def prior(self, num_classes, num_features):
         concentration = jnp.broadcast_to(alpha_array(self.alpha, num_features) + 1.0, num_features)
         probs = numpyro.sample(
