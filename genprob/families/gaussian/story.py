@@ -17,7 +17,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from genprob.families.gaussian import missing as gaussian_missing
-from genprob.families.gaussian.distributions import full_gaussian
+from genprob.families.gaussian.distributions import full_gaussian, low_rank_factors
 from genprob.families.gaussian.moments import (
     chunked_sum,
     ledoit_wolf_shrinkage,
@@ -234,8 +234,14 @@ class GaussianStory(Story):
     def factorize(self, params) -> dict:
         """The spread's factorization (Cholesky or retained-subspace whitening; empty for
         diagonal spreads), jitted. Passed back as ``params[FACTORS]``, it spares every later
-        scoring call the O(D^3) work."""
-        return _jitted_factorize(self, params[self.spread_name])
+        scoring call the O(D^3) work. A wide shared covariance of low rank (n < D) is factorized
+        on the host in O(D^2 r) (:func:`low_rank_factors`)."""
+        spread = params[self.spread_name]
+        if self.structure.full and self.shared and not isinstance(spread, jax.core.Tracer):
+            factors = low_rank_factors(spread, self.rank_tol)
+            if factors is not None:
+                return {k: jnp.asarray(v) for k, v in factors.items()}
+        return _jitted_factorize(self, spread)
 
     def discriminant(self, params, X):
         """``log p(x | k)`` less a term of the row, finite for any finite row: linear in ``x``
