@@ -5,13 +5,11 @@ internal error or a crash.
 Profiles: ``genprob-fuzz`` (the fast suite, fixed seed) and ``genprob-fuzz-slow`` (>= 10,000
 examples, ``pytest -m slow``). Shapes come from a small set so that compiled programs are reused.
 
-Excluded regions (open items of the hardening issue, reproduced as strict xfails in
-tests/test_fuzz_open_items.py, so they flip when fixed):
-
-* Gaussian features beyond |x| ~ 1e150 (squares overflow: rows that cannot be scored are
-  refused, item 2); tiny scales (squares near the denormal range) are refused at fit since
-  item 4 but not fuzzed yet: Gaussian scales are drawn from 1e-140..1e140 only;
-* class priors are not fuzzed.
+Scales run from 1e-300 to 1e300 for every family (Gaussian data too: scales whose squares
+overflow or underflow are refused at fit by name, items 2 and 4 of the hardening issue); every
+fitted model also scores rows pushed to 1e300 (finite probabilities for any finite row); class
+priors are drawn valid (a point of the simplex) or invalid (a negative entry, a wrong sum or
+length), which must be refused by name.
 
 Unlabeled rows are marked by the default -1, by another marker (``unlabeled_label=99``), or the
 marker is switched off (``unlabeled_label=None``: -1 is then a class of its own); item 11's
@@ -46,7 +44,9 @@ SLOW = settings.get_profile("genprob-fuzz-slow")
 
 #: Exceptions a user may get for bad input; each must carry a message.
 CLEAR = (ValueError, TypeError, np.linalg.LinAlgError)
-GAUSSIAN_EXPONENTS = (-140, 140)  # see the module docstring: items 2 and 4 lie outside
+GAUSSIAN_EXPONENTS = (-300, 300)
+#: Gaussian scales: half the draws where squares stay finite, so that most fits go through.
+GAUSSIAN_SCALES = st.one_of(st.integers(-140, 140), st.integers(*GAUSSIAN_EXPONENTS))
 # (rows, features, classes) to draw from: every new shape compiles new programs (about a second
 # each), so the fast suite keeps few shapes and the slow profile draws from more.
 FAST_SHAPES = ((12,), (2,), (2, 3))
@@ -93,7 +93,7 @@ def problems(draw, shapes=FAST_SHAPES):
     unlabeled = draw(st.sampled_from((0.0, 0.3)))
     y[k:][rng.random(n - k) < unlabeled] = -1
     if kind == "real":
-        scale = 10.0 ** draw(st.integers(*GAUSSIAN_EXPONENTS))
+        scale = 10.0 ** draw(GAUSSIAN_SCALES)
         X = (rng.normal(size=(n, d)) + 2.0 * y[:, None]) * scale
     elif kind == "binary":
         X = rng.integers(0, 2, (n, d)).astype(float)
@@ -103,7 +103,7 @@ def problems(draw, shapes=FAST_SHAPES):
     elif kind == "codes":
         X = rng.integers(0, draw(st.sampled_from((2, 5))), (n, d)).astype(float)
     else:  # mixed: a Gaussian column and a categorical column
-        scale = 10.0 ** draw(st.integers(*GAUSSIAN_EXPONENTS))
+        scale = 10.0 ** draw(GAUSSIAN_SCALES)
         X = np.column_stack([(rng.normal(size=n) + y) * scale, rng.integers(0, 3, n)])
     if draw(st.booleans()):  # a constant column (for MixedNB the Gaussian one too: item 3)
         column = draw(st.integers(0, d - 1))
@@ -114,12 +114,40 @@ def problems(draw, shapes=FAST_SHAPES):
     marker = draw(st.sampled_from((-1, 99, None)))
     if marker is not None:
         y = np.where(y == -1, marker, y)
-    return name, X, y, weights, marker
+    priors = None
+    choice = draw(st.sampled_from(("none", "none", "valid", "negative", "sum", "length")))
+    if choice != "none":
+        num_classes = len(np.unique(y[y != marker])) if marker is not None else len(np.unique(y))
+        priors = rng.dirichlet(np.ones(num_classes))
+        if choice == "negative":
+            priors[0] = -priors[0] - 0.1
+        elif choice == "sum":
+            priors = priors * 3.0
+        elif choice == "length":
+            priors = np.append(priors, 0.0)
+    return name, X, y, weights, marker, priors
+
+
+def _far_rows(name, X):
+    """Copies of the first rows with real-valued entries pushed to +-1e300 (still finite)."""
+    far = np.array(X[:2], dtype=float)
+    kind = ESTIMATORS[name][1]
+    if kind == "real":
+        far[0] = 1e300
+        far[1, 0] = -1e300
+    elif kind == "mixed":  # the Gaussian column only; the categorical one keeps its codes
+        far[:, 0] = (1e300, -1e300)
+    else:
+        return None
+    return far
 
 
 def _check_property(problem):
-    name, X, y, weights, marker = problem
+    name, X, y, weights, marker, priors = problem
     estimator = ESTIMATORS[name][0]().set_params(unlabeled_label=marker)
+    if priors is not None:
+        key = "priors" if "priors" in estimator.get_params() else "class_prior"
+        estimator.set_params(**{key: priors})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -142,6 +170,11 @@ def _check_property(problem):
     predictions = estimator.predict(X)
     np.testing.assert_array_equal(predictions, estimator.classes_[np.argmax(proba, axis=1)])
     assert np.isfinite(estimator.log_likelihood(X, y))
+    far = _far_rows(name, X)
+    if far is not None:
+        far_proba = estimator.predict_proba(far)
+        assert np.all(np.isfinite(far_proba)), f"{name}: rows at 1e300 scored\n{far_proba}"
+        np.testing.assert_allclose(far_proba.sum(axis=1), 1.0, rtol=0, atol=1e-6)
 
 
 def _assert_clear(error):
@@ -199,3 +232,48 @@ def test_qda_narrow_class_far_from_the_others_found_by_the_slow_profile():
     joint = model.predict_joint_log_proba(X)
     expected = np.log(1 / 6) - 0.5 * np.log(2 * np.pi * model.params_["covariance"][0, 0, 0])
     assert joint[0, 0] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        genprob.LinearDiscriminantAnalysis,
+        lambda: genprob.QuadraticDiscriminantAnalysis(reg_param=0.1),
+        genprob.GaussianNB,
+        lambda: genprob.GenerativeClassifier(genprob.GaussianStory(covariance="diag", shared=True)),
+    ],
+)
+def test_rows_at_1e300_found_by_the_slow_profile(make):
+    """Third find, once Gaussian scales reached 1e300: the same six rows, one feature, scored at
+    -1e300 gave LDA's nearest class log-probability +1.7e282 and probability inf. XLA computed
+    the scores twice (for their maximum and for the subtraction) with different rounding, and
+    the row scale ~7e299 multiplied the 2.5e-18 difference. The extreme class now gets exactly 0."""
+    X = np.array([3.61595055, 33.04000045, 49.47080963, 32.96264764, 7.34578529, 13.76725537])
+    y = np.array([0, 1, 2, 2, 1, 1])
+    model = make().fit(X[:, None], y)
+    far = np.array([[-1e300], [1e300], [-1e200], [1e155], [-1.5e154]])
+    log_proba = model.predict_log_proba(far)
+    assert np.all(log_proba <= 0.0)
+    assert np.all(np.max(log_proba, axis=1) == 0.0)  # one class takes all the mass, exactly
+    np.testing.assert_array_equal(model.predict_proba(far).sum(axis=1), 1.0)
+    if make is genprob.LinearDiscriminantAnalysis:  # linear scores: the extreme means win
+        np.testing.assert_array_equal(model.predict(far), [0, 2, 0, 2, 0])
+
+
+def test_variances_near_the_float64_maximum_found_by_the_slow_profile():
+    """Fourth find: QDA (reg_param=0.1) on one feature near 3e154 fitted variances near 1e308,
+    finite but without room for the sums that follow: the log-likelihood was -inf. Variances
+    within a factor 1/eps of the maximum are now refused at fit by name, like overflowing ones;
+    a scale below the limit still fits and scores finitely. Fifth find, at 1e155: the scatter
+    overflowed to inf, the constant-feature snap read inf <= inf as "constant" and zeroed it,
+    and the fit kept only the regularizer (variance 0.1); overflowed moments are now kept for
+    the check."""
+    X = np.array([1.30400005, 2.94708096, 1.29626476, 0.734578529, 1.37672554, 0.0413259793])
+    y = np.array([0, 1, 1, 1, 1, 0])
+    message = r"feature 0 has values too large to square in float64 \(beyond about 2e\+146\)"
+    for make in (genprob.GaussianNB, lambda: genprob.QuadraticDiscriminantAnalysis(reg_param=0.1)):
+        for scale in (1e154, 1e155):
+            with pytest.raises(ValueError, match=message):
+                make().fit(X[:, None] * scale, y)
+        model = make().fit(X[:, None] * 1e145, y)
+        assert np.isfinite(model.log_likelihood(X[:, None] * 1e145, y))

@@ -1,7 +1,7 @@
-"""Open items of the hardening issue, each reproduced exactly as reported: strict xfails, so each
-test fails loudly (XPASS) the day its fault is fixed and the marker must come off.
+"""The hardening issue's numbered failures, each reproduced exactly as reported and now passing
+(they were strict xfails while open; ``_open`` marks any item that regresses into one).
 
-The property tests (test_fuzz_estimators.py, test_fuzz_core.py) keep out of these regions.
+The property tests (test_fuzz_estimators.py, test_fuzz_core.py) cover the same regions at random.
 """
 
 import time
@@ -187,9 +187,9 @@ def test_item9_wide_low_rank_covariance_is_factorized_on_its_range(monkeypatch):
     used = []
     original = distributions.low_rank_factors
 
-    def spy(covariance, rank_tol, seed=0):
-        used.append(original(covariance, rank_tol, seed) is not None)
-        return original(covariance, rank_tol, seed)
+    def spy(covariance, rank_tol, seed=0, rank_bound=None):
+        used.append(original(covariance, rank_tol, seed, rank_bound) is not None)
+        return original(covariance, rank_tol, seed, rank_bound)
 
     monkeypatch.setattr(distributions, "low_rank_factors", spy)
     monkeypatch.setattr(genprob.families.gaussian.story, "low_rank_factors", spy)
@@ -200,6 +200,19 @@ def test_item9_wide_low_rank_covariance_is_factorized_on_its_range(monkeypatch):
     assert used[-1] is False
     ranks = [int(m._params_jax()["factorization"]["rank"]) for m in (fast, reference)]
     assert ranks == [57, 57]  # n - K directions
+    # scoring works on the (D, r) whitening, not a (D, D) one padded with zeros
+    assert fast._params_jax()["factorization"]["whitening"].shape == (d, 57)
+    # a rank bound that is too small (weights summing below n) only grows the sketch
+    covariance = fast.params_["covariance"]
+    monkeypatch.setattr(distributions, "LOW_RANK_MIN_FEATURES", 512)
+    for bound in (None, 5, 60):
+        factors = original(covariance, fast.tol, rank_bound=bound)
+        assert factors["whitening"].shape == (d, 57)
+        np.testing.assert_allclose(
+            factors["log_normalizer"],
+            fast._params_jax()["factorization"]["log_normalizer"],
+            rtol=1e-10,
+        )
     np.testing.assert_allclose(fast.predict_proba(X), reference.predict_proba(X), atol=1e-10)
     np.testing.assert_allclose(
         fast.log_likelihood(X, y, pointwise=True),
@@ -211,8 +224,13 @@ def test_item9_wide_low_rank_covariance_is_factorized_on_its_range(monkeypatch):
         np.abs(fast.transform(X)), np.abs(reference.transform(X)), rtol=1e-9, atol=1e-12
     )
     np.testing.assert_allclose(fast.predict_proba(X), SkLDA().fit(X, y).predict_proba(X), atol=1e-8)
-    full_rank = np.cov(rng.normal(size=(2000, d)).T)
+    full_rank = np.cov(rng.normal(size=(2000, d)).T)  # n > D / 2: not a low rank
     assert original(full_rank, 1e-4) is None
+    assert original(full_rank, 1e-4, rank_bound=2000) is None
+    # sampling colors r-dimensional noise; draws stay on the means' affine subspace + range
+    draws = fast.sample(200, random_state=0)[0]
+    assert draws.shape == (200, d) and np.all(np.isfinite(draws))
+    np.testing.assert_array_equal(draws[:, 7], 2.0)  # the constant column stays constant
 
 
 @pytest.mark.slow

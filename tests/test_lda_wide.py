@@ -24,9 +24,9 @@ def factorizations(monkeypatch):
     calls = []
     original = GaussianStory.factorize
 
-    def counted(self, params):
+    def counted(self, params, **kwargs):
         calls.append(type(self).__name__)
-        return original(self, params)
+        return original(self, params, **kwargs)
 
     monkeypatch.setattr(GaussianStory, "factorize", counted)
     return calls

@@ -100,9 +100,14 @@ class _GaussianBase(GenerativeClassifierBase):
                 delattr(self, name)
         raise error(message)
 
-    def _params_jax(self):
+    def _params_jax(self, stats=None):
         """Device parameters plus the story's factorization, computed once per fitted
-        parameters and reused by every prediction (not saved: recomputed after load)."""
+        parameters and reused by every prediction (not saved: recomputed after load).
+
+        Args:
+            stats: the fit's statistics when ``stats_`` is not set yet (their class counts
+                bound the covariance's rank).
+        """
         key = (self.params_, self.story_, *self.params_.values())
         # kept beside the estimator, not in it: predict must not change the estimator's state
         cached = _SCORING_CACHE.get(self)
@@ -110,8 +115,12 @@ class _GaussianBase(GenerativeClassifierBase):
             if all(a is b for a, b in zip(cached[1], key, strict=True)):
                 return cached[2]
         params = super()._params_jax()
+        # the rank of a scatter of n rows is below n (unit weights: the summed class counts)
+        stats = stats if stats is not None else getattr(self, "stats_", None)
+        rows = float(np.sum(stats["class_counts"])) if stats is not None else 0.0
+        rank_bound = int(rows) if 0 < rows < 2**31 else None
         with precision(self._dtype):
-            factors = self.story_.factorize(params)
+            factors = self.story_.factorize(params, rank_bound=rank_bound)
         if factors:
             params = {**params, FACTORS: factors}
         _SCORING_CACHE[self] = (self._dtype, key, params)
@@ -455,7 +464,7 @@ class LinearDiscriminantAnalysis(
         if self.solver != "svd" or self.store_covariance:
             self.covariance_ = self.params_["covariance"]
         with precision(self._dtype):
-            coef, intercept = self.story_.linear_discriminants(self._params_jax())
+            coef, intercept = self.story_.linear_discriminants(self._params_jax(stats))
             coef, intercept = np.asarray(coef), np.asarray(intercept)
         if self.solver == "svd":
             # scikit-learn's svd scores are centered at xbar: a class-independent shift of x

@@ -10,7 +10,9 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro.distributions as dist
+import scipy.linalg
 from jax.scipy.linalg import solve_triangular
 from numpyro.distributions import constraints
 
@@ -19,6 +21,29 @@ from genprob._dtype import TOLERANCES
 __all__ = ["DiagonalNormal", "WhitenedNormal", "full_factors", "full_gaussian", "row_scale"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _less_extreme(values, extreme, scale, magnitude):
+    """``values`` (n, K) less their row's ``extreme`` (min or max), exactly 0 at the extreme.
+
+    XLA may compute ``values`` twice, in the fusion that reduces them and in the one that
+    subtracts, with different rounding (FMA or not); on a row scaled by ``s ~ 1e300`` the
+    nonzero difference, multiplied back by ``s``, is ~1e282 where 0 is meant. So on scaled rows
+    (``s > 1``), entries within ``4 (D + 2) eps magnitude`` of the extreme (below the rounding
+    error of ``values``, so no information is lost) are set to 0. Rows with ``s = 1`` keep the
+    plain difference.
+
+    Args:
+        scale: (n, 1) row scales. magnitude: (n, 1) bound on the sums of absolute terms of a
+            row's ``values``; the feature count D is taken from the caller's rows.
+    """
+    excess = values - extreme(values, axis=-1, keepdims=True)
+    return jnp.where((scale > 1) & (jnp.abs(excess) <= magnitude), 0.0, excess)
+
+
+def _rounding(num_features, magnitude):
+    """``4 (D + 2) eps magnitude``: what computing a D-term sum twice can differ by."""
+    return 4 * (num_features + 2) * jnp.finfo(magnitude.dtype).eps * magnitude
 
 
 def row_scale(rows, center, gain):
@@ -44,16 +69,17 @@ def row_scale(rows, center, gain):
 class WhitenedNormal(dist.Distribution):
     r"""Gaussian given by a whitening matrix: ``log p(x) = -1/2 ||(x - loc) W||^2 + const``.
 
-    ``W`` (D, D) satisfies ``W^T Sigma W = I`` on the retained subspace (its other columns are
-    zero), so ``W W^T`` is the (subspace) precision. With a full-rank ``Sigma`` and
-    ``W = chol(Sigma)^{-T}`` this is the ordinary multivariate normal.
+    ``W`` (D, D), or (D, r) on a retained subspace of r dimensions, satisfies ``W^T Sigma W = I``
+    on the retained subspace (a square ``W``'s other columns are zero), so ``W W^T`` is the
+    (subspace) precision. With a full-rank ``Sigma`` and ``W = chol(Sigma)^{-T}`` this is the
+    ordinary multivariate normal.
 
     A shared ``W`` (2-D) is applied once to the data and once to the means, so scoring n rows
-    against K classes costs one (n, D) x (D, D) product instead of K.
+    against K classes costs one (n, D) x (D, r) product instead of K.
 
     Args:
         loc: means (..., K, D).
-        whitening: ``W``, (D, D) shared or (K, D, D) per class.
+        whitening: ``W``, (D, D) or (D, r) shared, or (K, D, D) per class.
         coloring: ``A`` with ``A A^T = Sigma`` (restricted), same shape as ``whitening``; used
             for sampling ``x = loc + A eps``.
         log_normalizer: ``1/2 log det(W^T W)`` in the projected coordinates (``-1/2 log det Sigma``
@@ -171,7 +197,10 @@ class WhitenedNormal(dist.Distribution):
         """``log p(x | k) + s^2 min_l q_l / 2`` (n, K): finite, 0 at the nearest class before
         the constants, -inf at most where another class is infinitely closer."""
         scale, quadratic = self.scaled_quadratic(rows)
-        excess = quadratic - jnp.min(quadratic, axis=-1, keepdims=True)
+        lowest = jnp.min(quadratic, axis=-1, keepdims=True)
+        excess = _less_extreme(
+            quadratic, jnp.min, scale[..., None], _rounding(rows.shape[-1], lowest)
+        )
         return -0.5 * (excess * scale[..., None]) * scale[..., None] + self._class_constant()
 
     def linear_scores(self, rows):
@@ -179,7 +208,13 @@ class WhitenedNormal(dist.Distribution):
         ``W``: linear in the rows, hence finite for any finite row."""
         scale, xw, mw = self._whitened(rows)
         dots = xw @ jnp.swapaxes(mw, -1, -2)
-        excess = dots - jnp.max(dots, axis=-1, keepdims=True)
+        # Cauchy-Schwarz: sum_d |xw_d mw_kd| <= ||xw|| max_k ||mw_k||
+        magnitude = jnp.linalg.norm(xw, axis=-1, keepdims=True) * jnp.max(
+            jnp.linalg.norm(mw, axis=-1)
+        )
+        excess = _less_extreme(
+            dots, jnp.max, scale[..., None], _rounding(rows.shape[-1], magnitude)
+        )
         return excess * scale[..., None] - 0.5 * jnp.sum(mw * mw, axis=-1) + self._class_constant()
 
     def log_prob(self, value):
@@ -200,7 +235,8 @@ class WhitenedNormal(dist.Distribution):
         return -0.5 * quadratic + self._class_constant()
 
     def sample(self, key, sample_shape=()):
-        shape = tuple(sample_shape) + self.batch_shape + self.event_shape
+        # the coloring is (D, r) on a retained subspace of r dimensions
+        shape = tuple(sample_shape) + self.batch_shape + jnp.shape(self.coloring)[-1:]
         noise = jax.random.normal(key, shape, dtype=jnp.result_type(self.loc))
         return self.loc + jnp.einsum("...de,...e->...d", self.coloring, noise)
 
@@ -320,7 +356,10 @@ class DiagonalNormal(dist.Distribution):
         """``log p(x | k) + s^2 min_l q_l / 2`` (n, K): finite, 0 at the nearest class before
         the normalizers, -inf at most where another class is infinitely closer."""
         scale, quadratic = self.scaled_quadratic(rows)
-        excess = quadratic - jnp.min(quadratic, axis=-1, keepdims=True)
+        lowest = jnp.min(quadratic, axis=-1, keepdims=True)
+        excess = _less_extreme(
+            quadratic, jnp.min, scale[..., None], _rounding(rows.shape[-1], lowest)
+        )
         return self._log_normalizer() - 0.5 * (excess * scale[..., None]) * scale[..., None]
 
     def linear_scores(self, rows):
@@ -329,8 +368,12 @@ class DiagonalNormal(dist.Distribution):
         for any finite row."""
         center, _, weighted, constant = self._expansion()
         scale = self._row_scale(rows, center)[..., None]
-        dots = (rows / scale - center / scale) @ weighted.T
-        excess = dots - jnp.max(dots, axis=-1, keepdims=True)
+        centered = rows / scale - center / scale
+        dots = centered @ weighted.T
+        magnitude = jnp.linalg.norm(centered, axis=-1, keepdims=True) * jnp.max(
+            jnp.linalg.norm(weighted, axis=-1)
+        )
+        excess = _less_extreme(dots, jnp.max, scale, _rounding(rows.shape[-1], magnitude))
         return excess * scale - 0.5 * constant + self._log_normalizer()
 
     def log_prob(self, value):
@@ -407,11 +450,13 @@ def full_factors(covariance, rank_tol) -> dict:
 
 #: Shared covariances at least this wide try :func:`low_rank_factors` first (wide data, n < D).
 LOW_RANK_MIN_FEATURES = 512
-#: First subspace size of the range finder (doubled while the residual is too large).
+#: First subspace size of the range finder without a rank bound (doubled while too small).
 _FIRST_PROBES = 256
+#: Probes beyond a caller's rank bound: the sketch then spans the range with margin.
+_OVERSAMPLING = 10
 
 
-def low_rank_factors(covariance, rank_tol, seed: int = 0) -> dict | None:
+def low_rank_factors(covariance, rank_tol, seed: int = 0, rank_bound=None) -> dict | None:
     """:func:`full_factors` of one shared (D, D) covariance whose numerical rank r is low, in
     O(D^2 r) on the host instead of the O(D^3) eigendecomposition; None when the rank is not low.
 
@@ -421,13 +466,14 @@ def low_rank_factors(covariance, rank_tol, seed: int = 0) -> dict | None:
     times the largest residual ``(I - Q Q^T) C w`` of 10 fresh probes w (it bounds the norm of
     ``(I - Q Q^T) C`` with probability at least 1 - 1e-10), is below 1% of the retention
     threshold ``rank_tol**2``: every eigenvalue left out would have been dropped by the full
-    eigendecomposition too. Otherwise k doubles (the sketch grows) up to D / 2, then None. The
-    kept eigenvectors span the same subspace and the whitening agrees on it, so scores agree to
-    rounding (the whitening's columns beyond the rank are zero, as in :func:`full_factors`).
-    """
-    import numpy as np
-    import scipy.linalg
+    eigendecomposition too. Otherwise the subspace grows by as many probes again (k doubles) up
+    to D / 2, then None. The kept eigenvectors span the same subspace and the whitening agrees on
+    it, so scores agree to rounding. The whitening is (D, r): scoring costs O(n D r).
 
+    Args:
+        rank_bound: the rank the caller expects at most (a fit of n rows: n), or None. It sizes
+            the first sketch (``rank_bound + 10`` probes); a wrong bound costs time, not accuracy.
+    """
     covariance = np.asarray(covariance)
     if rank_tol is None or covariance.ndim != 2 or covariance.shape[0] < LOW_RANK_MIN_FEATURES:
         return None
@@ -435,36 +481,47 @@ def low_rank_factors(covariance, rank_tol, seed: int = 0) -> dict | None:
     threshold = float(rank_tol) ** 2
     if not threshold > 0:
         return None
+    probes = _FIRST_PROBES
+    if rank_bound is not None and 0 < rank_bound + _OVERSAMPLING <= num_features // 2:
+        probes = max(int(rank_bound) + _OVERSAMPLING, 2 * _OVERSAMPLING)
     variances = np.diagonal(covariance)
     varies = variances > 0
     scale = np.where(varies, np.sqrt(np.where(varies, variances, 1.0)), 1.0)
     correlation = covariance / scale[:, None] / scale[None, :]
     rng = np.random.default_rng(seed)
     tests = correlation @ rng.standard_normal((num_features, 10))
-    probes = _FIRST_PROBES
-    sketch = correlation @ rng.standard_normal((num_features, probes))
+    Q = scipy.linalg.qr(
+        correlation @ rng.standard_normal((num_features, probes)),
+        mode="economic",
+        check_finite=False,
+    )[0]
     while True:
-        Q = scipy.linalg.qr(sketch, mode="economic", check_finite=False)[0]
         residual = np.linalg.norm(tests - Q @ (Q.T @ tests), axis=0).max()
         if 10.0 * math.sqrt(2.0 / math.pi) * residual <= 0.01 * threshold:
             break
-        if 2 * probes > num_features // 2:  # past D / 2 the eigendecomposition is as cheap
+        more = min(Q.shape[1], num_features // 2 - Q.shape[1])
+        if more <= 0:  # past D / 2 the eigendecomposition is as cheap
             return None
-        more = correlation @ rng.standard_normal((num_features, probes))
-        sketch, probes = np.concatenate([sketch, more], axis=1), 2 * probes
+        block = correlation @ rng.standard_normal((num_features, more))
+        # Householder QR of [Q, block] stays orthonormal when the block adds nothing new
+        # (Gram-Schmidt against Q would normalize rounding noise into skewed columns)
+        Q = scipy.linalg.qr(
+            np.concatenate([Q, block], axis=1), mode="economic", check_finite=False
+        )[0]
     small = Q.T @ (correlation @ Q)
-    eigenvalues, vectors = scipy.linalg.eigh(0.5 * (small + small.T), check_finite=False)
+    small = 0.5 * (small + small.T)
+    eigenvalues, vectors = scipy.linalg.eigh(small, check_finite=False)
     keep = eigenvalues > threshold
-    basis = (Q @ vectors[:, keep]) / scale[:, None] * varies[:, None]  # (D, r)
-    inner = basis.T @ covariance @ basis
+    vectors = vectors[:, keep]
+    basis = (Q @ vectors) / scale[:, None] * varies[:, None]  # (D, r)
+    # basis^T Sigma basis = V^T (Q^T C Q) V: the (r, r) matrix without another D^2 r product
+    inner = vectors.T @ small @ vectors
     chol = np.linalg.cholesky(0.5 * (inner + inner.T))
     gram_chol = np.linalg.cholesky(basis.T @ basis)
     inverse_chol = scipy.linalg.solve_triangular(chol, np.eye(len(chol)), lower=True)
-    whitening = np.zeros_like(covariance)
-    whitening[:, : basis.shape[1]] = basis @ inverse_chol.T
     log_normalizer = np.sum(np.log(np.diagonal(gram_chol)) - np.log(np.diagonal(chol)))
     return {
-        "whitening": whitening,
+        "whitening": basis @ inverse_chol.T,
         "log_normalizer": np.asarray(log_normalizer, covariance.dtype),
         "rank": np.asarray(float(basis.shape[1]), covariance.dtype),
     }

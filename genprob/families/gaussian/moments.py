@@ -117,7 +117,9 @@ def snap_constant_features(scatter, squares, full: bool = True):
         magnitude = jnp.diagonal(squares, axis1=-2, axis2=-1)
     else:
         diagonal, magnitude = scatter, squares
-    live = (diagonal > 64 * eps * magnitude).astype(scatter.dtype)
+    # an overflowed moment (inf, or inf - inf) is kept, for the overflow check to name it
+    live = (diagonal > 64 * eps * magnitude) | ~jnp.isfinite(diagonal) | ~jnp.isfinite(magnitude)
+    live = live.astype(scatter.dtype)
     if full:
         return scatter * live[..., :, None] * live[..., None, :]
     return scatter * live

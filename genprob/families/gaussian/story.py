@@ -231,14 +231,15 @@ class GaussianStory(Story):
             params["means"], params[self.spread_name], self.rank_tol, params.get(FACTORS)
         )
 
-    def factorize(self, params) -> dict:
+    def factorize(self, params, rank_bound=None) -> dict:
         """The spread's factorization (Cholesky or retained-subspace whitening; empty for
         diagonal spreads), jitted. Passed back as ``params[FACTORS]``, it spares every later
         scoring call the O(D^3) work. A wide shared covariance of low rank (n < D) is factorized
-        on the host in O(D^2 r) (:func:`low_rank_factors`)."""
+        on the host in O(D^2 r) (:func:`low_rank_factors`; ``rank_bound``, e.g. the number of
+        rows fitted, sizes its first sketch)."""
         spread = params[self.spread_name]
         if self.structure.full and self.shared and not isinstance(spread, jax.core.Tracer):
-            factors = low_rank_factors(spread, self.rank_tol)
+            factors = low_rank_factors(spread, self.rank_tol, rank_bound=rank_bound)
             if factors is not None:
                 return {k: jnp.asarray(v) for k, v in factors.items()}
         return _jitted_factorize(self, spread)
@@ -348,11 +349,9 @@ class GaussianStory(Story):
         structure = self.structure
         full = structure.full
         total = counts.sum()
-        scatter = stats["squares"] - structure.group(structure.between(sums, centered_means))
+        scatter = structure.scatter(stats["squares"], sums, centered_means, counts)
         group_counts = structure.group(counts)
         denominator = structure.denominator(counts, self.estimator == "unbiased")
-        if full:
-            scatter = symmetrize(scatter)
         scatter = snap_constant_features(scatter, stats["squares"], full)
         mle = scatter / per_group(group_counts, scatter)
         spread = scatter / per_group(denominator, scatter)
@@ -546,9 +545,10 @@ class GaussianStory(Story):
                 ) from None
 
     def check_overflow(self, params, feature_names=None) -> None:
-        """Means or variances that overflowed (features too large to square) are an error naming
-        the first such feature, instead of a failure further on (non-finite parameters,
-        eigenvalues that do not converge)."""
+        """Means or variances that overflowed, or variances above ``max * eps`` (features too
+        large to square with room for the sums that follow), are an error naming the first such
+        feature, instead of a failure further on (non-finite parameters, eigenvalues that do
+        not converge, -inf log-likelihoods)."""
         means = np.asarray(params["means"])
         spread = np.asarray(params[self.spread_name])
         variances = np.diagonal(spread, axis1=-2, axis2=-1) if self.structure.full else spread
@@ -558,9 +558,16 @@ class GaussianStory(Story):
             present = np.asarray(params["class_prior"]) > 0
         else:  # a block of a mixed story: a class without rows has 0/0 = NaN means throughout
             present = ~np.all(np.isnan(means), axis=-1)
-        finite = np.isfinite(means) & np.isfinite(variances)
+        if spread.dtype.kind != "f":
+            return
+        info = np.finfo(spread.dtype)
+        # headroom of 1 / eps below the maximum: the scatter (n S), Cholesky's sums of D
+        # products and the log density's quadratic forms stay finite (the slow fuzzing
+        # profile found -inf log-likelihoods at variances near 1e308)
+        limit = info.max * info.eps
+        finite = np.isfinite(means) & np.isfinite(variances) & (variances <= limit)
         bad = np.flatnonzero(~np.all(finite[present], axis=0))
-        if spread.dtype.kind != "f" or not bad.size:
+        if not bad.size:
             return
         # smoothing or shrinkage spreads one overflow to other features: name the largest
         size = np.nan_to_num(np.max(np.abs(means[:, bad]), axis=0), nan=np.inf)
@@ -568,13 +575,17 @@ class GaussianStory(Story):
         name = (
             f"feature '{list(feature_names)[j]}'" if feature_names is not None else f"feature {j}"
         )
-        info = np.finfo(spread.dtype)
         kind = "to square" if np.all(np.isfinite(means[:, j])) else "to hold"
+        overflows = (
+            "overflows"
+            if not np.all(np.isfinite(variances[:, j]))
+            else "comes within a factor 1/eps of overflowing"
+        )
         raise ValueError(
             f"{name} has values too large {kind} in {spread.dtype} (beyond about "
-            f"{np.sqrt(info.max) if kind == 'to square' else info.max:.2g}): its "
-            f"{'variance' if kind == 'to square' else 'mean'} overflows. Rescale the features "
-            f"(e.g. standardize them) before fitting."
+            f"{np.sqrt(limit) if kind == 'to square' else info.max:.2g}): its "
+            f"{'variance ' + overflows if kind == 'to square' else 'mean overflows'}. Rescale the "
+            "features (e.g. standardize them) before fitting."
         )
 
     # -- decision boundaries ---------------------------------------------------------------------
