@@ -153,22 +153,14 @@ def _labeled_part(estimator, X, y, w):
     return (stats, 0.0, int(num_rows)), int(np.sum(codes < 0)), local._chunk_context(Xv)
 
 
-def _add_contexts(a: dict, b: dict) -> dict:
-    """Two partitions' contexts together: values (nested dicts of numbers) add key by key."""
-    added = {}
-    for key in {**a, **b}:
-        first, second = a.get(key), b.get(key)
-        if isinstance(first if first is not None else second, dict):
-            added[key] = _add_contexts(first or {}, second or {})
-        else:
-            added[key] = (first or 0) + (second or 0)
-    return added
-
-
 def _combine_labeled(story, dtype, a, b):
     if a is None or b is None:
         return None
-    return streaming.combine(story, dtype, a[0], b[0]), a[1] + b[1], _add_contexts(a[2], b[2])
+    return (
+        streaming.combine(story, dtype, a[0], b[0]),
+        a[1] + b[1],
+        streaming.add_contexts(a[2], b[2]),
+    )
 
 
 def _tree(dask, parts, merge):
@@ -245,7 +237,7 @@ def _labeled_from_first_partition(dask, estimator, parts, classes):
     return (
         (stats, 0.0, rows + rest_rows),
         unlabeled + rest_unlabeled,
-        _add_contexts(context, rest_context),
+        streaming.add_contexts(context, rest_context),
     )
 
 

@@ -412,6 +412,19 @@ def _chunk_weights(w, num_rows):
     return w
 
 
+def add_contexts(a: dict, b: dict) -> dict:
+    """Two chunks' fit-time contexts together: values (numbers, or nested dicts of them, as in
+    a mixed story's per-block contexts) are sums over rows and add key by key."""
+    added = {}
+    for key in {**a, **b}:
+        first, second = a.get(key), b.get(key)
+        if isinstance(first if first is not None else second, dict):
+            added[key] = add_contexts(first or {}, second or {})
+        else:
+            added[key] = (first or 0) + (second or 0)
+    return added
+
+
 def combine(story, dtype, a, b):
     """Sum of two ``(stats, objective, rows)`` partial results (an empty side is None)."""
     if a[0] is None:

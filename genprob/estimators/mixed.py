@@ -24,12 +24,11 @@ from genprob.families.mixed import (
     DEFAULT_NAIVE_FAMILY,
     NAIVE_FAMILIES,
     MixedStory,
-    add_contexts,
     block_context,
     encodes_values,
     naive_block,
 )
-from genprob.streaming import is_out_of_core
+from genprob.streaming import add_contexts, is_out_of_core
 
 __all__ = ["MixedNB", "FAMILIES"]
 
@@ -377,7 +376,7 @@ class MixedNB(GenerativeClassifierBase):
         if previous is None:
             return self._make_story(X)
         chunk = self._block_contexts(X)
-        self._context = {f: add_contexts(self._context[f], chunk[f]) for f in chunk}
+        self._context = add_contexts(self._context, chunk)
         return self._story(self._context)
 
     def _chunk_context(self, X):

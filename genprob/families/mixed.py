@@ -29,7 +29,6 @@ __all__ = [
     "MixedFeatures",
     "NAIVE_FAMILIES",
     "DEFAULT_NAIVE_FAMILY",
-    "add_contexts",
     "block_context",
     "encodes_values",
     "naive_block",
@@ -403,8 +402,3 @@ def block_context(family: str, X) -> dict:
     """Fit-time context of a block's columns ``X`` (n, d): its rows and the family's own
     (:meth:`~genprob.story.Story.block_context`); contexts of chunks add key by key."""
     return {"rows": int(X.shape[0]), **_naive_class(family).block_context(X)}
-
-
-def add_contexts(a: dict, b: dict) -> dict:
-    """The context of two chunks together (every value is a sum over rows)."""
-    return {key: a.get(key, 0) + b.get(key, 0) for key in {**a, **b}}
