@@ -97,7 +97,9 @@ def test_estimator_n_init_and_init(wine, mixture_fits):
     story = ClassMixtureStory(num_components=2)
     reference = mixture_fits[2]
     # init: a dict of parameters is the first start; from the maximum, nothing moves
-    estimator = genprob.GenerativeClassifier(story, n_init=2, init=reference.params)
+    # seeded: an unseeded second start drew from the global RNG, whose state depends on the
+    # tests run before in the worker, and once found an uncollapsed maximum (no warning)
+    estimator = genprob.GenerativeClassifier(story, n_init=2, init=reference.params, random_state=0)
     with pytest.warns(ConvergenceWarning, match="collapsed"):
         estimator.fit(X, y)
     result = estimator.optimizer_result_
