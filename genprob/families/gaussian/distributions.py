@@ -23,26 +23,26 @@ __all__ = ["DiagonalNormal", "WhitenedNormal", "full_factors", "full_gaussian", 
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def _less_extreme(values, extreme, scale, magnitude):
+def _less_extreme(values, extreme, scale, tolerance):
     """``values`` (n, K) less their row's ``extreme`` (min or max), exactly 0 at the extreme.
 
     XLA may compute ``values`` twice, in the fusion that reduces them and in the one that
     subtracts, with different rounding (FMA or not); on a row scaled by ``s ~ 1e300`` the
     nonzero difference, multiplied back by ``s``, is ~1e282 where 0 is meant. So on scaled rows
-    (``s > 1``), entries within ``4 (D + 2) eps magnitude`` of the extreme (below the rounding
-    error of ``values``, so no information is lost) are set to 0. Rows with ``s = 1`` keep the
-    plain difference.
+    (``s > 1``), entries within ``tolerance`` of the extreme (:func:`_rounding`: below the
+    rounding error of ``values``, so no information is lost) are set to 0. Rows with ``s = 1``
+    keep the plain difference.
 
     Args:
-        scale: (n, 1) row scales. magnitude: (n, 1) bound on the sums of absolute terms of a
-            row's ``values``; the feature count D is taken from the caller's rows.
+        scale: (n, 1) row scales. tolerance: (n, 1) rounding error of a row's ``values``.
     """
     excess = values - extreme(values, axis=-1, keepdims=True)
-    return jnp.where((scale > 1) & (jnp.abs(excess) <= magnitude), 0.0, excess)
+    return jnp.where((scale > 1) & (jnp.abs(excess) <= tolerance), 0.0, excess)
 
 
 def _rounding(num_features, magnitude):
-    """``4 (D + 2) eps magnitude``: what computing a D-term sum twice can differ by."""
+    """``4 (D + 2) eps magnitude``: what computing a D-term sum twice can differ by, given a
+    bound ``magnitude`` on the sum of its terms' absolute values."""
     return 4 * (num_features + 2) * jnp.finfo(magnitude.dtype).eps * magnitude
 
 
