@@ -598,14 +598,133 @@ def core_label_codes(codes, num_classes: int, unlabeled_label=UNLABELED):
     return jnp.where(codes == unlabeled_label, UNLABELED, codes)
 
 
-def check_core_features(X, num_rows=None) -> None:
-    """Core features: 2-D, finite where the values are concrete, ``num_rows`` rows if given."""
+def check_core_features(X, num_rows=None, *, allow_nan: bool = False, nan_hint: str = "") -> None:
+    """Core features: 2-D, ``num_rows`` rows if given, and finite where the values are concrete
+    (a NumPy, JAX or sparse array, not a tracer inside ``jit``/``vmap``).
+
+    Runs on the host at the public entry of the functional core, once per call: a pass over the
+    values (:func:`numpy.isfinite`), and only on failure a second one to name the columns.
+
+    Args:
+        X: the features (n, D): NumPy, JAX, SciPy sparse or ``jax.experimental.sparse.BCOO``.
+        num_rows: the rows of the responsibilities ``X`` must match, or None.
+        allow_nan: let NaN through (a story that reads NaN as missing); infinities are refused.
+        nan_hint: appended to the message when NaN is refused (how to read it as missing).
+
+    Raises:
+        ValueError: scikit-learn's "Input X contains NaN" / "infinity", naming the columns and
+            the first offending entry (row, column).
+    """
     if jnp.ndim(X) != 2:
         raise ValueError(f"X must be 2-D (n, D), got shape {jnp.shape(X)}.")
     if num_rows is not None and X.shape[0] != num_rows:
         raise ValueError(f"X has {X.shape[0]} rows but the responsibilities have {num_rows}.")
-    if is_concrete(X) and not isinstance(X, jsparse.BCOO) and not bool(jnp.all(jnp.isfinite(X))):
-        raise ValueError("X contains NaN or infinity.")
+    if not is_concrete(X):
+        return
+    rows, cols, values = _stored_entries(X)
+    if values is None or np.dtype(values.dtype).kind not in "fc":
+        return  # integers and booleans are finite
+    xp = _array_module(values)
+    values = values if xp is jnp else np.asarray(values)  # a CPU JAX array is read in place
+    if bool(xp.isfinite(values).all()) or (allow_nan and not bool(xp.isinf(values).any())):
+        return
+    values = np.asarray(values)
+    found = []
+    for kind, mask in (
+        ("NaN", None if allow_nan else np.isnan(values)),
+        ("infinity", np.isinf(values)),
+    ):
+        if mask is None or not mask.any():
+            continue
+        at = np.flatnonzero(mask.ravel())
+        bad_rows, bad_cols = _entry_positions(at, rows, cols, values.shape)
+        columns = np.unique(bad_cols)
+        where = f"column {columns[0]}" if columns.size == 1 else f"columns {describe(columns)}"
+        first = f"row {bad_rows[0]}" + ("" if columns.size == 1 else f", column {bad_cols[0]}")
+        count = f"; {at.size} entries in all" if at.size > 1 else ""
+        found.append(f"{kind} in {where} (first at {first}{count})")
+    hint = nan_hint if not allow_nan and found[0].startswith("NaN") else ""
+    raise ValueError(
+        f"Input X contains {' and '.join(found)}: the functional core takes finite feature "
+        f"values only{'; ' + hint if hint else ''}."
+    )
+
+
+def _stored_entries(X):
+    """``(rows, cols, values)`` of a sparse ``X`` (its stored entries), ``(None, None, X)`` of a
+    dense one; values None when ``X`` is not an array."""
+    if isinstance(X, jsparse.BCOO):
+        return X.indices[:, 0], X.indices[:, 1], X.data
+    if scipy.sparse.issparse(X):
+        coo = X.tocoo()
+        return coo.row, coo.col, coo.data
+    if isinstance(X, jax.Array | np.ndarray):
+        return None, None, X
+    try:
+        return None, None, np.asarray(X)
+    except (TypeError, ValueError):
+        return None, None, None
+
+
+def _array_module(values):
+    """NumPy for host memory (a JAX array on the CPU is read in place), JAX on an accelerator."""
+    if isinstance(values, jax.Array) and any(d.platform != "cpu" for d in values.devices()):
+        return jnp
+    return np
+
+
+def _entry_positions(flat, rows, cols, shape):
+    """(rows, columns) of the flat positions ``flat`` among the stored values, as Python ints."""
+    if rows is None:
+        bad_rows, bad_cols = np.unravel_index(flat, shape)
+    else:
+        bad_rows, bad_cols = np.asarray(rows)[flat], np.asarray(cols)[flat]
+    return [int(r) for r in bad_rows], [int(c) for c in bad_cols]
+
+
+def check_responsibilities(R) -> None:
+    """A responsibility matrix R (n, K): 2-D and, where concrete, finite and non-negative.
+
+    Raises:
+        ValueError: the shape, or the entries that are NaN, infinite or negative, by class
+            (column of R) and first row.
+    """
+    if jnp.ndim(R) != 2:
+        raise ValueError(f"R must be a (n, K) responsibility matrix, got shape {jnp.shape(R)}.")
+    if not is_concrete(R):
+        return
+    xp = _array_module(R)
+    values = R if xp is jnp else np.asarray(R)  # a CPU JAX array is read in place
+    valid = values >= 0
+    if np.dtype(values.dtype).kind == "f":
+        valid = valid & xp.isfinite(values)  # NaN fails ``R >= 0`` too; +inf passes it
+    if bool(valid.all()):
+        return
+    values = np.asarray(values)
+    found = []
+    for kind, mask in (
+        ("NaN", np.isnan(values)),
+        ("infinite", np.isinf(values)),
+        ("negative", values < 0),  # -inf is both infinite and negative
+    ):
+        if mask.any():
+            bad_rows, bad_cols = np.nonzero(mask)
+            row, col = int(bad_rows[0]), int(bad_cols[0])
+            classes = np.unique(bad_cols)
+            if classes.size == 1:
+                which, first = f"class {col} (column {col} of R", f"row {row}"
+            else:
+                which, first = (
+                    f"classes {describe(classes)} (columns of R",
+                    f"row {row}, class {col}",
+                )
+            found.append(
+                f"{kind} entries in {which}; first at {first}: {float(values[row, col])!r})"
+            )
+    raise ValueError(
+        f"R holds {' and '.join(found)}: responsibilities must be finite and non-negative "
+        f"(one-hot labels times sample weights, or class posteriors)."
+    )
 
 
 def check_scored_rows(joint) -> None:

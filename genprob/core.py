@@ -31,7 +31,9 @@ import scipy.special
 from genprob._limits import check_count, check_traced_size
 from genprob._validation import (
     check_class_codes,
+    check_class_prior,
     check_core_features,
+    check_responsibilities,
     core_label_codes,
     is_concrete,
 )
@@ -61,8 +63,11 @@ def joint_log_prob(story: Story, params: dict, X) -> jax.Array:
     then scored on the host by the emission's own sparse products, never densified.
 
     Raises:
-        ValueError: ``X`` not 2-D, or with another feature count than the parameters.
+        ValueError: ``X`` not 2-D, with another feature count than the parameters, or holding
+            NaN or infinity (NaN is read as missing by a story that does so,
+            :func:`genprob.masking.marginalized`).
     """
+    _check_features(story, X)
     if scipy.sparse.issparse(X):
         emission = _scipy_sparse_emission(story, params, X)
         return jnp.log(params[CLASS_PRIOR]) + jnp.asarray(emission.log_prob(X))
@@ -75,6 +80,16 @@ def _joint_log_prob(story: Story, params: dict, X) -> jax.Array:
     _check_feature_count(emission, X)  # shapes only: runs once per compilation, not per call
     by_class = emission.log_prob(X[:, None, :])
     return jnp.log(params[CLASS_PRIOR]) + by_class
+
+
+def _check_features(story: Story, X, num_rows=None) -> None:
+    """Refuse NaN and infinite features at a public entry, on the host, before any compiled
+    program runs (inside ``jit``/``vmap`` only shapes are checked); NaN passes when the story
+    reads it as missing (:attr:`Story.reads_nan_as_missing`)."""
+    hint = "impute or drop those entries"
+    if story.supports_missing:
+        hint = "genprob.masking.marginalized(story) reads NaN as a missing value (summed out)"
+    check_core_features(X, num_rows, allow_nan=story.reads_nan_as_missing, nan_hint=hint)
 
 
 def _check_scipy_sparse(story: Story) -> None:
@@ -103,15 +118,21 @@ def _check_feature_count(emission, X) -> None:
         )
 
 
-@jax.jit
 def class_scores(story: Story, params: dict, X) -> jax.Array:
     """``log pi_k + story.discriminant(params, X)`` (n, K): the joint log-probability up to a
     term of each row alone, which prediction normalizes away (finite where the row term would
     overflow, for families that override :meth:`Story.discriminant`).
 
     Raises:
-        ValueError: ``X`` not 2-D, or with another feature count than the parameters.
+        ValueError: ``X`` not 2-D, with another feature count than the parameters, or holding
+            NaN (unless the story reads it as missing) or infinity.
     """
+    _check_features(story, X)
+    return _class_scores(story, params, X)
+
+
+@jax.jit
+def _class_scores(story: Story, params: dict, X) -> jax.Array:
     _check_feature_count(story.emission(params), X)  # shapes only; the emission is not computed
     return jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
 
@@ -120,7 +141,11 @@ def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
     """Log class posteriors ``log p(y = k | x_i)`` (n, K), normalized with a log-sum-exp.
 
     They come from ``log pi_k`` + :meth:`Story.discriminant`, which may leave out per-row terms.
+
+    Raises:
+        ValueError: as :func:`class_scores`.
     """
+    _check_features(story, X)
     if scipy.sparse.issparse(X):
         # on the host in NumPy: (n, K) work, and no compilation per row count
         _check_scipy_sparse(story)
@@ -132,11 +157,15 @@ def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
 
 @jax.jit
 def _predict_log_proba(story: Story, params: dict, X) -> jax.Array:
-    return jax.nn.log_softmax(class_scores(story, params, X), axis=-1)
+    return jax.nn.log_softmax(_class_scores(story, params, X), axis=-1)
 
 
 def predict_proba(story: Story, params: dict, X) -> jax.Array:
-    """Class posteriors ``p(y = k | x_i)`` (n, K); each row sums to one."""
+    """Class posteriors ``p(y = k | x_i)`` (n, K); each row sums to one.
+
+    Raises:
+        ValueError: as :func:`class_scores`.
+    """
     return jnp.exp(predict_log_proba(story, params, X))
 
 
@@ -151,6 +180,10 @@ def log_likelihood(
 
     Returns:
         The total, or the per-row values (n,) when ``pointwise`` is true.
+
+    Raises:
+        ValueError: as :func:`joint_log_prob`, or label codes outside ``0..K-1`` and the
+            unlabeled marker.
     """
     joint = joint_log_prob(story, params, X)
     marginal = jax.nn.logsumexp(joint, axis=-1)
@@ -252,22 +285,46 @@ def compiled_maximize(story: Story, stats: dict, class_prior=None, fit_prior: bo
 def fit_closed_form(story: Story, X, R, class_prior=None, fit_prior: bool = True) -> dict:
     """Fit a closed-form story to data ``X`` with responsibilities ``R`` (n, K).
 
+    Args:
+        story: a story with a closed form.
+        X: features (n, D); NaN only for a story that reads it as missing.
+        R: responsibilities (n, K), finite and non-negative (one-hot labels times sample
+            weights, or class posteriors).
+        class_prior: fixed class prior (K,), non-negative and summing to 1; None: estimated.
+        fit_prior: estimate the class prior (True) or use a uniform one (False).
+
     Raises:
-        ValueError: non-finite or mis-shaped ``X`` or ``R``, ``X`` outside the story's support,
-            or fitted parameters that define no distribution (:meth:`Story.check_parameters`).
+        ValueError: non-finite or mis-shaped ``X``, NaN, infinite, negative or mis-shaped ``R``,
+            a class prior of the wrong length, negative or not summing to 1, ``X`` outside the
+            story's support, or fitted parameters that define no distribution
+            (:meth:`Story.check_parameters`).
     """
     if not story.has_closed_form:
         raise NotImplementedError(
             f"{type(story).__name__} has no closed form; fit it with genprob.fit_optimizer."
         )
-    check_core_features(X, num_rows=jnp.shape(R)[0])
-    if jnp.ndim(R) != 2:
-        raise ValueError(f"R must be a (n, K) responsibility matrix, got shape {jnp.shape(R)}.")
+    check_responsibilities(R)
+    _check_features(story, X, num_rows=jnp.shape(R)[0])
+    if class_prior is not None:
+        class_prior = _core_class_prior(class_prior, jnp.shape(R)[1])
     story.validate(X)
     params = maximize(story, sufficient_statistics(story, X, R), class_prior, fit_prior)
     if is_concrete(X):
         story.check_parameters(params)
     return params
+
+
+def _core_class_prior(class_prior, num_classes: int):
+    """A fixed class prior checked as the estimators and :func:`genprob.fit_em` check it
+    (:func:`genprob._validation.check_class_prior`); a traced one by its shape only."""
+    if is_concrete(class_prior):
+        return check_class_prior(class_prior, range(num_classes))
+    if jnp.shape(class_prior) != (num_classes,):
+        raise ValueError(
+            f"class_prior has shape {jnp.shape(class_prior)}; expected ({num_classes},), one "
+            f"probability per class (column of R)."
+        )
+    return class_prior
 
 
 def model(story: Story, X=None, y=None, *, num_classes: int, num_features=None, num_samples=None):

@@ -6,13 +6,17 @@ The property tests (test_fuzz_estimators.py, test_fuzz_core.py) cover the same r
 
 import time
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.sparse
 
 import genprob
 from genprob import core
 from genprob._dtype import precision
 from genprob.datasets import load_iris
+from genprob.masking import marginalized
 
 
 def _open(item: int):
@@ -112,20 +116,191 @@ def test_item7_one_hot_responsibilities_refuses_out_of_range_codes():
         core.one_hot_responsibilities(np.array([0, 1, 5]), 3)
 
 
+SCORING = {
+    "joint_log_prob": core.joint_log_prob,
+    "class_scores": core.class_scores,
+    "predict_log_proba": core.predict_log_proba,
+    "predict_proba": core.predict_proba,
+    "log_likelihood": genprob.log_likelihood,
+}
+
+
+@pytest.fixture(scope="module")
+def fitted_gaussian(iris):
+    X, y = iris
+    story = genprob.GaussianStory()
+    return story, core.fit_closed_form(story, X, core.one_hot_responsibilities(y, 3))
+
+
+@pytest.mark.parametrize("name", list(SCORING))
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (np.nan, r"Input X contains NaN in column 2 \(first at row 4\)"),
+        (np.inf, r"Input X contains infinity in column 2 \(first at row 4\)"),
+        (-np.inf, r"Input X contains infinity in column 2 \(first at row 4\)"),
+    ],
+    ids=["nan", "inf", "-inf"],
+)
+def test_item7_core_scoring_refuses_non_finite_features(
+    name, value, message, fitted_gaussian, iris
+):
+    """Every public scoring function refuses NaN and infinity on the host, naming the column,
+    instead of returning NaN; a JAX array is checked as a NumPy one."""
+    story, params = fitted_gaussian
+    X = iris[0][:10].copy()
+    X[4, 2] = value
+    for features in (X, jnp.asarray(X)):
+        with pytest.raises(ValueError, match=message + ": the functional core takes finite"):
+            SCORING[name](story, params, features)
+
+
+def test_item7_core_names_every_column_and_kind(fitted_gaussian, iris):
+    story, params = fitted_gaussian
+    X = iris[0][:10].copy()
+    X[6, 3], X[2, 1], X[8, 1] = np.inf, -np.inf, np.nan
+    expected = (
+        r"Input X contains NaN in column 1 \(first at row 8\) and infinity in columns 1, 3 "
+        r"\(first at row 2, column 1; 2 entries in all\)"
+    )
+    with pytest.raises(ValueError, match=expected):
+        core.predict_proba(story, params, X)
+
+
+def test_item7_core_nan_is_missing_only_for_a_story_that_reads_it_so(fitted_gaussian, iris):
+    """The documented NaN path: marginalized(story) scores NaN as missing (infinity is still
+    refused); the plain story refuses NaN and says how to read it as missing."""
+    story, params = fitted_gaussian
+    X = iris[0][:10].copy()
+    X[4, 2] = np.nan
+    with pytest.raises(ValueError, match=r"marginalized\(story\) reads NaN as a missing value"):
+        core.joint_log_prob(story, params, X)
+    joint = np.asarray(core.joint_log_prob(marginalized(story), params, X))
+    assert np.all(np.isfinite(joint))
+    complete = np.asarray(core.joint_log_prob(story, params, np.delete(X, 4, axis=0)))
+    np.testing.assert_array_equal(np.delete(joint, 4, axis=0), complete)
+    X[4, 2] = np.inf
+    with pytest.raises(ValueError, match=r"infinity in column 2 \(first at row 4\)"):
+        core.joint_log_prob(marginalized(story), params, X)
+
+
+def test_item7_core_refuses_infinity_in_scipy_sparse_counts(iris):
+    X, y = iris
+    story = genprob.MultinomialStory()
+    counts = np.round(X)
+    params = core.fit_closed_form(story, counts, core.one_hot_responsibilities(y, 3))
+    sparse = scipy.sparse.csr_matrix(counts[:5])
+    sparse.data[sparse.indptr[3] + 1] = np.inf  # the second stored entry of row 3: column 1
+    for scoring in (core.joint_log_prob, core.predict_log_proba):
+        with pytest.raises(ValueError, match=r"infinity in column 1 \(first at row 3\)"):
+            scoring(story, params, sparse)
+
+
+def test_item7_core_valid_input_scores_as_before(fitted_gaussian, iris):
+    """Positive control: the checks change no number (the compiled programs the public
+    functions called before, compared bit for bit)."""
+    story, params = fitted_gaussian
+    X = iris[0]
+    joint = core._joint_log_prob(story, params, X)
+    np.testing.assert_array_equal(core.joint_log_prob(story, params, X), joint)
+    np.testing.assert_array_equal(
+        core.class_scores(story, params, X), core._class_scores(story, params, X)
+    )
+    log_proba = core._predict_log_proba(story, params, X)
+    np.testing.assert_array_equal(core.predict_log_proba(story, params, X), log_proba)
+    np.testing.assert_array_equal(core.predict_proba(story, params, X), jnp.exp(log_proba))
+    np.testing.assert_array_equal(
+        genprob.log_likelihood(story, params, X, pointwise=True),
+        jax.nn.logsumexp(joint, axis=-1),
+    )
+
+
 def test_item7_core_fit_refuses_nan(iris):
     X, y = iris
     X = X.copy()
     X[0, 0] = np.nan
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"Input X contains NaN in column 0 \(first at row 0\)"):
         core.fit_closed_form(genprob.GaussianStory(), X, core.one_hot_responsibilities(y, 3))
 
 
-def test_item7_core_scoring_refuses_a_wrong_feature_count(iris):
+@pytest.mark.parametrize(
+    "prior, message",
+    [
+        ([0.5, 0.5], r"Number of priors must match number of classes. \(got 2 priors for 3"),
+        (
+            [0.6, 0.6, -0.2],
+            r"Priors must be non-negative. class_prior is negative for classes \[2\]",
+        ),
+        ([0.2, 0.2, 0.2], r"The sum of the priors should be 1. Got 0.6"),
+        ([0.5, np.nan, 0.5], r"class_prior must be finite"),
+    ],
+    ids=["length", "negative", "sum", "nan"],
+)
+def test_item7_core_fit_refuses_an_invalid_class_prior(prior, message, iris):
+    """fit_closed_form checks class_prior as the estimators and fit_em do."""
     X, y = iris
-    story = genprob.GaussianStory()
-    params = core.fit_closed_form(story, X, core.one_hot_responsibilities(y, 3))
-    with pytest.raises(ValueError, match="feature"):
-        core.joint_log_prob(story, params, X[:, :3])
+    with pytest.raises(ValueError, match=message):
+        core.fit_closed_form(
+            genprob.GaussianStory(), X, core.one_hot_responsibilities(y, 3), class_prior=prior
+        )
+
+
+def test_item7_core_fit_with_a_valid_class_prior_is_unchanged(fitted_gaussian, iris):
+    X, y = iris
+    story, fitted = fitted_gaussian
+    params = core.fit_closed_form(
+        story, X, core.one_hot_responsibilities(y, 3), class_prior=[0.2, 0.3, 0.5]
+    )
+    np.testing.assert_allclose(params["class_prior"], [0.2, 0.3, 0.5], rtol=1e-6)
+    for name in fitted:
+        if name != "class_prior":
+            np.testing.assert_array_equal(params[name], fitted[name])
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (np.nan, r"R holds NaN entries in class 1 \(column 1 of R; first at row 4: nan\)"),
+        (np.inf, r"R holds infinite entries in class 1 \(column 1 of R; first at row 4: inf\)"),
+        (-0.5, r"R holds negative entries in class 1 \(column 1 of R; first at row 4: -0.5\)"),
+    ],
+    ids=["nan", "inf", "negative"],
+)
+def test_item7_core_fit_refuses_non_finite_or_negative_responsibilities(value, message, iris):
+    X, y = iris
+    R = np.array(core.one_hot_responsibilities(y, 3))
+    R[4, 1] = value
+    with pytest.raises(ValueError, match=message + ": responsibilities must be finite and non"):
+        core.fit_closed_form(genprob.GaussianStory(), X, R)
+
+
+def test_item7_core_fit_names_every_class_of_bad_responsibilities(iris):
+    X, y = iris
+    R = np.array(core.one_hot_responsibilities(y, 3))
+    R[7, 2], R[3, 0] = -1.0, -2.0
+    with pytest.raises(
+        ValueError,
+        match=r"negative entries in classes 0, 2 \(columns of R; first at row 3, class 0",
+    ):
+        core.fit_closed_form(genprob.GaussianStory(), X, jnp.asarray(R))
+
+
+def test_item7_core_fit_with_weighted_responsibilities_is_unchanged(iris):
+    """Positive control: valid soft responsibilities give the statistics' closed form."""
+    X, y = iris
+    story = genprob.GaussianStory(covariance="diag", shared=False)
+    R = core.one_hot_responsibilities(y, 3, sample_weight=np.linspace(0.5, 2.0, len(y)))
+    params = core.fit_closed_form(story, X, R)
+    expected = core.maximize(story, core.sufficient_statistics(story, X, R))
+    for name in expected:
+        np.testing.assert_array_equal(params[name], expected[name])
+
+
+@pytest.mark.parametrize("name", list(SCORING))
+def test_item7_core_scoring_refuses_a_wrong_feature_count(name, fitted_gaussian, iris):
+    story, params = fitted_gaussian
+    with pytest.raises(ValueError, match="X has 3 features, but the parameters are for 4"):
+        SCORING[name](story, params, iris[0][:, :3])
 
 
 def test_item7_log_likelihood_refuses_out_of_range_codes(iris):
