@@ -88,9 +88,12 @@ def check_features(X, dtype=None, *, keep_sparse: bool = False, allow_nan: bool 
     if dtype is not None and X.dtype != dtype:
         X = X.astype(dtype)
     values = X.data if isinstance(X, jsparse.BCOO) else X
-    finite = jnp.isfinite(values) if isinstance(values, jax.Array) else np.isfinite(values)
+    # NumPy reads a CPU JAX array in place; a JAX operation would compile once per shape
+    xp = _array_module(values)
+    values = values if xp is jnp else np.asarray(values)
+    finite = xp.isfinite(values)
     if allow_nan:
-        finite = finite | (jnp.isnan(values) if isinstance(values, jax.Array) else np.isnan(values))
+        finite = finite | xp.isnan(values)
     if not bool(finite.all()):
         raise ValueError("X contains NaN or infinite values.")
     return X
@@ -544,7 +547,8 @@ def as_features(X, *, allow_nan: bool = False):
     """Features as a floating JAX array (dense, or a ``jax.experimental.sparse.BCOO`` matrix kept
     sparse), checked to be 2-D, non-empty, numeric and finite (or NaN, with ``allow_nan``)."""
     X = check_features(X, keep_sparse=True, allow_nan=allow_nan)
-    return X if isinstance(X, jsparse.BCOO) else jnp.asarray(X)
+    # device_put, not jnp.asarray, which compiles a copy program per shape for host arrays
+    return X if isinstance(X, jsparse.BCOO | jax.Array) else jax.device_put(X)
 
 
 # -- the functional core --------------------------------------------------------------------------

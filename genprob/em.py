@@ -46,6 +46,7 @@ import numpyro
 from numpyro.infer.util import constrain_fn, unconstrain_fn
 
 from genprob import core
+from genprob._arrays import pad_with_first_row, row_padding
 from genprob._validation import (
     as_features,
     check_class_prior,
@@ -97,15 +98,16 @@ class EMResult(NamedTuple):
 
 
 # -- the objective --------------------------------------------------------------------------------
-def _row_weights(codes, unlabeled_weight, sample_weight):
-    """Weights of every row in the objective: w_i (labeled) and λ w_i (unlabeled)."""
+def _row_weights(codes, unlabeled_weight, sample_weight, xp=jnp):
+    """Weights of every row in the objective: w_i (labeled) and λ w_i (unlabeled); computed by
+    ``xp`` (JAX, or NumPy on the host)."""
     labeled = codes >= 0
     w = (
-        jnp.ones(codes.shape, dtype=jnp.result_type(float))
+        xp.ones(codes.shape, dtype=jnp.result_type(float))
         if sample_weight is None
         else sample_weight
     )
-    return jnp.where(labeled, w, unlabeled_weight * w)
+    return xp.where(labeled, w, unlabeled_weight * w)
 
 
 def weighted_log_likelihood(
@@ -420,6 +422,14 @@ def fit_em(
     if class_prior is not None:
         class_prior = jnp.asarray(check_class_prior(class_prior, range(num_classes)), X.dtype)
 
+    num_rows = X.shape[0]
+    extra = row_padding(X)
+    if extra:
+        # unlabeled rows of weight 0 up to a bucket size: a new row count reuses the compiled EM
+        X = jax.device_put(pad_with_first_row(X, extra))
+        codes = np.concatenate([codes, np.full(extra, -1, dtype=codes.dtype)])
+        real = np.ones(num_rows) if weights is None else np.asarray(weights)
+        weights = np.concatenate([real, np.zeros(extra)]).astype(X.dtype)
     labeled = codes >= 0
     codes_j = jnp.asarray(codes)
     row_weights = _row_weights(codes_j, unlabeled_weight, weights)
@@ -450,7 +460,16 @@ def fit_em(
         initial_R = labeled_R[None]
     else:
         initial_R = _initial_responsibilities(
-            story, X, init, n_init, seed, labeled_R, unlabeled_weights, labeled_mass, num_classes
+            story,
+            X,
+            init,
+            n_init,
+            seed,
+            labeled_R,
+            unlabeled_weights,
+            labeled_mass,
+            num_classes,
+            num_rows,
         )
     runs = _em_runs(
         story,
@@ -480,20 +499,23 @@ def fit_em(
         )
     best = int(np.nanargmax(values))
     n_iter = int(n_iters[best])
+    # sliced on the host and put back with device_put: slicing a device array, like jnp.asarray
+    # of a host array, compiles a program per shape (row count, n_iter)
     return EMResult(
         params=jax.tree_util.tree_map(lambda a: a[best], params),
-        log_likelihood=traces[best, :n_iter],
+        log_likelihood=jax.device_put(np.asarray(traces)[best, :n_iter]),
         n_iter=n_iter,
         converged=bool(converged[best]) or unlabeled_mass <= 0,
-        responsibilities=responsibilities[best],
+        responsibilities=jax.device_put(np.asarray(responsibilities)[best, :num_rows]),
         init_log_likelihoods=jnp.asarray(values),
     )
 
 
 def _initial_responsibilities(
-    story, X, init, n_init, seed, labeled_R, unlabeled_weights, labeled_mass, num_classes
+    story, X, init, n_init, seed, labeled_R, unlabeled_weights, labeled_mass, num_classes, num_rows
 ):
-    """Initial weighted responsibilities (n_init, n, K) of the EM runs."""
+    """Initial weighted responsibilities (n_init, n, K) of the EM runs; random draws are made
+    for the ``num_rows`` real rows only, so padding rows do not change them."""
     every_class_labeled = bool(np.all(labeled_mass > 0))
     if isinstance(init, dict):
         params = {k: jnp.asarray(v, X.dtype) for k, v in init.items()}
@@ -520,7 +542,10 @@ def _initial_responsibilities(
     num_random = n_init - len(first)
     if num_random > 0:
         key = jax.random.PRNGKey(int(seed))
-        shape = (num_random, X.shape[0])
-        draws = jax.random.dirichlet(key, jnp.ones(num_classes, dtype=X.dtype), shape)
+        draws = jax.random.dirichlet(
+            key, jnp.ones(num_classes, dtype=X.dtype), (num_random, num_rows)
+        )
+        padding = np.zeros((num_random, X.shape[0] - num_rows, num_classes), X.dtype)
+        draws = np.concatenate([np.asarray(draws), padding], axis=1)
         first.extend(labeled_R + unlabeled_weights[:, None] * draws)
     return jnp.stack(first[:n_init])

@@ -7,10 +7,12 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import KFold, cross_val_score
 from test_story_value import (  # noqa: F401 - the compile-counting fixture
     _assert_counter_sees_compilations,
@@ -18,8 +20,8 @@ from test_story_value import (  # noqa: F401 - the compile-counting fixture
 )
 
 import genprob
+from genprob import _arrays
 from genprob._arrays import padded_rows
-from genprob.estimators import _base
 
 
 def _counts(num_rows=137, num_features=6, seed=0):
@@ -55,7 +57,7 @@ def test_padded_fit_equals_unpadded_fit(monkeypatch, case, weighted):
     assert padded_rows(len(y)) > len(y)
     weight = np.random.default_rng(1).uniform(0.5, 2.0, len(y)) if weighted else None
     padded = estimator.__class__(**estimator.get_params()).fit(X, y, sample_weight=weight)
-    monkeypatch.setattr(_base, "_PAD_LIMIT", 0)
+    monkeypatch.setattr(_arrays, "PAD_LIMIT", 0)
     plain = estimator.__class__(**estimator.get_params()).fit(X, y, sample_weight=weight)
     assert padded.params_.keys() == plain.params_.keys()
     for name, value in plain.params_.items():
@@ -122,6 +124,97 @@ def test_cross_validation_and_sweep_compile_only_the_first_fit(
         fitted.predict_proba(X[test]), fitted.predict(X[test]), fitted.predict_log_proba(X[test])
         per_fold.append(compilations.count)
     assert per_fold[1:] == [0, 0]
+
+
+def _partly_labeled_iris(num_rows=None):
+    X, y = load_iris(return_X_y=True)
+    order = np.random.default_rng(4).permutation(len(y))
+    X, y = X[order], np.where(np.arange(len(y)) % 5 == 0, y[order], -1)
+    return (X, y) if num_rows is None else (X[:num_rows], y[:num_rows])
+
+
+@pytest.mark.parametrize(
+    ("estimator", "options"),
+    [
+        (genprob.QuadraticDiscriminantAnalysis(reg_param=0.1), {}),
+        (genprob.GaussianNB(), {"sample_weight": True}),
+        (genprob.LinearDiscriminantAnalysis(n_init=3), {}),
+        (genprob.MultinomialNB(alpha=0.5), {"counts": True}),
+    ],
+    ids=["qda", "gaussian_nb weighted", "lda n_init=3", "multinomial_nb"],
+)
+def test_padded_em_equals_unpadded_em(monkeypatch, estimator, options):
+    """EM pads rows (unlabeled, weight 0) to a bucket size: the fit is the unpadded one.
+
+    Both run 25 M-steps (em_tol=0): EM converges linearly, so a stop decided one iteration
+    apart by rounding would move the parameters by ~1e-7 whatever the padding."""
+    estimator = estimator.set_params(em_tol=0.0, max_iter=25)
+    if options.get("counts"):
+        X, y = _counts(num_rows=131, seed=5)
+        y = np.where(np.arange(len(y)) % 4 == 0, y, -1)
+    else:
+        X, y = _partly_labeled_iris(131)
+    assert padded_rows(len(y)) > len(y)
+    weight = (
+        np.random.default_rng(2).uniform(0.5, 2.0, len(y)) if options.get("sample_weight") else None
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a fixed number of M-steps
+        padded = estimator.__class__(**estimator.get_params()).fit(X, y, sample_weight=weight)
+        monkeypatch.setattr(_arrays, "PAD_LIMIT", 0)
+        plain = estimator.__class__(**estimator.get_params()).fit(X, y, sample_weight=weight)
+    assert padded.n_iter_ == plain.n_iter_ == 25
+    for name, value in plain.params_.items():
+        np.testing.assert_allclose(padded.params_[name], value, rtol=1e-12, atol=1e-12)
+    for name in ("label_distributions_", "log_likelihood_trace_"):
+        np.testing.assert_allclose(
+            getattr(padded, name), getattr(plain, name), rtol=1e-12, atol=1e-12
+        )
+    assert padded.label_distributions_.shape == (len(y), len(padded.classes_))
+    np.testing.assert_allclose(
+        padded.stats_["class_counts"], plain.stats_["class_counts"], rtol=0, atol=1e-10
+    )
+
+
+def test_fit_em_pads_without_changing_random_starts(monkeypatch):
+    """The functional core's EM: random initial responsibilities are drawn for the real rows,
+    so n_init random starts give the same runs padded and unpadded."""
+    import jax
+
+    X, y = _partly_labeled_iris(101)
+    story = genprob.GaussianStory(covariance="diag", shared=False)
+    with jax.enable_x64(True):
+        padded = genprob.fit_em(story, X, y, num_classes=3, n_init=3, init="random", seed=3)
+        monkeypatch.setattr(_arrays, "PAD_LIMIT", 0)
+        plain = genprob.fit_em(story, X, y, num_classes=3, n_init=3, init="random", seed=3)
+    np.testing.assert_allclose(padded.init_log_likelihoods, plain.init_log_likelihoods, rtol=1e-12)
+    np.testing.assert_allclose(padded.responsibilities, plain.responsibilities, atol=1e-12)
+    assert padded.responsibilities.shape == (101, 3)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [genprob.QuadraticDiscriminantAnalysis(reg_param=0.1), genprob.GaussianNB()],
+    ids=["qda", "gaussian_nb"],
+)
+def test_semi_supervised_cross_validation_compiles_only_the_first_fold(
+    compilations,  # noqa: F811
+    estimator,
+):
+    """EM on folds of unequal sizes: after the first fold, fitting and predicting compile
+    nothing (EM used to compile its whole program for every row count)."""
+    X, y = _partly_labeled_iris(146)
+    folds = KFold(3, shuffle=True, random_state=1)
+    assert len({len(train) for train, _ in folds.split(X)}) > 1
+    per_fold = []
+    for train, test in folds.split(X):
+        compilations.count = 0
+        fitted = estimator.__class__(**estimator.get_params()).fit(X[train], y[train])
+        fitted.predict_proba(X[test])
+        per_fold.append(compilations.count)
+        assert hasattr(fitted, "n_iter_")  # the EM path
+    assert per_fold[1:] == [0, 0]
+    _assert_counter_sees_compilations(compilations)
 
 
 _CACHED_FIT = textwrap.dedent(

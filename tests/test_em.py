@@ -471,14 +471,28 @@ def test_tolerance_and_max_iter_stop_the_loop(iris):
 
 def test_collapsing_covariance_is_a_clear_error_and_regularization_fixes_it():
     rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(size=(30, 2)), [[5.0, 5.0], [6.0, 6.0]], rng.normal(size=(10, 2))])
+    X = np.vstack([rng.normal(size=(30, 2)), [[5.0, 5.0], [5.0, 5.0]], rng.normal(size=(10, 2))])
     y = np.r_[np.zeros(30, int), [1, 1], -np.ones(10, int)]
-    # class 1 has two labeled points on a line: its maximum-likelihood covariance is singular
+    # class 1 has two labeled copies of one point: its maximum-likelihood covariance is zero
     with jax.enable_x64(True):
         with pytest.raises(ValueError, match="degenerated.*covariance collapsed"):
             fit_em(QDA, X, y)
         result = fit_em(GaussianStory(covariance="full", shared=False, reg_param=0.1), X, y)
     assert np.all(np.isfinite(np.asarray(result.params["covariance"])))
+
+
+def test_collinear_class_is_refused_by_the_estimator_rank_check():
+    """Two labeled points on a line: the covariance is singular in exact arithmetic, but the
+    computed one keeps an eigenvalue at rounding level (1e-15 here) or loses its Cholesky factor
+    depending on the order of the sums, so the core cannot tell it from a tiny variance; the
+    estimator's rank check (scikit-learn's ``tol``) names it either way."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(30, 2)), [[5.0, 5.0], [6.0, 6.0]], rng.normal(size=(10, 2))])
+    y = np.r_[np.zeros(30, int), [1, 1], -np.ones(10, int)]
+    with pytest.raises(np.linalg.LinAlgError, match="class 1 is not full rank"):
+        genprob.QuadraticDiscriminantAnalysis().fit(X, y)
+    fitted = genprob.QuadraticDiscriminantAnalysis(reg_param=0.1).fit(X, y)
+    assert np.all(np.isfinite(fitted.predict_proba(X)))
 
 
 def test_class_losing_all_mass_is_an_error_for_gaussians_and_smoothed_for_discrete():

@@ -28,7 +28,9 @@ from genprob._arrays import (
     encode_labels,
     is_integer_labels,
     move_rows,
+    pad_with_first_row,
     padded_rows,
+    row_padding,
     to_device,
 )
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
@@ -68,10 +70,6 @@ _EM_ATTRIBUTES = (
 )
 #: State of incremental fitting (``partial_fit``), reset by ``fit``.
 _PARTIAL_FIT_STATE = ("stats_", "_pending_reason", "_missing_fit")
-#: Dense inputs up to this many rows are padded to a few bucket sizes (``padded_rows``) so that
-#: new row counts (cross-validation folds, learning curves) reuse compiled code; larger inputs
-#: compile in a small fraction of their run time and are not copied.
-_PAD_LIMIT = 1 << 16
 
 
 def jax_key(random_state) -> jax.Array:
@@ -90,7 +88,7 @@ def _dask_predict(estimator, method, X, *args, **kwargs):
 def _pad_rows(X, R):
     """Append copies of the first row with zero responsibility (they add nothing)."""
     num_rows = X.shape[0]
-    target = padded_rows(num_rows)
+    target = padded_rows(num_rows, X.shape[1])
     if target == num_rows or not isinstance(X, jax.Array):
         return X, R
     filler = jnp.broadcast_to(X[:1], (target - num_rows, X.shape[1]))
@@ -102,14 +100,7 @@ def _pad_rows(X, R):
 
 def _host_padding(X) -> int:
     """Rows to append to the host array ``X`` (0 for sparse, device or large inputs)."""
-    if not isinstance(X, np.ndarray) or X.ndim != 2 or not 0 < X.shape[0] <= _PAD_LIMIT:
-        return 0
-    return padded_rows(X.shape[0]) - X.shape[0]
-
-
-def _pad_host(X, extra: int):
-    """``X`` with ``extra`` copies of its first row appended (a real row: inside the support)."""
-    return np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))]) if extra else X
+    return row_padding(X) if isinstance(X, np.ndarray) else 0
 
 
 def _closed_form(story, X, R, class_prior, fit_prior):
@@ -337,7 +328,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             if sample_weight is not None:
                 sample_weight = move_rows(sample_weight, destinations)
         if extra:
-            X = _pad_host(X if destinations is None else move_rows(X, destinations), extra)
+            X = pad_with_first_row(X if destinations is None else move_rows(X, destinations), extra)
             codes = np.concatenate([codes, np.full(extra, -1, dtype=np.asarray(codes).dtype)])
             if sample_weight is not None:
                 sample_weight = np.concatenate([sample_weight, np.zeros(extra)])
@@ -651,14 +642,20 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             result = _em.fit_em(
                 story, Xj, codes, **self._em_data_arguments(sample_weight), **options
             )
+            # on the host, and the statistics on padded rows: no program compiled per row count
             weights = _em._row_weights(
-                jnp.asarray(codes),
+                np.asarray(codes),
                 float(options["unlabeled_weight"]),
-                None if sample_weight is None else self._as_array(sample_weight),
+                None if sample_weight is None else np.asarray(sample_weight, dtype=float),
+                xp=np,
             )
-            R = result.responsibilities * weights[:, None]
+            R = np.asarray(result.responsibilities) * weights[:, None]
             if story.has_closed_form:
-                stats = core.sufficient_statistics(story, Xj, R)
+                extra = _host_padding(X)
+                if extra:
+                    Xj = self._as_array(pad_with_first_row(X, extra))
+                    R = np.concatenate([R, np.zeros((extra, R.shape[1]))])
+                stats = core.sufficient_statistics(story, Xj, self._as_array(R))
             else:
                 stats = {"class_counts": R.sum(axis=0), "emission": None}
             self.story_ = story
@@ -800,7 +797,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         program; each row is scored alone, so the real rows' values do not change. Returns the
         (padded) features and the number of real rows.
         """
-        return self._as_features(_pad_host(X, _host_padding(X))), X.shape[0]
+        return self._as_features(pad_with_first_row(X, _host_padding(X))), X.shape[0]
 
     def _padded_joint_log_prob(self, X):
         """``core.joint_log_prob`` of checked ``X``, rows padded (see ``_padded_features``)."""
