@@ -15,8 +15,8 @@ _COUNTING_SPAN = 1 << 16
 #: new row counts (cross-validation folds, learning curves) reuse compiled code; larger inputs
 #: compile in a small fraction of their run time and are not copied.
 PAD_LIMIT = 1 << 16
-#: Entries (rows x features) of the smallest bucket of dense inputs (256 KiB of float64).
-_SMALLEST_BUCKET_ENTRIES = 1 << 15
+#: Entries (rows x features) of the smallest bucket of dense one-pass inputs (32 KiB of float64).
+_SMALLEST_BUCKET_ENTRIES = 1 << 12
 
 
 def to_device(array, dtype, row_destinations=None) -> jax.Array:
@@ -130,14 +130,19 @@ def padded_rows(num_rows: int, num_features: int | None = None) -> int:
     return -(-num_rows // 4096) * 4096
 
 
-def row_padding(X) -> int:
+def row_padding(X, *, passes: str = "one") -> int:
     """Rows to append to the dense 2-D ``X`` (NumPy or JAX) to reach its bucket size
-    (``padded_rows``); 0 for sparse input and for more than ``PAD_LIMIT`` rows."""
+    (``padded_rows``); 0 for sparse input and for more than ``PAD_LIMIT`` rows.
+
+    ``passes="many"`` (an iterative fit such as EM, which reads the rows at every step) keeps
+    the power-of-two buckets from 16 rows up, at most twice the work; one pass over the rows
+    (``"one"``) pads small inputs to the smallest bucket sized by entries.
+    """
     if not isinstance(X, np.ndarray | jax.Array) or X.ndim != 2:
         return 0
     if not 0 < X.shape[0] <= PAD_LIMIT:
         return 0
-    return padded_rows(X.shape[0], X.shape[1]) - X.shape[0]
+    return padded_rows(X.shape[0], X.shape[1] if passes == "one" else None) - X.shape[0]
 
 
 def pad_with_first_row(X, extra: int) -> np.ndarray:

@@ -423,7 +423,7 @@ def fit_em(
         class_prior = jnp.asarray(check_class_prior(class_prior, range(num_classes)), X.dtype)
 
     num_rows = X.shape[0]
-    extra = row_padding(X)
+    extra = row_padding(X, passes="many")
     if extra:
         # unlabeled rows of weight 0 up to a bucket size: a new row count reuses the compiled EM
         X = jax.device_put(pad_with_first_row(X, extra))

@@ -484,13 +484,17 @@ def test_collapsing_covariance_is_a_clear_error_and_regularization_fixes_it():
 def test_collinear_class_is_refused_by_the_estimator_rank_check():
     """Two labeled points on a line: the covariance is singular in exact arithmetic, but the
     computed one keeps an eigenvalue at rounding level (1e-15 here) or loses its Cholesky factor
-    depending on the order of the sums, so the core cannot tell it from a tiny variance; the
-    estimator's rank check (scikit-learn's ``tol``) names it either way."""
+    depending on the order of the sums, so the core cannot tell it from a tiny variance. The
+    estimator refuses it either way: EM's degenerate run, or else its rank check
+    (scikit-learn's ``tol``), both naming class 1 and the regularizer."""
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(size=(30, 2)), [[5.0, 5.0], [6.0, 6.0]], rng.normal(size=(10, 2))])
     y = np.r_[np.zeros(30, int), [1, 1], -np.ones(10, int)]
-    with pytest.raises(np.linalg.LinAlgError, match="class 1 is not full rank"):
+    with pytest.raises(
+        ValueError, match=r"class 1 is not full rank|class code 1 lost.*reg_param"
+    ) as refused:
         genprob.QuadraticDiscriminantAnalysis().fit(X, y)
+    assert "reg_param" in str(refused.value)
     fitted = genprob.QuadraticDiscriminantAnalysis(reg_param=0.1).fit(X, y)
     assert np.all(np.isfinite(fitted.predict_proba(X)))
 
