@@ -6,7 +6,9 @@ persistent compilation cache off (``GENPROB_COMPILATION_CACHE=0``: every process
 the first run on a new machine does) and with the cache warm (a private directory filled by one
 earlier process: the default from the second run on).
 
-* ``cold iris``: ``import`` + ``fit`` + ``predict_proba`` on iris, per estimator;
+* ``cold iris``: ``import`` + ``fit`` + ``predict_proba`` on iris, per estimator, beside its
+  floor: scikit-learn's same process plus ``import jax, numpyro`` (what any library built on
+  them pays before its first line runs);
 * ``refit``: in one process after a first fit, a fit on another row count and a fit with another
   hyperparameter value (milliseconds, median of 5);
 * ``grid``: ``GridSearchCV`` over 6 values x 3 folds (digits for the discrete naive Bayes, iris
@@ -58,12 +60,16 @@ ESTIMATORS = {
     "BernoulliNB": ("sklearn.naive_bayes", "BernoulliNB", "genprob", "BernoulliNB"),
 }
 
-COLD_FIT = """
+COLD_FIT = """{preamble}
 from sklearn.datasets import load_iris
 from {module} import {name} as Estimator
 X, y = load_iris(return_X_y=True)
 Estimator().fit(X, y).predict_proba(X)
 """
+
+#: The cold rows' floor: scikit-learn's process that also imports what genprob is built on.
+FLOOR = "floor (sklearn + import jax, numpyro)"
+FLOOR_IMPORTS = "\nimport jax, numpyro"
 
 REFIT = """
 import time, statistics, json
@@ -163,12 +169,15 @@ def cold_rows(envs, repeats, names):
     rows = []
     for label in names:
         sk_module, sk_name, gp_module, gp_name = ESTIMATORS[label]
-        sk_code = COLD_FIT.format(module=sk_module, name=sk_name)
-        gp_code = COLD_FIT.format(module=gp_module, name=gp_name)
+        sk_code = COLD_FIT.format(preamble="", module=sk_module, name=sk_name)
+        # the floor of any JAX + NumPyro library: scikit-learn's job plus importing both
+        floor_code = COLD_FIT.format(preamble=FLOOR_IMPORTS, module=sk_module, name=sk_name)
+        gp_code = COLD_FIT.format(preamble="", module=gp_module, name=gp_name)
         run(gp_code, envs["genprob, warm cache"])  # fills the cache
-        times = {"sklearn": [], "genprob, no cache": [], "genprob, warm cache": []}
+        times = {"sklearn": [], FLOOR: [], "genprob, no cache": [], "genprob, warm cache": []}
         for _ in range(repeats):
             times["sklearn"].append(run(sk_code, envs["sklearn"]))
+            times[FLOOR].append(run(floor_code, envs["sklearn"]))
             times["genprob, no cache"].append(run(gp_code, envs["genprob, no cache"]))
             times["genprob, warm cache"].append(run(gp_code, envs["genprob, warm cache"]))
         rows.append(summary(f"cold import+fit+predict_proba, iris, {label}", times))
@@ -183,17 +192,19 @@ def summary(work, times, unit="s"):
     for key in ("genprob, no cache", "genprob, warm cache"):
         if reference and row.get(key) is not None:
             row[f"ratio {key}"] = row[key] / reference
+    if row.get(FLOOR):
+        row["warm cache / floor"] = row["genprob, warm cache"] / row[FLOOR]
     print(format_row(row), flush=True)
     return row
 
 
 def format_row(row):
     parts = [f"{row['work']:<58}"]
-    for key in ("sklearn", "genprob, no cache", "genprob, warm cache"):
+    for key in ("sklearn", FLOOR, "genprob, no cache", "genprob, warm cache"):
         if row.get(key) is not None:
             scale = 1000.0 if row["unit"] == "ms" else 1.0
             parts.append(f"{key} {row[key] * scale:8.3f} {row['unit']}")
-    for key in ("ratio genprob, no cache", "ratio genprob, warm cache"):
+    for key in ("ratio genprob, no cache", "ratio genprob, warm cache", "warm cache / floor"):
         if key in row:
             parts.append(f"{key.split(', ')[-1]} x{row[key]:.2f}")
     parts.append(f"load {row['load']}")
