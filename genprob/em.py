@@ -135,13 +135,16 @@ def _objective(story, params, X, codes, row_weights, penalty=0.0):
     return jnp.sum(jnp.where(row_weights > 0, row_weights * values, 0.0)) + penalty
 
 
-def _labeled_responsibilities(codes, row_weights, num_classes, dtype):
+def _labeled_responsibilities(codes, row_weights, num_classes, dtype, xp=jnp):
     """EM's fixed pieces: one-hot labels, labeled rows' weighted responsibilities, unlabeled
-    rows' weights (0 on labeled rows)."""
+    rows' weights (0 on labeled rows); computed by ``xp`` (JAX, or NumPy on the host)."""
     labeled = codes >= 0
-    one_hot = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=dtype)
-    labeled_R = jnp.where(labeled[:, None], one_hot * row_weights[:, None], 0.0)
-    return one_hot, labeled_R, jnp.where(labeled, 0.0, row_weights)
+    if xp is jnp:
+        one_hot = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=dtype)
+    else:
+        one_hot = (np.where(labeled, codes, 0)[:, None] == np.arange(num_classes)).astype(dtype)
+    labeled_R = xp.where(labeled[:, None], one_hot * row_weights[:, None], 0.0)
+    return one_hot, labeled_R, xp.where(labeled, 0.0, row_weights)
 
 
 # -- the gradient M-step -------------------------------------------------------------------------
@@ -341,6 +344,9 @@ def _em_runs(
         responsibilities = jnp.where(labeled[:, None], one_hot, posterior)
         return params, trace, n_iter, converged, finite, value, responsibilities, class_mass
 
+    if initial_R.shape[0] == 1:
+        # one start (the default): no batching transform to trace, half the tracing time
+        return jax.tree_util.tree_map(lambda a: a[None], run(initial_R[0]))
     return jax.vmap(run)(initial_R)
 
 
@@ -417,10 +423,12 @@ def fit_em(
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol!r}.")
     weights = check_sample_weight(sample_weight, codes.shape[0])
+    # Everything before the loop is (n, K) work done in NumPy: a JAX operation outside the
+    # compiled EM would trace, compile (or load) and run a program of its own per shape.
     if weights is not None:
-        weights = jnp.asarray(weights, dtype=X.dtype)
+        weights = np.asarray(weights, dtype=X.dtype)
     if class_prior is not None:
-        class_prior = jnp.asarray(check_class_prior(class_prior, range(num_classes)), X.dtype)
+        class_prior = np.asarray(check_class_prior(class_prior, range(num_classes)), X.dtype)
 
     num_rows = X.shape[0]
     extra = row_padding(X, passes="many")
@@ -428,15 +436,12 @@ def fit_em(
         # unlabeled rows of weight 0 up to a bucket size: a new row count reuses the compiled EM
         X = jax.device_put(pad_with_first_row(X, extra))
         codes = np.concatenate([codes, np.full(extra, -1, dtype=codes.dtype)])
-        real = np.ones(num_rows) if weights is None else np.asarray(weights)
+        real = np.ones(num_rows) if weights is None else weights
         weights = np.concatenate([real, np.zeros(extra)]).astype(X.dtype)
     labeled = codes >= 0
-    codes_j = jnp.asarray(codes)
-    row_weights = _row_weights(codes_j, unlabeled_weight, weights)
-    labeled_mass = np.bincount(
-        codes[labeled], weights=np.asarray(row_weights)[labeled], minlength=num_classes
-    )
-    unlabeled_mass = float(np.asarray(row_weights)[~labeled].sum())
+    row_weights = _row_weights(codes, unlabeled_weight, weights, xp=np)
+    labeled_mass = np.bincount(codes[labeled], weights=row_weights[labeled], minlength=num_classes)
+    unlabeled_mass = float(row_weights[~labeled].sum())
     unlearnable = np.flatnonzero(labeled_mass <= 0)
     if unlabeled_mass <= 0 and unlearnable.size:
         raise ValueError(
@@ -451,7 +456,7 @@ def fit_em(
     if isinstance(init, dict) and not story.has_closed_form:
         latent = {**latent, **{k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}}
     _, labeled_R, unlabeled_weights = _labeled_responsibilities(
-        codes_j, row_weights, num_classes, X.dtype
+        codes, row_weights, num_classes, X.dtype, xp=np
     )
 
     if unlabeled_mass <= 0:
@@ -474,13 +479,13 @@ def fit_em(
     runs = _em_runs(
         story,
         X,
-        codes_j,
+        jax.device_put(codes),
         row_weights,
         initial_R,
         latent,
-        jnp.asarray(tol, X.dtype),
+        np.asarray(tol, X.dtype),
         class_prior,
-        jnp.asarray(max_iter),
+        np.asarray(max_iter),
         capacity=_trace_capacity(max_iter),
         fit_prior=bool(fit_prior),
     )
@@ -502,12 +507,12 @@ def fit_em(
     # sliced on the host and put back with device_put: slicing a device array, like jnp.asarray
     # of a host array, compiles a program per shape (row count, n_iter)
     return EMResult(
-        params=jax.tree_util.tree_map(lambda a: a[best], params),
+        params=jax.tree_util.tree_map(lambda a: jax.device_put(np.asarray(a)[best]), params),
         log_likelihood=jax.device_put(np.asarray(traces)[best, :n_iter]),
         n_iter=n_iter,
         converged=bool(converged[best]) or unlabeled_mass <= 0,
         responsibilities=jax.device_put(np.asarray(responsibilities)[best, :num_rows]),
-        init_log_likelihoods=jnp.asarray(values),
+        init_log_likelihoods=jax.device_put(values),
     )
 
 
@@ -521,7 +526,7 @@ def _initial_responsibilities(
         params = {k: jnp.asarray(v, X.dtype) for k, v in init.items()}
         if CLASS_PRIOR not in params:
             raise ValueError("init parameters must include 'class_prior'.")
-        posterior = core.predict_proba(story, params, X)
+        posterior = np.asarray(core.predict_proba(story, params, X))
         first = [labeled_R + unlabeled_weights[:, None] * posterior]
     elif init is None:
         first = [labeled_R] if every_class_labeled else []
@@ -548,4 +553,4 @@ def _initial_responsibilities(
         padding = np.zeros((num_random, X.shape[0] - num_rows, num_classes), X.dtype)
         draws = np.concatenate([np.asarray(draws), padding], axis=1)
         first.extend(labeled_R + unlabeled_weights[:, None] * draws)
-    return jnp.stack(first[:n_init])
+    return np.stack(first[:n_init])
