@@ -11,6 +11,10 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) holding
 * ``config.<path>``: arrays inside constructor parameters, the story and fitted attributes
   (``classes_``, ``feature_names_in_``, encodings, ...), referenced from the metadata; a fitted
   attribute that is one of the parameters (LDA's ``covariance_``) is stored as a reference.
+  Fitted attributes that the estimator recomputes from the rest of the file (its
+  ``_derivable_attributes()``: the eigen LDA's D x D ``scalings_``) are listed as
+  ``derived_attributes`` instead, and its ``_restore_derived_attributes(names)`` is called after
+  loading.
 
 Caches (a factorization kept for scoring) are not stored; they are rebuilt after loading.
 
@@ -38,10 +42,11 @@ from genprob._version import __version__
 from genprob.story import Story, qualified_name, story_class
 
 FORMAT_NAME = "genprob-model"
-FORMAT_VERSION = 2  # 2: derived parameters and references to parameters
+#: 2: derived parameters and references to parameters; 3: derived fitted attributes
+FORMAT_VERSION = 3
 
-#: Fitted attributes that are caches, rebuilt after loading.
-_TRANSIENT = ("_scoring_cache",)
+#: Fitted attributes that are caches or provenance records, rebuilt after loading.
+_TRANSIENT = ("_scoring_cache", "_derived_from")
 #: Parameters with at least this many entries may be stored as derived from the statistics.
 _DERIVE_MIN_SIZE = 1 << 16
 
@@ -215,10 +220,13 @@ def save(estimator, path) -> Path:
     init_params = estimator.get_params(deep=False)
     # Every fitted attribute (public ``name_`` and private helpers such as encodings) is stored,
     # so the loaded estimator needs no data to predict.
+    derived_attributes = _derivable_attributes(estimator)
     fitted = {
         name: value
         for name, value in vars(estimator).items()
-        if name not in init_params and name not in ("params_", "story_", *_TRANSIENT)
+        if name not in init_params
+        and name not in ("params_", "story_", *_TRANSIENT)
+        and name not in derived_attributes
     }
     derived = _derivable_params(estimator)
     for name, value in estimator.params_.items():
@@ -240,6 +248,8 @@ def save(estimator, path) -> Path:
         "params": sorted(estimator.params_),
         "derived": sorted(derived),
     }
+    if derived_attributes:
+        metadata["derived_attributes"] = sorted(derived_attributes)
     metadata["sha256"] = _digest(metadata, arrays)
     path = Path(path)
     if path.suffix != ".npz":
@@ -286,6 +296,12 @@ def _derivable_params(estimator) -> set:
         and np.asarray(estimator.params_[name]).dtype == recomputed[name].dtype
         and np.array_equal(estimator.params_[name], recomputed[name])
     }
+
+
+def _derivable_attributes(estimator) -> set:
+    """Fitted attributes the estimator recomputes after loading (none unless it says so)."""
+    method = getattr(type(estimator), "_derivable_attributes", None)
+    return set(method(estimator)) if method is not None else set()
 
 
 def load(path):
@@ -355,6 +371,15 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
     for name, value in attributes.items():
         setattr(estimator, _attribute_name(name), value)
     estimator.params_ = {name: contents[f"param.{name}"] for name in metadata["params"]}
+    derived_attributes = metadata.get("derived_attributes", [])
+    if derived_attributes:
+        restore = getattr(type(estimator), "_restore_derived_attributes", None)
+        if restore is None:
+            raise ModelFileError(
+                f"{path} lists derived attributes {derived_attributes!r}, which "
+                f"{cls.__name__} cannot recompute."
+            )
+        restore(estimator, [_attribute_name(name) for name in derived_attributes])
     return estimator
 
 
@@ -451,4 +476,9 @@ def _read_metadata(path: Path, contents: dict) -> dict:
     derived = metadata.get("derived", [])
     if not isinstance(derived, list) or not set(derived) <= set(metadata["params"]):
         raise ModelFileError(f"{path}: metadata field 'derived' must list parameter names.")
+    derived_attributes = metadata.get("derived_attributes", [])
+    if not isinstance(derived_attributes, list) or not all(
+        isinstance(name, str) for name in derived_attributes
+    ):
+        raise ModelFileError(f"{path}: metadata field 'derived_attributes' must list names.")
     return metadata

@@ -121,3 +121,172 @@ def test_lda_with_2000_features_matches_scikit_learn(tmp_path, factorizations):
     np.testing.assert_array_equal(
         genprob.load(path).predict_proba(rows), estimator.predict_proba(rows)
     )
+
+
+# -- eigen solver with shrinkage on wide data ------------------------------------------------------
+# A shrunk covariance has full rank: the fit factorizes it by one host Cholesky factorization
+# (not the range finder, which cannot find a low rank, nor XLA's D x D eigendecomposition), and
+# the discriminant directions cost the one D x D eigendecomposition scikit-learn also pays.
+# Timings are in docs/benchmarks.md (benchmarks/bench_wide.py --solvers eigen-auto ...).
+EIGEN_SHRINKAGES = pytest.mark.parametrize("shrinkage", ["auto", 0.2])
+
+
+def _no_range_finder_nor_xla_eigh(monkeypatch):
+    from genprob.families.gaussian import distributions, story
+
+    def refused(*args, **kwargs):
+        raise AssertionError("a regularized covariance is factorized by Cholesky")
+
+    monkeypatch.setattr(story, "low_rank_factors", refused)
+    monkeypatch.setattr(story, "_jitted_factorize", refused)
+    return distributions
+
+
+@EIGEN_SHRINKAGES
+def test_eigen_with_shrinkage_matches_scikit_learn_on_wide_data(shrinkage, monkeypatch):
+    num_features = 600
+    X, y = _wide(100, num_features)
+    reference = SkLDA(solver="eigen", shrinkage=shrinkage).fit(X, y)
+    _no_range_finder_nor_xla_eigh(monkeypatch)
+    estimator = genprob.LinearDiscriminantAnalysis(solver="eigen", shrinkage=shrinkage).fit(X, y)
+    factors = estimator._params_jax()[FACTORS]
+    assert factors["whitening"].shape == (num_features, num_features)
+    assert int(factors["rank"]) == num_features
+    rows = np.vstack([X[:30], _wide(30, num_features, seed=4)[0]])
+    np.testing.assert_array_equal(estimator.predict(rows), reference.predict(rows))
+    np.testing.assert_allclose(
+        estimator.predict_proba(rows), reference.predict_proba(rows), rtol=0, atol=1e-8
+    )
+    scale = np.abs(reference.covariance_).max()
+    np.testing.assert_allclose(estimator.covariance_, reference.covariance_, atol=1e-12 * scale)
+    np.testing.assert_allclose(
+        estimator.explained_variance_ratio_, reference.explained_variance_ratio_, atol=1e-10
+    )
+    # the discriminant directions (K - 1 = 2 of them), up to their signs
+    ours, theirs = estimator.transform(rows), reference.transform(rows)
+    signs = np.sign(np.sum(ours * theirs, axis=0))
+    np.testing.assert_allclose(ours * signs, theirs, rtol=1e-8, atol=1e-8 * np.abs(theirs).max())
+    assert estimator.scalings_.shape == reference.scalings_.shape
+
+
+def test_full_rank_factors_agree_with_the_eigendecomposition_and_refuse_low_rank():
+    from genprob.families.gaussian import distributions
+
+    num_features = 520
+    X, _ = _wide(200, num_features)
+    X = X * np.linspace(0.01, 100.0, num_features)  # features on different scales
+    scatter = np.cov(X.T, bias=True)
+    shrunk = 0.9 * scatter + 0.1 * np.mean(np.diag(scatter)) * np.eye(num_features)
+    tol = 1e-4
+    fast = distributions.full_rank_factors(shrunk, tol)
+    with precision("float64"):
+        slow = {k: np.asarray(v) for k, v in distributions.full_factors(shrunk, tol).items()}
+    assert int(slow["rank"]) == int(fast["rank"]) == num_features
+    np.testing.assert_allclose(fast["log_normalizer"], slow["log_normalizer"], rtol=1e-11)
+    precision_fast = fast["whitening"] @ fast["whitening"].T
+    precision_slow = slow["whitening"] @ slow["whitening"].T
+    np.testing.assert_allclose(
+        precision_fast, precision_slow, atol=1e-9 * np.abs(precision_slow).max()
+    )
+    # the scatter of 200 rows has rank < D; a constant feature; an eigenvalue at the threshold
+    assert distributions.full_rank_factors(scatter, tol) is None
+    constant = shrunk.copy()
+    constant[:, 3] = constant[3, :] = 0.0
+    assert distributions.full_rank_factors(constant, tol) is None
+    scale = np.sqrt(np.diag(shrunk))
+    correlation = shrunk / np.outer(scale, scale)
+    values, vectors = np.linalg.eigh(correlation)
+    for smallest in (0.5 * tol**2, 1.5 * tol**2):  # dropped, or too close to call: refused
+        edited = (vectors * np.r_[smallest, values[1:]]) @ vectors.T
+        assert distributions.full_rank_factors(edited * np.outer(scale, scale), tol) is None
+    edited = (vectors * np.r_[10 * tol**2, values[1:]]) @ vectors.T
+    assert distributions.full_rank_factors(edited * np.outer(scale, scale), tol) is not None
+    assert distributions.full_rank_factors(shrunk[:500, :500], tol) is None  # below 512: XLA
+
+
+@EIGEN_SHRINKAGES
+def test_eigen_model_file_derives_scalings_instead_of_storing_them(shrinkage, tmp_path):
+    import pickle
+    import zipfile
+
+    num_features = 600
+    X, y = _wide(100, num_features)
+    estimator = genprob.LinearDiscriminantAnalysis(solver="eigen", shrinkage=shrinkage).fit(X, y)
+    assert estimator.scalings_.shape == (num_features, num_features)
+    path = estimator.save(tmp_path / "eigen")
+    with zipfile.ZipFile(path) as archive:
+        square = [
+            info.filename for info in archive.infolist() if info.file_size >= num_features**2 * 8
+        ]
+    assert not any("scalings_" in name for name in square)
+    if shrinkage == "auto":  # Ledoit-Wolf keeps the K per-class scatters (and their sum)
+        assert sorted(square) == [
+            "config.attr.stats_.emission.class_squares.npy",
+            "config.attr.stats_.emission.squares.npy",
+        ]
+    else:  # at most one D x D float matrix: the statistics' scatter
+        assert square == ["config.attr.stats_.emission.squares.npy"]
+        assert path.stat().st_size < 1.2 * num_features**2 * 8
+    loaded = genprob.load(path)
+    assert "scalings_" not in vars(loaded)  # recomputed on first use, not while loading
+    np.testing.assert_array_equal(loaded.predict_proba(X), estimator.predict_proba(X))
+    np.testing.assert_array_equal(loaded.scalings_, estimator.scalings_)
+    np.testing.assert_array_equal(loaded.transform(X), estimator.transform(X))
+    np.testing.assert_array_equal(
+        loaded.explained_variance_ratio_, estimator.explained_variance_ratio_
+    )
+    # a loaded model saved again, and a pickled one, still derive them
+    again = pickle.loads(pickle.dumps(genprob.load(loaded.save(tmp_path / "again"))))
+    assert "scalings_" not in vars(again)
+    np.testing.assert_array_equal(again.scalings_, estimator.scalings_)
+
+
+def test_scalings_that_are_not_the_fits_are_stored(tmp_path):
+    num_features = 600
+    X, y = _wide(100, num_features)
+    weights = np.linspace(0.5, 1.5, len(y))
+    estimators = {
+        # set by hand: stored as they are
+        "edited": genprob.LinearDiscriminantAnalysis(solver="eigen", shrinkage=0.2).fit(X, y),
+        # Ledoit-Wolf's total covariance over the rows is not the weighted statistics'
+        "weighted": genprob.LinearDiscriminantAnalysis(solver="eigen", shrinkage="auto").fit(
+            X, y, sample_weight=weights
+        ),
+    }
+    estimators["edited"].scalings_ = estimators["edited"].scalings_[:, ::-1].copy()
+    for name, estimator in estimators.items():
+        loaded = genprob.load(estimator.save(tmp_path / name))
+        assert "scalings_" in vars(loaded), name
+        np.testing.assert_array_equal(loaded.scalings_, estimator.scalings_)
+        np.testing.assert_array_equal(loaded.transform(X), estimator.transform(X))
+
+
+def test_derived_attributes_the_estimator_cannot_recompute_are_refused(tmp_path):
+    import json
+
+    from genprob import persistence
+
+    X, y = _wide(60, 20)
+
+    def rewritten(estimator, name, derived):
+        path = estimator.save(tmp_path / name)
+        with np.load(path, allow_pickle=False) as archive:
+            contents = {key: archive[key] for key in archive.files}
+        metadata = json.loads(str(contents.pop("metadata")))
+        metadata.pop("sha256")
+        metadata["derived_attributes"] = derived
+        metadata["sha256"] = persistence._digest(metadata, contents)
+        np.savez(path, metadata=np.array(json.dumps(metadata)), **contents)
+        return path
+
+    eigen = genprob.LinearDiscriminantAnalysis(solver="eigen", shrinkage=0.2).fit(X, y)
+    svd = genprob.LinearDiscriminantAnalysis().fit(X, y)
+    naive = genprob.GaussianNB().fit(X, y)
+    for estimator, name, derived, message in (
+        (eigen, "coef", ["coef_"], "cannot recompute"),
+        (svd, "svd", ["scalings_"], "cannot recompute"),
+        (naive, "nb", ["theta_"], "cannot recompute"),
+        (eigen, "malformed", "scalings_", "must list names"),
+    ):
+        with pytest.raises(persistence.ModelFileError, match=message):
+            genprob.load(rewritten(estimator, name, derived))

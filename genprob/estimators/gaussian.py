@@ -47,6 +47,14 @@ from genprob.streaming import is_out_of_core
 #: Fitted estimator -> (dtype, parameters it was made from, device parameters with factors).
 _SCORING_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+
+@jax.jit
+def _total_fourth_moment(story, X, merged):
+    """Ledoit–Wolf's ``sum_i ||z_i||^4`` of all rows ``X`` about their mean (a one-class
+    ``story``, statistics ``merged`` over classes), shape (1,)."""
+    return story._fourth_moments(X, jnp.ones((X.shape[0], 1), dtype=X.dtype), merged)
+
+
 __all__ = [
     "GaussianNB",
     "LinearDiscriminantAnalysis",
@@ -273,8 +281,9 @@ class _DiscriminantBase(_GaussianBase):
                 "two can be set."
             )
 
-    def _after_fit(self, X):
-        """Fitted attributes that need the rows ``X`` (None after partial_fit)."""
+    def _after_fit(self, X, unit_rows=False):
+        """Fitted attributes that need the rows ``X`` (None after partial_fit); ``unit_rows``:
+        every row of ``X`` is labeled and weighs 1 (no ``sample_weight``, no EM)."""
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None, **kwargs):
@@ -303,7 +312,14 @@ class _DiscriminantBase(_GaussianBase):
                 )
             self._custom = _custom_class_covariances(self.covariance_estimator, X, y)
         super().fit(X, y, sample_weight, **kwargs)
-        self._after_fit(None if out_of_core else X)
+        unit_rows = (
+            not out_of_core
+            and sample_weight is None
+            and kwargs.get("classes") is None
+            and y is not None
+            and not np.any(self._unlabeled_rows(np.asarray(y)))
+        )
+        self._after_fit(None if out_of_core else X, unit_rows)
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -419,9 +435,9 @@ class LinearDiscriminantAnalysis(
         self.missing = missing
         self.unlabeled_label = unlabeled_label
 
-    def _after_fit(self, X):
+    def _after_fit(self, X, unit_rows=False):
         if hasattr(self, "params_"):
-            self._set_projection(X)
+            self._set_projection(X, unit_rows)
 
     def _make_story(self, X):
         if X.shape[0] <= len(self.classes_):
@@ -482,12 +498,23 @@ class LinearDiscriminantAnalysis(
             self._max_components = self.n_components
         self._n_features_out = self._max_components
 
-    def _set_projection(self, X):
+    def _set_projection(self, X, unit_rows=False):
+        for name in ("_derived_from", "_total_fourth_moment"):
+            self.__dict__.pop(name, None)
         if self.solver == "lsqr":
             return
-        total = None
+        total, derivable = None, False
         if self.solver == "eigen":
-            total = self._total_covariance(X, self.stats_)
+            total, derivable = self._total_covariance(X, self.stats_, unit_rows)
+        scalings, ratio = self._projection(total)
+        self.scalings_ = scalings
+        self.explained_variance_ratio_ = ratio[: self._max_components]
+        if derivable:
+            self._derived_from = (self.params_, self.stats_, scalings)
+
+    def _projection(self, total):
+        """``(scalings, explained variance ratios)`` of the fitted story; ``total``: the total
+        covariance (eigen solver) or None (svd solver)."""
         with precision(self._dtype), np.errstate(invalid="ignore", divide="ignore"):
             scalings, ratio = lda_projection(
                 self.story_, self._params_jax(), total_covariance=total, tol=float(self.tol)
@@ -496,34 +523,99 @@ class LinearDiscriminantAnalysis(
             # no between-class spread on the retained subspace (e.g. one row per class, as in an
             # early partial_fit): 0 / 0; no direction explains anything, as with solver="svd"
             ratio = np.zeros_like(ratio)
-        self.scalings_ = scalings
-        self.explained_variance_ratio_ = ratio[: self._max_components]
+        return scalings, ratio
 
-    def _total_covariance(self, X, stats):
-        """Covariance of all rows, regularized like the class covariances (eigen solver).
+    def _total_covariance(self, X, stats, unit_rows=False):
+        """Covariance of all rows, regularized like the class covariances (eigen solver), and
+        whether :meth:`_merged_total_covariance` recomputes it from ``stats_`` (and the scalar
+        ``_total_fourth_moment``) bit for bit, so that a model file need not store the D x D
+        ``scalings_`` it gives (:meth:`_derivable_attributes`).
 
         From the fit's statistics merged over classes (so weighted rows count as repeated
-        rows); ``shrinkage="auto"`` needs the rows themselves (its fourth moments are taken
-        about the overall mean).
+        rows). ``shrinkage="auto"`` also needs the rows: its Ledoit–Wolf fourth moment is taken
+        about the overall mean, over every row of ``X`` with weight 1. When the fit's rows are
+        exactly those (``unit_rows``), one pass over the rows gives that scalar and the merged
+        statistics the rest; otherwise the rows' own statistics are computed.
         """
         if self._custom is not None:
-            return self._custom[1]
+            return self._custom[1], False
+        if self.story_.shrinkage != "auto":
+            return self._merged_total_covariance(stats), True
+        story = GaussianStory(covariance="full", shared=True, shrinkage="auto")
+        with precision(self._dtype):
+            Xj = self._as_array(check_array(X, dtype=[np.float64, np.float32]))
+            if unit_rows:
+                merged = self._merged_total_statistics(stats, fourth_moment=0.0)
+                fourth = float(np.asarray(_total_fourth_moment(story, Xj, merged))[0])
+                self._total_fourth_moment = fourth
+                return self._merged_total_covariance(stats, fourth), True
+            ones = jnp.ones((Xj.shape[0], 1), dtype=Xj.dtype)
+            row_stats = core.sufficient_statistics(story, Xj, ones)
+            return np.asarray(core.maximize(story, row_stats)["covariance"]), False
+
+    def _merged_total_statistics(self, stats, fourth_moment=None):
+        """The fit's statistics as one class (device arrays); with the Ledoit–Wolf scalar
+        ``fourth_moment`` (``shrinkage="auto"``), in the layout that shrinkage reads."""
+        emission = stats["emission"]
+        merged = {
+            "counts": np.sum(emission["counts"], keepdims=True),
+            "shift": emission["shift"],
+            "sums": np.sum(emission["sums"], axis=0, keepdims=True),
+            "squares": emission["squares"],
+        }
+        if fourth_moment is not None:
+            merged["class_squares"] = emission["squares"][None]
+            merged["fourth_moments"] = np.asarray([fourth_moment], emission["squares"].dtype)
+        return jax.tree_util.tree_map(self._as_array, merged)
+
+    def _merged_total_covariance(self, stats, fourth_moment=None):
+        """The total covariance from the fit's statistics (:meth:`_total_covariance`)."""
         story = GaussianStory(covariance="full", shared=True, shrinkage=self.story_.shrinkage)
         with precision(self._dtype):
-            if self.story_.shrinkage == "auto":
-                Xj = self._as_array(check_array(X, dtype=[np.float64, np.float32]))
-                ones = jnp.ones((Xj.shape[0], 1), dtype=Xj.dtype)
-                row_stats = core.sufficient_statistics(story, Xj, ones)
-                return np.asarray(core.maximize(story, row_stats)["covariance"])
-            emission = stats["emission"]
-            merged = {
-                "counts": np.sum(emission["counts"], keepdims=True),
-                "shift": emission["shift"],
-                "sums": np.sum(emission["sums"], axis=0, keepdims=True),
-                "squares": emission["squares"],
-            }
-            merged = jax.tree_util.tree_map(self._as_array, merged)
+            merged = self._merged_total_statistics(stats, fourth_moment)
             return np.asarray(story.maximize(merged)["covariance"])
+
+    # -- scalings_ derived after loading -------------------------------------------------------
+    def _derivable_attributes(self) -> set:
+        """Fitted attributes a model file may leave out (:func:`genprob.persistence.save`): the
+        eigen solver's D x D ``scalings_`` while they are the ones computed from the current
+        ``params_`` and ``stats_`` (recomputed, to the same bits, on first use after loading)."""
+        source = self.__dict__.get("_derived_from")
+        if source is None or self.solver != "eigen":
+            return set()
+        params, stats, scalings = source
+        if params is not self.__dict__.get("params_") or stats is not self.__dict__.get("stats_"):
+            return set()
+        if self.__dict__.get("scalings_", None) is not scalings:
+            return set()
+        return {"scalings_"}
+
+    def _restore_derived_attributes(self, names) -> None:
+        """After loading: the attributes ``names`` left out of the file are recomputed on first
+        use (``scalings_``: one O(D^3) eigendecomposition, which loading does not pay)."""
+        if set(names) != {"scalings_"} or self.solver != "eigen" or "stats_" not in self.__dict__:
+            raise ValueError(f"{type(self).__name__} cannot recompute the attributes {names!r}.")
+        if self.story_.shrinkage == "auto" and "_total_fourth_moment" not in self.__dict__:
+            raise ValueError("scalings_ with shrinkage='auto' need _total_fourth_moment.")
+        self.__dict__.pop("scalings_", None)
+        self._derived_from = (self.params_, self.stats_, None)
+
+    def __getattr__(self, name):
+        # called only when the attribute is missing: scalings_ of a loaded eigen model
+        source = self.__dict__.get("_derived_from")
+        if (
+            name == "scalings_"
+            and source is not None
+            and source[2] is None
+            and source[0] is self.__dict__.get("params_")
+            and source[1] is self.__dict__.get("stats_")
+        ):
+            fourth = self.__dict__.get("_total_fourth_moment")
+            scalings, _ = self._projection(self._merged_total_covariance(self.stats_, fourth))
+            self.scalings_ = scalings
+            self._derived_from = (self.params_, self.stats_, scalings)
+            return scalings
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def transform(self, X):
         """Project on the discriminant directions (``svd``: centered at ``xbar_``).

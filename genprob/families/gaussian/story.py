@@ -17,7 +17,11 @@ import numpyro
 import numpyro.distributions as dist
 
 from genprob.families.gaussian import missing as gaussian_missing
-from genprob.families.gaussian.distributions import full_gaussian, low_rank_factors
+from genprob.families.gaussian.distributions import (
+    full_gaussian,
+    full_rank_factors,
+    low_rank_factors,
+)
 from genprob.families.gaussian.moments import (
     chunked_sum,
     ledoit_wolf_shrinkage,
@@ -236,12 +240,28 @@ class GaussianStory(Story):
         diagonal spreads), jitted. Passed back as ``params[FACTORS]``, it spares every later
         scoring call the O(D^3) work. A wide shared covariance of low rank (n < D) is factorized
         on the host in O(D^2 r) (:func:`low_rank_factors`; ``rank_bound``, e.g. the number of
-        rows fitted, sizes its first sketch)."""
+        rows fitted, sizes its first sketch), and one of full rank (regularized, or fitted on
+        more rows than features) by a host Cholesky factorization (:func:`full_rank_factors`).
+        The likelier of the two is tried first: the low-rank one when the rows bound the rank
+        below D and nothing regularizes the covariance towards the identity."""
         spread = params[self.spread_name]
         if self.structure.full and self.shared and not isinstance(spread, jax.core.Tracer):
-            factors = low_rank_factors(spread, self.rank_tol, rank_bound=rank_bound)
-            if factors is not None:
-                return {k: jnp.asarray(v) for k, v in factors.items()}
+            num_features = np.shape(spread)[-1]
+            regularized = self._auto_shrinkage or not (
+                _known_zero(self.shrinkage) and _known_zero(self.reg_param)
+            )
+            low_rank = rank_bound is not None and rank_bound < num_features and not regularized
+
+            def low(spread):
+                return low_rank_factors(spread, self.rank_tol, rank_bound=rank_bound)
+
+            def full(spread):
+                return full_rank_factors(spread, self.rank_tol)
+
+            for attempt in (low, full) if low_rank else (full, low):
+                factors = attempt(spread)
+                if factors is not None:
+                    return {k: jnp.asarray(v) for k, v in factors.items()}
         return _jitted_factorize(self, spread)
 
     def discriminant(self, params, X):
