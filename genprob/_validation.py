@@ -626,7 +626,8 @@ def check_core_features(X, num_rows=None, *, allow_nan: bool = False, nan_hint: 
     if not is_concrete(X):
         return
     rows, cols, values = _stored_entries(X)
-    if values is None or np.dtype(values.dtype).kind not in "fc":
+    # a BCOO matrix is no tracer, but its stored values are one inside jit/vmap
+    if values is None or not is_concrete(values) or np.dtype(values.dtype).kind not in "fc":
         return  # integers and booleans are finite
     xp = _array_module(values)
     values = values if xp is jnp else np.asarray(values)  # a CPU JAX array is read in place
