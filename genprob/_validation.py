@@ -44,9 +44,25 @@ __all__ = [
     "class_codes",
     "describe",
     "encode_partial_labels",
+    "FeatureValueError",
     "unknown_labels",
     "unlabeled_mask",
 ]
+
+
+class FeatureValueError(ValueError):
+    """A ``ValueError`` about the values of one feature (column) of ``X``.
+
+    ``feature`` is the column's position, so that an estimator fitted on named columns can put
+    the column's name in the message (a story's ``validate`` knows positions only).
+    """
+
+    def __init__(self, message: str, feature: int | None = None):
+        super().__init__(message)
+        self.feature = feature
+
+    def __reduce__(self):  # pickled with its feature (Dask workers send errors back)
+        return type(self), (str(self), self.feature)
 
 
 def describe(values, limit: int = 5) -> str:

@@ -63,9 +63,10 @@ def joint_log_prob(story: Story, params: dict, X) -> jax.Array:
     then scored on the host by the emission's own sparse products, never densified.
 
     Raises:
-        ValueError: ``X`` not 2-D, with another feature count than the parameters, or holding
+        ValueError: ``X`` not 2-D, with another feature count than the parameters, holding
             NaN or infinity (NaN is read as missing by a story that does so,
-            :func:`genprob.masking.marginalized`).
+            :func:`genprob.masking.marginalized`), or values outside the story's support
+            (:meth:`Story.validate`, e.g. a category code the story does not know).
     """
     _check_features(story, X)
     if scipy.sparse.issparse(X):
@@ -83,13 +84,18 @@ def _joint_log_prob(story: Story, params: dict, X) -> jax.Array:
 
 
 def _check_features(story: Story, X, num_rows=None) -> None:
-    """Refuse NaN and infinite features at a public entry, on the host, before any compiled
-    program runs (inside ``jit``/``vmap`` only shapes are checked); NaN passes when the story
-    reads it as missing (:attr:`Story.reads_nan_as_missing`)."""
+    """Refuse NaN and infinite features, then values outside the story's support
+    (:meth:`Story.validate`: a categorical code the story does not know, say), at a public
+    entry, on the host, before any compiled program runs (inside ``jit``/``vmap`` only shapes
+    are checked); NaN passes when the story reads it as missing
+    (:attr:`Story.reads_nan_as_missing`)."""
     hint = "impute or drop those entries"
     if story.supports_missing:
         hint = "genprob.masking.marginalized(story) reads NaN as a missing value (summed out)"
     check_core_features(X, num_rows, allow_nan=story.reads_nan_as_missing, nan_hint=hint)
+    if is_concrete(X):
+        # a host view: slices of a JAX array would be traced when called inside a transform
+        story.validate(np.asarray(X) if isinstance(X, jax.Array) else X)
 
 
 def _check_scipy_sparse(story: Story) -> None:
@@ -124,8 +130,9 @@ def class_scores(story: Story, params: dict, X) -> jax.Array:
     overflow, for families that override :meth:`Story.discriminant`).
 
     Raises:
-        ValueError: ``X`` not 2-D, with another feature count than the parameters, or holding
-            NaN (unless the story reads it as missing) or infinity.
+        ValueError: ``X`` not 2-D, with another feature count than the parameters, holding
+            NaN (unless the story reads it as missing) or infinity, or values outside the
+            story's support (:meth:`Story.validate`).
     """
     _check_features(story, X)
     return _class_scores(story, params, X)
@@ -307,7 +314,6 @@ def fit_closed_form(story: Story, X, R, class_prior=None, fit_prior: bool = True
     _check_features(story, X, num_rows=jnp.shape(R)[0])
     if class_prior is not None:
         class_prior = _core_class_prior(class_prior, jnp.shape(R)[1])
-    story.validate(X)
     params = maximize(story, sufficient_statistics(story, X, R), class_prior, fit_prior)
     if is_concrete(X):
         story.check_parameters(params)

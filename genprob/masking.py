@@ -157,7 +157,16 @@ class Marginalized(Story):
         self.story.check_parameters(params, class_names, feature_names)
 
     def validate(self, X):
+        """The story's check of the observed entries (NaN entries are missing, not values)."""
         if isinstance(X, jax.core.Tracer):
+            return X
+        if isinstance(X, np.ndarray | jax.Array):
+            # on the host: an eager JAX fill would compile a program per shape
+            values = np.asarray(X)
+            missing = np.isnan(values) if values.dtype.kind == "f" else None
+            if missing is not None and missing.any():
+                values = np.where(missing, np.zeros((), values.dtype), values)
+            self.story.validate(values)
             return X
         filled, _ = fill_missing(jnp.asarray(X))
         self.story.validate(filled)

@@ -399,7 +399,12 @@ class Story(metaclass=_StoryType):
     def validate(self, X):
         """Check that ``X`` lies in the emission's support; raise ``ValueError`` naming the problem.
 
-        The default accepts any finite real matrix (checked by the caller).
+        Called on the host with concrete values (NumPy, JAX or sparse; never a tracer) by the
+        estimators at fit and predict and by the functional core's public entries, once per
+        call: keep it vectorized. NaN entries a story reads as missing arrive filled with 0. A
+        :class:`genprob._validation.FeatureValueError` (naming the column's position) lets an
+        estimator fitted on named columns name the column. The default accepts any finite real
+        matrix (checked by the caller).
         """
         return X
 

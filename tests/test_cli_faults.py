@@ -1,6 +1,7 @@
 """CLI faults over every subcommand: each is one line on stderr and exit code 2, never a traceback
 (exit 1 stays reserved for a failed `genprob check`), and --out is checked before the work."""
 
+import io
 import os
 import pathlib
 import re
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import genprob
 from genprob.app import cli
 from genprob.datasets import load_iris
 
@@ -245,3 +247,39 @@ def test_fit_never_saves_a_nan_model(files, capsys, tmp_path):
     if line is not None:
         # refused at fit like GaussianNB's zero variance, naming the column and the class
         assert "feature 'a' has zero variance" in line and not out.exists()
+
+
+@pytest.fixture(scope="module")
+def categorical_files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli_categorical")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"colour": rng.integers(0, 3, 60), "size": rng.integers(0, 4, 60)})
+    frame["y"] = rng.integers(0, 2, 60)
+    data = root / "train.csv"
+    frame.to_csv(data, index=False)
+    model = root / "categorical.npz"
+    assert cli.main(["fit", "categorical", str(data), "--target", "y", "--out", str(model)]) == 0
+    return {"root": root, "model": str(model), "frame": frame}
+
+
+@pytest.mark.parametrize(
+    ("code", "fragment"),
+    [(7, "category code 7"), (1e200, "category code 1e+200"), (-1, "code -1"), (2.5, "code 2.5")],
+)
+def test_predict_refuses_a_category_code_the_model_does_not_know(
+    code, fragment, categorical_files, capsys, tmp_path
+):
+    new = pd.DataFrame({"colour": [0.0, 1.0, 2.0], "size": [3.0, code, 0.0]})
+    path = tmp_path / "new.csv"
+    new.to_csv(path, index=False)
+    argv = ["predict", categorical_files["model"], str(path), "--proba"]
+    line = _fails_cleanly(capsys, argv, "column 'size'", "(row 1)", fragment, "n_categories[1] = 4")
+    assert line.startswith("genprob predict: error: ")
+    # codes it knows: the probabilities of CategoricalNB fitted on the same table
+    train = categorical_files["frame"]
+    new["size"] = [3.0, 1.0, 0.0]
+    new.to_csv(path, index=False)
+    assert cli.main(argv) == 0
+    printed = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    expected = genprob.CategoricalNB().fit(train[["colour", "size"]], train["y"]).predict_proba(new)
+    np.testing.assert_allclose(printed[["proba_0", "proba_1"]], expected, atol=1e-12)

@@ -16,6 +16,7 @@ from sklearn.model_selection import train_test_split
 
 import genprob
 from genprob import core
+from genprob._dtype import precision
 from genprob.datasets import load_digits, load_sms_spam
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.categorical import (
@@ -27,6 +28,7 @@ from genprob.families.categorical import (
 )
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
+from genprob.masking import marginalized
 from genprob.story import Story
 
 PROBA_ATOL = 1e-8  # the parity tolerance on class posteriors (float64)
@@ -530,6 +532,135 @@ def test_categorical_codes_must_be_nonnegative_integers_and_seen():
         model.predict([[0, 1], [3, 0]])
     with pytest.raises(ValueError, match="integer category codes"):
         model.predict([[0.5, 1.0]])
+
+
+# -- every path on a categorical story refuses codes it does not know (at predict) ---------------
+CATEGORICAL_X = np.array(
+    [[0, 1, 2], [1, 0, 1], [2, 1, 0], [0, 1, 1], [1, 1, 2], [2, 0, 0]] * 4, dtype=float
+)
+CATEGORICAL_Y = np.array([0, 1, 1, 0, 1, 0] * 4)
+#: (code, fragments of the message): a code is an integer 0..k-1 of its feature
+BAD_CODES = [
+    (7, ["category code 7", "codes 0..2 only", "n_categories[2] = 3", "min_categories"]),
+    (1e200, ["category code 1e+200", "codes 0..2 only", "n_categories[2] = 3"]),
+    (-1, ["category code -1", "n_categories[2] = 3", "non-negative integer category codes"]),
+    (2.5, ["category code 2.5", "n_categories[2] = 3", "non-negative integer category codes"]),
+]
+
+
+def _with_code(code):
+    X = CATEGORICAL_X[:4].copy()
+    X[3, 2] = code
+    return X
+
+
+def _categorical_estimators():
+    story = CategoricalStory(n_categories=(3, 2, 3))
+    return {
+        "CategoricalNB": genprob.CategoricalNB().fit(CATEGORICAL_X, CATEGORICAL_Y),
+        "GenerativeClassifier": genprob.GenerativeClassifier(story).fit(
+            CATEGORICAL_X, CATEGORICAL_Y
+        ),
+    }
+
+
+@pytest.mark.parametrize(("code", "fragments"), BAD_CODES)
+def test_every_estimator_on_a_categorical_story_refuses_unknown_codes(code, fragments):
+    for name, model in _categorical_estimators().items():
+        for method in ("predict", "predict_proba", "predict_log_proba", "log_likelihood"):
+            with pytest.raises(ValueError) as info:
+                getattr(model, method)(_with_code(code))
+            message = str(info.value)
+            for fragment in ["feature 2 (row 3)", *fragments]:
+                assert fragment in message, (name, method, message)
+
+
+@pytest.mark.parametrize(("code", "fragments"), BAD_CODES)
+def test_core_refuses_unknown_codes_through_the_story(code, fragments):
+    model = _categorical_estimators()["GenerativeClassifier"]
+    with precision("float64"):
+        params = {k: jnp.asarray(v) for k, v in model.params_.items()}
+        X = _with_code(code)
+        for function in (core.joint_log_prob, core.predict_proba, core.class_scores):
+            for features in (X, jnp.asarray(X)):
+                with pytest.raises(ValueError) as info:
+                    function(model.story_, params, features)
+                for fragment in ["feature 2 (row 3)", *fragments]:
+                    assert fragment in str(info.value), str(info.value)
+        with pytest.raises(ValueError, match=r"feature 2 \(row 3\)"):
+            core.log_likelihood(model.story_, params, X)
+        # inside a transform only shapes are checked (the values are not known there)
+        jax.jit(lambda Z: core.joint_log_prob(model.story_, params, Z))(jnp.asarray(X))
+
+
+def test_unknown_codes_are_refused_by_name_and_in_mixed_stories():
+    import pandas as pd
+
+    columns = ["colour", "size", "shape"]
+    frame = pd.DataFrame(CATEGORICAL_X, columns=columns)
+    story = CategoricalStory(n_categories=(3, 2, 3))
+    model = genprob.GenerativeClassifier(story).fit(frame, CATEGORICAL_Y)
+    with pytest.raises(
+        ValueError, match=r"column 'shape': feature 2 \(row 3\) has category code 7"
+    ):
+        model.predict(pd.DataFrame(_with_code(7), columns=columns))
+    # a categorical block of a mixed story, through the generic estimator and the core
+    gaussian = np.linspace(-1.0, 1.0, len(CATEGORICAL_Y))[:, None]
+    X = np.hstack([gaussian, CATEGORICAL_X])
+    mixed = genprob.MixedNB(
+        families={0: "gaussian", 1: "categorical", 2: "categorical", 3: "categorical"}
+    ).fit(X, CATEGORICAL_Y)
+    generic = genprob.GenerativeClassifier(mixed.story_).fit(X, CATEGORICAL_Y)
+    params = generic.params_  # NumPy float64: the core's validation comes before any cast
+    for code, fragments in BAD_CODES:
+        bad = np.hstack([gaussian[:4], _with_code(code)])
+        # MixedNB reads its categorical columns as values: one it never saw is refused by name
+        with pytest.raises(ValueError) as info:
+            mixed.predict_proba(bad)
+        message = str(info.value)
+        for fragment in ["categorical column 3", "values not seen in fit", "first at row 3"]:
+            assert fragment in message, message
+        assert "known categories (3 seen in fit): [0.0, 1.0, 2.0]" in message, message
+        for score in (
+            generic.predict_proba,
+            lambda Z: core.predict_proba(generic.story_, params, Z),
+        ):
+            with pytest.raises(ValueError) as info:
+                score(bad)
+            message = str(info.value)
+            for fragment in ["block 'categorical'", "feature 2 (row 3)", *fragments]:
+                assert fragment in message, message
+
+
+def test_codes_in_range_score_as_categorical_nb():
+    models = _categorical_estimators()
+    story = models["GenerativeClassifier"].story_
+    X = np.array([[0, 1, 2], [2, 0, 0], [1, 1, 1]], dtype=float)
+    expected = models["CategoricalNB"].predict_proba(X)
+    np.testing.assert_allclose(
+        models["GenerativeClassifier"].predict_proba(X), expected, atol=1e-12
+    )
+    with precision("float64"):
+        params = {k: jnp.asarray(v) for k, v in models["GenerativeClassifier"].params_.items()}
+        np.testing.assert_allclose(core.predict_proba(story, params, X), expected, atol=1e-12)
+    # NaN read as missing passes: summed out, as CategoricalNB(missing="marginalize") does
+    X_missing = np.array([[0, np.nan, 2], [np.nan, 0, 0]])
+    nb = genprob.CategoricalNB(missing="marginalize").fit(CATEGORICAL_X, CATEGORICAL_Y)
+    generic = genprob.GenerativeClassifier(
+        CategoricalStory(n_categories=(3, 2, 3)), missing="marginalize"
+    ).fit(CATEGORICAL_X, CATEGORICAL_Y)
+    expected = nb.predict_proba(X_missing)
+    assert np.all(np.isfinite(expected))
+    np.testing.assert_allclose(generic.predict_proba(X_missing), expected, atol=1e-12)
+    X_bad = np.array([[0, np.nan, 2], [np.nan, 0, 7]])
+    with pytest.raises(ValueError, match=r"feature 2 \(row 1\) has category code 7"):
+        generic.predict_proba(X_bad)
+    marginal = marginalized(story)
+    with precision("float64"):
+        proba = core.predict_proba(marginal, params, X_missing)
+        np.testing.assert_allclose(proba, expected, atol=1e-12)
+        with pytest.raises(ValueError, match=r"feature 2 \(row 1\) has category code 7"):
+            core.predict_proba(marginal, params, X_bad)
 
 
 def test_min_categories_gives_unseen_codes_smoothed_mass():

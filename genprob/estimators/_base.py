@@ -38,6 +38,7 @@ from genprob._limits import check_count
 from genprob._validation import (
     EM_PARAMETER_CONSTRAINTS,
     MISSING_PARAMETER_CONSTRAINTS,
+    FeatureValueError,
     check_class_prior,
     check_classes,
     check_known_labels,
@@ -151,6 +152,24 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         raise NotImplementedError
 
     def _validate_X(self, X, *, fitting: bool):
+        """Checks or conversions of the features; at predict, the fitted story's own check
+        (:meth:`Story.validate`: e.g. a category code the story does not know), on the host.
+        Fitting checks ``X`` against the story once it is made (:meth:`_validate_story`)."""
+        if not fitting:
+            self._validate_story(self.story_, X)
+        return X
+
+    def _validate_story(self, story: Story, X):
+        """``story.validate(X)``; a :class:`FeatureValueError` names the column when ``X`` had
+        names (``feature_names_in_``)."""
+        try:
+            story.validate(X)
+        except FeatureValueError as error:
+            names = getattr(self, "feature_names_in_", None)
+            if names is None or error.feature is None:
+                raise
+            name = str(names[error.feature])
+            raise FeatureValueError(f"column {name!r}: {error}", error.feature) from None
         return X
 
     def _class_prior_argument(self):
@@ -264,7 +283,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         options = self._em_options()
         with precision(self._dtype):
             Xj = self._as_array(X)
-            marginalized(story).validate(Xj)
+            self._validate_story(marginalized(story), Xj)
             result = fit_observed(
                 story,
                 Xj,
@@ -337,7 +356,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             Xj = self._as_array(X)
         else:
             Xj = to_device(X, dtype, row_destinations=destinations)
-        story.validate(Xj)
+        self._validate_story(story, Xj)
         # on the device first: converting host arrays inside JAX compiles a program per shape
         codes = jax.device_put(np.asarray(codes))
         if sample_weight is not None:
@@ -638,7 +657,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         options = self._em_options()
         with precision(self._dtype):
             Xj = self._as_array(X)
-            story.validate(Xj)
+            self._validate_story(story, Xj)
             result = _em.fit_em(
                 story, Xj, codes, **self._em_data_arguments(sample_weight), **options
             )

@@ -426,9 +426,8 @@ class CategoricalNB(_DiscreteNB):
             )
             check_non_negative(X, "CategoricalNB", expected)
             check_values(X, lambda v: v != np.round(v), expected)
-        else:
-            self.story_.validate(X)
-        return X
+            return X
+        return super()._validate_X(X, fitting=False)  # the fitted story's codes
 
     def _n_categories(self, X) -> np.ndarray:
         check_table_size(X.max(axis=0) + 1.0)  # before the int cast: a code of 1e300 would wrap

@@ -71,6 +71,12 @@ def _column(X, position: int) -> np.ndarray:
     return np.asarray(X)[:, position]
 
 
+def _shown(known, limit: int = 20) -> str:
+    """The first ``limit`` known categories of a column, for a message."""
+    values = np.asarray(known).tolist()
+    return str(values) if len(values) <= limit else f"{str(values[:limit])[:-1]}, ...]"
+
+
 def _categories_of(X, position: int, key, known=None, skip_missing=False) -> np.ndarray:
     """Sorted distinct values of a categorical column (with the ``known`` ones, if given).
 
@@ -270,11 +276,15 @@ class MixedNB(GenerativeClassifierBase):
                 values = values.astype(object)
                 absent = pd.isna(values) if self._marginalizes else np.zeros(len(values), bool)
                 codes = pd.Index(known).get_indexer(values).astype(np.float64)
-                if np.any((codes < 0) & ~absent):
-                    unseen = pd.unique(values[(codes < 0) & ~absent])[:5].tolist()
+                refused = (codes < 0) & ~absent
+                if np.any(refused):
+                    unseen = pd.unique(values[refused])[:5].tolist()
+                    count = int(refused.sum())
                     raise ValueError(
                         f"categorical column {key!r} has values not seen in fit (or missing): "
-                        f"{unseen}; known categories: {known.tolist()}."
+                        f"{unseen} (first at row {int(np.argmax(refused))}, {count} "
+                        f"row{'s' if count > 1 else ''} in all); known categories "
+                        f"({len(known)} seen in fit): {_shown(known)}."
                     )
                 encoded[:, position] = np.where(absent, np.nan, codes)  # NaN: summed out
             else:

@@ -50,13 +50,16 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+import scipy.sparse
+from jax.experimental import sparse as jsparse
 from jax.scipy.special import gammaln, xlogy
 from numpyro.distributions import constraints
 from numpyro.distributions.transforms import StickBreakingTransform, Transform, biject_to
 
 from genprob import _limits
+from genprob._validation import FeatureValueError
 from genprob.conjugate import ConjugateFactor
-from genprob.families.bernoulli import check_alpha, check_values, floor_log
+from genprob.families.bernoulli import check_alpha, floor_log
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = [
@@ -359,6 +362,26 @@ class CategoricalFeatures(dist.Distribution):
 
 
 # -- the story -----------------------------------------------------------------------------------
+#: entries of ``X`` checked at a time by :meth:`CategoricalStory.validate` (256 KiB of float64)
+_BLOCK_ENTRIES = 2**15
+
+
+def _dense(X):
+    """``X`` as a dense array (sparse input densified: its implicit zeros are codes too)."""
+    if isinstance(X, jsparse.BCOO):
+        return X.todense()
+    if scipy.sparse.issparse(X):
+        return X.toarray()
+    return X
+
+
+def _code_text(value: float) -> str:
+    """A code for a message: integers compactly (``7``, ``1e+200``), others exactly (``2.5``)."""
+    if math.isfinite(value) and float(value).is_integer():
+        return _limits.compact(value)
+    return repr(float(value))
+
+
 class CategoricalStory(Story):
     """Categorical features, independent given the class (categorical naive Bayes).
 
@@ -490,27 +513,54 @@ class CategoricalStory(Story):
         return {"category": list(range(self.max_categories))}
 
     def validate(self, X):
+        """Every entry of ``X`` must be a code the story knows: an integer ``0 .. k_j - 1`` in
+        feature j (the gathers of the emission would clamp any other value to a real code).
+
+        On the host, vectorized, in blocks of rows that stay in the cache (an int32 cast and two
+        comparisons per entry); the mask of bad entries is built only to name the first one.
+
+        Raises:
+            genprob._validation.FeatureValueError: (a ``ValueError``) naming the feature, the row,
+                the code, the codes the feature knows (``n_categories[j]``) and how many entries
+                are bad.
+        """
         num_features = int(X.shape[-1])
         self._check_num_features(num_features)
-        check_values(
-            X,
-            lambda v: (v < 0) | (v != np.round(v)),
-            "non-negative integer category codes for a categorical story",
-        )
-        values = np.asarray(X).reshape(-1, num_features)
+        values = np.asarray(_dense(X)).reshape(-1, num_features)
         limits = np.asarray(self.n_categories)
-        unseen = values >= limits
-        if unseen.any():
-            row, col = np.argwhere(unseen)[0]
-            raise ValueError(
-                f"feature {col} (row {row}) has category code "
-                f"{_limits.compact(values[row, col])}, but the story knows codes "
-                f"0..{limits[col] - 1} only (n_categories[{col}] = "
-                f"{limits[col]}); {int(unseen.sum())} such entries. Unseen categories have no "
-                "probability: refit with more categories (CategoricalNB(min_categories=...)) "
-                "to reserve smoothed mass for them."
+        unsigned_limits = limits.astype(np.uint32)  # counts are far below 2^31 (check_table_size)
+        rows = max(1, _BLOCK_ENTRIES // num_features)
+        with np.errstate(invalid="ignore"):  # NaN, infinities and huge values cast to garbage
+            for start in range(0, values.shape[0], rows):
+                block = values[start : start + rows]
+                codes = block.astype(np.int32)
+                ok = codes == block  # integers within int32 only: not NaN, 2.5, 1e200
+                ok &= codes.view(np.uint32) < unsigned_limits  # negative codes wrap to >= 2^31
+                if not ok.all():
+                    break
+            else:
+                return X
+            not_code = ~np.isfinite(values) | (values < 0) | (values != np.trunc(values))
+            bad = not_code | (values >= limits)
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        code, known = values[row, col].item(), int(self.n_categories[col])
+        where = (
+            f"feature {col} (row {row}) has category code {_code_text(code)}, but the story "
+            f"knows codes 0..{known - 1} only (n_categories[{col}] = {known}); entries of X "
+            f"that are not codes of their feature: {int(bad.sum())}."
+        )
+        if not_code[row, col]:
+            advice = (
+                " Expected non-negative integer category codes for a categorical story "
+                "(encode categories as 0..k-1, e.g. with OrdinalEncoder)."
             )
-        return X
+        else:
+            advice = (
+                " Unseen categories have no probability: refit declaring more categories "
+                "(CategoricalNB(min_categories=...), CategoricalStory(n_categories=...)) to "
+                "reserve smoothed mass for them."
+            )
+        raise FeatureValueError(where + advice, feature=col)
 
     def num_parameters(self, num_classes, num_features):
         self._check_num_features(num_features)

@@ -22,6 +22,7 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
+from genprob._validation import FeatureValueError
 from genprob.story import Story
 
 __all__ = [
@@ -321,10 +322,14 @@ class MixedStory(Story):
             try:
                 story.validate(X[:, list(columns)])
             except ValueError as error:
-                raise ValueError(
+                message = (
                     f"block {name!r} (columns {list(columns)}; positions below count within "
                     f"the block): {error}"
-                ) from None
+                )
+                if isinstance(error, FeatureValueError) and error.feature is not None:
+                    # the column's position in the whole table, for an estimator to name it
+                    raise FeatureValueError(message, columns[error.feature]) from None
+                raise ValueError(message) from None
         return X
 
     def num_parameters(self, num_classes, num_features):
