@@ -69,6 +69,13 @@ def joint_log_prob(story: Story, params: dict, X) -> jax.Array:
             (:meth:`Story.validate`, e.g. a category code the story does not know).
     """
     _check_features(story, X)
+    return _joint_log_prob_of_checked(story, params, X)
+
+
+def _joint_log_prob_of_checked(story: Story, params: dict, X) -> jax.Array:
+    """:func:`joint_log_prob` of features already checked on the host (finite, and in the
+    story's support: :meth:`Story.validate`), as the estimators check them before scoring; the
+    feature count is still checked."""
     if scipy.sparse.issparse(X):
         emission = _scipy_sparse_emission(story, params, X)
         return jnp.log(params[CLASS_PRIOR]) + jnp.asarray(emission.log_prob(X))
@@ -153,6 +160,12 @@ def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
         ValueError: as :func:`class_scores`.
     """
     _check_features(story, X)
+    return _predict_log_proba_of_checked(story, params, X)
+
+
+def _predict_log_proba_of_checked(story: Story, params: dict, X) -> jax.Array:
+    """:func:`predict_log_proba` of features already checked on the host (see
+    :func:`_joint_log_prob_of_checked`)."""
     if scipy.sparse.issparse(X):
         # on the host in NumPy: (n, K) work, and no compilation per row count
         _check_scipy_sparse(story)

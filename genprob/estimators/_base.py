@@ -819,9 +819,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return self._as_features(pad_with_first_row(X, _host_padding(X))), X.shape[0]
 
     def _padded_joint_log_prob(self, X):
-        """``core.joint_log_prob`` of checked ``X``, rows padded (see ``_padded_features``)."""
+        """``core.joint_log_prob`` of checked ``X``, rows padded (see ``_padded_features``).
+
+        ``X`` passed :meth:`_check_X` (finite, and the story's own check in :meth:`_validate_X`),
+        so the core does not check the values a second time."""
         Xj, num_rows = self._padded_features(X)
-        return core.joint_log_prob(self._scoring_story(X), self._params_jax(), Xj), num_rows
+        story, params = self._scoring_story(X), self._params_jax()
+        return core._joint_log_prob_of_checked(story, params, Xj), num_rows
 
     def predict_log_proba(self, X):
         """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp."""
@@ -830,7 +834,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         X = self._check_X(X)
         with precision(self._dtype):
             Xj, num_rows = self._padded_features(X)
-            log_proba = core.predict_log_proba(self._scoring_story(X), self._params_jax(), Xj)
+            # checked by _check_X (the story's check included): the core does not check again
+            story, params = self._scoring_story(X), self._params_jax()
+            log_proba = core._predict_log_proba_of_checked(story, params, Xj)
             log_proba = np.asarray(log_proba)[:num_rows]
         check_scored_rows(log_proba)
         return log_proba
