@@ -5,8 +5,10 @@ import io
 import os
 import pathlib
 import re
+import struct
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import pandas as pd
@@ -18,6 +20,19 @@ from genprob.datasets import load_iris
 
 GENPROB = os.path.join(os.path.dirname(sys.executable), "genprob")
 UNWRITABLE = "/proc"  # no file can be created there, even by root (chmod does not stop root)
+
+
+def _compressed_data_middle(path):
+    """A byte inside the compressed data of the archive's largest member: not a header or
+    extra field, which zipfile does not read (a flip there loads the same model)."""
+    with zipfile.ZipFile(path) as archive:
+        info = max(archive.infolist(), key=lambda member: member.compress_size)
+    raw = path.read_bytes()
+    name_length, extra_length = struct.unpack(
+        "<HH", raw[info.header_offset + 26 : info.header_offset + 30]
+    )
+    start = info.header_offset + 30 + name_length + extra_length
+    return start + info.compress_size // 2
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +49,7 @@ def files(tmp_path_factory):
     )
     corrupt = root / "corrupt.npz"
     raw = bytearray(model.read_bytes())
-    raw[len(raw) // 3] ^= 0xFF  # inside a member's compressed data
+    raw[_compressed_data_middle(model)] ^= 0xFF
     corrupt.write_bytes(bytes(raw))
     garbage = root / "garbage.csv"
     garbage.write_bytes(bytes(range(256)) * 4)
