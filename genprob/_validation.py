@@ -570,7 +570,10 @@ def as_features(X, *, allow_nan: bool = False):
 # -- the functional core --------------------------------------------------------------------------
 def is_concrete(value) -> bool:
     """Whether ``value`` holds numbers (not a JAX tracer inside ``jit``/``vmap``): only then can
-    its values be checked; shapes are checked either way."""
+    its values be checked; shapes are checked either way. A BCOO matrix is concrete when its
+    stored values and indices are."""
+    if isinstance(value, jsparse.BCOO):  # no tracer itself, but its arrays are inside jit/vmap
+        return is_concrete(value.data) and is_concrete(value.indices)
     return not isinstance(value, jax.core.Tracer)
 
 
