@@ -15,6 +15,9 @@ _COUNTING_SPAN = 1 << 16
 #: new row counts (cross-validation folds, learning curves) reuse compiled code; larger inputs
 #: compile in a small fraction of their run time and are not copied.
 PAD_LIMIT = 1 << 16
+#: ... and up to this many entries (16 MiB of float64): copying a wider input to pad it costs
+#: more at every call than compiling its shape once.
+PAD_ENTRY_LIMIT = 1 << 21
 #: Entries (rows x features) of the smallest bucket of dense one-pass inputs (32 KiB of float64).
 _SMALLEST_BUCKET_ENTRIES = 1 << 12
 
@@ -132,7 +135,8 @@ def padded_rows(num_rows: int, num_features: int | None = None) -> int:
 
 def row_padding(X, *, passes: str = "one") -> int:
     """Rows to append to the dense 2-D ``X`` (NumPy or JAX) to reach its bucket size
-    (``padded_rows``); 0 for sparse input and for more than ``PAD_LIMIT`` rows.
+    (``padded_rows``); 0 for sparse input, more than ``PAD_LIMIT`` rows or more than
+    ``PAD_ENTRY_LIMIT`` entries.
 
     ``passes="many"`` (an iterative fit such as EM, which reads the rows at every step) keeps
     the power-of-two buckets from 16 rows up, at most twice the work; one pass over the rows
@@ -140,7 +144,7 @@ def row_padding(X, *, passes: str = "one") -> int:
     """
     if not isinstance(X, np.ndarray | jax.Array) or X.ndim != 2:
         return 0
-    if not 0 < X.shape[0] <= PAD_LIMIT:
+    if not 0 < X.shape[0] <= PAD_LIMIT or X.shape[0] * X.shape[1] > PAD_ENTRY_LIMIT:
         return 0
     return padded_rows(X.shape[0], X.shape[1] if passes == "one" else None) - X.shape[0]
 
@@ -152,4 +156,8 @@ def pad_with_first_row(X, extra: int) -> np.ndarray:
     if not extra:
         return X
     X = np.asarray(X)
-    return np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))])
+    # aligned, so that ``to_device`` adopts the copy instead of copying it again
+    padded = _aligned_empty((X.shape[0] + extra, X.shape[1]), X.dtype)
+    padded[: X.shape[0]] = X
+    padded[X.shape[0] :] = X[:1]
+    return padded

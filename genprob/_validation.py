@@ -621,6 +621,14 @@ def core_label_codes(codes, num_classes: int, unlabeled_label=UNLABELED):
     return jnp.where(codes == unlabeled_label, UNLABELED, codes)
 
 
+def check_feature_width(X, expected: int) -> None:
+    """``X`` (n, D) must have the parameters' feature count ``expected``."""
+    if X.shape[1] != expected:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but the parameters are for {expected} features."
+        )
+
+
 def check_core_features(X, num_rows=None, *, allow_nan: bool = False, nan_hint: str = "") -> None:
     """Core features: 2-D, ``num_rows`` rows if given, and finite where the values are concrete
     (a NumPy, JAX or sparse array, not a tracer inside ``jit``/``vmap``).

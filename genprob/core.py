@@ -33,6 +33,7 @@ from genprob._validation import (
     check_class_codes,
     check_class_prior,
     check_core_features,
+    check_feature_width,
     check_responsibilities,
     core_label_codes,
     is_concrete,
@@ -124,11 +125,8 @@ def _scipy_sparse_emission(story: Story, params: dict, X):
 def _check_feature_count(emission, X) -> None:
     if jnp.ndim(X) != 2:
         raise ValueError(f"X must be 2-D (n, D), got shape {jnp.shape(X)}.")
-    expected = emission.event_shape[-1] if emission.event_shape else None
-    if expected is not None and X.shape[1] != expected:
-        raise ValueError(
-            f"X has {X.shape[1]} features, but the parameters are for {expected} features."
-        )
+    if emission.event_shape:
+        check_feature_width(X, emission.event_shape[-1])
 
 
 def class_scores(story: Story, params: dict, X) -> jax.Array:
@@ -166,12 +164,14 @@ def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
 def _predict_log_proba_of_checked(story: Story, params: dict, X) -> jax.Array:
     """:func:`predict_log_proba` of features already checked on the host (see
     :func:`_joint_log_prob_of_checked`)."""
-    if scipy.sparse.issparse(X):
-        # on the host in NumPy: (n, K) work, and no compilation per row count
-        _check_scipy_sparse(story)
+    sparse = scipy.sparse.issparse(X)
+    if sparse or (isinstance(X, np.ndarray) and story.scores_on_host(params)):
+        # on the host in NumPy: (n, K) work, and no copy or compilation per row count
+        if sparse:
+            _check_scipy_sparse(story)
         with np.errstate(divide="ignore"):  # a class of prior 0 scores -inf
             scores = np.log(np.asarray(params[CLASS_PRIOR])) + story.discriminant(params, X)
-        return jnp.asarray(scores - scipy.special.logsumexp(scores, axis=-1, keepdims=True))
+        return jax.device_put(scores - scipy.special.logsumexp(scores, axis=-1, keepdims=True))
     return _predict_log_proba(story, params, X)
 
 
@@ -225,10 +225,20 @@ def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None
     A code of -1 (an unlabeled row) gives a row of zeros; a code outside ``-1..K-1`` is refused.
     """
     check_class_codes(y, num_classes)
-    R = jax.nn.one_hot(jnp.asarray(y), num_classes, dtype=dtype or jnp.result_type(float))
+    dtype = dtype or jnp.result_type(float)
+    if not (is_concrete(y) and is_concrete(sample_weight)):
+        R = jax.nn.one_hot(jnp.asarray(y), num_classes, dtype=dtype)
+        if sample_weight is not None:
+            R = R * jnp.asarray(sample_weight, dtype=R.dtype)[:, None]
+        return R
+    # on the host: an eager one_hot compiles a program per row count
+    codes = np.asarray(y)
+    R = np.zeros((codes.shape[0], num_classes), dtype=dtype)
+    labeled = np.flatnonzero(codes >= 0)
+    R[labeled, codes[labeled]] = 1.0
     if sample_weight is not None:
-        R = R * jnp.asarray(sample_weight, dtype=R.dtype)[:, None]
-    return R
+        R *= np.asarray(sample_weight, dtype=dtype)[:, None]
+    return jax.device_put(R)
 
 
 def sufficient_statistics(story: Story, X, R) -> dict:
@@ -266,10 +276,11 @@ def combine_statistics(story: Story, stats_a: dict, stats_b: dict) -> dict:
 def class_prior_from_counts(class_counts, class_prior=None, fit_prior: bool = True):
     """Class prior: MLE ``N_k / N``, a fixed user prior, or uniform when ``fit_prior`` is false."""
     num_classes = class_counts.shape[-1]
+    xp = np if isinstance(class_counts, np.ndarray) else jnp
     if class_prior is not None:
-        return jnp.asarray(class_prior, dtype=class_counts.dtype)
+        return xp.asarray(class_prior, dtype=class_counts.dtype)
     if not fit_prior:
-        return jnp.full(num_classes, 1.0 / num_classes, dtype=class_counts.dtype)
+        return xp.full(num_classes, 1.0 / num_classes, dtype=class_counts.dtype)
     return class_counts / class_counts.sum()
 
 
@@ -298,7 +309,15 @@ def compiled_emission_maximize(story: Story, emission_stats) -> dict:
 def compiled_maximize(story: Story, stats: dict, class_prior=None, fit_prior: bool = True) -> dict:
     """:func:`maximize` with the M-step of :func:`compiled_emission_maximize`."""
     params = compiled_emission_maximize(story, stats["emission"])
-    params[CLASS_PRIOR] = class_prior_from_counts(stats["class_counts"], class_prior, fit_prior)
+    counts = stats["class_counts"]
+    if is_concrete(counts) and is_concrete(class_prior):
+        # on the host: eager sum and division would compile two programs per class count
+        counts = np.asarray(counts)
+        class_prior = None if class_prior is None else np.asarray(class_prior, counts.dtype)
+        prior = class_prior_from_counts(counts, class_prior, fit_prior)
+        params[CLASS_PRIOR] = jax.device_put(np.asarray(prior, counts.dtype))
+        return params
+    params[CLASS_PRIOR] = class_prior_from_counts(counts, class_prior, fit_prior)
     return params
 
 

@@ -332,6 +332,18 @@ class Story(metaclass=_StoryType):
         """
         return self.emission(params).log_prob(X[:, None, :])
 
+    def recompute_statistics(self, stats: dict) -> dict:
+        """Statistics that are functions of the others (e.g. a pooled sum of per-class ones),
+        recomputed from ``stats`` with NumPy: name -> value. A model file leaves out those the
+        recomputation reproduces bit for bit and recomputes them on loading. None by default."""
+        return {}
+
+    def scores_on_host(self, params: dict) -> bool:
+        """True when :meth:`discriminant` scores NumPy rows on the host, returning NumPy, in less
+        time than moving them to the device (a few BLAS products, e.g. a linear score from
+        parameters factorized once). Predictions then skip the copy and the compilation."""
+        return False
+
     # -- optional closed form --------------------------------------------------------------------
     def sufficient_statistics(self, X, R) -> dict:
         """Additive statistics of data ``X`` (n, D) weighted by responsibilities ``R`` (n, K)."""

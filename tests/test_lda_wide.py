@@ -290,3 +290,85 @@ def test_derived_attributes_the_estimator_cannot_recompute_are_refused(tmp_path)
     ):
         with pytest.raises(persistence.ModelFileError, match=message):
             genprob.load(rewritten(estimator, name, derived))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"solver": "lsqr", "shrinkage": "auto"}, {"solver": "lsqr", "priors": [0.2, 0.3, 0.5]}],
+    ids=["auto", "priors"],
+)
+def test_per_class_scatter_is_stored_without_its_pooled_sum(options, tmp_path):
+    """Ledoit-Wolf and prior-weighted covariances keep K class scatters; their sum, the pooled
+    scatter, is recomputed on loading instead of stored a (K + 1)-th time."""
+    num_features, num_classes = 300, 3
+    X, y = _wide(200, num_features)
+    estimator = genprob.LinearDiscriminantAnalysis(**options).fit(X, y)
+    path = estimator.save(tmp_path / "wide")
+    matrix_bytes = num_features**2 * 8
+    assert path.stat().st_size < (num_classes + 0.2) * matrix_bytes
+    with np.load(path, allow_pickle=False) as archive:
+        assert not [name for name in archive.files if name.endswith("emission.squares.npy")]
+    loaded = genprob.load(path)
+    for name, value in estimator.stats_["emission"].items():
+        np.testing.assert_array_equal(loaded.stats_["emission"][name], value, err_msg=name)
+    np.testing.assert_array_equal(loaded.params_["covariance"], estimator.params_["covariance"])
+    np.testing.assert_array_equal(loaded.predict_proba(X), estimator.predict_proba(X))
+    if "priors" in options:  # these statistics add over chunks: fitting goes on identically
+        loaded.partial_fit(X[:30], y[:30])
+        estimator.partial_fit(X[:30], y[:30])
+        np.testing.assert_array_equal(loaded.predict_proba(X), estimator.predict_proba(X))
+
+
+def test_derived_statistics_that_do_not_fit_the_file_are_refused(tmp_path):
+    import json
+
+    from genprob import persistence
+
+    X, y = _wide(60, 20)
+    estimator = genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto").fit(X, y)
+    naive = genprob.GaussianNB().fit(X, y)
+
+    def rewritten(estimator, name, derived):
+        path = estimator.save(tmp_path / name)
+        with np.load(path, allow_pickle=False) as archive:
+            contents = {key: archive[key] for key in archive.files}
+        metadata = json.loads(str(contents.pop("metadata")))
+        metadata.pop("sha256")
+        metadata["derived_statistics"] = derived
+        metadata["sha256"] = persistence._digest(metadata, contents)
+        np.savez(path, metadata=np.array(json.dumps(metadata)), **contents)
+        return path
+
+    for model, name, derived, message in (
+        (estimator, "unknown", ["squares", "sums"], "do not fit"),  # sums are stored
+        (naive, "naive", ["squares"], "do not fit"),
+        (estimator, "extra", ["squares", "cubes"], "cannot be recomputed"),
+        (estimator, "malformed", "squares", "must list names"),
+    ):
+        with pytest.raises(persistence.ModelFileError, match=message):
+            genprob.load(rewritten(model, name, derived))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_host_scores_of_a_shared_covariance_match_the_device_program(dtype):
+    """Predictions of a shared full covariance are one (n, D) x (D, K) product on the host; they
+    equal the compiled scores on the same rows, ordinary or scaled (|x| up to 1e300 in float64)."""
+    X, y = _wide(300, 400)
+    estimator = genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.2, dtype=dtype)
+    estimator.fit(X, y)
+    huge = 1e300 if dtype == "float64" else 1e30
+    rows = np.concatenate([X[:50], X[:50] * huge, X[:50] * 1e-30, -X[:50] * huge]).astype(dtype)
+    with precision(dtype):
+        params = estimator._params_jax()
+        assert estimator.story_.scores_on_host(params)
+        on_device = np.asarray(core._predict_log_proba(estimator.story_, params, rows))
+    on_host = estimator.predict_log_proba(rows)
+    assert on_host.dtype == np.dtype(dtype)
+    assert np.all(np.isfinite(np.exp(on_host)))
+    tolerance = 1e-9 if dtype == "float64" else 2e-3
+    np.testing.assert_allclose(np.exp(on_host), np.exp(on_device), atol=tolerance)
+    np.testing.assert_allclose(
+        np.exp(on_host[:50]),
+        SkLDA(solver="lsqr", shrinkage=0.2).fit(X, y).predict_proba(X[:50]),
+        atol=1e-8 if dtype == "float64" else 1e-3,
+    )

@@ -833,9 +833,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             return _dask_predict(self, "predict_log_proba", X)
         X = self._check_X(X)
         with precision(self._dtype):
-            Xj, num_rows = self._padded_features(X)
-            # checked by _check_X (the story's check included): the core does not check again
             story, params = self._scoring_story(X), self._params_jax()
+            if isinstance(X, np.ndarray) and story.scores_on_host(params):
+                # scored on the host, in place when X has the estimator's dtype
+                Xj, num_rows = X.astype(numpy_dtype(self._dtype), copy=False), X.shape[0]
+            else:
+                Xj, num_rows = self._padded_features(X)
+            # checked by _check_X (the story's check included): the core does not check again
             log_proba = core._predict_log_proba_of_checked(story, params, Xj)
             log_proba = np.asarray(log_proba)[:num_rows]
         check_scored_rows(log_proba)

@@ -24,7 +24,9 @@ __all__ = [
     "full_factors",
     "full_gaussian",
     "full_rank_factors",
+    "linear_terms",
     "row_scale",
+    "shared_linear_scores",
 ]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -43,14 +45,20 @@ def _less_extreme(values, extreme, scale, tolerance):
     Args:
         scale: (n, 1) row scales. tolerance: (n, 1) rounding error of a row's ``values``.
     """
+    xp = _array_module(values)
     excess = values - extreme(values, axis=-1, keepdims=True)
-    return jnp.where((scale > 1) & (jnp.abs(excess) <= tolerance), 0.0, excess)
+    return xp.where((scale > 1) & (xp.abs(excess) <= tolerance), 0.0, excess)
 
 
 def _rounding(num_features, magnitude):
     """``4 (D + 2) eps magnitude``: what computing a D-term sum twice can differ by, given a
     bound ``magnitude`` on the sum of its terms' absolute values."""
-    return 4 * (num_features + 2) * jnp.finfo(magnitude.dtype).eps * magnitude
+    return 4 * (num_features + 2) * np.finfo(magnitude.dtype).eps * magnitude
+
+
+def _array_module(array):
+    """NumPy for a host array (scored on the host), else ``jax.numpy``."""
+    return np if isinstance(array, np.ndarray) else jnp
 
 
 def row_scale(rows, center, gain):
@@ -64,13 +72,80 @@ def row_scale(rows, center, gain):
     Args:
         rows: (..., D). center: (D,). gain: bound on ``|whitened| / |x|`` (a scalar).
     """
-    magnitude = jnp.maximum(jnp.max(jnp.abs(rows), axis=-1), jnp.max(jnp.abs(center)))
-    safe = magnitude * gain <= jnp.finfo(rows.dtype).max ** 0.25
-    _, exponent = jnp.frexp(magnitude)
+    xp = _array_module(rows)
+    magnitude = xp.maximum(xp.max(xp.abs(rows), axis=-1), xp.max(xp.abs(center)))
+    safe = magnitude * gain <= np.finfo(rows.dtype).max ** 0.25
+    _, exponent = xp.frexp(magnitude)
     # 1 / s stays a normal number: XLA may divide by multiplying with it, flushing subnormals
-    exponent = jnp.clip(exponent - 1, 0, -jnp.finfo(rows.dtype).minexp)
-    scale = jnp.ldexp(jnp.ones_like(magnitude), exponent)
-    return jnp.where(safe, jnp.ones_like(magnitude), scale)
+    exponent = xp.clip(exponent - 1, 0, -np.finfo(rows.dtype).minexp)
+    scale = xp.ldexp(xp.ones_like(magnitude), exponent)
+    return xp.where(safe, xp.ones_like(magnitude), scale)
+
+
+def linear_terms(loc, whitening, class_constant, xp=jnp) -> dict:
+    """What :func:`shared_linear_scores` needs of K classes sharing a whitening ``W``: the
+    center ``c`` (mean of the class means), the row-scale gain, ``directions = W W^T (mu_k -
+    c)`` (D, K) and the class ``offset`` (K,). A fitted estimator computes them once on the
+    host (``xp=numpy``: no compilation), so that scoring costs one (n, D) x (D, K) product.
+
+    Args:
+        loc: means (K, D). whitening: (D, r). class_constant: (K,) or a scalar, the log
+            normalizer with ``-rank/2 log 2 pi``.
+    """
+    center = xp.mean(loc, axis=0)
+    gain = xp.max(xp.sum(xp.abs(whitening), axis=-2))
+    mw = (loc - center) @ whitening
+    offset = -0.5 * xp.sum(mw * mw, axis=-1) + class_constant
+    return {"center": center, "gain": gain, "directions": whitening @ mw.T, "offset": offset}
+
+
+def shared_linear_scores(rows, center, gain, directions, offset):
+    """Scores of rows (n, D) against K classes sharing a whitening, from :func:`linear_terms`:
+    ``s max-less((x - c) / s . directions_k) + offset_k``, the log density less a term of the
+    row.
+
+    Rows are scaled as for the quadratic (:func:`row_scale`), so the products stay finite for
+    any finite row; the row's maximum is taken out (:func:`_less_extreme`) before multiplying
+    back by ``s``. Host rows (NumPy) are scored on the host in blocks that stay in cache, about
+    one pass over them (the terms must then be NumPy arrays too).
+    """
+    if not isinstance(rows, np.ndarray):
+        return _linear_block(jnp, rows, center, gain, directions, offset)
+    step = max(64, _HOST_BLOCK_ENTRIES // max(rows.shape[-1], 1))
+    out = np.empty(rows.shape[:-1] + offset.shape[-1:], np.result_type(rows, directions))
+    limit = np.finfo(rows.dtype).max ** 0.25
+    center_magnitude = np.max(np.abs(center), initial=0.0)
+    for start in range(0, rows.shape[0], step):
+        block = rows[start : start + step]
+        with np.errstate(over="ignore"):  # a class far from a huge row scores -inf, as on device
+            out[start : start + step] = _host_linear_block(
+                block, center, center_magnitude, limit, gain, directions, offset
+            )
+    return out
+
+
+def _host_linear_block(block, center, center_magnitude, limit, gain, directions, offset):
+    if max(center_magnitude, np.abs(block).max(initial=0.0)) * gain <= limit:
+        # every row's scale is 1 (row_scale): the same arithmetic without the scaling
+        dots = (block - center) @ directions
+        return dots - dots.max(axis=-1, keepdims=True) + offset
+    return _linear_block(np, block, center, gain, directions, offset)
+
+
+#: Entries of one block of host rows scored at a time (512 KiB of float64: in cache).
+_HOST_BLOCK_ENTRIES = 1 << 16
+
+
+def _linear_block(xp, rows, center, gain, directions, offset):
+    scale = row_scale(rows, center, gain)[..., None]
+    centered = rows / scale - center / scale
+    dots = centered @ directions
+    # Cauchy-Schwarz: sum_d |x_d directions_dk| <= ||x|| max_k ||directions_k||
+    magnitude = xp.linalg.norm(centered, axis=-1, keepdims=True) * xp.max(
+        xp.linalg.norm(directions, axis=0)
+    )
+    excess = _less_extreme(dots, xp.max, scale, _rounding(rows.shape[-1], magnitude))
+    return excess * scale + offset
 
 
 class WhitenedNormal(dist.Distribution):
@@ -210,19 +285,15 @@ class WhitenedNormal(dist.Distribution):
         )
         return -0.5 * (excess * scale[..., None]) * scale[..., None] + self._class_constant()
 
+    def linear_terms(self) -> dict:
+        """:func:`linear_terms` of this emission (shared ``W`` only)."""
+        return linear_terms(self.loc, self.whitening, self._class_constant())
+
     def linear_scores(self, rows):
         """``log p(x | k) + ||(x - c) W||^2 / 2 + max_l s (x - c) W . m_l`` (n, K) of a shared
-        ``W``: linear in the rows, hence finite for any finite row."""
-        scale, xw, mw = self._whitened(rows)
-        dots = xw @ jnp.swapaxes(mw, -1, -2)
-        # Cauchy-Schwarz: sum_d |xw_d mw_kd| <= ||xw|| max_k ||mw_k||
-        magnitude = jnp.linalg.norm(xw, axis=-1, keepdims=True) * jnp.max(
-            jnp.linalg.norm(mw, axis=-1)
-        )
-        excess = _less_extreme(
-            dots, jnp.max, scale[..., None], _rounding(rows.shape[-1], magnitude)
-        )
-        return excess * scale[..., None] - 0.5 * jnp.sum(mw * mw, axis=-1) + self._class_constant()
+        ``W``: linear in the rows, hence finite for any finite row (:func:`shared_linear_scores`
+        of :meth:`linear_terms`)."""
+        return shared_linear_scores(rows, **self.linear_terms())
 
     def log_prob(self, value):
         # squared in the scaled domain, multiplied back: -inf only where the density underflows

@@ -16,11 +16,14 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from genprob._validation import check_feature_width
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
     full_gaussian,
     full_rank_factors,
+    linear_terms,
     low_rank_factors,
+    shared_linear_scores,
 )
 from genprob.families.gaussian.moments import (
     chunked_sum,
@@ -43,6 +46,9 @@ __all__ = ["GaussianStory", "FACTORS"]
 #: Optional entry of ``params``: the spread's factorization (:meth:`GaussianStory.factorize`),
 #: which a fitted estimator computes once and passes with its parameters.
 FACTORS = "factorization"
+#: Entry of ``params[FACTORS]`` of a shared full covariance: what linear class scores need
+#: (:meth:`~genprob.families.gaussian.distributions.WhitenedNormal.linear_terms`).
+LINEAR_TERMS = "linear_terms"
 
 
 class GaussianStory(Story):
@@ -261,14 +267,42 @@ class GaussianStory(Story):
             for attempt in (low, full) if low_rank else (full, low):
                 factors = attempt(spread)
                 if factors is not None:
-                    return {k: jnp.asarray(v) for k, v in factors.items()}
+                    factors = {k: jax.device_put(v) for k, v in factors.items()}
+                    break
+            else:
+                factors = _jitted_factorize(self, spread)
+            # the class scores' (D, K) directions: predictions skip the (D, D) whitening
+            host = {k: np.asarray(v) for k, v in factors.items()}
+            constant = -0.5 * host["rank"] * math.log(2 * math.pi) + host["log_normalizer"]
+            terms = linear_terms(np.asarray(params["means"]), host["whitening"], constant, xp=np)
+            return {**factors, LINEAR_TERMS: {k: jax.device_put(v) for k, v in terms.items()}}
+        if not self.structure.full:
+            return {}  # diagonal spreads score from their variances
         return _jitted_factorize(self, spread)
 
     def discriminant(self, params, X):
         """``log p(x | k)`` less a term of the row, finite for any finite row: linear in ``x``
         for a shared spread, the quadratic in a scaled domain less its row minimum otherwise
         (derivation in docs/gaussian.md)."""
+        terms = params.get(FACTORS, {}).get(LINEAR_TERMS)
+        if terms is not None:
+            if isinstance(X, np.ndarray):
+                terms = {k: np.asarray(v) for k, v in terms.items()}
+            check_feature_width(X, terms["directions"].shape[0])
+            return shared_linear_scores(X, **terms)
         return self.structure.scores(self.emission(params), X)
+
+    def recompute_statistics(self, stats) -> dict:
+        """A shared covariance with per-class scatter (``shrinkage="auto"``, covariance weights)
+        keeps the pooled ``squares``, their sum over classes: derived, not stored twice."""
+        if self.shared and self.structure.full and "class_squares" in stats:
+            return {"squares": np.add.reduce(np.asarray(stats["class_squares"]), axis=0)}
+        return {}
+
+    def scores_on_host(self, params) -> bool:
+        """A shared full covariance factorized with its linear terms (:meth:`factorize`): one
+        (n, D) x (D, K) product, faster on the host than the copy to the device."""
+        return LINEAR_TERMS in params.get(FACTORS, {})
 
     # -- closed form -----------------------------------------------------------------------------
     def sufficient_statistics(self, X, R):
