@@ -125,15 +125,16 @@ def shared_linear_scores(rows, center, gain, directions, offset):
 
 
 def _host_linear_block(block, center, center_magnitude, limit, gain, directions, offset):
-    if max(center_magnitude, np.abs(block).max(initial=0.0)) * gain <= limit:
-        # every row's scale is 1 (row_scale): the same arithmetic without the scaling
-        dots = (block - center) @ directions
-        return dots - dots.max(axis=-1, keepdims=True) + offset
+    peak = max(block.max(initial=0.0), -block.min(initial=0.0))  # no |x| temporary
+    if max(center_magnitude, peak) * gain <= limit:
+        # every row's scale is 1 (row_scale): nothing can overflow, and the row maximum, a
+        # term of the row, need not be taken out
+        return (block - center) @ directions + offset
     return _linear_block(np, block, center, gain, directions, offset)
 
 
-#: Entries of one block of host rows scored at a time (512 KiB of float64: in cache).
-_HOST_BLOCK_ENTRIES = 1 << 16
+#: Entries of one block of host rows scored at a time (1 MiB of float64: in cache).
+_HOST_BLOCK_ENTRIES = 1 << 17
 
 
 def _linear_block(xp, rows, center, gain, directions, offset):
