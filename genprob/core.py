@@ -321,12 +321,10 @@ def compiled_maximize(story: Story, stats: dict, class_prior=None, fit_prior: bo
     counts = stats["class_counts"]
     if is_concrete(counts) and is_concrete(class_prior):
         # on the host: eager sum and division would compile two programs per class count
-        counts = np.asarray(counts)
-        class_prior = None if class_prior is None else np.asarray(class_prior, counts.dtype)
-        prior = class_prior_from_counts(counts, class_prior, fit_prior)
-        params[CLASS_PRIOR] = jax.device_put(np.asarray(prior, counts.dtype))
-        return params
-    params[CLASS_PRIOR] = class_prior_from_counts(counts, class_prior, fit_prior)
+        prior = class_prior_from_counts(np.asarray(counts), class_prior, fit_prior)
+        params[CLASS_PRIOR] = jax.device_put(prior)
+    else:
+        params[CLASS_PRIOR] = class_prior_from_counts(counts, class_prior, fit_prior)
     return params
 
 

@@ -394,16 +394,18 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
         ) from None
     estimator.story_ = story
     derived_statistics = metadata.get("derived_statistics", [])
-    if derived:
-        # the statistics come first: the derived parameters are recomputed from them
+    stats = None
+    if derived or derived_statistics:
+        # the statistics come first (their derived ones recomputed once): the derived
+        # parameters are recomputed from them
         statistics = metadata["attributes"]
-        stats = None
         if isinstance(statistics, dict):
             for pair in statistics.get("__items__", []):
                 if isinstance(pair, list) and len(pair) == 2 and pair[0] == "stats_":
                     stats = _decode(pair[1], contents)
-        if stats is not None:
+        if derived_statistics:
             stats = _with_statistics(path, story, stats, derived_statistics)
+    if derived:
         recomputed = _recomputed_params(estimator, stats) if stats is not None else {}
         if not all(name in recomputed for name in derived):
             raise ModelFileError(f"{path}: derived parameters {derived!r} cannot be recomputed.")
@@ -415,9 +417,7 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
     for name, value in attributes.items():
         setattr(estimator, _attribute_name(name), value)
     if derived_statistics:
-        estimator.stats_ = _with_statistics(
-            path, story, getattr(estimator, "stats_", None), derived_statistics
-        )
+        estimator.stats_ = stats
     estimator.params_ = {name: contents[f"param.{name}"] for name in metadata["params"]}
     derived_attributes = metadata.get("derived_attributes", [])
     if derived_attributes:

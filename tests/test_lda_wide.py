@@ -258,23 +258,27 @@ def test_scalings_that_are_not_the_fits_are_stored(tmp_path):
         np.testing.assert_array_equal(loaded.transform(X), estimator.transform(X))
 
 
-def test_derived_attributes_the_estimator_cannot_recompute_are_refused(tmp_path):
+def _saved_with(estimator, path, **fields):
+    """``estimator`` saved to ``path`` with metadata ``fields`` set by hand (digest recomputed)."""
     import json
 
     from genprob import persistence
 
-    X, y = _wide(60, 20)
+    path = estimator.save(path)
+    with np.load(path, allow_pickle=False) as archive:
+        contents = {key: archive[key] for key in archive.files}
+    metadata = json.loads(str(contents.pop("metadata")))
+    metadata.pop("sha256")
+    metadata.update(fields)
+    metadata["sha256"] = persistence._digest(metadata, contents)
+    np.savez(path, metadata=np.array(json.dumps(metadata)), **contents)
+    return path
 
-    def rewritten(estimator, name, derived):
-        path = estimator.save(tmp_path / name)
-        with np.load(path, allow_pickle=False) as archive:
-            contents = {key: archive[key] for key in archive.files}
-        metadata = json.loads(str(contents.pop("metadata")))
-        metadata.pop("sha256")
-        metadata["derived_attributes"] = derived
-        metadata["sha256"] = persistence._digest(metadata, contents)
-        np.savez(path, metadata=np.array(json.dumps(metadata)), **contents)
-        return path
+
+def test_derived_attributes_the_estimator_cannot_recompute_are_refused(tmp_path):
+    from genprob import persistence
+
+    X, y = _wide(60, 20)
 
     eigen = genprob.LinearDiscriminantAnalysis(solver="eigen", shrinkage=0.2).fit(X, y)
     svd = genprob.LinearDiscriminantAnalysis().fit(X, y)
@@ -285,8 +289,9 @@ def test_derived_attributes_the_estimator_cannot_recompute_are_refused(tmp_path)
         (naive, "nb", ["theta_"], "cannot recompute"),
         (eigen, "malformed", "scalings_", "must list names"),
     ):
+        path = _saved_with(estimator, tmp_path / name, derived_attributes=derived)
         with pytest.raises(persistence.ModelFileError, match=message):
-            genprob.load(rewritten(estimator, name, derived))
+            genprob.load(path)
 
 
 @pytest.mark.parametrize(
@@ -317,24 +322,11 @@ def test_per_class_scatter_is_stored_without_its_pooled_sum(options, tmp_path):
 
 
 def test_derived_statistics_that_do_not_fit_the_file_are_refused(tmp_path):
-    import json
-
     from genprob import persistence
 
     X, y = _wide(60, 20)
     estimator = genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto").fit(X, y)
     naive = genprob.GaussianNB().fit(X, y)
-
-    def rewritten(estimator, name, derived):
-        path = estimator.save(tmp_path / name)
-        with np.load(path, allow_pickle=False) as archive:
-            contents = {key: archive[key] for key in archive.files}
-        metadata = json.loads(str(contents.pop("metadata")))
-        metadata.pop("sha256")
-        metadata["derived_statistics"] = derived
-        metadata["sha256"] = persistence._digest(metadata, contents)
-        np.savez(path, metadata=np.array(json.dumps(metadata)), **contents)
-        return path
 
     for model, name, derived, message in (
         (estimator, "unknown", ["squares", "sums"], "do not fit"),  # sums are stored
@@ -342,8 +334,9 @@ def test_derived_statistics_that_do_not_fit_the_file_are_refused(tmp_path):
         (estimator, "extra", ["squares", "cubes"], "cannot be recomputed"),
         (estimator, "malformed", "squares", "must list names"),
     ):
+        path = _saved_with(model, tmp_path / name, derived_statistics=derived)
         with pytest.raises(persistence.ModelFileError, match=message):
-            genprob.load(rewritten(model, name, derived))
+            genprob.load(path)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

@@ -82,20 +82,25 @@ def row_scale(rows, center, gain):
     return xp.where(safe, xp.ones_like(magnitude), scale)
 
 
-def linear_terms(loc, whitening, class_constant, xp=jnp) -> dict:
+def class_constant(rank, log_normalizer):
+    """The log density's constant of each class: ``-rank/2 log 2 pi`` plus the log normalizer."""
+    return -0.5 * rank * _LOG_2PI + log_normalizer
+
+
+def linear_terms(loc, whitening, log_normalizer, rank, xp=jnp) -> dict:
     """What :func:`shared_linear_scores` needs of K classes sharing a whitening ``W``: the
     center ``c`` (mean of the class means), the row-scale gain, ``directions = W W^T (mu_k -
     c)`` (D, K) and the class ``offset`` (K,). A fitted estimator computes them once on the
     host (``xp=numpy``: no compilation), so that scoring costs one (n, D) x (D, K) product.
 
     Args:
-        loc: means (K, D). whitening: (D, r). class_constant: (K,) or a scalar, the log
-            normalizer with ``-rank/2 log 2 pi``.
+        loc: means (K, D). whitening: (D, r). log_normalizer, rank: as in
+            :class:`WhitenedNormal` (scalars for a shared ``W``).
     """
     center = xp.mean(loc, axis=0)
     gain = xp.max(xp.sum(xp.abs(whitening), axis=-2))
     mw = (loc - center) @ whitening
-    offset = -0.5 * xp.sum(mw * mw, axis=-1) + class_constant
+    offset = -0.5 * xp.sum(mw * mw, axis=-1) + class_constant(rank, log_normalizer)
     return {"center": center, "gain": gain, "directions": whitening @ mw.T, "offset": offset}
 
 
@@ -105,9 +110,9 @@ def shared_linear_scores(rows, center, gain, directions, offset):
     row.
 
     Rows are scaled as for the quadratic (:func:`row_scale`), so the products stay finite for
-    any finite row; the row's maximum is taken out (:func:`_less_extreme`) before multiplying
-    back by ``s``. Host rows (NumPy) are scored on the host in blocks that stay in cache, about
-    one pass over them (the terms must then be NumPy arrays too).
+    any finite row; on scaled rows the row's maximum is taken out (:func:`_less_extreme`)
+    before multiplying back by ``s``. Host rows (NumPy) are scored on the host in blocks that
+    stay in cache, about one pass over them (the terms must then be NumPy arrays too).
     """
     if not isinstance(rows, np.ndarray):
         return _linear_block(jnp, rows, center, gain, directions, offset)
@@ -211,7 +216,7 @@ class WhitenedNormal(dist.Distribution):
         return self.coloring @ jnp.swapaxes(self.coloring, -1, -2)
 
     def _class_constant(self):
-        return -0.5 * self.rank * _LOG_2PI + self.log_normalizer
+        return class_constant(self.rank, self.log_normalizer)
 
     def _centered(self, value):
         """``(c, s, (x - c) / s)``: the mean of the class means, the rows' scales
@@ -288,7 +293,7 @@ class WhitenedNormal(dist.Distribution):
 
     def linear_terms(self) -> dict:
         """:func:`linear_terms` of this emission (shared ``W`` only)."""
-        return linear_terms(self.loc, self.whitening, self._class_constant())
+        return linear_terms(self.loc, self.whitening, self.log_normalizer, self.rank)
 
     def linear_scores(self, rows):
         """``log p(x | k) + ||(x - c) W||^2 / 2 + max_l s (x - c) W . m_l`` (n, K) of a shared

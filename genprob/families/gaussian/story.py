@@ -272,9 +272,8 @@ class GaussianStory(Story):
             else:
                 factors = _jitted_factorize(self, spread)
             # the class scores' (D, K) directions: predictions skip the (D, D) whitening
-            host = {k: np.asarray(v) for k, v in factors.items()}
-            constant = -0.5 * host["rank"] * math.log(2 * math.pi) + host["log_normalizer"]
-            terms = linear_terms(np.asarray(params["means"]), host["whitening"], constant, xp=np)
+            host = [np.asarray(factors[k]) for k in ("whitening", "log_normalizer", "rank")]
+            terms = linear_terms(np.asarray(params["means"]), *host, xp=np)
             return {**factors, LINEAR_TERMS: {k: jax.device_put(v) for k, v in terms.items()}}
         if not self.structure.full:
             return {}  # diagonal spreads score from their variances
