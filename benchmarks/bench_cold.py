@@ -142,6 +142,8 @@ def environments(genprob_path, cache_dir):
     """Process environments: scikit-learn, genprob without cache, genprob with a warm cache."""
     base = dict(os.environ)
     base.pop("GENPROB_COMPILATION_CACHE", None)
+    # users import from bytecode (pip writes it for installed packages, Python for the rest)
+    base.pop("PYTHONDONTWRITEBYTECODE", None)
     if genprob_path:
         base["PYTHONPATH"] = os.pathsep.join(filter(None, [genprob_path, base.get("PYTHONPATH")]))
     return {

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from pathlib import Path
 
 __all__ = ["set_compilation_cache", "compilation_cache_dir", "compilation_cache"]
@@ -40,6 +41,10 @@ _active = threading.local()
 #: and directory (JAX's own bound re-reads the whole directory on every write).
 _MAX_BYTES = 1 << 30
 _pruned: set[str] = set()
+#: The directory is scanned for pruning at most this often (the mark file's age); a day of
+#: genprob's programs (~10 kB each) cannot approach the bound.
+_PRUNE_EVERY = 24 * 3600.0
+_PRUNE_MARK = ".genprob-pruned"
 
 
 def set_compilation_cache(enabled_or_path=True) -> None:
@@ -119,8 +124,29 @@ def _scope():
         return contextlib.nullcontext()
     if path not in _pruned:
         _pruned.add(path)
-        prune(path)
+        if _pruning_due(path):
+            prune(path)
     return _cache_scope(jax_config, jax_cache, path)
+
+
+def _pruning_due(path, now: float | None = None) -> bool:
+    """True at most once per :data:`_PRUNE_EVERY` seconds per directory (then the mark is
+    renewed): scanning ~10,000 entries costs ~60 ms, which every new process would pay."""
+    mark = os.path.join(path, _PRUNE_MARK)
+    now = time.time() if now is None else now
+    try:
+        if now - os.stat(mark).st_mtime < _PRUNE_EVERY:
+            return False
+    except OSError:
+        pass  # no mark yet (or unreadable): scan
+    try:
+        os.makedirs(path, exist_ok=True)
+        with open(mark, "a"):
+            pass
+        os.utime(mark, (now, now))
+    except OSError:
+        pass  # a read-only directory: scan every time, as before
+    return True
 
 
 def prune(path, max_bytes: int | None = None) -> int:
@@ -136,6 +162,8 @@ def prune(path, max_bytes: int | None = None) -> int:
     try:
         with os.scandir(path) as scan:
             for entry in scan:
+                if entry.name == _PRUNE_MARK:
+                    continue
                 try:
                     info = entry.stat()
                 except OSError:

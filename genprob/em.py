@@ -503,14 +503,14 @@ def fit_em(
             f"for discrete features), label more rows, or lower unlabeled_weight."
         )
     best = int(np.nanargmax(values))
-    n_iter = int(n_iters[best])
+    n_iter = int(np.asarray(n_iters)[best])
     # sliced on the host and put back with device_put: slicing a device array, like jnp.asarray
     # of a host array, compiles a program per shape (row count, n_iter)
     return EMResult(
         params=jax.tree_util.tree_map(lambda a: jax.device_put(np.asarray(a)[best]), params),
         log_likelihood=jax.device_put(np.asarray(traces)[best, :n_iter]),
         n_iter=n_iter,
-        converged=bool(converged[best]) or unlabeled_mass <= 0,
+        converged=bool(np.asarray(converged)[best]) or unlabeled_mass <= 0,
         responsibilities=jax.device_put(np.asarray(responsibilities)[best, :num_rows]),
         init_log_likelihoods=jax.device_put(values),
     )

@@ -253,7 +253,10 @@ def _run(env_value, home):
 
 
 def _entries(path):
-    return sorted(p.name for p in path.rglob("*") if p.is_file()) if path.exists() else []
+    """The cache's entries (not the mark of its last pruning scan)."""
+    if not path.exists():
+        return []
+    return sorted(p.name for p in path.rglob("*") if p.is_file() and p.name != ".genprob-pruned")
 
 
 def test_persistent_cache_on_and_off_give_identical_results(tmp_path):
@@ -333,3 +336,18 @@ def test_prune_keeps_the_cache_under_its_bound_least_recently_used_first(tmp_pat
     assert _compile_cache.prune(tmp_path, max_bytes=800) == 4  # down to 3/4 of 800 bytes
     assert _entries(tmp_path) == [f"program{i}-cache" for i in range(4, 10)]
     assert _compile_cache.prune(tmp_path / "missing", max_bytes=1) == 0
+
+
+def test_the_cache_directory_is_scanned_for_pruning_at_most_once_a_day(tmp_path):
+    from genprob import _compile_cache
+
+    day = _compile_cache._PRUNE_EVERY
+    assert _compile_cache._pruning_due(str(tmp_path), now=5 * day)  # no mark yet
+    assert not _compile_cache._pruning_due(str(tmp_path), now=5 * day + 1)
+    assert not _compile_cache._pruning_due(str(tmp_path), now=6 * day - 1)
+    assert _compile_cache._pruning_due(str(tmp_path), now=6 * day + 1)
+    assert not _compile_cache._pruning_due(str(tmp_path), now=6 * day + 2)
+    # the mark is not an entry of the cache: pruning neither counts nor deletes it
+    (tmp_path / "program-cache").write_bytes(b"x" * 100)
+    assert _compile_cache.prune(tmp_path, max_bytes=10) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [_compile_cache._PRUNE_MARK]

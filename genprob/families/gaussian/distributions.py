@@ -20,6 +20,7 @@ from genprob._dtype import TOLERANCES
 
 __all__ = [
     "DiagonalNormal",
+    "cholesky_factors",
     "WhitenedNormal",
     "full_factors",
     "full_gaussian",
@@ -27,6 +28,7 @@ __all__ = [
     "linear_terms",
     "row_scale",
     "shared_linear_scores",
+    "whiten_twice",
 ]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -80,6 +82,12 @@ def row_scale(rows, center, gain):
     exponent = xp.clip(exponent - 1, 0, -np.finfo(rows.dtype).minexp)
     scale = xp.ldexp(xp.ones_like(magnitude), exponent)
     return xp.where(safe, xp.ones_like(magnitude), scale)
+
+
+def whiten_twice(vectors, whitening):
+    """``P v = W W^T v`` for rows ``vectors`` (K, D) and the precision ``P = W W^T`` of a
+    whitening (D, r), as two thin products (NumPy or JAX), never the (D, D) precision."""
+    return (vectors @ whitening) @ whitening.T
 
 
 def class_constant(rank, log_normalizer):
@@ -623,11 +631,12 @@ def full_rank_factors(covariance, rank_tol) -> dict | None:
     smallest eigenvalue of C is at least ``1 / tr(C^-1) = 1 / ||L^-1||_F^2``; when that bound
     does not clear twice the margin (twice the threshold plus the rounding of Cholesky and of
     the eigendecomposition, ``4 D eps ||C||``, with ``||C||_2 <= ||C||_inf``, the largest
-    absolute row sum), a second Cholesky of ``C - margin I`` decides. Only from
-    :data:`LOW_RANK_MIN_FEATURES` features up, as :func:`low_rank_factors`.
+    absolute row sum), a second Cholesky of ``C - margin I`` decides. At any width: on the
+    host, a small covariance costs microseconds where a compiled eigendecomposition costs a
+    compilation in each new process.
     """
     covariance = np.asarray(covariance)
-    if rank_tol is None or covariance.ndim != 2 or covariance.shape[0] < LOW_RANK_MIN_FEATURES:
+    if rank_tol is None or covariance.ndim != 2 or covariance.shape[0] == 0:
         return None
     if covariance.dtype.kind != "f" or not np.all(np.isfinite(covariance)):
         return None
@@ -659,6 +668,32 @@ def full_rank_factors(covariance, rank_tol) -> dict | None:
         "whitening": (inverse_chol.T / scale[:, None]).astype(covariance.dtype, copy=False),
         "log_normalizer": np.asarray(log_normalizer, covariance.dtype),
         "rank": np.asarray(float(num_features), covariance.dtype),
+    }
+
+
+def cholesky_factors(covariance) -> dict | None:
+    """:func:`full_factors` with ``rank_tol=None`` (Cholesky whitening) of covariances
+    (..., D, D) on the host, or None when one is not positive definite (then the compiled
+    version decides, as before)."""
+    covariance = np.asarray(covariance)
+    if covariance.dtype.kind != "f" or not np.all(np.isfinite(covariance)):
+        return None
+    try:
+        chol = np.linalg.cholesky(covariance)
+    except np.linalg.LinAlgError:
+        return None
+    identity = np.eye(covariance.shape[-1], dtype=covariance.dtype)
+    inverse = [
+        scipy.linalg.solve_triangular(c, identity, lower=True)
+        for c in chol.reshape(-1, *chol.shape[-2:])
+    ]
+    whitening = np.swapaxes(np.reshape(inverse, chol.shape), -1, -2)
+    log_normalizer = -np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+    return {
+        "whitening": whitening,
+        "coloring": chol,
+        "log_normalizer": log_normalizer,
+        "rank": np.full(log_normalizer.shape, float(covariance.shape[-1]), covariance.dtype),
     }
 
 

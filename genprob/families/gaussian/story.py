@@ -19,11 +19,13 @@ import numpyro.distributions as dist
 from genprob._validation import check_feature_width
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
+    cholesky_factors,
     full_gaussian,
     full_rank_factors,
     linear_terms,
     low_rank_factors,
     shared_linear_scores,
+    whiten_twice,
 )
 from genprob.families.gaussian.moments import (
     chunked_sum,
@@ -262,7 +264,7 @@ class GaussianStory(Story):
                 return low_rank_factors(spread, self.rank_tol, rank_bound=rank_bound)
 
             def full(spread):
-                return full_rank_factors(spread, self.rank_tol)
+                return self._host_factors(np.asarray(spread))
 
             for attempt in (low, full) if low_rank else (full, low):
                 factors = attempt(spread)
@@ -277,7 +279,25 @@ class GaussianStory(Story):
             return {**factors, LINEAR_TERMS: {k: jax.device_put(v) for k, v in terms.items()}}
         if not self.structure.full:
             return {}  # diagonal spreads score from their variances
+        if not isinstance(spread, jax.core.Tracer):
+            # per-class covariances on the host (K small Cholesky factorizations, certified of
+            # full rank when a rank tolerance applies), else the compiled eigendecompositions
+            factors = self._host_factors(np.asarray(spread))
+            if factors is not None:
+                return {k: jax.device_put(v) for k, v in factors.items()}
         return _jitted_factorize(self, spread)
+
+    def _host_factors(self, spreads):
+        """Host factors of one covariance (D, D) or of K (K, D, D) that keep every direction
+        (plain Cholesky without a rank tolerance, else certified), or None."""
+        if self.rank_tol is None:
+            return cholesky_factors(spreads)
+        if spreads.ndim == 2:
+            return full_rank_factors(spreads, self.rank_tol)
+        per_class = [full_rank_factors(c, self.rank_tol) for c in spreads]
+        if not per_class or any(f is None for f in per_class):
+            return None
+        return {k: np.stack([f[k] for f in per_class]) for k in per_class[0]}
 
     def discriminant(self, params, X):
         """``log p(x | k)`` less a term of the row, finite for any finite row: linear in ``x``
@@ -465,16 +485,23 @@ class GaussianStory(Story):
 
     def smoothing_variance(self, stats):
         """``var_smoothing * max_j Var(x_j)``: the variance added by Gaussian-NB smoothing."""
+        needed = {k: stats[k] for k in ("counts", "sums", "squares")}
+        if _on_host(needed, self.var_smoothing):
+            # a few (K, D) sums: on the host, not one more program to compile; an overflow
+            # gives inf as on the device, which the fit then refuses by name (check_overflow)
+            with np.errstate(over="ignore", invalid="ignore"):
+                return self._smoothing_variance_impl({k: np.asarray(v) for k, v in needed.items()})
         return _jitted_smoothing_variance(self, stats)
 
     def _smoothing_variance_impl(self, stats):
+        # array methods only: the same code runs on NumPy (host) and JAX arrays
         counts, sums = stats["counts"], stats["sums"]
         total = counts.sum(axis=0)  # per feature when counts are (K, D) (missing entries)
         squares = self.structure.diagonal(stats["squares"])
         if squares.ndim == 2:
             squares = squares.sum(axis=0)
         centered_mean = sums.sum(axis=0) / total
-        return self.var_smoothing * jnp.max(squares / total - centered_mean**2)
+        return self.var_smoothing * (squares / total - centered_mean**2).max()
 
     def maximize(self, stats):
         if jnp.ndim(stats["counts"]) == 2:  # per-feature counts: observed entries only
@@ -687,15 +714,26 @@ class GaussianStory(Story):
                 "per-class covariances give quadratic log-odds (QDA, Gaussian NB): there is no "
                 "linear boundary; use genprob.boundaries.quadratic_boundary."
             )
+        whitening = self._host_whitening(params)
+        if whitening is not None:
+            # (K, D) x (D, D) twice on the host, from the factors a fit keeps: no compilation
+            host = {k: np.asarray(params[k]) for k in ("means", "class_prior") if k in params}
+            return _linear_and_intercept(whiten_twice(host["means"], whitening), host)
         return _jitted_linear_discriminants(self, params)
 
     def _linear_discriminants_impl(self, params):
-        means = params["means"]
-        linear = self.structure.precision_times(self.emission(params), means)
-        intercept = -0.5 * jnp.sum(linear * means, axis=-1)
-        if "class_prior" in params:
-            intercept = intercept + jnp.log(params["class_prior"])
-        return linear, intercept
+        linear = self.structure.precision_times(self.emission(params), params["means"])
+        return _linear_and_intercept(linear, params)
+
+    def _host_whitening(self, params):
+        """The whitening a fit factorized once (shared full covariance), as a NumPy array, or None
+        when there is none or it is traced."""
+        whitening = (params.get(FACTORS) or {}).get("whitening")
+        if not (self.structure.full and self.shared) or whitening is None:
+            return None
+        if not _on_host({"whitening": whitening, "means": params["means"]}):
+            return None
+        return np.asarray(whitening)
 
     def linear_boundary(self, params, k: int, l: int):  # noqa: E741
         r"""``(w, b)`` with ``w . x + b = log p(y=k | x) - log p(y=l | x)`` (shared covariance).
@@ -722,8 +760,24 @@ class GaussianStory(Story):
         if not self.shared:
             raise ValueError("a whitening common to all classes needs a shared covariance.")
         if self.structure.full:
-            return _jitted_whitening(self, params)
+            whitening = self._host_whitening(params)
+            return whitening if whitening is not None else _jitted_whitening(self, params)
         return self.emission_summary(params)["whitening"]
+
+
+def _linear_and_intercept(linear, params):
+    """``(P m_k, -1/2 m_k^T P m_k + log pi_k)`` from ``linear = P m_k`` (NumPy or JAX)."""
+    intercept = -0.5 * (linear * params["means"]).sum(axis=-1)
+    if "class_prior" in params:
+        log = np.log if isinstance(linear, np.ndarray) else jnp.log
+        intercept = intercept + log(params["class_prior"])
+    return linear, intercept
+
+
+def _on_host(arrays: dict, *scalars) -> bool:
+    """True when every array and scalar is concrete (not traced): they can go to NumPy."""
+    values = list(jax.tree_util.tree_leaves(arrays)) + list(scalars)
+    return not any(isinstance(v, jax.core.Tracer) for v in values)
 
 
 @jax.jit

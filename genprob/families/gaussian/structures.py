@@ -16,7 +16,12 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from genprob.families.gaussian.distributions import DiagonalNormal, full_factors, full_gaussian
+from genprob.families.gaussian.distributions import (
+    DiagonalNormal,
+    full_factors,
+    full_gaussian,
+    whiten_twice,
+)
 from genprob.families.gaussian.moments import (
     chunked_sum,
     per_group,
@@ -175,8 +180,7 @@ class FullCovariance(CovarianceStructure):
         return full_factors(spread, rank_tol)
 
     def precision_times(self, emission, vectors):
-        whitening = emission.whitening
-        return (vectors @ whitening) @ whitening.T
+        return whiten_twice(vectors, emission.whitening)
 
     def moments(self, X, R, shift, class_scatter):
         num_features = X.shape[1]
