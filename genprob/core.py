@@ -81,7 +81,7 @@ def _joint_log_prob_of_checked(story: Story, params: dict, X) -> jax.Array:
     if scipy.sparse.issparse(X):
         emission = _scipy_sparse_emission(story, params, X)
         return jnp.log(params[CLASS_PRIOR]) + jnp.asarray(emission.log_prob(X))
-    return _joint_log_prob(story, params, X)
+    return _joint_log_prob(story.without_sampling_settings(), params, X)
 
 
 @jax.jit
@@ -141,7 +141,7 @@ def class_scores(story: Story, params: dict, X) -> jax.Array:
             story's support (:meth:`Story.validate`).
     """
     _check_features(story, X)
-    return _class_scores(story, params, X)
+    return _class_scores(story.without_sampling_settings(), params, X)
 
 
 @jax.jit
@@ -173,7 +173,7 @@ def _predict_log_proba_of_checked(story: Story, params: dict, X) -> jax.Array:
         with np.errstate(divide="ignore"):  # a class of prior 0 scores -inf
             scores = np.log(np.asarray(params[CLASS_PRIOR])) + story.discriminant(params, X)
         return jax.device_put(_host_log_softmax(scores))
-    return _predict_log_proba(story, params, X)
+    return _predict_log_proba(story.without_sampling_settings(), params, X)
 
 
 def _host_log_softmax(scores: np.ndarray) -> np.ndarray:
@@ -267,7 +267,7 @@ def sufficient_statistics(story: Story, X, R) -> dict:
         R = np.asarray(R)
         stats = {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
         return jax.tree_util.tree_map(jnp.asarray, stats)
-    return _sufficient_statistics(story, X, R)
+    return _sufficient_statistics(story.without_sampling_settings(), X, R)
 
 
 @jax.jit
@@ -316,7 +316,7 @@ def compiled_emission_maximize(story: Story, emission_stats) -> dict:
     from statistics (fit, partial_fit, a model file's derived parameters), so they agree bit for
     bit; a story whose M-step needs concrete values runs it eagerly."""
     try:
-        return dict(_emission_maximize(story, emission_stats))
+        return dict(_emission_maximize(story.without_sampling_settings(), emission_stats))
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
         return dict(story.maximize(emission_stats))
 

@@ -477,7 +477,7 @@ def fit_em(
             num_rows,
         )
     runs = _em_runs(
-        story,
+        story.without_sampling_settings(),
         X,
         jax.device_put(codes),
         row_weights,

@@ -514,6 +514,13 @@ class Story(metaclass=_StoryType):
         return self
 
     # -- family knowledge for generic code (hooks with generic defaults) --------------------------
+    def without_sampling_settings(self) -> Story:
+        """The story with the settings only sampling reads set aside (the multinomial's
+        document length). Compiled scoring, statistics and M-step programs take this form, so
+        that such a setting, which may change with every fit, never keys a new compilation.
+        The default: every setting is read by more than sampling."""
+        return self
+
     def statistics_identity(self) -> Story:
         """The story with the settings that do not change its statistics set aside.
 

@@ -126,6 +126,28 @@ def test_cross_validation_and_sweep_compile_only_the_first_fit(
     assert per_fold[1:] == [0, 0]
 
 
+def test_multinomial_folds_of_other_document_lengths_compile_nothing_new(
+    compilations,  # noqa: F811
+):
+    """Each fold's story samples documents of its own mean length (a static setting); compiled
+    fits and predictions take the story without it, so no fold after the first compiles."""
+    X, y = _counts(num_rows=157, seed=3)
+    X = X * (1 + np.arange(157) % 9)[:, None]  # rows of very different lengths
+    lengths, per_fold = set(), []
+    for train, test in KFold(3, shuffle=True, random_state=0).split(X):
+        compilations.count = 0
+        fitted = genprob.MultinomialNB(alpha=0.5).fit(X[train], y[train])
+        fitted.predict_proba(X[test]), fitted.predict(X[test])
+        per_fold.append(compilations.count)
+        lengths.add(fitted.story_.total_count)
+    assert len(lengths) == 3  # three static settings, one compilation
+    assert per_fold[1:] == [0, 0]
+    _assert_counter_sees_compilations(compilations)
+    # sampling still reads the fitted document length
+    draws, _ = fitted.sample(5, random_state=0)
+    assert np.all(np.asarray(draws).sum(axis=1) == fitted.story_.total_count)
+
+
 def _partly_labeled_iris(num_rows=None):
     X, y = load_iris(return_X_y=True)
     order = np.random.default_rng(4).permutation(len(y))

@@ -243,6 +243,13 @@ class MixedStory(Story):
         """Each block's own (a multinomial block's document length does not count)."""
         return MixedStory([(n, s.statistics_identity(), c) for n, s, c in self.blocks])
 
+    def without_sampling_settings(self):
+        """Each block's own (a multinomial block's document length)."""
+        blocks = [(n, s.without_sampling_settings(), c) for n, s, c in self.blocks]
+        if all(new is old for (_, new, _), (_, old, _) in zip(blocks, self.blocks, strict=True)):
+            return self
+        return MixedStory(blocks)
+
     def grow_statistics(self, stats, moves):
         """Each block moves its own statistics (``moves`` has one entry per column)."""
         return {

@@ -164,7 +164,15 @@ class MultinomialStory(Story):
 
     def statistics_identity(self):
         """The document length only shapes sampled rows: statistics do not read it."""
-        return self.replace(total_count=None)
+        return self.without_sampling_settings()
+
+    def without_sampling_settings(self):
+        """The document length only shapes sampled rows (each fold of a cross-validation has
+        its own mean length: compiled programs must not key on it)."""
+        if self.total_count is None:
+            return self
+        # not replace(): __init__ would check alpha, which is a tracer inside compiled code
+        return type(self)._from_fields({**vars(self), "total_count": None}, self._layout)
 
     def prior(self, num_classes, num_features):
         concentration = jnp.broadcast_to(alpha_array(self.alpha, num_features) + 1.0, num_features)
