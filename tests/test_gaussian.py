@@ -772,3 +772,50 @@ def test_diagonal_normal_samples_and_moments():
         assert draws.shape == (20000, 3, 7)
         np.testing.assert_allclose(draws.mean(axis=0), emission.mean, atol=0.05)
         np.testing.assert_allclose(draws.var(axis=0), emission.variance, rtol=0.05)
+
+
+def test_host_factors_of_covariances_match_the_compiled_factorization():
+    """Full covariances factorized on the host (no compiled program in a first fit) give the
+    compiled factorization's whitening products and log normalizers to rounding."""
+    from genprob._dtype import precision
+    from genprob.families.gaussian import distributions
+
+    rng = np.random.default_rng(11)
+    A = rng.normal(size=(3, 4, 4))
+    covariances = A @ np.swapaxes(A, -1, -2) + 0.5 * np.eye(4)
+    means = rng.normal(size=(3, 4))
+    host = distributions.cholesky_factors(covariances)
+    with precision("float64"):
+        compiled = distributions.full_factors(jnp.asarray(covariances), None)
+        compiled = {k: np.asarray(v) for k, v in compiled.items()}
+    for name in ("whitening", "coloring", "log_normalizer", "rank"):
+        np.testing.assert_allclose(host[name], compiled[name], rtol=1e-12, atol=1e-14)
+    indefinite = covariances.copy()
+    indefinite[1] *= -1.0
+    assert distributions.cholesky_factors(indefinite) is None  # left to the compiled path
+    # through the story: per class (Cholesky), shared with a rank tolerance (certified)
+    for shared in (False, True):
+        story = GaussianStory(covariance="full", shared=shared, rank_tol=1e-4 if shared else None)
+        spread = covariances if not shared else covariances[0]
+        params = {"means": means, "covariance": spread, "class_prior": np.full(3, 1 / 3)}
+        with precision("float64"):
+            factors = {
+                k: np.asarray(v) for k, v in story.factorize(params).items() if k != "linear_terms"
+            }
+            reference = distributions.full_factors(jnp.asarray(spread), story.rank_tol)
+            reference = {k: np.asarray(v) for k, v in reference.items()}
+        precision_host = factors["whitening"] @ np.swapaxes(factors["whitening"], -1, -2)
+        np.testing.assert_allclose(precision_host, np.linalg.inv(spread), rtol=1e-10)
+        np.testing.assert_allclose(
+            factors["log_normalizer"], reference["log_normalizer"], rtol=1e-12
+        )
+        if shared:  # coef_ on the host equals the compiled linear discriminants
+            with precision("float64"):
+                host_coef, host_intercept = story.linear_discriminants(
+                    {**params, "factorization": factors}
+                )
+                coef, intercept = story._linear_discriminants_impl(
+                    {k: jnp.asarray(v) for k, v in params.items()}
+                )
+            np.testing.assert_allclose(host_coef, np.asarray(coef), rtol=1e-10)
+            np.testing.assert_allclose(host_intercept, np.asarray(intercept), rtol=1e-10)

@@ -16,7 +16,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from genprob._validation import check_feature_width
+from genprob._validation import check_feature_width, is_concrete
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
     cholesky_factors,
@@ -249,7 +249,8 @@ class GaussianStory(Story):
         scoring call the O(D^3) work. A wide shared covariance of low rank (n < D) is factorized
         on the host in O(D^2 r) (:func:`low_rank_factors`; ``rank_bound``, e.g. the number of
         rows fitted, sizes its first sketch), and one of full rank (regularized, or fitted on
-        more rows than features) by a host Cholesky factorization (:func:`full_rank_factors`).
+        more rows than features) by a host Cholesky factorization (:func:`full_rank_factors`);
+        per-class covariances by K plain Cholesky factorizations (:func:`cholesky_factors`).
         The likelier of the two is tried first: the low-rank one when the rows bound the rank
         below D and nothing regularizes the covariance towards the identity."""
         spread = params[self.spread_name]
@@ -280,24 +281,20 @@ class GaussianStory(Story):
         if not self.structure.full:
             return {}  # diagonal spreads score from their variances
         if not isinstance(spread, jax.core.Tracer):
-            # per-class covariances on the host (K small Cholesky factorizations, certified of
-            # full rank when a rank tolerance applies), else the compiled eigendecompositions
+            # per-class covariances: K small Cholesky factorizations on the host (the compiled
+            # ones when a covariance is not positive definite)
             factors = self._host_factors(np.asarray(spread))
             if factors is not None:
                 return {k: jax.device_put(v) for k, v in factors.items()}
         return _jitted_factorize(self, spread)
 
     def _host_factors(self, spreads):
-        """Host factors of one covariance (D, D) or of K (K, D, D) that keep every direction
-        (plain Cholesky without a rank tolerance, else certified), or None."""
+        """Host factors of covariances (..., D, D) that keep every direction, or None: Cholesky
+        whitening without a rank tolerance, else certified of full rank (a shared covariance:
+        the only one a rank tolerance applies to)."""
         if self.rank_tol is None:
             return cholesky_factors(spreads)
-        if spreads.ndim == 2:
-            return full_rank_factors(spreads, self.rank_tol)
-        per_class = [full_rank_factors(c, self.rank_tol) for c in spreads]
-        if not per_class or any(f is None for f in per_class):
-            return None
-        return {k: np.stack([f[k] for f in per_class]) for k in per_class[0]}
+        return full_rank_factors(spreads, self.rank_tol)
 
     def discriminant(self, params, X):
         """``log p(x | k)`` less a term of the row, finite for any finite row: linear in ``x``
@@ -769,15 +766,16 @@ def _linear_and_intercept(linear, params):
     """``(P m_k, -1/2 m_k^T P m_k + log pi_k)`` from ``linear = P m_k`` (NumPy or JAX)."""
     intercept = -0.5 * (linear * params["means"]).sum(axis=-1)
     if "class_prior" in params:
-        log = np.log if isinstance(linear, np.ndarray) else jnp.log
-        intercept = intercept + log(params["class_prior"])
+        if isinstance(linear, np.ndarray):
+            with np.errstate(divide="ignore"):  # a class of prior 0: -inf, as in JAX
+                return linear, intercept + np.log(params["class_prior"])
+        intercept = intercept + jnp.log(params["class_prior"])
     return linear, intercept
 
 
 def _on_host(arrays: dict, *scalars) -> bool:
     """True when every array and scalar is concrete (not traced): they can go to NumPy."""
-    values = list(jax.tree_util.tree_leaves(arrays)) + list(scalars)
-    return not any(isinstance(v, jax.core.Tracer) for v in values)
+    return all(map(is_concrete, [*jax.tree_util.tree_leaves(arrays), *scalars]))
 
 
 @jax.jit
