@@ -702,3 +702,21 @@ def test_hyperparameter_errors():
             2,
             jax.random.PRNGKey(0),
         )
+
+
+def test_parameters_go_to_the_device_once_per_fit_and_a_new_params_dict_is_seen():
+    rng = np.random.default_rng(5)
+    X = rng.poisson(2.0, size=(60, 7)).astype(float)
+    y = rng.integers(0, 3, 60)
+    model = genprob.MultinomialNB().fit(X, y)
+    first = model._params_jax()
+    assert model._params_jax() is first  # predictions reuse the device copies
+    proba = model.predict_proba(X)
+    # a new params_ dict (what loading or editing a model does) is moved again and used
+    prior = np.array([0.98, 0.01, 0.01])
+    model.params_ = {**model.params_, "class_prior": prior}
+    assert model._params_jax() is not first
+    np.testing.assert_allclose(np.asarray(model._params_jax()["class_prior"]), prior)
+    assert model.predict_proba(X)[:, 0].mean() > proba[:, 0].mean()
+    model.fit(X[:40], y[:40])  # a refit too
+    assert model._params_jax()["probs"] is not first["probs"]

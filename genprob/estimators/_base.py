@@ -10,6 +10,7 @@ term of each row (``genprob.core.class_scores``).
 from __future__ import annotations
 
 import warnings
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -62,6 +63,28 @@ from genprob.streaming import is_out_of_core as _out_of_core
 __all__ = ["GenerativeClassifierBase", "jax_key"]
 
 #: Attributes set only by a fit with unlabeled rows (removed by a later fully labeled fit).
+#: Fitted estimator -> (its dtype, the parameters, their device copies): see fitted_cache.
+_DEVICE_PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def fitted_cache(cache: weakref.WeakKeyDictionary, estimator, compute):
+    """``compute()`` once per fitted parameters of ``estimator``, kept in ``cache`` beside the
+    estimator, not in it (predicting must not change its state, nor its pickle).
+
+    The key is the precision, ``story_``, and the ``params_`` dict and arrays by identity: a
+    refit or a new ``params_`` dict computes again; arrays changed in place are not seen
+    (``params_`` is read only, as a fitted attribute).
+    """
+    key = (estimator.params_, getattr(estimator, "story_", None), *estimator.params_.values())
+    cached = cache.get(estimator)
+    if cached is not None and cached[0] == estimator._dtype and len(cached[1]) == len(key):
+        if all(a is b for a, b in zip(cached[1], key, strict=True)):
+            return cached[2]
+    value = compute()
+    cache[estimator] = (estimator._dtype, key, value)
+    return value
+
+
 _EM_ATTRIBUTES = (
     "n_iter_",
     "converged_",
@@ -226,7 +249,11 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return self._as_array(X)
 
     def _params_jax(self):
-        return {k: self._as_array(v) for k, v in self.params_.items()}
+        """The fitted parameters on the device, moved once per fitted parameters (not at every
+        prediction: a cross-validation scores each fold several times)."""
+        return fitted_cache(
+            _DEVICE_PARAMS, self, lambda: {k: self._as_array(v) for k, v in self.params_.items()}
+        )
 
     # -- missing entries (NaN with missing="marginalize"; genprob.missing) ------------------------
     @property

@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_array, column_or_1d
 from genprob import core
 from genprob._dtype import precision
 from genprob.boundaries import lda_projection
-from genprob.estimators._base import GenerativeClassifierBase
+from genprob.estimators._base import GenerativeClassifierBase, fitted_cache
 from genprob.families.gaussian import FACTORS, GaussianStory
 from genprob.masking import has_missing
 from genprob.streaming import is_out_of_core
@@ -116,12 +116,9 @@ class _GaussianBase(GenerativeClassifierBase):
             stats: the fit's statistics when ``stats_`` is not set yet (their class counts
                 bound the covariance's rank).
         """
-        key = (self.params_, self.story_, *self.params_.values())
-        # kept beside the estimator, not in it: predict must not change the estimator's state
-        cached = _SCORING_CACHE.get(self)
-        if cached is not None and cached[0] == self._dtype and len(cached[1]) == len(key):
-            if all(a is b for a, b in zip(cached[1], key, strict=True)):
-                return cached[2]
+        return fitted_cache(_SCORING_CACHE, self, lambda: self._factorized_params(stats))
+
+    def _factorized_params(self, stats):
         params = super()._params_jax()
         # the rank of a scatter of n rows is below n (unit weights: the summed class counts)
         stats = stats if stats is not None else getattr(self, "stats_", None)
@@ -129,10 +126,7 @@ class _GaussianBase(GenerativeClassifierBase):
         rank_bound = int(rows) if 0 < rows < 2**31 else None
         with precision(self._dtype):
             factors = self.story_.factorize(params, rank_bound=rank_bound)
-        if factors:
-            params = {**params, FACTORS: factors}
-        _SCORING_CACHE[self] = (self._dtype, key, params)
-        return params
+        return {**params, FACTORS: factors} if factors else params
 
     def _check_overflow(self):
         """Parameters that overflowed are refused by name before anything factorizes them."""
