@@ -763,6 +763,8 @@ def check_scored_rows(joint) -> None:
     """Rows whose joint log-probability is NaN, or -inf under every class, have no posterior:
     refused by name rather than returned as NaN (or predicted as the first class)."""
     joint = np.asarray(joint)
+    if np.isfinite(joint).all():  # the usual case, in one pass without row reductions
+        return
     bad = np.flatnonzero(np.isnan(joint).any(axis=1) | ~np.isfinite(joint).any(axis=1))
     if bad.size:
         raise ValueError(

@@ -68,3 +68,22 @@ def test_generic_parameter_count_matches_closed_formula():
             assert generic == story.num_parameters(3, 4)
     # LDA with K=3, D=4: 2 + 12 + 10
     assert GaussianStory().num_parameters(3, 4) == 24
+
+
+@pytest.mark.parametrize("num_classes", [1, 2, 3, 16, 17])
+def test_host_log_softmax_equals_the_row_reduction(num_classes):
+    """The host normalization reduces over classes column by column for few classes; it gives
+    the same rows as NumPy's reduction along the last axis, -inf classes and all."""
+    from genprob.core import _host_log_softmax
+
+    rng = np.random.default_rng(num_classes)
+    scores = rng.normal(scale=50.0, size=(257, num_classes))
+    if num_classes > 1:
+        scores[::7, 0] = -np.inf  # a class of prior 0 (a row of -inf alone is refused earlier)
+    peak = scores.max(axis=-1, keepdims=True)
+    shifted = scores - np.where(np.isfinite(peak), peak, 0.0)
+    with np.errstate(divide="ignore"):
+        expected = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    np.testing.assert_allclose(_host_log_softmax(scores), expected, rtol=1e-14, atol=1e-14)
+    if num_classes > 1:
+        np.testing.assert_allclose(np.exp(_host_log_softmax(scores)).sum(axis=1), 1.0, rtol=1e-14)

@@ -278,10 +278,13 @@ class WhitenedNormal(dist.Distribution):
         inexact = 0.5 * bound > TOLERANCES[fast.dtype.name]["atol"] / scale[..., None] ** 2
 
         def direct(rows, scale, loc, whitening):
-            column = scale[..., None, None]
-            deviation = rows[..., None, :] / column - loc / column
-            z = jnp.einsum("...kd,...kde->...ke", deviation, whitening)
-            return jnp.sum(z * z, axis=-1)
+            # class by class: K plain (n, D) x (D, D) products, no (n, K, D) temporary
+            column = scale[..., None]
+            squares = []
+            for k in range(loc.shape[-2]):
+                z = (rows / column - loc[..., k, :] / column) @ whitening[..., k, :, :]
+                squares.append(jnp.sum(z * z, axis=-1))
+            return jnp.stack(squares, axis=-1)
 
         def exact_where_needed():
             exact = jax.checkpoint(direct)(rows, scale, self.loc, self.whitening)
