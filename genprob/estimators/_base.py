@@ -380,7 +380,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 sample_weight = np.concatenate([sample_weight, np.zeros(extra)])
             destinations = None
         if destinations is None:
-            Xj = self._as_array(X)
+            # as the core fits them: sparse statistics are SciPy products on the host
+            Xj = self._as_features(X)
         else:
             Xj = to_device(X, dtype, row_destinations=destinations)
         self._validate_story(story, Xj)
