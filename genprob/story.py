@@ -526,10 +526,10 @@ class Story(metaclass=_StoryType):
 
         Distributed fits compare a partition's story with the driver's by it: a partition whose
         story differs only in such a setting (the multinomial's document length, which only
-        sampling reads) adds its statistics under the driver's story. The default: every
-        setting counts.
+        sampling reads) adds its statistics under the driver's story. The default: the story
+        without the settings only sampling reads (:meth:`without_sampling_settings`).
         """
-        return self
+        return self.without_sampling_settings()
 
     @property
     def adds_over_rows(self) -> bool:

@@ -20,7 +20,7 @@ from test_story_value import (  # noqa: F401 - the compile-counting fixture
 )
 
 import genprob
-from genprob import _arrays
+from genprob import _arrays, _compile_cache
 from genprob._arrays import padded_rows
 
 
@@ -278,7 +278,8 @@ def _entries(path):
     """The cache's entries (not the mark of its last pruning scan)."""
     if not path.exists():
         return []
-    return sorted(p.name for p in path.rglob("*") if p.is_file() and p.name != ".genprob-pruned")
+    mark = _compile_cache._PRUNE_MARK
+    return sorted(p.name for p in path.rglob("*") if p.is_file() and p.name != mark)
 
 
 def test_persistent_cache_on_and_off_give_identical_results(tmp_path):
@@ -309,8 +310,6 @@ def test_cache_is_on_by_default_under_the_user_cache_home(tmp_path):
 
 
 def test_switch_in_process(monkeypatch, tmp_path):
-    from genprob import _compile_cache
-
     monkeypatch.setenv("GENPROB_COMPILATION_CACHE", str(tmp_path / "env"))
     assert _compile_cache.compilation_cache_dir() == str(tmp_path / "env")
     try:
@@ -340,16 +339,12 @@ def test_switch_in_process(monkeypatch, tmp_path):
 def test_a_cache_the_user_configured_wins(tmp_path):
     import jax
 
-    from genprob import _compile_cache
-
     with jax._src.config.compilation_cache_dir(str(tmp_path / "user")):
         with _compile_cache.compilation_cache():
             assert jax.config.jax_compilation_cache_dir == str(tmp_path / "user")
 
 
 def test_prune_keeps_the_cache_under_its_bound_least_recently_used_first(tmp_path):
-    from genprob import _compile_cache
-
     for i in range(10):  # 10 entries of 100 bytes, entry i used at time 1000 + i
         entry = tmp_path / f"program{i}-cache"
         entry.write_bytes(b"x" * 100)
@@ -361,8 +356,6 @@ def test_prune_keeps_the_cache_under_its_bound_least_recently_used_first(tmp_pat
 
 
 def test_the_cache_directory_is_scanned_for_pruning_at_most_once_a_day(tmp_path):
-    from genprob import _compile_cache
-
     day = _compile_cache._PRUNE_EVERY
     assert _compile_cache._pruning_due(str(tmp_path), now=5 * day)  # no mark yet
     assert not _compile_cache._pruning_due(str(tmp_path), now=5 * day + 1)

@@ -62,7 +62,6 @@ from genprob.streaming import is_out_of_core as _out_of_core
 
 __all__ = ["GenerativeClassifierBase", "jax_key"]
 
-#: Attributes set only by a fit with unlabeled rows (removed by a later fully labeled fit).
 #: Fitted estimator -> (its dtype, the parameters, their device copies): see fitted_cache.
 _DEVICE_PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -85,6 +84,7 @@ def fitted_cache(cache: weakref.WeakKeyDictionary, estimator, compute):
     return value
 
 
+#: Attributes set only by a fit with unlabeled rows (removed by a later fully labeled fit).
 _EM_ATTRIBUTES = (
     "n_iter_",
     "converged_",

@@ -162,10 +162,6 @@ class MultinomialStory(Story):
         """The block's total count: sampled documents get the mean training length."""
         return {"length": float(np.asarray(X).sum())}
 
-    def statistics_identity(self):
-        """The document length only shapes sampled rows: statistics do not read it."""
-        return self.without_sampling_settings()
-
     def without_sampling_settings(self):
         """The document length only shapes sampled rows (each fold of a cross-validation has
         its own mean length: compiled programs must not key on it)."""
