@@ -14,7 +14,9 @@ earlier process: the default from the second run on).
 * ``grid``: ``GridSearchCV`` over 6 values x 3 folds (digits for the discrete naive Bayes, iris
   for GaussianNB and QDA), in a fresh process after import, then the same grid again in it;
 * ``semi-supervised QDA``: first fit on iris with every 5th label, after import;
-* ``cli``: ``genprob fit`` / ``genprob predict`` on a 1,000-row CSV and ``genprob demo --quick``.
+* ``cli``: ``genprob fit`` / ``genprob predict`` on a 1,000-row CSV, beside scikit-learn's same
+  jobs as scripts (pandas reads the CSV, pickle keeps the model) and their floor (the same plus
+  ``import jax, numpyro``), and ``genprob demo --quick``.
 
 The machine's load average is printed beside the numbers: on a shared machine, wall times are
 only comparable within one run, which is why the ratios are printed.
@@ -70,6 +72,26 @@ Estimator().fit(X, y).predict_proba(X)
 #: The cold rows' floor: scikit-learn's process that also imports what genprob is built on.
 FLOOR = "floor (sklearn + import jax, numpyro)"
 FLOOR_IMPORTS = "\nimport jax, numpyro"
+
+CLI_FIT = """{preamble}
+import pickle
+import pandas as pd
+from sklearn.naive_bayes import GaussianNB
+data = pd.read_csv({csv!r})
+model = GaussianNB().fit(data.drop(columns="label").to_numpy(), data["label"].to_numpy())
+with open({model!r}, "wb") as out:
+    pickle.dump(model, out)
+"""
+
+CLI_PREDICT = """{preamble}
+import pickle
+import pandas as pd
+with open({model!r}, "rb") as handle:
+    model = pickle.load(handle)
+data = pd.read_csv({csv!r})
+proba = model.predict_proba(data.drop(columns="label").to_numpy())
+pd.DataFrame(proba, columns=[f"proba_{{c}}" for c in model.classes_]).to_csv({out!r}, index=False)
+"""
 
 REFIT = """
 import time, statistics, json
@@ -292,8 +314,20 @@ def cli_rows(envs, repeats, demo):
         model = str(Path(tmp) / "model.npz")
         fit = [genprob, "fit", "gaussian_nb", str(csv), "--target", "label", "--out", model]
         predict = [genprob, "predict", model, str(csv), "--proba", "--out", str(Path(tmp) / "p")]
-        for work, args in (("genprob fit, 1,000-row CSV", fit), ("genprob predict", predict)):
-            times = {}
+        # scikit-learn's same jobs as scripts (read the CSV, fit and save / load and predict)
+        sk_model = str(Path(tmp) / "model.pkl")
+        sk_fit = CLI_FIT.format(preamble="", csv=str(csv), model=sk_model)
+        sk_predict = CLI_PREDICT.format(
+            preamble="", csv=str(csv), model=sk_model, out=str(Path(tmp) / "q")
+        )
+        for work, args, sk_code in (
+            ("genprob fit, 1,000-row CSV", fit, sk_fit),
+            ("genprob predict", predict, sk_predict),
+        ):
+            times = {
+                "sklearn": median_runs(sk_code, envs["sklearn"], repeats),
+                FLOOR: median_runs(FLOOR_IMPORTS + sk_code, envs["sklearn"], repeats),
+            }
             for key in ("genprob, no cache", "genprob, warm cache"):
                 if key == "genprob, warm cache":
                     run(args, envs[key])

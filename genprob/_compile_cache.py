@@ -18,11 +18,15 @@ that cannot be read (removed, or still being written by another process) is comp
 directory is kept under 1 GiB (:func:`prune`, least recently used entries first). Like any JAX
 cache it is trusted code: keep it in a directory only you can write to. A loaded program holds
 as many memory mappings as a compiled one; :mod:`genprob._mappings` bounds them either way.
+Its ``traces`` subdirectory keeps genprob's programs traced (:mod:`genprob._programs`), so a new
+process skips tracing and lowering them as well; they go on and off, and are pruned, with the
+rest.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -45,6 +49,8 @@ _pruned: set[str] = set()
 #: genprob's programs (~10 kB each) cannot approach the bound.
 _PRUNE_EVERY = 24 * 3600.0
 _PRUNE_MARK = ".genprob-pruned"
+#: Subdirectory holding traced programs (:mod:`genprob._programs`), pruned with the rest.
+TRACES = "traces"
 
 
 def set_compilation_cache(enabled_or_path=True) -> None:
@@ -77,7 +83,14 @@ def compilation_cache_dir() -> str | None:
             return None
         if value.lower() not in _ON:
             return value
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return _default_dir(os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"))
+
+
+@functools.lru_cache(maxsize=8)
+def _default_dir(cache_home, home) -> str:
+    """``genprob/jax`` under the cache home (computed once per environment: every top-level
+    call asks)."""
+    base = cache_home or os.path.join(Path.home(), ".cache")
     return os.path.join(base, "genprob", "jax")
 
 
@@ -91,13 +104,14 @@ def compilation_cache():
         finally:
             _active.depth -= 1
         return
-    scope = _scope()
+    scope, _active.directory = _scope()
     _active.depth = 1
     try:
         with scope:
             yield
     finally:
         _active.depth = 0
+        _active.directory = None
 
 
 def outermost() -> bool:
@@ -105,28 +119,35 @@ def outermost() -> bool:
     return getattr(_active, "depth", 0) == 1
 
 
+def active_directory() -> str | None:
+    """genprob's cache directory inside a :func:`compilation_cache` block that uses it (not
+    when the cache is off or the user's own JAX cache is in use), else None."""
+    return getattr(_active, "directory", None) if getattr(_active, "depth", 0) else None
+
+
 def _scope():
+    """The context that points JAX at genprob's directory, and that directory (or None)."""
     path = compilation_cache_dir()
     if path is None:
-        return contextlib.nullcontext()
+        return contextlib.nullcontext(), None
     try:
         import jax
         from jax._src import compilation_cache as jax_cache
         from jax._src import config as jax_config
     except ImportError:  # a JAX without these internals: no persistent cache
-        return contextlib.nullcontext()
+        return contextlib.nullcontext(), None
     # The user's own cache (or one already in use) wins; genprob never replaces it.
     if (
         jax.config.jax_compilation_cache_dir is not None
         or not jax.config.jax_enable_compilation_cache
         or getattr(jax_cache, "_cache", None) is not None
     ):
-        return contextlib.nullcontext()
+        return contextlib.nullcontext(), None
     if path not in _pruned:
         _pruned.add(path)
         if _pruning_due(path):
             prune(path)
-    return _cache_scope(jax_config, jax_cache, path)
+    return _cache_scope(jax_config, jax_cache, path), path
 
 
 def _pruning_due(path, now: float | None = None) -> bool:
@@ -159,18 +180,19 @@ def prune(path, max_bytes: int | None = None) -> int:
     """
     max_bytes = _MAX_BYTES if max_bytes is None else max_bytes
     entries = []
-    try:
-        with os.scandir(path) as scan:
-            for entry in scan:
-                if entry.name == _PRUNE_MARK:
-                    continue
-                try:
-                    info = entry.stat()
-                except OSError:
-                    continue
-                entries.append((max(info.st_atime, info.st_mtime), info.st_size, entry.path))
-    except OSError:  # no directory yet
-        return 0
+    for directory in (path, os.path.join(path, TRACES)):
+        try:
+            with os.scandir(directory) as scan:
+                for entry in scan:
+                    if entry.name == _PRUNE_MARK or entry.is_dir():
+                        continue
+                    try:
+                        info = entry.stat()
+                    except OSError:
+                        continue
+                    entries.append((max(info.st_atime, info.st_mtime), info.st_size, entry.path))
+        except OSError:  # no directory yet
+            continue
     total = sum(size for _, size, _ in entries)
     if total <= max_bytes:
         return 0

@@ -29,6 +29,7 @@ import scipy.sparse
 import scipy.special
 
 from genprob._limits import check_count, check_traced_size
+from genprob._programs import program
 from genprob._validation import (
     UNLABELED,
     check_class_codes,
@@ -84,7 +85,7 @@ def _joint_log_prob_of_checked(story: Story, params: dict, X) -> jax.Array:
     return _joint_log_prob(story.without_sampling_settings(), params, X)
 
 
-@jax.jit
+@program
 def _joint_log_prob(story: Story, params: dict, X) -> jax.Array:
     emission = story.emission(params)
     _check_feature_count(emission, X)  # shapes only: runs once per compilation, not per call
@@ -144,7 +145,7 @@ def class_scores(story: Story, params: dict, X) -> jax.Array:
     return _class_scores(story.without_sampling_settings(), params, X)
 
 
-@jax.jit
+@program
 def _class_scores(story: Story, params: dict, X) -> jax.Array:
     _check_feature_count(story.emission(params), X)  # shapes only; the emission is not computed
     return jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
@@ -197,7 +198,7 @@ def _across_classes(ufunc, values: np.ndarray) -> np.ndarray:
     return out[:, None]
 
 
-@jax.jit
+@program
 def _predict_log_proba(story: Story, params: dict, X) -> jax.Array:
     return jax.nn.log_softmax(_class_scores(story, params, X), axis=-1)
 
@@ -238,7 +239,7 @@ def log_likelihood(
     return values if pointwise else values.sum()
 
 
-@jax.jit
+@program
 def _rows_log_likelihood(joint, codes):
     # one program: eagerly, these few operations compiled one program each (~20 in a new process)
     labeled = codes >= 0
@@ -282,12 +283,12 @@ def sufficient_statistics(story: Story, X, R) -> dict:
     return _sufficient_statistics(story.without_sampling_settings(), X, R)
 
 
-@jax.jit
+@program
 def _sufficient_statistics(story: Story, X, R) -> dict:
     return {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
 
 
-@jax.jit
+@program
 def combine_statistics(story: Story, stats_a: dict, stats_b: dict) -> dict:
     """Statistics of two data chunks together (:meth:`Story.combine_statistics`).
 
@@ -318,7 +319,7 @@ def maximize(story: Story, stats: dict, class_prior=None, fit_prior: bool = True
     return params
 
 
-@jax.jit
+@program
 def _emission_maximize(story: Story, emission_stats):
     return story.maximize(emission_stats)
 

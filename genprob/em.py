@@ -36,7 +36,6 @@ for discrete stories), more labeled rows, or a smaller ``unlabeled_weight``.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -47,6 +46,7 @@ from numpyro.infer.util import constrain_fn, unconstrain_fn
 
 from genprob import core
 from genprob._arrays import pad_with_first_row, row_padding
+from genprob._programs import program
 from genprob._validation import (
     as_features,
     check_class_prior,
@@ -267,7 +267,7 @@ def _trace_capacity(max_iter: int) -> int:
     return max(128, 1 << (int(max_iter) - 1).bit_length())
 
 
-@partial(jax.jit, static_argnames=("capacity", "fit_prior"))
+@program(static_argnames=("capacity", "fit_prior"))
 def _em_runs(
     story,
     X,

@@ -342,6 +342,7 @@ def test_a_cache_the_user_configured_wins(tmp_path):
     with jax._src.config.compilation_cache_dir(str(tmp_path / "user")):
         with _compile_cache.compilation_cache():
             assert jax.config.jax_compilation_cache_dir == str(tmp_path / "user")
+            assert _compile_cache.active_directory() is None  # no traced programs of ours either
 
 
 def test_prune_keeps_the_cache_under_its_bound_least_recently_used_first(tmp_path):
@@ -353,6 +354,15 @@ def test_prune_keeps_the_cache_under_its_bound_least_recently_used_first(tmp_pat
     assert _compile_cache.prune(tmp_path, max_bytes=800) == 4  # down to 3/4 of 800 bytes
     assert _entries(tmp_path) == [f"program{i}-cache" for i in range(4, 10)]
     assert _compile_cache.prune(tmp_path / "missing", max_bytes=1) == 0
+    # traced programs (the traces subdirectory) count toward the bound and go by age with the rest
+    traces = tmp_path / _compile_cache.TRACES
+    traces.mkdir()
+    for i, when in ((0, 900), (1, 2000)):
+        entry = traces / f"trace{i}.jaxexport"
+        entry.write_bytes(b"x" * 100)
+        os.utime(entry, (when, when))
+    assert _compile_cache.prune(tmp_path, max_bytes=600) == 4  # 800 bytes down to 450
+    assert _entries(tmp_path) == [f"program{i}-cache" for i in (7, 8, 9)] + ["trace1.jaxexport"]
 
 
 def test_the_cache_directory_is_scanned_for_pruning_at_most_once_a_day(tmp_path):

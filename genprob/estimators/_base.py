@@ -33,6 +33,7 @@ from genprob._arrays import (
     padded_rows,
     row_padding,
     to_device,
+    to_device_all,
 )
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob._limits import check_count
@@ -252,7 +253,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         """The fitted parameters on the device, moved once per fitted parameters (not at every
         prediction: a cross-validation scores each fold several times)."""
         return fitted_cache(
-            _DEVICE_PARAMS, self, lambda: {k: self._as_array(v) for k, v in self.params_.items()}
+            _DEVICE_PARAMS, self, lambda: to_device_all(self.params_, numpy_dtype(self._dtype))
         )
 
     # -- missing entries (NaN with missing="marginalize"; genprob.missing) ------------------------

@@ -37,7 +37,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, column_or_1d
 
 from genprob import core
-from genprob._dtype import precision
+from genprob._dtype import numpy_dtype, precision
+from genprob._programs import program
 from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase, fitted_cache
 from genprob.families.gaussian import FACTORS, GaussianStory
@@ -48,7 +49,7 @@ from genprob.streaming import is_out_of_core
 _SCORING_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-@jax.jit
+@program
 def _total_fourth_moment(story, X, merged):
     """Ledoit–Wolf's ``sum_i ||z_i||^4`` of all rows ``X`` about their mean (a one-class
     ``story``, statistics ``merged`` over classes), shape (1,)."""
@@ -210,7 +211,9 @@ class GaussianNB(_GaussianBase):
         # a zero variance (var_smoothing=0 on a constant feature) is refused by the story's
         # check_parameters, which runs after this on every fit
         with precision(self._dtype):
-            emission_stats = jax.tree_util.tree_map(self._as_array, stats["emission"])
+            # host arrays: the smoothing variance is a few (K, D) sums, computed in NumPy
+            dtype = numpy_dtype(self._dtype)
+            emission_stats = {k: np.asarray(v, dtype) for k, v in stats["emission"].items()}
             self.epsilon_ = float(self.story_.smoothing_variance(emission_stats))
         counts = np.asarray(stats["class_counts"])
         if hasattr(self, "stats_"):

@@ -16,6 +16,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from genprob._programs import program
 from genprob._validation import check_feature_width, is_concrete
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
@@ -778,32 +779,32 @@ def _on_host(arrays: dict, *scalars) -> bool:
     return all(map(is_concrete, [*jax.tree_util.tree_leaves(arrays), *scalars]))
 
 
-@jax.jit
+@program
 def _jitted_spread_terms(story, stats):
     return story._spread_terms_impl(stats)
 
 
-@jax.jit
+@program
 def _jitted_smoothing_variance(story, stats):
     return story._smoothing_variance_impl(stats)
 
 
-@jax.jit
+@program
 def _jitted_emission_summary(story, params):
     return story._emission_summary_impl(params)
 
 
-@jax.jit
+@program
 def _jitted_factorize(story, spread):
     return story.structure.factorize(spread, story.rank_tol)
 
 
-@jax.jit
+@program
 def _jitted_linear_discriminants(story, params):
     return story._linear_discriminants_impl(params)
 
 
-@jax.jit
+@program
 def _jitted_whitening(story, params):
     return story.emission(params).whitening
 
