@@ -143,6 +143,30 @@ def test_console_script_reports_errors_without_traceback():
     assert helped.returncode == 0 and "usage: genprob check" in helped.stdout
 
 
+def test_console_script_flushes_everything_before_it_leaves(iris_csv, tmp_path):
+    """The script skips Python's teardown (cli.run): its output is still whole, its code kept."""
+    model = tmp_path / "model.npz"
+    fit = [GENPROB, "fit", "gaussian_nb", str(iris_csv), "--target", "species", "--out", str(model)]
+    fitted = subprocess.run(fit, capture_output=True, text=True, timeout=300)
+    assert fitted.returncode == 0, fitted.stderr
+    assert fitted.stdout.splitlines()[-1].split() == ["saved:", str(model)]
+    assert model.stat().st_size > 0
+    predict = [GENPROB, "predict", str(model), str(iris_csv), "--proba"]
+    predicted = subprocess.run(predict, capture_output=True, text=True, timeout=300)
+    assert predicted.returncode == 0, predicted.stderr
+    table = pd.read_csv(io.StringIO(predicted.stdout))  # every row reached the pipe
+    assert len(table) == 150
+    proba = table.filter(like="proba").to_numpy()
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    missing = subprocess.run(
+        [*predict[:2], str(tmp_path / "none.npz"), str(iris_csv)],
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
+    assert missing.returncode == 2 and "no such model file" in missing.stderr
+
+
 # -- genprob fit / predict / compare / demo --------------------------------------------------------
 IRIS_FEATURES = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
 

@@ -26,6 +26,7 @@ it early (``genprob predict ... | head``).
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
 import os
 import re
@@ -968,5 +969,28 @@ def main(argv=None) -> int:
         return 2
 
 
+def run() -> None:
+    """The ``genprob`` console script: :func:`main`, then leave without Python's teardown.
+
+    Tearing down the modules JAX, SciPy, scikit-learn and pandas loaded, and the XLA client,
+    takes 0.5 to 1 s after the command is done (a sixth to a third of a ``genprob fit``). The
+    exit handlers still run and the output streams are flushed; then the process exits with
+    ``main``'s code.
+    """
+    code = main()
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_handlers is None:  # not CPython: the usual exit
+        raise SystemExit(code)
+    try:
+        run_exit_handlers()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe or stream: nothing left to write
+                pass
+        os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()
