@@ -32,6 +32,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -316,17 +317,17 @@ def cli_rows(envs, repeats, demo):
         predict = [genprob, "predict", model, str(csv), "--proba", "--out", str(Path(tmp) / "p")]
         # scikit-learn's same jobs as scripts (read the CSV, fit and save / load and predict)
         sk_model = str(Path(tmp) / "model.pkl")
-        sk_fit = CLI_FIT.format(preamble="", csv=str(csv), model=sk_model)
-        sk_predict = CLI_PREDICT.format(
-            preamble="", csv=str(csv), model=sk_model, out=str(Path(tmp) / "q")
+        sk_fit = functools.partial(CLI_FIT.format, csv=str(csv), model=sk_model)
+        sk_predict = functools.partial(
+            CLI_PREDICT.format, csv=str(csv), model=sk_model, out=str(Path(tmp) / "q")
         )
         for work, args, sk_code in (
             ("genprob fit, 1,000-row CSV", fit, sk_fit),
             ("genprob predict", predict, sk_predict),
         ):
             times = {
-                "sklearn": median_runs(sk_code, envs["sklearn"], repeats),
-                FLOOR: median_runs(FLOOR_IMPORTS + sk_code, envs["sklearn"], repeats),
+                "sklearn": median_runs(sk_code(preamble=""), envs["sklearn"], repeats),
+                FLOOR: median_runs(sk_code(preamble=FLOOR_IMPORTS), envs["sklearn"], repeats),
             }
             for key in ("genprob, no cache", "genprob, warm cache"):
                 if key == "genprob, warm cache":

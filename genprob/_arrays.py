@@ -35,42 +35,49 @@ def to_device(array, dtype, row_destinations=None) -> jax.Array:
     ``row_destinations[i]`` on the way, in that same single copy.
     """
     if isinstance(array, jax.Array):
-        array = array.astype(dtype) if array.dtype != np.dtype(dtype) else array
+        array = _in_dtype(array, dtype)
         if row_destinations is None:
             return array
         return array.at[row_destinations].set(array)
+    if row_destinations is None:
+        return jax.device_put(_host_buffer(array, dtype))
     host = np.asarray(array, dtype=dtype)
-    if row_destinations is not None:
-        moved = _aligned_empty(host.shape, host.dtype)
-        # Read the rows in order and write each to its place, a few thousand at a time: with
-        # few classes the writes form a few sequential streams, where gathering by a sorting
-        # permutation reads the whole array once per class (2.3x slower at 1e6 x 20, K = 3).
-        for start in range(0, len(row_destinations), _MOVE_ROWS):
-            stop = start + _MOVE_ROWS
-            moved[row_destinations[start:stop]] = host[start:stop]
-        host = moved
-    elif not host.flags.c_contiguous or host.ctypes.data % _ALIGNMENT:
-        aligned = _aligned_empty(host.shape, host.dtype)
-        np.copyto(aligned, host)
-        host = aligned
-    return jax.device_put(host)
+    moved = _aligned_empty(host.shape, host.dtype)
+    # Read the rows in order and write each to its place, a few thousand at a time: with
+    # few classes the writes form a few sequential streams, where gathering by a sorting
+    # permutation reads the whole array once per class (2.3x slower at 1e6 x 20, K = 3).
+    for start in range(0, len(row_destinations), _MOVE_ROWS):
+        stop = start + _MOVE_ROWS
+        moved[row_destinations[start:stop]] = host[start:stop]
+    return jax.device_put(moved)
 
 
 def to_device_all(arrays: dict, dtype) -> dict:
     """:func:`to_device` of every array of a dict, moved in one transfer: each transfer of a
     small array costs tens of microseconds whatever its size, a fitted model holds several."""
-    hosts = {}
-    for key, array in arrays.items():
-        if isinstance(array, jax.Array):
-            hosts[key] = array.astype(dtype) if array.dtype != np.dtype(dtype) else array
-            continue
-        host = np.asarray(array, dtype=dtype)
-        if not host.flags.c_contiguous or host.ctypes.data % _ALIGNMENT:
-            aligned = _aligned_empty(host.shape, host.dtype)
-            np.copyto(aligned, host)
-            host = aligned
-        hosts[key] = host
-    return jax.device_put(hosts)
+    return jax.device_put(
+        {
+            key: _in_dtype(array, dtype)
+            if isinstance(array, jax.Array)
+            else _host_buffer(array, dtype)
+            for key, array in arrays.items()
+        }
+    )
+
+
+def _in_dtype(array: jax.Array, dtype) -> jax.Array:
+    return array.astype(dtype) if array.dtype != np.dtype(dtype) else array
+
+
+def _host_buffer(array, dtype) -> np.ndarray:
+    """``array`` in ``dtype``, C-contiguous and 64-byte aligned (so that ``device_put`` adopts
+    it without a copy), copied only when it is not already."""
+    host = np.asarray(array, dtype=dtype)
+    if not host.flags.c_contiguous or host.ctypes.data % _ALIGNMENT:
+        aligned = _aligned_empty(host.shape, host.dtype)
+        np.copyto(aligned, host)
+        host = aligned
+    return host
 
 
 def move_rows(values: np.ndarray, row_destinations: np.ndarray) -> np.ndarray:

@@ -90,7 +90,7 @@ def compilation_cache_dir() -> str | None:
 def _default_dir(cache_home, home) -> str:
     """``genprob/jax`` under the cache home (computed once per environment: every top-level
     call asks)."""
-    base = cache_home or os.path.join(Path.home(), ".cache")
+    base = cache_home or os.path.join(home or Path.home(), ".cache")
     return os.path.join(base, "genprob", "jax")
 
 
@@ -122,7 +122,7 @@ def outermost() -> bool:
 def active_directory() -> str | None:
     """genprob's cache directory inside a :func:`compilation_cache` block that uses it (not
     when the cache is off or the user's own JAX cache is in use), else None."""
-    return getattr(_active, "directory", None) if getattr(_active, "depth", 0) else None
+    return getattr(_active, "directory", None)  # set by the outermost block, reset on its exit
 
 
 def _scope():
