@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
+import scipy.sparse
 
 #: XLA's CPU client adopts a host buffer without copying when it is aligned to this many bytes.
 _ALIGNMENT = 64
@@ -63,6 +64,22 @@ def to_device_all(arrays: dict, dtype) -> dict:
             for key, array in arrays.items()
         }
     )
+
+
+def sparse_as_float(X):
+    """A SciPy CSR or CSC matrix of integer or boolean values with its values as float64 and
+    the same indices; anything else unchanged.
+
+    SciPy's ``astype`` (what input validation calls) first sorts each row's indices and sums
+    duplicates: half of a prediction on a ``CountVectorizer`` output, whose indices are not
+    sorted. Products and sums do not need sorted indices; stories that need unique ones
+    (log x! of a word's total count, binarized values) sum duplicates themselves.
+    """
+    if not (scipy.sparse.issparse(X) and X.format in ("csr", "csc")):
+        return X
+    if X.dtype.kind not in "biu":
+        return X
+    return type(X)((X.data.astype(np.float64), X.indices, X.indptr), shape=X.shape, copy=False)
 
 
 def _in_dtype(array: jax.Array, dtype) -> jax.Array:

@@ -166,36 +166,84 @@ def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
 def _predict_log_proba_of_checked(story: Story, params: dict, X) -> jax.Array:
     """:func:`predict_log_proba` of features already checked on the host (see
     :func:`_joint_log_prob_of_checked`)."""
-    sparse = scipy.sparse.issparse(X)
-    if sparse or (isinstance(X, np.ndarray) and story.scores_on_host(params)):
-        # on the host in NumPy: (n, K) work, and no copy or compilation per row count
-        if sparse:
-            _check_scipy_sparse(story)
-        with np.errstate(divide="ignore"):  # a class of prior 0 scores -inf
-            scores = np.log(np.asarray(params[CLASS_PRIOR])) + story.discriminant(params, X)
-        return jax.device_put(_host_log_softmax(scores))
+    scores = _host_class_scores(story, params, X)
+    if scores is not None:
+        return jax.device_put(host_normalized(scores, log=True))
     return _predict_log_proba(story.without_sampling_settings(), params, X)
 
 
-def _host_log_softmax(scores: np.ndarray) -> np.ndarray:
-    """Rows of ``scores`` (n, K) normalized in the log domain, in NumPy (scipy's logsumexp
-    costs several times more on (n, K) with small K)."""
-    peak = _across_classes(np.maximum, scores)
-    shifted = scores - np.where(np.isfinite(peak), peak, 0.0)
-    with np.errstate(divide="ignore"):
-        return shifted - np.log(_across_classes(np.add, np.exp(shifted)))
+def _host_class_scores(story: Story, params: dict, X) -> np.ndarray | None:
+    """``log pi_k`` + :meth:`Story.discriminant` (n, K) in NumPy for SciPy sparse rows or host
+    rows of a story that scores on the host (:meth:`Story.scores_on_host`); None otherwise.
+    (n, K) work and no copy or compilation per row count."""
+    sparse = scipy.sparse.issparse(X)
+    if not (sparse or (isinstance(X, np.ndarray) and story.scores_on_host(params))):
+        return None
+    if sparse:
+        _check_scipy_sparse(story)
+    with np.errstate(divide="ignore"):  # a class of prior 0 scores -inf
+        return np.log(np.asarray(params[CLASS_PRIOR])) + story.discriminant(params, X)
 
 
-def _across_classes(ufunc, values: np.ndarray) -> np.ndarray:
-    """``ufunc`` reduced over the classes of ``values`` (n, K), kept as (n, 1). With few classes,
-    K - 1 operations on columns run several times faster than a reduction along the short last
-    axis (NumPy's is per row)."""
-    if values.ndim != 2 or values.shape[-1] > 16:
-        return ufunc.reduce(values, axis=-1, keepdims=True)
-    out = values[:, 0].copy()
-    for k in range(1, values.shape[-1]):
-        ufunc(out, values[:, k], out=out)
-    return out[:, None]
+#: ``exp`` below this is under 1e-304 (and NumPy's exp leaves its vector loop for the last
+#: few units before the subnormals, 10-100x slower): such terms are taken as 0.
+_EXP_FLOOR = -700.0
+#: Rows normalized at a time: their (K, m) buffers stay in cache.
+_NORMALIZE_ROWS = 8192
+
+
+def host_normalized(scores: np.ndarray, *, log: bool) -> np.ndarray:
+    """Rows of class scores (n, K) normalized in NumPy: log posteriors (``log=True``, a
+    log-sum-exp) or posteriors (a softmax), without a pass through the log domain.
+
+    Rows must have a finite score (:func:`~genprob._validation.check_scored_rows`). Terms
+    below ``exp(-700)`` of a row's largest are taken as 0: they leave its sum of at least 1
+    unchanged, so log posteriors are exact, and a posterior below 1e-304 is returned as 0 (as
+    XLA, which flushes subnormals, does on the device). Blocks of rows are transposed to (K, m)
+    so that each class is a contiguous vector: NumPy's ufuncs over the short rows of (n, K)
+    run 2-3x slower (scipy.special.softmax costs several times more on small K).
+    """
+    scores = np.asarray(scores)
+    num_rows, num_classes = scores.shape
+    out = np.empty(scores.shape, np.result_type(scores, np.float32))
+    step = min(_NORMALIZE_ROWS, max(num_rows, 1))
+    shifted = np.empty((num_classes, step), out.dtype)
+    terms = np.empty_like(shifted)
+    below = np.empty(shifted.shape, bool)
+    total = np.empty(step, out.dtype)
+    for start in range(0, num_rows, step):
+        block = scores[start : start + step].T
+        size = block.shape[1]
+        z, e, low, t = shifted[:, :size], terms[:, :size], below[:, :size], total[:size]
+        np.copyto(t, block[0])
+        for k in range(1, num_classes):
+            np.maximum(t, block[k], out=t)
+        np.subtract(block, t, out=z)
+        np.maximum(z, _EXP_FLOOR, out=e)
+        np.exp(e, out=e)
+        np.less(z, _EXP_FLOOR, out=low)
+        np.putmask(e, low, 0.0)
+        np.copyto(t, e[0])
+        for k in range(1, num_classes):
+            np.add(t, e[k], out=t)
+        if log:
+            np.log(t, out=t)
+            np.subtract(z, t, out=z)
+            out[start : start + size] = z.T
+        else:
+            np.divide(e, t, out=e)
+            out[start : start + size] = e.T
+    return out
+
+
+def exp_flushed(log_values):
+    """``exp`` of log posteriors in NumPy, 0 below ``exp(-700)`` (see :func:`host_normalized`):
+    exact elsewhere, without NumPy's slow loop for arguments near the subnormals."""
+    log_values = np.asarray(log_values)
+    values = np.maximum(log_values, _EXP_FLOOR)
+    np.exp(values, out=values)
+    np.putmask(values, log_values < _EXP_FLOOR, 0.0)
+    return values
 
 
 @program

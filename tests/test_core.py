@@ -70,20 +70,30 @@ def test_generic_parameter_count_matches_closed_formula():
     assert GaussianStory().num_parameters(3, 4) == 24
 
 
-@pytest.mark.parametrize("num_classes", [1, 2, 3, 16, 17])
-def test_host_log_softmax_equals_the_row_reduction(num_classes):
-    """The host normalization reduces over classes column by column for few classes; it gives
-    the same rows as NumPy's reduction along the last axis, -inf classes and all."""
-    from genprob.core import _host_log_softmax
+@pytest.mark.parametrize("num_rows", [1, 257, 8192 + 3])
+@pytest.mark.parametrize("num_classes", [1, 2, 3, 17])
+def test_host_normalization_equals_the_row_reduction(num_classes, num_rows):
+    """The host normalization works on (K, m) blocks and drops terms below exp(-700); it gives
+    the rows of NumPy's reduction along the last axis, -inf classes and all: log posteriors to
+    rounding, posteriors too except those below 1e-304, which are 0."""
+    from genprob.core import exp_flushed, host_normalized
 
     rng = np.random.default_rng(num_classes)
-    scores = rng.normal(scale=50.0, size=(257, num_classes))
+    scores = rng.normal(scale=400.0, size=(num_rows, num_classes))  # many terms below exp(-700)
     if num_classes > 1:
         scores[::7, 0] = -np.inf  # a class of prior 0 (a row of -inf alone is refused earlier)
     peak = scores.max(axis=-1, keepdims=True)
-    shifted = scores - np.where(np.isfinite(peak), peak, 0.0)
-    with np.errstate(divide="ignore"):
+    shifted = scores - peak
+    with np.errstate(divide="ignore", under="ignore"):
         expected = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    np.testing.assert_allclose(_host_log_softmax(scores), expected, rtol=1e-14, atol=1e-14)
+        expected_proba = np.exp(expected)
+    log_proba = host_normalized(scores, log=True)
+    np.testing.assert_allclose(log_proba, expected, rtol=1e-14, atol=1e-12)
+    proba = host_normalized(scores, log=False)
+    tiny = expected < -700.0
     if num_classes > 1:
-        np.testing.assert_allclose(np.exp(_host_log_softmax(scores)).sum(axis=1), 1.0, rtol=1e-14)
+        assert tiny.any() and np.all(proba[tiny] == 0.0)
+    np.testing.assert_allclose(proba[~tiny], expected_proba[~tiny], rtol=1e-13)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-14)
+    np.testing.assert_array_equal(exp_flushed(log_proba) == 0.0, tiny)
+    np.testing.assert_allclose(exp_flushed(log_proba)[~tiny], expected_proba[~tiny], rtol=1e-13)

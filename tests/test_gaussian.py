@@ -819,3 +819,43 @@ def test_host_factors_of_covariances_match_the_compiled_factorization():
                 )
             np.testing.assert_allclose(host_coef, np.asarray(coef), rtol=1e-10)
             np.testing.assert_allclose(host_intercept, np.asarray(intercept), rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("reg_param", [0.0, 0.3])
+def test_host_scores_of_per_class_covariances_match_the_device_program(dtype, reg_param):
+    """QDA predictions are K (n, D) x (D, D) products of the rows less each mean, in NumPy
+    blocks: no compiled program per row count. They equal the compiled scores on ordinary
+    rows, on huge ones (the block's scaled path, |x| up to 1e300 in float64) and on blocks
+    mixing both, and scikit-learn's posteriors on the ordinary rows."""
+    from genprob._dtype import precision
+    from genprob.families.gaussian import distributions
+
+    rng = np.random.default_rng(7)
+    X = np.concatenate([rng.normal(m, s, size=(60, 4)) for m, s in ((0, 1), (2, 0.5), (-1, 2))])
+    X[:, 1] += 1e3  # far from the origin: each class is whitened about its own mean
+    y = np.repeat([0, 1, 2], 60)
+    estimator = genprob.QuadraticDiscriminantAnalysis(reg_param=reg_param, dtype=dtype)
+    estimator.fit(X, y)
+    huge = 1e300 if dtype == "float64" else 1e30
+    step = distributions._HOST_BLOCK_ENTRIES // X.shape[1]  # rows of one host block
+    ordinary = np.resize(X, (step + 30, 4))  # a whole ordinary block, then a mixed one
+    rows = np.concatenate([ordinary, X[:20] * huge, X[:20] * 1e-30, -X[:20] * huge])
+    rows = rows.astype(dtype)
+    with precision(dtype):
+        params = estimator._params_jax()
+        assert estimator.story_.scores_on_host(params)
+        on_device = np.asarray(core._predict_log_proba(estimator.story_, params, rows))
+    on_host = estimator.predict_log_proba(rows)
+    assert on_host.dtype == np.dtype(dtype)
+    assert np.all(np.isfinite(np.exp(on_host)))
+    tolerance = 1e-9 if dtype == "float64" else 2e-3
+    np.testing.assert_allclose(np.exp(on_host), np.exp(on_device), atol=tolerance)
+    np.testing.assert_allclose(estimator.predict_proba(rows), np.exp(on_host), atol=tolerance)
+    np.testing.assert_array_equal(estimator.predict(rows), np.argmax(on_host, axis=1))
+    reference = skda.QuadraticDiscriminantAnalysis(reg_param=reg_param).fit(X, y)
+    np.testing.assert_allclose(
+        estimator.predict_proba(X.astype(dtype)),
+        reference.predict_proba(X),
+        atol=1e-8 if dtype == "float64" else 1e-3,
+    )

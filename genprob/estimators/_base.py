@@ -32,6 +32,7 @@ from genprob._arrays import (
     pad_with_first_row,
     padded_rows,
     row_padding,
+    sparse_as_float,
     to_device,
     to_device_all,
 )
@@ -354,7 +355,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 f"more data first."
             )
         check_is_fitted(self, "params_")
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], **self._data_kwargs)
+        X = validate_data(
+            self,
+            sparse_as_float(X),
+            reset=False,
+            dtype=[np.float64, np.float32],
+            **self._data_kwargs,
+        )
         return self._checked_features(X, fitting=False)
 
     def _labeled_arrays(self, story, X, codes, sample_weight):
@@ -423,7 +430,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             return distributed.fit(self, X, y, sample_weight=sample_weight, classes=classes)
         if _out_of_core(X):
             return _fit_out_of_core(self, X, y, sample_weight=sample_weight, classes=classes)
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], **self._data_kwargs)
+        X, y = validate_data(
+            self, sparse_as_float(X), y, dtype=[np.float64, np.float32], **self._data_kwargs
+        )
         sample_weight = check_sample_weight(sample_weight, X.shape[0], allow_all_zero=False)
         for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
             self.__dict__.pop(name, None)
@@ -549,7 +558,12 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         elif classes is not None:
             check_partial_fit_classes(classes, self.classes_, self._unlabeled_label)
         X, y = validate_data(
-            self, X, y, reset=first, dtype=[np.float64, np.float32], **self._data_kwargs
+            self,
+            sparse_as_float(X),
+            y,
+            reset=first,
+            dtype=[np.float64, np.float32],
+            **self._data_kwargs,
         )
         if has_missing(X) or getattr(self, "_missing_fit", False):
             raise ValueError(
@@ -860,32 +874,44 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp."""
         if _is_dask(X):
             return _dask_predict(self, "predict_log_proba", X)
-        X = self._check_X(X)
-        with precision(self._dtype):
-            story, params = self._scoring_story(X), self._params_jax()
-            if isinstance(X, np.ndarray) and story.scores_on_host(params):
-                # scored on the host, in place when X has the estimator's dtype
-                Xj, num_rows = X.astype(numpy_dtype(self._dtype), copy=False), X.shape[0]
-            else:
-                Xj, num_rows = self._padded_features(X)
-            # checked by _check_X (the story's check included): the core does not check again
-            log_proba = core._predict_log_proba_of_checked(story, params, Xj)
-            log_proba = np.asarray(log_proba)[:num_rows]
-        check_scored_rows(log_proba)
-        return log_proba
+        values, normalized = self._posterior_scores(X)
+        return values if normalized else core.host_normalized(values, log=True)
 
     def predict_proba(self, X):
         """Class posteriors ``p(y = k | x)`` (n, K); rows sum to one."""
         if _is_dask(X):
             return _dask_predict(self, "predict_proba", X)
-        return np.exp(self.predict_log_proba(X))
+        values, normalized = self._posterior_scores(X)
+        return core.exp_flushed(values) if normalized else core.host_normalized(values, log=False)
 
     def predict(self, X):
         """Most probable class of each row (Bayes' rule); lazy on a Dask collection."""
         if _is_dask(X):
             return _dask_predict(self, "predict", X)
-        log_proba = self.predict_log_proba(X)  # first: unfitted is a NotFittedError
-        return self.classes_[np.argmax(log_proba, axis=1)]
+        values, _ = self._posterior_scores(X)  # first: unfitted is a NotFittedError
+        return self.classes_[np.argmax(values, axis=1)]
+
+    def _posterior_scores(self, X):
+        """``(values, normalized)`` for rows ``X`` (n, K), every row with a posterior (else
+        refused by :func:`check_scored_rows`): class scores ``log pi_k + discriminant`` where
+        scored on the host (sparse rows, or a story that scores there; ``normalized`` False),
+        else log posteriors computed on the device, rows padded to a bucket size (see
+        ``_padded_features``)."""
+        X = self._check_X(X)
+        with precision(self._dtype):
+            story, params = self._scoring_story(X), self._params_jax()
+            if isinstance(X, np.ndarray) and story.scores_on_host(params):
+                # scored on the host, in place when X has the estimator's dtype
+                X = X.astype(numpy_dtype(self._dtype), copy=False)
+            # checked by _check_X (the story's check included): the core does not check again
+            values = core._host_class_scores(story, params, X)
+            normalized = values is None
+            if normalized:
+                Xj, num_rows = self._padded_features(X)
+                log_proba = core._predict_log_proba(story.without_sampling_settings(), params, Xj)
+                values = np.asarray(log_proba)[:num_rows]
+        check_scored_rows(values)
+        return values, normalized
 
     # -- the generative direction ----------------------------------------------------------------
     def sample(self, n_samples: int = 1, random_state=None):

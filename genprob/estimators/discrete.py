@@ -204,6 +204,10 @@ class BernoulliNB(_DiscreteNB):
         self.unlabeled_label = unlabeled_label
 
     def _validate_X(self, X, *, fitting):
+        if scipy.sparse.issparse(X) and not X.has_canonical_format:
+            # a value stored twice is binary only once summed
+            X = X.copy()
+            X.sum_duplicates()
         if self.binarize is None:
             check_values(
                 X,

@@ -21,10 +21,12 @@ from genprob._validation import check_feature_width, is_concrete
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
     cholesky_factors,
+    class_constant,
     full_gaussian,
     full_rank_factors,
     linear_terms,
     low_rank_factors,
+    per_class_quadratic_scores,
     shared_linear_scores,
     whiten_twice,
 )
@@ -307,6 +309,13 @@ class GaussianStory(Story):
                 terms = {k: np.asarray(v) for k, v in terms.items()}
             check_feature_width(X, terms["directions"].shape[0])
             return shared_linear_scores(X, **terms)
+        if isinstance(X, np.ndarray) and self.scores_on_host(params):
+            factors = {k: np.asarray(v) for k, v in params[FACTORS].items()}
+            check_feature_width(X, factors["whitening"].shape[-1])
+            constant = class_constant(factors["rank"], factors["log_normalizer"])
+            return per_class_quadratic_scores(
+                X, np.asarray(params["means"]), factors["whitening"], constant
+            )
         return self.structure.scores(self.emission(params), X)
 
     def recompute_statistics(self, stats) -> dict:
@@ -317,9 +326,14 @@ class GaussianStory(Story):
         return {}
 
     def scores_on_host(self, params) -> bool:
-        """A shared full covariance factorized with its linear terms (:meth:`factorize`): one
-        (n, D) x (D, K) product, faster on the host than the copy to the device."""
-        return LINEAR_TERMS in params.get(FACTORS, {})
+        """A factorized full covariance (:meth:`factorize`): shared with its linear terms, one
+        (n, D) x (D, K) product; per class, K (n, D) x (D, D) products of the rows less each
+        mean. Faster in NumPy's BLAS than the copy to the device and its compiled products,
+        and no compilation per row count."""
+        factors = params.get(FACTORS, {})
+        if LINEAR_TERMS in factors:
+            return True
+        return self.structure.full and not self.shared and np.ndim(factors.get("whitening")) == 3
 
     # -- closed form -----------------------------------------------------------------------------
     def sufficient_statistics(self, X, R):
