@@ -111,24 +111,70 @@ def test_discriminant_differs_from_the_log_density_by_a_row_term_only(story):
             assert np.ptp(shift[:, 0]) > 1.0
 
 
+def _stored_twice(X):
+    """CSR ``X`` with each stored value split into two halves stored at the same place (the
+    (data, (row, col)) constructor would sum them)."""
+    lengths = np.diff(X.indptr)
+    indptr = np.concatenate([[0], np.cumsum(2 * lengths)])
+    indices = np.concatenate(
+        [np.tile(X.indices[a:b], 2) for a, b in zip(X.indptr[:-1], X.indptr[1:], strict=True)]
+    )
+    data = np.concatenate(
+        [np.tile(X.data[a:b] / 2, 2) for a, b in zip(X.indptr[:-1], X.indptr[1:], strict=True)]
+    )
+    twice = scipy.sparse.csr_matrix((data, indices.astype(X.indices.dtype), indptr), shape=X.shape)
+    assert twice.nnz == 2 * X.nnz and not twice.has_canonical_format
+    return twice
+
+
 def test_duplicate_entries_score_like_their_sum():
     """A CSR matrix storing a word twice in a row means the summed count (log x! of the total)."""
     X, y = synthetic(n=200, d=40)
-    coo = X.tocoo()
-    halves = scipy.sparse.csr_matrix(
-        (
-            np.concatenate([coo.data / 2, coo.data / 2]),
-            (np.concatenate([coo.row, coo.row]), np.concatenate([coo.col, coo.col])),
-        ),
-        shape=X.shape,
-    )
-    halves.has_canonical_format = False
+    halves = _stored_twice(X)
     ours = genprob.MultinomialNB().fit(X, y)
     np.testing.assert_allclose(
         ours.predict_joint_log_proba(halves), ours.predict_joint_log_proba(X), rtol=1e-12
     )
     refit = genprob.MultinomialNB().fit(halves, y)
     np.testing.assert_allclose(refit.feature_count_, ours.feature_count_, rtol=1e-12)
+
+
+def test_binarized_duplicate_entries_are_summed_first():
+    """BernoulliNB binarizes a word's total count in a row, not each stored copy of it: 0.3 +
+    0.3 stored twice is 0.6, above a threshold of 0.5, as the summed matrix says."""
+    rng = np.random.default_rng(3)
+    dense = rng.choice([0.0, 0.6, 2.0], size=(60, 8), p=[0.6, 0.3, 0.1])
+    y = np.arange(60) % 2
+    summed = scipy.sparse.csr_matrix(dense)
+    halves = _stored_twice(summed)
+    ours = genprob.BernoulliNB(binarize=0.5).fit(halves, y)
+    reference = genprob.BernoulliNB(binarize=0.5).fit(summed, y)
+    np.testing.assert_allclose(ours.feature_count_, reference.feature_count_, rtol=1e-12)
+    np.testing.assert_allclose(
+        ours.predict_proba(halves), reference.predict_proba(summed), rtol=1e-12
+    )
+    assert not halves.has_canonical_format  # the caller's matrix is left as it was
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_integer_counts_with_unsorted_indices_keep_them(sms, name):
+    """CountVectorizer's integer CSR has unsorted row indices; converted to floating point
+    without SciPy's sorting astype, it gives the posteriors of the sorted float matrix and is
+    left unchanged."""
+    X, y = sms
+    assert X.dtype.kind == "i" and not X.has_sorted_indices
+    indices = X.indices.copy()
+    canonical = X.astype(np.float64)
+    canonical.sort_indices()
+    ours = getattr(genprob, name)().fit(X, y)
+    reference = getattr(genprob, name)().fit(canonical, y)
+    np.testing.assert_allclose(
+        ours.predict_proba(X), reference.predict_proba(canonical), rtol=1e-10, atol=1e-14
+    )
+    np.testing.assert_array_equal(ours.predict(X), reference.predict(canonical))
+    np.testing.assert_array_equal(X.indices, indices)
+    reference_sk = getattr(sknb, name)().fit(X, y)
+    np.testing.assert_allclose(ours.predict_proba(X), reference_sk.predict_proba(X), atol=1e-8)
 
 
 @pytest.mark.parametrize("name", NAMES)
