@@ -174,6 +174,14 @@ def padded_rows(num_rows: int, num_features: int | None = None) -> int:
     return -(-num_rows // 4096) * 4096
 
 
+def is_small(X) -> bool:
+    """True for a dense 2-D ``X`` that is padded to a bucket size (:func:`row_padding`): at
+    most ``PAD_LIMIT`` rows and ``PAD_ENTRY_LIMIT`` entries."""
+    return (
+        X.ndim == 2 and 0 < X.shape[0] <= PAD_LIMIT and X.shape[0] * X.shape[1] <= PAD_ENTRY_LIMIT
+    )
+
+
 def row_padding(X, *, passes: str = "one") -> int:
     """Rows to append to the dense 2-D ``X`` (NumPy or JAX) to reach its bucket size
     (``padded_rows``); 0 for sparse input, more than ``PAD_LIMIT`` rows or more than
@@ -185,7 +193,7 @@ def row_padding(X, *, passes: str = "one") -> int:
     """
     if not isinstance(X, np.ndarray | jax.Array) or X.ndim != 2:
         return 0
-    if not 0 < X.shape[0] <= PAD_LIMIT or X.shape[0] * X.shape[1] > PAD_ENTRY_LIMIT:
+    if not is_small(X):
         return 0
     return padded_rows(X.shape[0], X.shape[1] if passes == "one" else None) - X.shape[0]
 

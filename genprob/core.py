@@ -177,7 +177,7 @@ def _host_class_scores(story: Story, params: dict, X) -> np.ndarray | None:
     rows of a story that scores on the host (:meth:`Story.scores_on_host`); None otherwise.
     (n, K) work and no copy or compilation per row count."""
     sparse = scipy.sparse.issparse(X)
-    if not (sparse or (isinstance(X, np.ndarray) and story.scores_on_host(params))):
+    if not (sparse or (isinstance(X, np.ndarray) and story.scores_on_host(params, X))):
         return None
     if sparse:
         _check_scipy_sparse(story)
@@ -308,13 +308,17 @@ def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None
             R = R * jnp.asarray(sample_weight, dtype=R.dtype)[:, None]
         return R
     # on the host: an eager one_hot compiles a program per row count
-    codes = np.asarray(y)
-    R = np.zeros((codes.shape[0], num_classes), dtype=dtype)
+    return jax.device_put(one_hot_rows(np.asarray(y), num_classes, sample_weight, dtype))
+
+
+def one_hot_rows(codes: np.ndarray, num_classes: int, sample_weight=None, dtype=None):
+    """:func:`one_hot_responsibilities` of checked host codes, as a NumPy array."""
+    R = np.zeros((codes.shape[0], num_classes), dtype=dtype or np.result_type(float))
     labeled = np.flatnonzero(codes >= 0)
     R[labeled, codes[labeled]] = 1.0
     if sample_weight is not None:
-        R *= np.asarray(sample_weight, dtype=dtype)[:, None]
-    return jax.device_put(R)
+        R *= np.asarray(sample_weight, dtype=R.dtype)[:, None]
+    return R
 
 
 def sufficient_statistics(story: Story, X, R) -> dict:

@@ -338,10 +338,11 @@ class Story(metaclass=_StoryType):
         recomputation reproduces bit for bit and recomputes them on loading. None by default."""
         return {}
 
-    def scores_on_host(self, params: dict) -> bool:
-        """True when :meth:`discriminant` scores NumPy rows on the host, returning NumPy, in less
-        time than moving them to the device (a few BLAS products, e.g. a linear score from
-        parameters factorized once). Predictions then skip the copy and the compilation."""
+    def scores_on_host(self, params: dict, X) -> bool:
+        """True when :meth:`discriminant` scores the NumPy rows ``X`` on the host, returning
+        NumPy, in less time than moving them to the device (a few BLAS products, e.g. a linear
+        score from parameters factorized once). Predictions then skip the copy and the
+        compilation."""
         return False
 
     # -- optional closed form --------------------------------------------------------------------

@@ -822,12 +822,16 @@ def test_host_factors_of_covariances_match_the_compiled_factorization():
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("reg_param", [0.0, 0.3])
-def test_host_scores_of_per_class_covariances_match_the_device_program(dtype, reg_param):
-    """QDA predictions are K (n, D) x (D, D) products of the rows less each mean, in NumPy
-    blocks: no compiled program per row count. They equal the compiled scores on ordinary
-    rows, on huge ones (the block's scaled path, |x| up to 1e300 in float64) and on blocks
-    mixing both, and scikit-learn's posteriors on the ordinary rows."""
+@pytest.mark.parametrize(
+    "name, setting",
+    [("qda", 0.0), ("qda", 0.3), ("gnb", 1e-9), ("gnb", 1e-2)],
+)
+def test_host_scores_of_per_class_spreads_match_the_device_program(dtype, name, setting):
+    """QDA and Gaussian NB predictions are K products of the rows less each mean (with each
+    class's whitening, or its inverse standard deviations), in NumPy blocks: no compiled
+    program per row count. They equal the compiled scores on ordinary rows, on huge ones (the
+    block's scaled path, |x| up to 1e300 in float64) and on blocks mixing both, and
+    scikit-learn's posteriors on the ordinary rows."""
     from genprob._dtype import precision
     from genprob.families.gaussian import distributions
 
@@ -835,7 +839,12 @@ def test_host_scores_of_per_class_covariances_match_the_device_program(dtype, re
     X = np.concatenate([rng.normal(m, s, size=(60, 4)) for m, s in ((0, 1), (2, 0.5), (-1, 2))])
     X[:, 1] += 1e3  # far from the origin: each class is whitened about its own mean
     y = np.repeat([0, 1, 2], 60)
-    estimator = genprob.QuadraticDiscriminantAnalysis(reg_param=reg_param, dtype=dtype)
+    if name == "qda":
+        estimator = genprob.QuadraticDiscriminantAnalysis(reg_param=setting, dtype=dtype)
+        reference = skda.QuadraticDiscriminantAnalysis(reg_param=setting).fit(X, y)
+    else:
+        estimator = genprob.GaussianNB(var_smoothing=setting, dtype=dtype)
+        reference = sknb.GaussianNB(var_smoothing=setting).fit(X, y)
     estimator.fit(X, y)
     huge = 1e300 if dtype == "float64" else 1e30
     step = distributions._HOST_BLOCK_ENTRIES // X.shape[1]  # rows of one host block
@@ -844,7 +853,10 @@ def test_host_scores_of_per_class_covariances_match_the_device_program(dtype, re
     rows = rows.astype(dtype)
     with precision(dtype):
         params = estimator._params_jax()
-        assert estimator.story_.scores_on_host(params)
+        assert estimator.story_.scores_on_host(params, rows)
+        # variances score large inputs on the device (one expanded product wins there)
+        large = np.zeros((1 << 16, 4), dtype)
+        assert estimator.story_.scores_on_host(params, large) == (name == "qda")
         on_device = np.asarray(core._predict_log_proba(estimator.story_, params, rows))
     on_host = estimator.predict_log_proba(rows)
     assert on_host.dtype == np.dtype(dtype)
@@ -853,7 +865,6 @@ def test_host_scores_of_per_class_covariances_match_the_device_program(dtype, re
     np.testing.assert_allclose(np.exp(on_host), np.exp(on_device), atol=tolerance)
     np.testing.assert_allclose(estimator.predict_proba(rows), np.exp(on_host), atol=tolerance)
     np.testing.assert_array_equal(estimator.predict(rows), np.argmax(on_host, axis=1))
-    reference = skda.QuadraticDiscriminantAnalysis(reg_param=reg_param).fit(X, y)
     np.testing.assert_allclose(
         estimator.predict_proba(X.astype(dtype)),
         reference.predict_proba(X),

@@ -361,7 +361,7 @@ def test_host_scores_of_a_shared_covariance_match_the_device_program(dtype):
     rows = np.concatenate([X[:50], X[:50] * huge, X[:50] * 1e-30, -X[:50] * huge]).astype(dtype)
     with precision(dtype):
         params = estimator._params_jax()
-        assert estimator.story_.scores_on_host(params)
+        assert estimator.story_.scores_on_host(params, rows)
         on_device = np.asarray(core._predict_log_proba(estimator.story_, params, rows))
     on_host = estimator.predict_log_proba(rows)
     assert on_host.dtype == np.dtype(dtype)

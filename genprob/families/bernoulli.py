@@ -176,9 +176,15 @@ def scipy_linear_scores(X, weights, offset) -> np.ndarray:
     return np.asarray(X @ np.ascontiguousarray(weights.T)) + np.asarray(offset, dtype=X.dtype)
 
 
-def host_if_sparse(X, array):
-    """``array`` as NumPy when ``X`` is a SciPy sparse matrix (small host work beats dispatch)."""
-    return np.asarray(array) if scipy.sparse.issparse(X) else array
+def host_rows(X) -> bool:
+    """True for rows scored on the host: a SciPy sparse matrix or a NumPy array."""
+    return scipy.sparse.issparse(X) or isinstance(X, np.ndarray)
+
+
+def host_if_host_rows(X, array):
+    """``array`` as NumPy when ``X`` is scored on the host (:func:`host_rows`): one BLAS or
+    SciPy product beats the copy to the device and its dispatch."""
+    return np.asarray(array) if host_rows(X) else array
 
 
 def linear_discriminant(X, weights, offset):
@@ -196,9 +202,14 @@ def linear_discriminant(X, weights, offset):
             f"features."
         )
     weights, offset = weights[1:] - weights[:1], offset[1:] - offset[:1]
-    if scipy.sparse.issparse(X):
-        rest = scipy_linear_scores(X, weights, offset)
-        return np.concatenate([np.zeros((X.shape[0], 1), rest.dtype), rest], axis=1)
+    if host_rows(X):
+        out = np.zeros((X.shape[0], len(weights) + 1), np.result_type(X.dtype, weights.dtype))
+        if scipy.sparse.issparse(X):
+            out[:, 1:] = scipy_linear_scores(X, weights, offset)
+        else:
+            np.matmul(X, weights.astype(out.dtype, copy=False).T, out=out[:, 1:])
+            out[:, 1:] += offset
+        return out
     rest = linear_log_prob(X[:, None, :], weights, offset)
     return jnp.concatenate([jnp.zeros((X.shape[0], 1), rest.dtype), rest], axis=1)
 
@@ -301,7 +312,11 @@ class BernoulliStory(Story):
 
     def discriminant(self, params, X):
         """The linear form less class 0's (K - 1 products; the same posteriors)."""
-        return linear_discriminant(X, *bernoulli_linear_form(host_if_sparse(X, params["probs"])))
+        return linear_discriminant(X, *bernoulli_linear_form(host_if_host_rows(X, params["probs"])))
+
+    def scores_on_host(self, params, X) -> bool:
+        """NumPy rows: one (n, D) x (D, K - 1) product (as SciPy's for sparse rows)."""
+        return True
 
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]

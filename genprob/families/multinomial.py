@@ -50,7 +50,7 @@ from genprob.families.bernoulli import (
     check_alpha,
     check_non_negative_values,
     floor_log,
-    host_if_sparse,
+    host_if_host_rows,
     linear_discriminant,
     linear_log_prob,
     weighted_sums,
@@ -186,8 +186,12 @@ class MultinomialStory(Story):
     def discriminant(self, params, X):
         """The class-dependent part ``x . log probs[k]`` less class 0's: the multinomial
         coefficient ``log n! - sum_j log x_j!`` and ``x . log probs[0]`` depend on the row only."""
-        probs = host_if_sparse(X, params["probs"])
+        probs = host_if_host_rows(X, params["probs"])
         return linear_discriminant(X, *multinomial_linear_form(probs))
+
+    def scores_on_host(self, params, X) -> bool:
+        """NumPy rows: one (n, D) x (D, K - 1) product (as SciPy's for sparse rows)."""
+        return True
 
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]

@@ -141,31 +141,43 @@ def shared_linear_scores(rows, center, gain, directions, offset):
 
 
 def per_class_quadratic_scores(rows, loc, whitening, constant):
-    """:meth:`WhitenedNormal.quadratic_scores` of per-class whitenings on host rows, up to a
-    term of the row: ``-||(x - mu_k) W_k||^2 / 2 + constant_k`` (n, K) in NumPy.
+    """Per-class Gaussian scores of host rows, up to a term of the row (as
+    :meth:`WhitenedNormal.quadratic_scores` and :meth:`DiagonalNormal.quadratic_scores`):
+    ``-||(x - mu_k) W_k||^2 / 2 + constant_k`` (n, K) in NumPy.
 
-    Each class whitens ``x - mu_k`` directly (exact near the class, no centering error bound
-    to check) in blocks of rows that stay in cache: K (m, D) x (D, D) products per block, no
+    Each class whitens ``x - mu_k`` directly (exact near the class, no expansion error bound
+    to check) in blocks of rows that stay in cache: per block, K (m, D) x (D, D) products, or
+    K elementwise products with the inverse standard deviations of a diagonal spread; no
     compilation per row count. Blocks holding a row too large to square unscaled take
     :func:`row_scale`'s scaled path, as on the device.
 
     Args:
-        rows: (n, D). loc: (K, D). whitening: (K, D, D). constant: (K,) class constants.
+        rows: (n, D). loc: (K, D). whitening: (K, D, D), or (K, D) for diagonal spreads
+            (``1 / sd``). constant: (K,) class constants.
     """
+    diagonal = whitening.ndim == 2
     center = loc.mean(axis=0)
-    gain = np.max(np.sum(np.abs(whitening), axis=-2))
+    gain = np.max(np.abs(whitening) if diagonal else np.sum(np.abs(whitening), axis=-2))
     blocks = _HostBlocks(rows, loc, gain, center)
     out = np.empty(rows.shape[:-1] + constant.shape, np.result_type(rows, whitening))
-    whitened = np.empty((blocks.step, rows.shape[-1]), out.dtype)
+    num_features = rows.shape[-1]
+    whitened = np.empty(blocks.step * num_features, out.dtype)
+    tiled = blocks.tiled_like(whitening) if diagonal else None
     for start, block, centered in blocks:
         scores = out[start : start + len(block)]
         if centered is None:
             with np.errstate(over="ignore", under="ignore"):
                 scores[...] = _scaled_quadratic_block(block, loc, whitening, center, gain)
         else:
-            z = whitened[: len(block)]
+            size = len(block) * num_features
+            z = whitened[:size].reshape(len(block), num_features)
             for k in range(len(loc)):
-                np.matmul(centered[k], whitening[k], out=z)
+                if tiled is not None:
+                    np.multiply(centered[k].reshape(-1), tiled[k, :size], out=whitened[:size])
+                elif diagonal:
+                    np.multiply(centered[k], whitening[k], out=z)
+                else:
+                    np.matmul(centered[k], whitening[k], out=z)
                 np.einsum("nd,nd->n", z, z, out=scores[:, k])
         scores *= -0.5
         scores += constant
@@ -176,9 +188,15 @@ def _scaled_quadratic_block(rows, loc, whitening, center, gain):
     """``q`` of :func:`per_class_quadratic_scores` for rows that need :func:`row_scale`: the
     device's direct path in NumPy, less its row minimum (-2x the scores, before constants)."""
     scale = row_scale(rows, center, gain)[..., None]
+    diagonal = whitening.ndim == 2
     quadratic = np.stack(
         [
-            np.sum(np.square((rows / scale - mu / scale) @ w), axis=-1)
+            np.sum(
+                np.square(
+                    (rows / scale - mu / scale) * w if diagonal else (rows / scale - mu / scale) @ w
+                ),
+                axis=-1,
+            )
             for mu, w in zip(loc, whitening, strict=True)
         ],
         axis=-1,
@@ -194,20 +212,29 @@ class _HostBlocks:
     (``max(|x|, |c|) gain`` above the dtype's ``max ** (1/4)``: :func:`row_scale` then
     applies).
 
-    The subtraction runs on flat buffers against the centers tiled to a block: a broadcast
-    over rows of D entries runs NumPy's inner loop D entries at a time, 2-3x slower.
+    Over several blocks the subtraction runs on flat buffers against the centers tiled to a
+    block (:meth:`tiled_like`): a broadcast over rows of D entries runs NumPy's inner loop D
+    entries at a time, 2-3x slower. Fewer rows are broadcast, not worth a tiled copy.
     """
 
     def __init__(self, rows, centers, gain, reference=None):
         num_features = rows.shape[-1]
-        self.rows = rows
+        self.rows, self.centers = rows, centers.astype(rows.dtype, copy=False)
         self.step = max(64, _HOST_BLOCK_ENTRIES // max(num_features, 1))
+        self.tiling = len(rows) > 2 * self.step
         self.step = min(self.step, max(len(rows), 1))
         reference = centers if reference is None else reference
         self.limit = np.finfo(rows.dtype).max ** 0.25 / gain if gain > 0 else np.inf
         self.center_magnitude = np.max(np.abs(reference), initial=0.0)
-        self.tiled = np.tile(centers.astype(rows.dtype, copy=False), (1, self.step))
+        self.tiled = self.tiled_like(self.centers)
         self.buffer = np.empty((len(centers), self.step * num_features), rows.dtype)
+
+    def tiled_like(self, values):
+        """``values`` (C, D) repeated over a block's rows, flat (C, step D); None without
+        tiling."""
+        if not self.tiling:
+            return None
+        return np.tile(values.astype(self.rows.dtype, copy=False), (1, self.step))
 
     def __iter__(self):
         rows, num_features = self.rows, self.rows.shape[-1]
@@ -219,10 +246,15 @@ class _HostBlocks:
                 yield start, block, None
                 continue
             size = len(block) * num_features
-            entries = flat[start * num_features : start * num_features + size]
-            centered = self.buffer[:, :size]
-            np.subtract(entries, self.tiled[:, :size], out=centered)
-            yield start, block, centered.reshape(len(self.buffer), len(block), num_features)
+            centered = self.buffer[:, :size].reshape(len(self.buffer), len(block), num_features)
+            if self.tiled is None:
+                np.subtract(block, self.centers[:, None, :], out=centered)
+            else:
+                entries = flat[start * num_features : start * num_features + size]
+                np.subtract(
+                    entries, self.tiled[:, :size], out=centered.reshape(len(self.buffer), -1)
+                )
+            yield start, block, centered
 
 
 #: Entries of one block of host rows scored at a time (1 MiB of float64: in cache).
