@@ -185,9 +185,16 @@ def _host_class_scores(story: Story, params: dict, X) -> np.ndarray | None:
         return np.log(np.asarray(params[CLASS_PRIOR])) + story.discriminant(params, X)
 
 
-#: ``exp`` below this is under 1e-304 (and NumPy's exp leaves its vector loop for the last
-#: few units before the subnormals, 10-100x slower): such terms are taken as 0.
-_EXP_FLOOR = -700.0
+#: ``exp`` below this is under 1e-304 in float64 (1.8e-35 in float32), and NumPy's exp leaves
+#: its vector loop for the last few units before the subnormals (10-100x slower): such terms
+#: are taken as 0.
+_EXP_FLOOR = {8: -700.0, 4: -80.0}
+
+
+def _exp_floor(dtype) -> float:
+    return _EXP_FLOOR.get(np.dtype(dtype).itemsize, -700.0)
+
+
 #: Rows normalized at a time: their (K, m) buffers stay in cache.
 _NORMALIZE_ROWS = 8192
 
@@ -197,11 +204,12 @@ def host_normalized(scores: np.ndarray, *, log: bool) -> np.ndarray:
     log-sum-exp) or posteriors (a softmax), without a pass through the log domain.
 
     Rows must have a finite score (:func:`~genprob._validation.check_scored_rows`). Terms
-    below ``exp(-700)`` of a row's largest are taken as 0: they leave its sum of at least 1
-    unchanged, so log posteriors are exact, and a posterior below 1e-304 is returned as 0 (as
-    XLA, which flushes subnormals, does on the device). Blocks of rows are transposed to (K, m)
-    so that each class is a contiguous vector: NumPy's ufuncs over the short rows of (n, K)
-    run 2-3x slower (scipy.special.softmax costs several times more on small K).
+    below ``exp(-700)`` of a row's largest (``exp(-80)`` in float32) are taken as 0: they leave
+    its sum of at least 1 unchanged, so log posteriors are exact, and a posterior below 1e-304
+    (1.8e-35) is returned as 0, as XLA, which flushes subnormals, does on the device. Blocks
+    of rows are transposed to (K, m) so that each class is a contiguous vector: NumPy's ufuncs
+    over the short rows of (n, K) run 2-3x slower (scipy.special.softmax costs several times
+    more on small K).
     """
     scores = np.asarray(scores)
     num_rows, num_classes = scores.shape
@@ -211,6 +219,7 @@ def host_normalized(scores: np.ndarray, *, log: bool) -> np.ndarray:
     terms = np.empty_like(shifted)
     below = np.empty(shifted.shape, bool)
     total = np.empty(step, out.dtype)
+    floor = _exp_floor(out.dtype)
     for start in range(0, num_rows, step):
         block = scores[start : start + step].T
         size = block.shape[1]
@@ -219,9 +228,9 @@ def host_normalized(scores: np.ndarray, *, log: bool) -> np.ndarray:
         for k in range(1, num_classes):
             np.maximum(t, block[k], out=t)
         np.subtract(block, t, out=z)
-        np.maximum(z, _EXP_FLOOR, out=e)
+        np.maximum(z, floor, out=e)
         np.exp(e, out=e)
-        np.less(z, _EXP_FLOOR, out=low)
+        np.less(z, floor, out=low)
         np.putmask(e, low, 0.0)
         np.copyto(t, e[0])
         for k in range(1, num_classes):
@@ -237,12 +246,13 @@ def host_normalized(scores: np.ndarray, *, log: bool) -> np.ndarray:
 
 
 def exp_flushed(log_values):
-    """``exp`` of log posteriors in NumPy, 0 below ``exp(-700)`` (see :func:`host_normalized`):
-    exact elsewhere, without NumPy's slow loop for arguments near the subnormals."""
+    """``exp`` of log posteriors in NumPy, 0 below ``exp(-700)`` (``exp(-80)`` in float32; see
+    :func:`host_normalized`): exact elsewhere, without NumPy's slow loop near the subnormals."""
     log_values = np.asarray(log_values)
-    values = np.maximum(log_values, _EXP_FLOOR)
+    floor = _exp_floor(log_values.dtype)
+    values = np.maximum(log_values, floor)
     np.exp(values, out=values)
-    np.putmask(values, log_values < _EXP_FLOOR, 0.0)
+    np.putmask(values, log_values < floor, 0.0)
     return values
 
 

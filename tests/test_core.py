@@ -97,3 +97,9 @@ def test_host_normalization_equals_the_row_reduction(num_classes, num_rows):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-14)
     np.testing.assert_array_equal(exp_flushed(log_proba) == 0.0, tiny)
     np.testing.assert_allclose(exp_flushed(log_proba)[~tiny], expected_proba[~tiny], rtol=1e-13)
+    # float32: terms below exp(-80) (1.8e-35) are 0, the rest as NumPy's reduction gives them
+    single = host_normalized(scores.astype(np.float32), log=False)
+    tiny32 = expected < -80.0
+    assert single.dtype == np.float32 and np.all(single[tiny32] == 0.0)
+    np.testing.assert_allclose(single[~tiny32], expected_proba[~tiny32], rtol=2e-4, atol=1e-30)
+    np.testing.assert_allclose(single.sum(axis=1), 1.0, rtol=1e-6)

@@ -238,7 +238,7 @@ class _HostBlocks:
 
     def __iter__(self):
         rows, num_features = self.rows, self.rows.shape[-1]
-        flat = np.ascontiguousarray(rows).reshape(-1)
+        flat = None if self.tiled is None else np.ascontiguousarray(rows).reshape(-1)
         for start in range(0, len(rows), self.step):
             block = rows[start : start + self.step]
             peak = max(block.max(initial=0.0), -block.min(initial=0.0))  # no |x| temporary
