@@ -228,10 +228,7 @@ def host_normalized(scores: np.ndarray, *, log: bool) -> np.ndarray:
         for k in range(1, num_classes):
             np.maximum(t, block[k], out=t)
         np.subtract(block, t, out=z)
-        np.maximum(z, floor, out=e)
-        np.exp(e, out=e)
-        np.less(z, floor, out=low)
-        np.putmask(e, low, 0.0)
+        _exp_above(z, floor, e, low)
         np.copyto(t, e[0])
         for k in range(1, num_classes):
             np.add(t, e[k], out=t)
@@ -249,11 +246,18 @@ def exp_flushed(log_values):
     """``exp`` of log posteriors in NumPy, 0 below ``exp(-700)`` (``exp(-80)`` in float32; see
     :func:`host_normalized`): exact elsewhere, without NumPy's slow loop near the subnormals."""
     log_values = np.asarray(log_values)
-    floor = _exp_floor(log_values.dtype)
-    values = np.maximum(log_values, floor)
-    np.exp(values, out=values)
-    np.putmask(values, log_values < floor, 0.0)
+    values = np.empty_like(log_values)
+    _exp_above(log_values, _exp_floor(log_values.dtype), values, np.empty(values.shape, bool))
     return values
+
+
+def _exp_above(values, floor, out, below):
+    """``out = exp(values)``, 0 where ``values < floor``, run in NumPy's vector loop (the
+    arguments are clipped to ``floor`` first); ``below`` is a boolean buffer."""
+    np.maximum(values, floor, out=out)
+    np.exp(out, out=out)
+    np.less(values, floor, out=below)
+    np.putmask(out, below, 0.0)
 
 
 @program

@@ -832,8 +832,8 @@ def test_host_scores_of_per_class_spreads_match_the_device_program(dtype, name, 
     program per row count. They equal the compiled scores on ordinary rows, on huge ones (the
     block's scaled path, |x| up to 1e300 in float64) and on blocks mixing both, and
     scikit-learn's posteriors on the ordinary rows."""
-    from genprob._dtype import precision
     from genprob.families.gaussian import distributions
+    from tests._host_scoring import host_and_device_log_proba
 
     rng = np.random.default_rng(7)
     X = np.concatenate([rng.normal(m, s, size=(60, 4)) for m, s in ((0, 1), (2, 0.5), (-1, 2))])
@@ -851,18 +851,10 @@ def test_host_scores_of_per_class_spreads_match_the_device_program(dtype, name, 
     ordinary = np.resize(X, (step + 30, 4))  # a whole ordinary block, then a mixed one
     rows = np.concatenate([ordinary, X[:20] * huge, X[:20] * 1e-30, -X[:20] * huge])
     rows = rows.astype(dtype)
-    with precision(dtype):
-        params = estimator._params_jax()
-        assert estimator.story_.scores_on_host(params, rows)
-        # variances score large inputs on the device (one expanded product wins there)
-        large = np.zeros((1 << 16, 4), dtype)
-        assert estimator.story_.scores_on_host(params, large) == (name == "qda")
-        on_device = np.asarray(core._predict_log_proba(estimator.story_, params, rows))
-    on_host = estimator.predict_log_proba(rows)
-    assert on_host.dtype == np.dtype(dtype)
-    assert np.all(np.isfinite(np.exp(on_host)))
-    tolerance = 1e-9 if dtype == "float64" else 2e-3
-    np.testing.assert_allclose(np.exp(on_host), np.exp(on_device), atol=tolerance)
+    on_host, tolerance = host_and_device_log_proba(estimator, rows, dtype)
+    # variances score large inputs on the device (one expanded product wins there)
+    large = np.zeros((1 << 16, 4), dtype)
+    assert estimator.story_.scores_on_host(estimator._params_jax(), large) == (name == "qda")
     np.testing.assert_allclose(estimator.predict_proba(rows), np.exp(on_host), atol=tolerance)
     np.testing.assert_array_equal(estimator.predict(rows), np.argmax(on_host, axis=1))
     np.testing.assert_allclose(

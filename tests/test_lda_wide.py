@@ -10,6 +10,7 @@ import genprob
 from genprob import core
 from genprob._dtype import precision
 from genprob.families.gaussian import FACTORS, GaussianStory
+from tests._host_scoring import host_and_device_log_proba
 
 
 def _wide(num_rows, num_features, seed=9):
@@ -359,15 +360,7 @@ def test_host_scores_of_a_shared_covariance_match_the_device_program(dtype):
     estimator.fit(X, y)
     huge = 1e300 if dtype == "float64" else 1e30
     rows = np.concatenate([X[:50], X[:50] * huge, X[:50] * 1e-30, -X[:50] * huge]).astype(dtype)
-    with precision(dtype):
-        params = estimator._params_jax()
-        assert estimator.story_.scores_on_host(params, rows)
-        on_device = np.asarray(core._predict_log_proba(estimator.story_, params, rows))
-    on_host = estimator.predict_log_proba(rows)
-    assert on_host.dtype == np.dtype(dtype)
-    assert np.all(np.isfinite(np.exp(on_host)))
-    tolerance = 1e-9 if dtype == "float64" else 2e-3
-    np.testing.assert_allclose(np.exp(on_host), np.exp(on_device), atol=tolerance)
+    on_host, _ = host_and_device_log_proba(estimator, rows, dtype)
     np.testing.assert_allclose(
         np.exp(on_host[:50]),
         SkLDA(solver="lsqr", shrinkage=0.2).fit(X, y).predict_proba(X[:50]),

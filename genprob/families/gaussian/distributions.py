@@ -91,6 +91,19 @@ def whiten_twice(vectors, whitening):
     return (vectors @ whitening) @ whitening.T
 
 
+def whitening_gain(whitening):
+    """Bound on ``|x W| / |x|`` over every class: the largest column sum of ``|W|`` (NumPy or
+    JAX), what :func:`row_scale` scales rows by."""
+    xp = _array_module(whitening)
+    return xp.max(xp.sum(xp.abs(whitening), axis=-2))
+
+
+def diagonal_log_normalizer(variances):
+    """``-1/2 sum_j log(2 pi var_kj)`` (K,) of per-feature variances (NumPy or JAX)."""
+    xp = _array_module(variances)
+    return -0.5 * xp.sum(xp.log(2.0 * np.pi * variances), axis=-1)
+
+
 def class_constant(rank, log_normalizer):
     """The log density's constant of each class: ``-rank/2 log 2 pi`` plus the log normalizer."""
     return -0.5 * rank * _LOG_2PI + log_normalizer
@@ -107,7 +120,7 @@ def linear_terms(loc, whitening, log_normalizer, rank, xp=jnp) -> dict:
             :class:`WhitenedNormal` (scalars for a shared ``W``).
     """
     center = xp.mean(loc, axis=0)
-    gain = xp.max(xp.sum(xp.abs(whitening), axis=-2))
+    gain = whitening_gain(whitening)
     mw = (loc - center) @ whitening
     offset = -0.5 * xp.sum(mw * mw, axis=-1) + class_constant(rank, log_normalizer)
     return {"center": center, "gain": gain, "directions": whitening @ mw.T, "offset": offset}
@@ -157,7 +170,7 @@ def per_class_quadratic_scores(rows, loc, whitening, constant):
     """
     diagonal = whitening.ndim == 2
     center = loc.mean(axis=0)
-    gain = np.max(np.abs(whitening) if diagonal else np.sum(np.abs(whitening), axis=-2))
+    gain = np.max(np.abs(whitening)) if diagonal else whitening_gain(whitening)
     blocks = _HostBlocks(rows, loc, gain, center)
     out = np.empty(rows.shape[:-1] + constant.shape, np.result_type(rows, whitening))
     num_features = rows.shape[-1]
@@ -341,7 +354,7 @@ class WhitenedNormal(dist.Distribution):
         """``(c, s, (x - c) / s)``: the mean of the class means, the rows' scales
         (:func:`row_scale`) and the scaled rows about ``c``."""
         center = jnp.mean(self.loc.reshape(-1, self.loc.shape[-1]), axis=0)
-        gain = jnp.max(jnp.sum(jnp.abs(self.whitening), axis=-2))
+        gain = whitening_gain(self.whitening)
         scale = row_scale(value, center, gain)
         return center, scale, value / scale[..., None] - center / scale[..., None]
 
@@ -487,7 +500,7 @@ class DiagonalNormal(dist.Distribution):
         return jnp.broadcast_to(self.variances, self.batch_shape + self.event_shape)
 
     def _log_normalizer(self):
-        return -0.5 * jnp.sum(jnp.log(2.0 * jnp.pi * self.variance), axis=-1)
+        return diagonal_log_normalizer(self.variance)
 
     def _expansion(self):
         """Center ``c`` (mean of the class means, held fixed under differentiation), precisions

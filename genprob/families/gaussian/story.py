@@ -22,6 +22,7 @@ from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
     cholesky_factors,
     class_constant,
+    diagonal_log_normalizer,
     full_gaussian,
     full_rank_factors,
     linear_terms,
@@ -322,7 +323,7 @@ class GaussianStory(Story):
             else:
                 variances = np.asarray(params[self.spread_name])
                 whitening = 1.0 / np.sqrt(variances)
-                constant = -0.5 * np.sum(np.log(2.0 * np.pi * variances), axis=-1)
+                constant = diagonal_log_normalizer(variances)
             return per_class_quadratic_scores(X, means, whitening, constant)
         return self.structure.scores(self.emission(params), X)
 
