@@ -39,6 +39,8 @@ from genprob._validation import (
     check_responsibilities,
     core_label_codes,
     is_concrete,
+    refuse_unscored_rows,
+    unscored_rows,
 )
 from genprob.masking import has_missing, marginalized
 from genprob.story import CLASS_PRIOR, ClassConditional, Story, class_distribution
@@ -166,23 +168,44 @@ def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
 def _predict_log_proba_of_checked(story: Story, params: dict, X) -> jax.Array:
     """:func:`predict_log_proba` of features already checked on the host (see
     :func:`_joint_log_prob_of_checked`)."""
-    scores = _host_class_scores(story, params, X)
-    if scores is not None:
-        return jax.device_put(host_normalized(scores, log=True))
+    log_proba = _host_posteriors(story, params, X, "log")
+    if log_proba is not None:
+        return jax.device_put(log_proba)
     return _predict_log_proba(story.without_sampling_settings(), params, X)
 
 
-def _host_class_scores(story: Story, params: dict, X) -> np.ndarray | None:
-    """``log pi_k`` + :meth:`Story.discriminant` (n, K) in NumPy for SciPy sparse rows or host
-    rows of a story that scores on the host (:meth:`Story.scores_on_host`); None otherwise.
-    (n, K) work and no copy or compilation per row count."""
+def _host_posteriors(story: Story, params: dict, X, kind: str) -> np.ndarray | None:
+    """Class scores ``log pi_k`` + :meth:`Story.discriminant` (``kind="scores"``), log
+    posteriors (``"log"``) or posteriors (``"proba"``) (n, K) in NumPy, for SciPy sparse rows or
+    host rows of a story that scores on the host (:meth:`Story.scores_on_host`); None otherwise.
+
+    Each block of :meth:`Story.discriminant_blocks` is checked (:func:`check_scored_rows`) and
+    normalized while in cache: no (n, K) pass but the write, no copy or compilation per row
+    count.
+    """
     sparse = scipy.sparse.issparse(X)
     if not (sparse or (isinstance(X, np.ndarray) and story.scores_on_host(params, X))):
         return None
     if sparse:
         _check_scipy_sparse(story)
     with np.errstate(divide="ignore"):  # a class of prior 0 scores -inf
-        return np.log(np.asarray(params[CLASS_PRIOR])) + story.discriminant(params, X)
+        log_prior = np.log(np.asarray(params[CLASS_PRIOR]))
+    out = normalize = None
+    bad = []
+    for start, scores in story.discriminant_blocks(params, X):
+        if out is None:
+            out = np.empty((X.shape[0], len(scores)), np.result_type(scores, np.float32))
+            normalize = _Normalizer(len(scores), out.dtype, scores.shape[1])
+        scores += log_prior[:, None]
+        target = out[start : start + scores.shape[1]]
+        if kind == "scores":
+            bad.append(start + unscored_rows(scores.T))
+            target[...] = scores.T
+        elif not normalize(scores, target, log=kind == "log"):
+            # a row without a finite largest score (NaN, -inf everywhere, or +inf)
+            bad.append(start + np.flatnonzero(~np.isfinite(scores.max(axis=0))))
+    refuse_unscored_rows(np.concatenate(bad) if bad else [])
+    return out
 
 
 #: ``exp`` below this is under 1e-304 in float64 (1.8e-35 in float32), and NumPy's exp leaves
@@ -207,39 +230,70 @@ def host_normalized(scores: np.ndarray, *, log: bool) -> np.ndarray:
     below ``exp(-700)`` of a row's largest (``exp(-80)`` in float32) are taken as 0: they leave
     its sum of at least 1 unchanged, so log posteriors are exact, and a posterior below 1e-304
     (1.8e-35) is returned as 0, as XLA, which flushes subnormals, does on the device. Blocks
-    of rows are transposed to (K, m) so that each class is a contiguous vector: NumPy's ufuncs
+    of rows are worked on as (K, m) so that each class is a contiguous vector: NumPy's ufuncs
     over the short rows of (n, K) run 2-3x slower (scipy.special.softmax costs several times
     more on small K).
     """
     scores = np.asarray(scores)
-    num_rows, num_classes = scores.shape
     out = np.empty(scores.shape, np.result_type(scores, np.float32))
-    step = min(_NORMALIZE_ROWS, max(num_rows, 1))
-    shifted = np.empty((num_classes, step), out.dtype)
-    terms = np.empty_like(shifted)
-    below = np.empty(shifted.shape, bool)
-    total = np.empty(step, out.dtype)
-    floor = _exp_floor(out.dtype)
-    for start in range(0, num_rows, step):
-        block = scores[start : start + step].T
-        size = block.shape[1]
-        z, e, low, t = shifted[:, :size], terms[:, :size], below[:, :size], total[:size]
-        np.copyto(t, block[0])
-        for k in range(1, num_classes):
-            np.maximum(t, block[k], out=t)
-        np.subtract(block, t, out=z)
-        _exp_above(z, floor, e, low)
-        np.copyto(t, e[0])
-        for k in range(1, num_classes):
-            np.add(t, e[k], out=t)
-        if log:
-            np.log(t, out=t)
-            np.subtract(z, t, out=z)
-            out[start : start + size] = z.T
-        else:
-            np.divide(e, t, out=e)
-            out[start : start + size] = e.T
+    if not _Normalizer(scores.shape[1], out.dtype, len(scores))(scores.T, out, log=log):
+        refuse_unscored_rows(np.flatnonzero(~np.isfinite(scores.max(axis=1))))
     return out
+
+
+class _Normalizer:
+    """:func:`host_normalized` of class-major scores (K, m) into ``out`` (m, K), any m, with
+    (K, m) buffers of at most ``_NORMALIZE_ROWS`` columns allocated once."""
+
+    def __init__(self, num_classes, dtype, num_rows):
+        step = min(_NORMALIZE_ROWS, max(num_rows, 1))
+        self.shifted = np.empty((num_classes, step), dtype)
+        self.terms = np.empty_like(self.shifted)
+        self.kept = np.empty_like(self.shifted)
+        self.total = np.empty(step, dtype)
+        self.floor = _exp_floor(dtype)
+
+    def __call__(self, scores, out, *, log) -> bool:
+        """False, leaving ``out`` unfinished, when a row's largest score is not finite."""
+        num_classes, step = self.shifted.shape
+        for start in range(0, scores.shape[1], step):
+            block = scores[:, start : start + step]
+            size = block.shape[1]
+            z, e, t = self.shifted[:, :size], self.terms[:, :size], self.total[:size]
+            np.copyto(t, block[0])
+            for k in range(1, num_classes):
+                np.maximum(t, block[k], out=t)  # NaN propagates
+            if not np.isfinite(t).all():
+                return False
+            np.subtract(block, t, out=z)
+            self._exp(z, e, self.kept[:, :size])
+            np.copyto(t, e[0])
+            for k in range(1, num_classes):
+                np.add(t, e[k], out=t)
+            target = out[start : start + size].T
+            if log:
+                np.log(t, out=t)
+                np.subtract(z, t, out=target)
+            else:
+                np.reciprocal(t, out=t)
+                np.multiply(e, t, out=target)
+        return True
+
+    def _exp(self, z, e, kept):
+        """``e = exp(z)`` of ``z <= 0``, 0 below the floor, in NumPy's vector loop: without a
+        term below the floor a plain ``exp``; else arguments below it are zeroed first (a
+        product with the kept mask, cheaper than a clip) and their terms after; -inf terms take
+        the clip."""
+        lowest = z.min(initial=0.0)
+        if lowest >= self.floor:
+            np.exp(z, out=e)
+        elif lowest > -np.inf:
+            np.greater_equal(z, self.floor, out=kept)
+            np.multiply(z, kept, out=e)
+            np.exp(e, out=e)
+            np.multiply(e, kept, out=e)
+        else:
+            _exp_above(z, self.floor, e, np.empty(z.shape, bool))
 
 
 def exp_flushed(log_values):

@@ -332,6 +332,16 @@ class Story(metaclass=_StoryType):
         """
         return self.emission(params).log_prob(X[:, None, :])
 
+    def discriminant_blocks(self, params: dict, X):
+        """:meth:`discriminant` of host rows (:meth:`scores_on_host`) as ``(start, scores)``
+        pairs, ``scores`` (K, m) NumPy, class-major, for ``X[start : start + m]``; the caller
+        may overwrite them. Prediction normalizes each block while it is in cache, class by
+        class on contiguous vectors; a family that scores in blocks anyway yields them (one
+        pass over the scores instead of several). The default yields :meth:`discriminant`,
+        transposed, as one block."""
+        scores = self.discriminant(params, X)
+        yield 0, (scores if isinstance(scores, np.ndarray) else np.array(scores)).T
+
     def recompute_statistics(self, stats: dict) -> dict:
         """Statistics that are functions of the others (e.g. a pooled sum of per-class ones),
         recomputed from ``stats`` with NumPy: name -> value. A model file leaves out those the

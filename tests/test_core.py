@@ -72,15 +72,19 @@ def test_generic_parameter_count_matches_closed_formula():
 
 @pytest.mark.parametrize("num_rows", [1, 257, 8192 + 3])
 @pytest.mark.parametrize("num_classes", [1, 2, 3, 17])
-def test_host_normalization_equals_the_row_reduction(num_classes, num_rows):
+@pytest.mark.parametrize("case", ["-inf", "below the floor", "above the floor"])
+def test_host_normalization_equals_the_row_reduction(num_classes, num_rows, case):
     """The host normalization works on (K, m) blocks and drops terms below exp(-700); it gives
     the rows of NumPy's reduction along the last axis, -inf classes and all: log posteriors to
-    rounding, posteriors too except those below 1e-304, which are 0."""
+    rounding, posteriors too except those below 1e-304, which are 0. Each of its three ways to
+    take the exp is reached: a block with a -inf term, with terms below the floor only, and
+    without either."""
     from genprob.core import exp_flushed, host_normalized
 
     rng = np.random.default_rng(num_classes)
-    scores = rng.normal(scale=400.0, size=(num_rows, num_classes))  # many terms below exp(-700)
-    if num_classes > 1:
+    scale = 1.0 if case == "above the floor" else 400.0  # 400: many terms below exp(-700)
+    scores = rng.normal(scale=scale, size=(num_rows, num_classes))
+    if num_classes > 1 and case == "-inf":
         scores[::7, 0] = -np.inf  # a class of prior 0 (a row of -inf alone is refused earlier)
     peak = scores.max(axis=-1, keepdims=True)
     shifted = scores - peak
@@ -91,8 +95,9 @@ def test_host_normalization_equals_the_row_reduction(num_classes, num_rows):
     np.testing.assert_allclose(log_proba, expected, rtol=1e-14, atol=1e-12)
     proba = host_normalized(scores, log=False)
     tiny = expected < -700.0
-    if num_classes > 1:
-        assert tiny.any() and np.all(proba[tiny] == 0.0)
+    if num_rows > 1:  # one row of two classes may not reach the floor
+        assert tiny.any() == (num_classes > 1 and case != "above the floor")
+    assert np.all(proba[tiny] == 0.0)
     np.testing.assert_allclose(proba[~tiny], expected_proba[~tiny], rtol=1e-13)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-14)
     np.testing.assert_array_equal(exp_flushed(log_proba) == 0.0, tiny)

@@ -264,3 +264,50 @@ def test_alpha_messages(name):
         _assert_same_error(
             lambda: theirs(alpha=alpha).fit(X, Y3), lambda: ours(alpha=alpha).fit(X, Y3)
         )
+
+
+# -- NaN and infinity at prediction: the Gaussian estimators check them while scoring --------------
+_NONFINITE_PAIRS = [
+    (genprob.LinearDiscriminantAnalysis, skda.LinearDiscriminantAnalysis),
+    (genprob.QuadraticDiscriminantAnalysis, skda.QuadraticDiscriminantAnalysis),
+    (genprob.GaussianNB, sknb.GaussianNB),
+]
+
+
+def _error_of(estimator, method, X):
+    try:
+        getattr(estimator, method)(X)
+    except Exception as error:  # noqa: BLE001 - the type and the wording are compared
+        return type(error), str(error)
+    return None
+
+
+@pytest.mark.parametrize(("ours", "theirs"), _NONFINITE_PAIRS)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("rows", [40, 70_000])  # one block; several, and GaussianNB's device path
+def test_nonfinite_entries_at_prediction_are_refused_as_scikit_learn_does(
+    ours, theirs, dtype, rows
+):
+    """Predictions check NaN and infinity while scoring (one pass over X fewer): every entry
+    that is not finite, wherever it sits (a block of huge rows included), is refused with
+    scikit-learn's type and wording, never scored."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(300, 5))
+    y = np.arange(300) % 3
+    X[y == 1] += 3.0
+    kwargs = {} if dtype == "float64" else {"dtype": "float32"}
+    mine, reference = ours(**kwargs).fit(X, y), theirs().fit(X, y)
+    Z = rng.normal(size=(rows, 5))
+    Z[rows // 2] *= 1e300  # a row scaled in its block
+    for position, value in [((0, 0), np.nan), ((rows - 1, 4), np.inf), ((rows // 2, 2), -np.inf)]:
+        bad = Z.copy()
+        bad[position] = value
+        bad = bad.astype(dtype) if dtype == "float32" and rows < 100 else bad
+        for method in ("predict", "predict_proba", "predict_log_proba"):
+            expected = _error_of(reference, method, bad)
+            assert expected is not None and expected[0] is ValueError
+            assert _error_of(mine, method, bad) == expected, (method, value)
+    whole_row = Z.copy()
+    whole_row[3] = np.inf
+    expected = _error_of(reference, "predict_proba", whole_row)
+    assert _error_of(mine, "predict_proba", whole_row) == expected

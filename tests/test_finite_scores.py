@@ -233,3 +233,22 @@ def test_a_story_whose_density_overflows_keeps_the_clear_refusal(iris):
         with pytest.raises(ValueError, match="rows 2 cannot be scored"):
             method(rows)
     np.testing.assert_array_equal(estimator.predict(X[:2]), y[:2])
+
+
+@pytest.mark.parametrize(
+    "face", ["GaussianNB", "QuadraticDiscriminantAnalysis", "LinearDiscriminantAnalysis"]
+)
+def test_rows_at_1e300_against_classes_at_1e78_take_the_scaled_path(face):
+    """Classes at 1e78 make the row-size limit ``max^(1/4) / gain`` about 1e155, whose square
+    overflows: a block of rows at 1e300 (squares overflowing too) must still take the scaled
+    path, not pass the sum-of-squares test as inf <= inf (found by the estimator fuzz test)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 2)) * 1e78
+    y = np.arange(40) % 2
+    X[y == 1] += 2e78
+    estimator = FACES[face]().fit(X, y)
+    far = np.array([[1e300, 1e300], [-1e300, 2.4e78]])
+    proba = estimator.predict_proba(far)
+    assert np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(estimator.predict(far), np.argmax(proba, axis=1))

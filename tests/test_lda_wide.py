@@ -366,3 +366,33 @@ def test_host_scores_of_a_shared_covariance_match_the_device_program(dtype):
         SkLDA(solver="lsqr", shrinkage=0.2).fit(X, y).predict_proba(X[:50]),
         atol=1e-8 if dtype == "float64" else 1e-3,
     )
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e7])
+def test_lda_host_scores_center_the_rows_only_where_it_matters(offset, monkeypatch):
+    """Near the origin the host's LDA scores skip centering the rows (the center moves into the
+    class offsets): their log posteriors stay within 1e-10 of the centered ones. Far from it
+    (1e7 here, |c| . |d_k| ~ 1e8 above 2^19), the rows are centered, bit for bit as when
+    centering is forced, and still match the compiled program."""
+    from genprob.families.gaussian import distributions
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(20_000, 6)) + offset  # several blocks
+    y = np.arange(len(X)) % 3
+    X[y == 1, 0] += 1.5
+    X[y == 2, 1] -= 2.0
+    estimator = genprob.LinearDiscriminantAnalysis().fit(X, y)
+    with precision("float64"):
+        terms = estimator._params_jax()[FACTORS]["linear_terms"]
+        terms = {k: np.asarray(v) for k, v in terms.items()}
+    spill = np.max(np.abs(terms["center"]) @ np.abs(terms["directions"])) * np.finfo(float).eps
+    assert (spill <= distributions._UNCENTERED_ROUNDING) == (offset == 0.0)
+    default = estimator.predict_log_proba(X)
+    monkeypatch.setattr(distributions, "_UNCENTERED_ROUNDING", -1.0)  # always centered
+    centered = estimator.predict_log_proba(X)
+    if offset == 0.0:
+        assert not np.array_equal(default, centered)  # the two paths ran
+        np.testing.assert_allclose(default, centered, rtol=0, atol=1e-10)
+    else:
+        np.testing.assert_array_equal(default, centered)
+        host_and_device_log_proba(estimator, X[:500], "float64")

@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from genprob import core
 from genprob import em as _em
@@ -162,6 +162,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
 
     #: Keyword arguments for ``validate_data``; subclasses may allow sparse input, etc.
     _validate_kwargs: dict = {}
+    #: Predictions may validate ``X`` without its NaN/infinity check when the host scoring
+    #: leaves every row holding one unscored (refused, then named by :meth:`_check_finite`):
+    #: one pass over ``X`` fewer.
+    _finite_while_scoring: bool = False
     #: scikit-learn's constraints on the constructor parameters, checked when fitting;
     #: subclasses add their own to these EM controls.
     _parameter_constraints: dict = {**EM_PARAMETER_CONSTRAINTS, **MISSING_PARAMETER_CONSTRAINTS}
@@ -348,7 +352,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             )
         return self
 
-    def _check_X(self, X):
+    def _check_X(self, X, *, finite: bool = True):
+        """``X`` validated for a prediction; ``finite=False`` leaves the check for NaN and
+        infinity to the caller (:meth:`_check_finite`) unless NaN marks missing entries."""
         if hasattr(self, "stats_") and not hasattr(self, "params_"):
             raise NotFittedError(
                 f"{type(self).__name__} has statistics from partial_fit but no parameters yet: "
@@ -356,14 +362,26 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 f"more data first."
             )
         check_is_fitted(self, "params_")
+        kwargs = self._data_kwargs
+        if not (finite or self._marginalizes):
+            kwargs = {**kwargs, "ensure_all_finite": False}
         X = validate_data(
-            self,
-            sparse_as_float(X),
-            reset=False,
-            dtype=[np.float64, np.float32],
-            **self._data_kwargs,
+            self, sparse_as_float(X), reset=False, dtype=[np.float64, np.float32], **kwargs
         )
         return self._checked_features(X, fitting=False)
+
+    def _check_finite(self, X):
+        """scikit-learn's refusal of NaN or infinite entries in ``X``, as in its validation."""
+        check_array(
+            X,
+            accept_sparse=True,
+            dtype=None,
+            ensure_2d=False,
+            ensure_min_samples=0,
+            ensure_min_features=0,
+            estimator=self,
+            input_name="X",
+        )
 
     def _labeled_arrays(self, story, X, codes, sample_weight):
         """Features and one-hot responsibilities of labeled rows, checked.
@@ -877,44 +895,53 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp."""
         if _is_dask(X):
             return _dask_predict(self, "predict_log_proba", X)
-        values, normalized = self._posterior_scores(X)
-        return values if normalized else core.host_normalized(values, log=True)
+        return self._posteriors(X, "log")
 
     def predict_proba(self, X):
         """Class posteriors ``p(y = k | x)`` (n, K); rows sum to one."""
         if _is_dask(X):
             return _dask_predict(self, "predict_proba", X)
-        values, normalized = self._posterior_scores(X)
-        return core.exp_flushed(values) if normalized else core.host_normalized(values, log=False)
+        return self._posteriors(X, "proba")
 
     def predict(self, X):
         """Most probable class of each row (Bayes' rule); lazy on a Dask collection."""
         if _is_dask(X):
             return _dask_predict(self, "predict", X)
-        values, _ = self._posterior_scores(X)  # first: unfitted is a NotFittedError
+        values = self._posteriors(X, "scores")  # first: unfitted is a NotFittedError
         return self.classes_[np.argmax(values, axis=1)]
 
-    def _posterior_scores(self, X):
-        """``(values, normalized)`` for rows ``X`` (n, K), every row with a posterior (else
-        refused by :func:`check_scored_rows`): class scores ``log pi_k + discriminant`` where
-        scored on the host (sparse rows, or a story that scores there; ``normalized`` False),
-        else log posteriors computed on the device, rows padded to a bucket size (see
-        ``_padded_features``)."""
-        X = self._check_X(X)
+    def _posteriors(self, X, kind):
+        """Rows ``X`` (n, K) as class scores ``log pi_k + discriminant`` (``kind="scores"``, or
+        log posteriors where scored on the device), log posteriors (``"log"``) or posteriors
+        (``"proba"``); every row must have a posterior (else refused by
+        :func:`check_scored_rows`). Sparse rows and stories that score on the host are scored
+        and normalized there block by block (``core._host_posteriors``); others on the device,
+        rows padded to a bucket size (see ``_padded_features``)."""
+        deferred = self._finite_while_scoring and not self._marginalizes
+        X = validated = self._check_X(X, finite=False) if deferred else self._check_X(X)
         with precision(self._dtype):
             story, params = self._scoring_story(X), self._params_jax()
-            if isinstance(X, np.ndarray) and story.scores_on_host(params, X):
+            on_host = isinstance(X, np.ndarray) and story.scores_on_host(params, X)
+            if on_host:
                 # scored on the host, in place when X has the estimator's dtype
                 X = X.astype(numpy_dtype(self._dtype), copy=False)
+            elif deferred:
+                self._check_finite(X)
             # checked by _check_X (the story's check included): the core does not check again
-            values = core._host_class_scores(story, params, X)
-            normalized = values is None
-            if normalized:
-                Xj, num_rows = self._padded_features(X)
-                log_proba = core._predict_log_proba(story.without_sampling_settings(), params, Xj)
-                values = np.asarray(log_proba)[:num_rows]
+            try:
+                with np.errstate(invalid="ignore" if deferred else "warn"):
+                    values = core._host_posteriors(story, params, X, kind)
+            except ValueError:
+                if deferred:  # rows left unscored by a NaN or an infinity: named as sklearn does
+                    self._check_finite(validated)
+                raise
+            if values is not None:
+                return values
+            Xj, num_rows = self._padded_features(X)
+            log_proba = core._predict_log_proba(story.without_sampling_settings(), params, Xj)
+            values = np.asarray(log_proba)[:num_rows]
         check_scored_rows(values)
-        return values, normalized
+        return core.exp_flushed(values) if kind == "proba" else values
 
     # -- the generative direction ----------------------------------------------------------------
     def sample(self, n_samples: int = 1, random_state=None):

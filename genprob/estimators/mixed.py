@@ -365,10 +365,10 @@ class MixedNB(GenerativeClassifierBase):
             moves[self._columns.index(key)] = pd.Index(self.categories_[key]).get_indexer(old)
         return {**stats, "emission": story.grow_statistics(stats["emission"], moves)}
 
-    def _check_X(self, X):
+    def _check_X(self, X, **options):
         if not hasattr(self, "_columns"):
             check_is_fitted(self, "params_")
-        return super()._check_X(self._encode(X))
+        return super()._check_X(self._encode(X), **options)
 
     def _block_contexts(self, X) -> dict:
         """Each block's fit-time context (the family's ``block_context`` hook)."""

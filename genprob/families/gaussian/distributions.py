@@ -25,9 +25,12 @@ __all__ = [
     "full_factors",
     "full_gaussian",
     "full_rank_factors",
+    "gathered_scores",
     "linear_terms",
+    "per_class_quadratic_blocks",
     "per_class_quadratic_scores",
     "row_scale",
+    "shared_linear_blocks",
     "shared_linear_scores",
     "whiten_twice",
 ]
@@ -134,22 +137,61 @@ def shared_linear_scores(rows, center, gain, directions, offset):
     Rows are scaled as for the quadratic (:func:`row_scale`), so the products stay finite for
     any finite row; on scaled rows the row's maximum is taken out (:func:`_less_extreme`)
     before multiplying back by ``s``. Host rows (NumPy) are scored on the host in blocks that
-    stay in cache, about one pass over them (the terms must then be NumPy arrays too).
+    stay in cache (:func:`shared_linear_blocks`; the terms must then be NumPy arrays too).
     """
     if not isinstance(rows, np.ndarray):
         return _linear_block(jnp, rows, center, gain, directions, offset)
-    blocks = _HostBlocks(rows, center[None], gain)
-    out = np.empty(rows.shape[:-1] + offset.shape[-1:], np.result_type(rows, directions))
+    return gathered_scores(rows, shared_linear_blocks(rows, center, gain, directions, offset))
+
+
+def shared_linear_blocks(rows, center, gain, directions, offset):
+    """:func:`shared_linear_scores` of host rows, block by block: ``(start, scores)`` with
+    ``scores`` (K, m), class-major, the scores of ``rows[start : start + m]``, a buffer the
+    next block overwrites (the caller may change it in place). About one pass over the rows.
+
+    Rows are taken less the center only where it matters: when ``|c| . |directions_k|``, what
+    ``x . d_k - c . d_k`` may lose to rounding beyond ``(x - c) . d_k``, times the dtype's
+    rounding stays below :data:`_UNCENTERED_ROUNDING`, the center moves into the offset and the
+    product reads the rows themselves (no subtraction pass).
+    """
+    directions_t = np.ascontiguousarray(directions.T)
+    dtype = np.result_type(rows, directions)
+    spill = np.max(np.abs(center) @ np.abs(directions), initial=0.0) * np.finfo(dtype).eps
+    uncentered = spill <= _UNCENTERED_ROUNDING
+    if uncentered:
+        # no copy of the rows: blocks large enough for a multithreaded product
+        blocks = _HostBlocks(rows, None, gain, center[None], entries=_HOST_BLOCK_ENTRIES << 2)
+        shifted = (offset - center @ directions)[:, None]
+    else:
+        blocks = _HostBlocks(rows, center[None], gain)
+        shifted = offset[:, None]
+    buffer = np.empty((offset.shape[-1], blocks.step), dtype)
     for start, block, centered in blocks:
-        scores = out[start : start + len(block)]
+        scores = buffer[:, : len(block)]
         if centered is None:
             with np.errstate(over="ignore"):  # a class far from a huge row scores -inf
-                scores[...] = _linear_block(np, block, center, gain, directions, offset)
+                scores[...] = _linear_block(np, block, center, gain, directions, offset).T
         else:
             # every row's scale is 1 (row_scale): nothing overflows, and the row maximum, a
             # term of the row, need not be taken out
-            np.matmul(centered[0], directions, out=scores)
-            scores += offset
+            np.matmul(directions_t, centered[0].T, out=scores)
+            scores += shifted
+        yield start, scores
+
+
+#: Rounding ``eps |c| . |d_k|`` that LDA's host scores may add to a log posterior by not
+#: centering the rows (float64: ``|c| . |d_k|`` up to 2^19; float32 rows are always centered).
+_UNCENTERED_ROUNDING = 2.0**-33
+
+
+def gathered_scores(rows, blocks):
+    """The (n, K) scores of ``rows`` from their class-major ``(start, scores)`` blocks (at least
+    one)."""
+    out = None
+    for start, scores in blocks:
+        if out is None:
+            out = np.empty(rows.shape[:-1] + scores.shape[:1], scores.dtype)
+        out[start : start + scores.shape[1]] = scores.T
     return out
 
 
@@ -159,42 +201,58 @@ def per_class_quadratic_scores(rows, loc, whitening, constant):
     ``-||(x - mu_k) W_k||^2 / 2 + constant_k`` (n, K) in NumPy.
 
     Each class whitens ``x - mu_k`` directly (exact near the class, no expansion error bound
-    to check) in blocks of rows that stay in cache: per block, K (m, D) x (D, D) products, or
-    K elementwise products with the inverse standard deviations of a diagonal spread; no
-    compilation per row count. Blocks holding a row too large to square unscaled take
-    :func:`row_scale`'s scaled path, as on the device.
+    to check) in blocks of rows that stay in cache (:func:`per_class_quadratic_blocks`): per
+    block, K (m, D) x (D, D) products, or K elementwise products with the inverse standard
+    deviations of a diagonal spread; no compilation per row count. Blocks holding a row too
+    large to square unscaled take :func:`row_scale`'s scaled path, as on the device.
 
     Args:
         rows: (n, D). loc: (K, D). whitening: (K, D, D), or (K, D) for diagonal spreads
             (``1 / sd``). constant: (K,) class constants.
     """
+    return gathered_scores(rows, per_class_quadratic_blocks(rows, loc, whitening, constant))
+
+
+def per_class_quadratic_blocks(rows, loc, whitening, constant):
+    """:func:`per_class_quadratic_scores` block by block, class-major (K, m), as
+    :func:`shared_linear_blocks`. Each class's rows less its mean are formed and whitened in
+    turn, so that one (m, D) buffer stays in cache."""
     diagonal = whitening.ndim == 2
     center = loc.mean(axis=0)
     gain = np.max(np.abs(whitening)) if diagonal else whitening_gain(whitening)
-    blocks = _HostBlocks(rows, loc, gain, center)
-    out = np.empty(rows.shape[:-1] + constant.shape, np.result_type(rows, whitening))
+    blocks = _HostBlocks(rows, None, gain, center)
+    dtype = np.result_type(rows, whitening)
+    buffer = np.empty(constant.shape + (blocks.step,), dtype)
     num_features = rows.shape[-1]
-    whitened = np.empty(blocks.step * num_features, out.dtype)
+    centered = np.empty(blocks.step * num_features, rows.dtype)
+    whitened = np.empty(blocks.step * num_features, dtype)
+    tiled_loc = blocks.tiled_like(loc)
     tiled = blocks.tiled_like(whitening) if diagonal else None
-    for start, block, centered in blocks:
-        scores = out[start : start + len(block)]
-        if centered is None:
+    for start, block, unscaled in blocks:
+        scores = buffer[:, : len(block)]
+        if unscaled is None:
             with np.errstate(over="ignore", under="ignore"):
-                scores[...] = _scaled_quadratic_block(block, loc, whitening, center, gain)
+                scores[...] = _scaled_quadratic_block(block, loc, whitening, center, gain).T
         else:
             size = len(block) * num_features
+            entries = block.reshape(-1)
+            d = centered[:size].reshape(len(block), num_features)
             z = whitened[:size].reshape(len(block), num_features)
             for k in range(len(loc)):
-                if tiled is not None:
-                    np.multiply(centered[k].reshape(-1), tiled[k, :size], out=whitened[:size])
-                elif diagonal:
-                    np.multiply(centered[k], whitening[k], out=z)
+                if tiled_loc is None:
+                    np.subtract(block, loc[k], out=d)
                 else:
-                    np.matmul(centered[k], whitening[k], out=z)
-                np.einsum("nd,nd->n", z, z, out=scores[:, k])
+                    np.subtract(entries, tiled_loc[k, :size], out=centered[:size])
+                if tiled is not None:
+                    np.multiply(centered[:size], tiled[k, :size], out=whitened[:size])
+                elif diagonal:
+                    np.multiply(d, whitening[k], out=z)
+                else:
+                    np.matmul(d, whitening[k], out=z)
+                np.einsum("nd,nd->n", z, z, out=scores[k])
         scores *= -0.5
-        scores += constant
-    return out
+        scores += constant[:, None]
+        yield start, scores
 
 
 def _scaled_quadratic_block(rows, loc, whitening, center, gain):
@@ -221,26 +279,33 @@ def _scaled_quadratic_block(rows, loc, whitening, center, gain):
 
 class _HostBlocks:
     """Blocks of host rows (n, D) that stay in cache, each with its rows less each of
-    ``centers`` (C, D), or None where a row is too large for the unscaled arithmetic
-    (``max(|x|, |c|) gain`` above the dtype's ``max ** (1/4)``: :func:`row_scale` then
-    applies).
+    ``centers`` (C, D) (the rows themselves, (1, m, D), for ``centers=None``), or None where a
+    row is too large for the unscaled arithmetic (``max(|x|, |c|) gain`` above the dtype's
+    ``max ** (1/4)``, ``c`` the ``reference`` centers: :func:`row_scale` then applies).
 
-    Over several blocks the subtraction runs on flat buffers against the centers tiled to a
-    block (:meth:`tiled_like`): a broadcast over rows of D entries runs NumPy's inner loop D
-    entries at a time, 2-3x slower. Fewer rows are broadcast, not worth a tiled copy.
+    A block passes when its sum of squares (one BLAS dot, in cache) bounds every entry below
+    the limit; only a block that fails it is searched for its largest entry. Over several
+    blocks the subtraction runs on flat buffers against the centers tiled to a block
+    (:meth:`tiled_like`): a broadcast over rows of D entries runs NumPy's inner loop D entries
+    at a time, 2-3x slower. Fewer rows are broadcast, not worth a tiled copy.
     """
 
-    def __init__(self, rows, centers, gain, reference=None):
+    def __init__(self, rows, centers, gain, reference=None, entries=None):
         num_features = rows.shape[-1]
-        self.rows, self.centers = rows, centers.astype(rows.dtype, copy=False)
-        self.step = max(64, _HOST_BLOCK_ENTRIES // max(num_features, 1))
+        self.rows = rows
+        self.centers = None if centers is None else centers.astype(rows.dtype, copy=False)
+        entries = _HOST_BLOCK_ENTRIES if entries is None else entries
+        self.step = max(64, entries // max(num_features, 1))
         self.tiling = len(rows) > 2 * self.step
         self.step = min(self.step, max(len(rows), 1))
         reference = centers if reference is None else reference
         self.limit = np.finfo(rows.dtype).max ** 0.25 / gain if gain > 0 else np.inf
         self.center_magnitude = np.max(np.abs(reference), initial=0.0)
-        self.tiled = self.tiled_like(self.centers)
-        self.buffer = np.empty((len(centers), self.step * num_features), rows.dtype)
+        if self.centers is None:
+            self.tiled = self.buffer = None
+        else:
+            self.tiled = self.tiled_like(self.centers)
+            self.buffer = np.empty((len(centers), self.step * num_features), rows.dtype)
 
     def tiled_like(self, values):
         """``values`` (C, D) repeated over a block's rows, flat (C, step D); None without
@@ -249,28 +314,43 @@ class _HostBlocks:
             return None
         return np.tile(values.astype(self.rows.dtype, copy=False), (1, self.step))
 
+    def _fits(self, block, entries):
+        """Whether every row of ``block`` (flat ``entries``) takes the unscaled arithmetic."""
+        if self.center_magnitude > self.limit:
+            return False
+        with np.errstate(over="ignore"):
+            squares = float(np.dot(entries, entries))
+        if squares < np.inf and squares <= self.limit * self.limit:  # |x| <= sqrt(squares)
+            return True
+        peak = max(block.max(initial=0.0), -block.min(initial=0.0))  # no |x| temporary
+        return peak <= self.limit
+
     def __iter__(self):
-        rows, num_features = self.rows, self.rows.shape[-1]
-        flat = None if self.tiled is None else np.ascontiguousarray(rows).reshape(-1)
-        for start in range(0, len(rows), self.step):
+        num_features = self.rows.shape[-1]
+        # several blocks: C order, so that each block's flat view is not a copy
+        rows = np.ascontiguousarray(self.rows) if self.tiling else self.rows
+        for start in range(0, max(len(rows), 1), self.step):  # no rows: one empty block
             block = rows[start : start + self.step]
-            peak = max(block.max(initial=0.0), -block.min(initial=0.0))  # no |x| temporary
-            if max(self.center_magnitude, peak) > self.limit:
+            size = len(block) * num_features
+            entries = block.reshape(-1)
+            if not self._fits(block, entries):
                 yield start, block, None
                 continue
-            size = len(block) * num_features
+            if self.centers is None:
+                yield start, block, block[None]
+                continue
             centered = self.buffer[:, :size].reshape(len(self.buffer), len(block), num_features)
             if self.tiled is None:
                 np.subtract(block, self.centers[:, None, :], out=centered)
             else:
-                entries = flat[start * num_features : start * num_features + size]
                 np.subtract(
                     entries, self.tiled[:, :size], out=centered.reshape(len(self.buffer), -1)
                 )
             yield start, block, centered
 
 
-#: Entries of one block of host rows scored at a time (1 MiB of float64: in cache).
+#: Entries of one block of host rows scored at a time (1 MiB of float64: in cache; 4 MiB where
+#: the rows are read but not copied, so that OpenBLAS runs the product on several threads).
 _HOST_BLOCK_ENTRIES = 1 << 17
 
 

@@ -25,9 +25,11 @@ from genprob.families.gaussian.distributions import (
     diagonal_log_normalizer,
     full_gaussian,
     full_rank_factors,
+    gathered_scores,
     linear_terms,
     low_rank_factors,
-    per_class_quadratic_scores,
+    per_class_quadratic_blocks,
+    shared_linear_blocks,
     shared_linear_scores,
     whiten_twice,
 )
@@ -307,25 +309,37 @@ class GaussianStory(Story):
         """``log p(x | k)`` less a term of the row, finite for any finite row: linear in ``x``
         for a shared spread, the quadratic in a scaled domain less its row minimum otherwise
         (derivation in docs/gaussian.md)."""
+        if isinstance(X, np.ndarray) and self.scores_on_host(params, X):
+            return gathered_scores(X, self.discriminant_blocks(params, X))
         terms = params.get(FACTORS, {}).get(LINEAR_TERMS)
         if terms is not None:
-            if isinstance(X, np.ndarray):
-                terms = {k: np.asarray(v) for k, v in terms.items()}
             check_feature_width(X, terms["directions"].shape[0])
             return shared_linear_scores(X, **terms)
-        if isinstance(X, np.ndarray) and self.scores_on_host(params, X):
-            means = np.asarray(params["means"])
-            check_feature_width(X, means.shape[-1])
-            if self.structure.full:
-                factors = {k: np.asarray(v) for k, v in params[FACTORS].items()}
-                whitening = factors["whitening"]
-                constant = class_constant(factors["rank"], factors["log_normalizer"])
-            else:
-                variances = np.asarray(params[self.spread_name])
-                whitening = 1.0 / np.sqrt(variances)
-                constant = diagonal_log_normalizer(variances)
-            return per_class_quadratic_scores(X, means, whitening, constant)
         return self.structure.scores(self.emission(params), X)
+
+    def discriminant_blocks(self, params, X):
+        """Host rows (:meth:`scores_on_host`) in blocks that stay in cache; see
+        :meth:`Story.discriminant_blocks`."""
+        if not (isinstance(X, np.ndarray) and self.scores_on_host(params, X)):
+            yield from super().discriminant_blocks(params, X)
+            return
+        terms = params.get(FACTORS, {}).get(LINEAR_TERMS)
+        if terms is not None:
+            terms = {k: np.asarray(v) for k, v in terms.items()}
+            check_feature_width(X, terms["directions"].shape[0])
+            yield from shared_linear_blocks(X, **terms)
+            return
+        means = np.asarray(params["means"])
+        check_feature_width(X, means.shape[-1])
+        if self.structure.full:
+            factors = {k: np.asarray(v) for k, v in params[FACTORS].items()}
+            whitening = factors["whitening"]
+            constant = class_constant(factors["rank"], factors["log_normalizer"])
+        else:
+            variances = np.asarray(params[self.spread_name])
+            whitening = 1.0 / np.sqrt(variances)
+            constant = diagonal_log_normalizer(variances)
+        yield from per_class_quadratic_blocks(X, means, whitening, constant)
 
     def recompute_statistics(self, stats) -> dict:
         """A shared covariance with per-class scatter (``shrinkage="auto"``, covariance weights)
