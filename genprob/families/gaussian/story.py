@@ -57,9 +57,13 @@ FACTORS = "factorization"
 #: Entry of ``params[FACTORS]`` of a shared full covariance: what linear class scores need
 #: (:meth:`~genprob.families.gaussian.distributions.WhitenedNormal.linear_terms`).
 LINEAR_TERMS = "linear_terms"
-#: Per-class variances score n x D rows against K classes on the host up to n D K this large
-#: (measured: 1e5 x 50, K = 5 ran 1.7x slower there than the device's one expanded product).
+#: Per-class variances score n x D rows against K classes on the host up to n D K this large,
+#: or for any n with at most _HOST_DIAGONAL_CLASSES classes: the host's K elementwise passes
+#: cost about 5 ns per row, feature and class, the device's copy and expanded product about
+#: 20 ns per row and feature (measured: 1e6 x 20, K = 3, 0.33 s on the host against 0.43 s;
+#: 1e5 x 50, K = 5, 0.11 s against 0.10 s).
 _HOST_DIAGONAL_ENTRIES = 1 << 19
+_HOST_DIAGONAL_CLASSES = 3
 
 
 class GaussianStory(Story):
@@ -352,9 +356,10 @@ class GaussianStory(Story):
         """A factorized shared full covariance (:meth:`factorize`, with its linear terms): one
         (n, D) x (D, K) product. Per-class covariances, factorized: K (n, D) x (D, D) products
         of the rows less each mean. Per-class variances, up to ``_HOST_DIAGONAL_ENTRIES`` row-
-        class-feature triples: K elementwise passes, where the device's single expanded product
-        wins on large inputs. Faster in NumPy than the copy to the device and its compiled
-        products, and no compilation per row count."""
+        class-feature triples or ``_HOST_DIAGONAL_CLASSES`` classes: K elementwise passes,
+        where the device's single expanded product wins on large inputs with more classes.
+        Faster in NumPy than the copy to the device and its compiled products, and no
+        compilation per row count."""
         factors = params.get(FACTORS, {})
         if LINEAR_TERMS in factors:
             return True
@@ -363,7 +368,13 @@ class GaussianStory(Story):
         if self.structure.full:
             return np.ndim(factors.get("whitening")) == 3
         spread = params.get(self.spread_name)
-        return np.ndim(spread) == 2 and np.size(X) * np.shape(spread)[0] <= _HOST_DIAGONAL_ENTRIES
+        if np.ndim(spread) != 2:
+            return False
+        num_classes = np.shape(spread)[0]
+        return (
+            num_classes <= _HOST_DIAGONAL_CLASSES
+            or np.size(X) * num_classes <= _HOST_DIAGONAL_ENTRIES
+        )
 
     # -- closed form -----------------------------------------------------------------------------
     def sufficient_statistics(self, X, R):
