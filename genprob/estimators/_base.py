@@ -9,6 +9,7 @@ term of each row (``genprob.core.class_scores``).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 import weakref
 
@@ -929,7 +930,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 self._check_finite(X)
             # checked by _check_X (the story's check included): the core does not check again
             try:
-                with np.errstate(invalid="ignore" if deferred else "warn"):
+                # a NaN or infinity left in X turns into NaN scores, refused below
+                with np.errstate(invalid="ignore") if deferred else contextlib.nullcontext():
                     values = core._host_posteriors(story, params, X, kind)
             except ValueError:
                 if deferred:  # rows left unscored by a NaN or an infinity: named as sklearn does
