@@ -28,7 +28,6 @@ __all__ = [
     "gathered_scores",
     "linear_terms",
     "per_class_quadratic_blocks",
-    "per_class_quadratic_scores",
     "row_scale",
     "shared_linear_blocks",
     "shared_linear_scores",
@@ -195,28 +194,22 @@ def gathered_scores(rows, blocks):
     return out
 
 
-def per_class_quadratic_scores(rows, loc, whitening, constant):
+def per_class_quadratic_blocks(rows, loc, whitening, constant):
     """Per-class Gaussian scores of host rows, up to a term of the row (as
     :meth:`WhitenedNormal.quadratic_scores` and :meth:`DiagonalNormal.quadratic_scores`):
-    ``-||(x - mu_k) W_k||^2 / 2 + constant_k`` (n, K) in NumPy.
+    ``-||(x - mu_k) W_k||^2 / 2 + constant_k``, block by block, class-major (K, m), as
+    :func:`shared_linear_blocks`.
 
     Each class whitens ``x - mu_k`` directly (exact near the class, no expansion error bound
-    to check) in blocks of rows that stay in cache (:func:`per_class_quadratic_blocks`): per
-    block, K (m, D) x (D, D) products, or K elementwise products with the inverse standard
-    deviations of a diagonal spread; no compilation per row count. Blocks holding a row too
-    large to square unscaled take :func:`row_scale`'s scaled path, as on the device.
+    to check): per block, K (m, D) x (D, D) products, or K elementwise products with the
+    inverse standard deviations of a diagonal spread, one class at a time so that one (m, D)
+    buffer stays in cache; no compilation per row count. Blocks holding a row too large to
+    square unscaled take :func:`row_scale`'s scaled path, as on the device.
 
     Args:
         rows: (n, D). loc: (K, D). whitening: (K, D, D), or (K, D) for diagonal spreads
             (``1 / sd``). constant: (K,) class constants.
     """
-    return gathered_scores(rows, per_class_quadratic_blocks(rows, loc, whitening, constant))
-
-
-def per_class_quadratic_blocks(rows, loc, whitening, constant):
-    """:func:`per_class_quadratic_scores` block by block, class-major (K, m), as
-    :func:`shared_linear_blocks`. Each class's rows less its mean are formed and whitened in
-    turn, so that one (m, D) buffer stays in cache."""
     diagonal = whitening.ndim == 2
     center = loc.mean(axis=0)
     gain = np.max(np.abs(whitening)) if diagonal else whitening_gain(whitening)
@@ -256,7 +249,7 @@ def per_class_quadratic_blocks(rows, loc, whitening, constant):
 
 
 def _scaled_quadratic_block(rows, loc, whitening, center, gain):
-    """``q`` of :func:`per_class_quadratic_scores` for rows that need :func:`row_scale`: the
+    """``q`` of :func:`per_class_quadratic_blocks` for rows that need :func:`row_scale`: the
     device's direct path in NumPy, less its row minimum (-2x the scores, before constants)."""
     scale = row_scale(rows, center, gain)[..., None]
     diagonal = whitening.ndim == 2

@@ -314,7 +314,7 @@ class GaussianStory(Story):
         for a shared spread, the quadratic in a scaled domain less its row minimum otherwise
         (derivation in docs/gaussian.md)."""
         if isinstance(X, np.ndarray) and self.scores_on_host(params, X):
-            return gathered_scores(X, self.discriminant_blocks(params, X))
+            return gathered_scores(X, self._host_blocks(params, X))
         terms = params.get(FACTORS, {}).get(LINEAR_TERMS)
         if terms is not None:
             check_feature_width(X, terms["directions"].shape[0])
@@ -324,9 +324,13 @@ class GaussianStory(Story):
     def discriminant_blocks(self, params, X):
         """Host rows (:meth:`scores_on_host`) in blocks that stay in cache; see
         :meth:`Story.discriminant_blocks`."""
-        if not (isinstance(X, np.ndarray) and self.scores_on_host(params, X)):
+        if isinstance(X, np.ndarray) and self.scores_on_host(params, X):
+            yield from self._host_blocks(params, X)
+        else:
             yield from super().discriminant_blocks(params, X)
-            return
+
+    def _host_blocks(self, params, X):
+        """The blocks of :meth:`discriminant_blocks` for rows it scores on the host."""
         terms = params.get(FACTORS, {}).get(LINEAR_TERMS)
         if terms is not None:
             terms = {k: np.asarray(v) for k, v in terms.items()}
