@@ -360,6 +360,18 @@ class Story(metaclass=_StoryType):
         """Additive statistics of data ``X`` (n, D) weighted by responsibilities ``R`` (n, K)."""
         raise NotImplementedError
 
+    #: True when a NaN or an infinity in a row of positive responsibility always makes some
+    #: statistic NaN or infinite (sums of the features and of their squares): a fit may then
+    #: look for them in the statistics instead of a pass over ``X`` first.
+    statistics_show_nonfinite: bool = False
+
+    def statistics_on_host(self, X) -> bool:
+        """True when :meth:`sufficient_statistics` of the dense NumPy rows ``X`` (with NumPy
+        responsibilities) runs eagerly in NumPy, returning NumPy, in less time than copying the
+        rows to the device and running a compiled program (a few BLAS products per block of
+        rows in cache). Closed-form fits then skip the copy and the compilation."""
+        return False
+
     def maximize(self, stats: dict) -> dict:
         """Closed-form M-step: emission parameters maximizing the (penalized) likelihood."""
         raise NotImplementedError

@@ -131,13 +131,6 @@ def _host_padding(X) -> int:
     return row_padding(X) if isinstance(X, np.ndarray) else 0
 
 
-def _closed_form(story, X, R, class_prior, fit_prior):
-    """Statistics, then closed-form parameters by :func:`core.compiled_maximize`: the M-step is
-    its own program so a model file can recompute the parameters bit for bit from ``stats_``."""
-    stats = core.sufficient_statistics(story, X, R)
-    return stats, core.compiled_maximize(story, stats, class_prior, fit_prior)
-
-
 class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     """Base class: fit by closed form from one-hot responsibilities, predict by Bayes' rule.
 
@@ -164,9 +157,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     #: Keyword arguments for ``validate_data``; subclasses may allow sparse input, etc.
     _validate_kwargs: dict = {}
     #: Predictions may validate ``X`` without its NaN/infinity check when the host scoring
-    #: leaves every row holding one unscored (refused, then named by :meth:`_check_finite`):
-    #: one pass over ``X`` fewer.
-    _finite_while_scoring: bool = False
+    #: leaves every row holding one unscored (refused, then named by :meth:`_check_finite`), and
+    #: large fits when the statistics show them (:meth:`_defers_finite_check`): one pass over
+    #: ``X`` fewer.
+    _finite_check_deferred: bool = False
     #: scikit-learn's constraints on the constructor parameters, checked when fitting;
     #: subclasses add their own to these EM controls.
     _parameter_constraints: dict = {**EM_PARAMETER_CONSTRAINTS, **MISSING_PARAMETER_CONSTRAINTS}
@@ -392,9 +386,17 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         inputs get padding rows of zero responsibility (code -1, weight 0) up to a bucket size,
         so that a new row count reuses the compiled statistics, and stay NumPy arrays: the
         compiled program takes them in its call (microseconds), where ``jax.device_put`` costs
-        ~80 us per array. Larger ones go to the device without a copy where XLA allows.
+        ~80 us per array. Larger ones stay NumPy where the story computes their statistics on
+        the host (:meth:`Story.statistics_on_host`), else go to the device without a copy where
+        XLA allows.
         """
         dtype = numpy_dtype(self._dtype)
+        if isinstance(X, np.ndarray) and story.statistics_on_host(X):
+            # statistics computed in NumPy: no copy to the device, no grouping by class
+            Xj = np.ascontiguousarray(X, dtype=dtype)
+            self._validate_story(story, Xj)
+            codes = np.asarray(codes)
+            return Xj, core.one_hot_rows(codes, len(self.classes_), sample_weight, dtype)
         destinations = None
         if story.groups_rows_by_class and not scipy.sparse.issparse(X):
             destinations = class_destinations(codes, len(self.classes_))
@@ -452,9 +454,38 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             return distributed.fit(self, X, y, sample_weight=sample_weight, classes=classes)
         if _out_of_core(X):
             return _fit_out_of_core(self, X, y, sample_weight=sample_weight, classes=classes)
+        unchecked = self._defers_finite_check(X, sample_weight)
+        kwargs = {**self._data_kwargs, "ensure_all_finite": False} if unchecked else {}
         X, y = validate_data(
-            self, sparse_as_float(X), y, dtype=[np.float64, np.float32], **self._data_kwargs
+            self,
+            sparse_as_float(X),
+            y,
+            dtype=[np.float64, np.float32],
+            **{**self._data_kwargs, **kwargs},
         )
+        try:
+            return self._fit_rows(X, y, sample_weight, classes, unchecked)
+        except Exception:
+            if unchecked:  # scikit-learn names a NaN or an infinity in X before anything else
+                self._check_finite(X)
+            raise
+
+    def _defers_finite_check(self, X, sample_weight) -> bool:
+        """The fit may leave the NaN/infinity check of ``X`` to its statistics: large dense
+        float rows, every row weighing 1, an estimator whose stories' statistics show a NaN or
+        an infinity (:attr:`Story.statistics_show_nonfinite`); one pass over X fewer."""
+        return (
+            self._finite_check_deferred
+            and not self._marginalizes
+            and sample_weight is None
+            and isinstance(X, np.ndarray)
+            and X.ndim == 2
+            and X.dtype.kind == "f"
+            and not is_small(X)
+        )
+
+    def _fit_rows(self, X, y, sample_weight, classes, unchecked):
+        """:meth:`fit` on validated rows; ``unchecked``: X's NaN/infinity check is still due."""
         sample_weight = check_sample_weight(sample_weight, X.shape[0], allow_all_zero=False)
         for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
             self.__dict__.pop(name, None)
@@ -462,6 +493,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if self._marginalizes and has_missing(X):
             return self._fit_missing(X, y, unlabeled, sample_weight, classes)
         if classes is not None or unlabeled.any():
+            if unchecked:
+                self._check_finite(X)
             return self._fit_partly_labeled(X, y, unlabeled, sample_weight, classes)
         if not is_integer_labels(y):
             check_classification_targets(y)
@@ -469,19 +502,35 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         check_num_classes(self.classes_, self._min_classes)
         X = self._validate_X(X, fitting=True)
         try:
-            return self._fit_labeled(self._make_story(X), X, codes, sample_weight)
+            return self._fit_labeled(self._make_story(X), X, codes, sample_weight, unchecked)
         except ValueError as error:
             if X.shape[0] != 1 or isinstance(error, np.linalg.LinAlgError):
                 raise
             # one class of one row fits naive Bayes, but no story spread; say why
             raise ValueError(f"{error} (X has 1 sample.)") from error
 
-    def _fit_labeled(self, story, X, codes, sample_weight):
-        """Fit on fully labeled rows (codes 0..K-1, ``classes_`` set): the closed form."""
+    def _fit_labeled(self, story, X, codes, sample_weight, unchecked=False):
+        """Fit on fully labeled rows (codes 0..K-1, ``classes_`` set): the closed form.
+
+        ``unchecked``: ``X`` may hold NaN or infinity (:meth:`_defers_finite_check`); they are
+        refused as scikit-learn words it, from non-finite statistics where the story's show
+        them, else by a check of ``X`` first."""
         class_prior, fit_prior = self._class_prior_argument()
         with precision(self._dtype):
             Xj, R = self._labeled_arrays(story, X, codes, sample_weight)
-            stats, params = _closed_form(story, Xj, R, class_prior, fit_prior)
+            if unchecked and not (
+                story.statistics_show_nonfinite
+                and isinstance(Xj, np.ndarray)
+                and story.statistics_on_host(Xj)
+            ):
+                self._check_finite(X)
+                unchecked = False
+            stats = core.sufficient_statistics(story, Xj, R)
+            if unchecked and not all(
+                np.isfinite(leaf).all() for leaf in jax.tree_util.tree_leaves(stats)
+            ):
+                self._check_finite(X)  # else the statistics overflowed: named further on
+            params = core.compiled_maximize(story, stats, class_prior, fit_prior)
             self.story_ = story
             self.params_ = {k: np.asarray(v) for k, v in params.items()}
             stats = jax.tree_util.tree_map(np.asarray, stats)
@@ -918,7 +967,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         :func:`check_scored_rows`). Sparse rows and stories that score on the host are scored
         and normalized there block by block (``core._host_posteriors``); others on the device,
         rows padded to a bucket size (see ``_padded_features``)."""
-        deferred = self._finite_while_scoring and not self._marginalizes
+        deferred = self._finite_check_deferred and not self._marginalizes
         X = validated = self._check_X(X, finite=False) if deferred else self._check_X(X)
         with precision(self._dtype):
             story, params = self._scoring_story(X), self._params_jax()

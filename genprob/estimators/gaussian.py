@@ -104,7 +104,7 @@ class _GaussianBase(GenerativeClassifierBase):
     """Shared checks: classes with zero weight, and failing a fit without leaving it half-done."""
 
     # a NaN or infinite entry leaves its row without a finite score on the host (tested)
-    _finite_while_scoring = True
+    _finite_check_deferred = True
 
     def _fail(self, message: str, error=ValueError):
         for name in ("params_", "story_"):

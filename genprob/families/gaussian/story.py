@@ -16,6 +16,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from genprob._arrays import column_sums, is_small
 from genprob._programs import program
 from genprob._validation import check_feature_width, is_concrete
 from genprob.families.gaussian import missing as gaussian_missing
@@ -37,6 +38,7 @@ from genprob.families.gaussian.moments import (
     chunked_sum,
     ledoit_wolf_shrinkage,
     per_group,
+    reference_point,
     snap_constant_features,
     standardizing_scale,
     symmetrize,
@@ -381,6 +383,16 @@ class GaussianStory(Story):
         )
 
     # -- closed form -----------------------------------------------------------------------------
+    #: every row of positive weight adds its entries and their squares to the moments
+    statistics_show_nonfinite = True
+
+    def statistics_on_host(self, X) -> bool:
+        """Dense NumPy rows too many to pad to a bucket size (:func:`genprob._arrays.is_small`):
+        NumPy's blocked products in cache beat copying the rows to the device (and grouping
+        them by class) for a compiled program. Not with ``shrinkage="auto"``, whose second pass
+        standardizes by statistics of the first (it stays compiled)."""
+        return isinstance(X, np.ndarray) and not self._auto_shrinkage and not is_small(X)
+
     def sufficient_statistics(self, X, R):
         """Counts, first and second moments of ``(X, R)`` in one blocked pass.
 
@@ -391,8 +403,8 @@ class GaussianStory(Story):
         pass for the Ledoit–Wolf fourth moments ``sum_i R_ik ||z_ik||^4``, whose standardization
         needs the class means and sds: those statistics are therefore not additive over chunks.
         """
-        shift = X.mean(axis=0)
-        stats = {"counts": R.sum(axis=0), "shift": shift}
+        shift = reference_point(X)
+        stats = {"counts": column_sums(R), "shift": shift}
         stats.update(self.structure.moments(X, R, shift, self._needs_class_scatter))
         if self._auto_shrinkage:
             stats["fourth_moments"] = self._fourth_moments(X, R, stats)

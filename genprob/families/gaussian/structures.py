@@ -16,6 +16,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
+from genprob._arrays import row_sums
 from genprob.families.gaussian.distributions import (
     DiagonalNormal,
     full_factors,
@@ -23,7 +24,9 @@ from genprob.families.gaussian.distributions import (
     whiten_twice,
 )
 from genprob.families.gaussian.moments import (
+    HOST_BLOCK_BYTES,
     chunked_sum,
+    host_row_blocks,
     per_group,
     snap_constant_features,
     symmetrize,
@@ -183,6 +186,8 @@ class FullCovariance(CovarianceStructure):
         return whiten_twice(vectors, emission.whitening)
 
     def moments(self, X, R, shift, class_scatter):
+        if isinstance(X, np.ndarray):
+            return self._host_moments(X, R, shift, class_scatter)
         num_features = X.shape[1]
         if not class_scatter:
 
@@ -219,6 +224,48 @@ class FullCovariance(CovarianceStructure):
         both = chunked_sum(per_class, X, R)
         class_squares = both[:, :num_features, :]
         stats = {"sums": both[:, num_features, :], "squares": self.group(class_squares)}
+        if self.shared:
+            stats["class_squares"] = class_squares
+        return stats
+
+    def _host_moments(self, X, R, shift, class_scatter):
+        """:meth:`moments` of NumPy rows, eagerly, block by block in cache: ``Z^T W Z`` and
+        ``R^T Z`` of the centered block ``Z`` (``Z^T Z``, a symmetric product, when every row
+        weighs 1); per-class scatter gathers each class's rows of the block, so hard labels cost
+        one ``X^T X`` in all, not K."""
+        num_classes, num_features = R.shape[1], X.shape[1]
+        dtype = np.result_type(X, R)
+        origin = not np.any(shift)  # moments about 0: the products read the rows in place
+        if not class_scatter:
+            squares = np.zeros((num_features, num_features), dtype)
+            sums = np.zeros((num_classes, num_features), dtype)
+            weights = row_sums(R)
+            unit = bool(np.all(weights == 1))
+            for x, r, w in host_row_blocks(X, R, weights):
+                z = x if origin else x - shift
+                squares += z.T @ z if unit else (z * w[:, None]).T @ z
+                sums += r.T @ z
+            return {"squares": squares, "sums": sums}
+        class_squares = np.zeros((num_classes, num_features, num_features), dtype)
+        sums = np.zeros((num_classes, num_features), dtype)
+        # each class's copy is about 1/K of a block: blocks K times larger keep it in cache
+        # and spend fewer products on few rows (1e5 x 50, K = 5: 48 ms against 58 ms a fit)
+        for x, r in host_row_blocks(X, R, block_bytes=HOST_BLOCK_BYTES * num_classes):
+            for k in range(num_classes):
+                weights = r[:, k]
+                present = weights != 0
+                if not present.any():
+                    continue
+                # np.compress copies the class's rows 1.5x to 2x faster than a boolean index
+                z_k = np.compress(present, x, axis=0)
+                if not origin:
+                    z_k -= shift
+                weights = np.compress(present, weights)
+                # a symmetric product (BLAS syrk) when every row weighs 1
+                unit = np.all(weights == 1)
+                class_squares[k] += z_k.T @ z_k if unit else (z_k * weights[:, None]).T @ z_k
+                sums[k] += weights @ z_k
+        stats = {"sums": sums, "squares": self.group(class_squares)}
         if self.shared:
             stats["class_squares"] = class_squares
         return stats
@@ -274,6 +321,17 @@ class DiagonalCovariance(CovarianceStructure):
         return vectors / emission.variance
 
     def moments(self, X, R, shift, class_scatter):
+        if isinstance(X, np.ndarray):
+            # eagerly on the host, the same sums block by block in cache
+            sums = np.zeros((R.shape[1], X.shape[1]), np.result_type(X, R))
+            class_squares = np.zeros_like(sums)
+            origin = not np.any(shift)  # moments about 0: no centered copy of the block
+            for x, r in host_row_blocks(X, R):
+                z = x if origin else x - shift
+                sums += r.T @ z
+                class_squares += r.T @ (np.square(z) if origin else np.square(z, out=z))
+            return {"sums": sums, "squares": self.group(class_squares)}
+
         def first_and_second(x, r):
             xs = x - shift
             return r.T @ xs, r.T @ (xs * xs)

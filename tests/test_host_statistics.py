@@ -1,0 +1,226 @@
+"""Gaussian statistics of large NumPy inputs computed on the host agree with the compiled ones."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn import discriminant_analysis as skda
+from sklearn import naive_bayes as sknb
+
+import genprob
+from genprob import core
+from genprob._arrays import PAD_LIMIT
+from genprob.families.gaussian import GaussianStory
+from genprob.families.gaussian.moments import reference_point
+from genprob.story import Story
+
+#: more rows than any padded bucket: NumPy rows of this many go to the host statistics
+NUM_ROWS = PAD_LIMIT + 1000
+NUM_CLASSES = 3
+
+
+def offset_data(num_rows=NUM_ROWS, seed=0, extreme=True):
+    """Rows whose means are far larger than their spreads (the moments must keep the digits),
+    classes of different sizes and spreads; ``extreme=False``: a covariance conditioned well
+    enough to compare posteriors with scikit-learn's to 1e-8."""
+    rng = np.random.default_rng(seed)
+    y = rng.choice(NUM_CLASSES, size=num_rows, p=[0.5, 0.3, 0.2])
+    spreads, offsets = (
+        ([1.0, 10.0, 0.01, 3.0], [1e4, -5.0, 3.0, 0.0])
+        if extreme
+        else (
+            [1.0, 10.0, 0.1, 3.0],
+            [100.0, -5.0, 3.0, 0.0],
+        )
+    )
+    X = rng.normal(size=(num_rows, 4)) * spreads + offsets
+    X[:, 3] += 2.0 * y + rng.normal(size=num_rows) * y
+    return X, y
+
+
+STORIES = {
+    "nb": GaussianStory(covariance="diag", shared=False),
+    "shared-diag": GaussianStory(covariance="diag", shared=True),
+    "lda": GaussianStory(covariance="full", shared=True),
+    "lda-weighted": GaussianStory(
+        covariance="full", shared=True, covariance_weights=(0.2, 0.3, 0.5)
+    ),
+    "qda": GaussianStory(covariance="full", shared=False, reg_param=0.1),
+}
+
+
+def responsibilities(kind, y, seed=1):
+    rng = np.random.default_rng(seed)
+    if kind == "soft":  # EM's posteriors: every row in every class
+        return rng.dirichlet(np.ones(NUM_CLASSES), size=len(y))
+    weights = None
+    if kind == "weighted":  # sample weights, some rows removed
+        weights = rng.uniform(0.0, 3.0, len(y)) * (rng.uniform(size=len(y)) > 0.1)
+    return core.one_hot_rows(y, NUM_CLASSES, weights)
+
+
+@pytest.mark.parametrize("centered", [False, True], ids=["offset", "centered"])
+@pytest.mark.parametrize("kind", ["labels", "weighted", "soft"])
+@pytest.mark.parametrize("name", list(STORIES))
+def test_host_statistics_agree_with_the_compiled_ones(name, kind, centered, tol):
+    story = STORIES[name]
+    X, y = offset_data()
+    if centered:  # moments about the origin, read in place on the host
+        X = (X - X.mean(axis=0)) / X.std(axis=0)
+    R = responsibilities(kind, y)
+    assert story.statistics_on_host(X)
+    with jax.enable_x64(True):
+        host = core.sufficient_statistics(story, X, R)
+        assert np.any(host["emission"]["shift"]) != centered
+        compiled = core.sufficient_statistics(story, jnp.asarray(X), jnp.asarray(R))
+        assert all(isinstance(v, np.ndarray) for v in jax.tree_util.tree_leaves(host))
+        np.testing.assert_allclose(host["class_counts"], compiled["class_counts"], rtol=1e-13)
+        # moments about the compiled program's reference point are the same moments
+        moved = story._recenter(host["emission"], compiled["emission"]["shift"])
+        for key in ("sums", "squares", "class_squares"):
+            if key in compiled["emission"]:
+                expected = np.asarray(compiled["emission"][key])
+                np.testing.assert_allclose(
+                    moved[key], expected, rtol=1e-9, atol=1e-9 * np.abs(expected).max(), err_msg=key
+                )
+        expected, actual = core.maximize(story, compiled), core.maximize(story, host)
+        for key, value in expected.items():
+            np.testing.assert_allclose(
+                actual[key], value, rtol=tol["float64"]["rtol"], atol=1e-10, err_msg=key
+            )
+
+
+def test_small_inputs_and_auto_shrinkage_stay_compiled():
+    X, _ = offset_data()
+    assert not STORIES["lda"].statistics_on_host(X[:1000])
+    assert not STORIES["lda"].statistics_on_host(jnp.asarray(X))
+    assert not GaussianStory(covariance="full", shared=True, shrinkage="auto").statistics_on_host(X)
+    # a user story keeps the compiled statistics unless it asks
+    assert Story.statistics_on_host(STORIES["nb"], X) is False
+
+
+def test_reference_point_is_near_the_mean_or_the_origin():
+    X, _ = offset_data()
+    sds = X.std(axis=0)
+    # 4096 rows spread over X: within a few sd / 64 of the mean
+    assert np.all(np.abs(reference_point(X) - X.mean(axis=0)) < 0.2 * sds)
+    np.testing.assert_array_equal(reference_point(X[:100]), X[:100].mean(axis=0))
+    # every mean within 4 sds of 0: the origin (rounding within 17 eps of the mean's)
+    centered = (X - X.mean(axis=0)) / sds + [3.0, -3.0, 0.0, 1.0]
+    for rows in (centered, centered[:100], jnp.asarray(centered)):
+        np.testing.assert_array_equal(reference_point(rows), np.zeros(4))
+    # one feature further out: the mean
+    centered[:, 2] += 5.0
+    for rows in (centered, jnp.asarray(centered)):
+        np.testing.assert_allclose(reference_point(rows), centered.mean(axis=0), rtol=0, atol=0.05)
+
+
+PAIRS = {
+    "GaussianNB": (sknb.GaussianNB(), genprob.GaussianNB()),
+    "LDA-lsqr": (
+        skda.LinearDiscriminantAnalysis(solver="lsqr"),
+        genprob.LinearDiscriminantAnalysis(solver="lsqr"),
+    ),
+    "LDA-svd": (skda.LinearDiscriminantAnalysis(), genprob.LinearDiscriminantAnalysis()),
+    "QDA": (
+        skda.QuadraticDiscriminantAnalysis(reg_param=0.01),
+        genprob.QuadraticDiscriminantAnalysis(reg_param=0.01),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_large_fits_match_scikit_learn(name):
+    reference, estimator = PAIRS[name]
+    X, y = offset_data(seed=2, extreme=False)
+    reference.fit(X, y)
+    estimator.fit(X, y)
+    assert estimator.story_.statistics_on_host(X)
+    rows = X[::997]
+    np.testing.assert_allclose(
+        estimator.predict_proba(rows), reference.predict_proba(rows), rtol=0, atol=1e-8
+    )
+    for attribute in ("theta_", "var_", "means_", "covariance_", "coef_", "intercept_"):
+        if hasattr(reference, attribute) and hasattr(estimator, attribute):
+            expected = getattr(reference, attribute)
+            np.testing.assert_allclose(
+                getattr(estimator, attribute),
+                expected,
+                rtol=1e-7,
+                atol=1e-9 * np.abs(expected).max(),
+                err_msg=attribute,
+            )
+
+
+def test_large_weighted_naive_bayes_matches_scikit_learn():
+    X, y = offset_data(seed=3)
+    weights = np.random.default_rng(4).uniform(0.0, 2.0, len(y))
+    reference = sknb.GaussianNB().fit(X, y, sample_weight=weights)
+    estimator = genprob.GaussianNB().fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(estimator.theta_, reference.theta_, rtol=1e-10)
+    # the MLE variances; the smoothing epsilon_ is var_smoothing times the largest *weighted*
+    # variance here, scikit-learn's the unweighted one (docs/gaussian.md)
+    np.testing.assert_allclose(
+        estimator.var_ - estimator.epsilon_, reference.var_ - reference.epsilon_, rtol=1e-10
+    )
+    np.testing.assert_allclose(estimator.class_count_, reference.class_count_, rtol=1e-12)
+
+
+def test_large_float32_fit_stays_float32():
+    X, y = offset_data(seed=5, extreme=False)
+    X = X - X.mean(axis=0)  # float32 keeps ~7 digits: no offsets here
+    single = genprob.QuadraticDiscriminantAnalysis(dtype="float32").fit(X, y)
+    double = genprob.QuadraticDiscriminantAnalysis().fit(X, y)
+    assert single.stats_["emission"]["squares"].dtype == np.float32
+    np.testing.assert_allclose(single.means_, double.means_, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        single.predict_proba(X[:50]), double.predict_proba(X[:50]), rtol=0, atol=1e-3
+    )
+
+
+def test_large_fit_refuses_nan_as_scikit_learn_does():
+    X, y = offset_data(seed=6)
+    X[12345, 2] = np.nan
+    for reference, estimator in PAIRS.values():
+        with pytest.raises(ValueError) as expected:
+            reference.fit(X, y)
+        with pytest.raises(ValueError) as actual:
+            estimator.fit(X, y)
+        assert str(actual.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_large_fit_names_nonfinite_before_label_errors_as_scikit_learn(bad):
+    X, y = offset_data(seed=7)
+    X[-1, 0] = bad
+    cases = [
+        (skda.LinearDiscriminantAnalysis(), genprob.LinearDiscriminantAnalysis(), y),
+        # one class: LDA refuses the labels, but the infinity in X is named first
+        (skda.LinearDiscriminantAnalysis(), genprob.LinearDiscriminantAnalysis(), 0 * y),
+        # continuous labels: refused after X's check as well
+        (skda.QuadraticDiscriminantAnalysis(), genprob.QuadraticDiscriminantAnalysis(), y + 0.5),
+        (sknb.GaussianNB(), genprob.GaussianNB(), y),
+    ]
+    for reference, estimator, labels in cases:
+        with pytest.raises(ValueError) as expected:
+            reference.fit(X, labels)
+        with pytest.raises(ValueError) as actual:
+            estimator.fit(X, labels)
+        assert str(actual.value) == str(expected.value)
+    # rows without labels go to EM, which checks X before it starts
+    partial = np.where(np.arange(len(y)) % 5 == 0, y, -1)
+    with pytest.raises(ValueError, match="Input X contains"):
+        genprob.GaussianNB(max_iter=2).fit(X, partial)
+
+
+def test_large_fit_overflow_is_named_without_warnings():
+    X, y = offset_data(seed=8)
+    X[:, 1] *= 1e200  # finite, but its squares overflow
+    for weights in (None, np.full(len(y), 2.0)):
+        for estimator in (genprob.GaussianNB(), genprob.QuadraticDiscriminantAnalysis()):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                with pytest.raises(ValueError, match="feature 1 has values too large to square"):
+                    estimator.fit(X, y, sample_weight=weights)
