@@ -149,13 +149,23 @@ def symmetrize(matrix):
     return 0.5 * (matrix + jnp.swapaxes(matrix, -1, -2))
 
 
-def snap_constant_features(scatter, squares, full: bool = True):
+def centering_floor(counts, means):
+    """``N_k (8 eps m_k)^2`` (K, D): below this a class scatter is the rounding of centering
+    rows at ``|m_k|`` (a spread of a few ulps of the mean), whatever the reference point."""
+    eps = jnp.finfo(means.dtype).eps
+    return counts[:, None] * (8.0 * eps * means) ** 2
+
+
+def snap_constant_features(scatter, squares, full: bool = True, floor=None):
     """Zero the scatter of features whose variance is rounding noise of its own computation.
 
     The scatter is ``squares - between``; a feature that is constant within the group leaves a
     difference of order ``eps * squares`` instead of an exact 0. Left alone it would be whitened
     into a huge weight (LDA), count as a real direction in Ledoit–Wolf, or blow up a tiny
-    smoothed variance (Gaussian NB); scikit-learn's two-pass moments give the exact 0.
+    smoothed variance (Gaussian NB); scikit-learn's two-pass moments give the exact 0. With
+    ``floor`` (the group's :func:`centering_floor`), scatter within a few ulps of the means
+    is zeroed too: when the rows sit far from the reference point relative to their spread,
+    the squares are themselves rounding noise, and which noise depends on the summation order.
     """
     eps = jnp.finfo(scatter.dtype).eps
     if full:
@@ -163,8 +173,11 @@ def snap_constant_features(scatter, squares, full: bool = True):
         magnitude = jnp.diagonal(squares, axis1=-2, axis2=-1)
     else:
         diagonal, magnitude = scatter, squares
+    noise = diagonal <= 64 * eps * magnitude
+    if floor is not None:  # per-feature centering floor of the group (:func:`centering_floor`)
+        noise = noise | (diagonal <= floor)
     # an overflowed moment (inf, or inf - inf) is kept, for the overflow check to name it
-    live = (diagonal > 64 * eps * magnitude) | ~jnp.isfinite(diagonal) | ~jnp.isfinite(magnitude)
+    live = ~noise | ~jnp.isfinite(diagonal) | ~jnp.isfinite(magnitude)
     live = live.astype(scatter.dtype)
     if full:
         return scatter * live[..., :, None] * live[..., None, :]

@@ -35,6 +35,7 @@ from genprob.families.gaussian.distributions import (
     whiten_twice,
 )
 from genprob.families.gaussian.moments import (
+    centering_floor,
     chunked_sum,
     ledoit_wolf_shrinkage,
     per_group,
@@ -455,7 +456,8 @@ class GaussianStory(Story):
         centered_means = sums / counts[:, None]
         squares = stats["class_squares" if self.shared else "squares"]
         between = sums[:, :, None] * centered_means[:, None, :]
-        scatter = snap_constant_features(symmetrize(squares - between), squares)
+        floor = centering_floor(counts, centered_means + stats["shift"])
+        scatter = snap_constant_features(symmetrize(squares - between), squares, floor=floor)
         return scatter / counts[:, None, None], centered_means
 
     def _fourth_moments(self, X, R, stats):
@@ -494,7 +496,8 @@ class GaussianStory(Story):
         scatter = structure.scatter(stats["squares"], sums, centered_means, counts)
         group_counts = structure.group(counts)
         denominator = structure.denominator(counts, self.estimator == "unbiased")
-        scatter = snap_constant_features(scatter, stats["squares"], full)
+        floor = structure.group(centering_floor(counts, means))
+        scatter = snap_constant_features(scatter, stats["squares"], full, floor)
         mle = scatter / per_group(group_counts, scatter)
         spread = scatter / per_group(denominator, scatter)
         kept = jnp.ones_like(jnp.asarray(group_counts, dtype=scatter.dtype))
