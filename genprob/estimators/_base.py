@@ -270,6 +270,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             kwargs["ensure_all_finite"] = "allow-nan"
         return kwargs
 
+    def _validation_kwargs(self, finite: bool = True) -> dict:
+        """:attr:`_data_kwargs`, without the NaN/infinity check when ``finite`` is False (left
+        to the caller, :meth:`_check_finite`) unless NaN marks missing entries."""
+        if finite or self._marginalizes:
+            return self._data_kwargs
+        return {**self._data_kwargs, "ensure_all_finite": False}
+
     def _checked_features(self, X, *, fitting: bool):
         """:meth:`_validate_X` on the observed entries; NaN entries stay NaN (dense)."""
         if not (self._marginalizes and has_missing(X)):
@@ -357,11 +364,12 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                 f"more data first."
             )
         check_is_fitted(self, "params_")
-        kwargs = self._data_kwargs
-        if not (finite or self._marginalizes):
-            kwargs = {**kwargs, "ensure_all_finite": False}
         X = validate_data(
-            self, sparse_as_float(X), reset=False, dtype=[np.float64, np.float32], **kwargs
+            self,
+            sparse_as_float(X),
+            reset=False,
+            dtype=[np.float64, np.float32],
+            **self._validation_kwargs(finite),
         )
         return self._checked_features(X, fitting=False)
 
@@ -455,13 +463,12 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if _out_of_core(X):
             return _fit_out_of_core(self, X, y, sample_weight=sample_weight, classes=classes)
         unchecked = self._defers_finite_check(X, sample_weight)
-        kwargs = {**self._data_kwargs, "ensure_all_finite": False} if unchecked else {}
         X, y = validate_data(
             self,
             sparse_as_float(X),
             y,
             dtype=[np.float64, np.float32],
-            **{**self._data_kwargs, **kwargs},
+            **self._validation_kwargs(finite=not unchecked),
         )
         try:
             return self._fit_rows(X, y, sample_weight, classes, unchecked)
