@@ -104,6 +104,29 @@ def move_rows(values: np.ndarray, row_destinations: np.ndarray) -> np.ndarray:
     return moved
 
 
+def without_duplicates(X):
+    """A SciPy sparse matrix storing each (row, column) at most once: ``X`` itself when it does
+    (sorted or not), else a copy with the duplicates summed (SciPy's meaning of them).
+
+    Unsorted CSR (what ``CountVectorizer`` returns) is checked without sorting it: converted to
+    CSC, each column lists its rows in increasing order, so a duplicate shows as two equal
+    neighbours, one linear pass (0.6 ms on the SMS corpus against 1.9 ms to sort its rows).
+    """
+    if X.has_canonical_format:
+        return X
+    if X.format in ("csr", "csc") and X.nnz > 1:
+        other = X.tocsc() if X.format == "csr" else X.tocsr()
+        increasing = np.diff(other.indices) > 0
+        starts = other.indptr[1:-1]
+        # a pair across two columns (or rows) is no duplicate
+        increasing[starts[(starts > 0) & (starts < other.nnz)] - 1] = True
+        if increasing.all():
+            return X
+    X = X.copy()
+    X.sum_duplicates()
+    return X
+
+
 def column_sums(array):
     """``array.sum(axis=0)`` of a 2-D array; a NumPy one through BLAS (``ones @ array``), 10x
     faster than NumPy's reduction over the rows of a narrow array (R of a few classes)."""
@@ -155,13 +178,20 @@ def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
         span = high - low + 1
         if span <= max(_COUNTING_SPAN, 2 * y.size):
             # in a type that holds the span: int8 labels -128 and 8 are 136 apart
-            if y.dtype.kind == "u":
+            if low == 0 and y.dtype == np.intp:
+                offsets = y
+            elif y.dtype.kind == "u":
                 offsets = (y - y.dtype.type(low)).astype(np.intp, copy=False)
             else:
                 offsets = (y.astype(np.int64, copy=False) - low).astype(np.intp, copy=False)
             present = np.bincount(offsets, minlength=span) > 0
-            codes_of_offset = np.cumsum(present) - 1
             classes = (np.flatnonzero(present) + low).astype(y.dtype)
+            if offsets is y and present.all():
+                # labels 0..K-1, each present, are their own codes: a read-only view, no copy
+                codes = y.view()
+                codes.flags.writeable = False
+                return classes, codes
+            codes_of_offset = np.cumsum(present) - 1
             return classes, codes_of_offset[offsets]
     return np.unique(y, return_inverse=True)
 

@@ -3,11 +3,18 @@
 import jax
 import numpy as np
 import pytest
+import scipy.sparse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from genprob._arrays import class_destinations, encode_labels, move_rows, to_device
+from genprob._arrays import (
+    class_destinations,
+    encode_labels,
+    move_rows,
+    to_device,
+    without_duplicates,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -82,3 +89,60 @@ def test_class_destinations_group_rows_stably(num_classes):
         move_rows(np.arange(5000), destinations), np.argsort(codes, kind="stable")
     )
     assert class_destinations(grouped, num_classes) is None  # already grouped: nothing to do
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(1, 7),
+    st.integers(1, 7),
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(1, 5)), max_size=30),
+    st.sampled_from(["csr", "csc"]),
+)
+def test_without_duplicates_keeps_the_matrix_and_sums_only_repeats(rows, cols, entries, fmt):
+    """Entries stored in any order: the answer is X itself when no (row, column) repeats, else
+    a copy with repeats summed; its values equal the dense matrix either way, and X is kept."""
+    entries = [(i % rows, j % cols, v) for i, j, v in entries]
+    r = np.array([e[0] for e in entries], dtype=int)
+    c = np.array([e[1] for e in entries], dtype=int)
+    v = np.array([e[2] for e in entries], dtype=float)
+    # the raw (data, indices, indptr) constructor keeps repeats and their order within a row
+    major, minor, length = (r, c, rows) if fmt == "csr" else (c, r, cols)
+    order = np.argsort(major, kind="stable")
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(major, minlength=length))])
+    cls = scipy.sparse.csr_matrix if fmt == "csr" else scipy.sparse.csc_matrix
+    X = cls((v[order], minor[order], indptr), shape=(rows, cols))
+    before = (X.data.copy(), X.indices.copy())
+    out = without_duplicates(X)
+    repeats = len({(i, j) for i, j, _ in entries}) < len(entries)
+    assert (out is X) == (not repeats)
+    assert out.nnz == len({(i, j) for i, j, _ in entries})
+    np.testing.assert_array_equal(out.toarray(), X.toarray())
+    np.testing.assert_array_equal(X.data, before[0])
+    np.testing.assert_array_equal(X.indices, before[1])
+
+
+def test_without_duplicates_of_unsorted_count_vectorizer_rows():
+    """CountVectorizer's rows are unsorted but free of repeats: no copy, no sorting."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    texts = ["bb aa cc aa", "cc cc bb", "aa", "dd bb aa cc", ""]
+    X = CountVectorizer().fit_transform(texts)
+    unsorted = scipy.sparse.csr_matrix((X.data, X.indices, X.indptr), shape=X.shape)
+    unsorted.indices[:2] = unsorted.indices[:2][::-1].copy()
+    unsorted.data[:2] = unsorted.data[:2][::-1].copy()
+    unsorted.has_sorted_indices = False
+    assert not unsorted.has_canonical_format
+    assert without_duplicates(unsorted) is unsorted
+    np.testing.assert_array_equal(unsorted.toarray(), X.toarray())
+
+
+def test_labels_zero_to_k_are_their_own_read_only_codes():
+    y = np.array([2, 0, 1, 1, 0, 2], dtype=np.intp)
+    classes, codes = encode_labels(y)
+    np.testing.assert_array_equal(classes, [0, 1, 2])
+    assert np.shares_memory(codes, y) and not codes.flags.writeable
+    assert y.flags.writeable  # the caller's labels stay writeable
+    # a label missing from 0..K-1: counted codes, a new array
+    classes, codes = encode_labels(np.array([3, 0, 3], dtype=np.intp))
+    np.testing.assert_array_equal(classes, [0, 3])
+    np.testing.assert_array_equal(codes, [1, 0, 1])

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from sklearn import discriminant_analysis as skda
 from sklearn import naive_bayes as sknb
+from sklearn.base import clone
+from sklearn.datasets import load_iris
 
 import genprob
 from genprob import core
@@ -92,9 +94,9 @@ def test_host_statistics_agree_with_the_compiled_ones(name, kind, centered, tol)
             )
 
 
-def test_small_inputs_and_auto_shrinkage_stay_compiled():
+def test_numpy_rows_of_any_size_on_the_host_auto_shrinkage_compiled():
     X, _ = offset_data()
-    assert not STORIES["lda"].statistics_on_host(X[:1000])
+    assert STORIES["lda"].statistics_on_host(X[:10])
     assert not STORIES["lda"].statistics_on_host(jnp.asarray(X))
     assert not GaussianStory(covariance="full", shared=True, shrinkage="auto").statistics_on_host(X)
     # a user story keeps the compiled statistics unless it asks
@@ -224,3 +226,36 @@ def test_large_fit_overflow_is_named_without_warnings():
                 warnings.simplefilter("error")
                 with pytest.raises(ValueError, match="feature 1 has values too large to square"):
                     estimator.fit(X, y, sample_weight=weights)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        genprob.GaussianNB(),
+        genprob.LinearDiscriminantAnalysis(),
+        genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.2),
+        genprob.QuadraticDiscriminantAnalysis(reg_param=0.1),
+    ],
+    ids=["gnb", "lda", "lda-lsqr", "qda"],
+)
+def test_small_fits_run_no_compiled_statistics(monkeypatch, estimator):
+    """A fold of iris is summed in NumPy: no compiled statistics program (whose first call in a
+    process costs more than the fit), and the parameters of the compiled path."""
+    X, y = load_iris(return_X_y=True)
+    X, y = X[::2], y[::2]
+    compiled = clone(estimator)
+    monkeypatch.setattr(GaussianStory, "statistics_on_host", lambda self, X: False)
+    compiled.fit(X, y)
+    monkeypatch.undo()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the compiled statistics ran")
+
+    monkeypatch.setattr(core, "_sufficient_statistics", refuse)
+    host = clone(estimator).fit(X, y)
+    for name, value in compiled.params_.items():
+        np.testing.assert_allclose(host.params_[name], value, rtol=1e-12, atol=1e-12, err_msg=name)
+    # posteriors of 1e-27 move by their log's rounding (60 x 1e-12): compared relatively
+    np.testing.assert_allclose(
+        host.predict_log_proba(X), compiled.predict_log_proba(X), rtol=1e-10, atol=1e-10
+    )

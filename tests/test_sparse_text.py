@@ -163,7 +163,7 @@ def test_integer_counts_with_unsorted_indices_keep_them(sms, name):
     left unchanged."""
     X, y = sms
     assert X.dtype.kind == "i" and not X.has_sorted_indices
-    indices = X.indices.copy()
+    indices, data = X.indices.copy(), X.data.copy()
     canonical = X.astype(np.float64)
     canonical.sort_indices()
     ours = getattr(genprob, name)().fit(X, y)
@@ -173,6 +173,7 @@ def test_integer_counts_with_unsorted_indices_keep_them(sms, name):
     )
     np.testing.assert_array_equal(ours.predict(X), reference.predict(canonical))
     np.testing.assert_array_equal(X.indices, indices)
+    np.testing.assert_array_equal(X.data, data)
     reference_sk = getattr(sknb, name)().fit(X, y)
     np.testing.assert_allclose(ours.predict_proba(X), reference_sk.predict_proba(X), atol=1e-8)
 

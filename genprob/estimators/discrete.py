@@ -32,6 +32,7 @@ import scipy.sparse
 from jax.experimental import sparse as jsparse
 from sklearn.utils._param_validation import Interval
 
+from genprob._arrays import without_duplicates
 from genprob._dtype import numpy_dtype
 from genprob._validation import check_alpha
 from genprob.estimators._base import GenerativeClassifierBase
@@ -204,10 +205,8 @@ class BernoulliNB(_DiscreteNB):
         self.unlabeled_label = unlabeled_label
 
     def _validate_X(self, X, *, fitting):
-        if scipy.sparse.issparse(X) and not X.has_canonical_format:
-            # a value stored twice is binary only once summed
-            X = X.copy()
-            X.sum_duplicates()
+        if scipy.sparse.issparse(X):
+            X = without_duplicates(X)  # a value stored twice is binary only once summed
         if self.binarize is None:
             check_values(
                 X,
@@ -217,6 +216,11 @@ class BernoulliNB(_DiscreteNB):
             )
             return X
         threshold = float(self.binarize)
+        if scipy.sparse.issparse(X) and X.format in ("csr", "csc"):
+            # new values on the caller's indices (never changed in place); the zeros stay
+            # stored, which products and sums ignore
+            binary = (X.data > threshold).astype(X.dtype)
+            return type(X)((binary, X.indices, X.indptr), shape=X.shape, copy=False)
         if scipy.sparse.issparse(X):
             X = X.copy()
             X.data = (X.data > threshold).astype(X.dtype)

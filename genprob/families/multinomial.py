@@ -44,6 +44,7 @@ from jax.experimental import sparse as jsparse
 from jax.scipy.special import gammaln, xlogy
 from numpyro.distributions import constraints
 
+from genprob._arrays import without_duplicates
 from genprob.conjugate import dirichlet
 from genprob.families.bernoulli import (
     alpha_array,
@@ -69,10 +70,8 @@ def _map_stored(value, fn):
 
 def _scipy_row_term(value) -> np.ndarray:
     """``log n! - sum_j log x_j!`` (n, 1) of the rows of a SciPy sparse matrix, on the host."""
-    value = scipy.sparse.csr_matrix(value)
-    if not value.has_canonical_format:  # a word stored twice: log x! needs its total count
-        value = value.copy()
-        value.sum_duplicates()
+    # a word stored twice: log x! needs its total count
+    value = without_duplicates(scipy.sparse.csr_matrix(value))
     log_factorials = value.copy()
     log_factorials.data = scipy.special.gammaln(value.data + 1.0)
     length = np.asarray(value.sum(axis=1)).reshape(-1, 1)

@@ -16,7 +16,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from genprob._arrays import column_sums, is_small
+from genprob._arrays import column_sums
 from genprob._programs import program
 from genprob._validation import check_feature_width, is_concrete
 from genprob.families.gaussian import missing as gaussian_missing
@@ -388,11 +388,12 @@ class GaussianStory(Story):
     statistics_show_nonfinite = True
 
     def statistics_on_host(self, X) -> bool:
-        """Dense NumPy rows too many to pad to a bucket size (:func:`genprob._arrays.is_small`):
-        NumPy's blocked products in cache beat copying the rows to the device (and grouping
-        them by class) for a compiled program. Not with ``shrinkage="auto"``, whose second pass
-        standardizes by statistics of the first (it stays compiled)."""
-        return isinstance(X, np.ndarray) and not self._auto_shrinkage and not is_small(X)
+        """Dense NumPy rows: NumPy's blocked products in cache beat copying large inputs to the
+        device (and grouping them by class) for a compiled program, and spare small ones a
+        compiled program, whose first call in a process costs more than their whole fit. Not
+        with ``shrinkage="auto"``, whose second pass standardizes by statistics of the first
+        (it stays compiled)."""
+        return isinstance(X, np.ndarray) and not self._auto_shrinkage
 
     def sufficient_statistics(self, X, R):
         """Counts, first and second moments of ``(X, R)`` in one blocked pass.
