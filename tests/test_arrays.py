@@ -12,7 +12,9 @@ from genprob._arrays import (
     class_destinations,
     encode_labels,
     move_rows,
+    placed,
     to_device,
+    to_device_all,
     without_duplicates,
 )
 
@@ -76,6 +78,25 @@ def test_to_device_shares_aligned_memory_and_realigns_the_rest():
     single = to_device(aligned, np.float32)
     assert single.dtype == np.float32
     np.testing.assert_allclose(np.asarray(single), aligned, rtol=1e-7)
+
+
+def test_fitted_parameters_stay_aligned_host_buffers_on_cpu():
+    """On a CPU backend nothing is transferred: compiled programs read NumPy in place."""
+    assert jax.default_backend() == "cpu"
+    tree = {"a": np.arange(3.0)}
+    assert placed(tree) is tree
+    odd = np.arange(6.0)[1:]  # 8 bytes past NumPy's allocation: realigned to 64
+    with jax.enable_x64(True):
+        params = to_device_all(
+            {"odd": odd, "wide": np.ones((2, 3), np.float32), "jax": jax.numpy.ones(2)},
+            np.float64,
+        )
+    assert isinstance(params["odd"], np.ndarray) and isinstance(params["wide"], np.ndarray)
+    for value in (params["odd"], params["wide"]):
+        assert value.dtype == np.float64 and value.flags.c_contiguous
+        assert value.ctypes.data % 64 == 0
+    assert isinstance(params["jax"], jax.Array) and params["jax"].dtype == np.float64
+    np.testing.assert_array_equal(params["odd"], [1.0, 2.0, 3.0, 4.0, 5.0])
 
 
 @pytest.mark.parametrize("num_classes", [3, 300, 70_000])

@@ -66,7 +66,7 @@ from genprob.streaming import is_out_of_core as _out_of_core
 
 __all__ = ["GenerativeClassifierBase", "jax_key"]
 
-#: Fitted estimator -> (its dtype, the parameters, their device copies): see fitted_cache.
+#: Fitted estimator -> (its dtype, the parameters, their placed copies): see fitted_cache.
 _DEVICE_PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -251,8 +251,10 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return self._as_array(X)
 
     def _params_jax(self):
-        """The fitted parameters on the device, moved once per fitted parameters (not at every
-        prediction: a cross-validation scores each fold several times)."""
+        """The fitted parameters as compiled programs read them (:func:`genprob._arrays.placed`:
+        aligned NumPy buffers on a CPU backend, else on the device), prepared once per fitted
+        parameters (not at every prediction: a cross-validation scores each fold several
+        times)."""
         return fitted_cache(
             _DEVICE_PARAMS, self, lambda: to_device_all(self.params_, numpy_dtype(self._dtype))
         )

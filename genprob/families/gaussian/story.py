@@ -16,7 +16,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from genprob._arrays import column_sums
+from genprob._arrays import column_sums, placed
 from genprob._programs import program
 from genprob._validation import check_feature_width, is_concrete
 from genprob.families.gaussian import missing as gaussian_missing
@@ -292,8 +292,7 @@ class GaussianStory(Story):
             # the class scores' (D, K) directions: predictions skip the (D, D) whitening
             host = [np.asarray(factors[k]) for k in ("whitening", "log_normalizer", "rank")]
             terms = linear_terms(np.asarray(params["means"]), *host, xp=np)
-            # one transfer: each device_put costs ~80 us whatever the size
-            return jax.device_put({**factors, LINEAR_TERMS: terms})
+            return placed({**factors, LINEAR_TERMS: terms})
         if not self.structure.full:
             return {}  # diagonal spreads score from their variances
         if not isinstance(spread, jax.core.Tracer):
@@ -301,7 +300,7 @@ class GaussianStory(Story):
             # ones when a covariance is not positive definite)
             factors = self._host_factors(np.asarray(spread))
             if factors is not None:
-                return jax.device_put(factors)  # one transfer (each costs ~80 us)
+                return placed(factors)
         return _jitted_factorize(self, spread)
 
     def _host_factors(self, spreads):
