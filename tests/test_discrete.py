@@ -720,3 +720,45 @@ def test_parameters_go_to_the_device_once_per_fit_and_a_new_params_dict_is_seen(
     assert model.predict_proba(X)[:, 0].mean() > proba[:, 0].mean()
     model.fit(X[:40], y[:40])  # a refit too
     assert model._params_jax()["probs"] is not first["probs"]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_count_and_binary_checks_pass_over_x_once(monkeypatch, sparse):
+    """MultinomialNB checks its counts once, in scikit-learn's words (the story's check is the
+    same pass); BernoulliNB's binarized rows skip the story's binary check. A user's
+    GenerativeClassifier on those stories keeps the story's check."""
+    from genprob.estimators import discrete
+    from genprob.families import multinomial
+
+    rng = np.random.default_rng(0)
+    dense, y = rng.poisson(1.0, size=(60, 7)).astype(float), np.arange(60) % 3
+    X = scipy.sparse.csr_matrix(dense) if sparse else dense
+    calls = []
+    original = discrete.check_non_negative_values
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(discrete, "check_non_negative_values", counted)
+    monkeypatch.setattr(multinomial, "check_non_negative_values", counted)
+    reference = sknb.MultinomialNB().fit(X, y)
+    ours = genprob.MultinomialNB().fit(X, y)
+    assert len(calls) == 1
+    np.testing.assert_allclose(ours.predict_proba(X), reference.predict_proba(X), rtol=1e-10)
+    calls.clear()
+    genprob.GenerativeClassifier(MultinomialStory()).fit(dense, y)
+    assert len(calls) == 1  # the story's own check, the only one
+    with pytest.raises(ValueError, match="Negative values in data passed to MultinomialNB"):
+        genprob.MultinomialNB().fit(-X, y)
+
+    def refuse(self, X):
+        raise AssertionError("binary check ran")
+
+    monkeypatch.setattr(BernoulliStory, "validate", refuse)
+    ours = genprob.BernoulliNB().fit(X, y)
+    np.testing.assert_allclose(
+        ours.predict_proba(X), sknb.BernoulliNB().fit(X, y).predict_proba(X), rtol=1e-10
+    )
+    with pytest.raises(AssertionError, match="binary check ran"):
+        genprob.GenerativeClassifier(BernoulliStory()).fit((dense != 0).astype(float), y)

@@ -228,6 +228,11 @@ class BernoulliNB(_DiscreteNB):
             return X
         return (X > threshold).astype(X.dtype)
 
+    def _validate_story(self, story, X):
+        if type(story) is BernoulliStory:
+            return X  # _validate_X binarized X or found it binary: the story's check is passed
+        return super()._validate_story(story, X)
+
     def _make_story(self, X):
         return BernoulliStory(alpha=self._checked_alpha(X.shape[1]))
 
@@ -310,6 +315,11 @@ class MultinomialNB(_DiscreteNB):
     def _validate_X(self, X, *, fitting):
         check_non_negative(X, "MultinomialNB", "non-negative counts")
         return X
+
+    def _validate_story(self, story, X):
+        if type(story) is MultinomialStory:
+            return X  # the story's check is _validate_X's, passed already (a pass over X fewer)
+        return super()._validate_story(story, X)
 
     def _make_story(self, X):
         self._rows_seen, self._length_seen = X.shape[0], _total(X)
