@@ -84,7 +84,9 @@ def test_fitted_parameters_stay_aligned_host_buffers_on_cpu():
     """On a CPU backend nothing is transferred: compiled programs read NumPy in place."""
     assert jax.default_backend() == "cpu"
     tree = {"a": np.arange(3.0)}
-    assert placed(tree) is tree
+    kept = placed(tree)
+    assert np.shares_memory(kept["a"], tree["a"]) and not kept["a"].flags.writeable
+    assert tree["a"].flags.writeable  # the caller's array is left writeable
     odd = np.arange(6.0)[1:]  # 8 bytes past NumPy's allocation: realigned to 64
     with jax.enable_x64(True):
         params = to_device_all(
@@ -94,6 +96,7 @@ def test_fitted_parameters_stay_aligned_host_buffers_on_cpu():
     assert isinstance(params["odd"], np.ndarray) and isinstance(params["wide"], np.ndarray)
     for value in (params["odd"], params["wide"]):
         assert value.dtype == np.float64 and value.flags.c_contiguous
+        assert not value.flags.writeable
         assert value.ctypes.data % 64 == 0
     assert isinstance(params["jax"], jax.Array) and params["jax"].dtype == np.float64
     np.testing.assert_array_equal(params["odd"], [1.0, 2.0, 3.0, 4.0, 5.0])
@@ -167,3 +170,24 @@ def test_labels_zero_to_k_are_their_own_read_only_codes():
     classes, codes = encode_labels(np.array([3, 0, 3], dtype=np.intp))
     np.testing.assert_array_equal(classes, [0, 3])
     np.testing.assert_array_equal(codes, [1, 0, 1])
+
+
+@pytest.mark.parametrize(
+    "name", ["GaussianNB", "LinearDiscriminantAnalysis", "QuadraticDiscriminantAnalysis"]
+)
+def test_scoring_parameters_and_factors_are_read_only(name):
+    """What predictions read (parameters, factors, LDA's directions) cannot be written through,
+    as the JAX arrays they replace could not."""
+    import genprob
+    from genprob._dtype import precision
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 3)), np.arange(60) % 3
+    estimator = getattr(genprob, name)().fit(X, y)
+    with precision("float64"):
+        leaves = jax.tree_util.tree_leaves(estimator._params_jax())
+    assert leaves and all(
+        not leaf.flags.writeable for leaf in leaves if isinstance(leaf, np.ndarray)
+    )
+    before = estimator.predict_proba(X)
+    np.testing.assert_array_equal(estimator.predict_proba(X), before)
