@@ -86,6 +86,9 @@ class _DiscreteNB(GenerativeClassifierBase):
     _accepts_sparse = False
     _alpha_per_feature = True
     _prior_parameter = "class_prior"
+    #: The story class whose own check of X the estimator's ``_validate_X`` covers: a fit skips
+    #: it (one pass over the values fewer); other stories keep their check.
+    _story_checked_by_validate_X: type | None = None
     _parameter_constraints = {
         **GenerativeClassifierBase._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="left"), "array-like"],
@@ -93,6 +96,11 @@ class _DiscreteNB(GenerativeClassifierBase):
         "fit_prior": ["boolean"],
         "class_prior": ["array-like", None],
     }
+
+    def _validate_story(self, story, X):
+        if type(story) is self._story_checked_by_validate_X:
+            return X
+        return super()._validate_story(story, X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -167,6 +175,8 @@ class BernoulliNB(_DiscreteNB):
     """
 
     _accepts_sparse = True
+    # rows binarized by _validate_X, or refused there unless binary
+    _story_checked_by_validate_X = BernoulliStory
 
     _parameter_constraints = {
         **_DiscreteNB._parameter_constraints,
@@ -228,11 +238,6 @@ class BernoulliNB(_DiscreteNB):
             return X
         return (X > threshold).astype(X.dtype)
 
-    def _validate_story(self, story, X):
-        if type(story) is BernoulliStory:
-            return X  # _validate_X binarized X or found it binary: the story's check is passed
-        return super()._validate_story(story, X)
-
     def _make_story(self, X):
         return BernoulliStory(alpha=self._checked_alpha(X.shape[1]))
 
@@ -277,6 +282,8 @@ class MultinomialNB(_DiscreteNB):
     """
 
     _accepts_sparse = True
+    # its own count check is the story's, in scikit-learn's words
+    _story_checked_by_validate_X = MultinomialStory
 
     def __init__(
         self,
@@ -315,11 +322,6 @@ class MultinomialNB(_DiscreteNB):
     def _validate_X(self, X, *, fitting):
         check_non_negative(X, "MultinomialNB", "non-negative counts")
         return X
-
-    def _validate_story(self, story, X):
-        if type(story) is MultinomialStory:
-            return X  # the story's check is _validate_X's, passed already (a pass over X fewer)
-        return super()._validate_story(story, X)
 
     def _make_story(self, X):
         self._rows_seen, self._length_seen = X.shape[0], _total(X)
