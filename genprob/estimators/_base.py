@@ -391,14 +391,15 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     def _labeled_arrays(self, story, X, codes, sample_weight):
         """Features and one-hot responsibilities of labeled rows, checked.
 
-        Call inside the precision context. Rows are grouped by class when the story asks for
-        it (its statistics are sums over rows, so the order does not change them). Small dense
-        inputs get padding rows of zero responsibility (code -1, weight 0) up to a bucket size,
-        so that a new row count reuses the compiled statistics, and stay NumPy arrays: the
-        compiled program takes them in its call (microseconds), where ``jax.device_put`` costs
-        ~80 us per array. Larger ones stay NumPy where the story computes their statistics on
-        the host (:meth:`Story.statistics_on_host`), else go to the device without a copy where
-        XLA allows.
+        Call inside the precision context. Dense NumPy rows of a story that computes their
+        statistics on the host (:meth:`Story.statistics_on_host`) stay as they are, of any
+        size: no padding, grouping or copy. Otherwise rows are grouped by class when the story
+        asks for it (its statistics are sums over rows, so the order does not change them).
+        Small dense inputs get padding rows of zero responsibility (code -1, weight 0) up to a
+        bucket size, so that a new row count reuses the compiled statistics, and stay NumPy
+        arrays: the compiled program takes them in its call (microseconds), where
+        ``jax.device_put`` costs ~80 us per array. Larger ones go to the device without a copy
+        where XLA allows.
         """
         dtype = numpy_dtype(self._dtype)
         if isinstance(X, np.ndarray) and story.statistics_on_host(X):
