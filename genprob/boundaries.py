@@ -25,7 +25,6 @@ NumPy arrays computed in the precision of ``params``.
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from genprob._dtype import precision
@@ -38,10 +37,6 @@ def _dtype_of(params) -> str:
     """Precision of the parameters: float64 when any floating parameter is float64."""
     dtypes = {np.asarray(v).dtype for v in params.values() if hasattr(v, "dtype")}
     return "float64" if np.dtype(np.float64) in dtypes else "float32"
-
-
-def _as_jax(params) -> dict:
-    return {k: jnp.asarray(v) if hasattr(v, "dtype") else v for k, v in params.items()}
 
 
 def _check_pair(params, k, l):  # noqa: E741
@@ -62,7 +57,7 @@ def _call(story, method: str, params, *args):
             f"not of that form (it defines no {method}(params, k, l) method)."
         )
     with precision(_dtype_of(params)):
-        return tuple(np.asarray(part) for part in function(_as_jax(params), *args))
+        return tuple(np.asarray(part) for part in function(params, *args))
 
 
 def linear_boundary(story, params, k: int, l: int):  # noqa: E741
@@ -109,7 +104,7 @@ def lda_projection(story, params, *, total_covariance=None, tol: float = 1e-4):
         before truncation: the first m belong to the returned directions.
     """
     with precision(_dtype_of(params)):
-        whitening = np.asarray(story.shared_whitening(_as_jax(params)))
+        whitening = np.asarray(story.shared_whitening(params))
     means = np.asarray(params["means"])
     prior = np.asarray(params[CLASS_PRIOR])
     if total_covariance is None:

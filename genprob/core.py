@@ -402,6 +402,8 @@ def sufficient_statistics(story: Story, X, R) -> dict:
         _check_scipy_sparse(story)
         R = np.asarray(R)
         stats = {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
+        if story.maximizes_on_host(stats["emission"]):
+            return stats  # NumPy all the way: no device
         return jax.tree_util.tree_map(jnp.asarray, stats)
     if isinstance(X, np.ndarray) and story.statistics_on_host(X):
         R = np.asarray(R)
@@ -457,7 +459,12 @@ def _emission_maximize(story: Story, emission_stats):
 def compiled_emission_maximize(story: Story, emission_stats) -> dict:
     """The story's M-step as one compiled program, the same one wherever parameters are derived
     from statistics (fit, partial_fit, a model file's derived parameters), so they agree bit for
-    bit; a story whose M-step needs concrete values runs it eagerly."""
+    bit; a story whose M-step needs concrete values, or runs on the host
+    (:meth:`Story.maximizes_on_host`), runs it eagerly."""
+    if all(map(is_concrete, jax.tree_util.tree_leaves(emission_stats))) and (
+        story.maximizes_on_host(emission_stats)
+    ):
+        return dict(story.maximize(emission_stats))
     try:
         return dict(_emission_maximize(story.without_sampling_settings(), emission_stats))
     except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
@@ -471,7 +478,9 @@ def compiled_maximize(story: Story, stats: dict, class_prior=None, fit_prior: bo
     if is_concrete(counts) and is_concrete(class_prior):
         # on the host: eager sum and division would compile two programs per class count
         prior = class_prior_from_counts(np.asarray(counts), class_prior, fit_prior)
-        params[CLASS_PRIOR] = jax.device_put(prior)
+        on_host = all(isinstance(leaf, np.ndarray) for leaf in jax.tree_util.tree_leaves(params))
+        # beside parameters of an M-step on the host, NumPy too: no device is needed
+        params[CLASS_PRIOR] = prior if on_host else jax.device_put(prior)
     else:
         params[CLASS_PRIOR] = class_prior_from_counts(counts, class_prior, fit_prior)
     return params

@@ -376,6 +376,13 @@ class Story(metaclass=_StoryType):
         """Closed-form M-step: emission parameters maximizing the (penalized) likelihood."""
         raise NotImplementedError
 
+    def maximizes_on_host(self, stats: dict) -> bool:
+        """True when :meth:`maximize` of these concrete statistics runs eagerly in NumPy (its
+        own choice, for every concrete input alike), where a compiled program's first call in a
+        process costs more than a small fit. The default, False, compiles the M-step once: a
+        story written in ``jax.numpy`` would otherwise dispatch its operations one by one."""
+        return False
+
     def combine_statistics(self, stats_a: dict, stats_b: dict) -> dict:
         """Statistics of the union of two data chunks from the statistics of each chunk.
 

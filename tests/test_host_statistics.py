@@ -1,5 +1,9 @@
-"""Gaussian statistics of large NumPy inputs computed on the host agree with the compiled ones."""
+"""Statistics and closed forms of NumPy inputs computed on the host agree with the compiled ones."""
 
+import os
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import jax
@@ -14,8 +18,10 @@ from sklearn.datasets import load_iris
 import genprob
 from genprob import core
 from genprob._arrays import PAD_LIMIT
+from genprob._dtype import precision
 from genprob.families.gaussian import GaussianStory
 from genprob.families.gaussian.moments import reference_point
+from genprob.families.gaussian.story import _jitted_spread_terms
 from genprob.story import Story
 
 #: more rows than any padded bucket: NumPy rows of this many go to the host statistics
@@ -234,24 +240,32 @@ def test_large_fit_overflow_is_named_without_warnings():
         genprob.GaussianNB(),
         genprob.LinearDiscriminantAnalysis(),
         genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.2),
+        genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto"),
         genprob.QuadraticDiscriminantAnalysis(reg_param=0.1),
+        genprob.MultinomialNB(alpha=0.5),
+        genprob.BernoulliNB(alpha=0.5, binarize=3.0),
     ],
-    ids=["gnb", "lda", "lda-lsqr", "qda"],
+    ids=["gnb", "lda", "lda-lsqr", "lda-auto", "qda", "mnb", "bnb"],
 )
-def test_small_fits_run_no_compiled_statistics(monkeypatch, estimator):
-    """A fold of iris is summed in NumPy: no compiled statistics program (whose first call in a
-    process costs more than the fit), and the parameters of the compiled path."""
+def test_small_fits_run_no_compiled_program(monkeypatch, estimator):
+    """A fold of iris is fitted in NumPy: no compiled statistics program and no compiled M-step
+    (the first call of a program in a process costs more than the fit), with the parameters
+    of the compiled path. ``shrinkage="auto"`` keeps its compiled statistics (two passes)."""
     X, y = load_iris(return_X_y=True)
     X, y = X[::2], y[::2]
+    story_type = type(clone(estimator).fit(X, y).story_)
     compiled = clone(estimator)
-    monkeypatch.setattr(GaussianStory, "statistics_on_host", lambda self, X: False)
+    monkeypatch.setattr(story_type, "statistics_on_host", lambda self, X: False)
+    monkeypatch.setattr(story_type, "maximizes_on_host", lambda self, stats: False)
     compiled.fit(X, y)
     monkeypatch.undo()
 
     def refuse(*args, **kwargs):
-        raise AssertionError("the compiled statistics ran")
+        raise AssertionError("a compiled program ran")
 
-    monkeypatch.setattr(core, "_sufficient_statistics", refuse)
+    if getattr(estimator, "shrinkage", None) != "auto":
+        monkeypatch.setattr(core, "_sufficient_statistics", refuse)
+    monkeypatch.setattr(core, "_emission_maximize", refuse)
     host = clone(estimator).fit(X, y)
     for name, value in compiled.params_.items():
         np.testing.assert_allclose(host.params_[name], value, rtol=1e-12, atol=1e-12, err_msg=name)
@@ -259,3 +273,90 @@ def test_small_fits_run_no_compiled_statistics(monkeypatch, estimator):
     np.testing.assert_allclose(
         host.predict_log_proba(X), compiled.predict_log_proba(X), rtol=1e-10, atol=1e-10
     )
+
+
+def test_fits_and_predictions_on_numpy_rows_start_no_jax_backend():
+    """A fresh process fitting and scoring NumPy rows with every closed-form estimator of
+    scikit-learn's never starts JAX's backend (plugin discovery and MLIR context, ~45 ms)."""
+    script = textwrap.dedent(
+        """
+        import numpy as np
+        from jax._src.xla_bridge import backends_are_initialized
+        from sklearn.datasets import load_iris
+        from sklearn.model_selection import cross_val_score
+        import genprob
+        X, y = load_iris(return_X_y=True)
+        for estimator in (genprob.GaussianNB(), genprob.LinearDiscriminantAnalysis(),
+                          genprob.QuadraticDiscriminantAnalysis(reg_param=0.1),
+                          genprob.MultinomialNB(), genprob.BernoulliNB(binarize=3.0)):
+            cross_val_score(estimator, X, y, cv=3)
+            fitted = estimator.fit(X, y)
+            fitted.predict_proba(X), fitted.predict_log_proba(X), fitted.predict(X)
+        fitted = genprob.LinearDiscriminantAnalysis().fit(X, y)
+        fitted.transform(X), fitted.decision_function(X)
+        print(backends_are_initialized())
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GENPROB_", "JAX_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["False"]
+
+
+@pytest.mark.parametrize(
+    "story",
+    [
+        *STORIES.values(),
+        GaussianStory(covariance="diag", shared=False, var_smoothing=1e-3),
+        GaussianStory(covariance="full", shared=True, shrinkage=0.3, reg_param=0.05),
+        GaussianStory(covariance="full", shared=False, estimator="unbiased"),
+        GaussianStory(covariance="full", shared=True, shrinkage="auto"),
+        GaussianStory(covariance="full", shared=False, shrinkage="auto"),
+    ],
+    ids=[*STORIES, "nb-smoothed", "lda-shrunk", "qda-unbiased", "lda-auto", "qda-auto"],
+)
+@pytest.mark.parametrize("kind", ["weighted", "soft"])
+def test_numpy_m_step_agrees_with_the_compiled_one(story, kind):
+    """Every term of the Gaussian closed form (means, spreads, MLE spreads, group counts,
+    degrees of freedom) in NumPy equals the compiled program's."""
+    X, y = offset_data(num_rows=2000, seed=3, extreme=False)
+    R = responsibilities(kind, y)
+    with precision():
+        stats = core.sufficient_statistics(story, X, R)["emission"]
+        host = story._spread_terms(stats)
+        compiled = _jitted_spread_terms(story, jax.tree_util.tree_map(jnp.asarray, stats))
+    assert all(isinstance(v, (np.ndarray, np.generic)) for v in host.values())
+    for name, value in compiled.items():
+        # the same formulas; sums of another order (Ledoit-Wolf's norms): a few ulps apart
+        np.testing.assert_allclose(host[name], value, rtol=1e-11, atol=0, err_msg=name)
+
+
+def test_numpy_m_step_keeps_float32():
+    X, y = offset_data(num_rows=500, seed=5, extreme=False)
+    X = (X - X.mean(axis=0)).astype(np.float32)
+    for estimator in (
+        genprob.QuadraticDiscriminantAnalysis(dtype="float32", reg_param=0.1),
+        genprob.GaussianNB(dtype="float32"),
+        genprob.MultinomialNB(dtype="float32"),
+    ):
+        data = np.abs(X) if isinstance(estimator, genprob.MultinomialNB) else X
+        single = estimator.fit(data, y)
+        double = clone(estimator).set_params(dtype="float64").fit(data, y)
+        for name, value in single.params_.items():
+            assert value.dtype == np.float32, name
+            np.testing.assert_allclose(value, double.params_[name], rtol=1e-4, atol=1e-5)
+
+
+def test_wide_closed_forms_stay_compiled():
+    """Past ``_HOST_CLOSED_FORM_ENTRIES`` second-moment entries XLA's fused passes win: the
+    closed form of wide statistics is the compiled program's, as before."""
+    rng = np.random.default_rng(7)
+    X, y = rng.normal(size=(1100, 520)), np.arange(1100) % 2
+    story = GaussianStory(covariance="full", shared=True, reg_param=0.1)
+    stats = core.sufficient_statistics(story, X, core.one_hot_rows(y, 2))["emission"]
+    assert not story.maximizes_on_host(stats)
+    with precision():
+        assert isinstance(story._spread_terms(stats)["spread"], jax.Array)
+    narrow = {k: v[..., :10, :10] if k == "squares" else v for k, v in stats.items()}
+    assert story.maximizes_on_host(narrow)

@@ -83,7 +83,7 @@ def test_without_proc_nothing_is_counted(guard, monkeypatch):
 
 @linux_proc
 def test_dropping_returns_the_mappings_of_compiled_programs():
-    # A fresh process: compile programs for 20 shapes, then drop them through the guard.
+    # A fresh process: compile EM programs for 20 shapes, then drop them through the guard.
     script = textwrap.dedent(
         """
         import warnings
@@ -91,9 +91,10 @@ def test_dropping_returns_the_mappings_of_compiled_programs():
         from genprob import QuadraticDiscriminantAnalysis as QDA, _mappings
         rng = np.random.default_rng(0)
         before = _mappings.mapping_count()
+        y = np.where(np.arange(60) % 2 == 0, np.repeat([0, 1], 30), -1)  # EM: compiled
         for d in range(2, 22):
             X = rng.normal(size=(60, d)) + np.repeat([0.0, 3.0], 30)[:, None]
-            QDA().fit(X, np.repeat([0, 1], 30)).predict_proba(X)
+            QDA(reg_param=0.1).fit(X, y).predict_proba(X)
         grown = _mappings.mapping_count()
         _mappings.FRACTION = 0.0
         with warnings.catch_warnings(record=True) as caught:

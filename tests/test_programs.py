@@ -53,6 +53,10 @@ _SCRIPT = textwrap.dedent(
         big = np.tile(X, (300, 1))
         proba = genprob.GaussianNB().fit(X, np.arange(len(y)) % 5).predict_proba(big)[:150]
         out["device"] = [float(v).hex() for v in np.ravel(proba)]
+        # a family whose statistics and M-step are compiled programs
+        codes = X.astype(int)
+        proba = genprob.CategoricalNB().fit(codes, y).predict_proba(codes)
+        out["categorical"] = [float(v).hex() for v in np.ravel(proba)]
         partial = np.where(np.arange(len(y)) % 5 == 0, y, -1)
         semi = genprob.QuadraticDiscriminantAnalysis().fit(X, partial)
         out["semi"] = [float(v).hex() for v in np.ravel(semi.predict_proba(X))]
@@ -89,6 +93,7 @@ def test_a_later_process_loads_the_programs_and_gets_the_same_bits(tmp_path):
         assert off[name] == cold[name] == warm[name]  # bitwise
     assert off["MultinomialNB"] == cold["MultinomialNB"] == warm["MultinomialNB"]
     assert off["semi"] == cold["semi"] == warm["semi"]
+    assert off["categorical"] == cold["categorical"] == warm["categorical"]
 
 
 class _UserStory(GaussianStory):
@@ -129,8 +134,11 @@ def own_cache(tmp_path):
 
 def _iris_fit():
     X, y = load_iris(return_X_y=True)
-    X = X[:97] * 1.5  # a shape no other test keeps, so the first fit here writes its programs
-    return np.asarray(genprob.QuadraticDiscriminantAnalysis().fit(X, y[:97]).predict_proba(X))
+    X = X[:97] * 1.5
+    # unlabeled rows: an EM fit, a compiled program (closed-form fits of NumPy rows run none)
+    y = np.where(np.arange(97) % 3 == 0, y[:97], -1)
+    fitted = genprob.QuadraticDiscriminantAnalysis(reg_param=0.1).fit(X, y)
+    return np.asarray(fitted.predict_proba(X))
 
 
 def test_an_unreadable_trace_is_traced_again_and_replaced(own_cache):

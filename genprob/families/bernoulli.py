@@ -38,6 +38,7 @@ from jax.experimental import sparse as jsparse
 from jax.scipy.special import xlog1py, xlogy
 from numpyro.distributions import constraints
 
+from genprob._arrays import namespace
 from genprob.conjugate import ConjugateFactor
 from genprob.story import CLASS_PRIOR, Story
 
@@ -153,7 +154,7 @@ def linear_log_prob(value, weights, offset):
 def row_counts(counts):
     """Rows per class and feature, (K, D) or (K, 1): class counts (K,), or per-feature counts of
     observed entries (K, D) when some entries are missing."""
-    return counts if jnp.ndim(counts) == 2 else counts[:, None]
+    return counts if np.ndim(counts) == 2 else counts[:, None]
 
 
 def observed_sums(X, R, observed):
@@ -214,14 +215,15 @@ def linear_discriminant(X, weights, offset):
     return jnp.concatenate([jnp.zeros((X.shape[0], 1), rest.dtype), rest], axis=1)
 
 
-def alpha_array(alpha, num_features: int, dtype=None):
-    """Smoothing as an array broadcastable to (num_features,), checking a per-feature length."""
+def alpha_array(alpha, num_features: int, dtype=None, xp=jnp):
+    """Smoothing as an array broadcastable to (num_features,), checking a per-feature length;
+    ``xp``: the namespace of the arrays it meets (NumPy in an M-step on the host)."""
     if isinstance(alpha, tuple):
         if len(alpha) != num_features:
             raise ValueError(
                 f"alpha has {len(alpha)} entries; expected one per feature ({num_features})."
             )
-    return jnp.asarray(alpha, dtype=dtype)
+    return xp.asarray(alpha, dtype=dtype)
 
 
 def check_alpha(alpha):
@@ -318,9 +320,18 @@ class BernoulliStory(Story):
         """NumPy rows: one (n, D) x (D, K - 1) product (as SciPy's for sparse rows)."""
         return True
 
+    def statistics_on_host(self, X) -> bool:
+        """Dense NumPy rows: one BLAS product ``R^T X``, no compiled program."""
+        return isinstance(X, np.ndarray)
+
+    def maximizes_on_host(self, stats) -> bool:
+        """(K, D) divisions: in NumPy, no compiled program."""
+        return True
+
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]
-        alpha = alpha_array(self.alpha, feature_counts.shape[-1], feature_counts.dtype)
+        xp = namespace(feature_counts, stats["counts"])
+        alpha = alpha_array(self.alpha, feature_counts.shape[-1], feature_counts.dtype, xp)
         probs = (feature_counts + alpha) / (row_counts(stats["counts"]) + 2.0 * alpha)
         return {"probs": probs}
 

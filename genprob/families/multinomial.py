@@ -44,7 +44,7 @@ from jax.experimental import sparse as jsparse
 from jax.scipy.special import gammaln, xlogy
 from numpyro.distributions import constraints
 
-from genprob._arrays import without_duplicates
+from genprob._arrays import namespace, without_duplicates
 from genprob.conjugate import dirichlet
 from genprob.families.bernoulli import (
     alpha_array,
@@ -192,9 +192,18 @@ class MultinomialStory(Story):
         """NumPy rows: one (n, D) x (D, K - 1) product (as SciPy's for sparse rows)."""
         return True
 
+    def statistics_on_host(self, X) -> bool:
+        """Dense NumPy rows: one BLAS product ``R^T X``, no compiled program."""
+        return isinstance(X, np.ndarray)
+
+    def maximizes_on_host(self, stats) -> bool:
+        """(K, D) divisions: in NumPy, no compiled program."""
+        return True
+
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]
-        alpha = alpha_array(self.alpha, feature_counts.shape[-1], feature_counts.dtype)
+        xp = namespace(feature_counts)
+        alpha = alpha_array(self.alpha, feature_counts.shape[-1], feature_counts.dtype, xp)
         smoothed = feature_counts + alpha
         return {"probs": smoothed / smoothed.sum(axis=-1, keepdims=True)}
 

@@ -7,6 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from genprob._arrays import namespace
+
 __all__ = [
     "chunked_sum",
     "host_row_blocks",
@@ -94,10 +96,11 @@ def standardizing_scale(variances, counts, means):
     A feature is constant when its variance is within the rounding bound of a two-pass variance,
     ``var <= n eps var + (n |mean| eps)^2`` (Chan, Golub & LeVeque), with float64 ``eps``.
     """
+    xp = namespace(variances, counts, means)
     counts = counts[..., None]
-    bound = counts * _EPS64 * variances + (counts * jnp.abs(means) * _EPS64) ** 2
+    bound = counts * _EPS64 * variances + (counts * xp.abs(means) * _EPS64) ** 2
     constant = variances <= bound
-    return jnp.where(constant, 1.0, jnp.sqrt(jnp.where(constant, 1.0, variances)))
+    return xp.where(constant, 1.0, xp.sqrt(xp.where(constant, 1.0, variances)))
 
 
 def ledoit_wolf_shrinkage(covariance, fourth_moment, counts, scale):
@@ -121,38 +124,39 @@ def ledoit_wolf_shrinkage(covariance, fourth_moment, counts, scale):
     Returns:
         (shrunk covariance (..., D, D), alpha (...,)).
     """
+    xp = namespace(covariance, fourth_moment, counts, scale)
     num_features = covariance.shape[-1]
     correlation = covariance / (scale[..., :, None] * scale[..., None, :])
-    trace = jnp.trace(correlation, axis1=-2, axis2=-1)
+    trace = xp.trace(correlation, axis1=-2, axis2=-1)
     mu = trace / num_features
-    frobenius = jnp.sum(correlation**2, axis=(-2, -1))
+    frobenius = xp.sum(correlation**2, axis=(-2, -1))
     beta = (fourth_moment / counts - frobenius) / (num_features * counts)
     delta = (frobenius - 2.0 * mu * trace + num_features * mu**2) / num_features
-    beta = jnp.minimum(beta, delta)
-    alpha = jnp.where(beta == 0, 0.0, beta / jnp.where(delta == 0, 1.0, delta))
+    beta = xp.minimum(beta, delta)
+    alpha = xp.where(beta == 0, 0.0, beta / xp.where(delta == 0, 1.0, delta))
     if num_features == 1:
-        alpha = jnp.zeros_like(alpha)
-    identity = jnp.eye(num_features, dtype=covariance.dtype)
+        alpha = xp.zeros_like(alpha)
+    identity = xp.eye(num_features, dtype=covariance.dtype)
     shrunk = (1.0 - alpha)[..., None, None] * correlation + (alpha * mu)[..., None, None] * identity
     return shrunk * scale[..., :, None] * scale[..., None, :], alpha
 
 
 def per_group(values, like):
     """Broadcast per-group scalars (a scalar, or (K,) per class) against ``like``."""
-    values = jnp.asarray(values)
+    values = namespace(values, like).asarray(values)
     if values.ndim == 0:
         return values
     return values.reshape(values.shape + (1,) * (like.ndim - values.ndim))
 
 
 def symmetrize(matrix):
-    return 0.5 * (matrix + jnp.swapaxes(matrix, -1, -2))
+    return 0.5 * (matrix + namespace(matrix).swapaxes(matrix, -1, -2))
 
 
 def centering_floor(counts, means):
     """``N_k (8 eps m_k)^2`` (K, D): below this a class scatter is the rounding of centering
     rows at ``|m_k|`` (a spread of a few ulps of the mean), whatever the reference point."""
-    eps = jnp.finfo(means.dtype).eps
+    eps = np.finfo(means.dtype).eps
     return counts[:, None] * (8.0 * eps * means) ** 2
 
 
@@ -167,17 +171,18 @@ def snap_constant_features(scatter, squares, full: bool = True, floor=None):
     is zeroed too: when the rows sit far from the reference point relative to their spread,
     the squares are themselves rounding noise, and which noise depends on the summation order.
     """
-    eps = jnp.finfo(scatter.dtype).eps
+    xp = namespace(scatter, squares)
+    eps = np.finfo(scatter.dtype).eps
     if full:
-        diagonal = jnp.diagonal(scatter, axis1=-2, axis2=-1)
-        magnitude = jnp.diagonal(squares, axis1=-2, axis2=-1)
+        diagonal = xp.diagonal(scatter, axis1=-2, axis2=-1)
+        magnitude = xp.diagonal(squares, axis1=-2, axis2=-1)
     else:
         diagonal, magnitude = scatter, squares
     noise = diagonal <= 64 * eps * magnitude
     if floor is not None:  # per-feature centering floor of the group (:func:`centering_floor`)
         noise = noise | (diagonal <= floor)
     # an overflowed moment (inf, or inf - inf) is kept, for the overflow check to name it
-    live = ~noise | ~jnp.isfinite(diagonal) | ~jnp.isfinite(magnitude)
+    live = ~noise | ~xp.isfinite(diagonal) | ~xp.isfinite(magnitude)
     live = live.astype(scatter.dtype)
     if full:
         return scatter * live[..., :, None] * live[..., None, :]

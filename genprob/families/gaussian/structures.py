@@ -16,7 +16,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from genprob._arrays import row_sums
+from genprob._arrays import namespace, row_sums
 from genprob.families.gaussian.distributions import (
     DiagonalNormal,
     full_factors,
@@ -273,7 +273,7 @@ class FullCovariance(CovarianceStructure):
 
     def move(self, squares, sums, counts, offset):
         cross = sums[..., :, None] * offset[None, :]
-        cross = cross + jnp.swapaxes(cross, -1, -2)
+        cross = cross + namespace(cross).swapaxes(cross, -1, -2)
         outer = offset[:, None] * offset[None, :]
         return squares + cross + counts[..., None, None] * outer
 
@@ -281,7 +281,7 @@ class FullCovariance(CovarianceStructure):
         return sums[:, :, None] * centered_means[:, None, :]
 
     def diagonal(self, squares):
-        return jnp.diagonal(squares, axis1=-2, axis2=-1)
+        return namespace(squares).diagonal(squares, axis1=-2, axis2=-1)
 
     def per_covariance(self, num_features):
         return num_features * (num_features + 1) // 2
@@ -369,7 +369,7 @@ class SharedFull(Shared, FullCovariance):
         # transposed pass, which XLA runs 2x faster alone than fused with the product's output
         # (D = 5000: 0.26 s against 0.59 s, docs/benchmarks.md). The (K, D, D) outer products
         # cost 20x more at D = 2000.
-        weighted = centered_means * jnp.sqrt(counts)[:, None]
+        weighted = centered_means * namespace(counts).sqrt(counts)[:, None]
         return symmetrize(squares) - weighted.T @ weighted
 
 
