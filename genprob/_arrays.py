@@ -7,6 +7,14 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 
+try:  # JAX's own test (what jax.config consults), not public API: assume started without it
+    from jax._src.xla_bridge import backends_are_initialized as _backends_started
+except ImportError:  # pragma: no cover
+
+    def _backends_started() -> bool:
+        return True
+
+
 #: XLA's CPU client adopts a host buffer without copying when it is aligned to this many bytes.
 _ALIGNMENT = 64
 #: Rows moved per step when ``to_device`` reorders rows.
@@ -69,18 +77,10 @@ def placed(tree):
     the default device, in one transfer. Before any backend has started (a process whose fits
     and predictions ran in NumPy so far) the views too: starting one costs ~45 ms, more than a
     small fit, and a compiled program reads host arrays as well."""
-    if not _backend_started() or jax.default_backend() == "cpu":
+    if not _backends_started() or jax.default_backend() == "cpu":
         # read-only, as JAX arrays are: a buffer may be the fitted estimator's own array
         return jax.tree_util.tree_map(_read_only, tree)
     return jax.device_put(tree)
-
-
-def _backend_started() -> bool:
-    try:  # JAX's own test (what jax.config consults), not public API: assume started without it
-        from jax._src.xla_bridge import backends_are_initialized
-    except ImportError:
-        return True
-    return backends_are_initialized()
 
 
 def _read_only(array):

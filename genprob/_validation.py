@@ -577,6 +577,12 @@ def is_concrete(value) -> bool:
     return not isinstance(value, jax.core.Tracer)
 
 
+def all_concrete(*trees) -> bool:
+    """True when every leaf of the pytrees (arrays, numbers) is concrete (:func:`is_concrete`):
+    their values can go to NumPy."""
+    return all(map(is_concrete, jax.tree_util.tree_leaves(trees)))
+
+
 def check_class_codes(codes, num_classes: int, *, name: str = "y", unlabeled_label=UNLABELED):
     """Class codes must be integers in ``0..num_classes-1``, or the unlabeled marker (-1 unless
     ``unlabeled_label`` names another integer; None: every row is labeled)."""

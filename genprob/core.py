@@ -28,11 +28,12 @@ import numpyro
 import scipy.sparse
 import scipy.special
 
-from genprob._arrays import column_sums
+from genprob._arrays import column_sums, namespace
 from genprob._limits import check_count, check_traced_size
 from genprob._programs import program
 from genprob._validation import (
     UNLABELED,
+    all_concrete,
     check_class_codes,
     check_class_prior,
     check_core_features,
@@ -436,7 +437,7 @@ def combine_statistics(story: Story, stats_a: dict, stats_b: dict) -> dict:
 def class_prior_from_counts(class_counts, class_prior=None, fit_prior: bool = True):
     """Class prior: MLE ``N_k / N``, a fixed user prior, or uniform when ``fit_prior`` is false."""
     num_classes = class_counts.shape[-1]
-    xp = np if isinstance(class_counts, np.ndarray) else jnp
+    xp = namespace(class_counts)
     if class_prior is not None:
         return xp.asarray(class_prior, dtype=class_counts.dtype)
     if not fit_prior:
@@ -461,9 +462,7 @@ def compiled_emission_maximize(story: Story, emission_stats) -> dict:
     from statistics (fit, partial_fit, a model file's derived parameters), so they agree bit for
     bit; a story whose M-step needs concrete values, or runs on the host
     (:meth:`Story.maximizes_on_host`), runs it eagerly."""
-    if all(map(is_concrete, jax.tree_util.tree_leaves(emission_stats))) and (
-        story.maximizes_on_host(emission_stats)
-    ):
+    if all_concrete(emission_stats) and story.maximizes_on_host(emission_stats):
         return dict(story.maximize(emission_stats))
     try:
         return dict(_emission_maximize(story.without_sampling_settings(), emission_stats))

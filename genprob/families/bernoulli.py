@@ -114,13 +114,13 @@ def floor_log(p):
     products (no NaN from ``0 * -inf``); an observed event of probability zero then costs about
     -708 (float64) instead of -inf.
     """
-    xp = np if isinstance(p, np.ndarray) else jnp  # NumPy for host (SciPy sparse) scoring
+    xp = namespace(p)  # NumPy for host scoring
     return xp.log(xp.maximum(p, np.finfo(p.dtype).tiny))
 
 
 def floor_log1m(p):
     """``log(1 - p)``, accurate for small ``p`` and floored like :func:`floor_log` at ``p = 1``."""
-    xp = np if isinstance(p, np.ndarray) else jnp
+    xp = namespace(p)
     return xp.maximum(xp.log1p(-p), np.log(np.finfo(p.dtype).tiny))
 
 

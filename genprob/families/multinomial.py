@@ -81,7 +81,7 @@ def _scipy_row_term(value) -> np.ndarray:
 def multinomial_linear_form(probs):
     """``(weights, offset)`` of the class-dependent part ``x . log probs[k]`` (offset 0)."""
     weights = floor_log(probs)
-    xp = np if isinstance(weights, np.ndarray) else jnp
+    xp = namespace(weights)
     return weights, xp.zeros(weights.shape[:-1], weights.dtype)
 
 

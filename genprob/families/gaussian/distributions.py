@@ -16,6 +16,7 @@ import scipy.linalg
 from jax.scipy.linalg import solve_triangular
 from numpyro.distributions import constraints
 
+from genprob._arrays import namespace
 from genprob._dtype import TOLERANCES
 
 __all__ = [
@@ -50,7 +51,7 @@ def _less_extreme(values, extreme, scale, tolerance):
     Args:
         scale: (n, 1) row scales. tolerance: (n, 1) rounding error of a row's ``values``.
     """
-    xp = _array_module(values)
+    xp = namespace(values)
     excess = values - extreme(values, axis=-1, keepdims=True)
     return xp.where((scale > 1) & (xp.abs(excess) <= tolerance), 0.0, excess)
 
@@ -59,11 +60,6 @@ def _rounding(num_features, magnitude):
     """``4 (D + 2) eps magnitude``: what computing a D-term sum twice can differ by, given a
     bound ``magnitude`` on the sum of its terms' absolute values."""
     return 4 * (num_features + 2) * np.finfo(magnitude.dtype).eps * magnitude
-
-
-def _array_module(array):
-    """NumPy for a host array (scored on the host), else ``jax.numpy``."""
-    return np if isinstance(array, np.ndarray) else jnp
 
 
 def row_scale(rows, center, gain):
@@ -77,7 +73,7 @@ def row_scale(rows, center, gain):
     Args:
         rows: (..., D). center: (D,). gain: bound on ``|whitened| / |x|`` (a scalar).
     """
-    xp = _array_module(rows)
+    xp = namespace(rows)
     magnitude = xp.maximum(xp.max(xp.abs(rows), axis=-1), xp.max(xp.abs(center)))
     safe = magnitude * gain <= np.finfo(rows.dtype).max ** 0.25
     _, exponent = xp.frexp(magnitude)
@@ -96,13 +92,13 @@ def whiten_twice(vectors, whitening):
 def whitening_gain(whitening):
     """Bound on ``|x W| / |x|`` over every class: the largest column sum of ``|W|`` (NumPy or
     JAX), what :func:`row_scale` scales rows by."""
-    xp = _array_module(whitening)
+    xp = namespace(whitening)
     return xp.max(xp.sum(xp.abs(whitening), axis=-2))
 
 
 def diagonal_log_normalizer(variances):
     """``-1/2 sum_j log(2 pi var_kj)`` (K,) of per-feature variances (NumPy or JAX)."""
-    xp = _array_module(variances)
+    xp = namespace(variances)
     return -0.5 * xp.sum(xp.log(2.0 * np.pi * variances), axis=-1)
 
 

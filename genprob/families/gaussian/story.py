@@ -18,7 +18,7 @@ import numpyro.distributions as dist
 
 from genprob._arrays import column_sums, namespace, placed
 from genprob._programs import program
-from genprob._validation import check_feature_width, is_concrete
+from genprob._validation import all_concrete, check_feature_width
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
     cholesky_factors,
@@ -483,7 +483,7 @@ class GaussianStory(Story):
         """:meth:`_spread_terms_impl` in NumPy for concrete statistics: a few (K, D, D)
         operations, where a compiled program's first call in a process costs more than a whole
         small fit; traced (inside EM, say) it is part of the caller's program."""
-        if self._closed_form_on_host(stats) and _on_host(
+        if self._closed_form_on_host(stats) and all_concrete(
             stats, self.reg_param, self.shrinkage, self.var_smoothing
         ):
             # an overflow gives inf or NaN as on the device, which the fit refuses by name
@@ -572,7 +572,7 @@ class GaussianStory(Story):
     def smoothing_variance(self, stats):
         """``var_smoothing * max_j Var(x_j)``: the variance added by Gaussian-NB smoothing."""
         needed = {k: stats[k] for k in ("counts", "sums", "squares")}
-        if _on_host(needed, self.var_smoothing):
+        if all_concrete(needed, self.var_smoothing):
             # a few (K, D) sums: on the host, not one more program to compile; an overflow
             # gives inf as on the device, which the fit then refuses by name (check_overflow)
             with np.errstate(over="ignore", invalid="ignore"):
@@ -826,7 +826,7 @@ class GaussianStory(Story):
         whitening = (params.get(FACTORS) or {}).get("whitening")
         if not (self.structure.full and self.shared) or whitening is None:
             return None
-        if not _on_host({"whitening": whitening, "means": params["means"]}):
+        if not all_concrete({"whitening": whitening, "means": params["means"]}):
             return None
         return np.asarray(whitening)
 
@@ -869,11 +869,6 @@ def _linear_and_intercept(linear, params):
                 return linear, intercept + np.log(params["class_prior"])
         intercept = intercept + jnp.log(params["class_prior"])
     return linear, intercept
-
-
-def _on_host(arrays: dict, *scalars) -> bool:
-    """True when every array and scalar is concrete (not traced): they can go to NumPy."""
-    return all(map(is_concrete, [*jax.tree_util.tree_leaves(arrays), *scalars]))
 
 
 @program
