@@ -20,7 +20,7 @@ from genprob.core import (
     predict_proba,
     sample,
 )
-from genprob.story import ClassConditional, Story
+from genprob.story import Story
 
 # -- Gaussian family (issue: foundation) --
 from genprob import boundaries
@@ -30,7 +30,7 @@ from genprob.estimators.gaussian import (
     LinearDiscriminantAnalysis,
     QuadraticDiscriminantAnalysis,
 )
-from genprob.families.gaussian import DiagonalNormal, GaussianStory, WhitenedNormal
+from genprob.families.gaussian import GaussianStory
 
 # -- end Gaussian family --
 # -- discrete and mixed families --
@@ -81,5 +81,20 @@ from genprob.posterior import ExactPosterior, exact_posterior, with_prior
 # -- end posteriors and ArviZ --
 
 import genprob._version as _version  # noqa: E402
+from genprob._lazy import lazy_attribute  # noqa: E402
+
+#: NumPyro distribution classes, imported (with NumPyro) on first use: ``import genprob`` and
+#: closed-form fits of NumPy rows do without NumPyro's import (docs/benchmarks.md)
+_LAZY = {
+    "ClassConditional": "genprob.class_conditional",
+    "DiagonalNormal": "genprob.families.gaussian.normals",
+    "WhitenedNormal": "genprob.families.gaussian.normals",
+}
+__getattr__ = lazy_attribute(__name__, _LAZY)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = _version.__version__

@@ -12,8 +12,12 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
 import scipy.special
+
+from genprob._lazy import LazyModule
+
+dist = LazyModule("numpyro.distributions")
+
 
 __all__ = ["ConjugateFactor", "dirichlet"]
 

@@ -24,11 +24,11 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 import scipy.sparse
 import scipy.special
 
 from genprob._arrays import column_sums, namespace
+from genprob._lazy import LazyModule
 from genprob._limits import check_count, check_traced_size
 from genprob._programs import program
 from genprob._validation import (
@@ -45,7 +45,10 @@ from genprob._validation import (
     unscored_rows,
 )
 from genprob.masking import has_missing, marginalized
-from genprob.story import CLASS_PRIOR, ClassConditional, Story, class_distribution
+from genprob.story import CLASS_PRIOR, Story, class_distribution
+
+numpyro = LazyModule("numpyro")
+class_conditional = LazyModule("genprob.class_conditional")
 
 __all__ = [
     "joint_log_prob",
@@ -574,7 +577,9 @@ def model(story: Story, X=None, y=None, *, num_classes: int, num_features=None, 
                 labeled = None  # generating features for given labels
         numpyro.sample(
             "x",
-            ClassConditional(emission, labels.astype(jnp.int32), labeled, jnp.log(class_prior)),
+            class_conditional.ClassConditional(
+                emission, labels.astype(jnp.int32), labeled, jnp.log(class_prior)
+            ),
             obs=X,
         )
 
@@ -600,5 +605,5 @@ def sample(story: Story, params: dict, num_samples: int, key):
 def _draw(story: Story, params: dict, num_samples: int, key):
     class_key, feature_key = jax.random.split(key)
     y = class_distribution(params[CLASS_PRIOR]).sample(class_key, (num_samples,)).astype(jnp.int32)
-    X = ClassConditional(story.emission(params), y).sample(feature_key)
+    X = class_conditional.ClassConditional(story.emission(params), y).sample(feature_key)
     return X, y

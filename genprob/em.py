@@ -41,11 +41,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-from numpyro.infer.util import constrain_fn, unconstrain_fn
 
 from genprob import core
 from genprob._arrays import pad_with_first_row, row_padding
+from genprob._lazy import LazyModule
 from genprob._programs import program
 from genprob._validation import (
     as_features,
@@ -58,6 +57,9 @@ from genprob._validation import (
     unlabeled_mask,
 )
 from genprob.story import CLASS_PRIOR, Story
+
+numpyro = LazyModule("numpyro")
+infer_util = LazyModule("numpyro.infer.util")
 
 __all__ = [
     "EMResult",
@@ -196,13 +198,13 @@ def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
     total = R.sum()
 
     def negative_expected_log_joint(unconstrained):
-        constrained = constrain_fn(story.prior, prior_args, {}, unconstrained)
+        constrained = infer_util.constrain_fn(story.prior, prior_args, {}, unconstrained)
         params = params_from_latent(story, constrained, num_classes, num_features)
         params[CLASS_PRIOR] = class_prior
         joint = core.joint_log_prob(story, params, X)
         return -jnp.sum(jnp.where(R > 0, R * joint, 0.0)) / total
 
-    start = unconstrain_fn(story.prior, prior_args, {}, latent)
+    start = infer_util.unconstrain_fn(story.prior, prior_args, {}, latent)
     optimizer = optax.lbfgs()
     value_and_grad = optax.value_and_grad_from_state(negative_expected_log_joint)
 
@@ -224,7 +226,7 @@ def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
     after = negative_expected_log_joint(end)
     # keep the step only when it does not lower the expected log-joint: EM's monotonicity
     accept = jnp.isfinite(after) & (after <= before)
-    new = constrain_fn(story.prior, prior_args, {}, end)
+    new = infer_util.constrain_fn(story.prior, prior_args, {}, end)
     return jax.tree_util.tree_map(lambda a, b: jnp.where(accept, a, b), new, latent)
 
 
@@ -234,12 +236,12 @@ def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) ->
 
     def unconstrained_draw():
         latent = {name: site["value"] for name, site in _latent_sites(story, *prior_args).items()}
-        return unconstrain_fn(story.prior, prior_args, {}, latent)
+        return infer_util.unconstrain_fn(story.prior, prior_args, {}, latent)
 
     # shapes only (an abstract trace: no draw from the prior is compiled or run)
     shapes = jax.eval_shape(unconstrained_draw)
     zeros = {name: jnp.zeros(shape.shape, dtype) for name, shape in shapes.items()}
-    return constrain_fn(story.prior, prior_args, {}, zeros)
+    return infer_util.constrain_fn(story.prior, prior_args, {}, zeros)
 
 
 # -- the EM loop ----------------------------------------------------------------------------------

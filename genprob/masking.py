@@ -11,12 +11,19 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro.distributions as dist
 import scipy.sparse
 
+from genprob._lazy import LazyModule, lazy_attribute
 from genprob.story import Story
 
-__all__ = ["Marginalized", "MaskedEmission", "marginalized", "has_missing", "fill_missing"]
+dist = LazyModule("numpyro.distributions")
+_emission = LazyModule("genprob.masked_emission")
+
+
+__all__ = ["Marginalized", "marginalized", "has_missing", "fill_missing"]
+
+#: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
+__getattr__ = lazy_attribute(__name__, {"MaskedEmission": "genprob.masked_emission"})
 
 
 def has_missing(X) -> bool:
@@ -35,46 +42,6 @@ def fill_missing(X, value=0.0):
     entries. ``value`` must lie in the story's support (0 does for every built-in family)."""
     observed = ~jnp.isnan(X)
     return jnp.where(observed, X, jnp.asarray(value, X.dtype)), observed
-
-
-class MaskedEmission(dist.Distribution):
-    """The emission of ``story`` with NaN entries of a value left out (batch (K,), event (D,))."""
-
-    arg_constraints = {}
-    pytree_data_fields = ("story", "params", "inner")
-
-    def __init__(self, story: Story, params: dict, *, validate_args=None):
-        self.story = story
-        self.params = params
-        self.inner = story.emission(params)
-        super().__init__(
-            batch_shape=self.inner.batch_shape,
-            event_shape=self.inner.event_shape,
-            validate_args=validate_args,
-        )
-
-    @property
-    def support(self):
-        return self.inner.support
-
-    def log_prob(self, value):
-        value = jnp.asarray(value)
-        if value.ndim < 2 or value.shape[-2] != 1:
-            raise ValueError(
-                f"a masked emission scores rows against every class: value must have shape "
-                f"(..., 1, D), got {value.shape}."
-            )
-        batch = value.shape[:-2]
-        rows = value.reshape(-1, value.shape[-1])
-        filled, observed = fill_missing(rows)
-        scores = self.story.observed_log_prob(self.params, filled, observed)
-        # complete rows keep the emission's own score (bitwise what they get without NaN)
-        complete = self.inner.log_prob(filled[:, None, :])
-        scores = jnp.where(observed.all(axis=-1, keepdims=True), complete, scores)
-        return scores.reshape(batch + scores.shape[-1:])
-
-    def sample(self, key, sample_shape=()):
-        return self.inner.sample(key, sample_shape)
 
 
 class Marginalized(Story):
@@ -108,7 +75,7 @@ class Marginalized(Story):
         return self.story.prior(num_classes, num_features)
 
     def emission(self, params):
-        return MaskedEmission(self.story, params)
+        return _emission.MaskedEmission(self.story, params)
 
     def sufficient_statistics(self, X, R):
         filled, observed = fill_missing(X)

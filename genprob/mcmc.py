@@ -34,10 +34,9 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro.distributions.transforms import biject_to
-from numpyro.infer import MCMC, NUTS, init_to_uniform, init_to_value
 
 from genprob import core
+from genprob._lazy import LazyModule
 from genprob.em import (
     _latent_sites,
     _trace_prior,
@@ -47,6 +46,9 @@ from genprob.em import (
 )
 from genprob.masking import has_missing, marginalized
 from genprob.story import CLASS_PRIOR, Story
+
+infer = LazyModule("numpyro.infer")
+transforms = LazyModule("numpyro.distributions.transforms")
 
 __all__ = [
     "run_nuts",
@@ -107,7 +109,7 @@ def run_nuts(
     check: bool = True,
     fit: dict | None = None,
     **nuts_kwargs,
-) -> MCMC:
+) -> infer.MCMC:
     """Run NUTS on ``core.model`` and return NumPyro's :class:`~numpyro.infer.MCMC` object.
 
     Args:
@@ -163,11 +165,11 @@ def run_nuts(
     sites = set(_latent_sites(story, num_classes, X.shape[1])) | {CLASS_PRIOR}
     if init_params is not None:
         values = {k: jnp.asarray(v, X.dtype) for k, v in init_params.items() if k in sites}
-        init_strategy = init_to_value(values=values)
+        init_strategy = infer.init_to_value(values=values)
     elif init == "uniform":
-        init_strategy = init_to_uniform
+        init_strategy = infer.init_to_uniform
     elif isinstance(init, list | tuple):
-        init_strategy = init_to_uniform  # overridden by per-chain starting points below
+        init_strategy = infer.init_to_uniform  # overridden by per-chain starting points below
     else:
         if init == "mle":
             start = start_values(fitted_story, X, codes, num_classes) if fit is None else fit
@@ -181,8 +183,8 @@ def run_nuts(
     chain_starts = None
     if init_params is None and isinstance(init, list | tuple):
         chain_starts = _chain_starts(story, X, codes, num_classes, init, num_chains, jitter, seed)
-    kernel = NUTS(core.model, init_strategy=init_strategy, **nuts_kwargs)
-    mcmc = MCMC(
+    kernel = infer.NUTS(core.model, init_strategy=init_strategy, **nuts_kwargs)
+    mcmc = infer.MCMC(
         kernel,
         num_warmup=int(num_warmup),
         num_samples=int(num_samples),
@@ -336,8 +338,8 @@ def _init_near(site=None, values=None, jitter=JITTER):
     if site is None:
         return partial(_init_near, values=values, jitter=jitter)
     if site["type"] != "sample" or site["is_observed"] or site["name"] not in values:
-        return init_to_uniform(site)
-    transform = biject_to(site["fn"].support)
+        return infer.init_to_uniform(site)
+    transform = transforms.biject_to(site["fn"].support)
     value = jnp.broadcast_to(values[site["name"]], site["fn"].shape())
     free = transform.inv(value)
     rng_key = site["kwargs"].get("rng_key")

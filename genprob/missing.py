@@ -24,22 +24,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from genprob._lazy import lazy_attribute
 from genprob._limits import check_traced_size
 from genprob._programs import program
 from genprob.core import class_prior_from_counts, joint_log_prob
 from genprob.em import em_converged
-from genprob.masking import Marginalized, MaskedEmission, fill_missing, has_missing, marginalized
+from genprob.masking import Marginalized, fill_missing, has_missing, marginalized
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = [
     "Marginalized",
-    "MaskedEmission",
     "marginalized",
     "has_missing",
     "fill_missing",
     "fit_observed",
     "MissingFitResult",
 ]
+
+__getattr__ = lazy_attribute(__name__, {"MaskedEmission": "genprob.masked_emission"})
 
 
 class MissingFitResult(NamedTuple):

@@ -46,13 +46,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro import handlers
-from numpyro.distributions import constraints
-from numpyro.infer.util import constrain_fn, log_likelihood, unconstrain_fn
 from sklearn.exceptions import ConvergenceWarning
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob._lazy import LazyModule
 from genprob._validation import (
     check_features,
     check_sample_weight,
@@ -60,6 +58,10 @@ from genprob._validation import (
     class_codes,
 )
 from genprob.story import CLASS_PRIOR, Story
+
+handlers = LazyModule("numpyro.handlers")
+constraints = LazyModule("numpyro.distributions.constraints")
+infer_util = LazyModule("numpyro.infer.util")
 
 __all__ = ["OptimizerResult", "ObjectiveValue", "fit_optimizer", "evaluate_objective"]
 
@@ -193,7 +195,7 @@ def _find_free_sites(spec: _Spec, story, shape: tuple, dtype: str) -> tuple[_Sit
             if _is_simplex(site["fn"].support):
                 simplex_names.add(name)
             latent[name] = site["value"]
-        return latent, unconstrain_fn(model, args, kwargs, latent)
+        return latent, infer_util.unconstrain_fn(model, args, kwargs, latent)
 
     constrained, unconstrained = jax.eval_shape(
         probe,
@@ -259,8 +261,11 @@ def _loss_and_terms(spec: _Spec, data: _Data, u):
     # NumPyro's reparametrization without the Jacobian: the optimizer maximizes a likelihood,
     # not a density over u
     model, args, kwargs = _model(spec, data)
-    latents = {**data.fixed_values, **constrain_fn(model, args, kwargs, _unflatten(spec, data, u))}
-    pointwise = log_likelihood(model, latents, *args, batch_ndims=0, **kwargs)
+    latents = {
+        **data.fixed_values,
+        **infer_util.constrain_fn(model, args, kwargs, _unflatten(spec, data, u)),
+    }
+    pointwise = infer_util.log_likelihood(model, latents, *args, batch_ndims=0, **kwargs)
     loglik = sum(jnp.sum(values * data.row_weights) for values in pointwise.values())
     params = _params_from_latents(spec, data.story, latents, data.X.shape[-1])
     if spec.penalized:
@@ -280,7 +285,7 @@ def _evaluate(spec: _Spec, data: _Data, u):
 @partial(jax.jit, static_argnums=0)
 def _unconstrain_values(spec: _Spec, data: _Data, params: dict):
     model, args, kwargs = _model(spec, data)
-    unconstrained = unconstrain_fn(model, args, kwargs, params)
+    unconstrained = infer_util.unconstrain_fn(model, args, kwargs, params)
     pieces = [jnp.ravel(unconstrained[site.name]) for site in _free_sites(spec, data)]
     return jnp.concatenate(pieces) if pieces else jnp.zeros(0, data.X.dtype)
 

@@ -38,21 +38,26 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 from jax.tree_util import GetAttrKey
-from numpyro.distributions import constraints
-from numpyro.distributions.transforms import biject_to
+
+from genprob._lazy import LazyModule, lazy_attribute
+
+numpyro = LazyModule("numpyro")
+dist = LazyModule("numpyro.distributions")
+constraints = LazyModule("numpyro.distributions.constraints")
+transforms = LazyModule("numpyro.distributions.transforms")
 
 __all__ = [
     "Story",
-    "ClassConditional",
     "class_distribution",
     "story_class",
     "qualified_name",
     "CLASS_PRIOR",
     "align_components",
 ]
+
+#: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
+__getattr__ = lazy_attribute(__name__, {"ClassConditional": "genprob.class_conditional"})
 
 #: Name of the class-prior parameter (a probability vector over the K classes).
 CLASS_PRIOR = "class_prior"
@@ -523,7 +528,9 @@ class Story(metaclass=_StoryType):
         count = num_classes - 1
         for site in tr.values():
             if site["type"] == "sample" and not site["is_observed"]:
-                shape = biject_to(site["fn"].support).inverse_shape(jnp.shape(site["value"]))
+                shape = transforms.biject_to(site["fn"].support).inverse_shape(
+                    jnp.shape(site["value"])
+                )
                 count += math.prod(shape)
         return int(count)
 
@@ -724,57 +731,6 @@ def class_distribution(class_prior) -> dist.Distribution:
     if class_prior.shape[-1] == 2:
         return dist.Bernoulli(probs=class_prior[..., 1])
     return dist.Categorical(probs=class_prior)
-
-
-class ClassConditional(dist.Distribution):
-    """Features of each row given its class, with the class summed out where it is unknown.
-
-    For row i with label ``labels[i] = k >= 0`` the density is ``p(x_i | k)``; for an unlabeled row
-    (``labeled[i]`` false) it is the mixture ``sum_k pi_k p(x_i | k)``. Combined with the label site
-    (which contributes ``log pi_k`` on labeled rows only) the model's log density is the marginal
-    log-likelihood of a partly labeled data set.
-
-    Args:
-        emission: distribution with batch shape ``(K,)`` and event shape ``(D,)``.
-        labels: integer array (n,), any value on unlabeled rows.
-        labeled: boolean array (n,) or None (all labeled).
-        class_log_prior: log class probabilities (K,), needed only when some rows are unlabeled.
-    """
-
-    arg_constraints = {}
-    pytree_data_fields = ("emission", "labels", "labeled", "class_log_prior")
-
-    def __init__(self, emission, labels, labeled=None, class_log_prior=None, *, validate_args=None):
-        self.emission = emission
-        self.labels = labels
-        self.labeled = labeled
-        self.class_log_prior = class_log_prior
-        super().__init__(
-            batch_shape=jnp.shape(labels),
-            event_shape=emission.event_shape,
-            validate_args=validate_args,
-        )
-
-    @constraints.dependent_property(is_discrete=False, event_dim=1)
-    def support(self):
-        return self.emission.support
-
-    def log_prob(self, value):
-        by_class = self.emission.log_prob(jnp.expand_dims(value, -1 - len(self.event_shape)))
-        chosen = jnp.take_along_axis(by_class, self.labels[..., None], axis=-1)[..., 0]
-        if self.labeled is None:
-            return chosen
-        marginal = jax.nn.logsumexp(by_class + self.class_log_prior, axis=-1)
-        return jnp.where(self.labeled, chosen, marginal)
-
-    def sample(self, key, sample_shape=()):
-        # Draw every class's features and keep the row's own class: K-fold work, but sampling is
-        # not a hot path and it needs nothing from the emission beyond ``sample``.
-        shape = tuple(sample_shape) + self.batch_shape
-        draws = self.emission.sample(key, shape)  # shape + (K,) + event
-        index = jnp.broadcast_to(self.labels, shape)
-        index = index.reshape(shape + (1,) * (1 + len(self.event_shape)))
-        return jnp.take_along_axis(draws, index, axis=len(shape))[..., 0, :]
 
 
 jax.tree_util.register_pytree_with_keys(

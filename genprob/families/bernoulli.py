@@ -31,18 +31,25 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 import scipy.sparse
 from jax.experimental import sparse as jsparse
 from jax.scipy.special import xlog1py, xlogy
-from numpyro.distributions import constraints
 
 from genprob._arrays import namespace
+from genprob._lazy import LazyModule, lazy_attribute
 from genprob.conjugate import ConjugateFactor
 from genprob.story import CLASS_PRIOR, Story
 
-__all__ = ["BernoulliStory", "BernoulliFeatures", "row_counts", "observed_sums"]
+numpyro = LazyModule("numpyro")
+dist = LazyModule("numpyro.distributions")
+constraints = LazyModule("numpyro.distributions.constraints")
+_emission = LazyModule("genprob.families.bernoulli_emission")
+
+
+__all__ = ["BernoulliStory", "row_counts", "observed_sums"]
+
+#: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
+__getattr__ = lazy_attribute(__name__, {"BernoulliFeatures": "genprob.families.bernoulli_emission"})
 
 
 # -- helpers shared by the discrete families -----------------------------------------------------
@@ -244,41 +251,6 @@ def bernoulli_linear_form(probs):
     return log_on - log_off, log_off.sum(axis=-1)
 
 
-class BernoulliFeatures(dist.Distribution):
-    """Independent Bernoulli features: batch shape (K,), event shape (D,).
-
-    The log density is evaluated as a linear form (:meth:`linear_form`), so that ``log_prob``
-    also accepts a ``jax.experimental.sparse.BCOO`` matrix of shape (n, 1, D).
-
-    Args:
-        probs: (K, D) probabilities that feature j is 1 in class k.
-    """
-
-    arg_constraints = {"probs": constraints.unit_interval}
-    support = constraints.independent(constraints.boolean, 1)
-    pytree_data_fields = ("probs",)
-
-    def __init__(self, probs, *, validate_args=None):
-        self.probs = probs
-        super().__init__(
-            batch_shape=jnp.shape(probs)[:-1],
-            event_shape=jnp.shape(probs)[-1:],
-            validate_args=validate_args,
-        )
-
-    def linear_form(self):
-        """``(weights, offset)`` with ``log p(x | k) = x . weights[k] + offset[k]``."""
-        return bernoulli_linear_form(self.probs)
-
-    def log_prob(self, value):
-        weights, offset = self.linear_form()
-        return linear_log_prob(value, weights, offset)
-
-    def sample(self, key, sample_shape=()):
-        draws = dist.Bernoulli(probs=self.probs).sample(key, sample_shape)
-        return draws.astype(jnp.result_type(self.probs))
-
-
 # -- the story -----------------------------------------------------------------------------------
 class BernoulliStory(Story):
     """Binary features, independent given the class (Bernoulli naive Bayes).
@@ -306,7 +278,7 @@ class BernoulliStory(Story):
         return {"probs": probs}
 
     def emission(self, params):
-        return BernoulliFeatures(params["probs"])
+        return _emission.BernoulliFeatures(params["probs"])
 
     def sufficient_statistics(self, X, R):
         # a sparse-dense product when X is a BCOO or SciPy sparse matrix

@@ -48,29 +48,40 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 import scipy.sparse
 from jax.experimental import sparse as jsparse
-from jax.scipy.special import gammaln, xlogy
-from numpyro.distributions import constraints
-from numpyro.distributions.transforms import StickBreakingTransform, Transform, biject_to
+from jax.scipy.special import xlogy
 
 from genprob import _limits
+from genprob._lazy import LazyModule, lazy_attribute
 from genprob._validation import FeatureValueError
 from genprob.conjugate import ConjugateFactor
 from genprob.families.bernoulli import check_alpha, floor_log
 from genprob.story import CLASS_PRIOR, Story
 
+numpyro = LazyModule("numpyro")
+dist = LazyModule("numpyro.distributions")
+constraints = LazyModule("numpyro.distributions.constraints")
+transforms = LazyModule("numpyro.distributions.transforms")
+_emission = LazyModule("genprob.families.categorical_emission")
+
+
 __all__ = [
     "CategoricalStory",
-    "CategoricalFeatures",
-    "PaddedDirichlet",
-    "PaddedSimplex",
-    "PaddedStickBreakingTransform",
     "full_joint_num_parameters",
     "naive_num_parameters",
 ]
+
+#: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
+__getattr__ = lazy_attribute(
+    __name__,
+    {
+        "CategoricalFeatures": "genprob.families.categorical_emission",
+        "PaddedDirichlet": "genprob.families.categorical_emission",
+        "PaddedSimplex": "genprob.families.categorical_emission",
+        "PaddedStickBreakingTransform": "genprob.families.categorical_emission",
+    },
+)
 
 
 def check_table_size(n_categories, num_classes: int | None = None) -> None:
@@ -149,216 +160,13 @@ def full_joint_num_parameters(num_classes: int, num_features: int, num_categorie
     return num_classes * (math.prod(ks) - 1) + (num_classes - 1)
 
 
-# -- the padded Dirichlet prior ------------------------------------------------------------------
-class PaddedSimplex(constraints.Constraint):
-    """Padded tables (..., D, M): row j is a probability vector on its first ``k_j`` cells, zeros
-    after."""
-
-    event_dim = 2
-
-    def __init__(self, n_categories):
-        self.n_categories = _check_n_categories(n_categories)
-
-    def __call__(self, x):
-        mask = jnp.asarray(category_mask(self.n_categories))
-        total = jnp.sum(jnp.where(mask, x, 0.0), axis=-1)
-        ok = jnp.all(jnp.where(mask, x >= 0, x == 0), axis=-1) & (jnp.abs(total - 1.0) < 1e-6)
-        return jnp.all(ok, axis=-1)
-
-    def feasible_like(self, prototype):
-        mask = category_mask(self.n_categories, float)
-        table = mask / mask.sum(axis=-1, keepdims=True)
-        return jnp.broadcast_to(jnp.asarray(table, dtype=prototype.dtype), prototype.shape)
-
-    def tree_flatten(self):
-        return (), ((), {"n_categories": self.n_categories})
-
-    def eq(self, other, static=False):
-        return isinstance(other, PaddedSimplex) and self.n_categories == other.n_categories
-
-    def __hash__(self):
-        return hash((PaddedSimplex, self.n_categories))
-
-    def __repr__(self):
-        return f"PaddedSimplex(n_categories={self.n_categories})"
-
-
-class PaddedStickBreakingTransform(Transform):
-    """Bijection from ``R^(sum_j (k_j - 1))`` to :class:`PaddedSimplex` tables (D, M).
-
-    Feature j uses ``k_j - 1`` unconstrained coordinates, mapped by NumPyro's stick-breaking
-    transform; features with equal ``k_j`` are transformed together. Coordinates are laid out
-    group by group (ascending ``k``), features in their original order within a group.
-    """
-
-    domain = constraints.real_vector
-
-    def __init__(self, n_categories):
-        self.n_categories = _check_n_categories(n_categories)
-
-    @property
-    def codomain(self):
-        return PaddedSimplex(self.n_categories)
-
-    def _groups(self):
-        """(k, features, start, stop) for every distinct category count k."""
-        ks = np.asarray(self.n_categories)
-        start = 0
-        groups = []
-        for k in np.unique(ks):
-            features = np.flatnonzero(ks == k)
-            stop = start + features.size * (int(k) - 1)
-            groups.append((int(k), features, start, stop))
-            start = stop
-        return groups
-
-    def __call__(self, x):
-        batch = x.shape[:-1]
-        table = jnp.zeros(batch + (len(self.n_categories), max(self.n_categories)), x.dtype)
-        for k, features, start, stop in self._groups():
-            if k == 1:
-                block = jnp.ones(batch + (features.size, 1), x.dtype)
-            else:
-                coords = x[..., start:stop].reshape(batch + (features.size, k - 1))
-                block = StickBreakingTransform()(coords)
-            table = table.at[..., features, :k].set(block)
-        return table
-
-    def _inverse(self, y):
-        batch = y.shape[:-2]
-        parts = []
-        for k, features, _, _ in self._groups():
-            if k > 1:
-                coords = StickBreakingTransform()._inverse(y[..., features, :k])
-                parts.append(coords.reshape(batch + (features.size * (k - 1),)))
-        if not parts:
-            return jnp.zeros(batch + (0,), y.dtype)
-        return jnp.concatenate(parts, axis=-1)
-
-    def log_abs_det_jacobian(self, x, y, intermediates=None):
-        batch = x.shape[:-1]
-        total = jnp.zeros(batch, x.dtype)
-        for k, features, start, stop in self._groups():
-            if k > 1:
-                coords = x[..., start:stop].reshape(batch + (features.size, k - 1))
-                block = y[..., features, :k]
-                total = total + StickBreakingTransform().log_abs_det_jacobian(coords, block).sum(-1)
-        return total
-
-    def forward_shape(self, shape):
-        return shape[:-1] + (len(self.n_categories), max(self.n_categories))
-
-    def inverse_shape(self, shape):
-        return shape[:-2] + (sum(k - 1 for k in self.n_categories),)
-
-    def tree_flatten(self):
-        return (), ((), {"n_categories": self.n_categories})
-
-    def eq(self, other, static=False):
-        return (
-            isinstance(other, PaddedStickBreakingTransform)
-            and self.n_categories == other.n_categories
-        )
-
-
-@biject_to.register(PaddedSimplex)
-def _transform_to_padded_simplex(constraint):
-    return PaddedStickBreakingTransform(constraint.n_categories)
-
-
-class PaddedDirichlet(dist.Distribution):
-    """Independent Dirichlets of sizes ``k_j`` stored as one padded table (event shape (D, M)).
-
-    Args:
-        concentration: (..., D, M); only the first ``k_j`` cells of row j are used.
-        n_categories: ``k_j`` for each of the D rows.
-    """
-
-    arg_constraints = {}
-    pytree_data_fields = ("concentration",)
-    pytree_aux_fields = ("n_categories",)
-
-    def __init__(self, concentration, n_categories, *, validate_args=None):
-        self.n_categories = _check_n_categories(n_categories)
-        self.concentration = concentration
-        shape = jnp.shape(concentration)
-        if shape[-2:] != (len(self.n_categories), max(self.n_categories)):
-            raise ValueError(
-                f"concentration has event shape {shape[-2:]}; expected "
-                f"{(len(self.n_categories), max(self.n_categories))}."
-            )
-        super().__init__(
-            batch_shape=shape[:-2], event_shape=shape[-2:], validate_args=validate_args
-        )
-
-    @constraints.dependent_property(is_discrete=False, event_dim=2)
-    def support(self):
-        return PaddedSimplex(self.n_categories)
-
-    def log_prob(self, value):
-        mask = jnp.asarray(category_mask(self.n_categories))
-        alpha = jnp.where(mask, self.concentration, 1.0)
-        normalizer = gammaln(jnp.sum(jnp.where(mask, alpha, 0.0), -1)) - jnp.sum(
-            jnp.where(mask, gammaln(alpha), 0.0), -1
-        )
-        kernel = jnp.sum(jnp.where(mask, xlogy(alpha - 1.0, value), 0.0), -1)
-        return jnp.sum(normalizer + kernel, axis=-1)
-
-    def sample(self, key, sample_shape=()):
-        mask = jnp.asarray(category_mask(self.n_categories))
-        shape = tuple(sample_shape) + self.batch_shape + self.event_shape
-        alpha = jnp.broadcast_to(jnp.where(mask, self.concentration, 1.0), shape)
-        # log-gamma draws keep tiny concentrations from underflowing to an all-zero row.
-        log_gamma = jax.random.loggamma(key, alpha, dtype=jnp.result_type(self.concentration))
-        return jax.nn.softmax(jnp.where(mask, log_gamma, -jnp.inf), axis=-1)
-
-
 # -- the emission --------------------------------------------------------------------------------
 class PaddedDirichletFactor(ConjugateFactor):
     """Conjugate Dirichlet factor of a padded probability table (rows of different lengths)."""
 
     def distribution(self) -> dist.Distribution:
         a = self.concentration
-        return PaddedDirichlet(a, self.n_categories).to_event(a.ndim - 2)
-
-
-class CategoricalFeatures(dist.Distribution):
-    """Independent categorical features given the class: batch shape (K,), event shape (D,).
-
-    Values are integer codes (stored in a float array, as the rest of the data matrix); codes
-    must have been validated (:meth:`CategoricalStory.validate`), since gathers clamp
-    out-of-range indices.
-
-    Args:
-        probs: padded table (K, D, M).
-    """
-
-    arg_constraints = {}
-    support = constraints.independent(constraints.nonnegative_integer, 1)
-    pytree_data_fields = ("probs",)
-
-    def __init__(self, probs, *, validate_args=None):
-        self.probs = probs
-        super().__init__(
-            batch_shape=jnp.shape(probs)[:-2],
-            event_shape=jnp.shape(probs)[-2:-1],
-            validate_args=validate_args,
-        )
-
-    def log_prob(self, value):
-        log_probs = floor_log(self.probs)  # (K, D, M)
-        num_classes, num_features, _ = log_probs.shape
-        codes = jnp.asarray(value).astype(jnp.int32)
-        feature = jnp.arange(num_features)
-        if codes.ndim >= 2 and codes.shape[-2] == 1:
-            # One row against every class: gather (D, M, K) at (j, x_j), sum over features.
-            by_feature = jnp.moveaxis(log_probs, 0, -1)[feature, codes[..., 0, :]]
-            return by_feature.sum(axis=-2)
-        return log_probs[jnp.arange(num_classes)[:, None], feature, codes].sum(axis=-1)
-
-    def sample(self, key, sample_shape=()):
-        draws = dist.Categorical(probs=self.probs).sample(key, sample_shape)
-        return draws.astype(jnp.result_type(self.probs))
+        return _emission.PaddedDirichlet(a, self.n_categories).to_event(a.ndim - 2)
 
 
 # -- the story -----------------------------------------------------------------------------------
@@ -432,12 +240,12 @@ class CategoricalStory(Story):
         concentration = jnp.asarray(mask * (self.alpha + 1.0))
         concentration = jnp.broadcast_to(concentration, (num_classes,) + concentration.shape)
         probs = numpyro.sample(
-            "probs", PaddedDirichlet(concentration, self.n_categories).to_event(1)
+            "probs", _emission.PaddedDirichlet(concentration, self.n_categories).to_event(1)
         )
         return {"probs": probs}
 
     def emission(self, params):
-        return CategoricalFeatures(params["probs"])
+        return _emission.CategoricalFeatures(params["probs"])
 
     def sufficient_statistics(self, X, R):
         check_table_size(self.n_categories, R.shape[-1])

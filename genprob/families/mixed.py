@@ -16,18 +16,19 @@ Block names therefore may not contain dots.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
-import numpyro
-import numpyro.distributions as dist
-from numpyro.distributions import constraints
 
+from genprob._lazy import LazyModule, lazy_attribute
 from genprob._validation import FeatureValueError
 from genprob.story import Story
 
+numpyro = LazyModule("numpyro")
+dist = LazyModule("numpyro.distributions")
+constraints = LazyModule("numpyro.distributions.constraints")
+_emission = LazyModule("genprob.families.mixed_emission")
+
 __all__ = [
     "MixedStory",
-    "MixedFeatures",
     "NAIVE_FAMILIES",
     "DEFAULT_NAIVE_FAMILY",
     "block_context",
@@ -35,53 +36,13 @@ __all__ = [
     "naive_block",
 ]
 
+#: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
+__getattr__ = lazy_attribute(__name__, {"MixedFeatures": "genprob.families.mixed_emission"})
+
 #: Families of a naive-Bayes block of a mixed table, by name (``MixedNB(families=...)``).
 NAIVE_FAMILIES = ("gaussian", "bernoulli", "categorical", "multinomial", "poisson")
 #: The family of a column that names none (``MixedNB(families=None)``).
 DEFAULT_NAIVE_FAMILY = "gaussian"
-
-
-class MixedFeatures(dist.Distribution):
-    """Independent blocks of columns: batch shape (K,), event shape (D,).
-
-    Args:
-        emissions: one distribution per block, each with batch shape (K,) and event shape
-            ``(len(columns[b]),)``.
-        columns: tuple of column-index tuples, one per block, partitioning ``range(D)``.
-    """
-
-    arg_constraints = {}
-    support = constraints.independent(constraints.real, 1)
-    pytree_data_fields = ("emissions",)
-    pytree_aux_fields = ("columns",)
-
-    def __init__(self, emissions, columns, *, validate_args=None):
-        self.emissions = tuple(emissions)
-        self.columns = tuple(tuple(int(c) for c in cols) for cols in columns)
-        num_features = sum(len(cols) for cols in self.columns)
-        super().__init__(
-            batch_shape=self.emissions[0].batch_shape,
-            event_shape=(num_features,),
-            validate_args=validate_args,
-        )
-
-    def log_prob(self, value):
-        total = 0.0
-        for emission, cols in zip(self.emissions, self.columns, strict=True):
-            total = total + emission.log_prob(value[..., jnp.asarray(cols)])
-        return total
-
-    def sample(self, key, sample_shape=()):
-        keys = jax.random.split(key, len(self.emissions))
-        shape = tuple(sample_shape) + self.batch_shape + self.event_shape
-        draws = [
-            emission.sample(block_key, sample_shape)
-            for emission, block_key in zip(self.emissions, keys, strict=True)
-        ]
-        out = jnp.zeros(shape, jnp.result_type(*[d.dtype for d in draws], float))
-        for draw, cols in zip(draws, self.columns, strict=True):
-            out = out.at[..., jnp.asarray(cols)].set(draw.astype(out.dtype))
-        return out
 
 
 class MixedStory(Story):
@@ -180,7 +141,7 @@ class MixedStory(Story):
         emissions = [
             story.emission(self.block_params(params, name)) for name, story, _ in self.blocks
         ]
-        return MixedFeatures(emissions, [columns for _, _, columns in self.blocks])
+        return _emission.MixedFeatures(emissions, [columns for _, _, columns in self.blocks])
 
     def discriminant(self, params, X):
         """Sum of the blocks' discriminants (each drops its own term of the row)."""

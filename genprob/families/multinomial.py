@@ -36,15 +36,13 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 import scipy.sparse
 import scipy.special
 from jax.experimental import sparse as jsparse
-from jax.scipy.special import gammaln, xlogy
-from numpyro.distributions import constraints
+from jax.scipy.special import xlogy
 
 from genprob._arrays import namespace, without_duplicates
+from genprob._lazy import LazyModule, lazy_attribute
 from genprob.conjugate import dirichlet
 from genprob.families.bernoulli import (
     alpha_array,
@@ -53,12 +51,24 @@ from genprob.families.bernoulli import (
     floor_log,
     host_if_host_rows,
     linear_discriminant,
-    linear_log_prob,
     weighted_sums,
 )
 from genprob.story import CLASS_PRIOR, Story
 
-__all__ = ["MultinomialStory", "MultinomialFeatures"]
+numpyro = LazyModule("numpyro")
+dist = LazyModule("numpyro.distributions")
+constraints = LazyModule("numpyro.distributions.constraints")
+_emission = LazyModule("genprob.families.multinomial_emission")
+
+
+__all__ = [
+    "MultinomialStory",
+]
+
+#: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
+__getattr__ = lazy_attribute(
+    __name__, {"MultinomialFeatures": "genprob.families.multinomial_emission"}
+)
 
 
 def _map_stored(value, fn):
@@ -83,57 +93,6 @@ def multinomial_linear_form(probs):
     weights = floor_log(probs)
     xp = namespace(weights)
     return weights, xp.zeros(weights.shape[:-1], weights.dtype)
-
-
-class MultinomialFeatures(dist.Distribution):
-    """Word counts of a document given its length: batch shape (K,), event shape (D,).
-
-    ``log_prob`` conditions on each row's own total ``n = sum_j x_j`` and accepts a BCOO matrix
-    of shape (n, 1, D). Sampling draws documents of a fixed length ``total_count``.
-
-    Args:
-        probs: (K, D) word probabilities of each class.
-        total_count: document length used by :meth:`sample` (None: sampling is unavailable).
-    """
-
-    arg_constraints = {"probs": constraints.simplex}
-    support = constraints.independent(constraints.nonnegative_integer, 1)
-    pytree_data_fields = ("probs",)
-    pytree_aux_fields = ("total_count",)
-
-    def __init__(self, probs, total_count=None, *, validate_args=None):
-        self.probs = probs
-        self.total_count = total_count
-        super().__init__(
-            batch_shape=jnp.shape(probs)[:-1],
-            event_shape=jnp.shape(probs)[-1:],
-            validate_args=validate_args,
-        )
-
-    def linear_form(self):
-        """``(weights, offset)``: the class-dependent part ``x . log probs[k]`` (offset 0)."""
-        return multinomial_linear_form(self.probs)
-
-    def log_prob(self, value):
-        weights, offset = self.linear_form()
-        if scipy.sparse.issparse(value):  # rows (n, D) scored on the host
-            return linear_log_prob(value, weights, offset) + _scipy_row_term(value)
-        ones = jnp.ones(weights.shape[-1], weights.dtype)
-        length = value @ ones
-        log_factorials = _map_stored(value, lambda v: gammaln(v + 1.0)) @ ones
-        # length and log_factorials have shape (..., 1) or (..., K): they broadcast over classes.
-        return linear_log_prob(value, weights, offset) + gammaln(length + 1.0) - log_factorials
-
-    def sample(self, key, sample_shape=()):
-        if self.total_count is None:
-            raise ValueError(
-                "sampling multinomial features needs a document length: build the story with "
-                "MultinomialStory(total_count=n)."
-            )
-        draws = dist.Multinomial(total_count=self.total_count, probs=self.probs).sample(
-            key, sample_shape
-        )
-        return draws.astype(jnp.result_type(self.probs))
 
 
 class MultinomialStory(Story):
@@ -177,7 +136,7 @@ class MultinomialStory(Story):
         return {"probs": probs}
 
     def emission(self, params):
-        return MultinomialFeatures(params["probs"], self.total_count)
+        return _emission.MultinomialFeatures(params["probs"], self.total_count)
 
     def sufficient_statistics(self, X, R):
         return {"feature_counts": weighted_sums(X, R)}

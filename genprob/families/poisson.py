@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 from jax.scipy.special import xlogy
 
+from genprob._lazy import LazyModule
 from genprob.conjugate import ConjugateFactor
 from genprob.families.bernoulli import check_values, observed_sums, row_counts
 from genprob.story import Story
+
+numpyro = LazyModule("numpyro")
+dist = LazyModule("numpyro.distributions")
+
 
 __all__ = ["PoissonStory", "VAGUE_RATE"]
 

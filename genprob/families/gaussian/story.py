@@ -13,10 +13,9 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 
 from genprob._arrays import column_sums, namespace, placed
+from genprob._lazy import LazyModule
 from genprob._programs import program
 from genprob._validation import all_concrete, check_feature_width
 from genprob.families.gaussian import missing as gaussian_missing
@@ -51,6 +50,10 @@ from genprob.families.gaussian.structures import (
     structure_of,
 )
 from genprob.story import Story
+
+numpyro = LazyModule("numpyro")
+dist = LazyModule("numpyro.distributions")
+
 
 __all__ = ["GaussianStory", "FACTORS"]
 

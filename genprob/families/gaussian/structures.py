@@ -13,12 +13,10 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 
 from genprob._arrays import namespace, row_sums
+from genprob._lazy import LazyModule
 from genprob.families.gaussian.distributions import (
-    DiagonalNormal,
     full_factors,
     full_gaussian,
     whiten_twice,
@@ -31,6 +29,11 @@ from genprob.families.gaussian.moments import (
     snap_constant_features,
     symmetrize,
 )
+
+numpyro = LazyModule("numpyro")
+dist = LazyModule("numpyro.distributions")
+normals = LazyModule("genprob.families.gaussian.normals")
+
 
 __all__ = [
     "CovarianceStructure",
@@ -313,7 +316,7 @@ class DiagonalCovariance(CovarianceStructure):
         )
 
     def emission(self, means, spread, rank_tol, factors=None):
-        return DiagonalNormal(means, jnp.broadcast_to(spread, means.shape))
+        return normals.DiagonalNormal(means, jnp.broadcast_to(spread, means.shape))
 
     def factorize(self, spread, rank_tol):
         return {}

@@ -1,0 +1,46 @@
+"""Bernoulli features as a NumPyro distribution. Imported on first use, with NumPyro."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpyro.distributions as dist
+from numpyro.distributions import constraints
+
+from genprob.families.bernoulli import bernoulli_linear_form, linear_log_prob
+
+__all__ = ["BernoulliFeatures"]
+
+
+class BernoulliFeatures(dist.Distribution):
+    """Independent Bernoulli features: batch shape (K,), event shape (D,).
+
+    The log density is evaluated as a linear form (:meth:`linear_form`), so that ``log_prob``
+    also accepts a ``jax.experimental.sparse.BCOO`` matrix of shape (n, 1, D).
+
+    Args:
+        probs: (K, D) probabilities that feature j is 1 in class k.
+    """
+
+    arg_constraints = {"probs": constraints.unit_interval}
+    support = constraints.independent(constraints.boolean, 1)
+    pytree_data_fields = ("probs",)
+
+    def __init__(self, probs, *, validate_args=None):
+        self.probs = probs
+        super().__init__(
+            batch_shape=jnp.shape(probs)[:-1],
+            event_shape=jnp.shape(probs)[-1:],
+            validate_args=validate_args,
+        )
+
+    def linear_form(self):
+        """``(weights, offset)`` with ``log p(x | k) = x . weights[k] + offset[k]``."""
+        return bernoulli_linear_form(self.probs)
+
+    def log_prob(self, value):
+        weights, offset = self.linear_form()
+        return linear_log_prob(value, weights, offset)
+
+    def sample(self, key, sample_shape=()):
+        draws = dist.Bernoulli(probs=self.probs).sample(key, sample_shape)
+        return draws.astype(jnp.result_type(self.probs))

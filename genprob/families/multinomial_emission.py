@@ -1,0 +1,65 @@
+"""Multinomial features as a NumPyro distribution. Imported on first use, with NumPyro."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpyro.distributions as dist
+import scipy.sparse
+from jax.scipy.special import gammaln
+from numpyro.distributions import constraints
+
+from genprob.families.bernoulli import linear_log_prob
+from genprob.families.multinomial import _map_stored, _scipy_row_term, multinomial_linear_form
+
+__all__ = ["MultinomialFeatures"]
+
+
+class MultinomialFeatures(dist.Distribution):
+    """Word counts of a document given its length: batch shape (K,), event shape (D,).
+
+    ``log_prob`` conditions on each row's own total ``n = sum_j x_j`` and accepts a BCOO matrix
+    of shape (n, 1, D). Sampling draws documents of a fixed length ``total_count``.
+
+    Args:
+        probs: (K, D) word probabilities of each class.
+        total_count: document length used by :meth:`sample` (None: sampling is unavailable).
+    """
+
+    arg_constraints = {"probs": constraints.simplex}
+    support = constraints.independent(constraints.nonnegative_integer, 1)
+    pytree_data_fields = ("probs",)
+    pytree_aux_fields = ("total_count",)
+
+    def __init__(self, probs, total_count=None, *, validate_args=None):
+        self.probs = probs
+        self.total_count = total_count
+        super().__init__(
+            batch_shape=jnp.shape(probs)[:-1],
+            event_shape=jnp.shape(probs)[-1:],
+            validate_args=validate_args,
+        )
+
+    def linear_form(self):
+        """``(weights, offset)``: the class-dependent part ``x . log probs[k]`` (offset 0)."""
+        return multinomial_linear_form(self.probs)
+
+    def log_prob(self, value):
+        weights, offset = self.linear_form()
+        if scipy.sparse.issparse(value):  # rows (n, D) scored on the host
+            return linear_log_prob(value, weights, offset) + _scipy_row_term(value)
+        ones = jnp.ones(weights.shape[-1], weights.dtype)
+        length = value @ ones
+        log_factorials = _map_stored(value, lambda v: gammaln(v + 1.0)) @ ones
+        # length and log_factorials have shape (..., 1) or (..., K): they broadcast over classes.
+        return linear_log_prob(value, weights, offset) + gammaln(length + 1.0) - log_factorials
+
+    def sample(self, key, sample_shape=()):
+        if self.total_count is None:
+            raise ValueError(
+                "sampling multinomial features needs a document length: build the story with "
+                "MultinomialStory(total_count=n)."
+            )
+        draws = dist.Multinomial(total_count=self.total_count, probs=self.probs).sample(
+            key, sample_shape
+        )
+        return draws.astype(jnp.result_type(self.probs))
