@@ -252,3 +252,26 @@ def test_rows_at_1e300_against_classes_at_1e78_take_the_scaled_path(face):
     assert np.all(np.isfinite(proba))
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
     np.testing.assert_array_equal(estimator.predict(far), np.argmax(proba, axis=1))
+
+
+def test_lda_block_with_an_overflowing_row_is_scored_again_scaled(fitted, iris):
+    """LDA's host scores read ordinary rows unchecked; a row whose product overflows makes its
+    block non-finite, and that block is scored again with scaled rows: every row still matches
+    the exact reference, the ordinary ones also their own scores alone, and a NaN row is still
+    refused by name."""
+    X, _ = iris
+    estimator = fitted["LinearDiscriminantAnalysis"]
+    rows = X.copy()
+    huge = [3, 77, 140]
+    rows[huge] *= 2.0**1020  # x . d overflows float64 unscaled
+    rows[5, 1] = -(2.0**1022)  # a single huge feature
+    proba = estimator.predict_proba(rows)
+    _assert_probabilities(proba)
+    ordinary = np.setdiff1d(np.arange(len(rows)), [*huge, 5])
+    np.testing.assert_allclose(proba[ordinary], estimator.predict_proba(X)[ordinary], atol=1e-12)
+    for i in [*huge, 5]:
+        reference = np.exp(_exact_log_posteriors(estimator, rows[i]))
+        np.testing.assert_allclose(proba[i], reference, rtol=0, atol=1e-9)
+    rows[9, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        estimator.predict_proba(rows)

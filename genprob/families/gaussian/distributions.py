@@ -157,7 +157,10 @@ def shared_linear_blocks(rows, center, gain, directions, offset):
     Rows are taken less the center only where it matters: when ``|c| . |directions_k|``, what
     ``x . d_k - c . d_k`` may lose to rounding beyond ``(x - c) . d_k``, times the dtype's
     rounding stays below :data:`_UNCENTERED_ROUNDING`, the center moves into the offset and the
-    product reads the rows themselves (no subtraction pass).
+    product reads the rows themselves (no subtraction pass). Those blocks are checked after the
+    product, not before: a product that overflowed anywhere leaves a non-finite score (IEEE
+    overflow is never silent), and only then is the block scored again with scaled rows; a
+    finite score carries the rounding of the scaled one (both ``eps sum_j |x_j d_jk|``).
     """
     directions_t = np.ascontiguousarray(directions.T)
     dtype = np.result_type(rows, directions)
@@ -165,7 +168,9 @@ def shared_linear_blocks(rows, center, gain, directions, offset):
     uncentered = spill <= _UNCENTERED_ROUNDING
     if uncentered:
         # no copy of the rows: blocks large enough for a multithreaded product
-        blocks = _HostBlocks(rows, None, gain, center[None], entries=_HOST_BLOCK_ENTRIES << 2)
+        blocks = _HostBlocks(
+            rows, None, gain, center[None], entries=_HOST_BLOCK_ENTRIES << 2, checked=False
+        )
         shifted = (offset - center @ directions)[:, None]
     else:
         blocks = _HostBlocks(rows, center[None], gain)
@@ -179,8 +184,13 @@ def shared_linear_blocks(rows, center, gain, directions, offset):
         else:
             # every row's scale is 1 (row_scale): nothing overflows, and the row maximum, a
             # term of the row, need not be taken out
-            np.matmul(directions_t, centered[0].T, out=scores)
-            scores += shifted
+            with np.errstate(over="ignore", invalid="ignore"):
+                np.matmul(directions_t, centered[0].T, out=scores)
+                scores += shifted
+            # unchecked rows: one sum finds an overflow (or a NaN row) anywhere in the block
+            if not blocks.checked and not np.isfinite(np.add.reduce(scores, axis=None)):
+                with np.errstate(over="ignore"):
+                    scores[...] = _linear_block(np, block, center, gain, directions, offset).T
         yield start, scores
 
 
@@ -286,12 +296,15 @@ class _HostBlocks:
     the limit; only a block that fails it is searched for its largest entry. Over several
     blocks the subtraction runs on flat buffers against the centers tiled to a block
     (:meth:`tiled_like`): a broadcast over rows of D entries runs NumPy's inner loop D entries
-    at a time, 2-3x slower. Fewer rows are broadcast, not worth a tiled copy.
+    at a time, 2-3x slower. Fewer rows are broadcast, not worth a tiled copy. With
+    ``checked=False`` no block is tested (its rows come back unscaled): the caller tests what it
+    computed from them instead.
     """
 
-    def __init__(self, rows, centers, gain, reference=None, entries=None):
+    def __init__(self, rows, centers, gain, reference=None, entries=None, checked=True):
         num_features = rows.shape[-1]
         self.rows = rows
+        self.checked = checked  # False: the caller checks its results (rows are never scaled)
         self.centers = None if centers is None else centers.astype(rows.dtype, copy=False)
         entries = _HOST_BLOCK_ENTRIES if entries is None else entries
         self.step = max(64, entries // max(num_features, 1))
@@ -332,7 +345,7 @@ class _HostBlocks:
             block = rows[start : start + self.step]
             size = len(block) * num_features
             entries = block.reshape(-1)
-            if not self._fits(block, entries):
+            if self.checked and not self._fits(block, entries):
                 yield start, block, None
                 continue
             if self.centers is None:
