@@ -16,7 +16,6 @@ import scipy.sparse
 from genprob._lazy import LazyModule, lazy_attribute
 from genprob.story import Story
 
-dist = LazyModule("numpyro.distributions")
 _emission = LazyModule("genprob.masked_emission")
 
 

@@ -44,7 +44,6 @@ from genprob._lazy import LazyModule, lazy_attribute
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
-constraints = LazyModule("numpyro.distributions.constraints")
 transforms = LazyModule("numpyro.distributions.transforms")
 
 __all__ = [

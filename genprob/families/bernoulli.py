@@ -42,7 +42,6 @@ from genprob.story import CLASS_PRIOR, Story
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
-constraints = LazyModule("numpyro.distributions.constraints")
 _emission = LazyModule("genprob.families.bernoulli_emission")
 
 

@@ -61,8 +61,6 @@ from genprob.story import CLASS_PRIOR, Story
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
-constraints = LazyModule("numpyro.distributions.constraints")
-transforms = LazyModule("numpyro.distributions.transforms")
 _emission = LazyModule("genprob.families.categorical_emission")
 
 

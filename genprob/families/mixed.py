@@ -23,8 +23,6 @@ from genprob._validation import FeatureValueError
 from genprob.story import Story
 
 numpyro = LazyModule("numpyro")
-dist = LazyModule("numpyro.distributions")
-constraints = LazyModule("numpyro.distributions.constraints")
 _emission = LazyModule("genprob.families.mixed_emission")
 
 __all__ = [

@@ -17,8 +17,6 @@ from jax.scipy.linalg import solve_triangular
 from genprob._arrays import namespace
 from genprob._lazy import LazyModule, lazy_attribute
 
-dist = LazyModule("numpyro.distributions")
-constraints = LazyModule("numpyro.distributions.constraints")
 normals = LazyModule("genprob.families.gaussian.normals")
 
 
@@ -178,19 +176,17 @@ def shared_linear_blocks(rows, center, gain, directions, offset):
     buffer = np.empty((offset.shape[-1], blocks.step), dtype)
     for start, block, centered in blocks:
         scores = buffer[:, : len(block)]
-        if centered is None:
-            with np.errstate(over="ignore"):  # a class far from a huge row scores -inf
-                scores[...] = _linear_block(np, block, center, gain, directions, offset).T
-        else:
-            # every row's scale is 1 (row_scale): nothing overflows, and the row maximum, a
-            # term of the row, need not be taken out
+        if centered is not None:
+            # rows at scale 1 (row_scale): the row maximum, a term of the row, need not be
+            # taken out; unchecked (uncentered) rows may still overflow, found just below
             with np.errstate(over="ignore", invalid="ignore"):
                 np.matmul(directions_t, centered[0].T, out=scores)
                 scores += shifted
-            # unchecked rows: one sum finds an overflow (or a NaN row) anywhere in the block
-            if not blocks.checked and not np.isfinite(np.add.reduce(scores, axis=None)):
-                with np.errstate(over="ignore"):
-                    scores[...] = _linear_block(np, block, center, gain, directions, offset).T
+        # rows too large for the unscaled arithmetic: the size test failed, or (unchecked rows)
+        # one sum finds an overflow or a NaN row anywhere in the block's scores
+        if centered is None or (uncentered and not np.isfinite(np.add.reduce(scores, axis=None))):
+            with np.errstate(over="ignore"):  # a class far from a huge row scores -inf
+                scores[...] = _linear_block(np, block, center, gain, directions, offset).T
         yield start, scores
 
 
