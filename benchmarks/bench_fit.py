@@ -62,6 +62,19 @@ def timed(function, repeats: int) -> float:
 SETTLE = 0.3
 
 
+def settle(seconds: float = SETTLE) -> None:
+    """Wait ``seconds`` with this thread busy, as a program between two calls is.
+
+    Not ``time.sleep``: with both vCPUs of this machine idle for 0.3 s, a pass on two threads
+    that follows runs erratically slower (GaussianNB's 1e6 x 20 moments: 20 to 21 ms back to
+    back or after Python work, 23 to 41 ms after an idle sleep), as if the two came back on
+    shared hardware. The helper threads of the previous call's BLAS sleep either way.
+    """
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
 def timed_pair(reference, candidate, repeats: int):
     """Medians of two functions run in turn (A B A B ...) and the median of the pairwise ratios.
 
@@ -73,11 +86,11 @@ def timed_pair(reference, candidate, repeats: int):
     candidate()
     first, second, ratios = [], [], []
     for _ in range(repeats):
-        time.sleep(SETTLE)
+        settle()
         start = time.perf_counter()
         reference()
         middle = time.perf_counter()
-        time.sleep(SETTLE)
+        settle()
         resumed = time.perf_counter()
         candidate()
         end = time.perf_counter()

@@ -8,10 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from genprob._arrays import namespace
+from genprob._threads import sum_over_spans
 
 __all__ = [
     "chunked_sum",
     "host_row_blocks",
+    "host_row_spans",
     "ledoit_wolf_shrinkage",
     "reference_point",
     "snap_constant_features",
@@ -60,13 +62,30 @@ _REFERENCE_ROWS = 4096
 _ORIGIN_SDS = 4.0
 
 
+def _block_rows(X, block_bytes: int) -> int:
+    return max(256, block_bytes // max(1, X.shape[1] * X.itemsize))
+
+
 def host_row_blocks(*arrays, block_bytes: int = HOST_BLOCK_BYTES):
     """Views of the same rows of NumPy arrays (X first), in blocks of X of about
     ``block_bytes`` (cache-sized), for statistics computed eagerly on the host."""
     X = arrays[0]
-    rows = max(256, block_bytes // max(1, X.shape[1] * X.itemsize))
+    rows = _block_rows(X, block_bytes)
     for start in range(0, X.shape[0], rows):
         yield tuple(array[start : start + rows] for array in arrays)
+
+
+def host_row_spans(span, rows: tuple, *args, block_bytes: int = HOST_BLOCK_BYTES):
+    """``span(*(a[i:j] for a in rows), *args)`` summed over spans ``i:j`` of the rows, one per
+    thread (``genprob._threads``); ``rows`` are NumPy arrays with a row per row of X (X first).
+    Span edges fall on block edges, so the blocks are those of a single pass."""
+    X = rows[0]
+    extra = {} if block_bytes == HOST_BLOCK_BYTES else {"block_bytes": block_bytes}
+
+    def partial(start, stop):
+        return span(*(a[start:stop] for a in rows), *args, **extra)
+
+    return sum_over_spans(partial, X.shape[0], X.shape[1] * X.itemsize, _block_rows(X, block_bytes))
 
 
 def reference_point(X):
@@ -83,10 +102,17 @@ def reference_point(X):
     """
     step = -(-X.shape[0] // _REFERENCE_ROWS)
     rows = X if step <= 1 else X[::step]
+    if isinstance(X, np.ndarray):
+        # a contiguous copy of the sampled rows, centered in place: 3x faster than
+        # mean and var of the strided view, which read it twice more
+        rows = np.array(rows, order="C")
+        mean = rows.mean(axis=0)
+        rows -= mean
+        variance = np.einsum("ij,ij->j", rows, rows) / rows.shape[0]
+        near = (mean * mean <= _ORIGIN_SDS**2 * variance).all()
+        return np.where(near, 0.0, mean).astype(mean.dtype)
     mean = rows.mean(axis=0)
     near = (mean * mean <= _ORIGIN_SDS**2 * rows.var(axis=0)).all()
-    if isinstance(X, np.ndarray):
-        return np.where(near, 0.0, mean).astype(mean.dtype)
     return jnp.where(near, jnp.zeros_like(mean), mean)
 
 
