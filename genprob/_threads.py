@@ -5,7 +5,8 @@ ufuncs release it on large arrays, so the cache-sized blocks of a statistics pas
 several cores at once: each thread sums a contiguous span of rows block by block, and the spans'
 sums are added in order. BLAS is held to one thread meanwhile, as scikit-learn's KMeans does
 around its own threads (``threadpoolctl.threadpool_limits(1, "blas")``), since two threads each
-starting BLAS threads on small blocks measured slower than one.
+starting BLAS threads on small blocks measured slower than one. The limit is process-wide: BLAS
+calls of the process's other threads run on one thread while a pass runs.
 
 The thread count is what BLAS is allowed: ``OPENBLAS_NUM_THREADS=1``, ``OMP_NUM_THREADS=1`` or
 ``threadpoolctl.threadpool_limits(1)`` make these passes serial too. Sums of a span do not
