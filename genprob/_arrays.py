@@ -168,8 +168,9 @@ def without_duplicates(X):
 
 
 def column_sums(array):
-    """``array.sum(axis=0)`` of a 2-D array; a NumPy one through BLAS (``ones @ array``), 10x
-    faster than NumPy's reduction over the rows of a narrow array (R of a few classes)."""
+    """``array.sum(axis=0)`` of a 2-D array. A small NumPy one through BLAS (``ones @ array``),
+    a large one in lanes on threads (:func:`_lane_column_sums`): both 10x faster than NumPy's
+    reduction over the rows of a narrow array (R of a few classes)."""
     if isinstance(array, np.ndarray) and array.ndim == 2 and array.dtype.kind == "f":
         if not _threads.blas_would_thread(array):
             return np.ones(array.shape[0], array.dtype) @ array
@@ -198,7 +199,8 @@ def _lane_column_sums(array):
 
 
 def row_sums(array):
-    """``array.sum(axis=1)`` of a 2-D array; a NumPy one through BLAS (``array @ ones``)."""
+    """``array.sum(axis=1)`` of a 2-D array; a NumPy one through BLAS (``array @ ones``), a
+    large one in spans on threads with BLAS on one thread (no helper threads left spinning)."""
     if isinstance(array, np.ndarray) and array.ndim == 2 and array.dtype.kind == "f":
         ones = np.ones(array.shape[1], array.dtype)
         if not _threads.blas_would_thread(array):

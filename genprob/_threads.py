@@ -20,6 +20,9 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 
+import jax
+import numpy as np
+
 __all__ = ["blas_would_thread", "map_spans", "one_blas_thread", "span_count", "sum_over_spans"]
 
 #: A span smaller than this many bytes of rows is not worth a thread's handoff (about 0.1 ms).
@@ -85,10 +88,11 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 def one_blas_thread():
     """Hold BLAS to one thread inside the block (nothing without threadpoolctl or BLAS).
 
-    Also for a large BLAS call made alone: OpenBLAS's helper threads spin for about 0.1 s of
-    CPU after a threaded call, which takes the second core from a threaded pass that follows
-    (GaussianNB's 1e6 x 20 moments: 21 ms after a serial ``ones @ R``, 39 ms after a threaded
-    one). Blocks may overlap in the user's threads: the first limits BLAS, the last restores.
+    Also for a large BLAS call made alone (``row_sums``): OpenBLAS's helper threads spin for
+    about 0.1 s of CPU after a threaded call, which takes the second core from a threaded pass
+    that follows (GaussianNB's 1e6 x 20 moments: 21 ms after ``ones @ R`` on one BLAS thread,
+    39 ms after it on two). Blocks may overlap in the user's threads: the first limits BLAS, the
+    last restores.
     """
     blas = _blas()
     if blas is None:
@@ -118,15 +122,6 @@ def blas_would_thread(array) -> bool:
     return array.size >= BLAS_THREADED_ENTRIES
 
 
-def _add(total, part):
-    """Add a pytree of NumPy arrays (dict, tuple or array) in place where possible."""
-    if isinstance(total, dict):
-        return {key: _add(total[key], part[key]) for key in total}
-    if isinstance(total, tuple):
-        return tuple(_add(a, b) for a, b in zip(total, part, strict=True))
-    return total + part
-
-
 def map_spans(partial, num_rows: int, row_bytes: int, block_rows: int = 1) -> list:
     """``[partial(start, stop) for each span]``, contiguous spans of ``range(num_rows)`` in
     order, one per thread (:func:`span_count`), edges on multiples of ``block_rows``. One span
@@ -148,9 +143,9 @@ def map_spans(partial, num_rows: int, row_bytes: int, block_rows: int = 1) -> li
 
 def sum_over_spans(partial, num_rows: int, row_bytes: int, block_rows: int = 1):
     """``sum of partial(start, stop)`` over the spans of :func:`map_spans`, added in order;
-    ``partial`` returns a dict, tuple or array of NumPy sums."""
+    ``partial`` returns a pytree of NumPy sums."""
     parts = map_spans(partial, num_rows, row_bytes, block_rows)
     total = parts[0]
     for part in parts[1:]:
-        total = _add(total, part)
+        total = jax.tree_util.tree_map(np.add, total, part)
     return total

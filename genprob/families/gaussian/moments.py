@@ -75,15 +75,15 @@ def host_row_blocks(*arrays, block_bytes: int = HOST_BLOCK_BYTES):
         yield tuple(array[start : start + rows] for array in arrays)
 
 
-def host_row_spans(span, rows: tuple, *args, block_bytes: int = HOST_BLOCK_BYTES):
-    """``span(*(a[i:j] for a in rows), *args)`` summed over spans ``i:j`` of the rows, one per
-    thread (``genprob._threads``); ``rows`` are NumPy arrays with a row per row of X (X first).
-    Span edges fall on block edges, so the blocks are those of a single pass."""
+def host_row_spans(span, shift, *rows, block_bytes: int = HOST_BLOCK_BYTES):
+    """``span(shift, *(a[i:j] for a in rows), block_bytes=block_bytes)`` summed over spans
+    ``i:j`` of the rows, one per thread (``genprob._threads``); ``rows`` are NumPy arrays with
+    a row per row of X (X first). Span edges fall on block edges, so the blocks are those of a
+    single pass."""
     X = rows[0]
-    extra = {} if block_bytes == HOST_BLOCK_BYTES else {"block_bytes": block_bytes}
 
     def partial(start, stop):
-        return span(*(a[start:stop] for a in rows), *args, **extra)
+        return span(shift, *(a[start:stop] for a in rows), block_bytes=block_bytes)
 
     return sum_over_spans(partial, X.shape[0], X.shape[1] * X.itemsize, _block_rows(X, block_bytes))
 

@@ -241,13 +241,13 @@ class FullCovariance(CovarianceStructure):
             weights = row_sums(R)
             unit = bool(np.all(weights == 1))
             rows = (X, R) if unit else (X, R, weights)
-            squares, sums = host_row_spans(self._shared_span, rows, shift)
+            squares, sums = host_row_spans(self._shared_span, shift, *rows)
             return {"squares": squares, "sums": sums}
         # each class's copy is about 1/K of a block: blocks K times larger (up to 8) keep it in
         # cache and spend fewer products on few rows (1e5 x 50, K = 5: 48 ms against 58 ms)
         block_bytes = HOST_BLOCK_BYTES * min(R.shape[1], 8)
         class_squares, sums = host_row_spans(
-            self._per_class_span, (X, R), shift, block_bytes=block_bytes
+            self._per_class_span, shift, X, R, block_bytes=block_bytes
         )
         stats = {"sums": sums, "squares": self.group(class_squares)}
         if self.shared:
@@ -256,18 +256,16 @@ class FullCovariance(CovarianceStructure):
 
     # np.dot, not @, in the spans: it releases the GIL, so spans run on threads in parallel
     @staticmethod
-    def _shared_span(X, R, *weights_and_shift):
-        """``Z^T W Z`` (D, D) and ``R^T Z`` (K, D) of NumPy rows, ``W`` the row weights when
-        given before the shift (every row weighs 1 otherwise)."""
-        *weights, shift = weights_and_shift
-        weights = weights[0] if weights else None
+    def _shared_span(shift, X, R, weights=None, *, block_bytes):
+        """``Z^T W Z`` (D, D) and ``R^T Z`` (K, D) of NumPy rows, ``W`` the row weights
+        (every row weighs 1 when None)."""
         num_features = X.shape[1]
         dtype = np.result_type(X, R)
         squares = np.zeros((num_features, num_features), dtype)
         sums = np.zeros((R.shape[1], num_features), dtype)
         origin = not np.any(shift)  # moments about 0: the products read the rows in place
-        blocks = host_row_blocks(X, R) if weights is None else host_row_blocks(X, R, weights)
-        for x, r, *w in blocks:
+        rows = (X, R) if weights is None else (X, R, weights)
+        for x, r, *w in host_row_blocks(*rows, block_bytes=block_bytes):
             z = x if origin else x - shift
             # a symmetric product (BLAS syrk) when every row weighs 1
             squares += np.dot(z.T, z) if weights is None else np.dot((z * w[0][:, None]).T, z)
@@ -275,7 +273,7 @@ class FullCovariance(CovarianceStructure):
         return squares, sums
 
     @staticmethod
-    def _per_class_span(X, R, shift, block_bytes=HOST_BLOCK_BYTES):
+    def _per_class_span(shift, X, R, *, block_bytes):
         """Per-class ``Z_k^T W_k Z_k`` (K, D, D) and ``R^T Z`` (K, D) of NumPy rows."""
         num_classes, num_features = R.shape[1], X.shape[1]
         dtype = np.result_type(X, R)
@@ -353,7 +351,7 @@ class DiagonalCovariance(CovarianceStructure):
     def moments(self, X, R, shift, class_scatter):
         if isinstance(X, np.ndarray):
             # eagerly on the host, the same sums block by block in cache
-            sums, class_squares = host_row_spans(self._host_span, (X, R), shift)
+            sums, class_squares = host_row_spans(self._host_span, shift, X, R)
             return {"sums": sums, "squares": self.group(class_squares)}
 
         def first_and_second(x, r):
@@ -364,12 +362,12 @@ class DiagonalCovariance(CovarianceStructure):
         return {"sums": sums, "squares": self.group(class_squares)}
 
     @staticmethod
-    def _host_span(X, R, shift):
+    def _host_span(shift, X, R, *, block_bytes):
         """Per-class sums and sums of squares of NumPy rows, block by block in cache."""
         sums = np.zeros((R.shape[1], X.shape[1]), np.result_type(X, R))
         class_squares = np.zeros_like(sums)
         origin = not np.any(shift)  # moments about 0: no centered copy of the block
-        for x, r in host_row_blocks(X, R):
+        for x, r in host_row_blocks(X, R, block_bytes=block_bytes):
             z = x if origin else x - shift
             # np.dot, not @: it releases the GIL, so spans run on threads in parallel
             sums += np.dot(r.T, z)
