@@ -415,7 +415,8 @@ def sufficient_statistics(story: Story, X, R) -> dict:
         # refuses it by name (Story.check_overflow, or the estimator's finite check)
         with np.errstate(over="ignore", invalid="ignore"):
             emission = story.sufficient_statistics(X, R)
-        return {"class_counts": column_sums(R), "emission": emission}
+        counts = story.class_counts(emission)
+        return {"class_counts": column_sums(R) if counts is None else counts, "emission": emission}
     return _sufficient_statistics(story.without_sampling_settings(), X, R)
 
 

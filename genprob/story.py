@@ -369,6 +369,11 @@ class Story(metaclass=_StoryType):
     #: look for them in the statistics instead of a pass over ``X`` first.
     statistics_show_nonfinite: bool = False
 
+    def class_counts(self, stats: dict):
+        """The column sums of ``R`` (K,) when the emission's statistics ``stats`` already hold
+        them, so a fit does not sum ``R`` again; None (the default) when they do not."""
+        return None
+
     def statistics_on_host(self, X) -> bool:
         """True when :meth:`sufficient_statistics` of the dense NumPy rows ``X`` (with NumPy
         responsibilities) runs eagerly in NumPy, returning NumPy, in less time than copying the

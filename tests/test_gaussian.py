@@ -877,3 +877,60 @@ def test_host_scores_of_per_class_spreads_match_the_device_program(dtype, name, 
         reference.predict_proba(X),
         atol=1e-8 if dtype == "float64" else 1e-3,
     )
+
+
+def _class_with_eigenvalues(values, rng):
+    """Rows whose (MLE) covariance has exactly the eigenvalues ``values``: centered, whitened
+    Gaussian rows, rotated and scaled."""
+    Z = rng.normal(size=(200, len(values)))
+    Z -= Z.mean(axis=0)
+    Z = Z @ np.linalg.inv(np.linalg.cholesky(Z.T @ Z / len(Z))).T  # covariance exactly I
+    rotation, _ = np.linalg.qr(rng.normal(size=(len(values), len(values))))
+    return Z @ (np.sqrt(values)[:, None] * rotation)
+
+
+@pytest.mark.parametrize("smallest, full_rank", [(2.0, True), (0.5, False)])
+def test_qda_rank_check_against_tol(smallest, full_rank):
+    # the fit's rank check (a Cholesky factorization of cov - tol I) against the eigenvalues
+    rng = np.random.default_rng(5)
+    tol = 1e-3
+    X = np.vstack(
+        [
+            _class_with_eigenvalues(np.array([3.0, 1.0, smallest * tol]), rng),
+            _class_with_eigenvalues(np.array([2.0, 1.0, 0.5]), rng) + 5.0,
+        ]
+    )
+    y = np.repeat([0, 1], 200)
+    estimator = genprob.QuadraticDiscriminantAnalysis(tol=tol)
+    if not full_rank:
+        with pytest.raises(np.linalg.LinAlgError, match=r"class 0 is not full rank.*1 of its 3"):
+            estimator.fit(X, y)
+        return
+    estimator.fit(X, y)
+    np.testing.assert_allclose(estimator.scalings_[0], [3.0, 1.0, smallest * tol], rtol=1e-9)
+
+
+def test_qda_rotations_and_scalings_computed_on_first_use_and_after_each_fit(tmp_path):
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(300, 4)) * [1.0, 2.0, 3.0, 4.0], np.repeat([0, 1, 2], 100)
+    estimator = genprob.QuadraticDiscriminantAnalysis().fit(X, y)
+    assert "rotations_" not in vars(estimator) and "scalings_" not in vars(estimator)
+    for k, covariance in enumerate(estimator.params_["covariance"]):
+        values, vectors = np.linalg.eigh(covariance)
+        np.testing.assert_array_equal(estimator.scalings_[k], values[::-1])
+        np.testing.assert_array_equal(estimator.rotations_[k], vectors[:, ::-1])
+    first = estimator.scalings_[0]
+    estimator.fit(X * 2.0, y)  # a refit forgets the previous fit's eigendecomposition
+    np.testing.assert_allclose(estimator.scalings_[0], 4.0 * first, rtol=1e-12)
+    # a model file holds them when they were computed, and loading recomputes them otherwise
+    path = tmp_path / "qda.npz"
+    genprob.persistence.save(estimator, path)
+    loaded = genprob.persistence.load(path)
+    np.testing.assert_array_equal(loaded.scalings_[1], estimator.scalings_[1])
+    fresh = genprob.QuadraticDiscriminantAnalysis().fit(X, y)
+    genprob.persistence.save(fresh, path)
+    loaded = genprob.persistence.load(path)
+    np.testing.assert_array_equal(loaded.rotations_[2], fresh.rotations_[2])
+    with pytest.raises(AttributeError, match="no attribute 'rotations_'"):
+        _ = genprob.QuadraticDiscriminantAnalysis().rotations_
+    assert not hasattr(genprob.QuadraticDiscriminantAnalysis(), "scalings_")

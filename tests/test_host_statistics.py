@@ -100,6 +100,48 @@ def test_host_statistics_agree_with_the_compiled_ones(name, kind, centered, tol)
             )
 
 
+@pytest.mark.parametrize("name", ["nb", "lda", "qda"])
+def test_host_moments_of_mixed_responsibilities_match_a_direct_sum(name):
+    # blocks mixing unit rows, weighted rows, empty rows, rows in two classes and a class
+    # with no rows: each takes its own product (unit: symmetric; per class: gathered rows)
+    # (blocks of 16,384 rows of 4 features; 65,536 for per-class scatter)
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(140_000, 4)) * [1.0, 2.0, 0.5, 3.0] + [10.0, -4.0, 0.0, 2.0]
+    y = rng.integers(0, 3, len(X))
+    R = np.eye(4)[y]  # class 3 has no rows
+    R[20_000:40_000, 2] *= rng.uniform(0.5, 2.0, size=20_000)  # class 0 keeps unit weights
+    R[70_000:71_000] = 0.0
+    R[100_000:100_500, 1] += 0.25
+    story = STORIES[name]
+    shift = reference_point(X)
+    stats = story.structure.moments(X, R, shift, story._needs_class_scatter)
+    Z = X - shift
+    np.testing.assert_allclose(stats["counts"], R.sum(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(stats["sums"], R.T @ Z, rtol=1e-12, atol=1e-9)
+    if name == "nb":
+        expected = R.T @ Z**2
+    else:
+        expected = np.einsum("nk,ni,nj->kij", R, Z, Z)
+        if name == "lda":
+            expected = expected.sum(axis=0)
+    squares = stats["class_squares"] if "class_squares" in stats else stats["squares"]
+    np.testing.assert_allclose(squares, expected, rtol=1e-12, atol=1e-9)
+
+
+def test_host_statistics_count_classes_once(monkeypatch):
+    # the Gaussian moments count the classes as they go (Story.class_counts); a story that
+    # keeps the default hook gets its counts from R
+    X, y = offset_data()
+    R = responsibilities("weighted", y)
+    sums = []
+    original = core.column_sums
+    monkeypatch.setattr(core, "column_sums", lambda a: sums.append(a.shape) or original(a))
+    stats = core.sufficient_statistics(STORIES["lda"], X, R)
+    assert sums == []
+    np.testing.assert_allclose(stats["class_counts"], R.sum(axis=0), rtol=1e-13)
+    assert Story.class_counts(STORIES["lda"], stats["emission"]) is None
+
+
 def test_numpy_rows_of_any_size_on_the_host_auto_shrinkage_compiled():
     X, _ = offset_data()
     assert STORIES["lda"].statistics_on_host(X[:10])
@@ -112,7 +154,7 @@ def test_numpy_rows_of_any_size_on_the_host_auto_shrinkage_compiled():
 def test_reference_point_is_near_the_mean_or_the_origin():
     X, _ = offset_data()
     sds = X.std(axis=0)
-    # 4096 rows spread over X: within a few sd / 64 of the mean
+    # 1024 rows spread over X: within a few sd / 32 of the mean
     assert np.all(np.abs(reference_point(X) - X.mean(axis=0)) < 0.2 * sds)
     np.testing.assert_array_equal(reference_point(X[:100]), X[:100].mean(axis=0))
     # every mean within 4 sds of 0: the origin (rounding within 17 eps of the mean's)
@@ -122,7 +164,7 @@ def test_reference_point_is_near_the_mean_or_the_origin():
     # one feature further out: the mean
     centered[:, 2] += 5.0
     for rows in (centered, jnp.asarray(centered)):
-        np.testing.assert_allclose(reference_point(rows), centered.mean(axis=0), rtol=0, atol=0.05)
+        np.testing.assert_allclose(reference_point(rows), centered.mean(axis=0), rtol=0, atol=0.15)
 
 
 PAIRS = {

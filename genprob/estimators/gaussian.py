@@ -678,8 +678,9 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     and constant features without regularization.
 
     Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``rotations_``
-    and ``scalings_`` (eigenvectors and eigenvalues of each class covariance, largest first),
-    ``covariance_`` (with ``store_covariance``). The EM controls are:
+    and ``scalings_`` (eigenvectors and eigenvalues of each class covariance, largest first;
+    computed on first use, as the fit's rank check needs only a Cholesky factorization of
+    ``covariance - tol I``), ``covariance_`` (with ``store_covariance``). The EM controls are:
 
     Args:
         unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
@@ -779,8 +780,15 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
             self.story_.check_scale(self.params_)
         except ValueError as error:
             self._fail(str(error))
-        covariances = self.params_["covariance"]
-        eigenvalues, eigenvectors = np.linalg.eigh(covariances)
+        covariances = np.asarray(self.params_["covariance"])
+        # every eigenvalue > tol exactly when cov - tol I is positive definite: one Cholesky
+        # factorization per class (5x faster than eigh at D = 50); the eigenvalues only to
+        # name a failure (a rounding-level call at the boundary is the factorization's)
+        try:
+            np.linalg.cholesky(covariances - self.tol * np.eye(num_features))
+            eigenvalues = ()
+        except np.linalg.LinAlgError:
+            eigenvalues = np.linalg.eigvalsh(covariances)
         for k, values in enumerate(eigenvalues):
             rank = int(np.sum(values > self.tol))
             if rank < num_features:
@@ -804,13 +812,26 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
                     f"to regularize it, or lower tol for data on a tiny scale.)",
                     np.linalg.LinAlgError,
                 )
-        order = np.argsort(eigenvalues, axis=1)[:, ::-1]
-        self.scalings_ = [values[o] for values, o in zip(eigenvalues, order, strict=True)]
-        self.rotations_ = [vectors[:, o] for vectors, o in zip(eigenvectors, order, strict=True)]
+        # rotations_ / scalings_ of these covariances are computed on first use (__getattr__)
+        self.__dict__.pop("rotations_", None)
+        self.__dict__.pop("scalings_", None)
         self.priors_ = self.params_["class_prior"]
         self.means_ = self.params_["means"]
         if self.store_covariance:
             self.covariance_ = list(covariances)
+
+    def __getattr__(self, name):
+        # called only when the attribute is missing: the eigendecomposition of a fit's
+        # covariances, on first use (a fit checks their rank with a Cholesky factorization)
+        if name in ("rotations_", "scalings_") and "params_" in self.__dict__:
+            eigenvalues, eigenvectors = np.linalg.eigh(np.asarray(self.params_["covariance"]))
+            order = np.argsort(eigenvalues, axis=1)[:, ::-1]
+            self.scalings_ = [values[o] for values, o in zip(eigenvalues, order, strict=True)]
+            self.rotations_ = [
+                vectors[:, o] for vectors, o in zip(eigenvectors, order, strict=True)
+            ]
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def decision_function(self, X):
         """``log pi_k + log p(x | k) + D/2 log(2 pi)``, scikit-learn's scores; log-odds if K = 2."""

@@ -11,6 +11,7 @@ from genprob._arrays import namespace
 from genprob._threads import sum_over_spans
 
 __all__ = [
+    "block_rows",
     "chunked_sum",
     "host_row_blocks",
     "host_row_spans",
@@ -57,12 +58,13 @@ def chunked_sum(fn, X, R, chunk: int = CHUNK):
 #: products stay in a core's L2 cache (2 MiB here); larger blocks measured slower at D = 20.
 HOST_BLOCK_BYTES = 1 << 19
 #: The reference point of the moments is estimated from at most this many rows, spread over X.
-_REFERENCE_ROWS = 4096
+_REFERENCE_ROWS = 1024
 #: ... and it is the origin when every feature's mean is within this many sds of 0.
 _ORIGIN_SDS = 4.0
 
 
-def _block_rows(X, block_bytes: int) -> int:
+def block_rows(X, block_bytes: int) -> int:
+    """Rows of ``X`` in a block of about ``block_bytes`` (at least 256)."""
     return max(256, block_bytes // max(1, X.shape[1] * X.itemsize))
 
 
@@ -70,7 +72,7 @@ def host_row_blocks(*arrays, block_bytes: int = HOST_BLOCK_BYTES):
     """Views of the same rows of NumPy arrays (X first), in blocks of X of about
     ``block_bytes`` (cache-sized), for statistics computed eagerly on the host."""
     X = arrays[0]
-    rows = _block_rows(X, block_bytes)
+    rows = block_rows(X, block_bytes)
     for start in range(0, X.shape[0], rows):
         yield tuple(array[start : start + rows] for array in arrays)
 
@@ -85,7 +87,7 @@ def host_row_spans(span, shift, *rows, block_bytes: int = HOST_BLOCK_BYTES):
     def partial(start, stop):
         return span(shift, *(a[start:stop] for a in rows), block_bytes=block_bytes)
 
-    return sum_over_spans(partial, X.shape[0], X.shape[1] * X.itemsize, _block_rows(X, block_bytes))
+    return sum_over_spans(partial, X.shape[0], X.shape[1] * X.itemsize, block_rows(X, block_bytes))
 
 
 def reference_point(X):
@@ -95,8 +97,8 @@ def reference_point(X):
 
     It only has to lie near the data's center: the sums about it are then ``n (mean - shift)``,
     and "second moment minus squared mean" loses to cancellation a relative
-    ``eps (1 + (mean - shift)^2 / var)``: about ``eps`` for the sample mean of 4096 rows
-    (within about sd / 64 of the mean), at most ``17 eps`` for the origin of data within 4 sds
+    ``eps (1 + (mean - shift)^2 / var)``: about ``eps`` for the sample mean of 1024 rows
+    (within about sd / 32 of the mean), at most ``17 eps`` for the origin of data within 4 sds
     of it. The origin spares subtracting the shift from every row (on the host, products read
     the rows in place); sampling spares a pass over large inputs.
     """

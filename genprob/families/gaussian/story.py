@@ -413,11 +413,17 @@ class GaussianStory(Story):
         needs the class means and sds: those statistics are therefore not additive over chunks.
         """
         shift = reference_point(X)
-        stats = {"counts": column_sums(R), "shift": shift}
-        stats.update(self.structure.moments(X, R, shift, self._needs_class_scatter))
+        moments = self.structure.moments(X, R, shift, self._needs_class_scatter)
+        # the host passes count the classes as they go: R is not summed again
+        counts = moments.pop("counts") if "counts" in moments else column_sums(R)
+        stats = {"counts": counts, "shift": shift, **moments}
         if self._auto_shrinkage:
             stats["fourth_moments"] = self._fourth_moments(X, R, stats)
         return stats
+
+    def class_counts(self, stats):
+        """The statistics' own class counts (``R^T 1``)."""
+        return stats["counts"]
 
     def combine_statistics(self, stats_a, stats_b):
         r"""Statistics of two data chunks, moved to a common reference point and added.

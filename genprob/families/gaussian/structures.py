@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from genprob._arrays import namespace, row_sums
+from genprob._arrays import namespace
 from genprob._lazy import LazyModule
 from genprob.families.gaussian.distributions import (
     full_factors,
@@ -23,6 +23,7 @@ from genprob.families.gaussian.distributions import (
 )
 from genprob.families.gaussian.moments import (
     HOST_BLOCK_BYTES,
+    block_rows,
     chunked_sum,
     host_row_blocks,
     host_row_spans,
@@ -93,7 +94,8 @@ class CovarianceStructure:
         raise NotImplementedError
 
     def moments(self, X, R, shift, class_scatter: bool) -> dict:
-        """``sums`` (K, D) and the second moments about ``shift`` of one statistics pass."""
+        """``sums`` (K, D) and the second moments about ``shift`` of one statistics pass; on
+        the host also ``counts`` (K,), the column sums of ``R`` taken in the same pass."""
         raise NotImplementedError
 
     def move(self, squares, sums, counts, offset):
@@ -234,69 +236,89 @@ class FullCovariance(CovarianceStructure):
 
     def _host_moments(self, X, R, shift, class_scatter):
         """:meth:`moments` of NumPy rows, eagerly, block by block in cache: ``Z^T W Z`` and
-        ``R^T Z`` of the centered block ``Z`` (``Z^T Z``, a symmetric product, when every row
-        weighs 1); per-class scatter gathers each class's rows of the block, so hard labels cost
-        one ``X^T X`` in all, not K."""
+        ``R^T Z`` of the centered block ``Z`` (``Z^T Z``, a symmetric product, where every row
+        of the block weighs 1); per-class scatter gathers each class's rows of the block, so
+        hard labels cost one ``X^T X`` in all, not K."""
         if not class_scatter:
-            weights = row_sums(R)
-            unit = bool(np.all(weights == 1))
-            rows = (X, R) if unit else (X, R, weights)
-            squares, sums = host_row_spans(self._shared_span, shift, *rows)
-            return {"squares": squares, "sums": sums}
+            squares, sums, counts = host_row_spans(self._shared_span, shift, X, R)
+            return {"squares": squares, "sums": sums, "counts": counts}
         # each class's copy is about 1/K of a block: blocks K times larger (up to 8) keep it in
         # cache and spend fewer products on few rows (1e5 x 50, K = 5: 48 ms against 58 ms)
         block_bytes = HOST_BLOCK_BYTES * min(R.shape[1], 8)
-        class_squares, sums = host_row_spans(
+        class_squares, sums, counts = host_row_spans(
             self._per_class_span, shift, X, R, block_bytes=block_bytes
         )
-        stats = {"sums": sums, "squares": self.group(class_squares)}
+        stats = {"sums": sums, "squares": self.group(class_squares), "counts": counts}
         if self.shared:
             stats["class_squares"] = class_squares
         return stats
 
     # np.dot, not @, in the spans: it releases the GIL, so spans run on threads in parallel
     @staticmethod
-    def _shared_span(shift, X, R, weights=None, *, block_bytes):
-        """``Z^T W Z`` (D, D) and ``R^T Z`` (K, D) of NumPy rows, ``W`` the row weights
-        (every row weighs 1 when None)."""
-        num_features = X.shape[1]
+    def _shared_span(shift, X, R, *, block_bytes):
+        """``Z^T W Z`` (D, D), ``R^T Z`` (K, D) and ``R^T 1`` (K,) of NumPy rows, ``W`` the
+        row weights (the row sums of ``R``)."""
+        num_classes, num_features = R.shape[1], X.shape[1]
         dtype = np.result_type(X, R)
         squares = np.zeros((num_features, num_features), dtype)
-        sums = np.zeros((R.shape[1], num_features), dtype)
+        sums = np.zeros((num_classes, num_features), dtype)
+        counts = np.zeros(num_classes, dtype)
+        ones = np.ones(block_rows(X, block_bytes), dtype)
+        per_class = np.ones(num_classes, dtype)
         origin = not np.any(shift)  # moments about 0: the products read the rows in place
-        rows = (X, R) if weights is None else (X, R, weights)
-        for x, r, *w in host_row_blocks(*rows, block_bytes=block_bytes):
+        for x, r in host_row_blocks(X, R, block_bytes=block_bytes):
             z = x if origin else x - shift
-            # a symmetric product (BLAS syrk) when every row weighs 1
-            squares += np.dot(z.T, z) if weights is None else np.dot((z * w[0][:, None]).T, z)
+            weights = np.dot(r, per_class)
+            # a symmetric product (BLAS syrk) when every row of the block weighs 1
+            if np.all(weights == 1):
+                squares += np.dot(z.T, z)
+            else:
+                squares += np.dot((z * weights[:, None]).T, z)
             sums += np.dot(r.T, z)
-        return squares, sums
+            counts += np.dot(ones[: r.shape[0]], r)
+        return squares, sums, counts
 
     @staticmethod
     def _per_class_span(shift, X, R, *, block_bytes):
-        """Per-class ``Z_k^T W_k Z_k`` (K, D, D) and ``R^T Z`` (K, D) of NumPy rows."""
+        """Per-class ``Z_k^T W_k Z_k`` (K, D, D), ``R^T Z`` (K, D) and ``R^T 1`` (K,) of NumPy
+        rows."""
         num_classes, num_features = R.shape[1], X.shape[1]
         dtype = np.result_type(X, R)
         class_squares = np.zeros((num_classes, num_features, num_features), dtype)
         sums = np.zeros((num_classes, num_features), dtype)
         origin = not np.any(shift)
-        for x, r in host_row_blocks(X, R, block_bytes=block_bytes):
+        # each class's rows and weights found once for the span, not per block in a strided
+        # column of R: the transposed mask of R != 0 is contiguous (and 8x smaller than R)
+        present = np.ascontiguousarray((R != 0).T)
+        members = [np.flatnonzero(mask) for mask in present]
+        weights = [R[rows, k] for k, rows in enumerate(members)]
+        unit = [bool(np.all(w == 1)) for w in weights]
+        counts = np.array([w.sum() for w in weights], dtype)
+        block = block_rows(X, block_bytes)
+        # one buffer for every class's copy: no allocation (and no page faults) per copy
+        buffer = np.empty((block, num_features), X.dtype)
+        ones = np.ones(block, dtype)
+        first = [0] * num_classes  # each class's first member not yet summed
+        for stop in range(block, X.shape[0] + block, block):
             for k in range(num_classes):
-                members = np.flatnonzero(r[:, k])
-                if members.size == 0:
+                start = first[k]
+                end = start + int(np.searchsorted(members[k][start : start + block], stop))
+                if end == start:
                     continue
-                # np.take of row indices copies the class's rows at about memory speed; a
-                # boolean index takes 2x as long, np.compress 9x at D = 50 (same at D = 20)
-                z_k = np.take(x, members, axis=0)
+                first[k] = end
+                # np.take of row indices copies the class's rows of the block (in cache) at
+                # about memory speed; a boolean index takes 2x as long, np.compress 9x at D = 50
+                z_k = np.take(X, members[k][start:end], axis=0, out=buffer[: end - start])
                 if not origin:
                     z_k -= shift
-                weights = np.take(r[:, k], members)
-                if np.all(weights == 1):
+                if unit[k]:
                     class_squares[k] += np.dot(z_k.T, z_k)
+                    sums[k] += np.dot(ones[: end - start], z_k)
                 else:
-                    class_squares[k] += np.dot((z_k * weights[:, None]).T, z_k)
-                sums[k] += np.dot(weights, z_k)
-        return class_squares, sums
+                    w = weights[k][start:end]
+                    class_squares[k] += np.dot((z_k * w[:, None]).T, z_k)
+                    sums[k] += np.dot(w, z_k)
+        return class_squares, sums, counts
 
     def move(self, squares, sums, counts, offset):
         cross = sums[..., :, None] * offset[None, :]
@@ -351,8 +373,8 @@ class DiagonalCovariance(CovarianceStructure):
     def moments(self, X, R, shift, class_scatter):
         if isinstance(X, np.ndarray):
             # eagerly on the host, the same sums block by block in cache
-            sums, class_squares = host_row_spans(self._host_span, shift, X, R)
-            return {"sums": sums, "squares": self.group(class_squares)}
+            sums, class_squares, counts = host_row_spans(self._host_span, shift, X, R)
+            return {"sums": sums, "squares": self.group(class_squares), "counts": counts}
 
         def first_and_second(x, r):
             xs = x - shift
@@ -363,16 +385,20 @@ class DiagonalCovariance(CovarianceStructure):
 
     @staticmethod
     def _host_span(shift, X, R, *, block_bytes):
-        """Per-class sums and sums of squares of NumPy rows, block by block in cache."""
+        """Per-class sums, sums of squares and counts (``R^T 1``) of NumPy rows, block by
+        block in cache."""
         sums = np.zeros((R.shape[1], X.shape[1]), np.result_type(X, R))
         class_squares = np.zeros_like(sums)
+        counts = np.zeros(R.shape[1], sums.dtype)
+        ones = np.ones(block_rows(X, block_bytes), sums.dtype)
         origin = not np.any(shift)  # moments about 0: no centered copy of the block
         for x, r in host_row_blocks(X, R, block_bytes=block_bytes):
             z = x if origin else x - shift
             # np.dot, not @: it releases the GIL, so spans run on threads in parallel
             sums += np.dot(r.T, z)
             class_squares += np.dot(r.T, np.square(z) if origin else np.square(z, out=z))
-        return sums, class_squares
+            counts += np.dot(ones[: r.shape[0]], r)
+        return sums, class_squares, counts
 
     def move(self, squares, sums, counts, offset):
         return squares + 2.0 * sums * offset + counts[..., None] * offset**2
