@@ -240,7 +240,12 @@ class FullCovariance(CovarianceStructure):
         of the block weighs 1); per-class scatter gathers each class's rows of the block, so
         hard labels cost one ``X^T X`` in all, not K."""
         if not class_scatter:
-            squares, sums, counts = host_row_spans(self._shared_span, shift, X, R)
+            # blocks of twice the size: fewer calls, and the symmetric product gains more from
+            # them than it loses to the cache (1e5 x 50: 8.7 ms against 9.1; 1e6 x 20: 22
+            # against 24, moments about the origin or the mean alike)
+            squares, sums, counts = host_row_spans(
+                self._shared_span, shift, X, R, block_bytes=2 * HOST_BLOCK_BYTES
+            )
             return {"squares": squares, "sums": sums, "counts": counts}
         # each class's copy is about 1/K of a block: blocks K times larger (up to 8) keep it in
         # cache and spend fewer products on few rows (1e5 x 50, K = 5: 48 ms against 58 ms)
@@ -307,8 +312,10 @@ class FullCovariance(CovarianceStructure):
                     continue
                 first[k] = end
                 # np.take of row indices copies the class's rows of the block (in cache) at
-                # about memory speed; a boolean index takes 2x as long, np.compress 9x at D = 50
-                z_k = np.take(X, members[k][start:end], axis=0, out=buffer[: end - start])
+                # about memory speed; a boolean index takes 2x as long, np.compress 9x at D = 50.
+                # mode="clip" (the indices are in range): with out=, "raise" copies twice
+                rows = members[k][start:end]
+                z_k = np.take(X, rows, axis=0, out=buffer[: end - start], mode="clip")
                 if not origin:
                     z_k -= shift
                 if unit[k]:
@@ -372,8 +379,13 @@ class DiagonalCovariance(CovarianceStructure):
 
     def moments(self, X, R, shift, class_scatter):
         if isinstance(X, np.ndarray):
-            # eagerly on the host, the same sums block by block in cache
-            sums, class_squares, counts = host_row_spans(self._host_span, shift, X, R)
+            # eagerly on the host, the same sums block by block in cache; about the origin the
+            # products read the block in place, and blocks twice the size (no centered copy
+            # beside them) take fewer calls (1e5 x 50: 6.7 ms against 7.3)
+            block_bytes = HOST_BLOCK_BYTES * (1 if np.any(shift) else 2)
+            sums, class_squares, counts = host_row_spans(
+                self._host_span, shift, X, R, block_bytes=block_bytes
+            )
             return {"sums": sums, "squares": self.group(class_squares), "counts": counts}
 
         def first_and_second(x, r):
