@@ -405,7 +405,7 @@ def sufficient_statistics(story: Story, X, R) -> dict:
     if scipy.sparse.issparse(X):
         _check_scipy_sparse(story)
         R = np.asarray(R)
-        stats = {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
+        stats = _with_class_counts(story, R, story.sufficient_statistics(X, R))
         if story.maximizes_on_host(stats["emission"]):
             return stats  # NumPy all the way: no device
         return jax.tree_util.tree_map(jnp.asarray, stats)
@@ -415,9 +415,14 @@ def sufficient_statistics(story: Story, X, R) -> dict:
         # refuses it by name (Story.check_overflow, or the estimator's finite check)
         with np.errstate(over="ignore", invalid="ignore"):
             emission = story.sufficient_statistics(X, R)
-        counts = story.class_counts(emission)
-        return {"class_counts": column_sums(R) if counts is None else counts, "emission": emission}
+        return _with_class_counts(story, R, emission)
     return _sufficient_statistics(story.without_sampling_settings(), X, R)
+
+
+def _with_class_counts(story: Story, R: np.ndarray, emission: dict) -> dict:
+    """Host statistics: the class counts the story's statistics hold, else the sums of R."""
+    counts = story.class_counts(emission)
+    return {"class_counts": column_sums(R) if counts is None else counts, "emission": emission}
 
 
 @program
