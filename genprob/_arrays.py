@@ -198,24 +198,6 @@ def _lane_column_sums(array):
     return lanes.reshape(_LANES, array.shape[1]).sum(axis=0) + array[head:].sum(axis=0)
 
 
-def row_sums(array):
-    """``array.sum(axis=1)`` of a 2-D array; a NumPy one through BLAS (``array @ ones``), a
-    large one in spans on threads with BLAS on one thread (no helper threads left spinning)."""
-    if isinstance(array, np.ndarray) and array.ndim == 2 and array.dtype.kind == "f":
-        ones = np.ones(array.shape[1], array.dtype)
-        if not _threads.blas_would_thread(array):
-            return array @ ones
-        sums = np.empty(array.shape[0], array.dtype)
-        with _threads.one_blas_thread():
-            _threads.map_spans(
-                lambda start, stop: np.dot(array[start:stop], ones, out=sums[start:stop]),
-                array.shape[0],
-                array.shape[1] * array.itemsize,
-            )
-        return sums
-    return array.sum(axis=1)
-
-
 def _aligned_empty(shape, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dtype.itemsize

@@ -88,11 +88,7 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 def one_blas_thread():
     """Hold BLAS to one thread inside the block (nothing without threadpoolctl or BLAS).
 
-    Also for a large BLAS call made alone (``row_sums``): OpenBLAS's helper threads spin for
-    about 0.1 s of CPU after a threaded call, which takes the second core from a threaded pass
-    that follows (GaussianNB's 1e6 x 20 moments: 21 ms after ``ones @ R`` on one BLAS thread,
-    39 ms after it on two). Blocks may overlap in the user's threads: the first limits BLAS, the
-    last restores.
+    Blocks may overlap in the user's threads: the first limits BLAS, the last restores.
     """
     blas = _blas()
     if blas is None:
