@@ -19,6 +19,7 @@ the statistics into parameters.
 
 from __future__ import annotations
 
+import threading
 from functools import partial
 
 import jax
@@ -27,7 +28,8 @@ import numpy as np
 import scipy.sparse
 import scipy.special
 
-from genprob._arrays import column_sums, namespace
+from genprob import _threads
+from genprob._arrays import OneHotRows, column_sums, namespace
 from genprob._lazy import LazyModule
 from genprob._limits import check_count, check_traced_size
 from genprob._programs import program
@@ -57,6 +59,7 @@ __all__ = [
     "predict_proba",
     "log_likelihood",
     "one_hot_responsibilities",
+    "OneHotRows",
     "sufficient_statistics",
     "combine_statistics",
     "fit_closed_form",
@@ -186,7 +189,10 @@ def _host_posteriors(story: Story, params: dict, X, kind: str) -> np.ndarray | N
 
     Each block of :meth:`Story.discriminant_blocks` is checked (:func:`check_scored_rows`) and
     normalized while in cache: no (n, K) pass but the write, no copy or compilation per row
-    count.
+    count. Large dense inputs are scored in contiguous spans of rows on threads
+    (``genprob._threads``), BLAS held to one thread meanwhile: NumPy's products, ufuncs and
+    ``einsum`` release the GIL, so the normalization and the per-class arithmetic between the
+    products run on every core too, and no BLAS helper thread spins beside them.
     """
     sparse = scipy.sparse.issparse(X)
     if not (sparse or (isinstance(X, np.ndarray) and story.scores_on_host(params, X))):
@@ -195,22 +201,58 @@ def _host_posteriors(story: Story, params: dict, X, kind: str) -> np.ndarray | N
         _check_scipy_sparse(story)
     with np.errstate(divide="ignore"):  # a class of prior 0 scores -inf
         log_prior = np.log(np.asarray(params[CLASS_PRIOR]))
-    out = normalize = None
-    bad = []
+    num_rows = X.shape[0]
+    output = _SharedOutput(num_rows)
+
+    def span(start, stop):
+        rows = X if (start, stop) == (0, num_rows) else X[start:stop]
+        return _score_span(story, params, rows, start, kind, log_prior, output)
+
+    if sparse:
+        bad = span(0, num_rows)
+    else:
+        # a row's scoring costs about K passes over it: spans of fewer rows are worth a thread
+        work = X.shape[1] * X.itemsize * max(len(log_prior), 1)
+        bad = np.concatenate(_threads.map_spans(span, num_rows, work))
+    refuse_unscored_rows(bad)
+    return output.out
+
+
+class _SharedOutput:
+    """The (n, K) result of :func:`_host_posteriors`, allocated by the first span to score a
+    block (its dtype is the scores')."""
+
+    def __init__(self, num_rows: int):
+        self.num_rows = num_rows
+        self.out = None
+        self._lock = threading.Lock()
+
+    def rows(self, start: int, scores: np.ndarray) -> np.ndarray:
+        """The rows of the result under the block ``scores`` (K, m) starting at ``start``."""
+        with self._lock:
+            if self.out is None:
+                dtype = np.result_type(scores, np.float32)
+                self.out = np.empty((self.num_rows, len(scores)), dtype)
+        return self.out[start : start + scores.shape[1]]
+
+
+def _score_span(story, params, X, offset, kind, log_prior, output) -> np.ndarray:
+    """:func:`_host_posteriors` of the rows ``X`` starting at row ``offset``: their rows of
+    ``output`` written, the indices of unscored rows returned."""
+    normalize = None
+    bad = [np.zeros(0, np.intp)]
     for start, scores in story.discriminant_blocks(params, X):
-        if out is None:
-            out = np.empty((X.shape[0], len(scores)), np.result_type(scores, np.float32))
-            normalize = _Normalizer(len(scores), out.dtype, scores.shape[1])
+        target = output.rows(offset + start, scores)
+        if normalize is None:
+            normalize = _Normalizer(len(scores), target.dtype, scores.shape[1])
         scores += log_prior[:, None]
-        target = out[start : start + scores.shape[1]]
         if kind == "scores":
-            bad.append(start + unscored_rows(scores.T))
+            bad.append(offset + start + unscored_rows(scores.T))
             target[...] = scores.T
         elif not normalize(scores, target, log=kind == "log"):
             # a row without a finite largest score (NaN, -inf everywhere, or +inf)
-            bad.append(start + np.flatnonzero(~np.isfinite(scores.max(axis=0))))
-    refuse_unscored_rows(np.concatenate(bad) if bad else [])
-    return out
+            bad.append(offset + start + np.flatnonzero(~np.isfinite(scores.max(axis=0))))
+    return np.concatenate(bad)
 
 
 #: ``exp`` below this is under 1e-304 in float64 (1.8e-35 in float32), and NumPy's exp leaves
@@ -401,6 +443,8 @@ def sufficient_statistics(story: Story, X, R) -> dict:
     A SciPy sparse ``X`` (stories with ``accepts_scipy_sparse``) stays on the host: the story's
     sparse products run there and only the dense statistics come back; so do dense NumPy rows
     of a story that asks for it (:meth:`Story.statistics_on_host`), whose statistics are NumPy.
+    ``R`` may be a :class:`OneHotRows` (hard labels as codes): the story reads it as it is when
+    it says so (:attr:`Story.accepts_one_hot_rows`), else gets the dense array.
     """
     if scipy.sparse.issparse(X):
         _check_scipy_sparse(story)
@@ -410,12 +454,15 @@ def sufficient_statistics(story: Story, X, R) -> dict:
             return stats  # NumPy all the way: no device
         return jax.tree_util.tree_map(jnp.asarray, stats)
     if isinstance(X, np.ndarray) and story.statistics_on_host(X):
-        R = np.asarray(R)
+        if not (isinstance(R, OneHotRows) and story.accepts_one_hot_rows):
+            R = np.asarray(R)
         # an overflow (or a NaN in X) gives inf or NaN as on the device, silently: the fit
         # refuses it by name (Story.check_overflow, or the estimator's finite check)
         with np.errstate(over="ignore", invalid="ignore"):
             emission = story.sufficient_statistics(X, R)
         return _with_class_counts(story, R, emission)
+    if isinstance(R, OneHotRows):
+        R = R.dense()
     return _sufficient_statistics(story.without_sampling_settings(), X, R)
 
 

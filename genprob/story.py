@@ -200,6 +200,11 @@ class Story(metaclass=_StoryType):
     #: True when :meth:`sufficient_statistics`, :meth:`discriminant` and the emission's
     #: ``log_prob`` take a SciPy sparse matrix (n, D), computed on the host without densifying it.
     accepts_scipy_sparse = False
+    #: True when :meth:`sufficient_statistics` of dense NumPy rows on the host
+    #: (:meth:`statistics_on_host`) takes the responsibilities of hard labels as a
+    #: :class:`genprob.core.OneHotRows` (codes, read block by block) instead of a NumPy (n, K)
+    #: array; otherwise the fit hands it ``np.asarray(R)``.
+    accepts_one_hot_rows = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -160,3 +161,85 @@ def test_threaded_fit_equals_serial_fit(make, small_spans, monkeypatch):
     for name, value in serial.params_.items():
         np.testing.assert_allclose(threaded.params_[name], value, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(threaded.predict_proba(X), serial.predict_proba(X), atol=1e-10)
+
+
+def test_spans_run_in_the_callers_numpy_error_state(small_spans):
+    # np.errstate is a context variable: each span runs in a copy of the caller's context, so
+    # an overflow the caller ignores does not warn (or raise) in a pool thread
+    def partial(start, stop):
+        return np.array([1e300]) * np.array([1e300])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(over="ignore"):
+            parts = _threads.map_spans(partial, 1000, 160)
+        assert len(parts) == 2 and all(np.isinf(part[0]) for part in parts)
+        with pytest.raises(FloatingPointError), np.errstate(over="raise"):
+            _threads.map_spans(partial, 1000, 160)
+
+
+def test_threaded_fit_overflow_is_named_without_warnings(small_spans):
+    X, y = _data()
+    X[:, 1] *= 1e200  # finite, but its squares overflow, in every span
+    for estimator in (genprob.GaussianNB(), genprob.QuadraticDiscriminantAnalysis()):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError, match="feature 1 has values too large to square"):
+                estimator.fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [genprob.GaussianNB, genprob.LinearDiscriminantAnalysis, genprob.QuadraticDiscriminantAnalysis],
+)
+def test_threaded_predictions_equal_serial_ones(make, small_spans, monkeypatch):
+    # rows scored in spans on threads (core._host_posteriors) give the serial results, and a
+    # row that cannot be scored is named by its index in X, whichever span holds it
+    X, y = _data(seed=5)
+    estimator = make().fit(X, y)
+    names = []
+    blocks = type(estimator.story_).discriminant_blocks
+
+    def spying(story, params, rows):
+        names.append(threading.current_thread().name)
+        yield from blocks(story, params, rows)
+
+    monkeypatch.setattr(type(estimator.story_), "discriminant_blocks", spying)
+    kinds = ("predict_proba", "predict_log_proba")
+    threaded = {kind: getattr(estimator, kind)(X) for kind in kinds}
+    labels = estimator.predict(X)
+    assert any(name.startswith("genprob-statistics") for name in names)
+    bad = X.copy()
+    bad[[10, 5000]] = np.nan
+    with pytest.raises(ValueError, match="contains NaN"):
+        estimator.predict_proba(bad)
+    _serial(monkeypatch)
+    names.clear()
+    for kind, values in threaded.items():
+        np.testing.assert_allclose(values, getattr(estimator, kind)(X), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(labels, estimator.predict(X))
+    assert not any(name.startswith("genprob-statistics") for name in names)
+
+
+@pytest.mark.parametrize("kind", ["proba", "scores"])
+def test_threaded_predictions_name_unscored_rows_by_their_index(kind, small_spans):
+    from genprob import core
+
+    X, y = _data(seed=6)
+    estimator = genprob.QuadraticDiscriminantAnalysis().fit(X, y)
+    unchecked = X.copy()
+    unchecked[[12, 5001]] = np.nan  # one row in each span
+    with np.errstate(invalid="ignore"), pytest.raises(ValueError, match=r"rows 12, 5001 cannot"):
+        core._host_posteriors(estimator.story_, estimator._params_jax(), unchecked, kind)
+
+
+def test_scratch_buffers_are_kept_per_thread(monkeypatch):
+    first = _threads.scratch("test", (100, 3), np.float64)
+    again = _threads.scratch("test", (50, 2), np.float32)
+    assert again.flags.c_contiguous and again.shape == (50, 2) and again.dtype == np.float32
+    assert np.shares_memory(first, again)  # the same buffer, no new allocation
+    other = _threads._pool(1).submit(_threads.scratch, "test", (100, 3), np.float64).result()
+    assert not np.shares_memory(first, other)
+    monkeypatch.setattr(_threads, "SCRATCH_BYTES", 1000)
+    large = _threads.scratch("test", (100, 3), np.float64)  # 2400 bytes: not kept
+    assert not np.shares_memory(first, large)

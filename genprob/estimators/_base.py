@@ -406,8 +406,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             # statistics computed in NumPy: no copy to the device, no grouping by class
             Xj = np.ascontiguousarray(X, dtype=dtype)
             self._validate_story(story, Xj)
-            codes = np.asarray(codes)
-            return Xj, core.one_hot_rows(codes, len(self.classes_), sample_weight, dtype)
+            # the codes themselves: a story reading them in blocks allocates no (n, K) array
+            return Xj, core.OneHotRows(codes, len(self.classes_), sample_weight, dtype)
         destinations = None
         if story.groups_rows_by_class and not scipy.sparse.issparse(X):
             destinations = class_destinations(codes, len(self.classes_))

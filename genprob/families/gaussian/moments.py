@@ -7,12 +7,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from genprob._arrays import namespace
-from genprob._threads import sum_over_spans
+from genprob._arrays import OneHotRows, namespace
+from genprob._threads import scratch, sum_over_spans
 
 __all__ = [
     "block_rows",
+    "centered",
     "chunked_sum",
+    "class_rows",
     "host_row_blocks",
     "host_row_spans",
     "ledoit_wolf_shrinkage",
@@ -72,11 +74,21 @@ def block_rows(X, block_bytes: int) -> int:
 
 def host_row_blocks(*arrays, block_bytes: int = HOST_BLOCK_BYTES):
     """Views of the same rows of NumPy arrays (X first), in blocks of X of about
-    ``block_bytes`` (cache-sized), for statistics computed eagerly on the host."""
+    ``block_bytes`` (cache-sized), for statistics computed eagerly on the host. The block of a
+    :class:`~genprob._arrays.OneHotRows` is written into a scratch buffer of the thread, valid
+    until the next block."""
     X = arrays[0]
     rows = block_rows(X, block_bytes)
+    readers = [_block_reader(array, rows) for array in arrays]
     for start in range(0, X.shape[0], rows):
-        yield tuple(array[start : start + rows] for array in arrays)
+        yield tuple(read(start, start + rows) for read in readers)
+
+
+def _block_reader(array, rows: int):
+    """``read(start, stop)``: the rows ``start:stop`` (at most ``rows``) of ``array``."""
+    if not isinstance(array, OneHotRows):
+        return lambda start, stop: array[start:stop]
+    return array.block_reader(scratch("responsibilities", (rows, array.num_classes), array.dtype))
 
 
 def host_row_spans(span, shift, *rows, block_bytes: int = HOST_BLOCK_BYTES):
@@ -90,6 +102,34 @@ def host_row_spans(span, shift, *rows, block_bytes: int = HOST_BLOCK_BYTES):
         return span(shift, *(a[start:stop] for a in rows), block_bytes=block_bytes)
 
     return sum_over_spans(partial, X.shape[0], X.shape[1] * X.itemsize, block_rows(X, block_bytes))
+
+
+def _copy_into(array, out):
+    np.copyto(out, array)
+    return out
+
+
+def centered(x, shift) -> np.ndarray:
+    """``x - shift`` of a block of rows, in the thread's scratch buffer ``"centered"`` (valid
+    until its next use)."""
+    return np.subtract(x, shift, out=scratch("centered", x.shape, np.result_type(x, shift)))
+
+
+def class_rows(R) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """Per class, the indices of the rows of non-zero responsibility and those
+    responsibilities (None where each is 1), in row order; ``R`` a NumPy array or a
+    :class:`~genprob._arrays.OneHotRows`."""
+    if isinstance(R, OneHotRows):
+        return R.class_rows()
+    # the transposed mask of R != 0 is contiguous (and 8x smaller than R): flatnonzero does
+    # not walk a strided column of R per class
+    present = np.ascontiguousarray((R != 0).T)
+    result = []
+    for k, mask in enumerate(present):
+        rows = np.flatnonzero(mask)
+        weights = R[rows, k]
+        result.append((rows, None if np.all(weights == 1) else weights))
+    return result
 
 
 def reference_point(X):
@@ -107,9 +147,10 @@ def reference_point(X):
     step = -(-X.shape[0] // _REFERENCE_ROWS)
     rows = X if step <= 1 else X[::step]
     if isinstance(X, np.ndarray):
-        # a contiguous copy of the sampled rows, centered in place: 3x faster than
-        # mean and var of the strided view, which read it twice more
-        rows = np.array(rows, order="C")
+        # a contiguous copy of the sampled rows (in the thread's scratch buffer: no fresh
+        # pages), centered in place: 3x faster than mean and var of the strided view, which
+        # read it twice more
+        rows = _copy_into(rows, scratch("reference rows", rows.shape, rows.dtype))
         mean = rows.mean(axis=0)
         rows -= mean
         variance = np.einsum("ij,ij->j", rows, rows) / rows.shape[0]

@@ -65,11 +65,12 @@ FACTORS = "factorization"
 LINEAR_TERMS = "linear_terms"
 #: Per-class variances score n x D rows against K classes on the host up to n D K this large,
 #: or for any n with at most _HOST_DIAGONAL_CLASSES classes: the host's K elementwise passes
-#: cost about 5 ns per row, feature and class, the device's copy and expanded product about
-#: 20 ns per row and feature (measured: 1e6 x 20, K = 3, 0.33 s on the host against 0.43 s;
-#: 1e5 x 50, K = 5, 0.11 s against 0.10 s).
+#: (on every core, genprob._threads) cost about 1.4 ns per row, feature and class, the
+#: device's copy and expanded product about 11 ns per row and feature (2 cores, predict_proba
+#: at 1e5 x 50: K = 5, 35 ms on the host against 55 ms; K = 10, 46 against 72; at 1e5 x 20,
+#: K = 20, 65 against 56).
 _HOST_DIAGONAL_ENTRIES = 1 << 19
-_HOST_DIAGONAL_CLASSES = 3
+_HOST_DIAGONAL_CLASSES = 10
 #: The closed form runs in NumPy up to this many second-moment entries (K D^2 per class, D^2
 #: shared): there it costs at most ~1.5 ms more than a warm compiled call (D = 300 shared: 1.4
 #: against 0.8 ms) and far less than a first one; beyond, XLA's fused passes over the (D, D)
@@ -393,6 +394,8 @@ class GaussianStory(Story):
     # -- closed form -----------------------------------------------------------------------------
     #: every row of positive weight adds its entries and their squares to the moments
     statistics_show_nonfinite = True
+    #: the host moments read hard labels' responsibilities block by block (no (n, K) array)
+    accepts_one_hot_rows = True
 
     def statistics_on_host(self, X) -> bool:
         """Dense NumPy rows: NumPy's blocked products in cache beat copying large inputs to the

@@ -16,6 +16,7 @@ import numpy as np
 
 from genprob._arrays import namespace
 from genprob._lazy import LazyModule
+from genprob._threads import scratch
 from genprob.families.gaussian.distributions import (
     full_factors,
     full_gaussian,
@@ -24,7 +25,9 @@ from genprob.families.gaussian.distributions import (
 from genprob.families.gaussian.moments import (
     HOST_BLOCK_BYTES,
     block_rows,
+    centered,
     chunked_sum,
+    class_rows,
     host_row_blocks,
     host_row_spans,
     per_group,
@@ -264,18 +267,20 @@ class FullCovariance(CovarianceStructure):
         """``Z^T W Z`` (D, D), ``R^T Z`` (K, D) and ``R^T 1`` (K,) of NumPy rows, ``W`` the
         row weights (the row sums of ``R``)."""
         num_classes, num_features = R.shape[1], X.shape[1]
-        dtype = np.result_type(X, R)
+        dtype = np.result_type(X.dtype, R.dtype)
         squares = np.zeros((num_features, num_features), dtype)
         sums = np.zeros((num_classes, num_features), dtype)
         counts = np.zeros(num_classes, dtype)
         ones = np.ones(block_rows(X, block_bytes), dtype)
         per_class = np.ones(num_classes, dtype)
         origin = not np.any(shift)  # moments about 0: the products read the rows in place
+        # hard labels without weights: every row weighs 1, no check per block
+        unit = getattr(R, "unit_rows", False)
         for x, r in host_row_blocks(X, R, block_bytes=block_bytes):
-            z = x if origin else x - shift
-            weights = np.dot(r, per_class)
+            z = x if origin else centered(x, shift)
             # a symmetric product (BLAS syrk) when every row of the block weighs 1
-            if np.all(weights == 1):
+            weights = None if unit else np.dot(r, per_class)
+            if weights is None or np.all(weights == 1):
                 squares += np.dot(z.T, z)
             else:
                 squares += np.dot((z * weights[:, None]).T, z)
@@ -288,20 +293,20 @@ class FullCovariance(CovarianceStructure):
         """Per-class ``Z_k^T W_k Z_k`` (K, D, D), ``R^T Z`` (K, D) and ``R^T 1`` (K,) of NumPy
         rows."""
         num_classes, num_features = R.shape[1], X.shape[1]
-        dtype = np.result_type(X, R)
+        dtype = np.result_type(X.dtype, R.dtype)
         class_squares = np.zeros((num_classes, num_features, num_features), dtype)
         sums = np.zeros((num_classes, num_features), dtype)
         origin = not np.any(shift)
-        # each class's rows and weights found once for the span, not per block in a strided
-        # column of R: the transposed mask of R != 0 is contiguous (and 8x smaller than R)
-        present = np.ascontiguousarray((R != 0).T)
-        members = [np.flatnonzero(mask) for mask in present]
-        weights = [R[rows, k] for k, rows in enumerate(members)]
-        unit = [bool(np.all(w == 1)) for w in weights]
-        counts = np.array([w.sum() for w in weights], dtype)
+        # each class's rows and weights found once for the span, not per block
+        found = class_rows(R)
+        members = [rows for rows, _ in found]
+        weights = [w for _, w in found]
+        unit = [w is None for w in weights]
+        counts = np.array([rows.size if w is None else w.sum() for rows, w in found], dtype)
         block = block_rows(X, block_bytes)
-        # one buffer for every class's copy: no allocation (and no page faults) per copy
-        buffer = np.empty((block, num_features), X.dtype)
+        # one buffer for every class's copy, kept by the thread: no allocation (and no page
+        # faults) per copy or per fit
+        buffer = scratch("class rows", (block, num_features), X.dtype)
         ones = np.ones(block, dtype)
         first = [0] * num_classes  # each class's first member not yet summed
         for stop in range(block, X.shape[0] + block, block):
@@ -399,16 +404,17 @@ class DiagonalCovariance(CovarianceStructure):
     def _host_span(shift, X, R, *, block_bytes):
         """Per-class sums, sums of squares and counts (``R^T 1``) of NumPy rows, block by
         block in cache."""
-        sums = np.zeros((R.shape[1], X.shape[1]), np.result_type(X, R))
+        sums = np.zeros((R.shape[1], X.shape[1]), np.result_type(X.dtype, R.dtype))
         class_squares = np.zeros_like(sums)
         counts = np.zeros(R.shape[1], sums.dtype)
         ones = np.ones(block_rows(X, block_bytes), sums.dtype)
         origin = not np.any(shift)  # moments about 0: no centered copy of the block
         for x, r in host_row_blocks(X, R, block_bytes=block_bytes):
-            z = x if origin else x - shift
+            z = x if origin else centered(x, shift)
             # np.dot, not @: it releases the GIL, so spans run on threads in parallel
             sums += np.dot(r.T, z)
-            class_squares += np.dot(r.T, np.square(z) if origin else np.square(z, out=z))
+            squared = np.square(z, out=scratch("centered", z.shape, z.dtype) if origin else z)
+            class_squares += np.dot(r.T, squared)
             counts += np.dot(ones[: r.shape[0]], r)
         return sums, class_squares, counts
 
