@@ -171,7 +171,9 @@ def test_one_hot_rows_give_the_statistics_of_the_dense_matrix(name, kind):
         jax.tree_util.tree_leaves(from_matrix),
         strict=True,
     ):
-        np.testing.assert_allclose(actual, expected, rtol=1e-14, atol=0, err_msg=str(path))
+        # naive Bayes sums gathered rows of each class, in another order than R^T Z
+        atol = 1e-14 * np.max(np.abs(expected), initial=0.0)
+        np.testing.assert_allclose(actual, expected, rtol=1e-13, atol=atol, err_msg=str(path))
 
 
 @pytest.mark.parametrize("kind", ["labels", "weighted", "unlabeled"])
@@ -214,28 +216,34 @@ def test_one_hot_rows_reach_other_stories_as_a_dense_matrix():
 
 
 @pytest.mark.parametrize(
-    "make",
-    [genprob.GaussianNB, genprob.LinearDiscriminantAnalysis, genprob.QuadraticDiscriminantAnalysis],
+    "make", ["GaussianNB", "LinearDiscriminantAnalysis", "QuadraticDiscriminantAnalysis"]
 )
 def test_labeled_fits_allocate_no_responsibility_matrix(make):
     # the one-hot rows are read from the codes block by block, into buffers the threads keep:
-    # a fit's peak allocation stays far below the (n, K) matrix (16 MB here; it was 18-31 MB)
-    import tracemalloc
+    # a second fit's peak allocation stays far below the (n, K) matrix (16 MB here; it was
+    # 18-31 MB). A fresh process: its threads' buffers are those of the first fit
+    script = textwrap.dedent(
+        f"""
+        import tracemalloc
+        import numpy as np
+        import genprob
 
-    rng = np.random.default_rng(0)
-    num_rows, num_classes = 200_000, 10
-    y = rng.integers(0, num_classes, num_rows)
-    X = rng.normal(size=(num_rows, 8)) + y[:, None]
-    reference = make().fit(X, y)  # first fit: compiled programs, buffers
-    tracemalloc.start()
-    try:
-        fitted = make().fit(X, y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < num_rows * num_classes * 8 / 4, peak
-    for name, value in reference.params_.items():
-        np.testing.assert_array_equal(fitted.params_[name], value)
+        rng = np.random.default_rng(0)
+        y = rng.integers(0, 10, 200_000)
+        X = rng.normal(size=(200_000, 8)) + y[:, None]
+        first = genprob.{make}().fit(X, y)
+        tracemalloc.start()
+        second = genprob.{make}().fit(X, y)
+        print(tracemalloc.get_traced_memory()[1])
+        for name, value in first.params_.items():
+            np.testing.assert_array_equal(second.params_[name], value)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GENPROB_", "JAX_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert int(done.stdout.split()[-1]) < 200_000 * 10 * 8 / 4, done.stdout
 
 
 def test_numpy_rows_of_any_size_on_the_host_auto_shrinkage_compiled():

@@ -11,6 +11,7 @@ from genprob._arrays import OneHotRows, namespace
 from genprob._threads import scratch, sum_over_spans
 
 __all__ = [
+    "ClassBlocks",
     "block_rows",
     "centered",
     "chunked_sum",
@@ -130,6 +131,47 @@ def class_rows(R) -> list[tuple[np.ndarray, np.ndarray | None]]:
         weights = R[rows, k]
         result.append((rows, None if np.all(weights == 1) else weights))
     return result
+
+
+class ClassBlocks:
+    """Each class's rows of NumPy rows ``X``, block by block: iterating yields ``(k, Z_k,
+    w_k)``, ``Z_k`` the rows of class k in a block of about ``block_bytes`` of ``X`` less
+    ``shift``, copied into a scratch buffer of the thread (valid until the next item), ``w_k``
+    their responsibilities (None where each is 1). ``counts``: each class's ``R^T 1``.
+
+    Each class's rows and weights are found once (:func:`class_rows`), not per block; a block's
+    rows of a class are copied by ``np.take`` of their indices, at about memory speed in cache
+    (a boolean index takes 2x as long, ``np.compress`` 9x at D = 50). Rows of zero weight are
+    left out, and rows in several classes (soft R) are copied once per class.
+    """
+
+    def __init__(self, X, R, shift, block_bytes: int):
+        self.X, self.shift, self.block_bytes = X, shift, block_bytes
+        self.found = class_rows(R)
+        self.counts = np.array(
+            [rows.size if w is None else w.sum() for rows, w in self.found], np.float64
+        )
+
+    def __iter__(self):
+        X, shift = self.X, self.shift
+        origin = not np.any(shift)
+        block = block_rows(X, self.block_bytes)
+        # one buffer for every class's copy, kept by the thread: no allocation (and no page
+        # faults) per copy or per fit
+        buffer = scratch("class rows", (block, X.shape[1]), X.dtype)
+        first = [0] * len(self.found)  # each class's first member not yet yielded
+        for stop in range(block, X.shape[0] + block, block):
+            for k, (members, weights) in enumerate(self.found):
+                start = first[k]
+                end = start + int(np.searchsorted(members[start : start + block], stop))
+                if end == start:
+                    continue
+                first[k] = end
+                # mode="clip" (the indices are in range): with out=, "raise" copies twice
+                z_k = np.take(X, members[start:end], axis=0, out=buffer[: end - start], mode="clip")
+                if not origin:
+                    z_k -= shift
+                yield k, z_k, None if weights is None else weights[start:end]
 
 
 def reference_point(X):
