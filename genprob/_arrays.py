@@ -205,6 +205,34 @@ class OneHotRows:
         self.dtype = np.dtype(dtype or np.result_type(float))
         self.weights = None if weights is None else np.asarray(weights, dtype=self.dtype)
 
+    def check(self) -> None:
+        """Raise ``ValueError`` unless the codes are integers in -1..K-1 and the weights, one
+        per row, finite and non-negative (what :func:`genprob.core.fit_closed_form` asks of R).
+        """
+        codes, weights = self.codes, self.weights
+        if codes.ndim != 1 or codes.dtype.kind not in "iu":
+            raise ValueError(
+                f"OneHotRows needs a 1-D integer array of codes, got {codes.dtype} of shape "
+                f"{codes.shape}."
+            )
+        outside = np.flatnonzero((codes < -1) | (codes >= self.num_classes))
+        if outside.size:
+            raise ValueError(
+                f"code {int(codes[outside[0]])} of row {int(outside[0])} is not a class of "
+                f"0..{self.num_classes - 1} (or -1, a row of zeros)."
+            )
+        if weights is None:
+            return
+        if weights.shape != codes.shape:
+            raise ValueError(
+                f"OneHotRows has {codes.shape[0]} codes but weights of shape {weights.shape}."
+            )
+        bad = np.flatnonzero(~(np.isfinite(weights) & (weights >= 0)))
+        if bad.size:
+            raise ValueError(
+                f"weight {weights[bad[0]]} of row {int(bad[0])} is not finite and non-negative."
+            )
+
     @property
     def shape(self) -> tuple[int, int]:
         return (self.codes.shape[0], self.num_classes)

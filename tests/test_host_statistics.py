@@ -197,6 +197,28 @@ def test_one_hot_rows_slices_sums_and_class_rows(kind):
         lazy[[0, 1]]
 
 
+@pytest.mark.parametrize("name", ["nb", "lda", "qda"])
+def test_fit_closed_form_takes_one_hot_rows_and_checks_them(name):
+    X, y = offset_data()
+    story = STORIES[name]
+    weights = np.random.default_rng(4).uniform(0.5, 2.0, len(y))
+    lazy = core.OneHotRows(y, NUM_CLASSES, weights)
+    expected = core.fit_closed_form(story, X, np.asarray(lazy))
+    for key, value in core.fit_closed_form(story, X, lazy).items():
+        np.testing.assert_allclose(value, expected[key], rtol=1e-12, atol=1e-14, err_msg=key)
+    codes = y.copy()
+    codes[4] = NUM_CLASSES
+    with pytest.raises(ValueError, match=r"code 3 of row 4 is not a class of 0\.\.2"):
+        core.fit_closed_form(story, X, core.OneHotRows(codes, NUM_CLASSES))
+    weights[6] = np.nan
+    with pytest.raises(ValueError, match="weight nan of row 6 is not finite and non-negative"):
+        core.fit_closed_form(story, X, core.OneHotRows(y, NUM_CLASSES, weights))
+    with pytest.raises(ValueError, match="1-D integer array of codes"):
+        core.fit_closed_form(story, X, core.OneHotRows(y.astype(float), NUM_CLASSES))
+    with pytest.raises(ValueError, match="weights of shape"):
+        core.fit_closed_form(story, X, core.OneHotRows(y, NUM_CLASSES, np.ones(3)))
+
+
 def test_one_hot_rows_reach_other_stories_as_a_dense_matrix():
     # a story that does not read codes (multinomial counts on the host; a compiled program for
     # device rows) gets np.asarray(R): the same statistics
