@@ -188,7 +188,7 @@ def column_sums(array):
 class OneHotRows:
     """The responsibilities of hard labels, ``R[i] = w_i e_{codes[i]}`` (a row of zeros for
     code -1), held as the codes and weights: a host statistics pass writes R block by block
-    into a buffer in cache (:meth:`dense`) and finds each class's rows from the codes
+    into a buffer in cache (:meth:`block_reader`) and finds each class's rows from the codes
     (:meth:`class_rows`), so the (n, K) matrix is never allocated. A new (n, K) array costs a
     page fault per 4 KiB on first touch (2 ms for 1e5 x 5 in a process that did other work),
     and the pass reads K values a row fewer. ``np.asarray`` gives the dense matrix, for
