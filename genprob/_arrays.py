@@ -246,14 +246,9 @@ class OneHotRows:
         weights = None if self.weights is None else self.weights[rows]
         return OneHotRows(self.codes[rows], self.num_classes, weights, self.dtype)
 
-    def dense(self, out=None) -> np.ndarray:
-        """The rows as a dense (n, K) array, written into ``out`` when given."""
-        identity = np.eye(self.num_classes + 1, self.num_classes, dtype=self.dtype)
-        # code -1 takes the last row, of zeros ("wrap"); with out=, "raise" would copy twice
-        R = np.take(identity, self.codes, axis=0, out=out, mode="wrap")
-        if self.weights is not None:
-            np.multiply(R, self.weights[:, None], out=R)
-        return R
+    def dense(self) -> np.ndarray:
+        """The rows as a new dense (n, K) array."""
+        return self.block_reader(np.empty(self.shape, self.dtype))(0, len(self))
 
     def block_reader(self, buffer: np.ndarray):
         """``read(start, stop)``: the dense rows ``start:stop`` written into ``buffer`` (at
@@ -263,6 +258,8 @@ class OneHotRows:
 
         def read(start, stop):
             block = codes[start:stop]
+            # code -1 takes the identity's last row, of zeros ("wrap"); with out=, "raise"
+            # would copy twice
             R = np.take(identity, block, axis=0, out=buffer[: block.shape[0]], mode="wrap")
             if weights is not None:
                 np.multiply(R, weights[start:stop, None], out=R)

@@ -428,13 +428,9 @@ def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None
 
 def one_hot_rows(codes: np.ndarray, num_classes: int, sample_weight=None, dtype=None):
     """:func:`one_hot_responsibilities` of checked host codes, as a NumPy array."""
-    # rows of the identity, and code -1 takes the last row, of zeros: one gather, 3x faster
-    # than zeros and a scattered assignment
-    rows = np.eye(num_classes + 1, num_classes, dtype=dtype or np.result_type(float))
-    R = np.take(rows, codes, axis=0)
-    if sample_weight is not None:
-        R *= np.asarray(sample_weight, dtype=R.dtype)[:, None]
-    return R
+    # rows of the identity gathered by code (OneHotRows): 3x faster than zeros and a scattered
+    # assignment
+    return OneHotRows(codes, num_classes, sample_weight, dtype).dense()
 
 
 def sufficient_statistics(story: Story, X, R) -> dict:
