@@ -16,7 +16,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_iris
 
 import genprob
-from genprob import core
+from genprob import _arrays, core
 from genprob._arrays import PAD_LIMIT
 from genprob._dtype import precision
 from genprob.families.gaussian import GaussianStory
@@ -171,7 +171,7 @@ def test_one_hot_rows_give_the_statistics_of_the_dense_matrix(name, kind):
         jax.tree_util.tree_leaves(from_matrix),
         strict=True,
     ):
-        # naive Bayes sums gathered rows of each class, in another order than R^T Z
+        # the codes' sums add rows onto their classes, in another order than R^T Z
         atol = 1e-14 * np.max(np.abs(expected), initial=0.0)
         np.testing.assert_allclose(actual, expected, rtol=1e-13, atol=atol, err_msg=str(path))
 
@@ -195,6 +195,56 @@ def test_one_hot_rows_slices_sums_and_class_rows(kind):
     np.testing.assert_array_equal(read(len(codes) - 200, len(codes) + 100), dense[-200:])
     with pytest.raises(TypeError, match="slice of rows"):
         lazy[[0, 1]]
+
+
+@pytest.mark.parametrize("kernel", ["scipy", "public"])
+@pytest.mark.parametrize("kind", ["labels", "weighted", "unlabeled"])
+def test_class_sums_scatter_each_row_onto_its_class(kind, kernel, monkeypatch):
+    # R^T Z by scattering rows (SciPy's CSC kernel, or its public product as a fallback)
+    if kernel == "public":
+        monkeypatch.setattr(_arrays, "_CSC_MATVECS", None)
+    codes, weights = _codes_and_weights(kind)
+    rng = np.random.default_rng(6)
+    Z = rng.normal(size=(len(codes), 7)) * [1.0, 1e3, 1e-3, 5.0, 1.0, 2.0, 1e6]
+    lazy = core.OneHotRows(codes, NUM_CLASSES, weights)
+    dense = np.asarray(lazy)
+    labeled = dense.sum(axis=1) > 0
+    # rows of zeros in R (code -1, weight 0) touch no class, not even with 0 x inf = NaN
+    Z[np.flatnonzero(~labeled)[:3]] = np.inf
+    assert kind == "labels" or np.isinf(Z).any()
+    expected = dense[labeled].T @ Z[labeled]
+    add = lazy.class_sums_adder(7, np.float64)
+    out = np.zeros((NUM_CLASSES, 7))
+    for start in range(0, len(codes), 2500):  # blocks, as a statistics pass adds them
+        add(out, start, Z[start : start + 2500])
+    np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13 * np.abs(expected).max())
+    # a slice keeps its rows' targets; strided and float32 rows are copied to the kernel's form
+    part = lazy[1000:5000]
+    again = np.zeros((NUM_CLASSES, 7))
+    part.class_sums_adder(7, np.float64)(again, 0, np.asfortranarray(Z[1000:5000]))
+    inside = labeled[1000:5000]
+    expected = dense[1000:5000][inside].T @ Z[1000:5000][inside]
+    np.testing.assert_allclose(again, expected, rtol=1e-13, atol=1e-13 * np.abs(expected).max())
+    single = np.zeros((NUM_CLASSES, 7))
+    lazy.class_sums_adder(7, np.float64)(single, 0, Z[:100].astype(np.float32))
+    expected = dense[:100].T @ np.where(labeled[:100, None], Z[:100].astype(np.float32), 0.0)
+    np.testing.assert_allclose(single, expected, rtol=1e-13)
+    np.testing.assert_allclose(lazy.column_sums(), dense.sum(axis=0), rtol=1e-13)
+    np.testing.assert_allclose(lazy.row_sums(), dense.sum(axis=1), rtol=1e-15)
+
+
+@pytest.mark.parametrize("code", [NUM_CLASSES, -2])
+def test_class_sums_refuse_codes_outside_the_classes(code):
+    # the native kernel writes where a code points: a code outside -1..K-1 is refused first
+    codes, _ = _codes_and_weights("labels")
+    codes[9] = code
+    lazy = core.OneHotRows(codes, NUM_CLASSES)
+    with pytest.raises(ValueError, match=rf"code {code} of row 9 is not a class of 0\.\.2"):
+        lazy.class_sums_adder(2, np.float64)
+    with pytest.raises(ValueError, match=rf"code {code} of row 9"):
+        lazy.column_sums()
+    with pytest.raises(ValueError, match="1-D integer array of codes"):
+        core.OneHotRows(codes.astype(float), NUM_CLASSES).class_sums_adder(2, np.float64)
 
 
 @pytest.mark.parametrize("name", ["nb", "lda", "qda"])
@@ -243,7 +293,7 @@ def test_one_hot_rows_reach_other_stories_as_a_dense_matrix():
 def test_labeled_fits_allocate_no_responsibility_matrix(make):
     # the one-hot rows are read from the codes block by block, into buffers the threads keep:
     # a second fit's peak allocation stays below half the (n, K) matrix (16 MB here; it was
-    # 18-26 MB, now 0.5-4.4 MB of O(n) codes and row indices). A fresh process: its threads'
+    # 18-26 MB, now 1.0-3.2 MB of O(n) codes and row indices). A fresh process: its threads'
     # buffers are those of the first fit
     script = textwrap.dedent(
         f"""

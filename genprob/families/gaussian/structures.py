@@ -240,8 +240,8 @@ class FullCovariance(CovarianceStructure):
     def _host_moments(self, X, R, shift, class_scatter):
         """:meth:`moments` of NumPy rows, eagerly, block by block in cache: ``Z^T W Z`` and
         ``R^T Z`` of the centered block ``Z`` (``Z^T Z``, a symmetric product, where every row
-        of the block weighs 1); per-class scatter gathers each class's rows of the block, so
-        hard labels cost one ``X^T X`` in all, not K."""
+        of the block weighs 1; ``R^T Z`` scattered for label codes); per-class scatter gathers
+        each class's rows of the block, so hard labels cost one ``X^T X`` in all, not K."""
         if not class_scatter:
             # blocks of twice the size: fewer calls, and the symmetric product gains more from
             # them than it loses to the cache (1e5 x 50: 8.7 ms against 9.1; 1e6 x 20: 22
@@ -271,22 +271,35 @@ class FullCovariance(CovarianceStructure):
         squares = np.zeros((num_features, num_features), dtype)
         sums = np.zeros((num_classes, num_features), dtype)
         counts = np.zeros(num_classes, dtype)
-        ones = np.ones(block_rows(X, block_bytes), dtype)
+        step = block_rows(X, block_bytes)
+        ones = np.ones(step, dtype)
         per_class = np.ones(num_classes, dtype)
         origin = not np.any(shift)  # moments about 0: the products read the rows in place
-        # hard labels without weights: every row weighs 1, no check per block
-        unit = getattr(R, "unit_rows", False)
-        for x, r in host_row_blocks(X, R, block_bytes=block_bytes):
+        # hard labels as codes: each row scattered onto its class (no R block, no K-row
+        # product); without weights every row weighs 1, no check per block
+        codes = isinstance(R, OneHotRows)
+        unit = codes and R.unit_rows
+        row_weights = R.row_sums() if codes and not unit else None
+        add = R.class_sums_adder(num_features, dtype) if codes else None
+        read = (X,) if codes else (X, R)  # an R block only for the products with it
+        for number, (x, *r) in enumerate(host_row_blocks(*read, block_bytes=block_bytes)):
+            start = number * step
             z = x if origin else centered(x, shift)
+            if codes:
+                weights = None if unit else row_weights[start : start + len(z)]
+            else:
+                weights = np.dot(r[0], per_class)
             # a symmetric product (BLAS syrk) when every row of the block weighs 1
-            weights = None if unit else np.dot(r, per_class)
             if weights is None or np.all(weights == 1):
                 squares += np.dot(z.T, z)
             else:
                 squares += np.dot((z * weights[:, None]).T, z)
-            sums += np.dot(r.T, z)
-            counts += np.dot(ones[: r.shape[0]], r)
-        return squares, sums, counts
+            if codes:
+                add(sums, start, z)
+            else:
+                sums += np.dot(r[0].T, z)
+                counts += np.dot(ones[: len(z)], r[0])
+        return squares, sums, R.column_sums().astype(dtype) if codes else counts
 
     @staticmethod
     def _per_class_span(shift, X, R, *, block_bytes):
@@ -360,12 +373,11 @@ class DiagonalCovariance(CovarianceStructure):
     def moments(self, X, R, shift, class_scatter):
         if isinstance(X, np.ndarray):
             if isinstance(R, OneHotRows):
-                # hard labels: each class's rows of a block, gathered, summed with two vector
-                # products; the K-row products R^T Z and R^T Z^2 run BLAS far below its peak
-                # (1e5 x 50, K = 5: 6.1 ms against 10.1 on one thread). Blocks of 2K x 512 KiB
-                # (up to 16) keep a class's copy near 1 MiB, long enough for its products.
-                block_bytes = 2 * HOST_BLOCK_BYTES * min(R.shape[1], 8)
-                span = self._per_class_span
+                # hard labels: each row and its square scattered onto its class; the K-row
+                # products R^T Z and R^T Z^2 run BLAS far below its peak (1e5 x 50, K = 5, one
+                # thread: 5.1 ms against 10.1, and 7.5 for gathering each class's rows)
+                block_bytes = HOST_BLOCK_BYTES * (1 if np.any(shift) else 2)
+                span = self._code_span
             else:
                 # the same sums block by block in cache; about the origin the products read
                 # the block in place, and blocks twice the size (no centered copy beside
@@ -401,18 +413,23 @@ class DiagonalCovariance(CovarianceStructure):
         return sums, class_squares, counts
 
     @staticmethod
-    def _per_class_span(shift, X, R, *, block_bytes):
-        """:meth:`_host_span` from each class's rows, gathered (:class:`ClassBlocks`)."""
+    def _code_span(shift, X, R, *, block_bytes):
+        """:meth:`_host_span` of hard labels (:class:`~genprob._arrays.OneHotRows`): each
+        block's rows, then their squares, added onto their classes' rows
+        (:meth:`~genprob._arrays.OneHotRows.class_sums_adder`)."""
         dtype = np.result_type(X.dtype, R.dtype)
         sums = np.zeros((R.shape[1], X.shape[1]), dtype)
         class_squares = np.zeros_like(sums)
-        ones = np.ones(block_rows(X, block_bytes), dtype)
-        gathered = ClassBlocks(X, R, shift, block_bytes)
-        for k, z_k, w in gathered:
-            w = ones[: len(z_k)] if w is None else w
-            sums[k] += np.dot(w, z_k)
-            class_squares[k] += np.dot(w, np.square(z_k, out=z_k))  # the copy is the class's
-        return sums, class_squares, gathered.counts.astype(dtype)
+        step = block_rows(X, block_bytes)
+        origin = not np.any(shift)  # moments about 0: no centered copy of the block
+        add = R.class_sums_adder(X.shape[1], dtype)
+        for start in range(0, X.shape[0], step):
+            x = X[start : start + step]
+            z = x if origin else centered(x, shift)
+            add(sums, start, z)
+            squared = np.square(z, out=scratch("centered", z.shape, z.dtype) if origin else z)
+            add(class_squares, start, squared)
+        return sums, class_squares, R.column_sums().astype(dtype)
 
     def move(self, squares, sums, counts, offset):
         return squares + 2.0 * sums * offset + counts[..., None] * offset**2
