@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import warnings
 
 import numpy as np
@@ -44,13 +45,39 @@ _SAMPLE_DIMS = ("chain", "draw")
 
 @functools.cache
 def arviz():
-    """The ``arviz`` module, imported on first use without its import-time notices."""
+    """The ``arviz`` module, imported on first use without its import-time notices.
+
+    Raises:
+        ImportError: ArviZ 0.x could not write the stamp of its daily notice in the user's
+            cache directory (read-only, say), which fails its import.
+    """
     with warnings.catch_warnings():
         # 0.x announces its refactor at import time; that notice is not for genprob's users
         warnings.filterwarnings("ignore", message="ArviZ is undergoing", category=FutureWarning)
-        import arviz as az
+        try:
+            return importlib.import_module("arviz")
+        except OSError as error:
+            if not _is_daily_stamp(error):
+                raise
+        # ArviZ 0.23 renames a temporary file onto the stamp "daily_warning" at the first
+        # import of a day: of two processes importing it at once, the second fails. The first
+        # has written the stamp by then, so a second import skips it.
+        try:
+            return importlib.import_module("arviz")
+        except OSError as error:
+            if not _is_daily_stamp(error):
+                raise
+            raise ImportError(
+                f"ArviZ could not be imported: at import it writes the date of its daily notice "
+                f"to {error.filename2 or error.filename!r}, which failed ({error.strerror}). "
+                "Point XDG_CACHE_HOME at a writable directory."
+            ) from error
 
-    return az
+
+def _is_daily_stamp(error: OSError) -> bool:
+    """Whether ``error`` is ArviZ 0.x failing to write its daily notice's stamp file."""
+    names = (error.filename, error.filename2)
+    return any("daily_warning" in str(name) for name in names if name is not None)
 
 
 @functools.cache

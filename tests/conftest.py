@@ -15,6 +15,16 @@ def tol():
     return TOLERANCES
 
 
+def pytest_configure(config):
+    """Import ArviZ once in the main process before test workers start: ArviZ 0.x writes a
+    daily stamp in the user's cache at its first import of a day, and two workers importing it
+    at once race on the file (genprob's own import retries; tests import it directly too)."""
+    if not hasattr(config, "workerinput"):
+        from genprob._arviz_compat import arviz
+
+        arviz()
+
+
 def pytest_collection_modifyitems(items):
     """Notebook 02 is ArviZ-facing: `-m arviz` (the ArviZ 1.x run of `make test`) selects it."""
     for item in items:

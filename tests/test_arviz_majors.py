@@ -93,3 +93,58 @@ def test_compare_ranks_the_two_stories_the_same_way(both):
     (meta_here, _), (meta_there, _) = both
     assert meta_here["compare_order"] == meta_there["compare_order"]
     assert sorted(meta_here["compare_order"]) == ["bernoulli", "multinomial"]
+
+
+_RACED_IMPORT = """
+import pathlib, sys
+
+replace = pathlib.Path.replace
+calls = []
+
+
+def raced(self, target):
+    calls.append(str(target))
+    if pathlib.Path(target).name != "daily_warning":
+        return replace(self, target)
+    if sys.argv[1] == "raced" and len(calls) == 1:
+        # the other process renames its own temporary file first: the stamp is there and this
+        # process's temporary file was replaced by it
+        replace(self, target)
+        raise FileNotFoundError(2, "No such file or directory", str(self), str(target))
+    raise PermissionError(13, "Permission denied", str(self), str(target))
+
+
+pathlib.Path.replace = raced
+from genprob import _arviz_compat
+
+try:
+    module = _arviz_compat.arviz()
+except ImportError as error:
+    print("ImportError:", error)
+else:
+    stamped = any(pathlib.Path(call).name == "daily_warning" for call in calls)
+    print(module.__version__, len(calls) if stamped else "no daily stamp")
+"""
+
+
+@pytest.mark.parametrize("case", ["raced", "read-only"])
+def test_arviz_import_survives_the_daily_stamp_race(tmp_path, case):
+    # ArviZ 0.x writes a daily stamp at import: a second process importing it at the same moment
+    # fails on the rename; genprob's import retries, and a cache it cannot write is named
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GENPROB_")}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", _RACED_IMPORT, case],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = done.stdout.strip()
+    if out.endswith("no daily stamp"):
+        pytest.skip(f"ArviZ {out.split()[0]} writes no daily stamp (0.23 does, 1.x does not)")
+    if case == "raced":
+        assert out.split() == [compat.arviz().__version__, "1"], done.stdout + done.stderr
+    else:
+        assert out.startswith("ImportError: ArviZ could not be imported"), out
+        assert "daily_warning" in out and "XDG_CACHE_HOME" in out, out
