@@ -309,6 +309,12 @@ class OneHotRows:
 
         return add
 
+    def check_codes(self) -> None:
+        """Raise ``ValueError``, naming the row, unless every code is an integer in -1..K-1:
+        the cheap part of :meth:`check` (a minimum and a maximum, once per rows), which every
+        consumer of the codes needs (a scatter writes where a code points)."""
+        self._scatter_index()
+
     def _scatter_index(self) -> np.ndarray:
         """Each row's target in :meth:`class_sums_adder`: its code as int64, K for code -1
         and for weight 0 (a row of zeros in R: it adds nothing, not even ``0 x inf``); made

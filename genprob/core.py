@@ -441,7 +441,12 @@ def sufficient_statistics(story: Story, X, R) -> dict:
     of a story that asks for it (:meth:`Story.statistics_on_host`), whose statistics are NumPy.
     ``R`` may be a :class:`OneHotRows` (hard labels as codes): the story reads it as it is when
     it says so (:attr:`Story.accepts_one_hot_rows`), else gets the dense array.
+
+    Raises:
+        ValueError: a :class:`OneHotRows` code outside -1..K-1 (:meth:`OneHotRows.check_codes`).
     """
+    if isinstance(R, OneHotRows):
+        R.check_codes()
     if scipy.sparse.issparse(X):
         _check_scipy_sparse(story)
         R = np.asarray(R)

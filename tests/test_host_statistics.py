@@ -245,6 +245,13 @@ def test_class_sums_refuse_codes_outside_the_classes(code):
         lazy.column_sums()
     with pytest.raises(ValueError, match="1-D integer array of codes"):
         core.OneHotRows(codes.astype(float), NUM_CLASSES).class_sums_adder(2, np.float64)
+    # every story's statistics refuse it, not only those that scatter (the dense matrix would
+    # wrap the code around)
+    X, _ = offset_data()
+    for story in (STORIES["qda"], genprob.MultinomialNB().fit([[1, 2], [3, 4]], [0, 1]).story_):
+        data = X if story is STORIES["qda"] else np.abs(np.round(X[:, :2]))
+        with pytest.raises(ValueError, match=rf"code {code} of row 9"):
+            core.sufficient_statistics(story, data, lazy)
 
 
 @pytest.mark.parametrize("name", ["nb", "lda", "qda"])
