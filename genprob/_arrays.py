@@ -211,24 +211,10 @@ class OneHotRows:
         """Raise ``ValueError`` unless the codes are integers in -1..K-1 and the weights, one
         per row, finite and non-negative (what :func:`genprob.core.fit_closed_form` asks of R).
         """
-        codes, weights = self.codes, self.weights
-        if codes.ndim != 1 or codes.dtype.kind not in "iu":
-            raise ValueError(
-                f"OneHotRows needs a 1-D integer array of codes, got {codes.dtype} of shape "
-                f"{codes.shape}."
-            )
-        outside = np.flatnonzero((codes < -1) | (codes >= self.num_classes))
-        if outside.size:
-            raise ValueError(
-                f"code {int(codes[outside[0]])} of row {int(outside[0])} is not a class of "
-                f"0..{self.num_classes - 1} (or -1, a row of zeros)."
-            )
+        self.check_codes()
+        weights = self.weights
         if weights is None:
             return
-        if weights.shape != codes.shape:
-            raise ValueError(
-                f"OneHotRows has {codes.shape[0]} codes but weights of shape {weights.shape}."
-            )
         bad = np.flatnonzero(~(np.isfinite(weights) & (weights >= 0)))
         if bad.size:
             raise ValueError(
@@ -310,32 +296,43 @@ class OneHotRows:
         return add
 
     def check_codes(self) -> None:
-        """Raise ``ValueError``, naming the row, unless every code is an integer in -1..K-1:
-        the cheap part of :meth:`check` (a minimum and a maximum, once per rows), which every
-        consumer of the codes needs (a scatter writes where a code points)."""
+        """Raise ``ValueError``, naming the first bad row, unless the codes are a 1-D integer
+        array with every code in -1..K-1 and the weights (if any) one per row: the part of
+        :meth:`check` every consumer of the codes needs (a scatter writes where a code points),
+        a minimum and a maximum once per rows."""
         self._scatter_index()
 
     def _scatter_index(self) -> np.ndarray:
         """Each row's target in :meth:`class_sums_adder`: its code as int64, K for code -1
         and for weight 0 (a row of zeros in R: it adds nothing, not even ``0 x inf``); made
-        once per rows (and kept by their slices)."""
-        if self._scatter is None:
-            codes = self.codes
-            low, high = (int(codes.min()), int(codes.max())) if codes.size else (0, 0)
-            if (
-                codes.ndim != 1
-                or codes.dtype.kind not in "iu"
-                or not -1 <= low <= high < self.num_classes
-            ):
-                self.check()  # raises, naming the row: the kernel would write out of bounds
-            index = codes.astype(np.int64, copy=False)
-            empty = codes < 0 if low < 0 else None
-            if self.weights is not None:
-                empty = self.weights == 0 if empty is None else empty | (self.weights == 0)
-            if empty is not None:
-                index = np.where(empty, self.num_classes, index)
-            self._scatter = (index,)
-        return self._scatter[0]
+        once per rows, after :meth:`check_codes`'s checks (and kept by their slices)."""
+        if self._scatter is not None:
+            return self._scatter[0]
+        codes, weights, num_classes = self.codes, self.weights, self.num_classes
+        if codes.ndim != 1 or codes.dtype.kind not in "iu":
+            raise ValueError(
+                f"OneHotRows needs a 1-D integer array of codes, got {codes.dtype} of shape "
+                f"{codes.shape}."
+            )
+        low, high = (int(codes.min()), int(codes.max())) if codes.size else (0, 0)
+        if not -1 <= low <= high < num_classes:
+            first = int(np.flatnonzero((codes < -1) | (codes >= num_classes))[0])
+            raise ValueError(
+                f"code {int(codes[first])} of row {first} is not a class of "
+                f"0..{num_classes - 1} (or -1, a row of zeros)."
+            )
+        if weights is not None and weights.shape != codes.shape:
+            raise ValueError(
+                f"OneHotRows has {codes.shape[0]} codes but weights of shape {weights.shape}."
+            )
+        index = codes.astype(np.int64, copy=False)
+        empty = codes < 0 if low < 0 else None
+        if weights is not None:
+            empty = weights == 0 if empty is None else empty | (weights == 0)
+        if empty is not None:
+            index = np.where(empty, num_classes, index)
+        self._scatter = (index,)
+        return index
 
     def __array__(self, dtype=None, copy=None):
         R = self.dense()
