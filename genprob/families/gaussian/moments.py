@@ -75,21 +75,12 @@ def block_rows(X, block_bytes: int) -> int:
 
 def host_row_blocks(*arrays, block_bytes: int = HOST_BLOCK_BYTES):
     """Views of the same rows of NumPy arrays (X first), in blocks of X of about
-    ``block_bytes`` (cache-sized), for statistics computed eagerly on the host. The block of a
-    :class:`~genprob._arrays.OneHotRows` is written into a scratch buffer of the thread, valid
-    until the next block."""
+    ``block_bytes`` (cache-sized), for statistics computed eagerly on the host. (Label codes,
+    :class:`~genprob._arrays.OneHotRows`, are read by their own methods, not in blocks of R.)"""
     X = arrays[0]
     rows = block_rows(X, block_bytes)
-    readers = [_block_reader(array, rows) for array in arrays]
     for start in range(0, X.shape[0], rows):
-        yield tuple(read(start, start + rows) for read in readers)
-
-
-def _block_reader(array, rows: int):
-    """``read(start, stop)``: the rows ``start:stop`` (at most ``rows``) of ``array``."""
-    if not isinstance(array, OneHotRows):
-        return lambda start, stop: array[start:stop]
-    return array.block_reader(scratch("responsibilities", (rows, array.num_classes), array.dtype))
+        yield tuple(array[start : start + rows] for array in arrays)
 
 
 def host_row_spans(span, shift, *rows, block_bytes: int = HOST_BLOCK_BYTES):
