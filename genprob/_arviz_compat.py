@@ -54,24 +54,21 @@ def arviz():
     with warnings.catch_warnings():
         # 0.x announces its refactor at import time; that notice is not for genprob's users
         warnings.filterwarnings("ignore", message="ArviZ is undergoing", category=FutureWarning)
-        try:
-            return importlib.import_module("arviz")
-        except OSError as error:
-            if not _is_daily_stamp(error):
-                raise
         # ArviZ 0.23 renames a temporary file onto the stamp "daily_warning" at the first
         # import of a day: of two processes importing it at once, the second fails. The first
         # has written the stamp by then, so a second import skips it.
-        try:
-            return importlib.import_module("arviz")
-        except OSError as error:
-            if not _is_daily_stamp(error):
-                raise
-            raise ImportError(
-                f"ArviZ could not be imported: at import it writes the date of its daily notice "
-                f"to {error.filename2 or error.filename!r}, which failed ({error.strerror}). "
-                "Point XDG_CACHE_HOME at a writable directory."
-            ) from error
+        for _ in range(2):
+            try:
+                return importlib.import_module("arviz")
+            except OSError as error:
+                if not _is_daily_stamp(error):
+                    raise
+                failure = error
+    raise ImportError(
+        f"ArviZ could not be imported: at import it writes the date of its daily notice to "
+        f"{failure.filename2 or failure.filename!r}, which failed ({failure.strerror}). Point "
+        "XDG_CACHE_HOME at a writable directory."
+    ) from failure
 
 
 def _is_daily_stamp(error: OSError) -> bool:

@@ -18,8 +18,9 @@ def tol():
 def pytest_configure(config):
     """Import ArviZ once in the main process before test workers start: ArviZ 0.x writes a
     daily stamp in the user's cache at its first import of a day, and two workers importing it
-    at once race on the file (genprob's own import retries; tests import it directly too)."""
-    if not hasattr(config, "workerinput"):
+    at once race on the file (genprob's own import retries; tests import it directly too).
+    Without workers (``-n 0``) nothing races and the import waits for the tests needing it."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         from genprob._arviz_compat import arviz
 
         arviz()
