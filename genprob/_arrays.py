@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 
-from genprob import _threads
+from genprob import _native, _threads
 
 try:  # JAX's own test (what jax.config consults), not public API: assume started without it
     from jax._src.xla_bridge import backends_are_initialized as _backends_started
@@ -294,6 +294,30 @@ class OneHotRows:
             np.add(out, classes, out=out)
 
         return add
+
+    def class_moments(self, rows, shift, block_rows: int):
+        """``(R^T (rows - shift), R^T (rows - shift)^2)``, (K, D) each, by the native kernel
+        in one read of C-contiguous ``rows`` (m, D) in the dtype of ``R`` and ``rows``, summed
+        in blocks of ``block_rows`` rows (:func:`genprob._native.class_moments`); None when
+        the kernel is off or unavailable or the rows are not so laid out (then
+        :meth:`class_sums_adder` gives the same sums)."""
+        dtype = np.result_type(rows.dtype, self.dtype)
+        if rows.dtype != dtype or not rows.flags.c_contiguous:
+            return None
+        targets = np.ascontiguousarray(self._scatter_index())
+        if self.weights is None:
+            weights = _shared_range(len(self), dtype, ones=True)
+        else:
+            weights = np.ascontiguousarray(self.weights, dtype=dtype)
+        num_features = rows.shape[1]
+        shift = np.ascontiguousarray(np.broadcast_to(np.asarray(shift, dtype), (num_features,)))
+        shape = (self.num_classes + 1, 2, num_features)
+        out = np.zeros(shape, dtype)
+        part = _threads.scratch("class moments", shape, dtype)
+        if not _native.class_moments(rows, targets, weights, shift, out, part, block_rows):
+            return None
+        classes = out[: self.num_classes]
+        return np.ascontiguousarray(classes[:, 0]), np.ascontiguousarray(classes[:, 1])
 
     def check_codes(self) -> None:
         """Raise ``ValueError``, naming the first bad row, unless the codes are a 1-D integer
