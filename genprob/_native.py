@@ -7,8 +7,8 @@ scatter-add of the rows onto their classes, their squares, the scatter-add of th
 at each call. The kernel below does it in one: for each row, ``z = x - shift`` added (times the
 row's weight) to its class's sums and ``z^2`` to its sums of squares, in blocks of rows whose
 partial sums are then added to the totals (the same blocked sums as the SciPy path). At 1e5 x
-50, K = 5 it takes 2.3 ms on one thread, less than NumPy's column sums of X (3.2 ms), against
-4.3 ms for the SciPy path; docs/benchmarks.md.
+50, K = 5 it takes 2.5 ms on one thread, less than NumPy's column sums of X (3.1 ms), against
+5.6 ms for the SciPy path; docs/benchmarks.md.
 
 Why llvmlite and not a compiled extension or Numba: genprob ships no compiled code, and
 llvmlite, a binding to LLVM without a NumPy requirement, loads and compiles this module in
