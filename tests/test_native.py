@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from sklearn import naive_bayes as sknb
-from test_fuzz_estimators import FAST, GAUSSIAN_SCALES
+from test_fuzz_estimators import FAST, GAUSSIAN_SCALES, SLOW, SLOW_TIMEOUT
 from test_host_statistics import NUM_CLASSES, _codes_and_weights, offset_data
 
 import genprob
@@ -304,9 +304,7 @@ def test_small_fits_do_not_load_llvm():
     assert result.stdout.strip() == "False"
 
 
-@needs_llvmlite
-@FAST
-@given(
+KERNEL_CASES = dict(
     n=st.integers(1, 300),
     d=st.integers(1, 9),
     exponent=GAUSSIAN_SCALES,
@@ -315,7 +313,9 @@ def test_small_fits_do_not_load_llvm():
     block=st.integers(1, 64),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_fuzz_kernel_agrees_with_scipy(n, d, exponent, weighted, unlabeled, block, seed):
+
+
+def kernel_agrees_with_scipy(n, d, exponent, weighted, unlabeled, block, seed):
     rng = np.random.default_rng(seed)
     codes = rng.integers(-1 if unlabeled else 0, NUM_CLASSES, n)
     weights = rng.uniform(0, 3, n) * (rng.uniform(size=n) > 0.2) if weighted else None
@@ -330,3 +330,19 @@ def test_fuzz_kernel_agrees_with_scipy(n, d, exponent, weighted, unlabeled, bloc
         np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
         finite = np.isfinite(want)
         np.testing.assert_allclose(got[finite], want[finite], rtol=1e-13, atol=0)
+
+
+@needs_llvmlite
+@FAST
+@given(**KERNEL_CASES)
+def test_fuzz_kernel_agrees_with_scipy(**case):
+    kernel_agrees_with_scipy(**case)
+
+
+@needs_llvmlite
+@pytest.mark.slow
+@pytest.mark.timeout(SLOW_TIMEOUT)
+@SLOW
+@given(**KERNEL_CASES)
+def test_fuzz_kernel_agrees_with_scipy_slow(**case):
+    kernel_agrees_with_scipy(**case)
