@@ -209,18 +209,22 @@ def bench_gaussian(n, d, k, repeats):
             genprob.QuadraticDiscriminantAnalysis(),
         ),
     ]
-    for name, sk_est, gp_est in pairs:
+
+    def fits(sk_est, gp_est):
+        """Both libraries' fits (paired) and genprob's closed form alone."""
         fit = timed_pair(
             lambda est=sk_est: est.fit(X, y), lambda est=gp_est: est.fit(X, y), repeats
         )
         story = gp_est.story_
         with jax.enable_x64(True):
 
-            def closed_form(story=story):
-                params = core.fit_closed_form(story, X, R)
-                jax.block_until_ready(params)
+            def closed_form():
+                jax.block_until_ready(core.fit_closed_form(story, X, R))
 
-            core_fit = timed(closed_form, repeats)
+            return fit, timed(closed_form, repeats)
+
+    for name, sk_est, gp_est in pairs:
+        fit, core_fit = fits(sk_est, gp_est)
         predict = timed_pair(
             lambda est=sk_est: est.predict_proba(X),
             lambda est=gp_est: est.predict_proba(X),
@@ -232,13 +236,7 @@ def bench_gaussian(n, d, k, repeats):
                 # the same fit without the native kernel (no llvmlite, or GENPROB_NATIVE=0)
                 os.environ["GENPROB_NATIVE"] = "0"
                 try:
-                    fit = timed_pair(
-                        lambda est=sk_est: est.fit(X, y),
-                        lambda est=gp_est: est.fit(X, y),
-                        repeats,
-                    )
-                    with jax.enable_x64(True):
-                        core_fit = timed(closed_form, repeats)
+                    fit, core_fit = fits(sk_est, gp_est)
                 finally:
                     del os.environ["GENPROB_NATIVE"]
                 row("GaussianNB, SciPy path", fit, core_fit, one_pass, predict, "one NumPy pass")

@@ -47,7 +47,8 @@ _lock = threading.Lock()
 _state: dict = {"functions": {}, "engines": [], "machine": None, "error": None}
 
 # z = x - shift, weighted by the row's w, added to part[c, 0, :] and z^2 to part[c, 1, :], c the
-# row's target; every `block` rows part (L x 2 x d entries, `size`) is added to out and zeroed.
+# row's target; every `block` rows part (L x 2 x d entries, `size`, zero on entry) is drained
+# into out: each entry added to out and set back to zero.
 # A target outside 0..L-1 (which callers never pass) goes to L-1, so no write leaves the arrays.
 # Loops are do-while: the caller guarantees n, d, size and block >= 1.
 _IR = """
@@ -62,21 +63,12 @@ entry:
   br label %block_start
 block_start:
   %b0 = phi i64 [0, %entry], [%b_end, %add_end]
-  br label %zero
-zero:
-  %e0 = phi i64 [0, %block_start], [%e0n, %zero]
-  %pz = getelementptr inbounds {T}, {T}* %part, i64 %e0
-  store {T} 0.0, {T}* %pz
-  %e0n = add nuw nsw i64 %e0, 1
-  %zc = icmp slt i64 %e0n, %size
-  br i1 %zc, label %zero, label %rows_start
-rows_start:
   %bb = add nuw nsw i64 %b0, %block
   %short = icmp slt i64 %bb, %n
   %b_end = select i1 %short, i64 %bb, i64 %n
   br label %row
 row:
-  %i = phi i64 [%b0, %rows_start], [%i_next, %row_end]
+  %i = phi i64 [%b0, %block_start], [%i_next, %row_end]
   %cp = getelementptr inbounds i64, i64* %idx, i64 %i
   %c_read = load i64, i64* %cp
   %outside = icmp uge i64 %c_read, %targets
@@ -122,6 +114,7 @@ add:
   %ov = load {T}, {T}* %oa
   %on = fadd {T} %ov, %pv
   store {T} %on, {T}* %oa
+  store {T} 0.0, {T}* %pa
   %e1n = add nuw nsw i64 %e1, 1
   %ac = icmp slt i64 %e1n, %size
   br i1 %ac, label %add, label %add_end
@@ -236,7 +229,8 @@ def _function(dtype):
 
 def class_moments(rows, targets, weights, shift, out, part, block_rows: int) -> bool:
     """``out[t, 0] += sum w (x - shift)`` and ``out[t, 1] += sum w (x - shift)^2`` over the rows
-    ``x`` of target ``t``, in blocks of ``block_rows`` rows summed in ``part`` first.
+    ``x`` of target ``t``, in blocks of ``block_rows`` rows summed in ``part`` (scratch,
+    overwritten) first.
 
     ``rows`` (n, d) C-contiguous float64 or float32; ``targets`` (n,) int64, each in
     ``0..L-1`` (callers check them: the kernel sends any other to ``L - 1``, the row callers
@@ -278,6 +272,7 @@ def class_moments(rows, targets, weights, shift, out, part, block_rows: int) -> 
         raise ValueError(f"class_moments: block_rows must be at least 1, got {block_rows}.")
     if n == 0 or d == 0 or L == 0:
         return True
+    part.fill(0)  # the kernel drains it back to zero after each block
     function(
         rows.ctypes.data,
         targets.ctypes.data,
