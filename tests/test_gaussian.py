@@ -701,20 +701,15 @@ def _normal_log_prob(loc, variances, rows):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_diagonal_normal_matrix_form_matches_elementwise(seed):
+def test_diagonal_normal_matches_numpyro_normal(seed):
     with jax.enable_x64(True):
         loc, variances, rows = _diagonal_normal_case(seed)
         emission = DiagonalNormal(loc, variances)
         assert emission.batch_shape == (3,) and emission.event_shape == (7,)
-        fast, inexact = emission.expanded_quadratic(rows)
-        assert not np.any(inexact)  # moderate variances: the matrix form serves every entry
-        exact = jnp.sum((rows[:, None, :] - loc) ** 2 / variances, axis=-1)
-        # the bound is absolute: 1e-10 on the log density, twice that on the quadratic
-        np.testing.assert_allclose(fast, exact, rtol=1e-10, atol=2e-10)
         ours = emission.log_prob(rows[:, None, :])
         reference = _normal_log_prob(loc, variances, rows)
         np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-10)
-        # other value shapes go elementwise and agree
+        # other value shapes agree
         np.testing.assert_allclose(emission.log_prob(rows[0]), ours[0], rtol=1e-12)
         every = jnp.broadcast_to(rows[:, None, :], (rows.shape[0], 3, 7))
         np.testing.assert_allclose(emission.log_prob(every), ours, rtol=1e-10, atol=1e-10)
@@ -740,38 +735,19 @@ def test_diagonal_normal_gradients_match_elementwise():
                 np.testing.assert_allclose(got, want, rtol=1e-9)
 
 
-def test_diagonal_normal_falls_back_where_the_expansion_cancels():
-    # Tiny variances and class means far from the center: rows at their class mean cancel
-    # catastrophically in the expanded form, and those entries are scored elementwise.
+def test_diagonal_normal_is_exact_near_far_narrow_classes():
+    # Tiny variances and class means far from the origin: rows at their class mean are scored
+    # term by term, to rounding.
     with jax.enable_x64(True):
         loc, variances, rows = _diagonal_normal_case(5, variance_scale=1e-9)
         loc = loc + 100.0
         rows = jnp.concatenate([loc, rows + 100.0])
         emission = DiagonalNormal(loc, variances)
-        fast, inexact = emission.expanded_quadratic(rows)
-        exact = jnp.sum((rows[:, None, :] - loc) ** 2 / variances, axis=-1)
-        assert np.all(inexact[np.arange(3), np.arange(3)])
-        assert max_abs(fast, exact) > 1e-6  # the expansion alone would be wrong
         log_prob = jax.jit(emission.log_prob)(rows[:, None, :])
         np.testing.assert_allclose(log_prob, _normal_log_prob(loc, variances, rows), rtol=1e-13)
         np.testing.assert_allclose(
             log_prob[np.arange(3), np.arange(3)], emission.log_prob(loc), rtol=1e-14
         )
-        # entries the bound clears keep the matrix form
-        kept = np.asarray(~inexact)
-        np.testing.assert_allclose(
-            log_prob[kept], (emission._log_normalizer() - 0.5 * fast)[kept], rtol=1e-12
-        )
-
-
-def test_gaussian_nb_on_digits_scores_tiny_variances_elementwise(data):
-    X, y = data["digits"]
-    fitted = genprob.GaussianNB().fit(X, y)
-    story = GaussianStory(covariance="diag", shared=False)
-    with jax.enable_x64(True):
-        emission = story.emission({k: jnp.asarray(v) for k, v in fitted.params_.items()})
-        _, inexact = emission.expanded_quadratic(jnp.asarray(X, jnp.float64))
-    assert np.any(inexact)  # var_smoothing variances of constant pixels
 
 
 def test_diagonal_normal_samples_and_moments():
@@ -784,9 +760,9 @@ def test_diagonal_normal_samples_and_moments():
         np.testing.assert_allclose(draws.var(axis=0), emission.variance, rtol=0.05)
 
 
-def test_host_factors_of_covariances_match_the_compiled_factorization():
-    """Full covariances factorized on the host (no compiled program in a first fit) give the
-    compiled factorization's whitening products and log normalizers to rounding."""
+def test_numpy_factors_of_covariances_match_the_compiled_factorization():
+    """Full covariances factorized in NumPy (NumPy in, NumPy out) give the compiled
+    factorization's whitening products and log normalizers to rounding: the same code."""
     from genprob._dtype import precision
     from genprob.families.gaussian import distributions
 
@@ -794,24 +770,25 @@ def test_host_factors_of_covariances_match_the_compiled_factorization():
     A = rng.normal(size=(3, 4, 4))
     covariances = A @ np.swapaxes(A, -1, -2) + 0.5 * np.eye(4)
     means = rng.normal(size=(3, 4))
-    host = distributions.cholesky_factors(covariances)
+    host = distributions.full_factors(covariances, None)
+    assert all(isinstance(v, np.ndarray) for v in host.values())
     with precision("float64"):
-        compiled = distributions.full_factors(jnp.asarray(covariances), None)
+        compiled = jax.jit(distributions.full_factors, static_argnums=1)(
+            jnp.asarray(covariances), None
+        )
         compiled = {k: np.asarray(v) for k, v in compiled.items()}
     for name in ("whitening", "coloring", "log_normalizer", "rank"):
         np.testing.assert_allclose(host[name], compiled[name], rtol=1e-12, atol=1e-14)
     indefinite = covariances.copy()
     indefinite[1] *= -1.0
-    assert distributions.cholesky_factors(indefinite) is None  # left to the compiled path
-    # through the story: per class (Cholesky), shared with a rank tolerance (certified)
+    assert np.all(np.isnan(distributions.full_factors(indefinite, None)["whitening"]))
+    # through the story: per class (Cholesky), shared with a rank tolerance (eigenvalues)
     for shared in (False, True):
         story = GaussianStory(covariance="full", shared=shared, rank_tol=1e-4 if shared else None)
         spread = covariances if not shared else covariances[0]
         params = {"means": means, "covariance": spread, "class_prior": np.full(3, 1 / 3)}
+        factors = {k: v for k, v in story.factorize(params).items() if k != "linear_terms"}
         with precision("float64"):
-            factors = {
-                k: np.asarray(v) for k, v in story.factorize(params).items() if k != "linear_terms"
-            }
             reference = distributions.full_factors(jnp.asarray(spread), story.rank_tol)
             reference = {k: np.asarray(v) for k, v in reference.items()}
         precision_host = factors["whitening"] @ np.swapaxes(factors["whitening"], -1, -2)
@@ -819,12 +796,12 @@ def test_host_factors_of_covariances_match_the_compiled_factorization():
         np.testing.assert_allclose(
             factors["log_normalizer"], reference["log_normalizer"], rtol=1e-12
         )
-        if shared:  # coef_ on the host equals the compiled linear discriminants
+        if shared:  # coef_ in NumPy equals the compiled linear discriminants
+            host_coef, host_intercept = story.linear_discriminants(
+                {**params, "factorization": factors}
+            )
             with precision("float64"):
-                host_coef, host_intercept = story.linear_discriminants(
-                    {**params, "factorization": factors}
-                )
-                coef, intercept = story._linear_discriminants_impl(
+                coef, intercept = jax.jit(story.linear_discriminants)(
                     {k: jnp.asarray(v) for k, v in params.items()}
                 )
             np.testing.assert_allclose(host_coef, np.asarray(coef), rtol=1e-10)
@@ -837,12 +814,8 @@ def test_host_factors_of_covariances_match_the_compiled_factorization():
     [("qda", 0.0), ("qda", 0.3), ("gnb", 1e-9), ("gnb", 1e-2)],
 )
 def test_host_scores_of_per_class_spreads_match_the_device_program(dtype, name, setting):
-    """QDA and Gaussian NB predictions are K products of the rows less each mean (with each
-    class's whitening, or its inverse standard deviations), in NumPy blocks: no compiled
-    program per row count. They equal the compiled scores on ordinary rows, on huge ones (the
-    block's scaled path, |x| up to 1e300 in float64) and on blocks mixing both, and
-    scikit-learn's posteriors on the ordinary rows."""
-    from genprob.families.gaussian import distributions
+    """QDA and Gaussian NB predictions of NumPy rows are the compiled program's (the same
+    code), and scikit-learn's posteriors; rows whose squares overflow are refused by scale."""
     from tests._host_scoring import host_and_device_log_proba
 
     rng = np.random.default_rng(7)
@@ -856,23 +829,8 @@ def test_host_scores_of_per_class_spreads_match_the_device_program(dtype, name, 
         estimator = genprob.GaussianNB(var_smoothing=setting, dtype=dtype)
         reference = sknb.GaussianNB(var_smoothing=setting).fit(X, y)
     estimator.fit(X, y)
-    huge = 1e300 if dtype == "float64" else 1e30
-    step = distributions._HOST_BLOCK_ENTRIES // X.shape[1]  # rows of one host block
-    ordinary = np.resize(X, (step + 30, 4))  # a whole ordinary block, then a mixed one
-    rows = np.concatenate([ordinary, X[:20] * huge, X[:20] * 1e-30, -X[:20] * huge])
-    rows = rows.astype(dtype)
+    rows = np.concatenate([np.resize(X, (2000, 4)), X[:20] * 1e-30]).astype(dtype)
     on_host, tolerance = host_and_device_log_proba(estimator, rows, dtype)
-    # three classes score on the host at any size; per-class variances of more than ten
-    # classes score large inputs on the device (one expanded product wins there)
-    large = np.zeros((1 << 16, 4), dtype)
-    assert estimator.story_.scores_on_host(estimator._params_jax(), large)
-    if name == "gnb":
-        many = np.arange(180) % 12
-        twelve = genprob.GaussianNB(var_smoothing=setting, dtype=dtype).fit(X, many)
-        assert not twelve.story_.scores_on_host(twelve._params_jax(), large)
-        assert twelve.story_.scores_on_host(twelve._params_jax(), large[:100])
-        ten = genprob.GaussianNB(var_smoothing=setting, dtype=dtype).fit(X, many % 10)
-        assert ten.story_.scores_on_host(ten._params_jax(), large)
     np.testing.assert_allclose(estimator.predict_proba(rows), np.exp(on_host), atol=tolerance)
     np.testing.assert_array_equal(estimator.predict(rows), np.argmax(on_host, axis=1))
     np.testing.assert_allclose(
@@ -880,6 +838,10 @@ def test_host_scores_of_per_class_spreads_match_the_device_program(dtype, name, 
         reference.predict_proba(X),
         atol=1e-8 if dtype == "float64" else 1e-3,
     )
+    huge = 1e300 if dtype == "float64" else 1e30
+    scale = "1.3e[+]154" if dtype == "float64" else "1.8e[+]19"
+    with pytest.raises(ValueError, match=rf"rows 0, 1, .* too large to score .*{scale}"):
+        estimator.predict_proba(np.concatenate([X[:20] * huge, X[:5]]).astype(dtype))
 
 
 def _class_with_eigenvalues(values, rng):

@@ -162,5 +162,5 @@ def maximize_observed_diagonal(story, stats):
         denominator = group_counts - counts.shape[0] if unbiased else group_counts
     else:
         denominator = counts - 1.0 if unbiased else counts
-    smoothing = story._smoothing_variance_impl(stats)  # of the observed entries, per feature
+    smoothing = story.smoothing_variance(stats)  # of the observed entries, per feature
     return {"means": means, "variances": scatter / denominator + smoothing}

@@ -11,31 +11,22 @@ from __future__ import annotations
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from genprob._arrays import column_sums, namespace, placed
+from genprob._arrays import namespace
 from genprob._lazy import LazyModule
-from genprob._programs import program
-from genprob._validation import all_concrete, check_feature_width
+from genprob._validation import check_feature_width, describe
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
-    cholesky_factors,
     class_constant,
     diagonal_log_normalizer,
-    full_gaussian,
-    full_rank_factors,
-    gathered_scores,
+    linear_scores,
     linear_terms,
-    low_rank_factors,
-    per_class_quadratic_blocks,
-    shared_linear_blocks,
-    shared_linear_scores,
+    quadratic_scores,
     whiten_twice,
 )
 from genprob.families.gaussian.moments import (
     centering_floor,
-    chunked_sum,
     ledoit_wolf_shrinkage,
     per_group,
     reference_point,
@@ -63,19 +54,6 @@ FACTORS = "factorization"
 #: Entry of ``params[FACTORS]`` of a shared full covariance: what linear class scores need
 #: (:meth:`~genprob.families.gaussian.distributions.WhitenedNormal.linear_terms`).
 LINEAR_TERMS = "linear_terms"
-#: Per-class variances score n x D rows against K classes on the host up to n D K this large,
-#: or for any n with at most _HOST_DIAGONAL_CLASSES classes: the host's K elementwise passes
-#: (on every core, genprob._threads) cost about 1.4 ns per row, feature and class, the
-#: device's copy and expanded product about 11 ns per row and feature (2 cores, predict_proba
-#: at 1e5 x 50: K = 5, 35 ms on the host against 55 ms; K = 10, 46 against 72; at 1e5 x 20,
-#: K = 20, 65 against 56).
-_HOST_DIAGONAL_ENTRIES = 1 << 19
-_HOST_DIAGONAL_CLASSES = 10
-#: The closed form runs in NumPy up to this many second-moment entries (K D^2 per class, D^2
-#: shared): there it costs at most ~1.5 ms more than a warm compiled call (D = 300 shared: 1.4
-#: against 0.8 ms) and far less than a first one; beyond, XLA's fused passes over the (D, D)
-#: matrices win (D = 1000 shared: 4.5 against 26 ms), and a compilation costs little beside.
-_HOST_CLOSED_FORM_ENTRIES = 1 << 18
 
 
 class GaussianStory(Story):
@@ -223,11 +201,6 @@ class GaussianStory(Story):
         return super().parameter_dims(name, shape, num_classes, num_features)
 
     @property
-    def groups_rows_by_class(self) -> bool:
-        """Per-class scatter costs one product per block of one class, K per mixed block."""
-        return self._needs_class_scatter
-
-    @property
     def _needs_class_scatter(self) -> bool:
         """Per-class full scatter matrices are needed (QDA, or LDA with auto / weights)."""
         return self.structure.full and (
@@ -270,163 +243,88 @@ class GaussianStory(Story):
 
     def factorize(self, params, rank_bound=None) -> dict:
         """The spread's factorization (Cholesky or retained-subspace whitening; empty for
-        diagonal spreads), jitted. Passed back as ``params[FACTORS]``, it spares every later
-        scoring call the O(D^3) work. A wide shared covariance of low rank (n < D) is factorized
-        on the host in O(D^2 r) (:func:`low_rank_factors`; ``rank_bound``, e.g. the number of
-        rows fitted, sizes its first sketch), and one of full rank (regularized, or fitted on
-        more rows than features) by a host Cholesky factorization (:func:`full_rank_factors`);
-        per-class covariances by K plain Cholesky factorizations (:func:`cholesky_factors`).
-        The likelier of the two is tried first: the low-rank one when the rows bound the rank
-        below D and nothing regularizes the covariance towards the identity."""
-        spread = params[self.spread_name]
-        if self.structure.full and self.shared and not isinstance(spread, jax.core.Tracer):
-            num_features = np.shape(spread)[-1]
-            regularized = self._auto_shrinkage or not (
-                _known_zero(self.shrinkage) and _known_zero(self.reg_param)
-            )
-            low_rank = rank_bound is not None and rank_bound < num_features and not regularized
-
-            def low(spread):
-                return low_rank_factors(spread, self.rank_tol, rank_bound=rank_bound)
-
-            def full(spread):
-                return self._host_factors(np.asarray(spread))
-
-            for attempt in (low, full) if low_rank else (full, low):
-                factors = attempt(spread)
-                if factors is not None:
-                    break
-            else:
-                factors = _jitted_factorize(self, spread)
-            # the class scores' (D, K) directions: predictions skip the (D, D) whitening
-            host = [np.asarray(factors[k]) for k in ("whitening", "log_normalizer", "rank")]
-            terms = linear_terms(np.asarray(params["means"]), *host, xp=np)
-            return placed({**factors, LINEAR_TERMS: terms})
+        diagonal spreads), with the linear terms of a shared covariance's class scores. Passed
+        back as ``params[FACTORS]``, it spares every later scoring call the O(D^3) work.
+        ``rank_bound`` is accepted for callers that know the rank (unused)."""
         if not self.structure.full:
             return {}  # diagonal spreads score from their variances
-        if not isinstance(spread, jax.core.Tracer):
-            # per-class covariances: K small Cholesky factorizations on the host (the compiled
-            # ones when a covariance is not positive definite)
-            factors = self._host_factors(np.asarray(spread))
-            if factors is not None:
-                return placed(factors)
-        return _jitted_factorize(self, spread)
-
-    def _host_factors(self, spreads):
-        """Host factors of covariances (..., D, D) that keep every direction, or None: Cholesky
-        whitening without a rank tolerance, else certified of full rank (a shared covariance:
-        the only one a rank tolerance applies to)."""
-        if self.rank_tol is None:
-            return cholesky_factors(spreads)
-        return full_rank_factors(spreads, self.rank_tol)
+        factors = self.structure.factorize(params[self.spread_name], self.rank_tol)
+        if self.shared:
+            # the class scores' (D, K) directions: predictions skip the (D, D) whitening
+            constant = class_constant(factors["rank"], factors["log_normalizer"])
+            terms = linear_terms(params["means"], factors["whitening"], constant)
+            factors = {**factors, LINEAR_TERMS: terms}
+        return factors
 
     def discriminant(self, params, X):
-        """``log p(x | k)`` less a term of the row, finite for any finite row: linear in ``x``
-        for a shared spread, the quadratic in a scaled domain less its row minimum otherwise
-        (derivation in docs/gaussian.md)."""
-        if isinstance(X, np.ndarray) and self.scores_on_host(params, X):
-            return gathered_scores(X, self._host_blocks(params, X))
-        terms = params.get(FACTORS, {}).get(LINEAR_TERMS)
-        if terms is not None:
-            check_feature_width(X, terms["directions"].shape[0])
-            return shared_linear_scores(X, **terms)
-        return self.structure.scores(self.emission(params), X)
+        """``log p(x | k)`` less a term of the row: linear in ``x`` for a shared spread (the
+        model's linear discriminant), the per-class log density otherwise (derivation in
+        docs/gaussian.md). NumPy rows are scored in NumPy.
 
-    def discriminant_blocks(self, params, X):
-        """Host rows (:meth:`scores_on_host`) in blocks that stay in cache; see
-        :meth:`Story.discriminant_blocks`."""
-        if isinstance(X, np.ndarray) and self.scores_on_host(params, X):
-            yield from self._host_blocks(params, X)
-        else:
-            yield from super().discriminant_blocks(params, X)
+        Raises:
+            ValueError: concrete rows whose scores overflow (features near the square root of
+                the dtype's largest number, 1e154 in float64), naming the rows and the scale.
+        """
+        means = params["means"]
+        check_feature_width(X, np.shape(means)[-1])
+        if isinstance(X, np.ndarray):
+            params = jax.tree_util.tree_map(np.asarray, params)
+        factors = params.get(FACTORS) or {}
+        # an overflow gives -inf or NaN, refused below (NumPy) or by the caller (compiled)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.shared:
+                terms = factors.get(LINEAR_TERMS)
+                if terms is None:
+                    terms = linear_terms(params["means"], *self._whitening_and_constant(params))
+                scores = linear_scores(X, **terms)
+            else:
+                whitening, constant = self._whitening_and_constant(params)
+                scores = quadratic_scores(X, params["means"], whitening, constant)
+        if isinstance(scores, np.ndarray):
+            _refuse_overflowed_rows(X, scores)
+        return scores
 
-    def _host_blocks(self, params, X):
-        """The blocks of :meth:`discriminant_blocks` for rows it scores on the host."""
-        terms = params.get(FACTORS, {}).get(LINEAR_TERMS)
-        if terms is not None:
-            terms = {k: np.asarray(v) for k, v in terms.items()}
-            check_feature_width(X, terms["directions"].shape[0])
-            yield from shared_linear_blocks(X, **terms)
-            return
-        means = np.asarray(params["means"])
-        check_feature_width(X, means.shape[-1])
-        if self.structure.full:
-            factors = {k: np.asarray(v) for k, v in params[FACTORS].items()}
-            whitening = factors["whitening"]
-            constant = class_constant(factors["rank"], factors["log_normalizer"])
-        else:
-            variances = np.asarray(params[self.spread_name])
-            whitening = 1.0 / np.sqrt(variances)
-            constant = diagonal_log_normalizer(variances)
-        yield from per_class_quadratic_blocks(X, means, whitening, constant)
-
-    def recompute_statistics(self, stats) -> dict:
-        """A shared covariance with per-class scatter (``shrinkage="auto"``, covariance weights)
-        keeps the pooled ``squares``, their sum over classes: derived, not stored twice."""
-        if self.shared and self.structure.full and "class_squares" in stats:
-            return {"squares": np.add.reduce(np.asarray(stats["class_squares"]), axis=0)}
-        return {}
+    def _whitening_and_constant(self, params):
+        """``(W, c)``: the whitening of a full spread (D, r) or (K, D, r) and the class
+        constants; for a diagonal spread the inverse sds (D,) when shared, else the variances
+        (K, D) (:func:`quadratic_scores`)."""
+        spread = params[self.spread_name]
+        if not self.structure.full:
+            xp = namespace(spread)
+            constant = diagonal_log_normalizer(xp.broadcast_to(spread, params["means"].shape))
+            return (1.0 / xp.sqrt(spread) if self.shared else spread), constant
+        factors = params.get(FACTORS) or self.structure.factorize(spread, self.rank_tol)
+        return factors["whitening"], class_constant(factors["rank"], factors["log_normalizer"])
 
     def scores_on_host(self, params, X) -> bool:
-        """A factorized shared full covariance (:meth:`factorize`, with its linear terms): one
-        (n, D) x (D, K) product. Per-class covariances, factorized: K (n, D) x (D, D) products
-        of the rows less each mean. Per-class variances, up to ``_HOST_DIAGONAL_ENTRIES`` row-
-        class-feature triples or ``_HOST_DIAGONAL_CLASSES`` classes: K elementwise passes,
-        where the device's single expanded product wins on large inputs with more classes.
-        Faster in NumPy than the copy to the device and its compiled products, and no
-        compilation per row count."""
-        factors = params.get(FACTORS, {})
-        if LINEAR_TERMS in factors:
-            return True
-        if self.shared:
-            return False
-        if self.structure.full:
-            return np.ndim(factors.get("whitening")) == 3
-        spread = params.get(self.spread_name)
-        if np.ndim(spread) != 2:
-            return False
-        num_classes = np.shape(spread)[0]
-        return (
-            num_classes <= _HOST_DIAGONAL_CLASSES
-            or np.size(X) * num_classes <= _HOST_DIAGONAL_ENTRIES
-        )
+        """NumPy rows are scored in NumPy (:meth:`discriminant`)."""
+        return isinstance(X, np.ndarray)
 
     # -- closed form -----------------------------------------------------------------------------
     #: every row of positive weight adds its entries and their squares to the moments
     statistics_show_nonfinite = True
-    #: the host moments read hard labels' responsibilities block by block (no (n, K) array)
-    accepts_one_hot_rows = True
 
     def statistics_on_host(self, X) -> bool:
-        """Dense NumPy rows: NumPy's blocked products in cache beat copying large inputs to the
-        device (and grouping them by class) for a compiled program, and spare small ones a
-        compiled program, whose first call in a process costs more than their whole fit. Not
-        with ``shrinkage="auto"``, whose second pass standardizes by statistics of the first
-        (it stays compiled)."""
-        return isinstance(X, np.ndarray) and not self._auto_shrinkage
+        """NumPy rows: :meth:`sufficient_statistics` in NumPy."""
+        return isinstance(X, np.ndarray)
 
     def sufficient_statistics(self, X, R):
-        """Counts, first and second moments of ``(X, R)`` in one blocked pass.
+        """Counts, first and second moments of features ``X`` (n, D) weighted by a dense
+        responsibility matrix ``R`` (n, K), NumPy or JAX alike.
 
-        Moments are taken about a reference point (the data mean, ``shift``) so that "second
-        moment minus squared mean" keeps its precision when |mean| >> sd. A shared full
-        covariance costs one weighted ``X^T X``; per-class full scatter costs K of them (they
-        are genuinely K different matrices when R is soft). ``shrinkage="auto"`` adds a second
-        pass for the Ledoit–Wolf fourth moments ``sum_i R_ik ||z_ik||^4``, whose standardization
-        needs the class means and sds: those statistics are therefore not additive over chunks.
+        Moments are taken about a reference point (near the data mean, ``shift``) so that
+        "second moment minus squared mean" keeps its precision when |mean| >> sd; they add over
+        row blocks (:meth:`combine_statistics`). A shared full covariance costs one weighted
+        ``X^T X``; per-class full scatter costs K of them. ``shrinkage="auto"`` adds the
+        Ledoit–Wolf fourth moments ``sum_i R_ik ||z_ik||^4``, whose standardization needs the
+        class means and sds: those statistics are therefore not additive over chunks.
         """
         shift = reference_point(X)
         moments = self.structure.moments(X, R, shift, self._needs_class_scatter)
-        # the host passes count the classes as they go: R is not summed again
-        counts = moments.pop("counts") if "counts" in moments else column_sums(R)
-        stats = {"counts": counts, "shift": shift, **moments}
+        stats = {"counts": R.sum(axis=0), "shift": shift, **moments}
         if self._auto_shrinkage:
             stats["fourth_moments"] = self._fourth_moments(X, R, stats)
         return stats
-
-    def class_counts(self, stats):
-        """The statistics' own class counts (``R^T 1``)."""
-        return stats["counts"]
 
     def combine_statistics(self, stats_a, stats_b):
         r"""Statistics of two data chunks, moved to a common reference point and added.
@@ -444,12 +342,13 @@ class GaussianStory(Story):
                 "the fourth moments depend on each chunk's class means and scales. Fit on all "
                 "the data at once, or use a fixed shrinkage in [0, 1]."
             )
+        xp = namespace(*jax.tree_util.tree_leaves((stats_a, stats_b)))
         total_a, total_b = stats_a["counts"].sum(), stats_b["counts"].sum()
         total = total_a + total_b
-        fraction = jnp.where(total > 0, total_b / jnp.where(total > 0, total, 1.0), 0.5)
+        fraction = xp.where(total > 0, total_b / xp.where(total > 0, total, 1.0), 0.5)
         shift = stats_a["shift"] + fraction * (stats_b["shift"] - stats_a["shift"])
         moved_a, moved_b = self._recenter(stats_a, shift), self._recenter(stats_b, shift)
-        combined = jax.tree_util.tree_map(jnp.add, moved_a, moved_b)
+        combined = jax.tree_util.tree_map(lambda a, b: a + b, moved_a, moved_b)
         combined["shift"] = shift
         return combined
 
@@ -479,40 +378,29 @@ class GaussianStory(Story):
 
     def _fourth_moments(self, X, R, stats):
         """``sum_i R_ik ||(x_i - m_k) / s_k||^4`` per class (the Ledoit–Wolf beta statistic)."""
+        xp = namespace(X, R)
         covariances, centered_means = self._class_scatter(stats)
-        variances = jnp.diagonal(covariances, axis1=-2, axis2=-1)
+        variances = xp.diagonal(covariances, axis1=-2, axis2=-1)
         scale = standardizing_scale(variances, stats["counts"], centered_means + stats["shift"])
-        shift = stats["shift"]
-
-        def moments(x, r):
-            z = ((x - shift)[:, None, :] - centered_means[None]) / scale[None]
-            norms = jnp.sum(z * z, axis=-1)
-            return jnp.sum(r * norms * norms, axis=0)
-
-        return chunked_sum(moments, X, R)
+        Z = X - stats["shift"]
+        moments = []
+        for k in range(R.shape[1]):  # class by class: no (n, K, D) temporary
+            z = (Z - centered_means[k]) / scale[k]
+            norms = xp.sum(z * z, axis=-1)
+            moments.append(xp.sum(R[:, k] * norms * norms))
+        return xp.stack(moments)
 
     def _spread_terms(self, stats):
-        """:meth:`_spread_terms_impl` in NumPy for concrete statistics: a few (K, D, D)
-        operations, where a compiled program's first call in a process costs more than a whole
-        small fit; traced (inside EM, say) it is part of the caller's program."""
-        if self._closed_form_on_host(stats) and all_concrete(
-            stats, self.reg_param, self.shrinkage, self.var_smoothing
-        ):
-            # an overflow gives inf or NaN as on the device, which the fit refuses by name
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                return self._spread_terms_impl(jax.tree_util.tree_map(np.asarray, stats))
-        return _jitted_spread_terms(self, stats)
-
-    def _spread_terms_impl(self, stats):
         """The closed form and what the likelihood sees, per covariance group.
 
         Returns a dict with ``means``; ``spread`` (the closed-form covariance or variances);
         ``mle`` (the MLE spread S the likelihood depends on); ``group_counts`` (N shared, N_k
         per class); ``dof`` (the effective sample size nu of the penalized objective, see
-        :meth:`log_penalty`). NumPy statistics give NumPy terms, JAX ones JAX terms.
+        :meth:`log_penalty`). NumPy statistics give NumPy terms, JAX ones JAX terms; an
+        overflow gives inf or NaN in either, which the fit refuses by name.
         """
         counts, sums = stats["counts"], stats["sums"]
-        xp = namespace(*jax.tree_util.tree_leaves(stats))
+        xp = namespace(*jax.tree_util.tree_leaves(stats), *self._hyperparameters())
         num_classes, num_features = sums.shape
         centered_means = sums / counts[:, None]
         means = centered_means + stats["shift"]
@@ -564,7 +452,7 @@ class GaussianStory(Story):
             spread = (1.0 - self.reg_param) * spread + self.reg_param * identity
             kept = kept * (1.0 - self.reg_param)
         else:
-            spread = spread + self._smoothing_variance_impl(stats)
+            spread = spread + self.smoothing_variance(stats)
         return {
             "means": means,
             "spread": spread,
@@ -572,6 +460,11 @@ class GaussianStory(Story):
             "group_counts": group_counts,
             "dof": denominator / kept,
         }
+
+    def _hyperparameters(self):
+        """The numeric hyperparameters the closed form reads (traced ones make it JAX)."""
+        values = (self.reg_param, self.shrinkage, self.var_smoothing)
+        return [v for v in values if not isinstance(v, str)]
 
     def _ledoit_wolf(self, class_covariances, stats):
         """Ledoit–Wolf shrunk per-class covariances and their coefficients alpha_k."""
@@ -583,16 +476,6 @@ class GaussianStory(Story):
 
     def smoothing_variance(self, stats):
         """``var_smoothing * max_j Var(x_j)``: the variance added by Gaussian-NB smoothing."""
-        needed = {k: stats[k] for k in ("counts", "sums", "squares")}
-        if all_concrete(needed, self.var_smoothing):
-            # a few (K, D) sums: on the host, not one more program to compile; an overflow
-            # gives inf as on the device, which the fit then refuses by name (check_overflow)
-            with np.errstate(over="ignore", invalid="ignore"):
-                return self._smoothing_variance_impl({k: np.asarray(v) for k, v in needed.items()})
-        return _jitted_smoothing_variance(self, stats)
-
-    def _smoothing_variance_impl(self, stats):
-        # array methods only: the same code runs on NumPy (host) and JAX arrays
         counts, sums = stats["counts"], stats["sums"]
         total = counts.sum(axis=0)  # per feature when counts are (K, D) (missing entries)
         squares = self.structure.diagonal(stats["squares"])
@@ -602,18 +485,14 @@ class GaussianStory(Story):
         return self.var_smoothing * (squares / total - centered_mean**2).max()
 
     def maximizes_on_host(self, stats) -> bool:
-        """Fully observed statistics of moderate size: the closed form is a few (K, D, D)
-        operations in NumPy."""
-        return np.ndim(stats["counts"]) == 1 and self._closed_form_on_host(stats)
-
-    @staticmethod
-    def _closed_form_on_host(stats) -> bool:
-        return np.size(stats["squares"]) <= _HOST_CLOSED_FORM_ENTRIES
+        """NumPy statistics: :meth:`maximize` in NumPy."""
+        return all(isinstance(v, np.ndarray) for v in jax.tree_util.tree_leaves(stats))
 
     def maximize(self, stats):
-        if jnp.ndim(stats["counts"]) == 2:  # per-feature counts: observed entries only
+        if np.ndim(stats["counts"]) == 2:  # per-feature counts: observed entries only
             return gaussian_missing.maximize_observed_diagonal(self, stats)
-        terms = self._spread_terms(stats)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            terms = self._spread_terms(stats)
         return {"means": terms["means"], self.spread_name: terms["spread"]}
 
     def log_penalty(self, params, stats):
@@ -645,14 +524,15 @@ class GaussianStory(Story):
         extra = terms["dof"] - terms["group_counts"]
         pseudo = pseudo_scatter(terms)
         spread = params[self.spread_name]
+        xp = namespace(spread, pseudo)
         if not self.structure.full:
             extra = per_group(extra, spread)
-            return jnp.sum(-0.5 * extra * jnp.log(spread) - 0.5 * pseudo / spread)
-        emission = full_gaussian(params["means"], spread, self.rank_tol)
-        whitening = emission.whitening
+            return xp.sum(-0.5 * extra * xp.log(spread) - 0.5 * pseudo / spread)
+        factors = self.structure.factorize(spread, self.rank_tol)
+        whitening = factors["whitening"]
         # tr(Sigma^-1 Psi) = tr(W^T Psi W); -1/2 log det Sigma = log_normalizer
-        trace = jnp.trace(jnp.swapaxes(whitening, -1, -2) @ pseudo @ whitening, axis1=-2, axis2=-1)
-        return jnp.sum(extra * emission.log_normalizer - 0.5 * trace)
+        trace = xp.trace(xp.swapaxes(whitening, -1, -2) @ pseudo @ whitening, axis1=-2, axis2=-1)
+        return xp.sum(extra * factors["log_normalizer"] - 0.5 * trace)
 
     # -- missing entries (genprob.families.gaussian.missing) -------------------------------------
     @property
@@ -788,17 +668,14 @@ class GaussianStory(Story):
             (K,), ``intercept`` = ``-1/2 m_k^T P_k m_k + log pi_k`` (K,) and, for a shared spread,
             ``whitening`` (D, D) with ``W^T Sigma W = I`` on the retained subspace.
         """
-        return _jitted_emission_summary(self, params)
-
-    def _emission_summary_impl(self, params):
         means = params["means"]
+        spread = params[self.spread_name]
+        xp = namespace(means, spread)
         precision, normalizer, whitening = self.structure.summary(
-            means, params[self.spread_name], self.rank_tol, params.get(FACTORS)
+            means, spread, self.rank_tol, params.get(FACTORS)
         )
-        linear = jnp.einsum("kde,ke->kd", precision, means)
-        intercept = -0.5 * jnp.sum(linear * means, axis=-1)
-        if "class_prior" in params:
-            intercept = intercept + jnp.log(params["class_prior"])
+        linear = xp.einsum("kde,ke->kd", precision, means)
+        linear, intercept = _linear_and_intercept(linear, params)
         return {
             "precision": precision,
             "linear": linear,
@@ -821,26 +698,12 @@ class GaussianStory(Story):
                 "per-class covariances give quadratic log-odds (QDA, Gaussian NB): there is no "
                 "linear boundary; use genprob.boundaries.quadratic_boundary."
             )
-        whitening = self._host_whitening(params)
-        if whitening is not None:
-            # (K, D) x (D, D) twice on the host, from the factors a fit keeps: no compilation
-            host = {k: np.asarray(params[k]) for k in ("means", "class_prior") if k in params}
-            return _linear_and_intercept(whiten_twice(host["means"], whitening), host)
-        return _jitted_linear_discriminants(self, params)
-
-    def _linear_discriminants_impl(self, params):
-        linear = self.structure.precision_times(self.emission(params), params["means"])
+        means = params["means"]
+        if self.structure.full:
+            linear = whiten_twice(means, self._whitening_and_constant(params)[0])
+        else:
+            linear = means / params["variances"]
         return _linear_and_intercept(linear, params)
-
-    def _host_whitening(self, params):
-        """The whitening a fit factorized once (shared full covariance), as a NumPy array, or None
-        when there is none or it is traced."""
-        whitening = (params.get(FACTORS) or {}).get("whitening")
-        if not (self.structure.full and self.shared) or whitening is None:
-            return None
-        if not all_concrete({"whitening": whitening, "means": params["means"]}):
-            return None
-        return np.asarray(whitening)
 
     def linear_boundary(self, params, k: int, l: int):  # noqa: E741
         r"""``(w, b)`` with ``w . x + b = log p(y=k | x) - log p(y=l | x)`` (shared covariance).
@@ -867,8 +730,7 @@ class GaussianStory(Story):
         if not self.shared:
             raise ValueError("a whitening common to all classes needs a shared covariance.")
         if self.structure.full:
-            whitening = self._host_whitening(params)
-            return whitening if whitening is not None else _jitted_whitening(self, params)
+            return self._whitening_and_constant(params)[0]
         return self.emission_summary(params)["whitening"]
 
 
@@ -876,41 +738,24 @@ def _linear_and_intercept(linear, params):
     """``(P m_k, -1/2 m_k^T P m_k + log pi_k)`` from ``linear = P m_k`` (NumPy or JAX)."""
     intercept = -0.5 * (linear * params["means"]).sum(axis=-1)
     if "class_prior" in params:
-        if isinstance(linear, np.ndarray):
-            with np.errstate(divide="ignore"):  # a class of prior 0: -inf, as in JAX
-                return linear, intercept + np.log(params["class_prior"])
-        intercept = intercept + jnp.log(params["class_prior"])
+        xp = namespace(linear, params["class_prior"])
+        with np.errstate(divide="ignore"):  # a class of prior 0: -inf, as in JAX
+            intercept = intercept + xp.log(params["class_prior"])
     return linear, intercept
 
 
-@program
-def _jitted_spread_terms(story, stats):
-    return story._spread_terms_impl(stats)
-
-
-@program
-def _jitted_smoothing_variance(story, stats):
-    return story._smoothing_variance_impl(stats)
-
-
-@program
-def _jitted_emission_summary(story, params):
-    return story._emission_summary_impl(params)
-
-
-@program
-def _jitted_factorize(story, spread):
-    return story.structure.factorize(spread, story.rank_tol)
-
-
-@program
-def _jitted_linear_discriminants(story, params):
-    return story._linear_discriminants_impl(params)
-
-
-@program
-def _jitted_whitening(story, params):
-    return story.emission(params).whitening
+def _refuse_overflowed_rows(X, scores) -> None:
+    """Rows of finite features whose class scores overflowed are refused, naming the scale
+    (the fit refuses such features with the same advice, :meth:`GaussianStory.check_overflow`)."""
+    if np.isfinite(scores).all():
+        return
+    bad = np.flatnonzero(~np.isfinite(scores).all(axis=-1) & np.isfinite(X).all(axis=-1))
+    if bad.size:
+        raise ValueError(
+            f"rows {describe(bad)} have values too large to score in {X.dtype} (beyond about "
+            f"{np.sqrt(np.finfo(X.dtype).max):.2g}, where their squares overflow). Rescale the "
+            "features (e.g. standardize them) before fitting."
+        )
 
 
 def _known_zero(value) -> bool:

@@ -8,30 +8,14 @@ structure-dependent step to ``story.structure`` instead of branching on it.
 
 from __future__ import annotations
 
-import functools
 import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from genprob._arrays import OneHotRows, namespace
+from genprob._arrays import namespace
 from genprob._lazy import LazyModule
-from genprob._native import MIN_BYTES as NATIVE_MIN_BYTES
-from genprob._threads import scratch
-from genprob.families.gaussian.distributions import (
-    full_factors,
-    full_gaussian,
-    whiten_twice,
-)
+from genprob.families.gaussian.distributions import full_factors, full_gaussian
 from genprob.families.gaussian.moments import (
-    HOST_BLOCK_BYTES,
-    ClassBlocks,
-    block_rows,
-    centered,
-    chunked_sum,
-    host_row_blocks,
-    host_row_spans,
     per_group,
     snap_constant_features,
     symmetrize,
@@ -78,10 +62,6 @@ class CovarianceStructure:
         """Where a degenerate spread sits, for error messages."""
         raise NotImplementedError
 
-    def scores(self, emission, X):
-        """The emission's log density of rows ``X`` (n, D) less a term of the row, (n, K)."""
-        raise NotImplementedError
-
     # -- full or diagonal ----------------------------------------------------------------------
     def prior(self, num_classes, num_features, scale):
         raise NotImplementedError
@@ -94,13 +74,9 @@ class CovarianceStructure:
         """What scoring needs of the spread beyond the parameters, computed once per fit."""
         raise NotImplementedError
 
-    def precision_times(self, emission, vectors):
-        """``P v`` for vectors (K, D) of a shared spread (the precision is never formed)."""
-        raise NotImplementedError
-
     def moments(self, X, R, shift, class_scatter: bool) -> dict:
-        """``sums`` (K, D) and the second moments about ``shift`` of one statistics pass; on
-        the host also ``counts`` (K,), the column sums of ``R`` taken in the same pass."""
+        """``sums`` (K, D) and the second moments about ``shift`` of rows ``X`` weighted by the
+        dense responsibilities ``R`` (n, K), NumPy or JAX alike."""
         raise NotImplementedError
 
     def move(self, squares, sums, counts, offset):
@@ -146,10 +122,6 @@ class Shared:
     def scope(self, k, where):
         return "(shared by all classes)" if not self.full else "shared covariance"
 
-    def scores(self, emission, X):
-        """Class-dependent part of the log density: linear in ``x`` (the quadratic is shared)."""
-        return emission.linear_scores(X)
-
 
 class PerClass:
     """One spread per class."""
@@ -168,10 +140,6 @@ class PerClass:
     def scope(self, k, where):
         return where(k=k) if not self.full else f"covariance {where(k=k)}"
 
-    def scores(self, emission, X):
-        """Log density less the smallest scaled quadratic of the row (finite for finite ``x``)."""
-        return emission.quadratic_scores(X)
-
 
 class FullCovariance(CovarianceStructure):
     """Full covariance matrices, scored by whitening (the retained subspace with ``rank_tol``)."""
@@ -181,7 +149,7 @@ class FullCovariance(CovarianceStructure):
 
     def prior(self, num_classes, num_features, scale):
         copies = self.copies(num_classes)
-        identity = jnp.eye(num_features) * scale**2
+        identity = np.eye(num_features) * scale**2
         return numpyro.sample(
             "covariance",
             dist.InverseWishart(num_features + 2.0, identity).expand(copies).to_event(len(copies)),
@@ -193,134 +161,19 @@ class FullCovariance(CovarianceStructure):
     def factorize(self, spread, rank_tol):
         return full_factors(spread, rank_tol)
 
-    def precision_times(self, emission, vectors):
-        return whiten_twice(vectors, emission.whitening)
-
     def moments(self, X, R, shift, class_scatter):
-        if isinstance(X, np.ndarray):
-            return self._host_moments(X, R, shift, class_scatter)
-        num_features = X.shape[1]
+        Z = X - shift
+        sums = R.T @ Z
         if not class_scatter:
-
-            def weighted(x, r):
-                # [x sqrt(w), r / sqrt(w)]^T (x sqrt(w)) holds sum_i w_i x x^T and R^T x in one
-                # product, w = row weight
-                root = jnp.sqrt(r.sum(axis=1))[:, None]
-                xw = (x - shift) * root
-                left = jnp.concatenate([xw, r / jnp.where(root > 0, root, 1.0)], axis=1)
-                return left.T @ xw
-
-            both = chunked_sum(weighted, X, R)
-            return {"squares": both[:num_features], "sums": both[num_features:]}
-
-        def per_class(x, r):
-            augmented = jnp.concatenate([x - shift, jnp.ones_like(x[:, :1])], axis=1)
-            present = jnp.any(r != 0, axis=0)
-
-            def one_class():
-                # the whole block belongs to one class (hard labels grouped by class): one
-                # weighted product, placed at that class, instead of K
-                weighted = augmented * r.sum(axis=1, keepdims=True)
-                scatter = weighted.T @ augmented[:, :num_features]
-                return present[:, None, None].astype(scatter.dtype) * scatter[None]
-
-            def every_class():
-                weighted = (r[:, :, None] * augmented[:, None, :]).reshape(x.shape[0], -1)
-                return (weighted.T @ augmented[:, :num_features]).reshape(
-                    r.shape[1], num_features + 1, num_features
-                )
-
-            return jax.lax.cond(jnp.sum(present) <= 1, one_class, every_class)
-
-        both = chunked_sum(per_class, X, R)
-        class_squares = both[:, :num_features, :]
-        stats = {"sums": both[:, num_features, :], "squares": self.group(class_squares)}
+            # one weighted product: sum_i w_i z_i z_i^T, w the row weights
+            return {"squares": (Z * R.sum(axis=1)[:, None]).T @ Z, "sums": sums}
+        # class by class: no (n, K, D) temporary
+        xp = namespace(Z, R)
+        class_squares = xp.stack([(Z * R[:, k, None]).T @ Z for k in range(R.shape[1])])
+        stats = {"sums": sums, "squares": self.group(class_squares)}
         if self.shared:
             stats["class_squares"] = class_squares
         return stats
-
-    def _host_moments(self, X, R, shift, class_scatter):
-        """:meth:`moments` of NumPy rows, eagerly, block by block in cache: ``Z^T W Z`` and
-        ``R^T Z`` of the centered block ``Z`` (``Z^T Z``, a symmetric product, where every row
-        of the block weighs 1; ``R^T Z`` scattered for label codes); per-class scatter gathers
-        each class's rows of the block, so hard labels cost one ``X^T X`` in all, not K."""
-        if not class_scatter:
-            # blocks of twice the size: fewer calls, and the symmetric product gains more from
-            # them than it loses to the cache (1e5 x 50: 8.7 ms against 9.1; 1e6 x 20: 22
-            # against 24, moments about the origin or the mean alike)
-            squares, sums, counts = host_row_spans(
-                self._shared_span, shift, X, R, block_bytes=2 * HOST_BLOCK_BYTES
-            )
-            return {"squares": squares, "sums": sums, "counts": counts}
-        # each class's copy is about 1/K of a block: blocks K times larger (up to 8) keep it in
-        # cache and spend fewer products on few rows (1e5 x 50, K = 5: 48 ms against 58 ms)
-        block_bytes = HOST_BLOCK_BYTES * min(R.shape[1], 8)
-        class_squares, sums, counts = host_row_spans(
-            self._per_class_span, shift, X, R, block_bytes=block_bytes
-        )
-        stats = {"sums": sums, "squares": self.group(class_squares), "counts": counts}
-        if self.shared:
-            stats["class_squares"] = class_squares
-        return stats
-
-    # np.dot, not @, in the spans: it releases the GIL, so spans run on threads in parallel
-    @staticmethod
-    def _shared_span(shift, X, R, *, block_bytes):
-        """``Z^T W Z`` (D, D), ``R^T Z`` (K, D) and ``R^T 1`` (K,) of NumPy rows, ``W`` the
-        row weights (the row sums of ``R``)."""
-        num_classes, num_features = R.shape[1], X.shape[1]
-        dtype = np.result_type(X.dtype, R.dtype)
-        squares = np.zeros((num_features, num_features), dtype)
-        sums = np.zeros((num_classes, num_features), dtype)
-        counts = np.zeros(num_classes, dtype)
-        step = block_rows(X, block_bytes)
-        ones = np.ones(step, dtype)
-        per_class = np.ones(num_classes, dtype)
-        origin = not np.any(shift)  # moments about 0: the products read the rows in place
-        # hard labels as codes: each row scattered onto its class (no R block, no K-row
-        # product); without weights every row weighs 1, no check per block
-        codes = isinstance(R, OneHotRows)
-        unit = codes and R.unit_rows
-        row_weights = R.row_sums() if codes and not unit else None
-        add = R.class_sums_adder(num_features, dtype) if codes else None
-        read = (X,) if codes else (X, R)  # an R block only for the products with it
-        for number, (x, *r) in enumerate(host_row_blocks(*read, block_bytes=block_bytes)):
-            start = number * step
-            z = x if origin else centered(x, shift)
-            if codes:
-                weights = None if unit else row_weights[start : start + len(z)]
-            else:
-                weights = np.dot(r[0], per_class)
-            # a symmetric product (BLAS syrk) when every row of the block weighs 1
-            if weights is None or np.all(weights == 1):
-                squares += np.dot(z.T, z)
-            else:
-                squares += np.dot((z * weights[:, None]).T, z)
-            if codes:
-                add(sums, start, z)
-            else:
-                sums += np.dot(r[0].T, z)
-                counts += np.dot(ones[: len(z)], r[0])
-        return squares, sums, R.column_sums().astype(dtype) if codes else counts
-
-    @staticmethod
-    def _per_class_span(shift, X, R, *, block_bytes):
-        """Per-class ``Z_k^T W_k Z_k`` (K, D, D), ``R^T Z`` (K, D) and ``R^T 1`` (K,) of NumPy
-        rows."""
-        num_classes, num_features = R.shape[1], X.shape[1]
-        dtype = np.result_type(X.dtype, R.dtype)
-        class_squares = np.zeros((num_classes, num_features, num_features), dtype)
-        sums = np.zeros((num_classes, num_features), dtype)
-        ones = np.ones(block_rows(X, block_bytes), dtype)
-        gathered = ClassBlocks(X, R, shift, block_bytes)
-        for k, z_k, w in gathered:
-            if w is None:
-                class_squares[k] += np.dot(z_k.T, z_k)
-                sums[k] += np.dot(ones[: len(z_k)], z_k)
-            else:
-                class_squares[k] += np.dot((z_k * w[:, None]).T, z_k)
-                sums[k] += np.dot(w, z_k)
-        return class_squares, sums, gathered.counts.astype(dtype)
 
     def move(self, squares, sums, counts, offset):
         cross = sums[..., :, None] * offset[None, :]
@@ -338,14 +191,14 @@ class FullCovariance(CovarianceStructure):
         return num_features * (num_features + 1) // 2
 
     def summary(self, means, spread, rank_tol, factors=None):
-        emission = full_gaussian(means, spread, rank_tol, factors)
-        precision = jnp.broadcast_to(
-            emission.precision_matrix, means.shape[:1] + 2 * means.shape[1:]
-        )
-        normalizer = jnp.broadcast_to(
-            emission.log_normalizer - 0.5 * emission.rank * _LOG_2PI, means.shape[:1]
-        )
-        return precision, normalizer, emission.whitening if self.shared else None
+        xp = namespace(means, spread)
+        factors = factors or full_factors(spread, rank_tol)
+        whitening = factors["whitening"]
+        precision = whitening @ xp.swapaxes(whitening, -1, -2)
+        precision = xp.broadcast_to(precision, means.shape[:1] + 2 * means.shape[1:])
+        normalizer = factors["log_normalizer"] - 0.5 * factors["rank"] * _LOG_2PI
+        normalizer = xp.broadcast_to(normalizer, means.shape[:1])
+        return precision, normalizer, whitening if self.shared else None
 
 
 class DiagonalCovariance(CovarianceStructure):
@@ -364,81 +217,14 @@ class DiagonalCovariance(CovarianceStructure):
         )
 
     def emission(self, means, spread, rank_tol, factors=None):
-        return normals.DiagonalNormal(means, jnp.broadcast_to(spread, means.shape))
+        return normals.DiagonalNormal(means, namespace(spread).broadcast_to(spread, means.shape))
 
     def factorize(self, spread, rank_tol):
         return {}
 
-    def precision_times(self, emission, vectors):
-        return vectors / emission.variance
-
     def moments(self, X, R, shift, class_scatter):
-        if isinstance(X, np.ndarray):
-            if isinstance(R, OneHotRows):
-                # hard labels: each row and its square scattered onto its class; the K-row
-                # products R^T Z and R^T Z^2 run BLAS far below its peak (1e5 x 50, K = 5, one
-                # thread: 5.1 ms against 10.1, and 7.5 for gathering each class's rows)
-                block_bytes = HOST_BLOCK_BYTES * (1 if np.any(shift) else 2)
-                # the native kernel reads each row once (genprob._native); its first use in
-                # a process costs ~50 ms, paid back by large passes only
-                span = functools.partial(self._code_span, native=X.nbytes >= NATIVE_MIN_BYTES)
-            else:
-                # the same sums block by block in cache; about the origin the products read
-                # the block in place, and blocks twice the size (no centered copy beside
-                # them) take fewer calls (1e5 x 50: 6.7 ms against 7.3)
-                block_bytes = HOST_BLOCK_BYTES * (1 if np.any(shift) else 2)
-                span = self._host_span
-            sums, class_squares, counts = host_row_spans(span, shift, X, R, block_bytes=block_bytes)
-            return {"sums": sums, "squares": self.group(class_squares), "counts": counts}
-
-        def first_and_second(x, r):
-            xs = x - shift
-            return r.T @ xs, r.T @ (xs * xs)
-
-        sums, class_squares = chunked_sum(first_and_second, X, R)
-        return {"sums": sums, "squares": self.group(class_squares)}
-
-    @staticmethod
-    def _host_span(shift, X, R, *, block_bytes):
-        """Per-class sums, sums of squares and counts (``R^T 1``) of NumPy rows, block by
-        block in cache."""
-        sums = np.zeros((R.shape[1], X.shape[1]), np.result_type(X.dtype, R.dtype))
-        class_squares = np.zeros_like(sums)
-        counts = np.zeros(R.shape[1], sums.dtype)
-        ones = np.ones(block_rows(X, block_bytes), sums.dtype)
-        origin = not np.any(shift)  # moments about 0: no centered copy of the block
-        for x, r in host_row_blocks(X, R, block_bytes=block_bytes):
-            z = x if origin else centered(x, shift)
-            # np.dot, not @: it releases the GIL, so spans run on threads in parallel
-            sums += np.dot(r.T, z)
-            squared = np.square(z, out=scratch("centered", z.shape, z.dtype) if origin else z)
-            class_squares += np.dot(r.T, squared)
-            counts += np.dot(ones[: r.shape[0]], r)
-        return sums, class_squares, counts
-
-    @staticmethod
-    def _code_span(shift, X, R, *, block_bytes, native=False):
-        """:meth:`_host_span` of hard labels (:class:`~genprob._arrays.OneHotRows`): with
-        ``native``, each row and its square added onto its class in one read by the native
-        kernel (:meth:`~genprob._arrays.OneHotRows.class_moments`) where it is available;
-        else each block's rows, then their squares, added onto their classes' rows
-        (:meth:`~genprob._arrays.OneHotRows.class_sums_adder`). Both sum the same blocks."""
-        dtype = np.result_type(X.dtype, R.dtype)
-        step = block_rows(X, block_bytes)
-        moments = R.class_moments(X, shift, step) if native else None
-        if moments is not None:
-            return (*moments, R.column_sums().astype(dtype))
-        sums = np.zeros((R.shape[1], X.shape[1]), dtype)
-        class_squares = np.zeros_like(sums)
-        origin = not np.any(shift)  # moments about 0: no centered copy of the block
-        add = R.class_sums_adder(X.shape[1], dtype)
-        for start in range(0, X.shape[0], step):
-            x = X[start : start + step]
-            z = x if origin else centered(x, shift)
-            add(sums, start, z)
-            squared = np.square(z, out=scratch("centered", z.shape, z.dtype) if origin else z)
-            add(class_squares, start, squared)
-        return sums, class_squares, R.column_sums().astype(dtype)
+        Z = X - shift
+        return {"sums": R.T @ Z, "squares": self.group(R.T @ (Z * Z))}
 
     def move(self, squares, sums, counts, offset):
         return squares + 2.0 * sums * offset + counts[..., None] * offset**2
@@ -453,10 +239,11 @@ class DiagonalCovariance(CovarianceStructure):
         return num_features
 
     def summary(self, means, spread, rank_tol, factors=None):
-        variances = jnp.broadcast_to(spread, means.shape)
-        precision = jax.vmap(jnp.diag)(1.0 / variances)
-        normalizer = -0.5 * jnp.sum(jnp.log(2.0 * jnp.pi * variances), axis=-1)
-        whitening = jnp.diag(1.0 / jnp.sqrt(spread)) if self.shared else None
+        xp = namespace(means, spread)
+        variances = xp.broadcast_to(spread, means.shape)
+        precision = (1.0 / variances)[..., :, None] * xp.eye(means.shape[-1], dtype=variances.dtype)
+        normalizer = -0.5 * xp.sum(xp.log(2.0 * np.pi * variances), axis=-1)
+        whitening = xp.diag(1.0 / xp.sqrt(spread)) if self.shared else None
         return precision, normalizer, whitening
 
 
