@@ -277,7 +277,7 @@ def _recomputed_params(estimator, stats) -> dict:
     same precision), or {} when the story has none."""
     import jax
 
-    from genprob._dtype import precision
+    from genprob._dtype import numpy_dtype, precision
 
     story = estimator.story_
     if not story.has_closed_form or not isinstance(stats, dict) or "emission" not in stats:
@@ -285,7 +285,9 @@ def _recomputed_params(estimator, stats) -> dict:
     from genprob import core
 
     with precision(estimator._dtype):
-        emission = jax.tree_util.tree_map(estimator._as_array, stats["emission"])
+        # NumPy statistics, as the fit maximized them: the same code on the host
+        dtype = numpy_dtype(estimator._dtype)
+        emission = jax.tree_util.tree_map(lambda a: np.asarray(a, dtype), stats["emission"])
         params = core.compiled_emission_maximize(story, emission)
         return {k: np.asarray(v) for k, v in params.items()}
 

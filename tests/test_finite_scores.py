@@ -1,10 +1,11 @@
-"""Class posteriors stay finite for any finite input (hardening issue, item 2).
+"""Class posteriors are exact or refused by name (hardening issue, item 2; issue 43).
 
-Prediction normalizes ``log pi_k + story.discriminant(params, X)``: the Gaussian family drops
-the row's own quadratic (linear scores for a shared spread, scaled quadratics less their row
-minimum per class), so rows at 1e154..1e308 get posteriors where the squares overflow float64.
-References are exact: every float is a rational number, so the quadratic forms are evaluated
-with ``fractions.Fraction`` (no rounding, no overflow) and only the final differences rounded.
+Prediction normalizes ``log pi_k + story.discriminant(params, X)``: a shared spread's linear
+discriminant drops the row's own quadratic, so its rows get posteriors up to about 1e300 in
+float64; per-class spreads score the quadratic itself, and rows whose squares overflow (about
+1e154) are refused with a message naming that scale. References are exact: every float is a
+rational number, so the quadratic forms are evaluated with ``fractions.Fraction`` (no rounding,
+no overflow) and only the final differences rounded.
 """
 
 from fractions import Fraction
@@ -30,7 +31,11 @@ FACES = {
         genprob.GaussianStory(covariance="diag")
     ),
 }
-SCALES = [1e154, 1e155, 1e200, 1e300, 2.0**1020]  # 2^1020 x 7.9: near the float64 maximum
+SCALES = [1e154, 1e155, 1e200, 1e300]
+#: faces whose discriminant is linear in the rows (a shared spread)
+LINEAR = ["LinearDiscriminantAnalysis", "GenerativeClassifier", "GenerativeClassifier-shared-diag"]
+#: the refusal of rows whose squares overflow, naming the scale
+TOO_LARGE = r"too large to score in float64 \(beyond about 1.3e\+154|cannot be scored"
 ROWS = [0, 60, 120, 75]  # one per class, and a versicolor row near the boundary
 
 
@@ -115,8 +120,8 @@ def _assert_probabilities(proba, atol=1e-9):
 
 
 @pytest.mark.parametrize("scale", SCALES, ids=lambda s: f"{s:.0e}")
-@pytest.mark.parametrize("name", list(FACES))
-def test_posteriors_at_huge_scales_match_the_exact_reference(name, scale, fitted, iris):
+@pytest.mark.parametrize("name", LINEAR)
+def test_linear_posteriors_at_huge_scales_match_the_exact_reference(name, scale, fitted, iris):
     X, _ = iris
     estimator = fitted[name]
     rows = X[ROWS] * scale
@@ -128,6 +133,22 @@ def test_posteriors_at_huge_scales_match_the_exact_reference(name, scale, fitted
     reference = np.exp([_exact_log_posteriors(estimator, row) for row in rows])
     np.testing.assert_allclose(proba, reference, rtol=0, atol=1e-9)
     np.testing.assert_array_equal(estimator.predict(rows), estimator.classes_[reference.argmax(1)])
+
+
+@pytest.mark.parametrize("name", list(FACES))
+def test_rows_whose_scores_overflow_are_refused_by_scale(name, fitted, iris):
+    """Per-class spreads at 1e154 and above, and every face near the float64 maximum (2^1020 x
+    7.9, where even the linear products overflow): refused, naming the rows and the scale."""
+    X, _ = iris
+    estimator = fitted[name]
+    scales = [2.0**1020] if name in LINEAR else [*SCALES, 2.0**1020]
+    for scale in scales:
+        rows = np.vstack([X[:2], X[ROWS] * scale])
+        for method in (estimator.predict, estimator.predict_proba, estimator.predict_log_proba):
+            with pytest.raises(ValueError, match=TOO_LARGE) as error:
+                method(rows)
+            assert "rows 2, 3, 4, 5" in str(error.value)
+    np.testing.assert_array_equal(estimator.predict(X[:2]), estimator.predict(X)[:2])
 
 
 @pytest.mark.parametrize("name", list(FACES))
@@ -178,8 +199,10 @@ def test_log_likelihood_is_exact_or_minus_infinity(fitted, iris):
         assert estimator.log_likelihood(X[:3] * 1e160) == -np.inf
 
 
-def test_log_likelihood_is_accurate_where_squares_of_the_features_overflow():
-    """x ~ 1e160 with sd ~ 1e10: x^2 overflows, the whitened square (~1e300) does not."""
+def test_rows_whose_squares_overflow_score_minus_infinity_or_are_refused():
+    """x ~ 1e160 with sd ~ 1e10: x^2 overflows, so the density is about -1e300 or -inf (never
+    NaN), and Gaussian NB's class scores refuse the rows by scale; LDA's linear scores stay
+    exact."""
     rng = np.random.default_rng(2)
     y = np.repeat([0, 1], 40)
     X = rng.normal(size=(80, 2)) * 1e10 + y[:, None] * 3e10
@@ -187,21 +210,26 @@ def test_log_likelihood_is_accurate_where_squares_of_the_features_overflow():
     for make in (genprob.GaussianNB, genprob.LinearDiscriminantAnalysis):
         estimator = make().fit(X, y)
         joint = estimator.predict_joint_log_proba(rows)
-        for row, values in zip(rows, joint, strict=True):
-            quadratic, constant = _exact_quadratics(estimator, row)
-            exact = np.array([-float(q / 2) for q in quadratic]) + constant
-            np.testing.assert_allclose(values, exact, rtol=1e-12)
-        assert np.all(np.isfinite(estimator.log_likelihood(rows, y[:4], pointwise=True)))
+        assert not np.any(np.isnan(joint)) and np.all(joint < -1e299)
+        pointwise = estimator.log_likelihood(rows, y[:4], pointwise=True)
+        assert not np.any(np.isnan(pointwise)) and np.all(pointwise < -1e299)
+    with pytest.raises(ValueError, match=TOO_LARGE):
+        genprob.GaussianNB().fit(X, y).predict_proba(rows)
+    lda = genprob.LinearDiscriminantAnalysis().fit(X, y)
+    reference = np.exp([_exact_log_posteriors(lda, row) for row in rows])
+    np.testing.assert_allclose(lda.predict_proba(rows), reference, rtol=0, atol=1e-9)
 
 
-def test_float32_rows_above_1e19_get_probabilities(iris):
+def test_float32_rows_above_1e19_get_linear_probabilities_or_are_refused(iris):
     X, y = iris
-    for make in (genprob.GaussianNB, genprob.LinearDiscriminantAnalysis):
-        estimator = make(dtype="float32").fit(X, y)
-        for scale in (1e20, 1e30, 1e37):
-            proba = estimator.predict_proba(X[ROWS] * scale)
-            _assert_probabilities(proba, atol=1e-5)
-            assert proba.dtype == np.float32
+    lda = genprob.LinearDiscriminantAnalysis(dtype="float32").fit(X, y)
+    for scale in (1e20, 1e30):
+        proba = lda.predict_proba(X[ROWS] * scale)
+        _assert_probabilities(proba, atol=1e-5)
+        assert proba.dtype == np.float32
+    naive = genprob.GaussianNB(dtype="float32").fit(X, y)
+    with pytest.raises(ValueError, match=r"too large to score in float32 \(beyond about 1.8e\+19"):
+        naive.predict_proba(X[ROWS] * 1e20)
 
 
 class _PlainNormal(Story):
@@ -235,43 +263,13 @@ def test_a_story_whose_density_overflows_keeps_the_clear_refusal(iris):
     np.testing.assert_array_equal(estimator.predict(X[:2]), y[:2])
 
 
-@pytest.mark.parametrize(
-    "face", ["GaussianNB", "QuadraticDiscriminantAnalysis", "LinearDiscriminantAnalysis"]
-)
-def test_rows_at_1e300_against_classes_at_1e78_take_the_scaled_path(face):
-    """Classes at 1e78 make the row-size limit ``max^(1/4) / gain`` about 1e155, whose square
-    overflows: a block of rows at 1e300 (squares overflowing too) must still take the scaled
-    path, not pass the sum-of-squares test as inf <= inf (found by the estimator fuzz test)."""
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(40, 2)) * 1e78
-    y = np.arange(40) % 2
-    X[y == 1] += 2e78
-    estimator = FACES[face]().fit(X, y)
-    far = np.array([[1e300, 1e300], [-1e300, 2.4e78]])
-    proba = estimator.predict_proba(far)
-    assert np.all(np.isfinite(proba))
-    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
-    np.testing.assert_array_equal(estimator.predict(far), np.argmax(proba, axis=1))
-
-
-def test_lda_block_with_an_overflowing_row_is_scored_again_scaled(fitted, iris):
-    """LDA's host scores read ordinary rows unchecked; a row whose product overflows makes its
-    block non-finite, and that block is scored again with scaled rows: every row still matches
-    the exact reference, the ordinary ones also their own scores alone, and a NaN row is still
-    refused by name."""
+def test_a_nan_row_among_overflowing_ones_is_refused_by_name(fitted, iris):
     X, _ = iris
     estimator = fitted["LinearDiscriminantAnalysis"]
     rows = X.copy()
-    huge = [3, 77, 140]
-    rows[huge] *= 2.0**1020  # x . d overflows float64 unscaled
-    rows[5, 1] = -(2.0**1022)  # a single huge feature
-    proba = estimator.predict_proba(rows)
-    _assert_probabilities(proba)
-    ordinary = np.setdiff1d(np.arange(len(rows)), [*huge, 5])
-    np.testing.assert_allclose(proba[ordinary], estimator.predict_proba(X)[ordinary], atol=1e-12)
-    for i in [*huge, 5]:
-        reference = np.exp(_exact_log_posteriors(estimator, rows[i]))
-        np.testing.assert_allclose(proba[i], reference, rtol=0, atol=1e-9)
+    rows[[3, 77, 140]] *= 2.0**1020  # x . d overflows float64
+    with pytest.raises(ValueError, match=r"rows 3, 77, 140 .*too large to score"):
+        estimator.predict_proba(rows)
     rows[9, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         estimator.predict_proba(rows)
