@@ -21,8 +21,6 @@ from genprob._arrays import PAD_LIMIT
 from genprob._dtype import precision
 from genprob.families.gaussian import GaussianStory
 from genprob.families.gaussian.moments import reference_point
-from genprob.families.gaussian.story import _jitted_spread_terms
-from genprob.story import Story
 
 #: more rows than any padded bucket: NumPy rows of this many go to the host statistics
 NUM_ROWS = PAD_LIMIT + 1000
@@ -102,9 +100,7 @@ def test_host_statistics_agree_with_the_compiled_ones(name, kind, centered, tol)
 
 @pytest.mark.parametrize("name", ["nb", "lda", "qda"])
 def test_host_moments_of_mixed_responsibilities_match_a_direct_sum(name):
-    # blocks mixing unit rows, weighted rows, empty rows, rows in two classes and a class
-    # with no rows: each takes its own product (unit: symmetric; per class: gathered rows)
-    # (blocks of 16,384 rows of 4 features; 65,536 for per-class scatter)
+    # unit rows, weighted rows, empty rows, rows in two classes and a class with no rows
     rng = np.random.default_rng(7)
     X = rng.normal(size=(140_000, 4)) * [1.0, 2.0, 0.5, 3.0] + [10.0, -4.0, 0.0, 2.0]
     y = rng.integers(0, 3, len(X))
@@ -113,9 +109,8 @@ def test_host_moments_of_mixed_responsibilities_match_a_direct_sum(name):
     R[70_000:71_000] = 0.0
     R[100_000:100_500, 1] += 0.25
     story = STORIES[name]
-    shift = reference_point(X)
-    stats = story.structure.moments(X, R, shift, story._needs_class_scatter)
-    Z = X - shift
+    stats = story.sufficient_statistics(X, R)
+    Z = X - stats["shift"]
     np.testing.assert_allclose(stats["counts"], R.sum(axis=0), rtol=1e-13)
     np.testing.assert_allclose(stats["sums"], R.T @ Z, rtol=1e-12, atol=1e-9)
     if name == "nb":
@@ -128,20 +123,6 @@ def test_host_moments_of_mixed_responsibilities_match_a_direct_sum(name):
     np.testing.assert_allclose(squares, expected, rtol=1e-12, atol=1e-9)
 
 
-def test_host_statistics_count_classes_once(monkeypatch):
-    # the Gaussian moments count the classes as they go (Story.class_counts); a story that
-    # keeps the default hook gets its counts from R
-    X, y = offset_data()
-    R = responsibilities("weighted", y)
-    sums = []
-    original = core.column_sums
-    monkeypatch.setattr(core, "column_sums", lambda a: sums.append(a.shape) or original(a))
-    stats = core.sufficient_statistics(STORIES["lda"], X, R)
-    assert sums == []
-    np.testing.assert_allclose(stats["class_counts"], R.sum(axis=0), rtol=1e-13)
-    assert Story.class_counts(STORIES["lda"], stats["emission"]) is None
-
-
 def _codes_and_weights(kind, seed=3):
     rng = np.random.default_rng(seed)
     _, y = offset_data()
@@ -151,29 +132,6 @@ def _codes_and_weights(kind, seed=3):
     if kind == "unlabeled":  # code -1: a row of zeros
         codes[::7] = -1
     return codes, weights
-
-
-@pytest.mark.parametrize("kind", ["labels", "weighted", "unlabeled"])
-@pytest.mark.parametrize("name", list(STORIES))
-def test_one_hot_rows_give_the_statistics_of_the_dense_matrix(name, kind):
-    # hard labels held as codes, read block by block, sum exactly what their (n, K) array does
-    X, _ = offset_data()
-    codes, weights = _codes_and_weights(kind)
-    lazy = core.OneHotRows(codes, NUM_CLASSES, weights)
-    dense = core.one_hot_rows(codes, NUM_CLASSES, weights)
-    np.testing.assert_array_equal(np.asarray(lazy), dense)
-    story = STORIES[name]
-    assert story.accepts_one_hot_rows
-    from_codes = core.sufficient_statistics(story, X, lazy)
-    from_matrix = core.sufficient_statistics(story, X, dense)
-    for (path, actual), expected in zip(
-        jax.tree_util.tree_leaves_with_path(from_codes),
-        jax.tree_util.tree_leaves(from_matrix),
-        strict=True,
-    ):
-        # the codes' sums add rows onto their classes, in another order than R^T Z
-        atol = 1e-14 * np.max(np.abs(expected), initial=0.0)
-        np.testing.assert_allclose(actual, expected, rtol=1e-13, atol=atol, err_msg=str(path))
 
 
 @pytest.mark.parametrize("kind", ["labels", "weighted", "unlabeled"])
@@ -292,47 +250,6 @@ def test_one_hot_rows_reach_other_stories_as_a_dense_matrix():
             leaves = jax.tree_util.tree_leaves
             for a, b in zip(leaves(actual), leaves(expected), strict=True):
                 np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-14)
-
-
-@pytest.mark.parametrize(
-    "make", ["GaussianNB", "LinearDiscriminantAnalysis", "QuadraticDiscriminantAnalysis"]
-)
-def test_labeled_fits_allocate_no_responsibility_matrix(make):
-    # the one-hot rows are read from the codes block by block, into buffers the threads keep:
-    # a second fit's peak allocation stays below half the (n, K) matrix (16 MB here; it was
-    # 18-26 MB, now 1.0-3.2 MB of O(n) codes and row indices). A fresh process: its threads'
-    # buffers are those of the first fit
-    script = textwrap.dedent(
-        f"""
-        import tracemalloc
-        import numpy as np
-        import genprob
-
-        rng = np.random.default_rng(0)
-        y = rng.integers(0, 10, 200_000)
-        X = rng.normal(size=(200_000, 8)) + y[:, None]
-        first = genprob.{make}().fit(X, y)
-        tracemalloc.start()
-        second = genprob.{make}().fit(X, y)
-        print(tracemalloc.get_traced_memory()[1])
-        for name, value in first.params_.items():
-            np.testing.assert_array_equal(second.params_[name], value)
-        """
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GENPROB_", "JAX_"))}
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
-    )
-    assert int(done.stdout.split()[-1]) < 200_000 * 10 * 8 / 2, done.stdout
-
-
-def test_numpy_rows_of_any_size_on_the_host_auto_shrinkage_compiled():
-    X, _ = offset_data()
-    assert STORIES["lda"].statistics_on_host(X[:10])
-    assert not STORIES["lda"].statistics_on_host(jnp.asarray(X))
-    assert not GaussianStory(covariance="full", shared=True, shrinkage="auto").statistics_on_host(X)
-    # a user story keeps the compiled statistics unless it asks
-    assert Story.statistics_on_host(STORIES["nb"], X) is False
 
 
 def test_reference_point_is_near_the_mean_or_the_origin():
@@ -551,7 +468,7 @@ def test_numpy_m_step_agrees_with_the_compiled_one(story, kind):
     with precision():
         stats = core.sufficient_statistics(story, X, R)["emission"]
         host = story._spread_terms(stats)
-        compiled = _jitted_spread_terms(story, jax.tree_util.tree_map(jnp.asarray, stats))
+        compiled = jax.jit(story._spread_terms)(jax.tree_util.tree_map(jnp.asarray, stats))
     assert all(isinstance(v, (np.ndarray, np.generic)) for v in host.values())
     for name, value in compiled.items():
         # the same formulas; sums of another order (Ledoit-Wolf's norms): a few ulps apart
@@ -572,17 +489,3 @@ def test_numpy_m_step_keeps_float32():
         for name, value in single.params_.items():
             assert value.dtype == np.float32, name
             np.testing.assert_allclose(value, double.params_[name], rtol=1e-4, atol=1e-5)
-
-
-def test_wide_closed_forms_stay_compiled():
-    """Past ``_HOST_CLOSED_FORM_ENTRIES`` second-moment entries XLA's fused passes win: the
-    closed form of wide statistics is the compiled program's, as before."""
-    rng = np.random.default_rng(7)
-    X, y = rng.normal(size=(1100, 520)), np.arange(1100) % 2
-    story = GaussianStory(covariance="full", shared=True, reg_param=0.1)
-    stats = core.sufficient_statistics(story, X, core.one_hot_rows(y, 2))["emission"]
-    assert not story.maximizes_on_host(stats)
-    with precision():
-        assert isinstance(story._spread_terms(stats)["spread"], jax.Array)
-    narrow = {k: v[..., :10, :10] if k == "squares" else v for k, v in stats.items()}
-    assert story.maximizes_on_host(narrow)

@@ -481,8 +481,10 @@ class GaussianStory(Story):
         squares = self.structure.diagonal(stats["squares"])
         if squares.ndim == 2:
             squares = squares.sum(axis=0)
-        centered_mean = sums.sum(axis=0) / total
-        return self.var_smoothing * (squares / total - centered_mean**2).max()
+        # an overflow gives inf, which the fit refuses by name (check_overflow)
+        with np.errstate(over="ignore", invalid="ignore"):
+            centered_mean = sums.sum(axis=0) / total
+            return self.var_smoothing * (squares / total - centered_mean**2).max()
 
     def maximizes_on_host(self, stats) -> bool:
         """NumPy statistics: :meth:`maximize` in NumPy."""
