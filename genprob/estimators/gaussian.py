@@ -112,24 +112,15 @@ class _GaussianBase(GenerativeClassifierBase):
                 delattr(self, name)
         raise error(message)
 
-    def _params_jax(self, stats=None):
+    def _params_jax(self):
         """Device parameters plus the story's factorization, computed once per fitted
-        parameters and reused by every prediction (not saved: recomputed after load).
+        parameters and reused by every prediction (not saved: recomputed after load)."""
+        return fitted_cache(_SCORING_CACHE, self, self._factorized_params)
 
-        Args:
-            stats: the fit's statistics when ``stats_`` is not set yet (their class counts
-                bound the covariance's rank).
-        """
-        return fitted_cache(_SCORING_CACHE, self, lambda: self._factorized_params(stats))
-
-    def _factorized_params(self, stats):
+    def _factorized_params(self):
         params = super()._params_jax()
-        # the rank of a scatter of n rows is below n (unit weights: the summed class counts)
-        stats = stats if stats is not None else getattr(self, "stats_", None)
-        rows = float(np.sum(stats["class_counts"])) if stats is not None else 0.0
-        rank_bound = int(rows) if 0 < rows < 2**31 else None
         with precision(self._dtype):
-            factors = self.story_.factorize(params, rank_bound=rank_bound)
+            factors = self.story_.factorize(params)
         return {**params, FACTORS: factors} if factors else params
 
     def _check_overflow(self):
@@ -480,7 +471,7 @@ class LinearDiscriminantAnalysis(
         if self.solver != "svd" or self.store_covariance:
             self.covariance_ = self.params_["covariance"]
         with precision(self._dtype):
-            coef, intercept = self.story_.linear_discriminants(self._params_jax(stats))
+            coef, intercept = self.story_.linear_discriminants(self._params_jax())
             coef, intercept = np.asarray(coef), np.asarray(intercept)
         if self.solver == "svd":
             # scikit-learn's svd scores are centered at xbar: a class-independent shift of x
@@ -782,7 +773,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
             self._fail(str(error))
         covariances = np.asarray(self.params_["covariance"])
         # every eigenvalue > tol exactly when cov - tol I is positive definite: one Cholesky
-        # factorization per class (5x faster than eigh at D = 50); the eigenvalues only to
+        # factorization per class (cheaper than eigh); the eigenvalues only to
         # name a failure (a rounding-level call at the boundary is the factorization's)
         try:
             np.linalg.cholesky(covariances - self.tol * np.eye(num_features))

@@ -52,7 +52,7 @@ __all__ = ["GaussianStory", "FACTORS"]
 #: which a fitted estimator computes once and passes with its parameters.
 FACTORS = "factorization"
 #: Entry of ``params[FACTORS]`` of a shared full covariance: what linear class scores need
-#: (:meth:`~genprob.families.gaussian.distributions.WhitenedNormal.linear_terms`).
+#: (:func:`~genprob.families.gaussian.distributions.linear_terms`).
 LINEAR_TERMS = "linear_terms"
 
 
@@ -241,11 +241,10 @@ class GaussianStory(Story):
             params["means"], params[self.spread_name], self.rank_tol, params.get(FACTORS)
         )
 
-    def factorize(self, params, rank_bound=None) -> dict:
+    def factorize(self, params) -> dict:
         """The spread's factorization (Cholesky or retained-subspace whitening; empty for
         diagonal spreads), with the linear terms of a shared covariance's class scores. Passed
-        back as ``params[FACTORS]``, it spares every later scoring call the O(D^3) work.
-        ``rank_bound`` is accepted for callers that know the rank (unused)."""
+        back as ``params[FACTORS]``, it spares every later scoring call the O(D^3) work."""
         if not self.structure.full:
             return {}  # diagonal spreads score from their variances
         factors = self.structure.factorize(params[self.spread_name], self.rank_tol)
