@@ -46,36 +46,50 @@ GAUSSIAN_FACES = {
 
 
 # -- item 2: NaN probabilities from finite input ---------------------------------------------------
-# Fixed: prediction normalizes log pi + Story.discriminant, which the Gaussian family keeps finite
-# (exact references at 1e154..1e308 in tests/test_finite_scores.py).
+# Fixed: a shared spread's linear discriminant scores rows far beyond 1e154; per-class spreads
+# refuse rows whose squares overflow, naming the scale (issue 43; exact references in
+# tests/test_finite_scores.py).
+LINEAR_FACES = ("LinearDiscriminantAnalysis", "GenerativeClassifier")
+TOO_LARGE = r"too large to score in float64 \(beyond about 1.3e\+154|cannot be scored"
+
+
 @pytest.mark.parametrize("name", list(GAUSSIAN_FACES))
-def test_item2_feature_above_1e154_gives_finite_probabilities(name, iris):
+def test_item2_feature_above_1e154_gives_probabilities_or_a_refusal_by_scale(name, iris):
     X, y = iris
     estimator = GAUSSIAN_FACES[name]().fit(X, y)
     row = X[:1] * 1e155  # squares overflow float64 beyond ~1.3e154
-    _assert_probabilities(estimator.predict_proba(row))
-    # the density itself stays exact: about -1e312 here, below float64's range, so -inf, never
-    # NaN; at 1e140 it is finite (tests/test_finite_scores.py checks it against exact values)
+    if name in LINEAR_FACES:
+        _assert_probabilities(estimator.predict_proba(row))
+    else:
+        with pytest.raises(ValueError, match=TOO_LARGE):
+            estimator.predict_proba(row)
+    # the density: about -1e312 here, below float64's range, so -inf, never NaN; at 1e140 it
+    # is finite (tests/test_finite_scores.py checks it against exact values)
     assert estimator.log_likelihood(row) == -np.inf
     assert np.isfinite(estimator.log_likelihood(X[:1] * 1e140))
 
 
 @pytest.mark.parametrize("name", list(GAUSSIAN_FACES))
-def test_item2_predict_scores_rows_it_used_to_refuse(name, iris):
-    """Rows beyond 1e154 are scored (a story whose density overflows is still refused by name:
-    tests/test_finite_scores.py)."""
+def test_item2_predict_scores_or_names_rows_beyond_1e154(name, iris):
     X, y = iris
     estimator = GAUSSIAN_FACES[name]().fit(X, y)
     rows = np.vstack([X[:2], X[:1] * 1e155])
-    _assert_probabilities(estimator.predict_proba(rows))
-    assert not np.any(np.isnan(estimator.predict_log_proba(rows)))
-    np.testing.assert_array_equal(estimator.predict(rows)[:2], y[:2])
+    if name in LINEAR_FACES:
+        _assert_probabilities(estimator.predict_proba(rows))
+        assert not np.any(np.isnan(estimator.predict_log_proba(rows)))
+        np.testing.assert_array_equal(estimator.predict(rows)[:2], y[:2])
+    else:
+        with pytest.raises(ValueError, match=TOO_LARGE) as error:
+            estimator.predict(rows)
+        assert "rows 2 " in str(error.value)
+    np.testing.assert_array_equal(estimator.predict(rows[:2]), y[:2])
 
 
-def test_item2_float32_feature_above_1e19_gives_finite_probabilities(iris):
+def test_item2_float32_feature_above_1e19_is_refused_by_scale(iris):
     X, y = iris
     estimator = genprob.GaussianNB(dtype="float32").fit(X, y)
-    _assert_probabilities(estimator.predict_proba(X[:1] * 1e20))
+    with pytest.raises(ValueError, match=r"too large to score in float32 \(beyond about 1.8e\+19"):
+        estimator.predict_proba(X[:1] * 1e20)
 
 
 # -- item 3: MixedNB with a constant Gaussian column -----------------------------------------------

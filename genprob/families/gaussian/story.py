@@ -266,7 +266,8 @@ class GaussianStory(Story):
         """
         means = params["means"]
         check_feature_width(X, np.shape(means)[-1])
-        if isinstance(X, np.ndarray):
+        leaves = jax.tree_util.tree_leaves(params)
+        if isinstance(X, np.ndarray) and not any(isinstance(v, jax.core.Tracer) for v in leaves):
             params = jax.tree_util.tree_map(np.asarray, params)
         factors = params.get(FACTORS) or {}
         # an overflow gives -inf or NaN, refused below (NumPy) or by the caller (compiled)
@@ -296,8 +297,10 @@ class GaussianStory(Story):
         return factors["whitening"], class_constant(factors["rank"], factors["log_normalizer"])
 
     def scores_on_host(self, params, X) -> bool:
-        """NumPy rows are scored in NumPy (:meth:`discriminant`)."""
-        return isinstance(X, np.ndarray)
+        """NumPy rows are scored in NumPy (:meth:`discriminant`) when the parameters are in
+        the dtype a compiled program would keep (JAX's precision)."""
+        dtype = np.result_type(params["means"])
+        return isinstance(X, np.ndarray) and jax.dtypes.canonicalize_dtype(dtype) == dtype
 
     # -- closed form -----------------------------------------------------------------------------
     #: every row of positive weight adds its entries and their squares to the moments
