@@ -24,8 +24,6 @@ from sklearn.utils._param_validation import (
     validate_parameter_constraints,
 )
 
-from genprob._arrays import OneHotRows
-
 __all__ = [
     "as_features",
     "EM_PARAMETER_CONSTRAINTS",
@@ -729,9 +727,6 @@ def check_responsibilities(R) -> None:
         ValueError: the shape, or the entries that are NaN, infinite or negative, by class
             (column of R) and first row.
     """
-    if isinstance(R, OneHotRows):  # hard labels as codes: checked without a (n, K) array
-        R.check()
-        return
     if jnp.ndim(R) != 2:
         raise ValueError(f"R must be a (n, K) responsibility matrix, got shape {jnp.shape(R)}.")
     if not is_concrete(R):

@@ -9,9 +9,9 @@ graph and makes one such reduction per iteration. The scheduler is Dask's curren
 ``distributed.Client`` when one is active).
 
 The story is fixed from the first :data:`HEAD_ROWS` rows (the only data the driver reads), and
-every partition's statistics are computed on the workers under it; settings that statistics do
-not read (:meth:`~genprob.story.Story.statistics_identity`: the multinomial's document length)
-are set afterwards from every partition's additive context. Stories that grow with the data
+every partition's statistics are computed on the workers under it; traced settings, which
+statistics do not read and which leave the story's structure alone (the multinomial's document
+length), are set afterwards from every partition's additive context. Stories that grow with the data
 (category tables, say) may change in a later partition: the pass is then made again with the
 story of the whole first partition, and if that still grows, the partitions are read one at a
 time through the driver's ``partial_fit`` (exact, slower).
@@ -129,7 +129,9 @@ def _labeled_part(estimator, X, y, w):
         grown = local._partial_fit_story(Xv, estimator.story_)
     except ValueError:
         return None
-    if grown.statistics_identity() != estimator.story_.statistics_identity():
+    # the same structure: statistics of the same layout (traced settings such as the
+    # multinomial's document length do not change them)
+    if jax.tree_util.tree_structure(grown) != jax.tree_util.tree_structure(estimator.story_):
         return None
     y = np.asarray(y)
     if y.shape != (num_rows,):
@@ -301,7 +303,7 @@ def _block(estimator, method, X, *args, **kwargs):
     num_rows = np.shape(X)[0]
     if isinstance(X, np.ndarray) and not args:
         # pad to a few row counts, as fits do, so each worker compiles a few shapes only
-        from genprob._arrays import padded_rows
+        from genprob.execution import padded_rows
 
         extra = padded_rows(num_rows) - num_rows
         X = np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))]) if extra else X

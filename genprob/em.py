@@ -43,7 +43,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from genprob import core
-from genprob._arrays import pad_with_first_row, row_padding
 from genprob._lazy import LazyModule
 from genprob._programs import program
 from genprob._validation import (
@@ -56,6 +55,7 @@ from genprob._validation import (
     encode_partial_labels,
     unlabeled_mask,
 )
+from genprob.execution import pad_with_first_row, row_padding
 from genprob.story import CLASS_PRIOR, Story
 
 numpyro = LazyModule("numpyro")
@@ -479,7 +479,7 @@ def fit_em(
             num_rows,
         )
     runs = _em_runs(
-        story.without_sampling_settings(),
+        story,
         X,
         jax.device_put(codes),
         row_weights,

@@ -14,9 +14,7 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) holding
   Fitted attributes that the estimator recomputes from the rest of the file (its
   ``_derivable_attributes()``: the eigen LDA's D x D ``scalings_``) are listed as
   ``derived_attributes`` instead, and its ``_restore_derived_attributes(names)`` is called after
-  loading. Statistics that are functions of the others (:meth:`Story.recompute_statistics`: the
-  pooled scatter of an LDA that keeps per-class ones) are listed as ``derived_statistics`` when
-  recomputing reproduces them bit for bit, and recomputed on loading.
+  loading. Every statistic is stored.
 
 Caches (a factorization kept for scoring) are not stored; they are rebuilt after loading.
 
@@ -231,13 +229,6 @@ def save(estimator, path) -> Path:
         and name not in ("params_", "story_", *_TRANSIENT)
         and name not in derived_attributes
     }
-    derived_statistics = _derivable_statistics(estimator)
-    if derived_statistics:
-        stats = estimator.stats_
-        fitted["stats_"] = {
-            **stats,
-            "emission": {k: v for k, v in stats["emission"].items() if k not in derived_statistics},
-        }
     derived = _derivable_params(estimator)
     for name, value in estimator.params_.items():
         if name not in derived:
@@ -260,8 +251,6 @@ def save(estimator, path) -> Path:
     }
     if derived_attributes:
         metadata["derived_attributes"] = sorted(derived_attributes)
-    if derived_statistics:
-        metadata["derived_statistics"] = sorted(derived_statistics)
     metadata["sha256"] = _digest(metadata, arrays)
     path = Path(path)
     if path.suffix != ".npz":
@@ -282,11 +271,13 @@ def _recomputed_params(estimator, stats) -> dict:
     story = estimator.story_
     if not story.has_closed_form or not isinstance(stats, dict) or "emission" not in stats:
         return {}
-    from genprob import core
+    from genprob import execution
+    from genprob._dtype import numpy_dtype
 
+    dtype = numpy_dtype(estimator._dtype)
     with precision(estimator._dtype):
-        emission = jax.tree_util.tree_map(estimator._as_array, stats["emission"])
-        params = core.compiled_emission_maximize(story, emission)
+        emission = jax.tree_util.tree_map(lambda a: np.asarray(a, dtype), stats["emission"])
+        params = execution.emission_parameters(story, emission)
         return {k: np.asarray(v) for k, v in params.items()}
 
 
@@ -308,35 +299,6 @@ def _derivable_params(estimator) -> set:
         and np.asarray(estimator.params_[name]).dtype == recomputed[name].dtype
         and np.array_equal(estimator.params_[name], recomputed[name])
     }
-
-
-def _derivable_statistics(estimator) -> set:
-    """Statistics (of ``stats_["emission"]``) the story recomputes bit for bit from the others."""
-    stats = getattr(estimator, "stats_", None)
-    if not isinstance(stats, dict) or not isinstance(stats.get("emission"), dict):
-        return set()
-    emission = stats["emission"]
-    recomputed = estimator.story_.recompute_statistics(emission)
-    return {
-        name
-        for name, value in recomputed.items()
-        if isinstance(emission.get(name), np.ndarray)
-        and emission[name].dtype == value.dtype
-        and np.array_equal(emission[name], value)
-    }
-
-
-def _with_statistics(path, story, stats, names):
-    """``stats`` with the derived statistics ``names`` recomputed into ``stats["emission"]``."""
-    if not names:
-        return stats
-    emission = stats.get("emission") if isinstance(stats, dict) else None
-    if not isinstance(emission, dict) or any(name in emission for name in names):
-        raise ModelFileError(f"{path}: derived statistics {names!r} do not fit its statistics.")
-    recomputed = story.recompute_statistics(emission)
-    if not all(name in recomputed for name in names):
-        raise ModelFileError(f"{path}: derived statistics {names!r} cannot be recomputed.")
-    return {**stats, "emission": {**emission, **{name: recomputed[name] for name in names}}}
 
 
 def _derivable_attributes(estimator) -> set:
@@ -393,18 +355,14 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
             f"{path} holds constructor parameters {cls.__name__} rejects ({error})."
         ) from None
     estimator.story_ = story
-    derived_statistics = metadata.get("derived_statistics", [])
     stats = None
-    if derived or derived_statistics:
-        # the statistics come first (their derived ones recomputed once): the derived
-        # parameters are recomputed from them
+    if derived:
+        # the statistics come first: the derived parameters are recomputed from them
         statistics = metadata["attributes"]
         if isinstance(statistics, dict):
             for pair in statistics.get("__items__", []):
                 if isinstance(pair, list) and len(pair) == 2 and pair[0] == "stats_":
                     stats = _decode(pair[1], contents)
-        if derived_statistics:
-            stats = _with_statistics(path, story, stats, derived_statistics)
     if derived:
         recomputed = _recomputed_params(estimator, stats) if stats is not None else {}
         if not all(name in recomputed for name in derived):
@@ -416,8 +374,6 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
         raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
     for name, value in attributes.items():
         setattr(estimator, _attribute_name(name), value)
-    if derived_statistics:
-        estimator.stats_ = stats
     estimator.params_ = {name: contents[f"param.{name}"] for name in metadata["params"]}
     derived_attributes = metadata.get("derived_attributes", [])
     if derived_attributes:
@@ -529,9 +485,9 @@ def _read_metadata(path: Path, contents: dict) -> dict:
         isinstance(name, str) for name in derived_attributes
     ):
         raise ModelFileError(f"{path}: metadata field 'derived_attributes' must list names.")
-    derived_statistics = metadata.get("derived_statistics", [])
-    if not isinstance(derived_statistics, list) or not all(
-        isinstance(name, str) for name in derived_statistics
-    ):
-        raise ModelFileError(f"{path}: metadata field 'derived_statistics' must list names.")
+    if metadata.get("derived_statistics"):
+        raise ModelFileError(
+            f"{path} leaves out statistics that this genprob no longer recomputes "
+            f"(derived_statistics); refit and save the model again."
+        )
     return metadata

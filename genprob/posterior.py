@@ -35,6 +35,7 @@ from genprob import core
 from genprob.conjugate import ConjugateFactor, _numpy_rng, dirichlet
 from genprob.draws import flatten_draws, pointwise_log_likelihood, posterior_predict_proba
 from genprob.em import as_features, encode_partial_labels
+from genprob.masking import reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = [
@@ -58,8 +59,9 @@ SMOOTHING_READINGS = ("mode", "mean")
 def _no_exact_posterior_error(story: Story) -> ValueError:
     """The error explaining why ``story`` has no exact posterior."""
     return ValueError(
-        f"{type(story).__name__} has no exact (conjugate) posterior: "
-        f"{story.no_exact_posterior_reason}. Use method='nuts' (genprob.fit_nuts) instead."
+        f"{type(story).__name__} has no exact (conjugate) posterior: it, or a story it holds, "
+        f"does not provide a conjugate update (conjugate_factors). Use method='nuts' "
+        f"(genprob.fit_nuts) instead."
     )
 
 
@@ -202,7 +204,7 @@ def exact_posterior(
         story = with_prior(story, class_concentration=class_concentration)
     if not has_exact_posterior(story):
         raise _no_exact_posterior_error(story)
-    X = as_features(X, allow_nan=story.reads_nan_as_missing)
+    X = as_features(X, allow_nan=reads_nan_as_missing(story))
     codes, num_classes = encode_partial_labels(np.asarray(y), num_classes=num_classes)
     if codes.shape[0] != X.shape[0]:
         raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")

@@ -336,7 +336,7 @@ def _pad(X, codes, weights, dtype):
     The jitted functions then compile for a handful of shapes; padding on the host folds the
     padding into the cast to ``dtype`` instead of a second copy on the device.
     """
-    from genprob._arrays import padded_rows
+    from genprob.execution import padded_rows
 
     X = np.asarray(X)
     num_rows = X.shape[0]

@@ -103,9 +103,6 @@ def _custom_class_covariances(estimator, X, y):
 class _GaussianBase(GenerativeClassifierBase):
     """Shared checks: classes with zero weight, and failing a fit without leaving it half-done."""
 
-    # a NaN or infinite entry leaves its row without a finite score on the host (tested)
-    _finite_check_deferred = True
-
     def _fail(self, message: str, error=ValueError):
         for name in ("params_", "story_"):
             if hasattr(self, name):

@@ -264,6 +264,7 @@ class BernoulliStory(Story):
 
     name = "bernoulli"
     accepts_scipy_sparse = True
+    array_api = True
 
     def __init__(self, alpha=1.0):
         self.alpha = check_alpha(alpha)
@@ -286,18 +287,6 @@ class BernoulliStory(Story):
     def discriminant(self, params, X):
         """The linear form less class 0's (K - 1 products; the same posteriors)."""
         return linear_discriminant(X, *bernoulli_linear_form(host_if_host_rows(X, params["probs"])))
-
-    def scores_on_host(self, params, X) -> bool:
-        """NumPy rows: one (n, D) x (D, K - 1) product (as SciPy's for sparse rows)."""
-        return True
-
-    def statistics_on_host(self, X) -> bool:
-        """Dense NumPy rows: one BLAS product ``R^T X``, no compiled program."""
-        return isinstance(X, np.ndarray)
-
-    def maximizes_on_host(self, stats) -> bool:
-        """(K, D) divisions: in NumPy, no compiled program."""
-        return True
 
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]

@@ -159,13 +159,6 @@ class MixedStory(Story):
         return all(story.supports_missing for _, story, _ in self.blocks)
 
     @property
-    def no_missing_reason(self) -> str:
-        for name, story, _ in self.blocks:
-            if not story.supports_missing:
-                return f"in block {name!r}, {story.no_missing_reason}"
-        return super().no_missing_reason
-
-    @property
     def missing_needs_em(self) -> bool:
         return any(story.missing_needs_em for _, story, _ in self.blocks)
 
@@ -198,17 +191,6 @@ class MixedStory(Story):
             params.update({f"{name}.{k}": v for k, v in story.maximize(stats[name]).items()})
         return params
 
-    def statistics_identity(self):
-        """Each block's own (a multinomial block's document length does not count)."""
-        return MixedStory([(n, s.statistics_identity(), c) for n, s, c in self.blocks])
-
-    def without_sampling_settings(self):
-        """Each block's own (a multinomial block's document length)."""
-        blocks = [(n, s.without_sampling_settings(), c) for n, s, c in self.blocks]
-        if all(new is old for (_, new, _), (_, old, _) in zip(blocks, self.blocks, strict=True)):
-            return self
-        return MixedStory(blocks)
-
     def grow_statistics(self, stats, moves):
         """Each block moves its own statistics (``moves`` has one entry per column)."""
         return {
@@ -231,30 +213,8 @@ class MixedStory(Story):
         )
 
     @property
-    def has_closed_form(self) -> bool:
-        return all(story.has_closed_form for _, story, _ in self.blocks)
-
-    @property
     def adds_over_rows(self) -> bool:
         return all(getattr(s, "adds_over_rows", s.has_closed_form) for _, s, _ in self.blocks)
-
-    @property
-    def not_additive_reason(self) -> str:
-        for name, story, _ in self.blocks:
-            if not getattr(story, "adds_over_rows", story.has_closed_form):
-                return f"in block {name!r}, {story.not_additive_reason}"
-        return super().not_additive_reason
-
-    @property
-    def has_exact_posterior(self) -> bool:
-        return all(story.has_exact_posterior for _, story, _ in self.blocks)
-
-    @property
-    def no_exact_posterior_reason(self) -> str:
-        for name, story, _ in self.blocks:
-            if not story.has_exact_posterior:
-                return f"block {name!r} ({type(story).__name__}): {story.no_exact_posterior_reason}"
-        return super().no_exact_posterior_reason
 
     def conjugate_factors(self, stats, offset):
         factors = {}

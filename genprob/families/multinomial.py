@@ -107,6 +107,10 @@ class MultinomialStory(Story):
 
     name = "multinomial"
     accepts_scipy_sparse = True
+    array_api = True
+    #: only sampling reads the document length: traced, a new one (each fold has its own mean
+    #: length) reuses compiled code
+    traced_fields = ("total_count",)
 
     def __init__(self, alpha=1.0, total_count=None):
         self.alpha = check_alpha(alpha)
@@ -118,14 +122,6 @@ class MultinomialStory(Story):
     def block_context(cls, X) -> dict:
         """The block's total count: sampled documents get the mean training length."""
         return {"length": float(np.asarray(X).sum())}
-
-    def without_sampling_settings(self):
-        """The document length only shapes sampled rows (each fold of a cross-validation has
-        its own mean length: compiled programs must not key on it)."""
-        if self.total_count is None:
-            return self
-        # not replace(): __init__ would check alpha, which is a tracer inside compiled code
-        return type(self)._from_fields({**vars(self), "total_count": None}, self._layout)
 
     def prior(self, num_classes, num_features):
         concentration = jnp.broadcast_to(alpha_array(self.alpha, num_features) + 1.0, num_features)
@@ -146,18 +142,6 @@ class MultinomialStory(Story):
         probs = host_if_host_rows(X, params["probs"])
         return linear_discriminant(X, *multinomial_linear_form(probs))
 
-    def scores_on_host(self, params, X) -> bool:
-        """NumPy rows: one (n, D) x (D, K - 1) product (as SciPy's for sparse rows)."""
-        return True
-
-    def statistics_on_host(self, X) -> bool:
-        """Dense NumPy rows: one BLAS product ``R^T X``, no compiled program."""
-        return isinstance(X, np.ndarray)
-
-    def maximizes_on_host(self, stats) -> bool:
-        """(K, D) divisions: in NumPy, no compiled program."""
-        return True
-
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]
         xp = namespace(feature_counts)
@@ -175,14 +159,6 @@ class MultinomialStory(Story):
         counts = stats["feature_counts"]
         alpha = np.asarray(self.alpha, counts.dtype) + offset
         return {"probs": dirichlet(counts + alpha)}
-
-    @property
-    def no_missing_reason(self) -> str:
-        return (
-            "a multinomial row is one document whose length is the sum of its counts; a missing "
-            "count leaves that length, and so the row's distribution, undefined (impute the "
-            "counts, or drop the rows)"
-        )
 
     def validate(self, X):
         check_non_negative_values(X, "non-negative counts for a multinomial story")

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from genprob._arrays import OneHotRows, namespace
+from genprob._arrays import namespace
 from genprob._threads import scratch, sum_over_spans
 
 __all__ = [
@@ -75,8 +75,7 @@ def block_rows(X, block_bytes: int) -> int:
 
 def host_row_blocks(*arrays, block_bytes: int = HOST_BLOCK_BYTES):
     """Views of the same rows of NumPy arrays (X first), in blocks of X of about
-    ``block_bytes`` (cache-sized), for statistics computed eagerly on the host. (Label codes,
-    :class:`~genprob._arrays.OneHotRows`, are read by their own methods, not in blocks of R.)"""
+    ``block_bytes`` (cache-sized), for statistics computed eagerly on the host."""
     X = arrays[0]
     rows = block_rows(X, block_bytes)
     for start in range(0, X.shape[0], rows):
@@ -109,10 +108,7 @@ def centered(x, shift) -> np.ndarray:
 
 def class_rows(R) -> list[tuple[np.ndarray, np.ndarray | None]]:
     """Per class, the indices of the rows of non-zero responsibility and those
-    responsibilities (None where each is 1), in row order; ``R`` a NumPy array or a
-    :class:`~genprob._arrays.OneHotRows`."""
-    if isinstance(R, OneHotRows):
-        return R.class_rows()
+    responsibilities (None where each is 1), in row order; ``R`` a NumPy array."""
     # the transposed mask of R != 0 is contiguous (and 8x smaller than R): flatnonzero does
     # not walk a strided column of R per class
     present = np.ascontiguousarray((R != 0).T)

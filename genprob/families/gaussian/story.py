@@ -106,6 +106,7 @@ class GaussianStory(Story):
     """
 
     name = "gaussian"
+    array_api = True
     # the public home of the class, which is also the name saved model files know it by
     __module__ = "genprob.families.gaussian"
 
@@ -198,20 +199,6 @@ class GaussianStory(Story):
         """Moments combine over chunks, except Ledoit–Wolf's (``shrinkage="auto"``)."""
         return not self._auto_shrinkage
 
-    @property
-    def not_additive_reason(self) -> str:
-        return (
-            "with shrinkage='auto' the Ledoit–Wolf statistics depend on each chunk's class means "
-            "and scales and do not add up over chunks (use a fixed shrinkage in [0, 1])"
-        )
-
-    @property
-    def no_exact_posterior_reason(self) -> str:
-        return (
-            "its prior (independent Normal means and inverse-Wishart/inverse-Gamma spreads) is "
-            "only conditionally conjugate"
-        )
-
     def parameter_dims(self, name, shape, num_classes, num_features):
         """``means`` (class, feature); covariance (feature, feature2), variances (feature),
         each with a leading ``class`` when per class."""
@@ -221,11 +208,6 @@ class GaussianStory(Story):
             if len(dims) == len(shape):
                 return dims
         return super().parameter_dims(name, shape, num_classes, num_features)
-
-    @property
-    def groups_rows_by_class(self) -> bool:
-        """Per-class scatter costs one product per block of one class, K per mixed block."""
-        return self._needs_class_scatter
 
     @property
     def _needs_class_scatter(self) -> bool:
@@ -324,21 +306,13 @@ class GaussianStory(Story):
         """``log p(x | k)`` less a term of the row, finite for any finite row: linear in ``x``
         for a shared spread, the quadratic in a scaled domain less its row minimum otherwise
         (derivation in docs/gaussian.md)."""
-        if isinstance(X, np.ndarray) and self.scores_on_host(params, X):
+        if isinstance(X, np.ndarray) and self._scores_on_host(params, X):
             return gathered_scores(X, self._host_blocks(params, X))
         terms = params.get(FACTORS, {}).get(LINEAR_TERMS)
         if terms is not None:
             check_feature_width(X, terms["directions"].shape[0])
             return shared_linear_scores(X, **terms)
         return self.structure.scores(self.emission(params), X)
-
-    def discriminant_blocks(self, params, X):
-        """Host rows (:meth:`scores_on_host`) in blocks that stay in cache; see
-        :meth:`Story.discriminant_blocks`."""
-        if isinstance(X, np.ndarray) and self.scores_on_host(params, X):
-            yield from self._host_blocks(params, X)
-        else:
-            yield from super().discriminant_blocks(params, X)
 
     def _host_blocks(self, params, X):
         """The blocks of :meth:`discriminant_blocks` for rows it scores on the host."""
@@ -360,14 +334,7 @@ class GaussianStory(Story):
             constant = diagonal_log_normalizer(variances)
         yield from per_class_quadratic_blocks(X, means, whitening, constant)
 
-    def recompute_statistics(self, stats) -> dict:
-        """A shared covariance with per-class scatter (``shrinkage="auto"``, covariance weights)
-        keeps the pooled ``squares``, their sum over classes: derived, not stored twice."""
-        if self.shared and self.structure.full and "class_squares" in stats:
-            return {"squares": np.add.reduce(np.asarray(stats["class_squares"]), axis=0)}
-        return {}
-
-    def scores_on_host(self, params, X) -> bool:
+    def _scores_on_host(self, params, X) -> bool:
         """A factorized shared full covariance (:meth:`factorize`, with its linear terms): one
         (n, D) x (D, K) product. Per-class covariances, factorized: K (n, D) x (D, D) products
         of the rows less each mean. Per-class variances, up to ``_HOST_DIAGONAL_ENTRIES`` row-
@@ -392,18 +359,6 @@ class GaussianStory(Story):
         )
 
     # -- closed form -----------------------------------------------------------------------------
-    #: every row of positive weight adds its entries and their squares to the moments
-    statistics_show_nonfinite = True
-    #: the host moments read hard labels' responsibilities block by block (no (n, K) array)
-    accepts_one_hot_rows = True
-
-    def statistics_on_host(self, X) -> bool:
-        """Dense NumPy rows: NumPy's blocked products in cache beat copying large inputs to the
-        device (and grouping them by class) for a compiled program, and spare small ones a
-        compiled program, whose first call in a process costs more than their whole fit. Not
-        with ``shrinkage="auto"``, whose second pass standardizes by statistics of the first
-        (it stays compiled)."""
-        return isinstance(X, np.ndarray) and not self._auto_shrinkage
 
     def sufficient_statistics(self, X, R):
         """Counts, first and second moments of ``(X, R)`` in one blocked pass.
@@ -423,10 +378,6 @@ class GaussianStory(Story):
         if self._auto_shrinkage:
             stats["fourth_moments"] = self._fourth_moments(X, R, stats)
         return stats
-
-    def class_counts(self, stats):
-        """The statistics' own class counts (``R^T 1``)."""
-        return stats["counts"]
 
     def combine_statistics(self, stats_a, stats_b):
         r"""Statistics of two data chunks, moved to a common reference point and added.
@@ -600,11 +551,6 @@ class GaussianStory(Story):
             squares = squares.sum(axis=0)
         centered_mean = sums.sum(axis=0) / total
         return self.var_smoothing * (squares / total - centered_mean**2).max()
-
-    def maximizes_on_host(self, stats) -> bool:
-        """Fully observed statistics of moderate size: the closed form is a few (K, D, D)
-        operations in NumPy."""
-        return np.ndim(stats["counts"]) == 1 and self._closed_form_on_host(stats)
 
     @staticmethod
     def _closed_form_on_host(stats) -> bool:

@@ -8,16 +8,14 @@ structure-dependent step to ``story.structure`` instead of branching on it.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from genprob._arrays import OneHotRows, namespace
+from genprob._arrays import namespace
 from genprob._lazy import LazyModule
-from genprob._native import MIN_BYTES as NATIVE_MIN_BYTES
 from genprob._threads import scratch
 from genprob.families.gaussian.distributions import (
     full_factors,
@@ -277,31 +275,17 @@ class FullCovariance(CovarianceStructure):
         ones = np.ones(step, dtype)
         per_class = np.ones(num_classes, dtype)
         origin = not np.any(shift)  # moments about 0: the products read the rows in place
-        # hard labels as codes: each row scattered onto its class (no R block, no K-row
-        # product); without weights every row weighs 1, no check per block
-        codes = isinstance(R, OneHotRows)
-        unit = codes and R.unit_rows
-        row_weights = R.row_sums() if codes and not unit else None
-        add = R.class_sums_adder(num_features, dtype) if codes else None
-        read = (X,) if codes else (X, R)  # an R block only for the products with it
-        for number, (x, *r) in enumerate(host_row_blocks(*read, block_bytes=block_bytes)):
-            start = number * step
+        for x, *r in host_row_blocks(X, R, block_bytes=block_bytes):
             z = x if origin else centered(x, shift)
-            if codes:
-                weights = None if unit else row_weights[start : start + len(z)]
-            else:
-                weights = np.dot(r[0], per_class)
+            weights = np.dot(r[0], per_class)
             # a symmetric product (BLAS syrk) when every row of the block weighs 1
             if weights is None or np.all(weights == 1):
                 squares += np.dot(z.T, z)
             else:
                 squares += np.dot((z * weights[:, None]).T, z)
-            if codes:
-                add(sums, start, z)
-            else:
-                sums += np.dot(r[0].T, z)
-                counts += np.dot(ones[: len(z)], r[0])
-        return squares, sums, R.column_sums().astype(dtype) if codes else counts
+            sums += np.dot(r[0].T, z)
+            counts += np.dot(ones[: len(z)], r[0])
+        return squares, sums, counts
 
     @staticmethod
     def _per_class_span(shift, X, R, *, block_bytes):
@@ -374,21 +358,11 @@ class DiagonalCovariance(CovarianceStructure):
 
     def moments(self, X, R, shift, class_scatter):
         if isinstance(X, np.ndarray):
-            if isinstance(R, OneHotRows):
-                # hard labels: each row and its square scattered onto its class; the K-row
-                # products R^T Z and R^T Z^2 run BLAS far below its peak (1e5 x 50, K = 5, one
-                # thread: 5.1 ms against 10.1, and 7.5 for gathering each class's rows)
-                block_bytes = HOST_BLOCK_BYTES * (1 if np.any(shift) else 2)
-                # the native kernel reads each row once (genprob._native); its first use in
-                # a process costs ~50 ms, paid back by large passes only
-                span = functools.partial(self._code_span, native=X.nbytes >= NATIVE_MIN_BYTES)
-            else:
-                # the same sums block by block in cache; about the origin the products read
-                # the block in place, and blocks twice the size (no centered copy beside
-                # them) take fewer calls (1e5 x 50: 6.7 ms against 7.3)
-                block_bytes = HOST_BLOCK_BYTES * (1 if np.any(shift) else 2)
-                span = self._host_span
-            sums, class_squares, counts = host_row_spans(span, shift, X, R, block_bytes=block_bytes)
+            # about the origin the products read the block in place: blocks twice the size
+            block_bytes = HOST_BLOCK_BYTES * (1 if np.any(shift) else 2)
+            sums, class_squares, counts = host_row_spans(
+                self._host_span, shift, X, R, block_bytes=block_bytes
+            )
             return {"sums": sums, "squares": self.group(class_squares), "counts": counts}
 
         def first_and_second(x, r):
@@ -415,30 +389,6 @@ class DiagonalCovariance(CovarianceStructure):
             class_squares += np.dot(r.T, squared)
             counts += np.dot(ones[: r.shape[0]], r)
         return sums, class_squares, counts
-
-    @staticmethod
-    def _code_span(shift, X, R, *, block_bytes, native=False):
-        """:meth:`_host_span` of hard labels (:class:`~genprob._arrays.OneHotRows`): with
-        ``native``, each row and its square added onto its class in one read by the native
-        kernel (:meth:`~genprob._arrays.OneHotRows.class_moments`) where it is available;
-        else each block's rows, then their squares, added onto their classes' rows
-        (:meth:`~genprob._arrays.OneHotRows.class_sums_adder`). Both sum the same blocks."""
-        dtype = np.result_type(X.dtype, R.dtype)
-        step = block_rows(X, block_bytes)
-        moments = R.class_moments(X, shift, step) if native else None
-        if moments is not None:
-            return (*moments, R.column_sums().astype(dtype))
-        sums = np.zeros((R.shape[1], X.shape[1]), dtype)
-        class_squares = np.zeros_like(sums)
-        origin = not np.any(shift)  # moments about 0: no centered copy of the block
-        add = R.class_sums_adder(X.shape[1], dtype)
-        for start in range(0, X.shape[0], step):
-            x = X[start : start + step]
-            z = x if origin else centered(x, shift)
-            add(sums, start, z)
-            squared = np.square(z, out=scratch("centered", z.shape, z.dtype) if origin else z)
-            add(class_squares, start, squared)
-        return sums, class_squares, R.column_sums().astype(dtype)
 
     def move(self, squares, sums, counts, offset):
         return squares + 2.0 * sums * offset + counts[..., None] * offset**2
