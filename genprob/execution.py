@@ -135,18 +135,19 @@ def responsibilities(codes, num_classes: int, weights=None, dtype=np.float64) ->
     return R
 
 
-def statistics(story: Story, X, R) -> dict:
+def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     """``{"class_counts": R.sum(0), "emission": story.sufficient_statistics(X, R)}``.
 
     Host rows (:func:`on_host`) are read in blocks of about ``BLOCK_BYTES`` whose statistics
     are added by ``story.combine_statistics`` (one block when they do not add over rows);
-    others run compiled, small concrete inputs padded with zero-responsibility rows. An
+    others run compiled, small concrete inputs padded (``pad``) with zero-responsibility rows
+    so that a new row count reuses the program (the statistics are the same). An
     overflow gives inf or NaN as on the device, silently: the fit refuses it by name.
     """
     if not on_host(story, X):
-        if not (is_concrete(X) and is_concrete(R)):
-            return _statistics(story, X, R)
-        return _statistics(story, *_padded(X, R))
+        if pad and is_concrete(X) and is_concrete(R):
+            X, R = _padded(X, R)
+        return _statistics(story, X, R)
     R = np.asarray(R)
     num_rows, num_features = X.shape
     step = max(1, BLOCK_BYTES // max(1, num_features * X.dtype.itemsize))
@@ -169,7 +170,7 @@ def labeled_statistics(story: Story, X, codes, num_classes: int, weights=None) -
     """:func:`statistics` of labeled rows: codes 0..K-1 (-1: a row that adds nothing) and
     optional row weights."""
     dtype = X.dtype if np.dtype(X.dtype).kind == "f" else np.float64
-    return statistics(story, X, responsibilities(codes, num_classes, weights, dtype))
+    return statistics(story, X, responsibilities(codes, num_classes, weights, dtype), pad=True)
 
 
 def combine_statistics(story: Story, stats_a: dict, stats_b: dict) -> dict:

@@ -178,21 +178,20 @@ class Story(metaclass=_StoryType):
       ``None``, tuples and lists (of numbers: e.g. per-feature smoothing), dicts and integer
       arrays — anything that changes shapes or code paths.
 
-    A subclass makes more attributes traced with the class attribute :attr:`traced_fields`
-    (names). A traced hyperparameter may arrive as a tracer inside jitted
-    code, so methods must not branch on it in Python (use ``jnp.where``).
+    A setting that only sampling reads (the multinomial's document length) is stored as a
+    float, so that a new value reuses compiled code. A traced hyperparameter may arrive as a
+    tracer inside jitted code, so methods must not branch on it in Python (use ``jnp.where``).
 
     Attributes:
         name: short identifier used by the CLI and in reports.
         class_concentration: Dirichlet concentration of the class prior's prior (1 = uniform).
-        traced_fields: attribute names always treated as traced leaves.
     """
 
     __slots__ = ("__dict__", "__weakref__", "_sealed", "_layout")
 
     name = "story"
-    class_concentration = 1.0
-    traced_fields: tuple = ()
+    #: a setting, not a hook: ``story.replace(class_concentration=...)`` changes it per story
+    class_concentration: typing.Final = 1.0
     #: True when :meth:`sufficient_statistics`, :meth:`discriminant` and the emission's
     #: ``log_prob`` take a SciPy sparse matrix (n, D), computed on the host without densifying it.
     accepts_scipy_sparse = False
@@ -215,7 +214,7 @@ class Story(metaclass=_StoryType):
         """Classify the attributes (traced or static) and forbid further changes."""
         layout = []
         for key, value in vars(self).items():
-            if key in self.traced_fields or _is_traced_value(value):
+            if _is_traced_value(value):
                 kind = _HOLE
             else:
                 kind = _skeleton(value)  # static, with holes where nested stories sit

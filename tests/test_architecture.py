@@ -229,3 +229,32 @@ def test_no_module_outside_families_keys_on_a_built_in_family():
     """Family knowledge lives on the stories (hooks), so a new family touches only families/."""
     paths = [p for p in sorted(PACKAGE_DIR.rglob("*.py")) if FAMILIES_DIR not in p.parents]
     assert _family_key_offenders(paths) == []
+
+
+#: Names leaving Story for the family registry (issue 43): not counted.
+_REGISTRY_NAMES = {"encodes_values", "block_context", "grow_statistics"}
+
+
+def _story_public_names() -> list[str]:
+    """Public names defined on Story that a subclass may override (not ``typing.final``)."""
+    from genprob.story import Story
+
+    names = []
+    annotations = Story.__annotations__
+    for name, value in vars(Story).items():
+        if name.startswith("_") or name in _REGISTRY_NAMES:
+            continue
+        if "Final" in str(annotations.get(name, "")):
+            continue
+        function = value.fget if isinstance(value, property) else value
+        function = getattr(function, "__func__", function)  # classmethods
+        if not getattr(function, "__final__", False):
+            names.append(name)
+    return names
+
+
+def test_story_contract_stays_small():
+    """The story contract is statistics plus genuine model hooks: at most 25 overridable
+    public names (engine steering lives in genprob.execution)."""
+    names = _story_public_names()
+    assert len(names) <= 25, sorted(names)

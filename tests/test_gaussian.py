@@ -865,7 +865,7 @@ def test_host_scores_of_per_class_spreads_match_the_device_program(dtype, name, 
     # three classes score on the host at any size; per-class variances of more than ten
     # classes score large inputs on the device (one expanded product wins there)
     large = np.zeros((1 << 16, 4), dtype)
-    assert estimator.story_.scores_on_host(estimator._params_jax(), large)
+    assert estimator.story_._scores_on_host(estimator._params_jax(), large)
     if name == "gnb":
         many = np.arange(180) % 12
         twelve = genprob.GaussianNB(var_smoothing=setting, dtype=dtype).fit(X, many)

@@ -661,7 +661,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             )
             R = np.asarray(result.responsibilities) * weights[:, None]
             if story.has_closed_form:
-                stats = execution.statistics(story, self._as_array(X), R.astype(Xj.dtype))
+                stats = execution.statistics(story, self._as_array(X), R.astype(Xj.dtype), pad=True)
             else:
                 stats = {"class_counts": R.sum(axis=0), "emission": None}
             self.story_ = story

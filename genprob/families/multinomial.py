@@ -108,15 +108,14 @@ class MultinomialStory(Story):
     name = "multinomial"
     accepts_scipy_sparse = True
     array_api = True
-    #: only sampling reads the document length: traced, a new one (each fold has its own mean
-    #: length) reuses compiled code
-    traced_fields = ("total_count",)
 
     def __init__(self, alpha=1.0, total_count=None):
         self.alpha = check_alpha(alpha)
         if total_count is not None and int(total_count) < 0:
             raise ValueError(f"total_count must be >= 0, got {total_count!r}.")
-        self.total_count = None if total_count is None else int(total_count)
+        # a float, so traced: only sampling reads it, and a new length (each fold has its own
+        # mean length) reuses compiled code
+        self.total_count = None if total_count is None else float(int(total_count))
 
     @classmethod
     def block_context(cls, X) -> dict:

@@ -306,8 +306,11 @@ class GaussianStory(Story):
         """``log p(x | k)`` less a term of the row, finite for any finite row: linear in ``x``
         for a shared spread, the quadratic in a scaled domain less its row minimum otherwise
         (derivation in docs/gaussian.md)."""
-        if isinstance(X, np.ndarray) and self._scores_on_host(params, X):
-            return gathered_scores(X, self._host_blocks(params, X))
+        if isinstance(X, np.ndarray):
+            if self._scores_on_host(params, X):
+                return gathered_scores(X, self._host_blocks(params, X))
+            # rows the host code does not score: the traced code, compiled
+            return _jitted_discriminant(self, params, X)
         terms = params.get(FACTORS, {}).get(LINEAR_TERMS)
         if terms is not None:
             check_feature_width(X, terms["directions"].shape[0])
@@ -827,6 +830,11 @@ def _linear_and_intercept(linear, params):
                 return linear, intercept + np.log(params["class_prior"])
         intercept = intercept + jnp.log(params["class_prior"])
     return linear, intercept
+
+
+@program
+def _jitted_discriminant(story, params, X):
+    return story.discriminant(params, X)
 
 
 @program
