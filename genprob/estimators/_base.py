@@ -432,7 +432,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if not story.has_closed_form:
             reason = f"{type(story).__name__} has no closed form (no sufficient statistics)"
         elif not story.adds_over_rows:
-            reason = f"the statistics of {story!r} do not add up over data chunks"
+            reason = f"the statistics of {story!r} do not add up over chunks"
         else:
             return
         raise ValueError(
