@@ -6,8 +6,8 @@ compilation):
 * ``sklearn fit`` / ``genprob fit``: the estimators' ``fit`` end to end (input validation, label
   encoding and the closed form);
 * ``core fit``: ``genprob.core.fit_closed_form`` on the arrays as the estimator hands them
-  over (NumPy rows and the labels' one-hot responsibilities as codes, ``core.OneHotRows``:
-  these sizes' statistics are computed on the host), the part the closed form itself costs;
+  over (NumPy rows and the labels' dense one-hot responsibilities: these sizes' statistics are
+  computed on the host), the part the closed form itself costs;
 * ``floor``: the least the fit must do, its own floor: one ``X.T @ X`` for LDA and QDA (the
   faster of NumPy's and a jitted one), one NumPy pass over X (its column sums) for Gaussian
   naive Bayes, one SciPy product ``X.T @ R`` for the sparse naive Bayes fits;
@@ -45,7 +45,7 @@ import sklearn.discriminant_analysis as skda
 import sklearn.naive_bayes as sknb
 
 import genprob
-from genprob import _native, core
+from genprob import _native, core, execution
 
 
 def timed(function, repeats: int) -> float:
@@ -188,7 +188,7 @@ def bench_gaussian(n, d, k, repeats):
         gram = jax.jit(lambda A: A.T @ A)
         jitted = timed(lambda: gram(Xj).block_until_ready(), repeats)
         floor = min(jitted, timed(lambda: X.T @ X, repeats))
-    R = core.OneHotRows(y, k)
+    R = execution.responsibilities(y, k)
     # naive Bayes needs per-class sums and sums of squares: at least one pass over X
     one_pass = timed(lambda: X.sum(axis=0), repeats)
     pairs = [

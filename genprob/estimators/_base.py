@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from genprob import core, execution
 from genprob import em as _em
-from genprob._arrays import encode_labels, is_integer_labels, sparse_as_float
+from genprob._arrays import encode_labels, is_integer_labels, placed, sparse_as_float
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob._limits import check_count
 from genprob._validation import (
@@ -223,7 +223,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         parameters (a cross-validation scores each fold several times)."""
         dtype = numpy_dtype(self._dtype)
         return fitted_cache(
-            _DEVICE_PARAMS, self, lambda: {k: np.asarray(v, dtype) for k, v in self.params_.items()}
+            _DEVICE_PARAMS,
+            self,
+            lambda: placed({k: np.asarray(v, dtype) for k, v in self.params_.items()}),
         )
 
     # -- missing entries (NaN with missing="marginalize"; genprob.missing) ------------------------
