@@ -154,11 +154,7 @@ def log_likelihood(
     return values if pointwise else values.sum()
 
 
-@jax.jit
-def _rows_log_likelihood(joint, codes):
-    labeled = codes >= 0
-    chosen = jnp.take_along_axis(joint, jnp.where(labeled, codes, 0)[:, None], axis=-1)[:, 0]
-    return jnp.where(labeled, chosen, jax.nn.logsumexp(joint, axis=-1))
+_rows_log_likelihood = jax.jit(execution.rows_log_likelihood)
 
 
 def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None) -> jax.Array:

@@ -30,12 +30,10 @@ import copy
 from functools import partial
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-import scipy.sparse
 
-from genprob import core, streaming
-from genprob._dtype import numpy_dtype, precision
+from genprob import execution, streaming
+from genprob._dtype import precision
 
 __all__ = ["fit", "predict", "partitions"]
 
@@ -101,15 +99,6 @@ def _classes(y, unlabeled_label=-1):
 
 
 # -- per-partition work (runs on the workers) ------------------------------------------------------
-# the story is a traced pytree: a new smoothing value reuses the compiled program
-@partial(jax.jit, static_argnums=4)
-def _labeled_stats(story, X, codes, weights, num_classes):
-    labeled = codes >= 0
-    R = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=X.dtype)
-    R = R * jnp.where(labeled, weights, 0.0)[:, None]
-    return core.sufficient_statistics(story, X, R)
-
-
 def _labeled_part(estimator, X, y, w):
     """``((stats, 0, rows), unlabeled rows, context)`` of a partition with the story fixed by
     the driver (``context``: the estimator's :meth:`_chunk_context`, summed by the driver).
@@ -140,16 +129,8 @@ def _labeled_part(estimator, X, y, w):
     weights = streaming._chunk_weights(w, num_rows)
     weights = np.ones(num_rows) if weights is None else weights
     with precision(local._dtype):
-        if scipy.sparse.issparse(Xv):
-            Xp, codes_p, weights_p = Xv, codes, weights
-        else:
-            Xp, codes_p, weights_p = streaming._pad(Xv, codes, weights, numpy_dtype(local._dtype))
-        stats = _labeled_stats(
-            estimator.story_,
-            local._as_array(Xp),
-            jnp.asarray(codes_p),
-            local._as_array(weights_p),
-            len(local.classes_),
+        stats = execution.labeled_statistics(
+            estimator.story_, local._as_features(Xv), codes, len(local.classes_), weights
         )
         stats = jax.tree_util.tree_map(np.asarray, stats)
     return (stats, 0.0, int(num_rows)), int(np.sum(codes < 0)), local._chunk_context(Xv)
@@ -300,14 +281,7 @@ def _block(estimator, method, X, *args, **kwargs):
         if method == "log_likelihood":
             return np.empty(0)
         return np.empty((0, num_classes))
-    num_rows = np.shape(X)[0]
-    if isinstance(X, np.ndarray) and not args:
-        # pad to a few row counts, as fits do, so each worker compiles a few shapes only
-        from genprob.execution import padded_rows
-
-        extra = padded_rows(num_rows) - num_rows
-        X = np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))]) if extra else X
-    return np.asarray(getattr(estimator, method)(X, *args, **kwargs))[:num_rows]
+    return np.asarray(getattr(estimator, method)(X, *args, **kwargs))
 
 
 def _block_y(estimator, method, X, y, **kwargs):

@@ -15,6 +15,8 @@ compiled code.
 
 from __future__ import annotations
 
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -29,6 +31,7 @@ __all__ = [
     "responsibilities",
     "statistics",
     "labeled_statistics",
+    "em_statistics",
     "combine_statistics",
     "parameters",
     "class_prior_from_counts",
@@ -154,7 +157,9 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     if num_rows <= step or not story.adds_over_rows:
         step = max(num_rows, 1)
     emission = None
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+    # a combine written in jax.numpy keeps float64 blocks in float64
+    x64 = jax.enable_x64(True) if X.dtype == np.float64 else contextlib.nullcontext()
+    with x64, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for start in range(0, max(num_rows, 1), step):
             part = story.sufficient_statistics(X[start : start + step], R[start : start + step])
             emission = part if emission is None else story.combine_statistics(emission, part)
@@ -189,6 +194,42 @@ def _combine(story: Story, stats_a: dict, stats_b: dict) -> dict:
 
 
 _combined = jax.jit(_combine)
+
+
+def em_statistics(story: Story, params: dict, X, codes, row_weights):
+    """``(stats, objective)`` of one E-step over rows ``X``: the statistics of the
+    responsibilities (one-hot on labeled rows, class posteriors on rows of code -1, each row
+    scaled by ``row_weights``) and the weighted log-likelihood. One compiled program; NumPy
+    rows are padded to a bucket size with rows of weight 0."""
+    codes, row_weights = np.asarray(codes), np.asarray(row_weights)
+    if isinstance(X, np.ndarray):
+        extra = padded_rows(X.shape[0]) - X.shape[0]
+        X = pad_with_first_row(X, extra)
+        codes = np.concatenate([codes, np.full(extra, -1, codes.dtype)])
+        row_weights = np.concatenate([row_weights, np.zeros(extra, row_weights.dtype)])
+    return _em_step(story, params, X, codes, row_weights.astype(X.dtype))
+
+
+@jax.jit
+def _em_step(story, params, X, codes, row_weights):
+    labeled = codes >= 0
+    num_classes = params[CLASS_PRIOR].shape[-1]
+    one_hot = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=X.dtype)
+    scores = story.discriminant(params, X) + jnp.log(params[CLASS_PRIOR])
+    R = jnp.where(labeled[:, None], one_hot, jax.nn.softmax(scores, axis=-1))
+    R = R * row_weights[:, None]
+    joint = jnp.log(params[CLASS_PRIOR]) + story.emission(params).log_prob(X[:, None, :])
+    values = rows_log_likelihood(joint, codes)
+    objective = jnp.sum(jnp.where(row_weights > 0, row_weights * values, 0.0))
+    return _statistics(story, X, R), objective
+
+
+def rows_log_likelihood(joint, codes):
+    """Each row's log-likelihood from its joint (n, K): ``joint[i, y_i]`` on labeled rows, the
+    log-sum-exp over classes on rows of code -1."""
+    labeled = codes >= 0
+    chosen = jnp.take_along_axis(joint, jnp.where(labeled, codes, 0)[:, None], axis=-1)[:, 0]
+    return jnp.where(labeled, chosen, jax.nn.logsumexp(joint, axis=-1))
 
 
 # -- parameters ------------------------------------------------------------------------------------
@@ -309,8 +350,7 @@ def refuse_unscored(scores, X=None) -> None:
     if X is not None and is_concrete(X):
         row = X[int(bad[0])]
         row = row.toarray() if scipy.sparse.issparse(row) else np.asarray(row)
-        with np.errstate(invalid="ignore"):
-            largest = np.nanmax(np.abs(row)) if row.size else 0.0
+        largest = np.max(np.abs(row)) if row.size else 0.0
         scale = f"; row {int(bad[0])}'s largest |feature| is {largest:.3g}"
     raise ValueError(
         f"rows {describe(bad)} cannot be scored: their log-density is not finite under any "
