@@ -763,27 +763,3 @@ def check_responsibilities(R) -> None:
         f"R holds {' and '.join(found)}: responsibilities must be finite and non-negative "
         f"(one-hot labels times sample weights, or class posteriors)."
     )
-
-
-def check_scored_rows(joint) -> None:
-    """Rows whose joint log-probability is NaN, or -inf under every class, have no posterior:
-    refused by name rather than returned as NaN (or predicted as the first class)."""
-    refuse_unscored_rows(unscored_rows(joint))
-
-
-def unscored_rows(joint) -> np.ndarray:
-    """Indices of the rows of ``joint`` (n, K) that :func:`check_scored_rows` refuses."""
-    joint = np.asarray(joint)
-    if np.isfinite(joint).all():  # the usual case, in one pass without row reductions
-        return np.empty(0, np.intp)
-    return np.flatnonzero(np.isnan(joint).any(axis=1) | ~np.isfinite(joint).any(axis=1))
-
-
-def refuse_unscored_rows(bad) -> None:
-    """The error of :func:`check_scored_rows` for rows ``bad``, if any."""
-    if len(bad):
-        raise ValueError(
-            f"rows {describe(bad)} cannot be scored: their log-density is not finite under any "
-            f"class (feature values so large that their squares overflow, say). Rescale the "
-            f"features."
-        )
