@@ -46,6 +46,8 @@ __all__ = [
 
 #: Bytes of rows a host statistics pass reads per block: its temporaries stay this small.
 BLOCK_BYTES = 1 << 23
+#: ... and at least this many rows, so that wide rows do not make a block per row.
+_MIN_BLOCK_ROWS = 256
 #: Dense inputs up to this many rows and entries are padded to a bucket size (``padded_rows``)
 #: so that new row counts (folds, learning curves) reuse compiled code; larger ones compile in
 #: a small fraction of their run time and are not copied.
@@ -141,7 +143,7 @@ def responsibilities(codes, num_classes: int, weights=None, dtype=np.float64) ->
 def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     """``{"class_counts": R.sum(0), "emission": story.sufficient_statistics(X, R)}``.
 
-    Host rows (:func:`on_host`) are read in blocks of about ``BLOCK_BYTES`` whose statistics
+    Dense host rows (:func:`on_host`) are read in blocks of about ``BLOCK_BYTES`` whose statistics
     are added by ``story.combine_statistics`` (one block when they do not add over rows);
     others run compiled, small concrete inputs padded (``pad``) with zero-responsibility rows
     so that a new row count reuses the program (the statistics are the same). An
@@ -153,8 +155,9 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
         return _statistics(story, X, R)
     R = np.asarray(R)
     num_rows, num_features = X.shape
-    step = max(1, BLOCK_BYTES // max(1, num_features * X.dtype.itemsize))
-    if num_rows <= step or not story.adds_over_rows:
+    step = max(_MIN_BLOCK_ROWS, BLOCK_BYTES // max(1, num_features * X.dtype.itemsize))
+    # sparse products allocate no dense (n, D) temporary: one block
+    if num_rows <= step or scipy.sparse.issparse(X) or not story.adds_over_rows:
         step = max(num_rows, 1)
     emission = None
     # a combine written in jax.numpy keeps float64 blocks in float64

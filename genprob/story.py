@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 import typing
 
 import jax
@@ -352,7 +353,7 @@ class Story(metaclass=_StoryType):
         statistics are taken about a chunk-dependent reference point override it (see
         ``GaussianStory``); stories whose statistics do not combine raise ``ValueError``.
         """
-        return jax.tree_util.tree_map(jnp.add, stats_a, stats_b)
+        return jax.tree_util.tree_map(operator.add, stats_a, stats_b)  # NumPy or JAX alike
 
     def log_penalty(self, params: dict, stats: dict):
         """Log density (up to a constant) of the prior that the closed form's regularization is.
