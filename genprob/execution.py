@@ -312,11 +312,30 @@ def joint_log_prob(story: Story, params: dict, X):
     return _rows_of(_joint, story, params, X)
 
 
+_EVENT_SHAPES: dict = {}
+
+
+def _check_host_width(story: Story, params: dict, X) -> None:
+    """:func:`_check_width` of host rows, the emission's event shape traced once per story
+    structure and parameter shapes (no density is computed)."""
+    leaves, structure = jax.tree_util.tree_flatten((story, params))
+    key = (structure, tuple((np.shape(leaf), np.result_type(leaf)) for leaf in leaves))
+    if key not in _EVENT_SHAPES:
+        shapes = []
+        jax.eval_shape(lambda s, p: shapes.append(s.emission(p).event_shape), story, params)
+        _EVENT_SHAPES[key] = shapes[0]
+    if jnp.ndim(X) != 2:
+        raise ValueError(f"X must be 2-D (n, D), got shape {jnp.shape(X)}.")
+    if _EVENT_SHAPES[key]:
+        check_feature_width(X, _EVENT_SHAPES[key][-1])
+
+
 def class_scores(story: Story, params: dict, X):
     """``log pi_k + story.discriminant(params, X)`` (n, K) of checked features: the joint
     log-probability up to a term of each row, which normalizing removes."""
     if not on_host(story, X):
         return _rows_of(_scores, story, params, X)
+    _check_host_width(story, params, X)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         log_prior = np.log(np.asarray(params[CLASS_PRIOR]))
         return log_prior + np.asarray(story.discriminant(params, X))
