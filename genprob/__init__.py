@@ -9,7 +9,6 @@ Three faces over one functional core:
 """
 
 from genprob import datasets
-from genprob._compile_cache import set_compilation_cache
 from genprob._mappings import CompiledProgramsDropped
 from genprob.core import (
     fit_closed_form,

@@ -7,16 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 
-from genprob import _native, _threads
-
-try:  # JAX's own test (what jax.config consults), not public API: assume started without it
-    from jax._src.xla_bridge import backends_are_initialized as _backends_started
-except ImportError:  # pragma: no cover
-
-    def _backends_started() -> bool:
-        return True
-
-
 #: XLA's CPU client adopts a host buffer without copying when it is aligned to this many bytes.
 _ALIGNMENT = 64
 #: Rows moved per step when ``to_device`` reorders rows.
@@ -73,16 +63,11 @@ def namespace(*arrays):
 
 
 def placed(tree):
-    """A pytree of host arrays where compiled programs read it fastest: on a CPU backend as
-    read-only views of the same buffers, which a call reads in place (microseconds) and host
-    code reads directly, where each ``jax.device_put`` costs ~80 us whatever the size; else on
-    the default device, in one transfer. Before any backend has started (a process whose fits
-    and predictions ran in NumPy so far) the views too: starting one costs ~45 ms, more than a
-    small fit, and a compiled program reads host arrays as well."""
-    if not _backends_started() or jax.default_backend() == "cpu":
-        # read-only, as JAX arrays are: a buffer may be the fitted estimator's own array
-        return jax.tree_util.tree_map(_read_only, tree)
-    return jax.device_put(tree)
+    """A pytree of host arrays as read-only views of the same buffers (as JAX arrays are
+    read-only: a buffer may be the fitted estimator's own array). Host code reads them directly
+    and a compiled program takes host arrays too, so asking for a device (which starts JAX's
+    backend) is left to the first compiled call."""
+    return jax.tree_util.tree_map(_read_only, tree)
 
 
 def _read_only(array):
@@ -168,20 +153,12 @@ def without_duplicates(X):
 
 
 def column_sums(array):
-    """``array.sum(axis=0)`` of a 2-D array. A small NumPy one through BLAS (``ones @ array``),
-    a large one in lanes on threads (:func:`_lane_column_sums`): both 10x faster than NumPy's
-    reduction over the rows of a narrow array (R of a few classes)."""
+    """``array.sum(axis=0)`` of a 2-D array; a NumPy one through BLAS (``ones @ array``), much
+    faster than NumPy's reduction over the rows of a narrow array (R of a few classes)."""
     if isinstance(array, OneHotRows):
         return array.column_sums()
     if isinstance(array, np.ndarray) and array.ndim == 2 and array.dtype.kind == "f":
-        if not _threads.blas_would_thread(array):
-            return np.ones(array.shape[0], array.dtype) @ array
-        # no BLAS (its helper threads would spin after it), no (n,) vector of ones to allocate
-        return _threads.sum_over_spans(
-            lambda start, stop: _lane_column_sums(array[start:stop]),
-            array.shape[0],
-            array.shape[1] * array.itemsize,
-        )
+        return np.ones(array.shape[0], array.dtype) @ array
     return array.sum(axis=0)
 
 
@@ -264,60 +241,31 @@ class OneHotRows:
         class's row of ``out``, in row order (into a zeroed (K+1, D) block, then added to
         ``out``: blocked sums, as the products summed).
 
-        A scatter-add (SciPy's kernel for a sparse matrix in CSC form times a dense block, R^T
-        being that matrix with one entry per column) reads the block once with one multiply-add
-        per entry, where the dense product ``R^T Z`` spends K (1e5 x 50, K = 5, one thread:
-        2.3 ms against 4.0). The kernel releases the GIL, so spans run on threads in parallel.
-        Rows of code -1 or weight 0 go to the block's K+1-th row, which is dropped: their
-        entries, finite or not, touch no class. The block is a scratch buffer of the calling
-        thread.
+        A scatter-add (a SciPy sparse matrix in CSC form times a dense block, R^T being that
+        matrix with one entry per column) reads the block once with one multiply-add per entry,
+        where the dense product ``R^T Z`` spends K. Rows of code -1 or weight 0 go to the
+        block's K+1-th row, which is dropped: their entries, finite or not, touch no class.
         """
         dtype = np.dtype(dtype)
         index = self._scatter_index()
         weights = None if self.weights is None else self.weights.astype(dtype, copy=False)
         targets = self.num_classes + 1
-        block = _threads.scratch("class sums", (targets, num_features), dtype)
-        flat = block.reshape(-1)
-        classes = block[: self.num_classes]
+        classes = slice(0, self.num_classes)
 
         def add(out, start, rows):
             stop = start + rows.shape[0]
             if not rows.flags.c_contiguous or rows.dtype != dtype:
                 rows = np.ascontiguousarray(rows, dtype=dtype)
-            flat.fill(0)
             row_weights = (
                 _shared_range(stop - start, dtype, ones=True)
                 if weights is None
                 else weights[start:stop]
             )
-            _scatter_rows(index[start:stop], row_weights, rows, block, flat)
-            np.add(out, classes, out=out)
+            np.add(
+                out, _scatter_rows(index[start:stop], row_weights, rows, targets)[classes], out=out
+            )
 
         return add
-
-    def class_moments(self, rows, shift, block_rows: int):
-        """``(R^T (rows - shift), R^T (rows - shift)^2)``, (K, D) each, by the native kernel
-        in one read of C-contiguous ``rows`` (m, D) in the dtype of ``R`` and ``rows``, summed
-        in blocks of ``block_rows`` rows (:func:`genprob._native.class_moments`); None when
-        the kernel is off or unavailable or the rows are not so laid out (then
-        :meth:`class_sums_adder` gives the same sums)."""
-        dtype = np.result_type(rows.dtype, self.dtype)
-        if rows.dtype != dtype or not rows.flags.c_contiguous:
-            return None
-        targets = np.ascontiguousarray(self._scatter_index())
-        if self.weights is None:
-            weights = _shared_range(len(self), dtype, ones=True)
-        else:
-            weights = np.ascontiguousarray(self.weights, dtype=dtype)
-        num_features = rows.shape[1]
-        shift = np.ascontiguousarray(np.broadcast_to(np.asarray(shift, dtype), (num_features,)))
-        shape = (self.num_classes + 1, 2, num_features)
-        out = np.zeros(shape, dtype)
-        part = _threads.scratch("class moments", shape, dtype)
-        if not _native.class_moments(rows, targets, weights, shift, out, part, block_rows):
-            return None
-        classes = out[: self.num_classes]
-        return np.ascontiguousarray(classes[:, 0]), np.ascontiguousarray(classes[:, 1])
 
     def check_codes(self) -> None:
         """Raise ``ValueError``, naming the first bad row, unless the codes are a 1-D integer
@@ -395,18 +343,6 @@ class OneHotRows:
         return result
 
 
-def _scatter_kernel():
-    """SciPy's ``csc_matvecs`` (``Y += A X``, A sparse in CSC form, X and Y dense and
-    C-contiguous), or None where SciPy no longer has it under this private name."""
-    try:
-        from scipy.sparse import _sparsetools
-
-        return _sparsetools.csc_matvecs
-    except (ImportError, AttributeError):  # pragma: no cover - a SciPy that renamed it
-        return None
-
-
-_CSC_MATVECS = _scatter_kernel()
 _SHARED_RANGES: dict = {}
 
 
@@ -424,42 +360,14 @@ def _shared_range(size: int, dtype=np.int64, ones: bool = False) -> np.ndarray:
     return shared[:size]
 
 
-def _scatter_rows(index, weights, rows, out, flat) -> None:
-    """``out[index[i]] += weights[i] rows[i]`` for every row i, in order: ``rows`` (m, D)
-    C-contiguous, ``out`` (L, D) C-contiguous and ``flat`` its 1-D view, all of one dtype,
-    ``index`` int64 in 0..L-1 (SciPy's kernel writes where it points)."""
-    num_rows, num_features = rows.shape
-    if _CSC_MATVECS is None:  # pragma: no cover - the same product through the public API
-        matrix = scipy.sparse.csc_matrix(
-            (weights, index, _shared_range(num_rows + 1)), shape=(out.shape[0], num_rows)
-        )
-        out += matrix @ rows
-        return
-    _CSC_MATVECS(
-        out.shape[0],
-        num_rows,
-        num_features,
-        _shared_range(num_rows + 1),
-        index,
-        weights,
-        rows.reshape(-1),
-        flat,
+def _scatter_rows(index, weights, rows, targets: int) -> np.ndarray:
+    """``out[index[i]] += weights[i] rows[i]`` for every row i of ``rows`` (m, D) into a new
+    (targets, D) ``out``, ``index`` in 0..targets-1: a SciPy CSC matrix times the rows."""
+    num_rows = rows.shape[0]
+    matrix = scipy.sparse.csc_matrix(
+        (weights, index, _shared_range(num_rows + 1)), shape=(targets, num_rows)
     )
-
-
-#: Rows summed side by side by :func:`_lane_column_sums`.
-_LANES = 64
-
-
-def _lane_column_sums(array):
-    """Column sums of a C-contiguous (m, K) array as the sums of ``_LANES`` interleaved
-    lanes: one reduction over rows of ``_LANES K`` contiguous entries (vectorized), where
-    NumPy's reduction over rows of K entries runs about 15x slower."""
-    if not array.flags.c_contiguous:
-        array = np.ascontiguousarray(array)
-    head = array.shape[0] // _LANES * _LANES
-    lanes = array[:head].reshape(-1, _LANES * array.shape[1]).sum(axis=0)
-    return lanes.reshape(_LANES, array.shape[1]).sum(axis=0) + array[head:].sum(axis=0)
+    return matrix @ rows
 
 
 def _aligned_empty(shape, dtype) -> np.ndarray:

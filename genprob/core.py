@@ -19,7 +19,6 @@ the statistics into parameters.
 
 from __future__ import annotations
 
-import threading
 from functools import partial
 
 import jax
@@ -28,11 +27,9 @@ import numpy as np
 import scipy.sparse
 import scipy.special
 
-from genprob import _threads
 from genprob._arrays import OneHotRows, column_sums, namespace
 from genprob._lazy import LazyModule
 from genprob._limits import check_count, check_traced_size
-from genprob._programs import program
 from genprob._validation import (
     UNLABELED,
     all_concrete,
@@ -95,7 +92,7 @@ def _joint_log_prob_of_checked(story: Story, params: dict, X) -> jax.Array:
     return _joint_log_prob(story.without_sampling_settings(), params, X)
 
 
-@program
+@jax.jit
 def _joint_log_prob(story: Story, params: dict, X) -> jax.Array:
     emission = story.emission(params)
     _check_feature_count(emission, X)  # shapes only: runs once per compilation, not per call
@@ -155,7 +152,7 @@ def class_scores(story: Story, params: dict, X) -> jax.Array:
     return _class_scores(story.without_sampling_settings(), params, X)
 
 
-@program
+@jax.jit
 def _class_scores(story: Story, params: dict, X) -> jax.Array:
     _check_feature_count(story.emission(params), X)  # shapes only; the emission is not computed
     return jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
@@ -189,10 +186,7 @@ def _host_posteriors(story: Story, params: dict, X, kind: str) -> np.ndarray | N
 
     Each block of :meth:`Story.discriminant_blocks` is checked (:func:`check_scored_rows`) and
     normalized while in cache: no (n, K) pass but the write, no copy or compilation per row
-    count. Large dense inputs are scored in contiguous spans of rows on threads
-    (``genprob._threads``), BLAS held to one thread meanwhile: NumPy's products, ufuncs and
-    ``einsum`` release the GIL, so the normalization and the per-class arithmetic between the
-    products run on every core too, and no BLAS helper thread spins beside them.
+    count. One serial pass; BLAS threads its own products.
     """
     sparse = scipy.sparse.issparse(X)
     if not (sparse or (isinstance(X, np.ndarray) and story.scores_on_host(params, X))):
@@ -204,16 +198,7 @@ def _host_posteriors(story: Story, params: dict, X, kind: str) -> np.ndarray | N
     num_rows = X.shape[0]
     output = _SharedOutput(num_rows)
 
-    def span(start, stop):
-        rows = X if (start, stop) == (0, num_rows) else X[start:stop]
-        return _score_span(story, params, rows, start, kind, log_prior, output)
-
-    if sparse:
-        bad = span(0, num_rows)
-    else:
-        # a row's scoring costs about K passes over it: spans of fewer rows are worth a thread
-        work = X.shape[1] * X.itemsize * max(len(log_prior), 1)
-        bad = np.concatenate(_threads.map_spans(span, num_rows, work))
+    bad = _score_span(story, params, X, 0, kind, log_prior, output)
     refuse_unscored_rows(bad)
     return output.out
 
@@ -225,14 +210,12 @@ class _SharedOutput:
     def __init__(self, num_rows: int):
         self.num_rows = num_rows
         self.out = None
-        self._lock = threading.Lock()
 
     def rows(self, start: int, scores: np.ndarray) -> np.ndarray:
         """The rows of the result under the block ``scores`` (K, m) starting at ``start``."""
-        with self._lock:
-            if self.out is None:
-                dtype = np.result_type(scores, np.float32)
-                self.out = np.empty((self.num_rows, len(scores)), dtype)
+        if self.out is None:
+            dtype = np.result_type(scores, np.float32)
+            self.out = np.empty((self.num_rows, len(scores)), dtype)
         return self.out[start : start + scores.shape[1]]
 
 
@@ -361,7 +344,7 @@ def _exp_above(values, floor, out, below):
     np.putmask(out, below, 0.0)
 
 
-@program
+@jax.jit
 def _predict_log_proba(story: Story, params: dict, X) -> jax.Array:
     return jax.nn.log_softmax(_class_scores(story, params, X), axis=-1)
 
@@ -402,7 +385,7 @@ def log_likelihood(
     return values if pointwise else values.sum()
 
 
-@program
+@jax.jit
 def _rows_log_likelihood(joint, codes):
     # one program: eagerly, these few operations compiled one program each (~20 in a new process)
     labeled = codes >= 0
@@ -473,12 +456,12 @@ def _with_class_counts(story: Story, R: np.ndarray, emission: dict) -> dict:
     return {"class_counts": column_sums(R) if counts is None else counts, "emission": emission}
 
 
-@program
+@jax.jit
 def _sufficient_statistics(story: Story, X, R) -> dict:
     return {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
 
 
-@program
+@jax.jit
 def combine_statistics(story: Story, stats_a: dict, stats_b: dict) -> dict:
     """Statistics of two data chunks together (:meth:`Story.combine_statistics`).
 
@@ -509,7 +492,7 @@ def maximize(story: Story, stats: dict, class_prior=None, fit_prior: bool = True
     return params
 
 
-@program
+@jax.jit
 def _emission_maximize(story: Story, emission_stats):
     return story.maximize(emission_stats)
 

@@ -36,6 +36,7 @@ for discrete stories), more labeled rows, or a smaller ``unlabeled_weight``.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -45,7 +46,6 @@ import numpy as np
 from genprob import core
 from genprob._arrays import pad_with_first_row, row_padding
 from genprob._lazy import LazyModule
-from genprob._programs import program
 from genprob._validation import (
     as_features,
     check_class_prior,
@@ -269,7 +269,7 @@ def _trace_capacity(max_iter: int) -> int:
     return max(128, 1 << (int(max_iter) - 1).bit_length())
 
 
-@program(static_argnames=("capacity", "fit_prior"))
+@functools.partial(jax.jit, static_argnames=("capacity", "fit_prior"))
 def _em_runs(
     story,
     X,

@@ -229,3 +229,99 @@ def test_no_module_outside_families_keys_on_a_built_in_family():
     """Family knowledge lives on the stories (hooks), so a new family touches only families/."""
     paths = [p for p in sorted(PACKAGE_DIR.rglob("*.py")) if FAMILIES_DIR not in p.parents]
     assert _family_key_offenders(paths) == []
+
+
+# -- only public APIs of dependencies ------------------------------------------------------------
+
+
+def _dotted(node) -> str | None:
+    """``a.b.c`` of a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _private_module(module: str) -> bool:
+    """``jax._src`` and below, or a SciPy module with a private part (``scipy.sparse._x``)."""
+    parts = module.split(".")
+    if parts[:2] == ["jax", "_src"]:
+        return True
+    return parts[0] == "scipy" and any(part.startswith("_") for part in parts[1:])
+
+
+def _private_uses(tree) -> list[tuple[int, str]]:
+    """``(line, what)`` for every import of JAX's or SciPy's internals (``import``, ``from ...
+    import _name``, ``importlib.import_module("...")``, an attribute chain such as
+    ``jax._src.config``) and every read of ``_max_workers``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if _private_module(a.name)]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found += [
+                (node.lineno, f"{node.module}.{a.name}")
+                for a in node.names
+                if _private_module(f"{node.module}.{a.name}")
+            ]
+        elif isinstance(node, ast.Call) and _dotted(node.func) in (
+            "importlib.import_module",
+            "import_module",
+            "__import__",
+        ):
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                if _private_module(first.value):
+                    found.append((node.lineno, first.value))
+        elif isinstance(node, ast.Attribute):
+            if node.attr == "_max_workers":
+                found.append((node.lineno, "._max_workers"))
+            elif (name := _dotted(node)) and _private_module(name) and node.attr.startswith("_"):
+                found.append((node.lineno, name))
+    return sorted(set(found))
+
+
+def test_private_api_scan_finds_internals_but_not_public_names():
+    source = """
+import jax._src.config
+from jax._src.xla_bridge import backends_are_initialized
+from jax._src import core
+from scipy.sparse import _sparsetools
+import scipy.sparse._sparsetools as kernels
+from scipy.linalg._decomp import eigh
+import importlib
+importlib.import_module("jax._src.compilation_cache")
+flag = jax._src.config.enable_x64
+pool._max_workers
+import jax, scipy.sparse, scipy.special
+from jax import export
+from scipy.sparse import csc_matrix
+from ._arrays import namespace
+value = jax.numpy._private_name if False else scipy.sparse.csr_matrix
+"""
+    found = [what for _, what in _private_uses(ast.parse(source))]
+    assert found == [
+        "jax._src.config",
+        "jax._src.xla_bridge.backends_are_initialized",
+        "jax._src.core",
+        "scipy.sparse._sparsetools",
+        "scipy.sparse._sparsetools",
+        "scipy.linalg._decomp.eigh",
+        "jax._src.compilation_cache",
+        "jax._src",
+        "._max_workers",
+    ]
+
+
+def test_genprob_uses_only_public_apis_of_its_dependencies():
+    """No ``jax._src``, no private SciPy module, no private attribute of a thread pool: each
+    JAX or SciPy release may move them."""
+    offenders = [
+        f"{path.relative_to(PACKAGE_DIR.parent)}:{line}: {what}"
+        for path in sorted(PACKAGE_DIR.rglob("*.py"))
+        for line, what in _private_uses(ast.parse(path.read_text(), filename=str(path)))
+    ]
+    assert offenders == []

@@ -16,7 +16,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_iris
 
 import genprob
-from genprob import _arrays, core
+from genprob import core
 from genprob._arrays import PAD_LIMIT
 from genprob._dtype import precision
 from genprob.families.gaussian import GaussianStory
@@ -197,12 +197,9 @@ def test_one_hot_rows_slices_sums_and_class_rows(kind):
         lazy[[0, 1]]
 
 
-@pytest.mark.parametrize("kernel", ["scipy", "public"])
 @pytest.mark.parametrize("kind", ["labels", "weighted", "unlabeled"])
-def test_class_sums_scatter_each_row_onto_its_class(kind, kernel, monkeypatch):
-    # R^T Z by scattering rows (SciPy's CSC kernel, or its public product as a fallback)
-    if kernel == "public":
-        monkeypatch.setattr(_arrays, "_CSC_MATVECS", None)
+def test_class_sums_scatter_each_row_onto_its_class(kind):
+    # R^T Z by scattering rows (a SciPy CSC matrix times the block)
     codes, weights = _codes_and_weights(kind)
     rng = np.random.default_rng(6)
     Z = rng.normal(size=(len(codes), 7)) * [1.0, 1e3, 1e-3, 5.0, 1.0, 2.0, 1e6]
@@ -235,7 +232,7 @@ def test_class_sums_scatter_each_row_onto_its_class(kind, kernel, monkeypatch):
 
 @pytest.mark.parametrize("code", [NUM_CLASSES, -2])
 def test_class_sums_refuse_codes_outside_the_classes(code):
-    # the native kernel writes where a code points: a code outside -1..K-1 is refused first
+    # the scatter writes where a code points: a code outside -1..K-1 is refused first
     codes, _ = _codes_and_weights("labels")
     codes[9] = code
     lazy = core.OneHotRows(codes, NUM_CLASSES)
@@ -298,10 +295,8 @@ def test_one_hot_rows_reach_other_stories_as_a_dense_matrix():
     "make", ["GaussianNB", "LinearDiscriminantAnalysis", "QuadraticDiscriminantAnalysis"]
 )
 def test_labeled_fits_allocate_no_responsibility_matrix(make):
-    # the one-hot rows are read from the codes block by block, into buffers the threads keep:
-    # a second fit's peak allocation stays below half the (n, K) matrix (16 MB here; it was
-    # 18-26 MB, now 1.0-3.2 MB of O(n) codes and row indices). A fresh process: its threads'
-    # buffers are those of the first fit
+    # the one-hot rows are read from the codes block by block: a second fit's peak allocation
+    # stays below half the (n, K) matrix (16 MB here), O(n) codes and row indices and a block
     script = textwrap.dedent(
         f"""
         import tracemalloc

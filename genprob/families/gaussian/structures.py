@@ -8,7 +8,6 @@ structure-dependent step to ``story.structure`` instead of branching on it.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import jax
@@ -17,8 +16,6 @@ import numpy as np
 
 from genprob._arrays import OneHotRows, namespace
 from genprob._lazy import LazyModule
-from genprob._native import MIN_BYTES as NATIVE_MIN_BYTES
-from genprob._threads import scratch
 from genprob.families.gaussian.distributions import (
     full_factors,
     full_gaussian,
@@ -379,9 +376,7 @@ class DiagonalCovariance(CovarianceStructure):
                 # products R^T Z and R^T Z^2 run BLAS far below its peak (1e5 x 50, K = 5, one
                 # thread: 5.1 ms against 10.1, and 7.5 for gathering each class's rows)
                 block_bytes = HOST_BLOCK_BYTES * (1 if np.any(shift) else 2)
-                # the native kernel reads each row once (genprob._native); its first use in
-                # a process costs ~50 ms, paid back by large passes only
-                span = functools.partial(self._code_span, native=X.nbytes >= NATIVE_MIN_BYTES)
+                span = self._code_span
             else:
                 # the same sums block by block in cache; about the origin the products read
                 # the block in place, and blocks twice the size (no centered copy beside
@@ -409,25 +404,19 @@ class DiagonalCovariance(CovarianceStructure):
         origin = not np.any(shift)  # moments about 0: no centered copy of the block
         for x, r in host_row_blocks(X, R, block_bytes=block_bytes):
             z = x if origin else centered(x, shift)
-            # np.dot, not @: it releases the GIL, so spans run on threads in parallel
             sums += np.dot(r.T, z)
-            squared = np.square(z, out=scratch("centered", z.shape, z.dtype) if origin else z)
+            squared = np.square(z, out=None if origin else z)
             class_squares += np.dot(r.T, squared)
             counts += np.dot(ones[: r.shape[0]], r)
         return sums, class_squares, counts
 
     @staticmethod
-    def _code_span(shift, X, R, *, block_bytes, native=False):
-        """:meth:`_host_span` of hard labels (:class:`~genprob._arrays.OneHotRows`): with
-        ``native``, each row and its square added onto its class in one read by the native
-        kernel (:meth:`~genprob._arrays.OneHotRows.class_moments`) where it is available;
-        else each block's rows, then their squares, added onto their classes' rows
-        (:meth:`~genprob._arrays.OneHotRows.class_sums_adder`). Both sum the same blocks."""
+    def _code_span(shift, X, R, *, block_bytes):
+        """:meth:`_host_span` of hard labels (:class:`~genprob._arrays.OneHotRows`): each
+        block's rows, then their squares, added onto their classes' rows
+        (:meth:`~genprob._arrays.OneHotRows.class_sums_adder`)."""
         dtype = np.result_type(X.dtype, R.dtype)
         step = block_rows(X, block_bytes)
-        moments = R.class_moments(X, shift, step) if native else None
-        if moments is not None:
-            return (*moments, R.column_sums().astype(dtype))
         sums = np.zeros((R.shape[1], X.shape[1]), dtype)
         class_squares = np.zeros_like(sums)
         origin = not np.any(shift)  # moments about 0: no centered copy of the block
@@ -436,7 +425,7 @@ class DiagonalCovariance(CovarianceStructure):
             x = X[start : start + step]
             z = x if origin else centered(x, shift)
             add(sums, start, z)
-            squared = np.square(z, out=scratch("centered", z.shape, z.dtype) if origin else z)
+            squared = np.square(z, out=None if origin else z)
             add(class_squares, start, squared)
         return sums, class_squares, R.column_sums().astype(dtype)
 
