@@ -96,6 +96,12 @@ def _run_note(record, command: str) -> str:
     )
 
 
+def _table(header, body) -> str:
+    """``html_table`` without the columns no row measured (every cell "-")."""
+    kept = [j for j in range(len(header)) if any(row[j] != "-" for row in body)]
+    return html_table([header[j] for j in kept], [[row[j] for j in kept] for row in body])
+
+
 # -- targets ---------------------------------------------------------------------------------
 
 
@@ -176,7 +182,7 @@ def _fit_table(rows, floor: bool) -> str:
         if floor:
             header += ["floor (ms)", "fit / floor"]
         parts.append(f"<p><strong>{html.escape(shape)}</strong></p>")
-        parts.append(html_table(header, body))
+        parts.append(_table(header, body))
     return "\n".join(parts) or "<p>No rows in the results file.</p>"
 
 
@@ -356,9 +362,8 @@ def cold_table(section: str) -> str:
         f"floor: {floor_name}",
         "warm / floor",
     ]
-    # columns no row of this section measured (scikit-learn has no semi-supervised fit, ...)
-    kept = [j for j in range(len(header)) if any(row[j] != "-" for row in body)]
-    return html_table([header[j] for j in kept], [[row[j] for j in kept] for row in body])
+    # scikit-learn has no semi-supervised fit, a refit has no cache setting, ...
+    return _table(header, body)
 
 
 def cold_chart() -> str:
