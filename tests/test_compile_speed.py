@@ -312,3 +312,47 @@ def test_jax_own_cache_as_the_docs_enable_it_gives_identical_results(tmp_path):
     assert warm["cache dir"] == str(cache)
     for name in ("GaussianNB", "QuadraticDiscriminantAnalysis", "MultinomialNB"):
         assert off[name] == cold[name] == warm[name]  # bitwise
+
+
+_CLI_PROCESS = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp
+    from genprob.app import cli
+    cli._keep_compiled_programs()
+    print(jax.config.jax_compilation_cache_dir)
+    print(repr(float(jax.jit(lambda x: jnp.sin(x) * 3.0)(0.5))))
+    """
+)
+
+
+def _cli_process(home, **env):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+    environment.update(XDG_CACHE_HOME=str(home), **env)
+    done = subprocess.run(
+        [sys.executable, "-c", _CLI_PROCESS], env=environment, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_the_command_line_keeps_compiled_programs_and_survives_damaged_entries(tmp_path):
+    directory = tmp_path / "genprob" / "jax"
+    first = _cli_process(tmp_path)
+    assert first[0] == str(directory)
+    entries = [p for p in directory.iterdir() if p.is_file() and "lock" not in p.name]
+    assert entries
+    for entry in entries:
+        entry.write_bytes(b"damaged")
+    again = _cli_process(tmp_path)
+    assert again == first  # the damaged entries are compiled again, the result is the same
+    assert not directory.exists()  # and dropped at exit, so that the next process refills it
+    assert _cli_process(tmp_path) == first
+    assert any(p.is_file() for p in directory.iterdir())
+
+
+def test_the_command_line_cache_can_be_switched_off_and_leaves_a_user_cache(tmp_path):
+    assert _cli_process(tmp_path, GENPROB_CLI_CACHE="0")[0] == "None"
+    assert not (tmp_path / "genprob").exists()
+    own = tmp_path / "mine"
+    assert _cli_process(tmp_path, JAX_COMPILATION_CACHE_DIR=str(own))[0] == str(own)
+    assert not (tmp_path / "genprob").exists()

@@ -28,8 +28,10 @@ from __future__ import annotations
 import argparse
 import atexit
 import dataclasses
+import logging
 import os
 import re
+import shutil
 import sys
 import time
 import warnings
@@ -295,6 +297,10 @@ _ALIASES = {
     "mixed_nb": "mixed",
 }
 _PARQUET_SUFFIXES = (".parquet", ".pq")
+#: Bound of the command line's compilation cache directory (JAX drops the oldest entries).
+CLI_CACHE_BYTES = 1 << 30
+#: Cache directories found damaged in this process, dropped at its end (rebuilt by the next).
+_DAMAGED_CACHES: list = []
 
 
 def _story_name(name: str) -> str:
@@ -970,26 +976,57 @@ def main(argv=None) -> int:
 
 
 def run() -> None:
-    """The ``genprob`` console script: :func:`main`, then leave without Python's teardown.
+    """The ``genprob`` console script: :func:`main` in a process of genprob's own.
 
-    Tearing down the modules JAX, SciPy, scikit-learn and pandas loaded, and the XLA client,
-    takes 0.5 to 1 s after the command is done (a sixth to a third of a ``genprob fit``). The
-    exit handlers still run and the output streams are flushed; then the process exits with
-    ``main``'s code.
+    That process keeps compiled programs between runs in JAX's persistent cache
+    (:func:`_keep_compiled_programs`) and exits without Python's module teardown, which costs a
+    large share of a short command; log handlers and the output streams are flushed first.
     """
+    _keep_compiled_programs()
     code = main()
-    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if run_exit_handlers is None:  # not CPython: the usual exit
-        raise SystemExit(code)
-    try:
-        run_exit_handlers()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # a closed pipe or stream: nothing left to write
-                pass
-        os._exit(code)
+    _drop_damaged_caches()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing left to write
+            pass
+    os._exit(code)
+
+
+def _keep_compiled_programs() -> None:
+    """Switch on JAX's persistent compilation cache for this command's process (a library never
+    does: the process is the user's), in ``genprob/jax`` under the cache home, bounded in size;
+    a cache the user configured for JAX (``JAX_COMPILATION_CACHE_DIR``) is left as it is, and
+    ``GENPROB_CLI_CACHE=0`` switches it off."""
+    if os.environ.get("GENPROB_CLI_CACHE", "1").strip().lower() in {"0", "off", "false", "no"}:
+        return
+    import jax
+
+    if jax.config.jax_compilation_cache_dir is not None:
+        return
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    directory = os.path.join(home, "genprob", "jax")
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # small programs too
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    jax.config.update("jax_compilation_cache_max_size", CLI_CACHE_BYTES)
+    show = warnings.showwarning
+
+    def drop_damaged(message, category, *args, **kwargs):
+        # JAX compiles again past an unreadable entry but keeps it: drop the cache once
+        if "persistent compilation cache entry" not in str(message):
+            return show(message, category, *args, **kwargs)
+        warnings.showwarning = show
+        _DAMAGED_CACHES.append(directory)
+
+    warnings.showwarning = drop_damaged
+    atexit.register(_drop_damaged_caches)  # run() leaves by os._exit and calls it itself
+
+
+def _drop_damaged_caches() -> None:
+    while _DAMAGED_CACHES:
+        shutil.rmtree(_DAMAGED_CACHES.pop(), ignore_errors=True)
 
 
 if __name__ == "__main__":
