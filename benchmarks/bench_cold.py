@@ -6,7 +6,7 @@ installed (every process compiles what it runs) and with JAX's own persistent co
 switched on as the docs show (``JAX_COMPILATION_CACHE_DIR`` and its two thresholds at 0), warm
 (a private directory filled by one earlier process).
 
-* ``cold iris``: ``import`` + ``fit`` + ``predict_proba`` on iris, per estimator, beside its
+* ``cold``: ``import`` + ``fit`` + ``predict_proba`` on iris, wine and digits, per estimator, beside its
   floor: scikit-learn's same process plus ``import jax`` (what any library built on JAX pays
   before its first line runs; genprob imports NumPyro only when a model is built, which a
   closed-form fit of NumPy rows does not do);
@@ -65,11 +65,15 @@ ESTIMATORS = {
 }
 
 COLD_FIT = """{preamble}
-from sklearn.datasets import load_iris
+from sklearn.datasets import load_{data}
 from {module} import {name} as Estimator
-X, y = load_iris(return_X_y=True)
-Estimator().fit(X, y).predict_proba(X)
+X, y = load_{data}(return_X_y=True)
+Estimator({options}).fit(X, y).predict_proba(X)
 """
+#: Data sets of the cold rows; QDA on digits needs reg_param (constant pixels in every class:
+#: both libraries refuse the singular covariances otherwise)
+COLD_DATA = ("iris", "wine", "digits")
+COLD_OPTIONS = {("QDA", "digits"): "reg_param=0.1"}
 
 #: The cold rows' floor: scikit-learn's process that also imports what genprob's closed-form
 #: fits of NumPy rows need (JAX; NumPyro is imported when a model is built)
@@ -190,7 +194,8 @@ def environments(genprob_path, cache_dir):
         base["PYTHONPATH"] = os.pathsep.join(filter(None, [genprob_path, base.get("PYTHONPATH")]))
     return {
         "sklearn": base,
-        "genprob, no cache": base,
+        # the command line keeps its own cache unless told not to
+        "genprob, no cache": {**base, "GENPROB_CLI_CACHE": "0"},
         "genprob, warm cache": {**base, **_JAX_CACHE, "JAX_COMPILATION_CACHE_DIR": cache_dir},
     }
 
@@ -213,18 +218,22 @@ def cold_rows(envs, repeats, names):
     rows = []
     for label in names:
         sk_module, sk_name, gp_module, gp_name = ESTIMATORS[label]
-        sk_code = COLD_FIT.format(preamble="", module=sk_module, name=sk_name)
-        # the floor of any JAX library: scikit-learn's job plus importing JAX
-        floor_code = COLD_FIT.format(preamble=FLOOR_IMPORTS, module=sk_module, name=sk_name)
-        gp_code = COLD_FIT.format(preamble="", module=gp_module, name=gp_name)
-        run(gp_code, envs["genprob, warm cache"])  # fills the cache
-        times = {"sklearn": [], FLOOR: [], "genprob, no cache": [], "genprob, warm cache": []}
-        for _ in range(repeats):
-            times["sklearn"].append(run(sk_code, envs["sklearn"]))
-            times[FLOOR].append(run(floor_code, envs["sklearn"]))
-            times["genprob, no cache"].append(run(gp_code, envs["genprob, no cache"]))
-            times["genprob, warm cache"].append(run(gp_code, envs["genprob, warm cache"]))
-        rows.append(summary(f"cold import+fit+predict_proba, iris, {label}", times))
+        for data in COLD_DATA:
+            fields = {"data": data, "options": COLD_OPTIONS.get((label, data), "")}
+            sk_code = COLD_FIT.format(preamble="", module=sk_module, name=sk_name, **fields)
+            # the floor of any JAX library: scikit-learn's job plus importing JAX
+            floor_code = COLD_FIT.format(
+                preamble=FLOOR_IMPORTS, module=sk_module, name=sk_name, **fields
+            )
+            gp_code = COLD_FIT.format(preamble="", module=gp_module, name=gp_name, **fields)
+            run(gp_code, envs["genprob, warm cache"])  # fills the cache
+            times = {"sklearn": [], FLOOR: [], "genprob, no cache": [], "genprob, warm cache": []}
+            for _ in range(repeats):
+                times["sklearn"].append(run(sk_code, envs["sklearn"]))
+                times[FLOOR].append(run(floor_code, envs["sklearn"]))
+                times["genprob, no cache"].append(run(gp_code, envs["genprob, no cache"]))
+                times["genprob, warm cache"].append(run(gp_code, envs["genprob, warm cache"]))
+            rows.append(summary(f"cold import+fit+predict_proba, {data}, {label}", times))
     return rows
 
 
