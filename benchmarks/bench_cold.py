@@ -6,10 +6,10 @@ installed (every process compiles what it runs) and with JAX's own persistent co
 switched on as the docs show (``JAX_COMPILATION_CACHE_DIR`` and its two thresholds at 0), warm
 (a private directory filled by one earlier process).
 
-* ``cold``: ``import`` + ``fit`` + ``predict_proba`` on iris, wine and digits, per estimator, beside its
-  floor: scikit-learn's same process plus ``import jax`` (what any library built on JAX pays
-  before its first line runs; genprob imports NumPyro only when a model is built, which a
-  closed-form fit of NumPy rows does not do);
+* ``cold``: ``import`` + ``fit`` + ``predict_proba`` on iris, wine and digits, per estimator,
+  beside its floor: scikit-learn's same process plus ``import jax`` (what any library built on
+  JAX pays before its first line runs; genprob imports NumPyro only when a model is built,
+  which a closed-form fit of NumPy rows does not do);
 * ``refit``: in one process after a first fit, a fit on another row count and a fit with another
   hyperparameter value (milliseconds, median of 5);
 * ``grid``: ``GridSearchCV`` over 6 values x 3 folds (digits for the discrete naive Bayes, iris
