@@ -442,33 +442,36 @@ def check_class_prior(prior, classes, *, name: str = "class_prior", renormalize:
 ALPHA_LOWER_BOUND = 1e-10
 
 
-def check_alpha(alpha, num_features: int, *, force_alpha: bool, per_feature: bool):
-    """``alpha`` as a float or a per-feature tuple, with scikit-learn's checks and floor.
+def check_alpha(alpha, num_features: int | None = None, *, per_feature=True, force_alpha=True):
+    """Smoothing ``alpha`` as a float, or a per-feature tuple: finite and >= 0.
+
+    Stories call it with ``alpha`` alone; estimators add scikit-learn's checks and floor.
 
     Args:
         alpha: a number, or one number per feature when ``per_feature``.
-        num_features: D, the length a per-feature ``alpha`` needs.
+        num_features: D, the length a per-feature ``alpha`` needs (None: not checked here).
+        per_feature: whether an array ``alpha`` is accepted.
         force_alpha: keep an ``alpha`` below 1e-10 (otherwise it is raised to 1e-10, warned).
-        per_feature: whether the estimator takes an array ``alpha``.
     """
-    if isinstance(alpha, Real):
-        values = float(alpha)
-    else:
-        if not per_feature:
-            raise ValueError(f"alpha must be a single number, got {alpha!r}.")
-        values = np.asarray(alpha, dtype=float)
-        if values.shape != (num_features,):
-            raise ValueError(
-                f"When alpha is an array, it should contains `n_features`. Got "
-                f"{values.size} elements instead of {num_features}. (alpha has shape "
-                f"{values.shape}; an array alpha needs one value per feature.)"
-            )
-        if np.any(values < 0):
-            raise ValueError(
-                f"All values in alpha must be greater than 0. (alpha is negative at features "
-                f"{describe(np.flatnonzero(values < 0))}; smoothing counts must be >= 0.)"
-            )
-    if np.min(values) < ALPHA_LOWER_BOUND and not force_alpha:
+    if not per_feature and not isinstance(alpha, Real):
+        raise ValueError(f"alpha must be a single number, got {alpha!r}.")
+    values = np.asarray(alpha, dtype=float)
+    if values.ndim > 1:
+        raise ValueError(f"alpha must be a number or a 1-D array, got shape {values.shape}.")
+    if values.ndim == 1 and num_features is not None and values.shape != (num_features,):
+        raise ValueError(
+            f"When alpha is an array, it should contains `n_features`. Got "
+            f"{values.size} elements instead of {num_features}. (alpha has shape "
+            f"{values.shape}; an array alpha needs one value per feature.)"
+        )
+    bad = (values < 0) | ~np.isfinite(values)
+    if np.any(bad):
+        where = f" at features {describe(np.flatnonzero(bad))}" if values.ndim else ""
+        raise ValueError(
+            f"All values in alpha must be greater than 0. (alpha must be finite and >= 0, got "
+            f"{alpha!r}{where}.)"
+        )
+    if values.size and np.min(values) < ALPHA_LOWER_BOUND and not force_alpha:
         warnings.warn(
             f"alpha too small will result in numeric errors, setting alpha = "
             f"{ALPHA_LOWER_BOUND:.1e}. Use `force_alpha=True` to keep alpha unchanged.",
@@ -476,7 +479,7 @@ def check_alpha(alpha, num_features: int, *, force_alpha: bool, per_feature: boo
             stacklevel=4,
         )
         values = np.maximum(values, ALPHA_LOWER_BOUND)
-    return float(values) if np.ndim(values) == 0 else tuple(float(a) for a in values)
+    return float(values) if values.ndim == 0 else tuple(float(a) for a in values)
 
 
 # -- EM controls ----------------------------------------------------------------------------------

@@ -54,9 +54,9 @@ from jax.scipy.special import xlogy
 
 from genprob import _limits
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import FeatureValueError
+from genprob._validation import FeatureValueError, check_alpha
 from genprob.conjugate import ConjugateFactor
-from genprob.families.bernoulli import check_alpha, floor_log
+from genprob.families._discrete import floor_log
 from genprob.story import CLASS_PRIOR, Story
 
 numpyro = LazyModule("numpyro")

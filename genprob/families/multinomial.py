@@ -43,10 +43,10 @@ from jax.scipy.special import xlogy
 
 from genprob._arrays import namespace, without_duplicates
 from genprob._lazy import LazyModule, lazy_attribute
+from genprob._validation import check_alpha
 from genprob.conjugate import dirichlet
-from genprob.families.bernoulli import (
+from genprob.families._discrete import (
     alpha_array,
-    check_alpha,
     check_non_negative_values,
     floor_log,
     host_if_host_rows,

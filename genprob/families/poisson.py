@@ -28,7 +28,7 @@ from jax.scipy.special import xlogy
 
 from genprob._lazy import LazyModule
 from genprob.conjugate import ConjugateFactor
-from genprob.families.bernoulli import check_values, observed_sums, row_counts
+from genprob.families._discrete import check_values, observed_sums, row_counts
 from genprob.story import Story
 
 numpyro = LazyModule("numpyro")

@@ -3,6 +3,7 @@ story. Public names are re-exported here."""
 
 from genprob._lazy import lazy_attribute
 from genprob.families.gaussian.moments import ledoit_wolf_shrinkage
+from genprob.families.gaussian.projection import lda_projection, lda_transform
 from genprob.families.gaussian.story import FACTORS, GaussianStory
 from genprob.families.gaussian.structures import CovarianceStructure
 
@@ -10,6 +11,8 @@ __all__ = [
     "FACTORS",
     "GaussianStory",
     "ledoit_wolf_shrinkage",
+    "lda_projection",
+    "lda_transform",
     "CovarianceStructure",
 ]
 
