@@ -45,6 +45,7 @@ from genprob.families._discrete import (
     row_counts,
     weighted_sums,
 )
+from genprob.families._registry import Block, Command, Family
 from genprob.story import CLASS_PRIOR, Story
 
 numpyro = LazyModule("numpyro")
@@ -52,7 +53,7 @@ dist = LazyModule("numpyro.distributions")
 _emission = LazyModule("genprob.families.bernoulli_emission")
 
 
-__all__ = ["BernoulliStory"]
+__all__ = ["BernoulliStory", "FAMILY"]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
 __getattr__ = lazy_attribute(__name__, {"BernoulliFeatures": "genprob.families.bernoulli_emission"})
@@ -175,3 +176,19 @@ class BernoulliStory(Story):
         weights, offset = self.emission(params).linear_form()
         log_prior = jnp.log(params[CLASS_PRIOR])
         return weights[k] - weights[l], log_prior[k] - log_prior[l] + offset[k] - offset[l]
+
+
+FAMILY = Family(
+    story=BernoulliStory,
+    estimators=("genprob.estimators.discrete:BernoulliNB",),
+    commands=(
+        Command(
+            "bernoulli",
+            "binary features (Bernoulli NB), alpha=1",
+            ("digits_binary", "sms_binary"),
+            {"alpha": 1.0},
+            aliases=("bernoulli_nb",),
+        ),
+    ),
+    block=Block(lambda context, alpha: BernoulliStory(alpha=alpha), settings=("alpha",)),
+)
