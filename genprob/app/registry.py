@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from genprob import datasets
-from genprob.families import Command, families
+from genprob.families import Command, commands, families
 from genprob.story import Story
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "make_story",
     "load_data",
     "notes",
+    "report_stories",
     "takes_text",
 ]
 
@@ -121,6 +122,11 @@ def get(name: str) -> StoryEntry:
 def make_story(name: str, X) -> Story:
     """The story ``name`` built for the feature matrix ``X``."""
     return get(name).factory(np.asarray(X))
+
+
+def report_stories() -> tuple:
+    """The stories the full report cross-checks (the families' choice)."""
+    return tuple(command.name for command in commands().values() if command.in_report)
 
 
 def notes() -> str:

@@ -7,9 +7,9 @@ built in a mixed table. Everything that looks a family up by name reads those re
 
 from __future__ import annotations
 
-from genprob.families._registry import Block, Command, Family, families, family_named
+from genprob.families._registry import Block, Command, Family, commands, families, family_named
 
-__all__ = ["Block", "Command", "Family", "families", "family_named", "story_named"]
+__all__ = ["Block", "Command", "Family", "commands", "families", "family_named", "story_named"]
 
 
 def story_named(name: str) -> type:

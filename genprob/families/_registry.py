@@ -94,6 +94,7 @@ class Command:
             fits a table of mixed column types itself (text columns allowed); None: the command
             line wraps the story in ``GenerativeClassifier``.
         note: what the command line's help says of the story beyond its name.
+        in_report: the full ``genprob report`` cross-checks the story on its default data set.
     """
 
     name: str
@@ -104,6 +105,7 @@ class Command:
     make_story: Callable | None = None
     table_estimator: Callable | None = None
     note: str = ""
+    in_report: bool = False
 
 
 @dataclass(frozen=True)

@@ -188,6 +188,7 @@ FAMILY = Family(
             ("digits_binary", "sms_binary"),
             {"alpha": 1.0},
             aliases=("bernoulli_nb",),
+            in_report=True,
         ),
     ),
     block=Block(lambda context, alpha: BernoulliStory(alpha=alpha), settings=("alpha",)),

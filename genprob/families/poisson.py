@@ -131,6 +131,7 @@ FAMILY = Family(
             ("sms_counts", "digits"),
             {"alpha": 1.0, "beta": 1.0},
             aliases=("poisson_nb",),
+            in_report=True,
         ),
     ),
     block=Block(

@@ -30,9 +30,9 @@ __getattr__ = lazy_attribute(
 _DATA = ("iris", "wine", "breast_cancer")
 
 
-def _command(name: str, description: str, default: str, **options) -> Command:
+def _command(name: str, description: str, default: str, in_report=False, **options) -> Command:
     others = tuple(d for d in _DATA if d != default)
-    return Command(name, description, (default, *others), options)
+    return Command(name, description, (default, *others), options, in_report=in_report)
 
 
 def _naive_block(context, var_smoothing):
@@ -48,12 +48,13 @@ FAMILY = Family(
         "genprob.estimators.gaussian:QuadraticDiscriminantAnalysis",
     ),
     commands=(
-        _command("lda", "full covariance shared by the classes (LDA), MLE", "iris"),
+        _command("lda", "full covariance shared by the classes (LDA), MLE", "iris", in_report=True),
         _command("qda", "full covariance per class (QDA), MLE", "wine", shared=False),
         _command(
             "gaussian_nb",
             "diagonal covariance per class (Gaussian NB), var_smoothing=1e-9",
             "breast_cancer",
+            in_report=True,
             covariance="diag",
             shared=False,
             var_smoothing=1e-9,
@@ -71,7 +72,9 @@ FAMILY = Family(
             "breast_cancer",
             shrinkage="auto",
         ),
-        _command("qda_reg", "QDA with reg_param=0.1", "iris", shared=False, reg_param=0.1),
+        _command(
+            "qda_reg", "QDA with reg_param=0.1", "iris", in_report=True, shared=False, reg_param=0.1
+        ),
         _command(
             "qda_unbiased",
             "QDA with the unbiased covariance (1/(n_k - 1))",
