@@ -23,13 +23,13 @@ from genprob.story import Story
 
 # -- Gaussian family (issue: foundation) --
 from genprob import boundaries
-from genprob.boundaries import lda_projection, lda_transform, linear_boundary, quadratic_boundary
+from genprob.boundaries import linear_boundary, quadratic_boundary
 from genprob.estimators.gaussian import (
     GaussianNB,
     LinearDiscriminantAnalysis,
     QuadraticDiscriminantAnalysis,
 )
-from genprob.families.gaussian import GaussianStory
+from genprob.families.gaussian import GaussianStory, lda_projection, lda_transform
 
 # -- end Gaussian family --
 # -- discrete and mixed families --

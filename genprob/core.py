@@ -35,8 +35,8 @@ from genprob._validation import (
     all_concrete,
     check_class_codes,
     check_class_prior,
-    check_core_features,
     check_feature_width,
+    check_features,
     check_responsibilities,
     core_label_codes,
     is_concrete,
@@ -109,7 +109,9 @@ def _check_features(story: Story, X, num_rows=None) -> None:
     hint = "impute or drop those entries"
     if story.supports_missing:
         hint = "genprob.masking.marginalized(story) reads NaN as a missing value (summed out)"
-    check_core_features(X, num_rows, allow_nan=story.reads_nan_as_missing, nan_hint=hint)
+    check_features(
+        X, as_given=True, num_rows=num_rows, allow_nan=story.reads_nan_as_missing, nan_hint=hint
+    )
     if is_concrete(X):
         # a host view: slices of a JAX array would be traced when called inside a transform
         story.validate(np.asarray(X) if isinstance(X, jax.Array) else X)

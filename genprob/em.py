@@ -47,8 +47,8 @@ from genprob import core
 from genprob._arrays import pad_with_first_row, row_padding
 from genprob._lazy import LazyModule
 from genprob._validation import (
-    as_features,
     check_class_prior,
+    check_features,
     check_positive_int,
     check_sample_weight,
     check_unlabeled_weight,
@@ -68,7 +68,6 @@ __all__ = [
     "unlabeled_mask",
     "encode_partial_labels",
     "params_from_latent",
-    "as_features",
 ]
 
 #: L-BFGS steps of a gradient M-step (warm-started from the previous iteration's parameters).
@@ -415,7 +414,7 @@ def fit_em(
     codes, num_classes = encode_partial_labels(
         y, num_classes=num_classes, classes=classes, unlabeled_label=unlabeled_label
     )
-    X = as_features(X)
+    X = check_features(X, keep_sparse=True, to_device=True)
     if X.shape[0] != codes.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}.")
     story.validate(X)

@@ -37,10 +37,10 @@ import numpy as np
 
 from genprob import core
 from genprob._lazy import LazyModule
+from genprob._validation import check_features
 from genprob.em import (
     _latent_sites,
     _trace_prior,
-    as_features,
     encode_partial_labels,
     params_from_latent,
 )
@@ -79,7 +79,8 @@ class SamplingWarning(UserWarning):
 
 
 def _prepare(story: Story, X, y, num_classes):
-    X = as_features(X, allow_nan=story.supports_missing)  # NaN: missing, summed out by the model
+    # NaN: missing, summed out by the model
+    X = check_features(X, keep_sparse=True, to_device=True, allow_nan=story.supports_missing)
     if y is None:
         y = np.full(X.shape[0], -1)
     codes, num_classes = encode_partial_labels(y, num_classes=num_classes)
@@ -539,7 +540,7 @@ def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
     Returns:
         Integer array of shape ``batch_shape + (n,)``.
     """
-    X = as_features(X)
+    X = check_features(X, keep_sparse=True, to_device=True)
     num_classes = jnp.shape(samples[CLASS_PRIOR])[-1]
     codes, _ = encode_partial_labels(y, num_classes=num_classes)
     if codes.shape[0] != X.shape[0]:

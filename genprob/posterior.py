@@ -32,9 +32,10 @@ import jax
 import numpy as np
 
 from genprob import core
+from genprob._validation import check_features
 from genprob.conjugate import ConjugateFactor, _numpy_rng, dirichlet
 from genprob.draws import flatten_draws, pointwise_log_likelihood, posterior_predict_proba
-from genprob.em import as_features, encode_partial_labels
+from genprob.em import encode_partial_labels
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = [
@@ -202,7 +203,7 @@ def exact_posterior(
         story = with_prior(story, class_concentration=class_concentration)
     if not has_exact_posterior(story):
         raise _no_exact_posterior_error(story)
-    X = as_features(X, allow_nan=story.reads_nan_as_missing)
+    X = check_features(X, keep_sparse=True, to_device=True, allow_nan=story.reads_nan_as_missing)
     codes, num_classes = encode_partial_labels(np.asarray(y), num_classes=num_classes)
     if codes.shape[0] != X.shape[0]:
         raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")

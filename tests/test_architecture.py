@@ -325,3 +325,67 @@ def test_genprob_uses_only_public_apis_of_its_dependencies():
         for line, what in _private_uses(ast.parse(path.read_text(), filename=str(path)))
     ]
     assert offenders == []
+
+
+# -- one family registry: the families' records are the only table of families ------------------
+def _faces() -> dict[str, set[str]]:
+    """Estimator face module -> the family modules (packages) whose records name it."""
+    import importlib
+
+    from genprob.families._registry import MODULES
+
+    faces: dict[str, set[str]] = {}
+    for module in MODULES:
+        for estimator in importlib.import_module(module).FAMILY.estimators:
+            faces.setdefault(estimator.partition(":")[0], set()).add(module)
+    return faces
+
+
+def _is_family_code(target: str) -> bool:
+    """A module of some family (or of the families' shared helpers), not the registry."""
+    return target.startswith("genprob.families.") and target != "genprob.families._registry"
+
+
+def test_only_families_and_their_estimator_faces_import_family_modules():
+    """Generic modules (core, boundaries, streaming, persistence, the app...) reach families
+    through the registry; an estimator face imports its own family and the shared helpers."""
+    graph = _graph()
+    faces = _faces()
+    assert {"genprob.estimators.gaussian", "genprob.estimators.discrete"} <= set(faces)
+    offenders = []
+    for name, targets in graph.items():
+        if name == "genprob" or name == "genprob.families" or name.startswith("genprob.families."):
+            continue  # the package namespace re-exports the public names
+        for target in sorted(filter(_is_family_code, targets)):
+            own = faces.get(name, set())
+            shared = target.rpartition(".")[2].startswith("_") and bool(own)
+            if not shared and not any(target == m or target.startswith(m + ".") for m in own):
+                offenders.append(f"{name} -> {target}")
+    assert offenders == []
+
+
+def test_the_registry_is_the_one_table_of_families():
+    """story_named, the mixed blocks, the command line's stories and aliases all come from the
+    families' records; the app holds no family name or alias of its own."""
+    from genprob.app import registry
+    from genprob.estimators._base import GenerativeClassifierBase
+    from genprob.families import commands, families, story_named
+    from genprob.families._registry import block_families, load
+
+    records = families()
+    assert set(records) >= FAMILY_NAMES | {"mixed"}
+    for name, family in records.items():
+        assert story_named(name) is family.story and family.story.name == name
+        for estimator in family.estimators:
+            assert issubclass(load(estimator), GenerativeClassifierBase)
+    assert set(block_families()) == FAMILY_NAMES  # a mixed table does not nest
+    assert list(registry.STORIES) == list(commands())
+    assert registry.ALIASES == {a: c.name for c in commands().values() for a in c.aliases}
+    taken = set(records) | set(registry.ALIASES)
+    offenders = [
+        f"{path.relative_to(PACKAGE_DIR.parent)}:{node.lineno}: {node.value!r}"
+        for path in sorted((PACKAGE_DIR / "app").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+        if isinstance(node, ast.Constant) and node.value in taken
+    ]
+    assert offenders == []

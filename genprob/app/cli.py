@@ -288,14 +288,6 @@ def _run_check(args) -> int:
 
 
 # -- shared by fit, predict and compare ------------------------------------------------------------
-#: Extra names accepted for the registry's discrete stories (scikit-learn's estimator names).
-_ALIASES = {
-    "bernoulli_nb": "bernoulli",
-    "categorical_nb": "categorical",
-    "multinomial_nb": "multinomial",
-    "poisson_nb": "poisson",
-    "mixed_nb": "mixed",
-}
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Bound of the command line's compilation cache directory (JAX drops the oldest entries).
 CLI_CACHE_BYTES = 1 << 30
@@ -306,10 +298,10 @@ _DAMAGED_CACHES: list = []
 def _story_name(name: str) -> str:
     from genprob.app import registry
 
-    name = _ALIASES.get(name, name)
-    if name not in registry.STORIES:
-        raise UserError(f"unknown story {name!r}; known: {', '.join(registry.names())}.")
-    return name
+    try:
+        return registry.get(name).name
+    except ValueError as error:
+        raise UserError(str(error)) from None
 
 
 def _read_table(path: str):
@@ -455,32 +447,18 @@ def _check_features(features, path: str, *, text_allowed: bool, missing: str = "
         return features
     text = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
     if text:
+        from genprob.app import registry
+
+        readers = " or ".join(repr(e.name) for e in registry.STORIES.values() if e.takes_text)
         raise UserError(
             f"non-numeric feature columns in {path}: {', '.join(text)}; this story needs numbers "
-            "(encode them as category codes; the 'mixed' story of `genprob fit` and `compare` "
+            f"(encode them as category codes; the {readers} story of `genprob fit` and `compare` "
             "takes text categories)."
         )
     features = features.astype(np.float64)
     if np.any(np.isinf(features.to_numpy())):
         raise UserError(f"{path} has infinite feature values.")
     return features
-
-
-def _mixed_families(features) -> dict:
-    """Column -> family for MixedNB: text and small integer codes are categorical."""
-    import pandas as pd
-
-    from genprob.app import registry
-
-    numeric = [c for c in features.columns if pd.api.types.is_numeric_dtype(features[c])]
-    codes = set()
-    if numeric:
-        positions = registry.categorical_columns(features[numeric].to_numpy(dtype=np.float64))
-        codes = {numeric[j] for j in positions}
-    return {
-        c: "categorical" if (c not in numeric or c in codes) else "gaussian"
-        for c in features.columns
-    }
 
 
 def _make_estimator(name: str, features, args):
@@ -492,8 +470,9 @@ def _make_estimator(name: str, features, args):
     options["missing"] = getattr(args, "missing", "error")
     if _every_label_a_class(getattr(args, "unlabeled", None)):
         options["unlabeled_label"] = None
-    if name == "mixed":
-        return genprob.MixedNB(families=_mixed_families(features), **options)
+    entry = registry.get(name)
+    if entry.takes_text:  # the family's own estimator reads the table
+        return entry.table_estimator(features, **options)
     observed = np.nan_to_num(features.to_numpy(), nan=0.0)  # the story's shape from observed cells
     return genprob.GenerativeClassifier(registry.make_story(name, observed), **options)
 
@@ -502,11 +481,13 @@ def _fit_features(args):
     """Read ``args.data``, split the target, check the features, build and fit the estimator."""
     from sklearn.exceptions import ConvergenceWarning
 
+    from genprob.app import registry
+
     name = _story_name(args.story)
     frame = _read_table(args.data)
     features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
     features = _check_features(
-        features, args.data, text_allowed=name == "mixed", missing=args.missing
+        features, args.data, text_allowed=registry.get(name).takes_text, missing=args.missing
     )
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
@@ -553,10 +534,8 @@ def _add_fit_options(parser, *, story_help: str):
     )
     parser.add_argument("--seed", type=_SEED, default=0, help="random seed (default: 0)")
     parser.epilog = (
-        f"stories: {', '.join(registry.names())} (also {', '.join(_ALIASES)}). 'mixed' takes "
-        "text columns (categorical) with numeric ones (Gaussian, or categorical when they hold "
-        f"at most {registry.MAX_CODES} distinct integer codes); the other stories need numeric "
-        "columns."
+        f"stories: {', '.join(registry.names())} (also {', '.join(registry.ALIASES)}). "
+        f"{registry.notes()} The other stories need numeric columns."
     )
 
 
@@ -674,6 +653,7 @@ def _run_fit(args) -> int:
 def _run_fit_streaming(args) -> int:
     """``genprob fit STORY DIR/``: a Parquet directory streamed batch by batch (constant memory)."""
     from genprob import streaming
+    from genprob.app import registry
 
     if args.unlabeled is not None and not _every_label_a_class(args.unlabeled):
         raise UserError(
@@ -690,7 +670,7 @@ def _run_fit_streaming(args) -> int:
             f"{args.data} is a directory, read as a Parquet dataset, and cannot be streamed: "
             f"{_first_line(error) or 'no rows'}"
         ) from None
-    sample = _check_features(first, args.data, text_allowed=name == "mixed")
+    sample = _check_features(first, args.data, text_allowed=registry.get(name).takes_text)
     estimator = _make_estimator(name, sample, args)
     progress = streaming.ProgressBar(total=source.num_rows)
     start = time.perf_counter()
@@ -756,7 +736,7 @@ def _load_model(path: str):
 
 def _prediction_features(model, frame, path: str):
     """The columns of ``frame`` the model was fitted on, in its order."""
-    import genprob
+    from genprob.app import registry
 
     target = getattr(model, "target_column_", None)
     if target is not None and target in frame.columns:
@@ -785,7 +765,7 @@ def _prediction_features(model, frame, path: str):
     return _check_features(
         features,
         path,
-        text_allowed=isinstance(model, genprob.MixedNB),
+        text_allowed=registry.takes_text(model.story_),
         missing=getattr(model, "missing", "error"),  # a model fit to marginalize predicts so too
     )
 

@@ -38,9 +38,8 @@ from sklearn.utils.validation import check_array, column_or_1d
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision
-from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase, fitted_cache
-from genprob.families.gaussian import FACTORS, GaussianStory
+from genprob.families.gaussian import FACTORS, GaussianStory, lda_projection
 from genprob.masking import has_missing
 from genprob.streaming import is_out_of_core
 
