@@ -32,9 +32,13 @@ with :class:`ModelFileError`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
+import os
+import secrets
+import stat
 import zipfile
 from pathlib import Path
 
@@ -266,10 +270,49 @@ def save(estimator, path) -> Path:
     path = Path(path)
     if path.suffix != ".npz":
         path = path.with_name(path.name + ".npz")
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, metadata=np.array(json.dumps(metadata)), **arrays)
-    path.write_bytes(buffer.getvalue())
+    _write_atomically(
+        path,
+        lambda stream: np.savez_compressed(
+            stream, metadata=np.array(json.dumps(metadata)), **arrays
+        ),
+    )
     return path
+
+
+def _write_atomically(path: Path, write) -> None:
+    """Call ``write(stream)`` on a new file beside ``path``, then rename it to ``path``.
+
+    A failure anywhere (a full disk, ``File too large``, an interrupt) removes the new file and
+    leaves whatever was at ``path`` as it was. A symbolic link is followed, so the link stays and
+    its target is replaced; a file already there keeps its permission bits.
+    """
+    target = Path(os.path.realpath(path))
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = None
+    for _ in range(100):
+        temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            # 0o666 less the umask, as for any new file
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"cannot create a temporary file beside {target}.")
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _recomputed_params(estimator, stats) -> dict:
