@@ -16,8 +16,18 @@ import numpy as np
 # Largest single array (bytes) that sampling or a category table may allocate; a module attribute
 # so that a user with a large machine can raise it.
 MAX_ARRAY_BYTES = 2**32
+# Largest total (bytes) of the arrays a model file may declare: genprob.load refuses a file beyond
+# it before inflating anything.
+MAX_LOAD_BYTES = 2**32
 
-__all__ = ["SizeLimitError", "MAX_ARRAY_BYTES", "check_count", "check_traced_size", "compact"]
+__all__ = [
+    "SizeLimitError",
+    "MAX_ARRAY_BYTES",
+    "MAX_LOAD_BYTES",
+    "check_count",
+    "check_traced_size",
+    "compact",
+]
 
 
 class SizeLimitError(ValueError, MemoryError):

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import os
 import secrets
@@ -394,8 +393,10 @@ def load(path):
     Raises:
         ModelFileError: anything wrong with the file's contents: not a zip archive, damaged or
             encrypted members, arrays that are not plain ``.npy`` data, metadata of the wrong
-            schema, an unknown class, a format version other than 1..:data:`FORMAT_VERSION`, or a
-            failed integrity check.
+            schema, an unknown class, a format version other than 1..:data:`FORMAT_VERSION`, a
+            failed integrity check, arrays declaring more than
+            ``genprob._limits.MAX_LOAD_BYTES`` in all (checked before anything is inflated), or
+            a path that is not a regular file (a FIFO, a device, a directory).
         FileNotFoundError: no such file (other ``OSError`` when the path cannot be read).
     """
     path = Path(path)
@@ -474,51 +475,128 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
     return estimator
 
 
-def _read_archive(path: Path) -> dict:
-    """Every member of the zip archive as an array, read without pickle and size-checked."""
-    from genprob._limits import MAX_ARRAY_BYTES
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
-    with path.open("rb") as stream:  # FileNotFoundError and other OSErrors pass through
-        head = stream.read(4)
-    if head != b"PK\x03\x04":
-        kind = "a bare .npy array" if head == b"\x93NUM" else "not a zip archive"
-        raise ModelFileError(f"{path} is not a genprob model file ({kind}).")
-    contents = {}
+
+def _refuse_unless_regular(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+        raise ModelFileError(f"{path} is {kind}, not a regular file: give a model file's path.")
+
+
+def _open_regular(path: Path):
+    """``path`` opened for reading when it is a regular file (symbolic links followed).
+
+    Checked before opening, and again on the opened file (opened without blocking: a FIFO put
+    in its place meanwhile would otherwise wait for a writer forever).
+    """
+    _refuse_unless_regular(path, os.stat(path).st_mode)  # FileNotFoundError passes through
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     try:
-        with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                if not info.filename.endswith(".npy") or info.flag_bits & 0x1:
-                    raise ModelFileError(
-                        f"{path} holds member {info.filename!r}, which is not a plain .npy array."
-                    )
-                if info.file_size > MAX_ARRAY_BYTES:
-                    raise ModelFileError(f"{path}: member {info.filename!r} is too large.")
-                contents[info.filename[: -len(".npy")]] = _read_npy(archive.read(info))
-    except ModelFileError:
+        _refuse_unless_regular(path, os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
         raise
-    except Exception as error:  # zlib, zip, header-parsing errors: all mean a damaged file
+    return os.fdopen(fd, "rb")
+
+
+def _read_archive(path: Path) -> dict:
+    """Every member of the zip archive as an array, read without pickle and size-checked.
+
+    The sizes the archive declares are checked, per member and in total, before anything is
+    inflated; each member is then read into its array directly (no second copy), and a member
+    cannot inflate beyond its declared size (zipfile stops there and checks the CRC).
+    """
+    from genprob import _limits
+
+    with _open_regular(path) as stream:  # FileNotFoundError and other OSErrors pass through
+        head = stream.read(4)
+        if head != b"PK\x03\x04":
+            kind = "a bare .npy array" if head == b"\x93NUM" else "not a zip archive"
+            raise ModelFileError(f"{path} is not a genprob model file ({kind}).")
+        stream.seek(0)
+        try:
+            with zipfile.ZipFile(stream) as archive:
+                members = archive.infolist()
+                _check_members(path, members, _limits)
+                return {
+                    info.filename[: -len(".npy")]: _read_member(archive, info) for info in members
+                }
+        except ModelFileError:
+            raise
+        except Exception as error:  # zlib, zip, header-parsing errors: all mean a damaged file
+            raise ModelFileError(
+                f"{path} is not a readable genprob model file ({type(error).__name__}: {error})."
+            ) from error
+
+
+def _check_members(path: Path, members, limits) -> None:
+    """Names, flags and declared sizes of the archive's members, before any is read."""
+    names = set()
+    for info in members:
+        if not info.filename.endswith(".npy") or info.flag_bits & 0x1:
+            raise ModelFileError(
+                f"{path} holds member {info.filename!r}, which is not a plain .npy array."
+            )
+        if info.filename in names:
+            raise ModelFileError(f"{path} holds member {info.filename!r} twice.")
+        names.add(info.filename)
+        if info.file_size > limits.MAX_ARRAY_BYTES:
+            raise ModelFileError(
+                f"{path}: member {info.filename!r} declares {limits.compact(info.file_size)} "
+                f"bytes; the limit per array is {limits.compact(limits.MAX_ARRAY_BYTES)} bytes "
+                f"(genprob._limits.MAX_ARRAY_BYTES)."
+            )
+    total = sum(info.file_size for info in members)
+    if total > limits.MAX_LOAD_BYTES:
+        largest = max(members, key=lambda info: info.file_size)
         raise ModelFileError(
-            f"{path} is not a readable genprob model file ({type(error).__name__}: {error})."
-        ) from error
-    return contents
+            f"{path}: its {len(members)} arrays declare {limits.compact(total)} bytes in all "
+            f"(the largest, {largest.filename!r}, {limits.compact(largest.file_size)} bytes); "
+            f"the limit is {limits.compact(limits.MAX_LOAD_BYTES)} bytes "
+            f"(genprob._limits.MAX_LOAD_BYTES). Raise it to load a larger model from a source "
+            f"you trust."
+        )
 
 
-def _read_npy(data: bytes) -> np.ndarray:
-    """A ``.npy`` payload as an array; its header must describe exactly the bytes that follow."""
-    stream = io.BytesIO(data)
-    version = np.lib.format.read_magic(stream)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
-    elif version == (2, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
-    else:
-        raise ModelFileError(f"unsupported .npy version {version}.")
-    if dtype.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape):
-        raise ModelFileError(f"array header with dtype {dtype} and shape {shape} is not allowed.")
-    count = int(np.prod(shape, dtype=object))
-    if count * dtype.itemsize != len(data) - stream.tell():
-        raise ModelFileError("an array's header does not match its data length.")
-    array = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell()).copy()
+#: Bytes read from a member per call (the only buffer besides the array itself).
+_CHUNK = 1 << 20
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
+    """A ``.npy`` member as an array; its header must describe exactly the bytes that follow."""
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+        else:
+            raise ModelFileError(f"unsupported .npy version {version}.")
+        if dtype.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise ModelFileError(
+                f"array header with dtype {dtype} and shape {shape} is not allowed."
+            )
+        count = int(np.prod(shape, dtype=object))
+        if count * dtype.itemsize != info.file_size - member.tell():
+            raise ModelFileError("an array's header does not match its data length.")
+        array = np.empty(count, dtype=dtype)
+        if array.nbytes:
+            view = memoryview(array.view(np.uint8))
+            done = 0
+            while done < len(view):
+                read = member.readinto(view[done : done + _CHUNK])
+                if not read:
+                    raise ModelFileError("an array's data ends before its declared length.")
+                done += read
+        if member.read(1):  # also makes zipfile check the member's CRC
+            raise ModelFileError("an array's data runs past its declared length.")
     return array.reshape(shape, order="F" if fortran else "C")
 
 
