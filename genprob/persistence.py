@@ -27,13 +27,17 @@ user's own included). A class is found by its qualified name; loading never impo
 unpickles, so a crafted file cannot execute code, and a story class that is not defined yet must be
 imported or defined before :func:`load`. A file whose digest
 does not match (corrupted, truncated or edited), or written by a newer format version, is rejected
-with :class:`ModelFileError`.
+with :class:`ModelFileError`. The digest has no key: it detects accidents, not a forger who
+recomputes it; ``save(..., key=...)`` signs the digest (HMAC-SHA256) and ``load(..., key=...)``
+refuses a file not signed with that key.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
+import inspect
 import json
 import os
 import secrets
@@ -149,8 +153,10 @@ def _decode(value, arrays):
         config = value.get("config")
         if not isinstance(config, dict):
             raise ModelFileError(f"malformed configuration of story {payload!r}.")
-        return cls._from_fields(
-            {_attribute_name(key): _decode(item, arrays) for key, item in config.items()}
+        return _checked_story(
+            cls._from_fields(
+                {_attribute_name(key): _decode(item, arrays) for key, item in config.items()}
+            )
         )
     if marker[0] in ("__array__", "__param__"):
         name = (
@@ -173,6 +179,25 @@ def _decode(value, arrays):
         return decoded
     items = [_decode(v, arrays) for v in payload]
     return items if marker[0] == "__list__" else tuple(items)
+
+
+def _checked_story(story: Story) -> Story:
+    """``story`` (rebuilt without ``__init__``) after its settings went through ``__init__``
+    once: an edited setting (``None``, a negative count) or a missing one is refused at load, not
+    at predict. A story whose ``__init__`` takes ``*args``/``**kwargs`` is not checked."""
+    cls = type(story)
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in parameters):
+        return story
+    fields = vars(story)
+    missing = [p.name for p in parameters if p.name not in fields and p.default is p.empty]
+    if missing:
+        raise ModelFileError(f"the story {cls.__name__} lacks the settings {missing!r}.")
+    rebuilt = cls(**{p.name: fields[p.name] for p in parameters if p.name in fields})
+    absent = sorted(set(vars(rebuilt)) - set(fields))
+    if absent:
+        raise ModelFileError(f"the story {cls.__name__} lacks the settings {absent!r}.")
+    return story
 
 
 def _attribute_name(key) -> str:
@@ -198,6 +223,15 @@ def _plain_array(value, name: str) -> np.ndarray:
     return array
 
 
+def _signature(key, digest: str) -> str:
+    """HMAC-SHA256 of the file's digest under the user's ``key``."""
+    if isinstance(key, str):
+        key = key.encode()
+    if not isinstance(key, bytes | bytearray) or not key:
+        raise TypeError(f"key must be non-empty bytes or text, got {type(key).__name__}.")
+    return hmac.new(bytes(key), digest.encode(), hashlib.sha256).hexdigest()
+
+
 def _digest(metadata: dict, arrays: dict) -> str:
     digest = hashlib.sha256(json.dumps(metadata, sort_keys=True).encode())
     for name in sorted(arrays):
@@ -210,8 +244,19 @@ def _digest(metadata: dict, arrays: dict) -> str:
 
 
 # -- public API -----------------------------------------------------------------------------------
-def save(estimator, path) -> Path:
+def save(estimator, path, *, key: bytes | str | None = None) -> Path:
     """Write a fitted genprob estimator to ``path`` (an ``.npz`` file; the suffix is added).
+
+    The file is written beside ``path`` under a temporary name and renamed into place when
+    complete, so a failed save leaves a model already at ``path`` intact.
+
+    Args:
+        estimator: a fitted genprob estimator.
+        path: where to write it.
+        key: a secret (bytes or text) to sign the file with (HMAC-SHA256 of its digest);
+            ``load(path, key=key)`` then refuses any file not signed with that key. Without a
+            key the file carries only its SHA-256 digest, which anyone can recompute: it detects
+            accidents (damaged, truncated files), not a deliberate forger.
 
     Raises:
         sklearn.exceptions.NotFittedError: if the estimator is not fitted.
@@ -266,6 +311,8 @@ def save(estimator, path) -> Path:
     if derived_statistics:
         metadata["derived_statistics"] = sorted(derived_statistics)
     metadata["sha256"] = _digest(metadata, arrays)
+    if key is not None:
+        metadata["hmac_sha256"] = _signature(key, metadata["sha256"])
     path = Path(path)
     if path.suffix != ".npz":
         path = path.with_name(path.name + ".npz")
@@ -387,8 +434,12 @@ def _derivable_attributes(estimator) -> set:
     return set(method(estimator)) if method is not None else set()
 
 
-def load(path):
+def load(path, *, key: bytes | str | None = None):
     """Read an estimator written by :func:`save`; predictions are identical to the saved one.
+
+    Without ``key``, the file's SHA-256 digest detects accidental damage only: anyone can edit
+    a file and recompute it. Load files from sources you trust, or sign them (``save(...,
+    key=...)``) and pass the same ``key`` here: a file not signed with it is then refused.
 
     Raises:
         ModelFileError: anything wrong with the file's contents: not a zip archive, damaged or
@@ -400,17 +451,73 @@ def load(path):
         FileNotFoundError: no such file (other ``OSError`` when the path cannot be read).
     """
     path = Path(path)
+    if key is not None:
+        _signature(key, "")  # a bad key is refused before the file is read
     contents = _read_archive(path)
-    metadata = _read_metadata(path, contents)
+    metadata = _read_metadata(path, contents, key)
     try:
-        return _rebuild(path, metadata, contents)
+        estimator = _rebuild(path, metadata, contents)
+        _check_consistent(path, estimator)
     except ModelFileError:
         raise
-    except (TypeError, ValueError, AttributeError, RecursionError) as error:
+    except (TypeError, ValueError, AttributeError, RecursionError, LookupError) as error:
         # A file that passed its digest was edited by hand: any fault is the file's.
         raise ModelFileError(
             f"{path} holds inconsistent metadata ({type(error).__name__}: {error})."
         ) from error
+    return estimator
+
+
+def _check_consistent(path: Path, estimator) -> None:
+    """The fitted attributes every estimator's predictions index agree with each other, so an
+    edited file is refused here rather than with a KeyError or IndexError at predict."""
+    from genprob.story import CLASS_PRIOR
+
+    params = getattr(estimator, "params_", None)
+    if not isinstance(params, dict) or not all(
+        isinstance(value, np.ndarray) and value.dtype.kind in "biuf" for value in params.values()
+    ):
+        raise ModelFileError(f"{path}: the parameters must be numeric arrays.")
+    prior = params.get(CLASS_PRIOR)
+    if prior is None or prior.ndim != 1 or prior.size < 1:
+        raise ModelFileError(f"{path}: the parameter {CLASS_PRIOR!r} must be a 1-D array.")
+    num_classes = prior.shape[0]
+    features = getattr(estimator, "n_features_in_", None)
+    if type(features) is not int or features < 1:
+        raise ModelFileError(f"{path}: n_features_in_ must be an int >= 1, got {features!r}.")
+    for name, value in params.items():
+        # every parameter is per class or per feature (a 0-d one would fail at predict)
+        if not any(size in (num_classes, features) for size in value.shape):
+            raise ModelFileError(
+                f"{path}: the parameter {name!r} has shape {value.shape}, with no axis of the "
+                f"{num_classes} classes or the {features} features."
+            )
+    classes = getattr(estimator, "classes_", None)
+    if not isinstance(classes, np.ndarray) or classes.shape != (num_classes,):
+        raise ModelFileError(
+            f"{path}: classes_ must be a 1-D array of {num_classes} labels (one per entry of "
+            f"{CLASS_PRIOR!r}), got {type(classes).__name__} {np.shape(classes)}."
+        )
+    if len(set(classes.tolist())) != num_classes:
+        raise ModelFileError(f"{path}: classes_ repeats a label.")
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None and (not isinstance(names, np.ndarray) or names.shape != (features,)):
+        raise ModelFileError(
+            f"{path}: feature_names_in_ must name the {features} features, got "
+            f"{type(names).__name__} {np.shape(names)}."
+        )
+    stats = getattr(estimator, "stats_", None)
+    if stats is not None:
+        counts = stats.get("class_counts") if isinstance(stats, dict) else None
+        if (
+            not isinstance(counts, np.ndarray)
+            or counts.shape != (num_classes,)
+            or not isinstance(stats.get("emission"), dict)
+        ):
+            raise ModelFileError(
+                f"{path}: stats_ must hold class_counts of {num_classes} classes and the "
+                f"emission's statistics."
+            )
 
 
 def _rebuild(path: Path, metadata: dict, contents: dict):
@@ -600,7 +707,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
     return array.reshape(shape, order="F" if fortran else "C")
 
 
-def _read_metadata(path: Path, contents: dict) -> dict:
+def _read_metadata(path: Path, contents: dict, key=None) -> dict:
     """The metadata document, its schema and integrity checked before any field is used."""
     raw = contents.pop("metadata", None)
     if raw is None or raw.shape != () or raw.dtype.kind != "U":
@@ -622,10 +729,19 @@ def _read_metadata(path: Path, contents: dict) -> dict:
             f"versions up to {FORMAT_VERSION}. Upgrade genprob to load it."
         )
     expected = metadata.pop("sha256", None)
+    signature = metadata.pop("hmac_sha256", None)
     if not isinstance(expected, str) or expected != _digest(metadata, contents):
         raise ModelFileError(
             f"{path} failed its integrity check: the file was modified or damaged."
         )
+    if key is not None:
+        if not isinstance(signature, str):
+            raise ModelFileError(f"{path} is not signed; a key was given, so it is refused.")
+        if not hmac.compare_digest(signature, _signature(key, expected)):
+            raise ModelFileError(
+                f"{path} is not signed with this key: it was signed with another key, or "
+                f"modified after signing."
+            )
     schema = {
         "genprob_version": str,
         "estimator": str,

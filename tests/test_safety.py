@@ -3,6 +3,7 @@
 labels kept exactly, posterior sizes checked before allocating."""
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -231,3 +232,182 @@ def test_item9_symlink_to_a_model_still_loads(tiny, tmp_path):
     link = tmp_path / "link.npz"
     link.symlink_to(path)
     _same_model(genprob.load(link), tiny)
+
+
+# -- item 10: tampered files are ModelFileErrors; the digest has no key, signing has one ----------
+def _tampered(data: bytes, edit) -> bytes:
+    """The model with ``edit(metadata, arrays)`` applied and its digest recomputed (a forger's
+    edit: the unkeyed digest cannot tell)."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    metadata = json.loads(str(arrays.pop("metadata")))
+    metadata.pop("sha256")
+    signature = metadata.pop("hmac_sha256", None)  # kept: a forger cannot recompute it
+    edit(metadata, arrays)
+    metadata["sha256"] = persistence._digest(metadata, arrays)
+    if signature is not None:
+        metadata["hmac_sha256"] = signature
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, metadata=np.array(json.dumps(metadata)), **arrays)
+    return buffer.getvalue()
+
+
+def _items(metadata, *keys):
+    """The (key, value) pairs of a mapping in the metadata, followed along ``keys``."""
+    node = metadata["attributes"]
+    for key in keys:
+        node = dict(node["__items__"])[key]
+    return node["__items__"]
+
+
+def _drop_item(*keys):
+    def edit(metadata, arrays):
+        items = _items(metadata, *keys[:-1])
+        items[:] = [pair for pair in items if pair[0] != keys[-1]]
+
+    return edit
+
+
+def _set_item(key, value):
+    def edit(metadata, arrays):
+        for pair in _items(metadata):
+            if pair[0] == key:
+                pair[1] = value
+
+    return edit
+
+
+def _array(name, change):
+    return lambda metadata, arrays: arrays.__setitem__(name, change(arrays[name]))
+
+
+def _story(change):
+    return lambda metadata, arrays: change(metadata["story"]["config"])
+
+
+#: Each edit loaded before the fix and then failed at predict with the error named (or, for the
+#: derived statistics, at load with a KeyError).
+TAMPERINGS = {
+    "classes_ truncated (IndexError)": _array("config.attr.classes_", lambda a: a[:-1]),
+    "classes_ empty (IndexError)": _array("config.attr.classes_", lambda a: a[:0]),
+    "classes_ 0-d (IndexError)": _array("config.attr.classes_", lambda a: a[0]),
+    "classes_ repeated": _array("config.attr.classes_", lambda a: np.zeros_like(a)),
+    "classes_ dropped (AttributeError)": _drop_item("classes_"),
+    "classes_ None (TypeError)": _set_item("classes_", None),
+    "n_features_in_ None": _set_item("n_features_in_", None),
+    "n_features_in_ text": _set_item("n_features_in_", "4"),
+    "stats_ without class_counts (KeyError)": _drop_item("stats_", "class_counts"),
+    "class_counts truncated": _array("config.attr.stats_.class_counts", lambda a: a[:-1]),
+    "class prior 2-D": _array("param.class_prior", lambda a: a[None]),
+    "class prior truncated": _array("param.class_prior", lambda a: a[:-1]),
+    "parameter as text": _array("param.means", lambda a: a.astype(str)),
+    "parameter 0-d (IndexError)": _array("param.means", lambda a: a.ravel()[0]),
+    "story setting dropped (AttributeError)": _story(lambda config: config.pop("covariance")),
+    "story setting None (KeyError)": _story(lambda config: config.__setitem__("covariance", None)),
+    "story setting unknown": _story(lambda config: config.__setitem__("covariance", "banded")),
+}
+
+
+@pytest.fixture(scope="module")
+def qda_file(tmp_path_factory):
+    from genprob.datasets import load_iris
+
+    X, y = load_iris()
+    estimator = genprob.QuadraticDiscriminantAnalysis(reg_param=0.1).fit(X, y)
+    path = estimator.save(tmp_path_factory.mktemp("qda") / "qda.npz")
+    return estimator, X, path.read_bytes()
+
+
+@pytest.mark.parametrize("case", list(TAMPERINGS), ids=list(TAMPERINGS))
+def test_item10_structural_tampering_is_a_model_file_error(case, qda_file, tmp_path):
+    _, _, data = qda_file
+    path = tmp_path / "tampered.npz"
+    path.write_bytes(_tampered(data, TAMPERINGS[case]))
+    with pytest.raises(ModelFileError):
+        genprob.load(path)
+
+
+def test_item10_derived_statistics_that_cannot_be_recomputed(tmp_path):
+    """An LDA with shrinkage stores its class scatters, not their sum: without them the sum
+    cannot be recomputed, and the file is refused."""
+    from genprob.datasets import load_iris
+
+    X, y = load_iris()
+    estimator = genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto").fit(X, y)
+    data = estimator.save(tmp_path / "lda.npz").read_bytes()
+    path = tmp_path / "without_class_squares.npz"
+    path.write_bytes(_tampered(data, _drop_item("stats_", "emission", "class_squares")))
+    with pytest.raises(ModelFileError, match="cannot be recomputed"):
+        genprob.load(path)
+
+
+def _structural_edits(metadata, arrays):
+    """Every array dropped, truncated, emptied, given an axis, made 0-d or text; every fitted
+    attribute dropped or set to None."""
+    changes = {
+        "truncated": lambda a: a.ravel()[:-1],
+        "empty": lambda a: a.ravel()[:0],
+        "extra axis": lambda a: a[None],
+        "0-d": lambda a: a.ravel()[0] if a.size else np.array(0.0),
+        "text": lambda a: a.astype(str),
+        "doubled": lambda a: np.concatenate([a.ravel(), a.ravel()]),
+    }
+    for name in arrays:
+        yield f"drop {name}", lambda m, a, n=name: a.pop(n)
+        for label, change in changes.items():
+            yield f"{label} {name}", _array(name, change)
+    for key, _ in metadata["attributes"]["__items__"]:
+        yield f"drop attribute {key}", _drop_item(key)
+        yield f"attribute {key} None", _set_item(key, None)
+
+
+@pytest.mark.parametrize("estimator_name", ["GaussianNB", "CategoricalNB", "MultinomialNB"])
+def test_item10_fuzzed_tamperings_never_escape_as_other_errors(estimator_name, tmp_path):
+    """Load refuses with ModelFileError or loads; a loaded tampered model predicts or raises a
+    ValueError/TypeError with a message (never KeyError, IndexError or AttributeError)."""
+    rng = np.random.default_rng(48)
+    X = rng.integers(0, 4, size=(40, 3)).astype(float)
+    y = np.repeat(["u", "v"], 20)
+    estimator = getattr(genprob, estimator_name)().fit(X, y)
+    data = estimator.save(tmp_path / "model.npz").read_bytes()
+    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    metadata = json.loads(str(arrays.pop("metadata")))
+    path = tmp_path / "tampered.npz"
+    outcomes = {"refused": 0, "loaded": 0}
+    for label, edit in _structural_edits(metadata, arrays):
+        path.write_bytes(_tampered(data, edit))
+        try:
+            loaded = genprob.load(path)
+        except ModelFileError:
+            outcomes["refused"] += 1
+            continue
+        outcomes["loaded"] += 1
+        try:
+            loaded.predict_proba(X)
+        except (ValueError, TypeError) as error:
+            assert str(error), label
+        except Exception as error:  # the property under test
+            pytest.fail(f"{label}: {type(error).__name__} at predict: {error}")
+    assert outcomes["refused"] > 0 and outcomes["loaded"] > 0
+
+
+def test_item10_signed_files(tiny, tmp_path):
+    path = persistence.save(tiny, tmp_path / "signed.npz", key=b"secret")
+    _same_model(genprob.load(path, key=b"secret"), tiny)
+    _same_model(genprob.load(path, key="secret"), tiny)  # text keys are UTF-8
+    _same_model(genprob.load(path), tiny)  # without a key: the digest only
+    with pytest.raises(ModelFileError, match="not signed with this key"):
+        genprob.load(path, key=b"other")
+    # a forger who recomputes the digest cannot recompute the signature
+    forged = tmp_path / "forged.npz"
+    forged.write_bytes(_tampered(path.read_bytes(), _array("param.means", lambda a: a + 1.0)))
+    _same_model_or_not = genprob.load(forged)  # the unkeyed digest passes: accidents only
+    assert not np.array_equal(_same_model_or_not.params_["means"], tiny.params_["means"])
+    with pytest.raises(ModelFileError, match="not signed with this key"):
+        genprob.load(forged, key=b"secret")
+    unsigned = tiny.save(tmp_path / "unsigned.npz")
+    with pytest.raises(ModelFileError, match="is not signed"):
+        genprob.load(unsigned, key=b"secret")
+    with pytest.raises(TypeError, match="key"):
+        genprob.load(unsigned, key=b"")
