@@ -9,7 +9,9 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) holding
   story's closed form recomputes bit for bit from the stored statistics (``derived`` in the
   metadata: an LDA on D features keeps its D x D scatter, not a second D x D covariance);
 * ``config.<path>``: arrays inside constructor parameters, the story and fitted attributes
-  (``classes_``, ``feature_names_in_``, encodings, ...), referenced from the metadata; a fitted
+  (``classes_``, encodings, ...), referenced from the metadata; object arrays (string labels,
+  ``feature_names_in_``) are kept in the metadata item by item instead, so they come back as
+  object arrays with every string exact (trailing NULs included); a fitted
   attribute that is one of the parameters (LDA's ``covariance_``) is stored as a reference.
   Fitted attributes that the estimator recomputes from the rest of the file (its
   ``_derivable_attributes()``: the eigen LDA's D x D ``scalings_``) are listed as
@@ -39,6 +41,7 @@ import hashlib
 import hmac
 import inspect
 import json
+import math
 import os
 import secrets
 import stat
@@ -52,8 +55,8 @@ from genprob.story import Story, qualified_name, story_class
 
 FORMAT_NAME = "genprob-model"
 #: 2: derived parameters and references to parameters; 3: derived fitted attributes;
-#: 4: derived statistics
-FORMAT_VERSION = 4
+#: 4: derived statistics; 5: object arrays (labels, names) item by item in the metadata
+FORMAT_VERSION = 5
 
 #: Fitted attributes that are caches or provenance records, rebuilt after loading.
 _TRANSIENT = ("_scoring_cache", "_derived_from")
@@ -125,6 +128,13 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
     if isinstance(value, list | tuple):
         kind = "__tuple__" if isinstance(value, tuple) else "__list__"
         return {kind: [_encode(v, arrays, f"{prefix}[{i}]", aliases) for i, v in enumerate(value)]}
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        # kept in the JSON, item by item: a fixed-width string array would drop trailing NULs
+        # ('a' and 'a\x00' would merge) and lose the object dtype
+        return {
+            "__objects__": [_object_item(v, prefix) for v in value.ravel().tolist()],
+            "shape": list(value.shape),
+        }
     if isinstance(value, np.ndarray):
         arrays[f"config.{prefix}"] = _plain_array(value, prefix)
         return {"__array__": f"config.{prefix}"}
@@ -134,7 +144,44 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
     )
 
 
-_MARKERS = ("__story__", "__items__", "__list__", "__tuple__", "__array__", "__param__")
+_MARKERS = (
+    "__story__",
+    "__items__",
+    "__list__",
+    "__tuple__",
+    "__array__",
+    "__param__",
+    "__objects__",
+)
+#: Entries an object array may hold (stored as JSON, read back exactly).
+_OBJECT_ITEMS = (str, int, float, bool, type(None))
+
+
+def _object_item(value, name: str):
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, _OBJECT_ITEMS):
+        raise TypeError(
+            f"cannot save {name}: it holds a Python {type(value).__name__}; object arrays can be "
+            f"stored without pickle when they hold strings, numbers, booleans or None."
+        )
+    return value
+
+
+def _object_array(value) -> np.ndarray:
+    """The object array of a ``__objects__`` entry (checked: shape and scalar items)."""
+    items, shape = value["__objects__"], value.get("shape")
+    if (
+        not isinstance(items, list)
+        or not isinstance(shape, list)
+        or not all(type(d) is int and d >= 0 for d in shape)
+        or math.prod(shape) != len(items)
+        or not all(isinstance(item, _OBJECT_ITEMS) for item in items)
+    ):
+        raise ModelFileError("malformed metadata: an object array's items do not fit its shape.")
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array.reshape(shape)
 
 
 def _decode(value, arrays):
@@ -144,9 +191,12 @@ def _decode(value, arrays):
     if not isinstance(value, dict):
         raise ModelFileError(f"malformed metadata: unexpected {type(value).__name__}.")
     marker = [key for key in _MARKERS if key in value]
-    extra = set(value) - set(marker) - ({"config"} if marker == ["__story__"] else set())
+    allowed = {"__story__": {"config"}, "__objects__": {"shape"}}.get(marker[0] if marker else "")
+    extra = set(value) - set(marker) - (allowed or set())
     if len(marker) != 1 or extra:
         raise ModelFileError(f"malformed metadata entry with keys {sorted(value)!r}.")
+    if marker[0] == "__objects__":
+        return _object_array(value)
     payload = value[marker[0]]
     if marker[0] == "__story__":
         cls = _story_class(payload)

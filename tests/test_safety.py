@@ -411,3 +411,63 @@ def test_item10_signed_files(tiny, tmp_path):
         genprob.load(unsigned, key=b"secret")
     with pytest.raises(TypeError, match="key"):
         genprob.load(unsigned, key=b"")
+
+
+# -- item 8: labels kept exactly through save and load -------------------------------------------
+LABELS = {
+    "trailing NUL": np.array(["a", "a\x00", "b"], dtype=object),
+    "object strings": np.array(["setosa", "versicolor", "virginica"], dtype=object),
+    "unicode": np.array(["x", "y", "z"]),
+    "int8": np.array([-3, 0, 7], dtype=np.int8),
+    "uint64 beyond int64": np.array([2**63, 2**63 + 1, 2**64 - 1], dtype=np.uint64),
+    "int64 beyond float64": np.array([9007199254740993, 9007199254740995, 9007199254740997]),
+    "bool": np.array([False, True, True]),
+}
+
+
+@pytest.mark.parametrize("case", list(LABELS), ids=list(LABELS))
+def test_item8_labels_come_back_exactly(case, tmp_path):
+    classes = LABELS[case]
+    X = np.random.default_rng(8).normal(size=(30, 2)) + np.repeat(np.arange(3), 10)[:, None]
+    y = np.repeat(classes, 10)
+    if case == "bool":
+        y = y[:20]
+        X = X[:20]
+    estimator = genprob.GaussianNB().fit(X, y)
+    loaded = genprob.load(estimator.save(tmp_path / "labels.npz"))
+    assert loaded.classes_.dtype == estimator.classes_.dtype
+    assert loaded.classes_.tolist() == estimator.classes_.tolist()
+    assert [type(v) for v in loaded.classes_.tolist()] == [
+        type(v) for v in estimator.classes_.tolist()
+    ]
+    predicted = loaded.predict(X)
+    assert predicted.dtype == estimator.predict(X).dtype
+    assert predicted.tolist() == estimator.predict(X).tolist()
+
+
+def test_item8_object_feature_names_stay_objects(tmp_path):
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame(X_TINY, columns=["width\x00", "width"])
+    estimator = genprob.GaussianNB().fit(frame, Y_TINY)
+    loaded = genprob.load(estimator.save(tmp_path / "names.npz"))
+    assert loaded.feature_names_in_.dtype == object
+    assert loaded.feature_names_in_.tolist() == ["width\x00", "width"]
+    np.testing.assert_array_equal(loaded.predict_proba(frame), estimator.predict_proba(frame))
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"__objects__": ["a", "b"], "shape": [3]},
+        {"__objects__": ["a", ["b"]], "shape": [2]},
+        {"__objects__": ["a", "b"], "shape": [-2]},
+        {"__objects__": "ab", "shape": [2]},
+        {"__objects__": ["a", "b"]},
+    ],
+)
+def test_item8_malformed_object_arrays_are_refused(entry, tiny, tmp_path):
+    path = tmp_path / "model.npz"
+    tiny.save(path)
+    path.write_bytes(_tampered(path.read_bytes(), _set_item("classes_", entry)))
+    with pytest.raises(ModelFileError, match="malformed"):
+        genprob.load(path)
