@@ -471,3 +471,104 @@ def test_item8_malformed_object_arrays_are_refused(entry, tiny, tmp_path):
     path.write_bytes(_tampered(path.read_bytes(), _set_item("classes_", entry)))
     with pytest.raises(ModelFileError, match="malformed"):
         genprob.load(path)
+
+
+# -- items 1 and 14: posterior sizes checked before allocating; every argument before any work ----
+@pytest.fixture(scope="module")
+def bernoulli_fit():
+    rng = np.random.default_rng(1)
+    X = (rng.random((60, 5)) > 0.5).astype(float)
+    y = np.repeat([0, 1], 30)
+    return genprob.BernoulliNB().fit(X, y), X, y
+
+
+@pytest.mark.parametrize("method", ["exact", "nuts"])
+def test_item1_huge_num_samples_is_refused_before_allocating(method, bernoulli_fit):
+    """num_samples=10**9 ended in RESOURCE_EXHAUSTED or 'Unable to allocate 22.4 GiB'."""
+    estimator, X, y = bernoulli_fit
+    # NUTS: under the iteration bound (checked first), 1000 chains of 900,000 draws
+    sizes = {"num_samples": 10**9} if method == "exact" else {"num_samples": 900_000}
+    sizes["num_chains"] = 2 if method == "exact" else 1000
+    message = r"bytes for the pointwise log-likelihood .*60 rows.*MAX_ARRAY_BYTES"
+    with pytest.raises(_limits.SizeLimitError, match=message) as info:
+        estimator.posterior(X, y, method=method, num_warmup=10, **sizes)
+    assert "num_samples" in str(info.value)  # the way out is named
+
+
+def test_item1_chains_and_warmup_are_bounded(bernoulli_fit):
+    """num_chains=10**6 or num_warmup=10**12 ran with no answer."""
+    estimator, X, y = bernoulli_fit
+    with pytest.raises(_limits.SizeLimitError, match=r"num_chains=1000000 .*MAX_CHAINS"):
+        estimator.posterior(X, y, num_chains=10**6, num_samples=10)
+    with pytest.raises(_limits.SizeLimitError, match=r"~?1e\+?12 iterations.*MAX_ITERATIONS"):
+        estimator.posterior(X, y, num_warmup=10**12, num_samples=10)
+    with pytest.raises(_limits.SizeLimitError, match="MAX_CHAINS"):
+        estimator.posterior(X, y, method="exact", num_chains=10**6, num_samples=10)
+
+
+def test_item1_counts_are_checked_like_sample(bernoulli_fit):
+    estimator, X, y = bernoulli_fit
+    with pytest.raises(TypeError, match="num_samples must be an int >= 1, got float 2.5"):
+        estimator.posterior(X, y, method="exact", num_samples=2.5)
+    with pytest.raises(TypeError, match="num_chains must be an int"):
+        estimator.posterior(X, y, method="exact", num_chains=True)
+    with pytest.raises(ValueError, match="num_warmup must be an int >= 0, got -1"):
+        estimator.posterior(X, y, num_warmup=-1)
+
+
+def test_item1_functional_entries_check_sizes():
+    from genprob.families.bernoulli import BernoulliStory
+    from genprob.posterior import exact_posterior
+
+    rng = np.random.default_rng(2)
+    X = (rng.random((40, 3)) > 0.5).astype(float)
+    y = np.repeat([0, 1], 20)
+    exact = exact_posterior(BernoulliStory(), X, y)
+    with pytest.raises(_limits.SizeLimitError, match="the draws"):
+        exact.sample(0, 10**10)
+    with pytest.raises(_limits.SizeLimitError, match="MAX_CHAINS"):
+        exact.sample(0, (10**5, 10))
+    with pytest.raises(TypeError, match="num_samples"):
+        exact.sample(0, 2.5)
+    with pytest.raises(_limits.SizeLimitError, match="the draws"):
+        genprob.fit_nuts(BernoulliStory(), X, y, num_samples=900_000, num_chains=1000)
+    with pytest.raises(_limits.SizeLimitError, match="MAX_ITERATIONS"):
+        genprob.fit_nuts(BernoulliStory(), X, y, num_samples=10**9, num_warmup=10)
+    with pytest.raises(_limits.SizeLimitError, match="MAX_CHAINS"):
+        genprob.fit_nuts(BernoulliStory(), X, y, num_chains=10**6)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"priors": "dat"}, "priors must be 'data' or 'fixed'"),
+        ({"priors": None}, "priors must be 'data' or 'fixed'"),
+        ({"init": "best"}, "init must be 'mle', 'uniform'"),
+        ({"init": 3}, "init must be 'mle', 'uniform'"),
+    ],
+)
+def test_item14_exact_posterior_validates_its_arguments(options, message, bernoulli_fit):
+    """Exact posterior() ignored invalid priors= and init=."""
+    estimator, X, y = bernoulli_fit
+    with pytest.raises(ValueError, match=message):
+        estimator.posterior(X, y, method="exact", num_samples=10, **options)
+
+
+def test_item14_compare_var_names_are_checked_before_sampling(tmp_path, capsys, monkeypatch):
+    import pandas
+
+    from genprob.app import cli
+    from genprob.datasets import load_iris
+
+    X, y = load_iris()
+    frame = pandas.DataFrame(X, columns=["a", "b", "c", "d"]).assign(species=y)
+    data = tmp_path / "iris.csv"
+    frame.to_csv(data, index=False)
+    sampled = []
+    monkeypatch.setattr(genprob.GaussianNB, "posterior", lambda *args, **kwargs: sampled.append(1))
+    argv = ["compare", "gaussian_nb", str(data), "--target", "species", "--method", "exact"]
+    argv += ["--out", str(tmp_path / "out"), "--var-names", "means", "mean"]
+    assert cli.main(argv) == 2
+    error = capsys.readouterr().err
+    assert "--var-names: 'mean' is not a parameter" in error and "means" in error
+    assert sampled == []

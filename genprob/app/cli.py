@@ -875,6 +875,12 @@ def _run_compare(args) -> int:
             raise UserError(f"{option} must be >= {minimum}, got {value}.")
     _check_out_dir(args.out)
     name, estimator, features, y, _ = _fit_features(args)
+    unknown = [var for var in args.var_names or () if var not in estimator.params_]
+    if unknown:  # checked before sampling, so no draws are lost to a typo
+        raise UserError(
+            f"--var-names: {', '.join(map(repr, unknown))} is not a parameter of {name}; its "
+            f"parameters: {', '.join(sorted(estimator.params_))}."
+        )
     what = (
         f"{args.chains} chain(s) x ({args.num_warmup} warm-up + {args.num_samples} draws)"
         if args.method == "nuts"
