@@ -572,3 +572,64 @@ def test_item14_compare_var_names_are_checked_before_sampling(tmp_path, capsys, 
     error = capsys.readouterr().err
     assert "--var-names: 'mean' is not a parameter" in error and "means" in error
     assert sampled == []
+
+
+# -- item 2: the CLI keeps numeric labels exactly ------------------------------------------------
+@pytest.mark.parametrize(
+    "labels, expected",
+    [
+        (
+            ["9007199254740993", "9007199254740995", "9007199254740997"],
+            [9007199254740993, 9007199254740995, 9007199254740997],
+        ),
+        (
+            ["0", "100000000000000000000", "200000000000000000000"],
+            ["0", "100000000000000000000", "200000000000000000000"],
+        ),
+        (["0", "1e20", "2e20"], ["0", "1e20", "2e20"]),
+    ],
+    ids=["beyond 2**53", "beyond int64", "exponent notation"],
+)
+@pytest.mark.parametrize("empty_cell", [False, True], ids=["labeled", "one unlabeled"])
+def test_item2_cli_keeps_numeric_labels_exactly(labels, expected, empty_cell, tmp_path, capsys):
+    """Labels passed through float64, then int64: 9007199254740993/995/997 became two classes,
+    0/1e20/2e20 became [-9223372036854775808, 0] (exit 0)."""
+    from genprob.app import cli
+
+    rng = np.random.default_rng(2)
+    rows = []
+    for center, label in enumerate(labels):
+        for x in rng.normal(size=(8, 2)) + 5 * center:
+            rows.append(f"{x[0]:.6f},{x[1]:.6f},{label}")
+    if empty_cell:
+        rows.append("0.1,0.2,")
+    data = tmp_path / "data.csv"
+    data.write_text("a,b,label\n" + "\n".join(rows) + "\n")
+    model = tmp_path / "model.npz"
+    argv = ["fit", "gaussian_nb", str(data), "--target", "label", "--out", str(model)]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    loaded = genprob.load(model)
+    assert loaded.classes_.tolist() == expected
+    capsys.readouterr()
+    assert cli.main(["predict", str(model), str(data)]) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed[0] == "prediction"
+    assert set(printed[1:]) == set(labels)  # every class predicted, printed as written
+
+
+def test_item1_compare_refuses_huge_requests_before_sampling(tmp_path, capsys):
+    from genprob.app import cli
+
+    rng = np.random.default_rng(3)
+    rows = [f"{x[0]:.4f},{x[1]:.4f},{i % 2}" for i, x in enumerate(rng.normal(size=(30, 2)))]
+    data = tmp_path / "data.csv"
+    data.write_text("a,b,label\n" + "\n".join(rows) + "\n")
+    base = ["compare", "gaussian_nb", str(data), "--target", "label", "--out", str(tmp_path)]
+    for extra, message in (
+        (["--method", "exact", "--num-samples", "1000000000"], "would allocate"),
+        (["--chains", "1000000"], "MAX_CHAINS"),
+        (["--num-warmup", "1000000000000"], "MAX_ITERATIONS"),
+    ):
+        assert cli.main(base + extra) == 2
+        error = capsys.readouterr().err
+        assert message in error and "Traceback" not in error
