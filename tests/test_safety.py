@@ -71,11 +71,13 @@ def test_item4_file_too_large_keeps_the_old_model(tiny, tmp_path):
     path = tiny.save(tmp_path / "model.npz")
     before = path.read_bytes()
     assert len(before) < 20_000
+    root = os.path.dirname(os.path.dirname(genprob.__file__))  # the genprob under test
     result = subprocess.run(
         [sys.executable, "-c", _FSIZE_SCRIPT, str(path)],
         capture_output=True,
         text=True,
         timeout=600,
+        env={**os.environ, "PYTHONPATH": root},
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["refused", "27"]  # EFBIG
