@@ -363,7 +363,21 @@ def _structural_edits(metadata, arrays):
         yield f"attribute {key} None", _set_item(key, None)
 
 
-@pytest.mark.parametrize("estimator_name", ["GaussianNB", "CategoricalNB", "MultinomialNB"])
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    "estimator_name",
+    [
+        "GaussianNB",
+        "CategoricalNB",
+        "MultinomialNB",
+        pytest.param("BernoulliNB", marks=SLOW),
+        pytest.param("PoissonNB", marks=SLOW),
+        pytest.param("LinearDiscriminantAnalysis", marks=SLOW),
+        pytest.param("QuadraticDiscriminantAnalysis", marks=SLOW),
+    ],
+)
 def test_item10_fuzzed_tamperings_never_escape_as_other_errors(estimator_name, tmp_path):
     """Load refuses with ModelFileError or loads; a loaded tampered model predicts or raises a
     ValueError/TypeError with a message (never KeyError, IndexError or AttributeError)."""
