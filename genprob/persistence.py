@@ -704,6 +704,14 @@ def _check_members(path: Path, members, limits) -> None:
         if info.filename in names:
             raise ModelFileError(f"{path} holds member {info.filename!r} twice.")
         names.add(info.filename)
+        # deflate expands at most 1032-fold: a larger declared size is a lie of the zip directory
+        stored = info.compress_type == zipfile.ZIP_STORED
+        if info.file_size > (info.compress_size if stored else 1032 * info.compress_size + 64):
+            raise ModelFileError(
+                f"{path}: member {info.filename!r} declares {limits.compact(info.file_size)} "
+                f"bytes, more than its {limits.compact(info.compress_size)} compressed bytes can "
+                f"hold (a damaged or forged file)."
+            )
         if info.file_size > limits.MAX_ARRAY_BYTES:
             raise ModelFileError(
                 f"{path}: member {info.filename!r} declares {limits.compact(info.file_size)} "
