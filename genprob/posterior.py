@@ -26,12 +26,14 @@ Exact posteriors only: the conjugate update of each family is its
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import jax
 import numpy as np
 
 from genprob import core
+from genprob._limits import check_count, check_posterior_size
 from genprob._validation import check_features
 from genprob.conjugate import ConjugateFactor, _numpy_rng, dirichlet
 from genprob.draws import flatten_draws, pointwise_log_likelihood, posterior_predict_proba
@@ -130,8 +132,21 @@ class ExactPosterior:
         Returns:
             Parameter name -> NumPy array of shape ``(num_samples,) + parameter shape`` (or
             ``num_samples + parameter shape`` for a tuple), in the statistics' precision.
+
+        Raises:
+            TypeError, ValueError: a count that is not an int >= 1.
+            genprob._limits.SizeLimitError: draws beyond ``MAX_ARRAY_BYTES`` (or more than
+                ``MAX_CHAINS`` leading rows of a tuple), refused before drawing.
         """
-        shape = (int(num_samples),) if np.ndim(num_samples) == 0 else tuple(num_samples)
+        shape = (num_samples,) if np.ndim(num_samples) == 0 else tuple(num_samples)
+        shape = tuple(check_count(n, "num_samples") for n in shape)
+        check_posterior_size(
+            num_chains=math.prod(shape[:-1]),
+            num_samples=shape[-1] if shape else 1,
+            parameter_entries=sum(int(np.size(f.concentration)) for f in self.factors.values()),
+            itemsize=max(np.asarray(f.concentration).dtype.itemsize for f in self.factors.values()),
+            nuts=False,
+        )
         rng = _numpy_rng(key)
         return {name: factor.sample(rng, shape) for name, factor in self.factors.items()}
 

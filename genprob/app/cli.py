@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import dataclasses
+import decimal
 import logging
 import os
 import re
@@ -304,8 +305,10 @@ def _story_name(name: str) -> str:
         raise UserError(str(error)) from None
 
 
-def _read_table(path: str):
-    """A CSV file, or a Parquet file by its extension, as a DataFrame; :class:`UserError` else."""
+def _read_table(path: str, target: str | None = None):
+    """A CSV file, or a Parquet file by its extension, as a DataFrame; :class:`UserError` else.
+    A CSV's ``target`` column is read as text, so labels keep every digit (a column of integers
+    with empty cells would be read as float64)."""
     import pandas as pd
 
     if os.path.isdir(path):
@@ -324,7 +327,7 @@ def _read_table(path: str):
             raise UserError(f"cannot read {path} as Parquet: {_first_line(error)}") from None
     else:
         try:
-            frame = pd.read_csv(path)
+            frame = pd.read_csv(path, dtype={target: str} if target else None)
         except pd.errors.EmptyDataError:
             raise UserError(f"{path} is empty.") from None
         except (pd.errors.ParserError, UnicodeDecodeError) as error:
@@ -339,19 +342,58 @@ def _first_line(error) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def _as_labels(values):
-    """Labels as int64 when every one is an integer (``3``, ``3.0``, ``"3"``), else strings."""
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _exact_number(text: str):
+    """The exact value (``Decimal``) of a decimal number written in ``text``, or None."""
+    if _NUMBER.fullmatch(text) is None:
+        return None
+    return decimal.Decimal(text)
+
+
+def _label_texts(values):
+    """``(codes, texts)``: each distinct label once as stripped text (integers in full, floats
+    by their shortest exact repr), and the position of every row's label among them."""
     import pandas as pd
 
-    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-        numbers = values.to_numpy(dtype=np.float64)
-        if np.all(numbers == np.round(numbers)):
-            return numbers.astype(np.int64)
-        return numbers
-    text = values.astype(str).str.strip()
-    if text.map(lambda v: re.fullmatch(r"[+-]?\d+", v) is not None).all():
-        return text.astype(np.int64).to_numpy()
-    return text.to_numpy(dtype=object)
+    if values.dtype.kind == "f":
+        values = values.map(lambda v: str(int(v)) if float(v).is_integer() else repr(float(v)))
+    codes, uniques = pd.factorize(values.astype(str).str.strip())
+    return codes, [str(v) for v in uniques]
+
+
+def _as_labels(values):
+    """Labels exactly as written: int64 when every one is an integer that int64 holds (``3``,
+    ``3.0``, ``"3"``: never through float64, so 9007199254740993 stays itself), float64 when
+    they are other numbers that float64 tells apart, else the text (integers beyond int64, such
+    as 1e20, included)."""
+    if values.dtype.kind == "i":
+        return values.to_numpy(dtype=np.int64)
+    codes, texts = _label_texts(values)
+    numbers = [_exact_number(text) for text in texts]
+    if all(number is not None for number in numbers):
+        # exponents beyond 10**30 are not int64 (and int() of 1e999999999 would never end)
+        if all(abs(n.adjusted()) <= 30 and n == n.to_integral_value() for n in numbers):
+            integers = [int(number) for number in numbers]
+            if all(-(2**63) <= v < 2**63 for v in integers):
+                return np.array(integers, dtype=np.int64)[codes]
+        elif not all(n == n.to_integral_value() for n in numbers):
+            floats = [float(number) for number in numbers]
+            if len(set(floats)) == len(floats) and np.all(np.isfinite(floats)):
+                return np.array(floats)[codes]
+    return np.array(texts, dtype=object)[codes]
+
+
+def _is_marker(values, marker: str):
+    """Rows of ``values`` holding the label ``marker``, as text or as the same number
+    (``-1`` matches ``-1.0`` and ``-1e0``)."""
+    codes, texts = _label_texts(values)
+    number = _exact_number(marker)
+    same = [
+        text == marker or (number is not None and _exact_number(text) == number) for text in texts
+    ]
+    return np.array(same, dtype=bool)[codes] & (codes >= 0)
 
 
 def _target_column(frame, target: str, path: str):
@@ -377,7 +419,6 @@ def _every_label_a_class(unlabeled: str | None) -> bool:
 def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     """``(features, y, unlabeled mask)``: ``y`` holds -1 on unlabeled rows (an empty target cell,
     or one equal to ``unlabeled``); with ``unlabeled`` "none" every row is labeled."""
-    import pandas as pd
 
     if not target:
         raise UserError("--target COL is required: the column holding the labels.")
@@ -400,12 +441,7 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
         y = labels.astype(str) if labels.dtype == object else labels
         return _feature_columns(frame, target, path), y, missing
     if unlabeled is not None:
-        missing |= (text == unlabeled.strip()).to_numpy()
-        if pd.api.types.is_numeric_dtype(column):
-            try:
-                missing |= (column == float(unlabeled)).to_numpy()
-            except ValueError:
-                pass
+        missing |= _is_marker(column, unlabeled.strip())
     if missing.all():
         raise UserError(f"target column {target!r} of {path} has no labeled rows.")
     labels = _as_labels(column[~missing])
@@ -484,7 +520,7 @@ def _fit_features(args):
     from genprob.app import registry
 
     name = _story_name(args.story)
-    frame = _read_table(args.data)
+    frame = _read_table(args.data, args.target)
     features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
     features = _check_features(
         features, args.data, text_allowed=registry.get(name).takes_text, missing=args.missing
@@ -861,6 +897,12 @@ def _run_compare(args) -> int:
             raise UserError(f"{option} must be >= {minimum}, got {value}.")
     _check_out_dir(args.out)
     name, estimator, features, y, _ = _fit_features(args)
+    unknown = [var for var in args.var_names or () if var not in estimator.params_]
+    if unknown:  # checked before sampling, so no draws are lost to a typo
+        raise UserError(
+            f"--var-names: {', '.join(map(repr, unknown))} is not a parameter of {name}; its "
+            f"parameters: {', '.join(sorted(estimator.params_))}."
+        )
     what = (
         f"{args.chains} chain(s) x ({args.num_warmup} warm-up + {args.num_samples} draws)"
         if args.method == "nuts"
