@@ -29,7 +29,7 @@ from genprob._validation import (
     all_concrete,
     check_class_codes,
     check_class_prior,
-    check_core_features,
+    check_features,
     check_responsibilities,
     core_label_codes,
     is_concrete,
@@ -81,7 +81,9 @@ def _check_features(story: Story, X, num_rows=None) -> None:
     hint = "impute or drop those entries"
     if story.supports_missing:
         hint = "genprob.masking.marginalized(story) reads NaN as a missing value (summed out)"
-    check_core_features(X, num_rows, allow_nan=reads_nan_as_missing(story), nan_hint=hint)
+    check_features(
+        X, as_given=True, num_rows=num_rows, allow_nan=reads_nan_as_missing(story), nan_hint=hint
+    )
     if scipy.sparse.issparse(X) and not story.accepts_scipy_sparse:
         raise TypeError(
             f"{type(story).__name__} does not take SciPy sparse input; pass X.toarray() or a "

@@ -319,7 +319,10 @@ def _check_host_width(story: Story, params: dict, X) -> None:
     """:func:`_check_width` of host rows, the emission's event shape traced once per story
     structure and parameter shapes (no density is computed)."""
     leaves, structure = jax.tree_util.tree_flatten((story, params))
-    key = (structure, tuple((np.shape(leaf), np.result_type(leaf)) for leaf in leaves))
+    key = (
+        structure,
+        tuple((np.shape(leaf), getattr(leaf, "dtype", type(leaf))) for leaf in leaves),
+    )
     if key not in _EVENT_SHAPES:
         shapes = []
         jax.eval_shape(lambda s, p: shapes.append(s.emission(p).event_shape), story, params)

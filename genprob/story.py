@@ -558,28 +558,6 @@ class Story(metaclass=_StoryType):
         """
         return {}
 
-    # -- a block of a mixed table (genprob.families.mixed, MixedNB) -----------------------------
-    #: True when a block of this family reads its columns' raw values (strings, any type) as
-    #: categories, which the estimator encodes as codes 0..k-1 of the sorted training values.
-    encodes_values = False
-
-    @classmethod
-    def block_context(cls, X) -> dict:
-        """Fit-time context of a block's columns ``X`` (n, d) that its story is built from.
-
-        The values add over chunks (``partial_fit`` sums them); the default needs none.
-        """
-        return {}
-
-    def grow_statistics(self, stats: dict, moves: list) -> dict:
-        """Statistics of an earlier, smaller story of this family in this story's layout.
-
-        ``partial_fit`` calls it when new chunks grew the story (new categories): ``moves[j]``
-        maps column j's old codes to their new codes, or is None for an unchanged column. The
-        default: the layout does not grow.
-        """
-        return stats
-
     @property
     @typing.final
     def has_exact_posterior(self) -> bool:

@@ -43,16 +43,17 @@ from jax.scipy.special import xlogy
 
 from genprob._arrays import namespace, without_duplicates
 from genprob._lazy import LazyModule, lazy_attribute
+from genprob._validation import check_alpha
 from genprob.conjugate import dirichlet
-from genprob.families.bernoulli import (
+from genprob.families._discrete import (
     alpha_array,
-    check_alpha,
     check_non_negative_values,
     floor_log,
     host_if_host_rows,
     linear_discriminant,
     weighted_sums,
 )
+from genprob.families._registry import Block, Command, Family
 from genprob.story import CLASS_PRIOR, Story
 
 numpyro = LazyModule("numpyro")
@@ -60,9 +61,7 @@ dist = LazyModule("numpyro.distributions")
 _emission = LazyModule("genprob.families.multinomial_emission")
 
 
-__all__ = [
-    "MultinomialStory",
-]
+__all__ = ["FAMILY", "MultinomialStory"]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
 __getattr__ = lazy_attribute(
@@ -116,11 +115,6 @@ class MultinomialStory(Story):
         # a float, so traced: only sampling reads it, and a new length (each fold has its own
         # mean length) reuses compiled code
         self.total_count = None if total_count is None else float(int(total_count))
-
-    @classmethod
-    def block_context(cls, X) -> dict:
-        """The block's total count: sampled documents get the mean training length."""
-        return {"length": float(np.asarray(X).sum())}
 
     def prior(self, num_classes, num_features):
         concentration = jnp.broadcast_to(alpha_array(self.alpha, num_features) + 1.0, num_features)
@@ -178,3 +172,32 @@ class MultinomialStory(Story):
         weights, offset = self.emission(params).linear_form()
         log_prior = jnp.log(params[CLASS_PRIOR])
         return weights[k] - weights[l], log_prior[k] - log_prior[l] + offset[k] - offset[l]
+
+
+def _block_context(X) -> dict:
+    """The block's total count: sampled documents get the mean training length."""
+    return {"length": float(np.asarray(X).sum())}
+
+
+def _naive_block(context, alpha):
+    """Sampled documents get the mean training length (the density conditions on each row's own
+    length)."""
+    rows = context.get("rows")
+    mean_length = context.get("length", 0.0) / rows if rows else 0.0
+    return MultinomialStory(alpha=alpha, total_count=int(round(mean_length)))
+
+
+FAMILY = Family(
+    story=MultinomialStory,
+    estimators=("genprob.estimators.discrete:MultinomialNB",),
+    commands=(
+        Command(
+            "multinomial",
+            "word counts (multinomial NB), alpha=1",
+            ("sms_counts", "digits"),
+            {"alpha": 1.0},
+            aliases=("multinomial_nb",),
+        ),
+    ),
+    block=Block(_naive_block, settings=("alpha",), context=_block_context),
+)

@@ -8,7 +8,7 @@ import scipy.sparse
 from jax.scipy.special import gammaln
 from numpyro.distributions import constraints
 
-from genprob.families.bernoulli import linear_log_prob
+from genprob.families._discrete import linear_log_prob
 from genprob.families.multinomial import _map_stored, _scipy_row_term, multinomial_linear_form
 
 __all__ = ["MultinomialFeatures"]

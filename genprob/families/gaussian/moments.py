@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from genprob._arrays import namespace
-from genprob._threads import scratch, sum_over_spans
 
 __all__ = [
     "ClassBlocks",
@@ -83,27 +82,14 @@ def host_row_blocks(*arrays, block_bytes: int = HOST_BLOCK_BYTES):
 
 
 def host_row_spans(span, shift, *rows, block_bytes: int = HOST_BLOCK_BYTES):
-    """``span(shift, *(a[i:j] for a in rows), block_bytes=block_bytes)`` summed over spans
-    ``i:j`` of the rows, one per thread (``genprob._threads``); ``rows`` are NumPy arrays with
-    a row per row of X (X first). Span edges fall on block edges, so the blocks are those of a
-    single pass."""
-    X = rows[0]
-
-    def partial(start, stop):
-        return span(shift, *(a[start:stop] for a in rows), block_bytes=block_bytes)
-
-    return sum_over_spans(partial, X.shape[0], X.shape[1] * X.itemsize, block_rows(X, block_bytes))
-
-
-def _copy_into(array, out):
-    np.copyto(out, array)
-    return out
+    """``span(shift, *rows, block_bytes=block_bytes)``: one serial pass over NumPy ``rows``
+    (X first), BLAS threading its own products."""
+    return span(shift, *rows, block_bytes=block_bytes)
 
 
 def centered(x, shift) -> np.ndarray:
-    """``x - shift`` of a block of rows, in the thread's scratch buffer ``"centered"`` (valid
-    until its next use)."""
-    return np.subtract(x, shift, out=scratch("centered", x.shape, np.result_type(x, shift)))
+    """``x - shift`` of a block of rows, a new array."""
+    return np.subtract(x, shift)
 
 
 def class_rows(R) -> list[tuple[np.ndarray, np.ndarray | None]]:
@@ -123,7 +109,7 @@ def class_rows(R) -> list[tuple[np.ndarray, np.ndarray | None]]:
 class ClassBlocks:
     """Each class's rows of NumPy rows ``X``, block by block: iterating yields ``(k, Z_k,
     w_k)``, ``Z_k`` the rows of class k in a block of about ``block_bytes`` of ``X`` less
-    ``shift``, copied into a scratch buffer of the thread (valid until the next item), ``w_k``
+    ``shift``, copied into one buffer (valid until the next item), ``w_k``
     their responsibilities (None where each is 1). ``counts``: each class's ``R^T 1``.
 
     Each class's rows and weights are found once (:func:`class_rows`), not per block; a block's
@@ -143,9 +129,8 @@ class ClassBlocks:
         X, shift = self.X, self.shift
         origin = not np.any(shift)
         block = block_rows(X, self.block_bytes)
-        # one buffer for every class's copy, kept by the thread: no allocation (and no page
-        # faults) per copy or per fit
-        buffer = scratch("class rows", (block, X.shape[1]), X.dtype)
+        # one buffer for every class's copy: no allocation per copy
+        buffer = np.empty((block, X.shape[1]), X.dtype)
         first = [0] * len(self.found)  # each class's first member not yet yielded
         for stop in range(block, X.shape[0] + block, block):
             for k, (members, weights) in enumerate(self.found):
@@ -176,10 +161,9 @@ def reference_point(X):
     step = -(-X.shape[0] // _REFERENCE_ROWS)
     rows = X if step <= 1 else X[::step]
     if isinstance(X, np.ndarray):
-        # a contiguous copy of the sampled rows (in the thread's scratch buffer: no fresh
-        # pages), centered in place: 3x faster than mean and var of the strided view, which
-        # read it twice more
-        rows = _copy_into(rows, scratch("reference rows", rows.shape, rows.dtype))
+        # a contiguous copy of the sampled rows, centered in place: faster than mean and var
+        # of the strided view, which read it twice more
+        rows = np.array(rows, copy=True, order="C")
         mean = rows.mean(axis=0)
         rows -= mean
         variance = np.einsum("ij,ij->j", rows, rows) / rows.shape[0]

@@ -16,7 +16,6 @@ import numpy as np
 
 from genprob._arrays import column_sums, namespace, placed
 from genprob._lazy import LazyModule
-from genprob._programs import program
 from genprob._validation import all_concrete, check_feature_width
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
@@ -65,7 +64,7 @@ FACTORS = "factorization"
 LINEAR_TERMS = "linear_terms"
 #: Per-class variances score n x D rows against K classes on the host up to n D K this large,
 #: or for any n with at most _HOST_DIAGONAL_CLASSES classes: the host's K elementwise passes
-#: (on every core, genprob._threads) cost about 1.4 ns per row, feature and class, the
+#: (on every core) cost about 1.4 ns per row, feature and class, the
 #: device's copy and expanded product about 11 ns per row and feature (2 cores, predict_proba
 #: at 1e5 x 50: K = 5, 35 ms on the host against 55 ms; K = 10, 46 against 72; at 1e5 x 20,
 #: K = 20, 65 against 56).
@@ -832,37 +831,37 @@ def _linear_and_intercept(linear, params):
     return linear, intercept
 
 
-@program
+@jax.jit
 def _jitted_discriminant(story, params, X):
     return story.discriminant(params, X)
 
 
-@program
+@jax.jit
 def _jitted_spread_terms(story, stats):
     return story._spread_terms_impl(stats)
 
 
-@program
+@jax.jit
 def _jitted_smoothing_variance(story, stats):
     return story._smoothing_variance_impl(stats)
 
 
-@program
+@jax.jit
 def _jitted_emission_summary(story, params):
     return story._emission_summary_impl(params)
 
 
-@program
+@jax.jit
 def _jitted_factorize(story, spread):
     return story.structure.factorize(spread, story.rank_tol)
 
 
-@program
+@jax.jit
 def _jitted_linear_discriminants(story, params):
     return story._linear_discriminants_impl(params)
 
 
-@program
+@jax.jit
 def _jitted_whitening(story, params):
     return story.emission(params).whitening
 

@@ -16,7 +16,6 @@ import numpy as np
 
 from genprob._arrays import namespace
 from genprob._lazy import LazyModule
-from genprob._threads import scratch
 from genprob.families.gaussian.distributions import (
     full_factors,
     full_gaussian,
@@ -383,9 +382,8 @@ class DiagonalCovariance(CovarianceStructure):
         origin = not np.any(shift)  # moments about 0: no centered copy of the block
         for x, r in host_row_blocks(X, R, block_bytes=block_bytes):
             z = x if origin else centered(x, shift)
-            # np.dot, not @: it releases the GIL, so spans run on threads in parallel
             sums += np.dot(r.T, z)
-            squared = np.square(z, out=scratch("centered", z.shape, z.dtype) if origin else z)
+            squared = np.square(z, out=None if origin else z)
             class_squares += np.dot(r.T, squared)
             counts += np.dot(ones[: r.shape[0]], r)
         return sums, class_squares, counts
