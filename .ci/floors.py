@@ -1,5 +1,4 @@
-"""Print ``name==floor`` for every runtime dependency of pyproject.toml (its ``>=`` bound), the
-``native`` extra's included.
+"""Print ``name==floor`` for every runtime dependency of pyproject.toml (its ``>=`` bound).
 
 The "oldest" environment of ``make test`` installs exactly these, so a floor lowered below a
 version that fails is caught there. ``--except NAME`` leaves a package to the resolver (the
@@ -13,16 +12,12 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Extras whose packages the library uses when installed (the test extra installs them).
-RUNTIME_EXTRAS = ("native",)
 
 
 def floors(skip=()) -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     pins = []
-    # the optional extras genprob's own code imports when present count as runtime ones
-    optional = [r for extra in RUNTIME_EXTRAS for r in project["optional-dependencies"][extra]]
-    for requirement in project["dependencies"] + optional:
+    for requirement in project["dependencies"]:
         match = re.match(r"^\s*([A-Za-z0-9_.\-]+)(\[[^\]]*\])?\s*(.*)$", requirement)
         name, extras, spec = match.group(1), match.group(2) or "", match.group(3)
         if name.lower() in skip:

@@ -6,15 +6,12 @@ compilation):
 * ``sklearn fit`` / ``genprob fit``: the estimators' ``fit`` end to end (input validation, label
   encoding and the closed form);
 * ``core fit``: ``genprob.core.fit_closed_form`` on the arrays as the estimator hands them
-  over (NumPy rows and the labels' one-hot responsibilities as codes, ``core.OneHotRows``:
-  these sizes' statistics are computed on the host), the part the closed form itself costs;
+  over (NumPy rows and the labels' dense one-hot responsibilities: these sizes' statistics are
+  computed on the host), the part the closed form itself costs;
 * ``floor``: the least the fit must do, its own floor: one ``X.T @ X`` for LDA and QDA (the
   faster of NumPy's and a jitted one), one NumPy pass over X (its column sums) for Gaussian
   naive Bayes, one SciPy product ``X.T @ R`` for the sparse naive Bayes fits;
 * predict_proba for both libraries.
-
-GaussianNB gets a second row, ``GaussianNB, SciPy path``: the same fit without the native kernel
-of ``genprob/_native.py`` (what an install without the ``native`` extra runs).
 
 Ratios printed: ``speedup = sklearn / genprob`` (fit and predict; scikit-learn and genprob run in
 turn and the speed-up is the median of the pairwise ratios, which keeps it meaningful on a busy
@@ -45,7 +42,7 @@ import sklearn.discriminant_analysis as skda
 import sklearn.naive_bayes as sknb
 
 import genprob
-from genprob import _native, core
+from genprob import core, execution
 
 
 def timed(function, repeats: int) -> float:
@@ -188,7 +185,7 @@ def bench_gaussian(n, d, k, repeats):
         gram = jax.jit(lambda A: A.T @ A)
         jitted = timed(lambda: gram(Xj).block_until_ready(), repeats)
         floor = min(jitted, timed(lambda: X.T @ X, repeats))
-    R = core.OneHotRows(y, k)
+    R = execution.responsibilities(y, k)
     # naive Bayes needs per-class sums and sums of squares: at least one pass over X
     one_pass = timed(lambda: X.sum(axis=0), repeats)
     pairs = [
@@ -232,14 +229,6 @@ def bench_gaussian(n, d, k, repeats):
         )
         if name == "GaussianNB":
             row(name, fit, core_fit, one_pass, predict, "one NumPy pass")
-            if _native.enabled():
-                # the same fit without the native kernel (no llvmlite, or GENPROB_NATIVE=0)
-                os.environ["GENPROB_NATIVE"] = "0"
-                try:
-                    fit, core_fit = fits(sk_est, gp_est)
-                finally:
-                    del os.environ["GENPROB_NATIVE"]
-                row("GaussianNB, SciPy path", fit, core_fit, one_pass, predict, "one NumPy pass")
         else:
             row(name, fit, core_fit, floor, predict)
 
@@ -308,7 +297,6 @@ def main(argv=None):
         )
         for n, d, k in shapes:
             bench_gaussian(n, d, k, args.repeats)
-        print(f"\nGaussianNB's native kernel (genprob/_native.py): {_native.status()}")
     if args.only in (None, "multinomial"):
         bench_multinomial(0, 0, 0, args.repeats, sms=True)
         if args.quick:
@@ -338,7 +326,6 @@ def write_json(path, args):
         # other jobs on the machine slow both libraries; the ratios are paired, the times are not
         "load_average_1min": LOAD[0],
         "load_average_1min_end": os.getloadavg()[0],
-        "native_kernel": _native.status(),
         "repeats": args.repeats,
         "quick": args.quick,
         "rows": RESULTS,

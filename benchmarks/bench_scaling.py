@@ -10,19 +10,26 @@ fit of GaussianNB, LDA, QDA and semi-supervised EM; GaussianNB runs beside dask-
 on the same array when dask-ml is installed (``pip install 'genprob[bench]'``).
 
 Usage: python benchmarks/bench_scaling.py [--stream-rows 1e8] [--dask-rows 2e7] [--skip-stream]
+[--json benchmarks/results/bench_scaling.json] (the docs read the JSON file; a part skipped keeps
+the results it had there)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
+import sys
 import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 FEATURES = 20
 CLASSES = 3
@@ -128,6 +135,22 @@ def bench_stream(rows, chunk_rows):
                 print("  ^ peak RSS above the 2 GiB target")
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+    return {
+        "rows_total": rows,
+        "features": FEATURES,
+        "batch_rows": chunk_rows,
+        "load_average_1min": os.getloadavg()[0],
+        "rows": [
+            {
+                "fit": label,
+                "time_s": elapsed,
+                "rows_per_s": rows / elapsed,
+                "peak_rss_gib": peak / 2**30,
+                "rss_before_gib": baseline / 2**30,
+            }
+            for label, elapsed, peak, _, baseline in results
+        ],
+    }
 
 
 def _time(function, repeat=2):
@@ -211,6 +234,16 @@ def bench_dask(rows, chunk_rows):
         f"{os.getloadavg()[0]:.1f}): two worker processes plus the scheduler and this driver "
         f"compete for them, so the 2-worker speed-up is bounded by the cores actually free."
     )
+    return {
+        "rows_total": rows,
+        "features": FEATURES,
+        "chunk_rows": chunk_rows,
+        "load_average_1min": os.getloadavg()[0],
+        "rows": [
+            {"fit": name, "one_worker_s": timings[name, 1], "two_workers_s": timings[name, 2]}
+            for name in dict.fromkeys(n for n, _ in timings)
+        ],
+    }
 
 
 def main():
@@ -221,11 +254,21 @@ def main():
     parser.add_argument("--dask-chunk", type=int, default=1_000_000)
     parser.add_argument("--skip-stream", action="store_true")
     parser.add_argument("--skip-dask", action="store_true")
+    parser.add_argument("--json", help="also write the results here (the docs read it)")
     args = parser.parse_args()
+    from _run_info import machine, run_date
+
+    record = {"date": run_date(), "machine": machine()}
     if not args.skip_stream:
-        bench_stream(int(args.stream_rows), args.stream_chunk)
+        record["stream"] = {"date": record["date"]}
+        record["stream"].update(bench_stream(int(args.stream_rows), args.stream_chunk))
     if not args.skip_dask:
-        bench_dask(int(args.dask_rows), args.dask_chunk)
+        record["dask"] = {"date": record["date"]}
+        record["dask"].update(bench_dask(int(args.dask_rows), args.dask_chunk))
+    if args.json:
+        path = Path(args.json)
+        previous = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        path.write_text(json.dumps({**previous, **record}, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_wide.py [--features 2000 5000] [--rows 300]
         [--solvers svd eigen-auto eigen-0.2 eigen lsqr-auto lsqr-0.2] [--repeats 3]
+        [--json benchmarks/results/bench_wide.json]
 
 Both libraries run in the same process on the same data (3 classes, Gaussian rows), one solver
 after the other (``--solvers``: a solver name, with ``-auto`` or ``-<float>`` for its
@@ -19,6 +20,7 @@ n < D (a singular covariance): its columns are left empty.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -126,12 +128,21 @@ def main(argv=None):
         help="solver[-shrinkage] of each run: svd, eigen, eigen-auto, eigen-0.2, lsqr-auto, ...",
     )
     parser.add_argument("--repeats", type=int, default=3, help="refits timed (the best is kept)")
+    parser.add_argument(
+        "--json", help="also write the rows, date and machine here (the docs read it)"
+    )
     args = parser.parse_args(argv)
     for name in args.solvers:
         solver_options(name)  # unknown names fail before anything runs
     from _run_info import machine, run_date
 
-    print(f"{run_date()}; {machine()}; load average {os.getloadavg()[0]:.1f}")
+    record = {
+        "date": run_date(),
+        "machine": machine(),
+        "load_average_1min": os.getloadavg()[0],
+        "rows": [],
+    }
+    print(f"{record['date']}; {record['machine']}; load average {record['load_average_1min']:.1f}")
     header = (
         f"{'solver':>10} {'D':>6} {'fit s':>8} {'refit s':>8} {'sk fit':>8} {'ratio':>6} "
         f"{'floor s':>8} {'/floor':>6} {'pred s':>8} {'sk pred':>8} "
@@ -141,7 +152,11 @@ def main(argv=None):
     print(header)
     for num_features in args.features:
         for solver in args.solvers:
-            _report(run(num_features, args.rows, solver=solver, repeats=args.repeats))
+            result = run(num_features, args.rows, solver=solver, repeats=args.repeats)
+            _report(result)
+            record["rows"].append(result)
+    if args.json:
+        Path(args.json).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
 def _report(r):

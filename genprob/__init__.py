@@ -9,7 +9,6 @@ Three faces over one functional core:
 """
 
 from genprob import datasets
-from genprob._compile_cache import set_compilation_cache
 from genprob._mappings import CompiledProgramsDropped
 from genprob.core import (
     fit_closed_form,
@@ -24,13 +23,13 @@ from genprob.story import Story
 
 # -- Gaussian family (issue: foundation) --
 from genprob import boundaries
-from genprob.boundaries import lda_projection, lda_transform, linear_boundary, quadratic_boundary
+from genprob.boundaries import linear_boundary, quadratic_boundary
 from genprob.estimators.gaussian import (
     GaussianNB,
     LinearDiscriminantAnalysis,
     QuadraticDiscriminantAnalysis,
 )
-from genprob.families.gaussian import GaussianStory
+from genprob.families.gaussian import GaussianStory, lda_projection, lda_transform
 
 # -- end Gaussian family --
 # -- discrete and mixed families --

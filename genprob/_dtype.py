@@ -8,6 +8,7 @@ its JAX work inside the thread-local ``jax.enable_x64`` context for the requeste
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import jax
 import numpy as np
@@ -39,26 +40,31 @@ def resolve_dtype(dtype) -> str:
 def precision(dtype=None):
     """Context manager enabling 64-bit JAX inside the block when ``dtype`` is float64.
 
-    It also keeps compiled programs in genprob's persistent compilation cache while the block
-    runs (:mod:`genprob._compile_cache`) and keeps the process below its limit on memory
-    mappings (:mod:`genprob._mappings`), since every JAX entry point goes through here.
+    It also keeps the process below its limit on memory mappings (:mod:`genprob._mappings`),
+    since every JAX entry point goes through here.
     """
     name = resolve_dtype(dtype)
     if name == "float64":
         x64 = jax.enable_x64(True)
     else:
         x64 = jax.enable_x64(False) if hasattr(jax, "enable_x64") else contextlib.nullcontext()
-    return _with_compilation_cache(x64)
+    return _counted(x64)
+
+
+_depth = threading.local()
 
 
 @contextlib.contextmanager
-def _with_compilation_cache(context):
+def _counted(context):
     from genprob import _mappings
-    from genprob._compile_cache import compilation_cache, outermost
 
-    with compilation_cache(), context:
-        top = outermost()
-        yield
+    top = not getattr(_depth, "value", 0)
+    _depth.value = getattr(_depth, "value", 0) + 1
+    try:
+        with context:
+            yield
+    finally:
+        _depth.value -= 1
     if top:  # counted once per user-facing call, not per nested entry point
         _mappings.after_call()
 

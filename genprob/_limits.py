@@ -16,8 +16,27 @@ import numpy as np
 # Largest single array (bytes) that sampling or a category table may allocate; a module attribute
 # so that a user with a large machine can raise it.
 MAX_ARRAY_BYTES = 2**32
+# Largest total (bytes) of the arrays a model file may declare: genprob.load refuses a file beyond
+# it before inflating anything.
+MAX_LOAD_BYTES = 2**32
 
-__all__ = ["SizeLimitError", "MAX_ARRAY_BYTES", "check_count", "check_traced_size", "compact"]
+#: Most chains a posterior may run: each is a copy of the sampler's state, scored on every row.
+MAX_CHAINS = 1024
+#: Most iterations (warm-up plus draws) a NUTS chain may run; each takes up to 1023 leapfrog
+#: steps, so more is a run that would not finish.
+MAX_ITERATIONS = 10**6
+
+__all__ = [
+    "MAX_CHAINS",
+    "MAX_ITERATIONS",
+    "check_posterior_size",
+    "SizeLimitError",
+    "MAX_ARRAY_BYTES",
+    "MAX_LOAD_BYTES",
+    "check_count",
+    "check_traced_size",
+    "compact",
+]
 
 
 class SizeLimitError(ValueError, MemoryError):
@@ -96,4 +115,75 @@ def check_traced_size(
             f"{what} would allocate an array of {compact(size)} bytes "
             f"({aval.dtype}{list(aval.shape)}); the limit is {compact(MAX_ARRAY_BYTES)} bytes "
             f"(genprob._limits.MAX_ARRAY_BYTES). {advice}"
+        )
+
+
+def check_posterior_size(
+    *,
+    num_chains: int,
+    num_samples: int,
+    num_warmup: int = 0,
+    parameter_entries: int,
+    num_rows: int = 0,
+    num_classes: int = 1,
+    itemsize: int = 8,
+    nuts: bool = True,
+    log_likelihood: bool = True,
+) -> None:
+    """Refuse a posterior whose chains, iterations or arrays are too large, before any work.
+
+    The arrays measured: the draws (chains x draws x parameter entries), the pointwise
+    log-likelihood of the rows at every draw (chains x draws x rows) and, for NUTS, the scores of
+    every row under every class in one step of all chains (chains x rows x classes). Without
+    ``log_likelihood`` (draws that are not turned into ArviZ data) the second is left out.
+
+    Raises:
+        SizeLimitError: naming the request, the array and its size, the limit and the way out.
+    """
+    if num_chains > MAX_CHAINS:
+        raise SizeLimitError(
+            f"num_chains={compact(num_chains)} is more than {MAX_CHAINS} chains "
+            f"(genprob._limits.MAX_CHAINS): R-hat and ESS need a few chains (2 to 8), and each "
+            f"chain is a copy of the sampler's state. Ask for more draws per chain instead."
+        )
+    if nuts and num_warmup + num_samples > MAX_ITERATIONS:
+        raise SizeLimitError(
+            f"num_warmup + num_samples = {compact(num_warmup + num_samples)} iterations per "
+            f"chain is more than {compact(MAX_ITERATIONS)} (genprob._limits.MAX_ITERATIONS): "
+            f"such a run would not finish. A few hundred to a few thousand of each are usual; "
+            f"check R-hat and ESS, and run more only if they ask for it."
+        )
+    arrays = [
+        (
+            "the draws",
+            f"{compact(num_chains)} chains x {compact(num_samples)} draws x "
+            f"{compact(parameter_entries)} parameter entries x {itemsize} bytes",
+            num_chains * num_samples * parameter_entries * itemsize,
+        )
+    ]
+    if log_likelihood:
+        arrays.append(
+            (
+                "the pointwise log-likelihood",
+                f"{compact(num_chains)} chains x {compact(num_samples)} draws x "
+                f"{compact(num_rows)} rows x 8 bytes",
+                num_chains * num_samples * num_rows * 8,
+            )
+        )
+    if nuts:
+        arrays.append(
+            (
+                "one step of the chains",
+                f"{compact(num_chains)} chains x {compact(num_rows)} rows x "
+                f"{compact(num_classes)} classes x {itemsize} bytes",
+                num_chains * num_rows * num_classes * itemsize,
+            )
+        )
+    what, sizes, size = max(arrays, key=lambda entry: entry[2])
+    if size > MAX_ARRAY_BYTES:
+        raise SizeLimitError(
+            f"this posterior would allocate {compact(size)} bytes for {what} ({sizes}); the "
+            f"limit is {compact(MAX_ARRAY_BYTES)} bytes (genprob._limits.MAX_ARRAY_BYTES). Ask "
+            f"for fewer draws or chains (num_samples, num_chains), or raise the limit on a "
+            f"machine with the memory."
         )

@@ -24,10 +24,7 @@ from sklearn.utils._param_validation import (
     validate_parameter_constraints,
 )
 
-from genprob._arrays import OneHotRows
-
 __all__ = [
-    "as_features",
     "EM_PARAMETER_CONSTRAINTS",
     "NumberInterval",
     "validate_params",
@@ -75,20 +72,58 @@ def describe(values, limit: int = 5) -> str:
 
 
 # -- features -------------------------------------------------------------------------------------
-def check_features(X, dtype=None, *, keep_sparse: bool = False, allow_nan: bool = False):
-    """Features as a 2-D, finite, floating array.
+def check_features(
+    X,
+    dtype=None,
+    *,
+    as_given: bool = False,
+    keep_sparse: bool = False,
+    to_device: bool = False,
+    allow_nan: bool = False,
+    nan_hint: str = "",
+    num_rows: int | None = None,
+):
+    """Features checked at a public entry: 2-D, ``num_rows`` rows if given, and finite (NaN
+    with ``allow_nan``) where the values are concrete; the one feature checker of genprob.
+
+    By default ``X`` is also made a numeric, non-empty, floating array: a SciPy sparse matrix is
+    densified, and a ``jax.experimental.sparse.BCOO`` one too unless ``keep_sparse``.
 
     Args:
-        X: array-like (n, D); a SciPy sparse matrix or a ``jax.experimental.sparse.BCOO`` is
-            densified unless ``keep_sparse`` (then a BCOO matrix is returned as it is, checked).
+        X: array-like (n, D).
         dtype: floating dtype to cast to; None keeps a floating dtype and casts anything else to
             JAX's default float.
+        as_given: check ``X`` as it is (NumPy, JAX, SciPy sparse, BCOO, or a tracer inside
+            ``jit``/``vmap``, of which only the shape is checked) and return it unchanged: the
+            functional core's check.
         keep_sparse: keep a BCOO matrix sparse.
-        allow_nan: let NaN (missing entries) through; infinities are still refused.
+        to_device: return a JAX array (dense or BCOO), not a NumPy one.
+        allow_nan: let NaN through (a story that reads NaN as missing); infinities are refused.
+        nan_hint: appended to the message when NaN is refused (how to read it as missing).
+        num_rows: the rows ``X`` must have (those of the labels or responsibilities).
 
-    Returns:
-        A NumPy array, or the JAX array (dense or BCOO) that was given.
+    Raises:
+        ValueError: naming the problem; non-finite values as scikit-learn's "Input X contains
+            NaN" / "infinity", with the columns and the first offending entry (row, column).
     """
+    if not as_given:
+        X = _as_float_features(X, dtype, keep_sparse)
+    elif jnp.ndim(X) != 2:
+        raise ValueError(
+            f"X must be a 2-D array (n_samples, n_features); got shape {jnp.shape(X)}."
+        )
+    if num_rows is not None and X.shape[0] != num_rows:
+        raise ValueError(f"X has {X.shape[0]} rows but the responsibilities have {num_rows}.")
+    _check_finite_features(X, allow_nan, nan_hint)
+    if to_device and not isinstance(X, jax.Array | jsparse.BCOO):
+        # device_put, not jnp.asarray, which compiles a copy program per shape for host arrays
+        X = jax.device_put(X)
+    return X
+
+
+def _as_float_features(X, dtype, keep_sparse: bool):
+    """``X`` as a 2-D, non-empty, floating NumPy array (or the JAX array, dense or BCOO, that
+    was given)."""
     if isinstance(X, jsparse.BCOO) and not keep_sparse:
         X = X.todense()
     elif scipy.sparse.issparse(X):
@@ -105,15 +140,6 @@ def check_features(X, dtype=None, *, keep_sparse: bool = False, allow_nan: bool 
         dtype = jnp.result_type(float)
     if dtype is not None and X.dtype != dtype:
         X = X.astype(dtype)
-    values = X.data if isinstance(X, jsparse.BCOO) else X
-    # NumPy reads a CPU JAX array in place; a JAX operation would compile once per shape
-    xp = _array_module(values)
-    values = values if xp is jnp else np.asarray(values)
-    finite = xp.isfinite(values)
-    if allow_nan:
-        finite = finite | xp.isnan(values)
-    if not bool(finite.all()):
-        raise ValueError("X contains NaN or infinite values.")
     return X
 
 
@@ -442,33 +468,36 @@ def check_class_prior(prior, classes, *, name: str = "class_prior", renormalize:
 ALPHA_LOWER_BOUND = 1e-10
 
 
-def check_alpha(alpha, num_features: int, *, force_alpha: bool, per_feature: bool):
-    """``alpha`` as a float or a per-feature tuple, with scikit-learn's checks and floor.
+def check_alpha(alpha, num_features: int | None = None, *, per_feature=True, force_alpha=True):
+    """Smoothing ``alpha`` as a float, or a per-feature tuple: finite and >= 0.
+
+    Stories call it with ``alpha`` alone; estimators add scikit-learn's checks and floor.
 
     Args:
         alpha: a number, or one number per feature when ``per_feature``.
-        num_features: D, the length a per-feature ``alpha`` needs.
+        num_features: D, the length a per-feature ``alpha`` needs (None: not checked here).
+        per_feature: whether an array ``alpha`` is accepted.
         force_alpha: keep an ``alpha`` below 1e-10 (otherwise it is raised to 1e-10, warned).
-        per_feature: whether the estimator takes an array ``alpha``.
     """
-    if isinstance(alpha, Real):
-        values = float(alpha)
-    else:
-        if not per_feature:
-            raise ValueError(f"alpha must be a single number, got {alpha!r}.")
-        values = np.asarray(alpha, dtype=float)
-        if values.shape != (num_features,):
-            raise ValueError(
-                f"When alpha is an array, it should contains `n_features`. Got "
-                f"{values.size} elements instead of {num_features}. (alpha has shape "
-                f"{values.shape}; an array alpha needs one value per feature.)"
-            )
-        if np.any(values < 0):
-            raise ValueError(
-                f"All values in alpha must be greater than 0. (alpha is negative at features "
-                f"{describe(np.flatnonzero(values < 0))}; smoothing counts must be >= 0.)"
-            )
-    if np.min(values) < ALPHA_LOWER_BOUND and not force_alpha:
+    if not per_feature and not isinstance(alpha, Real):
+        raise ValueError(f"alpha must be a single number, got {alpha!r}.")
+    values = np.asarray(alpha, dtype=float)
+    if values.ndim > 1:
+        raise ValueError(f"alpha must be a number or a 1-D array, got shape {values.shape}.")
+    if values.ndim == 1 and num_features is not None and values.shape != (num_features,):
+        raise ValueError(
+            f"When alpha is an array, it should contains `n_features`. Got "
+            f"{values.size} elements instead of {num_features}. (alpha has shape "
+            f"{values.shape}; an array alpha needs one value per feature.)"
+        )
+    bad = (values < 0) | ~np.isfinite(values)
+    if np.any(bad):
+        where = f" at features {describe(np.flatnonzero(bad))}" if values.ndim else ""
+        raise ValueError(
+            f"All values in alpha must be greater than 0. (alpha must be finite and >= 0, got "
+            f"{alpha!r}{where}.)"
+        )
+    if values.size and np.min(values) < ALPHA_LOWER_BOUND and not force_alpha:
         warnings.warn(
             f"alpha too small will result in numeric errors, setting alpha = "
             f"{ALPHA_LOWER_BOUND:.1e}. Use `force_alpha=True` to keep alpha unchanged.",
@@ -476,7 +505,7 @@ def check_alpha(alpha, num_features: int, *, force_alpha: bool, per_feature: boo
             stacklevel=4,
         )
         values = np.maximum(values, ALPHA_LOWER_BOUND)
-    return float(values) if np.ndim(values) == 0 else tuple(float(a) for a in values)
+    return float(values) if values.ndim == 0 else tuple(float(a) for a in values)
 
 
 # -- EM controls ----------------------------------------------------------------------------------
@@ -561,14 +590,6 @@ def validate_params(estimator) -> None:
             raise InvalidParameterError(f"{error} {hint}") from None
 
 
-def as_features(X, *, allow_nan: bool = False):
-    """Features as a floating JAX array (dense, or a ``jax.experimental.sparse.BCOO`` matrix kept
-    sparse), checked to be 2-D, non-empty, numeric and finite (or NaN, with ``allow_nan``)."""
-    X = check_features(X, keep_sparse=True, allow_nan=allow_nan)
-    # device_put, not jnp.asarray, which compiles a copy program per shape for host arrays
-    return X if isinstance(X, jsparse.BCOO | jax.Array) else jax.device_put(X)
-
-
 # -- the functional core --------------------------------------------------------------------------
 def is_concrete(value) -> bool:
     """Whether ``value`` holds numbers (not a JAX tracer inside ``jit``/``vmap``): only then can
@@ -637,27 +658,9 @@ def check_feature_width(X, expected: int) -> None:
         )
 
 
-def check_core_features(X, num_rows=None, *, allow_nan: bool = False, nan_hint: str = "") -> None:
-    """Core features: 2-D, ``num_rows`` rows if given, and finite where the values are concrete
-    (a NumPy, JAX or sparse array, not a tracer inside ``jit``/``vmap``).
-
-    Runs on the host at the public entry of the functional core, once per call: a pass over the
-    values (:func:`numpy.isfinite`), and only on failure a second one to name the columns.
-
-    Args:
-        X: the features (n, D): NumPy, JAX, SciPy sparse or ``jax.experimental.sparse.BCOO``.
-        num_rows: the rows of the responsibilities ``X`` must match, or None.
-        allow_nan: let NaN through (a story that reads NaN as missing); infinities are refused.
-        nan_hint: appended to the message when NaN is refused (how to read it as missing).
-
-    Raises:
-        ValueError: scikit-learn's "Input X contains NaN" / "infinity", naming the columns and
-            the first offending entry (row, column).
-    """
-    if jnp.ndim(X) != 2:
-        raise ValueError(f"X must be 2-D (n, D), got shape {jnp.shape(X)}.")
-    if num_rows is not None and X.shape[0] != num_rows:
-        raise ValueError(f"X has {X.shape[0]} rows but the responsibilities have {num_rows}.")
+def _check_finite_features(X, allow_nan: bool, nan_hint: str) -> None:
+    """NaN (unless ``allow_nan``) and infinity refused where the values are concrete: a pass
+    over the values, and only on failure a second one to name the columns."""
     if not is_concrete(X):
         return
     rows, cols, values = _stored_entries(X)
@@ -684,9 +687,10 @@ def check_core_features(X, num_rows=None, *, allow_nan: bool = False, nan_hint: 
         count = f"; {at.size} entries in all" if at.size > 1 else ""
         found.append(f"{kind} in {where} (first at {first}{count})")
     hint = nan_hint if not allow_nan and found[0].startswith("NaN") else ""
+    allowed = "NaN marks a missing entry" if allow_nan else "not NaN or infinite ones"
     raise ValueError(
         f"Input X contains {' and '.join(found)}: the functional core takes finite feature "
-        f"values only{'; ' + hint if hint else ''}."
+        f"values only ({allowed}){'; ' + hint if hint else ''}."
     )
 
 
@@ -729,9 +733,6 @@ def check_responsibilities(R) -> None:
         ValueError: the shape, or the entries that are NaN, infinite or negative, by class
             (column of R) and first row.
     """
-    if isinstance(R, OneHotRows):  # hard labels as codes: checked without a (n, K) array
-        R.check()
-        return
     if jnp.ndim(R) != 2:
         raise ValueError(f"R must be a (n, K) responsibility matrix, got shape {jnp.shape(R)}.")
     if not is_concrete(R):
@@ -768,27 +769,3 @@ def check_responsibilities(R) -> None:
         f"R holds {' and '.join(found)}: responsibilities must be finite and non-negative "
         f"(one-hot labels times sample weights, or class posteriors)."
     )
-
-
-def check_scored_rows(joint) -> None:
-    """Rows whose joint log-probability is NaN, or -inf under every class, have no posterior:
-    refused by name rather than returned as NaN (or predicted as the first class)."""
-    refuse_unscored_rows(unscored_rows(joint))
-
-
-def unscored_rows(joint) -> np.ndarray:
-    """Indices of the rows of ``joint`` (n, K) that :func:`check_scored_rows` refuses."""
-    joint = np.asarray(joint)
-    if np.isfinite(joint).all():  # the usual case, in one pass without row reductions
-        return np.empty(0, np.intp)
-    return np.flatnonzero(np.isnan(joint).any(axis=1) | ~np.isfinite(joint).any(axis=1))
-
-
-def refuse_unscored_rows(bad) -> None:
-    """The error of :func:`check_scored_rows` for rows ``bad``, if any."""
-    if len(bad):
-        raise ValueError(
-            f"rows {describe(bad)} cannot be scored: their log-density is not finite under any "
-            f"class (feature values so large that their squares overflow, say). Rescale the "
-            f"features."
-        )

@@ -33,8 +33,10 @@ import numpy as np
 
 from genprob import _arviz_compat as compat
 from genprob import _posterior_figures as figures
+from genprob._validation import check_features
 from genprob.draws import pointwise_log_likelihood, posterior_predict_proba
-from genprob.em import as_features, encode_partial_labels
+from genprob.em import encode_partial_labels
+from genprob.masking import reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = [
@@ -179,7 +181,7 @@ def to_arviz(
     """
     import jax
 
-    X = as_features(X, allow_nan=story.reads_nan_as_missing)
+    X = check_features(X, keep_sparse=True, to_device=True, allow_nan=reads_nan_as_missing(story))
     num_features = int(X.shape[1])
     from_mcmc = hasattr(posterior, "get_samples")
     # run_nuts records the story with the prior it sampled under (data-scaled by default)

@@ -9,9 +9,9 @@ graph and makes one such reduction per iteration. The scheduler is Dask's curren
 ``distributed.Client`` when one is active).
 
 The story is fixed from the first :data:`HEAD_ROWS` rows (the only data the driver reads), and
-every partition's statistics are computed on the workers under it; settings that statistics do
-not read (:meth:`~genprob.story.Story.statistics_identity`: the multinomial's document length)
-are set afterwards from every partition's additive context. Stories that grow with the data
+every partition's statistics are computed on the workers under it; traced settings, which
+statistics do not read and which leave the story's structure alone (the multinomial's document
+length), are set afterwards from every partition's additive context. Stories that grow with the data
 (category tables, say) may change in a later partition: the pass is then made again with the
 story of the whole first partition, and if that still grows, the partitions are read one at a
 time through the driver's ``partial_fit`` (exact, slower).
@@ -30,12 +30,10 @@ import copy
 from functools import partial
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-import scipy.sparse
 
-from genprob import core, streaming
-from genprob._dtype import numpy_dtype, precision
+from genprob import execution, streaming
+from genprob._dtype import precision
 
 __all__ = ["fit", "predict", "partitions"]
 
@@ -101,15 +99,6 @@ def _classes(y, unlabeled_label=-1):
 
 
 # -- per-partition work (runs on the workers) ------------------------------------------------------
-# the story is a traced pytree: a new smoothing value reuses the compiled program
-@partial(jax.jit, static_argnums=4)
-def _labeled_stats(story, X, codes, weights, num_classes):
-    labeled = codes >= 0
-    R = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=X.dtype)
-    R = R * jnp.where(labeled, weights, 0.0)[:, None]
-    return core.sufficient_statistics(story, X, R)
-
-
 def _labeled_part(estimator, X, y, w):
     """``((stats, 0, rows), unlabeled rows, context)`` of a partition with the story fixed by
     the driver (``context``: the estimator's :meth:`_chunk_context`, summed by the driver).
@@ -129,7 +118,9 @@ def _labeled_part(estimator, X, y, w):
         grown = local._partial_fit_story(Xv, estimator.story_)
     except ValueError:
         return None
-    if grown.statistics_identity() != estimator.story_.statistics_identity():
+    # the same structure: statistics of the same layout (traced settings such as the
+    # multinomial's document length do not change them)
+    if jax.tree_util.tree_structure(grown) != jax.tree_util.tree_structure(estimator.story_):
         return None
     y = np.asarray(y)
     if y.shape != (num_rows,):
@@ -138,16 +129,8 @@ def _labeled_part(estimator, X, y, w):
     weights = streaming._chunk_weights(w, num_rows)
     weights = np.ones(num_rows) if weights is None else weights
     with precision(local._dtype):
-        if scipy.sparse.issparse(Xv):
-            Xp, codes_p, weights_p = Xv, codes, weights
-        else:
-            Xp, codes_p, weights_p = streaming._pad(Xv, codes, weights, numpy_dtype(local._dtype))
-        stats = _labeled_stats(
-            estimator.story_,
-            local._as_array(Xp),
-            jnp.asarray(codes_p),
-            local._as_array(weights_p),
-            len(local.classes_),
+        stats = execution.labeled_statistics(
+            estimator.story_, local._as_features(Xv), codes, len(local.classes_), weights
         )
         stats = jax.tree_util.tree_map(np.asarray, stats)
     return (stats, 0.0, int(num_rows)), int(np.sum(codes < 0)), local._chunk_context(Xv)
@@ -298,14 +281,7 @@ def _block(estimator, method, X, *args, **kwargs):
         if method == "log_likelihood":
             return np.empty(0)
         return np.empty((0, num_classes))
-    num_rows = np.shape(X)[0]
-    if isinstance(X, np.ndarray) and not args:
-        # pad to a few row counts, as fits do, so each worker compiles a few shapes only
-        from genprob._arrays import padded_rows
-
-        extra = padded_rows(num_rows) - num_rows
-        X = np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))]) if extra else X
-    return np.asarray(getattr(estimator, method)(X, *args, **kwargs))[:num_rows]
+    return np.asarray(getattr(estimator, method)(X, *args, **kwargs))
 
 
 def _block_y(estimator, method, X, y, **kwargs):

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from genprob import core
-from genprob._validation import as_features
+from genprob._validation import check_features
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["flatten_draws", "pointwise_log_likelihood", "posterior_predict_proba", "DRAW_BATCH"]
@@ -65,7 +65,9 @@ def pointwise_log_likelihood(story: Story, draws: dict, X, y=None) -> jax.Array:
     Returns:
         Array of shape ``batch_shape + (n,)``.
     """
-    X = as_features(X, allow_nan=story.reads_nan_as_missing)
+    X = check_features(
+        X, keep_sparse=True, to_device=True, allow_nan=core.reads_nan_as_missing(story)
+    )
     codes = jnp.full(X.shape[0], -1, jnp.int32) if y is None else jnp.asarray(y, jnp.int32)
     flat, batch_shape = flatten_draws(draws)
     size = math.prod(batch_shape)
@@ -79,7 +81,9 @@ def posterior_predict_proba(story: Story, draws: dict, X) -> jax.Array:
     Their mean over draws is the posterior predictive ``p(y = k | x_i, X, y)``; the plug-in
     probabilities use one θ (the MLE) instead.
     """
-    X = as_features(X, allow_nan=story.reads_nan_as_missing)
+    X = check_features(
+        X, keep_sparse=True, to_device=True, allow_nan=core.reads_nan_as_missing(story)
+    )
     flat, batch_shape = flatten_draws(draws)
     size = math.prod(batch_shape)
     values = _map_predict_proba(story, flat, X, min(DRAW_BATCH, max(size, 1)))

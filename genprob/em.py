@@ -36,6 +36,7 @@ for discrete stories), more labeled rows, or a smaller ``unlabeled_weight``.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -43,12 +44,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from genprob import core
-from genprob._arrays import pad_with_first_row, row_padding
 from genprob._lazy import LazyModule
-from genprob._programs import program
 from genprob._validation import (
-    as_features,
     check_class_prior,
+    check_features,
     check_positive_int,
     check_sample_weight,
     check_unlabeled_weight,
@@ -56,6 +55,7 @@ from genprob._validation import (
     encode_partial_labels,
     unlabeled_mask,
 )
+from genprob.execution import pad_with_first_row, row_padding
 from genprob.story import CLASS_PRIOR, Story
 
 numpyro = LazyModule("numpyro")
@@ -68,7 +68,6 @@ __all__ = [
     "unlabeled_mask",
     "encode_partial_labels",
     "params_from_latent",
-    "as_features",
 ]
 
 #: L-BFGS steps of a gradient M-step (warm-started from the previous iteration's parameters).
@@ -269,7 +268,7 @@ def _trace_capacity(max_iter: int) -> int:
     return max(128, 1 << (int(max_iter) - 1).bit_length())
 
 
-@program(static_argnames=("capacity", "fit_prior"))
+@functools.partial(jax.jit, static_argnames=("capacity", "fit_prior"))
 def _em_runs(
     story,
     X,
@@ -415,7 +414,7 @@ def fit_em(
     codes, num_classes = encode_partial_labels(
         y, num_classes=num_classes, classes=classes, unlabeled_label=unlabeled_label
     )
-    X = as_features(X)
+    X = check_features(X, keep_sparse=True, to_device=True)
     if X.shape[0] != codes.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}.")
     story.validate(X)
@@ -479,7 +478,7 @@ def fit_em(
             num_rows,
         )
     runs = _em_runs(
-        story.without_sampling_settings(),
+        story,
         X,
         jax.device_put(codes),
         row_weights,

@@ -19,7 +19,7 @@ from genprob.story import Story
 _emission = LazyModule("genprob.masked_emission")
 
 
-__all__ = ["Marginalized", "marginalized", "has_missing", "fill_missing"]
+__all__ = ["Marginalized", "marginalized", "reads_nan_as_missing", "has_missing", "fill_missing"]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
 __getattr__ = lazy_attribute(__name__, {"MaskedEmission": "genprob.masked_emission"})
@@ -64,7 +64,8 @@ class Marginalized(Story):
         if not story.supports_missing:
             raise ValueError(
                 f"X has missing values (NaN), but they cannot be marginalized: "
-                f"{story.no_missing_reason}."
+                f"{type(story).__name__} does not declare how to leave out missing entries "
+                f"(supports_missing)."
             )
         self.story = story
         self.class_concentration = story.class_concentration
@@ -76,47 +77,12 @@ class Marginalized(Story):
     def emission(self, params):
         return _emission.MaskedEmission(self.story, params)
 
-    def sufficient_statistics(self, X, R):
-        filled, observed = fill_missing(X)
-        return self.story.observed_statistics(filled, R, observed)
-
-    def maximize(self, stats):
-        return self.story.maximize(stats)
-
-    def combine_statistics(self, stats_a, stats_b):
-        return self.story.combine_statistics(stats_a, stats_b)
-
     def log_penalty(self, params, stats):
         return self.story.log_penalty(params, stats)
 
     @property
-    def has_closed_form(self) -> bool:
-        inner = self.story
-        return (
-            inner.has_closed_form
-            and not inner.missing_needs_em
-            and type(inner).observed_statistics is not Story.observed_statistics
-        )
-
-    @property
     def adds_over_rows(self) -> bool:
         return self.has_closed_form and self.story.adds_over_rows
-
-    @property
-    def not_additive_reason(self) -> str:
-        if self.story.missing_needs_em:
-            return (
-                f"with missing entries the statistics of {type(self.story).__name__} are "
-                f"expectations under the current parameters (EM), not sums over chunks"
-            )
-        return self.story.not_additive_reason
-
-    @property
-    def has_exact_posterior(self) -> bool:
-        return self.has_closed_form and self.story.has_exact_posterior
-
-    def conjugate_factors(self, stats, offset):
-        return self.story.conjugate_factors(stats, offset)
 
     # hooks -----------------------------------------------------------------------------------
     def check_parameters(self, params, class_names=None, feature_names=None):
@@ -142,10 +108,6 @@ class Marginalized(Story):
     def supports_missing(self) -> bool:
         return True
 
-    @property
-    def reads_nan_as_missing(self) -> bool:
-        return True
-
     def observed_log_prob(self, params, X, observed):
         return self.story.observed_log_prob(params, X, observed)
 
@@ -162,6 +124,38 @@ class Marginalized(Story):
         return self.story.coords(feature_names)
 
 
+class ObservedClosedForm(Marginalized):
+    """:class:`Marginalized` of a story whose closed form counts observed entries only
+    (:meth:`Story.observed_statistics`, not depending on the current parameters)."""
+
+    def sufficient_statistics(self, X, R):
+        filled, observed = fill_missing(X)
+        return self.story.observed_statistics(filled, R, observed)
+
+    def maximize(self, stats):
+        return self.story.maximize(stats)
+
+    def combine_statistics(self, stats_a, stats_b):
+        return self.story.combine_statistics(stats_a, stats_b)
+
+    def conjugate_factors(self, stats, offset):
+        return self.story.conjugate_factors(stats, offset)
+
+
 def marginalized(story: Story) -> Marginalized:
     """``story`` reading NaN entries as missing (see :class:`Marginalized`)."""
-    return story if isinstance(story, Marginalized) else Marginalized(story)
+    if isinstance(story, Marginalized):
+        return story
+    if (
+        story.has_closed_form
+        and not story.missing_needs_em
+        and type(story).observed_statistics is not Story.observed_statistics
+    ):
+        return ObservedClosedForm(story)
+    return Marginalized(story)
+
+
+def reads_nan_as_missing(story: Story) -> bool:
+    """True when the story's own scoring reads NaN entries as missing (:class:`Marginalized`),
+    so that NaN may reach it."""
+    return isinstance(story, Marginalized)

@@ -37,10 +37,11 @@ import numpy as np
 
 from genprob import core
 from genprob._lazy import LazyModule
+from genprob._limits import check_count, check_posterior_size
+from genprob._validation import check_features
 from genprob.em import (
     _latent_sites,
     _trace_prior,
-    as_features,
     encode_partial_labels,
     params_from_latent,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "RHAT_MAX",
     "ESS_MIN",
     "PRIORS",
+    "check_options",
 ]
 
 #: Largest acceptable rank-normalized split R-hat (Vehtari et al. 2021).
@@ -70,6 +72,8 @@ RHAT_MAX = 1.01
 ESS_MIN = 400
 #: Accepted values of ``priors``: scales from the data (default) or the story's fixed ones.
 PRIORS = ("data", "fixed")
+#: Accepted string values of ``init`` (a dict, or one dict per chain, is accepted too).
+INITS = ("mle", "uniform")
 #: Default sd of the starting jitter in unconstrained coordinates.
 JITTER = 0.1
 
@@ -79,7 +83,8 @@ class SamplingWarning(UserWarning):
 
 
 def _prepare(story: Story, X, y, num_classes):
-    X = as_features(X, allow_nan=story.supports_missing)  # NaN: missing, summed out by the model
+    # NaN: missing, summed out by the model
+    X = check_features(X, keep_sparse=True, to_device=True, allow_nan=story.supports_missing)
     if y is None:
         y = np.full(X.shape[0], -1)
     codes, num_classes = encode_partial_labels(y, num_classes=num_classes)
@@ -148,21 +153,31 @@ def run_nuts(
 
     Raises:
         ValueError: unknown ``init`` or ``priors``, or a negative ``jitter``.
+        TypeError: ``num_samples``, ``num_chains`` or ``num_warmup`` not an int.
+        genprob._limits.SizeLimitError: more than ``MAX_CHAINS`` chains, more than
+            ``MAX_ITERATIONS`` iterations per chain, or draws (or the scores of one step of the
+            chains) beyond ``MAX_ARRAY_BYTES``, refused before any work.
     """
-    if priors not in PRIORS:
-        raise ValueError(f"priors must be 'data' or 'fixed', got {priors!r}.")
-    if not (isinstance(init, dict | list | tuple) or init in ("mle", "uniform")):
-        raise ValueError(
-            f"init must be 'mle', 'uniform', a dict of parameters or one dict per chain, got "
-            f"{init!r}."
-        )
-    if not (np.isfinite(float(jitter)) and float(jitter) >= 0):
-        raise ValueError(f"jitter must be a finite number >= 0, got {jitter!r}.")
+    check_options(priors=priors, init=init, jitter=jitter)
+    num_samples = check_count(num_samples, "num_samples")
+    num_chains = check_count(num_chains, "num_chains")
+    num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
     X, codes, num_classes = _prepare(story, X, y, num_classes)
     fitted_story = story
     if priors == "data":
         story = story.scaled_to_data(X)
-    sites = set(_latent_sites(story, num_classes, X.shape[1])) | {CLASS_PRIOR}
+    latent = _latent_sites(story, num_classes, X.shape[1])
+    check_posterior_size(
+        num_chains=num_chains,
+        num_samples=num_samples,
+        num_warmup=num_warmup,
+        parameter_entries=num_classes + sum(int(np.size(s["value"])) for s in latent.values()),
+        num_rows=int(X.shape[0]),
+        num_classes=num_classes,
+        itemsize=np.dtype(X.dtype).itemsize,
+        log_likelihood=False,
+    )
+    sites = set(latent) | {CLASS_PRIOR}
     if init_params is not None:
         values = {k: jnp.asarray(v, X.dtype) for k, v in init_params.items() if k in sites}
         init_strategy = infer.init_to_value(values=values)
@@ -207,6 +222,27 @@ def run_nuts(
         extra = mcmc.get_extra_fields(group_by_chain=True)
         mcmc.genprob_diagnostics = diagnose(samples, extra.get("potential_energy"), warn=True)
     return mcmc
+
+
+def check_options(*, priors="data", init="mle", jitter=JITTER) -> None:
+    """Refuse unknown ``priors`` and ``init`` and a negative ``jitter`` (before any work).
+
+    Raises:
+        ValueError: naming the option and what it accepts.
+    """
+    if not isinstance(priors, str) or priors not in PRIORS:
+        raise ValueError(f"priors must be 'data' or 'fixed', got {priors!r}.")
+    if not (isinstance(init, dict | list | tuple) or (isinstance(init, str) and init in INITS)):
+        raise ValueError(
+            f"init must be 'mle', 'uniform', a dict of parameters or one dict per chain, got "
+            f"{init!r}."
+        )
+    try:
+        finite = bool(np.isfinite(float(jitter)) and float(jitter) >= 0)
+    except (TypeError, ValueError):
+        finite = False
+    if not finite:
+        raise ValueError(f"jitter must be a finite number >= 0, got {jitter!r}.")
 
 
 def start_values(story: Story, X, y, num_classes: int) -> dict:
@@ -539,7 +575,7 @@ def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
     Returns:
         Integer array of shape ``batch_shape + (n,)``.
     """
-    X = as_features(X)
+    X = check_features(X, keep_sparse=True, to_device=True)
     num_classes = jnp.shape(samples[CLASS_PRIOR])[-1]
     codes, _ = encode_partial_labels(y, num_classes=num_classes)
     if codes.shape[0] != X.shape[0]:

@@ -26,7 +26,6 @@ import numpy as np
 
 from genprob._lazy import lazy_attribute
 from genprob._limits import check_traced_size
-from genprob._programs import program
 from genprob.core import class_prior_from_counts, joint_log_prob
 from genprob.em import em_converged
 from genprob.masking import Marginalized, fill_missing, has_missing, marginalized
@@ -65,7 +64,7 @@ class MissingFitResult(NamedTuple):
     converged: bool
 
 
-@program
+@jax.jit
 def _m_step(story, filled, observed, R, params, class_prior, fit_prior_scale):
     emission_stats = story.observed_statistics(filled, R, observed, params)
     class_counts = R.sum(axis=0)
@@ -76,7 +75,7 @@ def _m_step(story, filled, observed, R, params, class_prior, fit_prior_scale):
     return new, {"class_counts": class_counts, "emission": emission_stats}
 
 
-@program
+@jax.jit
 def _e_step(story, X, labels_R, labeled, row_weights, params):
     joint = joint_log_prob(marginalized(story), params, X)
     posterior = jax.nn.softmax(joint, axis=-1)

@@ -57,6 +57,7 @@ from genprob._validation import (
     check_unlabeled_weight,
     class_codes,
 )
+from genprob.masking import reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story
 
 handlers = LazyModule("numpyro.handlers")
@@ -455,7 +456,7 @@ def _validated_problem(
     if not isinstance(story, Story):
         raise TypeError(f"story must be a genprob Story, got {type(story).__name__}.")
     # a marginalized story reads NaN as missing entries (genprob.masking)
-    X = check_features(X, numpy_dtype(dtype), allow_nan=story.reads_nan_as_missing)
+    X = check_features(X, numpy_dtype(dtype), allow_nan=reads_nan_as_missing(story))
     y, num_classes = class_codes(y, X.shape[0], num_classes)
     labeled = y >= 0
     weights = np.where(labeled, 1.0, check_unlabeled_weight(unlabeled_weight))

@@ -9,14 +9,14 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) holding
   story's closed form recomputes bit for bit from the stored statistics (``derived`` in the
   metadata: an LDA on D features keeps its D x D scatter, not a second D x D covariance);
 * ``config.<path>``: arrays inside constructor parameters, the story and fitted attributes
-  (``classes_``, ``feature_names_in_``, encodings, ...), referenced from the metadata; a fitted
+  (``classes_``, encodings, ...), referenced from the metadata; object arrays (string labels,
+  ``feature_names_in_``) are kept in the metadata item by item instead, so they come back as
+  object arrays with every string exact (trailing NULs included); a fitted
   attribute that is one of the parameters (LDA's ``covariance_``) is stored as a reference.
   Fitted attributes that the estimator recomputes from the rest of the file (its
   ``_derivable_attributes()``: the eigen LDA's D x D ``scalings_``) are listed as
   ``derived_attributes`` instead, and its ``_restore_derived_attributes(names)`` is called after
-  loading. Statistics that are functions of the others (:meth:`Story.recompute_statistics`: the
-  pooled scatter of an LDA that keeps per-class ones) are listed as ``derived_statistics`` when
-  recomputing reproduces them bit for bit, and recomputed on loading.
+  loading. Every statistic is stored.
 
 Caches (a factorization kept for scoring) are not stored; they are rebuilt after loading.
 
@@ -27,14 +27,22 @@ user's own included). A class is found by its qualified name; loading never impo
 unpickles, so a crafted file cannot execute code, and a story class that is not defined yet must be
 imported or defined before :func:`load`. A file whose digest
 does not match (corrupted, truncated or edited), or written by a newer format version, is rejected
-with :class:`ModelFileError`.
+with :class:`ModelFileError`. The digest has no key: it detects accidents, not a forger who
+recomputes it; ``save(..., key=...)`` signs the digest (HMAC-SHA256) and ``load(..., key=...)``
+refuses a file not signed with that key.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import io
+import hmac
+import inspect
 import json
+import math
+import os
+import secrets
+import stat
 import zipfile
 from pathlib import Path
 
@@ -45,8 +53,8 @@ from genprob.story import Story, qualified_name, story_class
 
 FORMAT_NAME = "genprob-model"
 #: 2: derived parameters and references to parameters; 3: derived fitted attributes;
-#: 4: derived statistics
-FORMAT_VERSION = 4
+#: 4: derived statistics; 5: object arrays (labels, names) item by item in the metadata
+FORMAT_VERSION = 5
 
 #: Fitted attributes that are caches or provenance records, rebuilt after loading.
 _TRANSIENT = ("_scoring_cache", "_derived_from")
@@ -118,6 +126,13 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
     if isinstance(value, list | tuple):
         kind = "__tuple__" if isinstance(value, tuple) else "__list__"
         return {kind: [_encode(v, arrays, f"{prefix}[{i}]", aliases) for i, v in enumerate(value)]}
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        # kept in the JSON, item by item: a fixed-width string array would drop trailing NULs
+        # ('a' and 'a\x00' would merge) and lose the object dtype
+        return {
+            "__objects__": [_object_item(v, prefix) for v in value.ravel().tolist()],
+            "shape": list(value.shape),
+        }
     if isinstance(value, np.ndarray):
         arrays[f"config.{prefix}"] = _plain_array(value, prefix)
         return {"__array__": f"config.{prefix}"}
@@ -127,7 +142,44 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
     )
 
 
-_MARKERS = ("__story__", "__items__", "__list__", "__tuple__", "__array__", "__param__")
+_MARKERS = (
+    "__story__",
+    "__items__",
+    "__list__",
+    "__tuple__",
+    "__array__",
+    "__param__",
+    "__objects__",
+)
+#: Entries an object array may hold (stored as JSON, read back exactly).
+_OBJECT_ITEMS = (str, int, float, bool, type(None))
+
+
+def _object_item(value, name: str):
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, _OBJECT_ITEMS):
+        raise TypeError(
+            f"cannot save {name}: it holds a Python {type(value).__name__}; object arrays can be "
+            f"stored without pickle when they hold strings, numbers, booleans or None."
+        )
+    return value
+
+
+def _object_array(value) -> np.ndarray:
+    """The object array of a ``__objects__`` entry (checked: shape and scalar items)."""
+    items, shape = value["__objects__"], value.get("shape")
+    if (
+        not isinstance(items, list)
+        or not isinstance(shape, list)
+        or not all(type(d) is int and d >= 0 for d in shape)
+        or math.prod(shape) != len(items)
+        or not all(isinstance(item, _OBJECT_ITEMS) for item in items)
+    ):
+        raise ModelFileError("malformed metadata: an object array's items do not fit its shape.")
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array.reshape(shape)
 
 
 def _decode(value, arrays):
@@ -137,17 +189,22 @@ def _decode(value, arrays):
     if not isinstance(value, dict):
         raise ModelFileError(f"malformed metadata: unexpected {type(value).__name__}.")
     marker = [key for key in _MARKERS if key in value]
-    extra = set(value) - set(marker) - ({"config"} if marker == ["__story__"] else set())
+    allowed = {"__story__": {"config"}, "__objects__": {"shape"}}.get(marker[0] if marker else "")
+    extra = set(value) - set(marker) - (allowed or set())
     if len(marker) != 1 or extra:
         raise ModelFileError(f"malformed metadata entry with keys {sorted(value)!r}.")
+    if marker[0] == "__objects__":
+        return _object_array(value)
     payload = value[marker[0]]
     if marker[0] == "__story__":
         cls = _story_class(payload)
         config = value.get("config")
         if not isinstance(config, dict):
             raise ModelFileError(f"malformed configuration of story {payload!r}.")
-        return cls._from_fields(
-            {_attribute_name(key): _decode(item, arrays) for key, item in config.items()}
+        return _checked_story(
+            cls._from_fields(
+                {_attribute_name(key): _decode(item, arrays) for key, item in config.items()}
+            )
         )
     if marker[0] in ("__array__", "__param__"):
         name = (
@@ -170,6 +227,25 @@ def _decode(value, arrays):
         return decoded
     items = [_decode(v, arrays) for v in payload]
     return items if marker[0] == "__list__" else tuple(items)
+
+
+def _checked_story(story: Story) -> Story:
+    """``story`` (rebuilt without ``__init__``) after its settings went through ``__init__``
+    once: an edited setting (``None``, a negative count) or a missing one is refused at load, not
+    at predict. A story whose ``__init__`` takes ``*args``/``**kwargs`` is not checked."""
+    cls = type(story)
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in parameters):
+        return story
+    fields = vars(story)
+    missing = [p.name for p in parameters if p.name not in fields and p.default is p.empty]
+    if missing:
+        raise ModelFileError(f"the story {cls.__name__} lacks the settings {missing!r}.")
+    rebuilt = cls(**{p.name: fields[p.name] for p in parameters if p.name in fields})
+    absent = sorted(set(vars(rebuilt)) - set(fields))
+    if absent:
+        raise ModelFileError(f"the story {cls.__name__} lacks the settings {absent!r}.")
+    return story
 
 
 def _attribute_name(key) -> str:
@@ -195,6 +271,15 @@ def _plain_array(value, name: str) -> np.ndarray:
     return array
 
 
+def _signature(key, digest: str) -> str:
+    """HMAC-SHA256 of the file's digest under the user's ``key``."""
+    if isinstance(key, str):
+        key = key.encode()
+    if not isinstance(key, bytes | bytearray) or not key:
+        raise TypeError(f"key must be non-empty bytes or text, got {type(key).__name__}.")
+    return hmac.new(bytes(key), digest.encode(), hashlib.sha256).hexdigest()
+
+
 def _digest(metadata: dict, arrays: dict) -> str:
     digest = hashlib.sha256(json.dumps(metadata, sort_keys=True).encode())
     for name in sorted(arrays):
@@ -207,8 +292,19 @@ def _digest(metadata: dict, arrays: dict) -> str:
 
 
 # -- public API -----------------------------------------------------------------------------------
-def save(estimator, path) -> Path:
+def save(estimator, path, *, key: bytes | str | None = None) -> Path:
     """Write a fitted genprob estimator to ``path`` (an ``.npz`` file; the suffix is added).
+
+    The file is written beside ``path`` under a temporary name and renamed into place when
+    complete, so a failed save leaves a model already at ``path`` intact.
+
+    Args:
+        estimator: a fitted genprob estimator.
+        path: where to write it.
+        key: a secret (bytes or text) to sign the file with (HMAC-SHA256 of its digest);
+            ``load(path, key=key)`` then refuses any file not signed with that key. Without a
+            key the file carries only its SHA-256 digest, which anyone can recompute: it detects
+            accidents (damaged, truncated files), not a deliberate forger.
 
     Raises:
         sklearn.exceptions.NotFittedError: if the estimator is not fitted.
@@ -231,13 +327,6 @@ def save(estimator, path) -> Path:
         and name not in ("params_", "story_", *_TRANSIENT)
         and name not in derived_attributes
     }
-    derived_statistics = _derivable_statistics(estimator)
-    if derived_statistics:
-        stats = estimator.stats_
-        fitted["stats_"] = {
-            **stats,
-            "emission": {k: v for k, v in stats["emission"].items() if k not in derived_statistics},
-        }
     derived = _derivable_params(estimator)
     for name, value in estimator.params_.items():
         if name not in derived:
@@ -260,16 +349,55 @@ def save(estimator, path) -> Path:
     }
     if derived_attributes:
         metadata["derived_attributes"] = sorted(derived_attributes)
-    if derived_statistics:
-        metadata["derived_statistics"] = sorted(derived_statistics)
     metadata["sha256"] = _digest(metadata, arrays)
+    if key is not None:
+        metadata["hmac_sha256"] = _signature(key, metadata["sha256"])
     path = Path(path)
     if path.suffix != ".npz":
         path = path.with_name(path.name + ".npz")
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, metadata=np.array(json.dumps(metadata)), **arrays)
-    path.write_bytes(buffer.getvalue())
+    _write_atomically(
+        path,
+        lambda stream: np.savez_compressed(
+            stream, metadata=np.array(json.dumps(metadata)), **arrays
+        ),
+    )
     return path
+
+
+def _write_atomically(path: Path, write) -> None:
+    """Call ``write(stream)`` on a new file beside ``path``, then rename it to ``path``.
+
+    A failure anywhere (a full disk, ``File too large``, an interrupt) removes the new file and
+    leaves whatever was at ``path`` as it was. A symbolic link is followed, so the link stays and
+    its target is replaced; a file already there keeps its permission bits.
+    """
+    target = Path(os.path.realpath(path))
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = None
+    for _ in range(100):
+        temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            # 0o666 less the umask, as for any new file
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"cannot create a temporary file beside {target}.")
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _recomputed_params(estimator, stats) -> dict:
@@ -282,13 +410,12 @@ def _recomputed_params(estimator, stats) -> dict:
     story = estimator.story_
     if not story.has_closed_form or not isinstance(stats, dict) or "emission" not in stats:
         return {}
-    from genprob import core
+    from genprob import execution
 
+    dtype = numpy_dtype(estimator._dtype)
     with precision(estimator._dtype):
-        # NumPy statistics, as the fit maximized them: the same code on the host
-        dtype = numpy_dtype(estimator._dtype)
         emission = jax.tree_util.tree_map(lambda a: np.asarray(a, dtype), stats["emission"])
-        params = core.compiled_emission_maximize(story, emission)
+        params = execution.emission_parameters(story, emission)
         return {k: np.asarray(v) for k, v in params.items()}
 
 
@@ -312,63 +439,96 @@ def _derivable_params(estimator) -> set:
     }
 
 
-def _derivable_statistics(estimator) -> set:
-    """Statistics (of ``stats_["emission"]``) the story recomputes bit for bit from the others."""
-    stats = getattr(estimator, "stats_", None)
-    if not isinstance(stats, dict) or not isinstance(stats.get("emission"), dict):
-        return set()
-    emission = stats["emission"]
-    recomputed = estimator.story_.recompute_statistics(emission)
-    return {
-        name
-        for name, value in recomputed.items()
-        if isinstance(emission.get(name), np.ndarray)
-        and emission[name].dtype == value.dtype
-        and np.array_equal(emission[name], value)
-    }
-
-
-def _with_statistics(path, story, stats, names):
-    """``stats`` with the derived statistics ``names`` recomputed into ``stats["emission"]``."""
-    if not names:
-        return stats
-    emission = stats.get("emission") if isinstance(stats, dict) else None
-    if not isinstance(emission, dict) or any(name in emission for name in names):
-        raise ModelFileError(f"{path}: derived statistics {names!r} do not fit its statistics.")
-    recomputed = story.recompute_statistics(emission)
-    if not all(name in recomputed for name in names):
-        raise ModelFileError(f"{path}: derived statistics {names!r} cannot be recomputed.")
-    return {**stats, "emission": {**emission, **{name: recomputed[name] for name in names}}}
-
-
 def _derivable_attributes(estimator) -> set:
     """Fitted attributes the estimator recomputes after loading (none unless it says so)."""
     method = getattr(type(estimator), "_derivable_attributes", None)
     return set(method(estimator)) if method is not None else set()
 
 
-def load(path):
+def load(path, *, key: bytes | str | None = None):
     """Read an estimator written by :func:`save`; predictions are identical to the saved one.
+
+    Without ``key``, the file's SHA-256 digest detects accidental damage only: anyone can edit
+    a file and recompute it. Load files from sources you trust, or sign them (``save(...,
+    key=...)``) and pass the same ``key`` here: a file not signed with it is then refused.
 
     Raises:
         ModelFileError: anything wrong with the file's contents: not a zip archive, damaged or
             encrypted members, arrays that are not plain ``.npy`` data, metadata of the wrong
-            schema, an unknown class, a format version other than 1..:data:`FORMAT_VERSION`, or a
-            failed integrity check.
+            schema, an unknown class, a format version other than 1..:data:`FORMAT_VERSION`, a
+            failed integrity check, arrays declaring more than
+            ``genprob._limits.MAX_LOAD_BYTES`` in all (checked before anything is inflated), or
+            a path that is not a regular file (a FIFO, a device, a directory).
         FileNotFoundError: no such file (other ``OSError`` when the path cannot be read).
     """
     path = Path(path)
+    if key is not None:
+        _signature(key, "")  # a bad key is refused before the file is read
     contents = _read_archive(path)
-    metadata = _read_metadata(path, contents)
+    metadata = _read_metadata(path, contents, key)
     try:
-        return _rebuild(path, metadata, contents)
+        estimator = _rebuild(path, metadata, contents)
+        _check_consistent(path, estimator)
     except ModelFileError:
         raise
-    except (TypeError, ValueError, AttributeError, RecursionError) as error:
+    except (TypeError, ValueError, AttributeError, RecursionError, LookupError) as error:
         # A file that passed its digest was edited by hand: any fault is the file's.
         raise ModelFileError(
             f"{path} holds inconsistent metadata ({type(error).__name__}: {error})."
         ) from error
+    return estimator
+
+
+def _check_consistent(path: Path, estimator) -> None:
+    """The fitted attributes every estimator's predictions index agree with each other, so an
+    edited file is refused here rather than with a KeyError or IndexError at predict."""
+    from genprob.story import CLASS_PRIOR
+
+    params = getattr(estimator, "params_", None)
+    if not isinstance(params, dict) or not all(
+        isinstance(value, np.ndarray) and value.dtype.kind in "biuf" for value in params.values()
+    ):
+        raise ModelFileError(f"{path}: the parameters must be numeric arrays.")
+    prior = params.get(CLASS_PRIOR)
+    if prior is None or prior.ndim != 1 or prior.size < 1:
+        raise ModelFileError(f"{path}: the parameter {CLASS_PRIOR!r} must be a 1-D array.")
+    num_classes = prior.shape[0]
+    features = getattr(estimator, "n_features_in_", None)
+    if type(features) is not int or features < 1:
+        raise ModelFileError(f"{path}: n_features_in_ must be an int >= 1, got {features!r}.")
+    for name, value in params.items():
+        # every parameter is per class or per feature (a 0-d one would fail at predict)
+        if not any(size in (num_classes, features) for size in value.shape):
+            raise ModelFileError(
+                f"{path}: the parameter {name!r} has shape {value.shape}, with no axis of the "
+                f"{num_classes} classes or the {features} features."
+            )
+    classes = getattr(estimator, "classes_", None)
+    if not isinstance(classes, np.ndarray) or classes.shape != (num_classes,):
+        raise ModelFileError(
+            f"{path}: classes_ must be a 1-D array of {num_classes} labels (one per entry of "
+            f"{CLASS_PRIOR!r}), got {type(classes).__name__} {np.shape(classes)}."
+        )
+    if len(set(classes.tolist())) != num_classes:
+        raise ModelFileError(f"{path}: classes_ repeats a label.")
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None and (not isinstance(names, np.ndarray) or names.shape != (features,)):
+        raise ModelFileError(
+            f"{path}: feature_names_in_ must name the {features} features, got "
+            f"{type(names).__name__} {np.shape(names)}."
+        )
+    stats = getattr(estimator, "stats_", None)
+    if stats is not None:
+        counts = stats.get("class_counts") if isinstance(stats, dict) else None
+        if (
+            not isinstance(counts, np.ndarray)
+            or counts.shape != (num_classes,)
+            or not isinstance(stats.get("emission"), dict)
+        ):
+            raise ModelFileError(
+                f"{path}: stats_ must hold class_counts of {num_classes} classes and the "
+                f"emission's statistics."
+            )
 
 
 def _rebuild(path: Path, metadata: dict, contents: dict):
@@ -395,18 +555,14 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
             f"{path} holds constructor parameters {cls.__name__} rejects ({error})."
         ) from None
     estimator.story_ = story
-    derived_statistics = metadata.get("derived_statistics", [])
     stats = None
-    if derived or derived_statistics:
-        # the statistics come first (their derived ones recomputed once): the derived
-        # parameters are recomputed from them
+    if derived:
+        # the statistics come first: the derived parameters are recomputed from them
         statistics = metadata["attributes"]
         if isinstance(statistics, dict):
             for pair in statistics.get("__items__", []):
                 if isinstance(pair, list) and len(pair) == 2 and pair[0] == "stats_":
                     stats = _decode(pair[1], contents)
-        if derived_statistics:
-            stats = _with_statistics(path, story, stats, derived_statistics)
     if derived:
         recomputed = _recomputed_params(estimator, stats) if stats is not None else {}
         if not all(name in recomputed for name in derived):
@@ -418,8 +574,6 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
         raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
     for name, value in attributes.items():
         setattr(estimator, _attribute_name(name), value)
-    if derived_statistics:
-        estimator.stats_ = stats
     estimator.params_ = {name: contents[f"param.{name}"] for name in metadata["params"]}
     derived_attributes = metadata.get("derived_attributes", [])
     if derived_attributes:
@@ -433,55 +587,140 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
     return estimator
 
 
-def _read_archive(path: Path) -> dict:
-    """Every member of the zip archive as an array, read without pickle and size-checked."""
-    from genprob._limits import MAX_ARRAY_BYTES
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
-    with path.open("rb") as stream:  # FileNotFoundError and other OSErrors pass through
-        head = stream.read(4)
-    if head != b"PK\x03\x04":
-        kind = "a bare .npy array" if head == b"\x93NUM" else "not a zip archive"
-        raise ModelFileError(f"{path} is not a genprob model file ({kind}).")
-    contents = {}
+
+def _refuse_unless_regular(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+        raise ModelFileError(f"{path} is {kind}, not a regular file: give a model file's path.")
+
+
+def _open_regular(path: Path):
+    """``path`` opened for reading when it is a regular file (symbolic links followed).
+
+    Checked before opening, and again on the opened file (opened without blocking: a FIFO put
+    in its place meanwhile would otherwise wait for a writer forever).
+    """
+    _refuse_unless_regular(path, os.stat(path).st_mode)  # FileNotFoundError passes through
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     try:
-        with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                if not info.filename.endswith(".npy") or info.flag_bits & 0x1:
-                    raise ModelFileError(
-                        f"{path} holds member {info.filename!r}, which is not a plain .npy array."
-                    )
-                if info.file_size > MAX_ARRAY_BYTES:
-                    raise ModelFileError(f"{path}: member {info.filename!r} is too large.")
-                contents[info.filename[: -len(".npy")]] = _read_npy(archive.read(info))
-    except ModelFileError:
+        _refuse_unless_regular(path, os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
         raise
-    except Exception as error:  # zlib, zip, header-parsing errors: all mean a damaged file
+    return os.fdopen(fd, "rb")
+
+
+def _read_archive(path: Path) -> dict:
+    """Every member of the zip archive as an array, read without pickle and size-checked.
+
+    The sizes the archive declares are checked, per member and in total, before anything is
+    inflated; each member is then read into its array directly (no second copy), and a member
+    cannot inflate beyond its declared size (zipfile stops there and checks the CRC).
+    """
+    from genprob import _limits
+
+    with _open_regular(path) as stream:  # FileNotFoundError and other OSErrors pass through
+        head = stream.read(4)
+        if head != b"PK\x03\x04":
+            kind = "a bare .npy array" if head == b"\x93NUM" else "not a zip archive"
+            raise ModelFileError(f"{path} is not a genprob model file ({kind}).")
+        stream.seek(0)
+        try:
+            with zipfile.ZipFile(stream) as archive:
+                members = archive.infolist()
+                _check_members(path, members, _limits)
+                return {
+                    info.filename[: -len(".npy")]: _read_member(archive, info) for info in members
+                }
+        except ModelFileError:
+            raise
+        except Exception as error:  # zlib, zip, header-parsing errors: all mean a damaged file
+            raise ModelFileError(
+                f"{path} is not a readable genprob model file ({type(error).__name__}: {error})."
+            ) from error
+
+
+def _check_members(path: Path, members, limits) -> None:
+    """Names, flags and declared sizes of the archive's members, before any is read."""
+    names = set()
+    for info in members:
+        if not info.filename.endswith(".npy") or info.flag_bits & 0x1:
+            raise ModelFileError(
+                f"{path} holds member {info.filename!r}, which is not a plain .npy array."
+            )
+        if info.filename in names:
+            raise ModelFileError(f"{path} holds member {info.filename!r} twice.")
+        names.add(info.filename)
+        # deflate expands at most 1032-fold: a larger declared size is a lie of the zip directory
+        stored = info.compress_type == zipfile.ZIP_STORED
+        if info.file_size > (info.compress_size if stored else 1032 * info.compress_size + 64):
+            raise ModelFileError(
+                f"{path}: member {info.filename!r} declares {limits.compact(info.file_size)} "
+                f"bytes, more than its {limits.compact(info.compress_size)} compressed bytes can "
+                f"hold (a damaged or forged file)."
+            )
+        if info.file_size > limits.MAX_ARRAY_BYTES:
+            raise ModelFileError(
+                f"{path}: member {info.filename!r} declares {limits.compact(info.file_size)} "
+                f"bytes; the limit per array is {limits.compact(limits.MAX_ARRAY_BYTES)} bytes "
+                f"(genprob._limits.MAX_ARRAY_BYTES)."
+            )
+    total = sum(info.file_size for info in members)
+    if total > limits.MAX_LOAD_BYTES:
+        largest = max(members, key=lambda info: info.file_size)
         raise ModelFileError(
-            f"{path} is not a readable genprob model file ({type(error).__name__}: {error})."
-        ) from error
-    return contents
+            f"{path}: its {len(members)} arrays declare {limits.compact(total)} bytes in all "
+            f"(the largest, {largest.filename!r}, {limits.compact(largest.file_size)} bytes); "
+            f"the limit is {limits.compact(limits.MAX_LOAD_BYTES)} bytes "
+            f"(genprob._limits.MAX_LOAD_BYTES). Raise it to load a larger model from a source "
+            f"you trust."
+        )
 
 
-def _read_npy(data: bytes) -> np.ndarray:
-    """A ``.npy`` payload as an array; its header must describe exactly the bytes that follow."""
-    stream = io.BytesIO(data)
-    version = np.lib.format.read_magic(stream)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
-    elif version == (2, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
-    else:
-        raise ModelFileError(f"unsupported .npy version {version}.")
-    if dtype.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape):
-        raise ModelFileError(f"array header with dtype {dtype} and shape {shape} is not allowed.")
-    count = int(np.prod(shape, dtype=object))
-    if count * dtype.itemsize != len(data) - stream.tell():
-        raise ModelFileError("an array's header does not match its data length.")
-    array = np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell()).copy()
+#: Bytes read from a member per call (the only buffer besides the array itself).
+_CHUNK = 1 << 20
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
+    """A ``.npy`` member as an array; its header must describe exactly the bytes that follow."""
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+        else:
+            raise ModelFileError(f"unsupported .npy version {version}.")
+        if dtype.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise ModelFileError(
+                f"array header with dtype {dtype} and shape {shape} is not allowed."
+            )
+        count = int(np.prod(shape, dtype=object))
+        if count * dtype.itemsize != info.file_size - member.tell():
+            raise ModelFileError("an array's header does not match its data length.")
+        array = np.empty(count, dtype=dtype)
+        if array.nbytes:
+            view = memoryview(array.view(np.uint8))
+            done = 0
+            while done < len(view):
+                read = member.readinto(view[done : done + _CHUNK])
+                if not read:
+                    raise ModelFileError("an array's data ends before its declared length.")
+                done += read
+        if member.read(1):  # also makes zipfile check the member's CRC
+            raise ModelFileError("an array's data runs past its declared length.")
     return array.reshape(shape, order="F" if fortran else "C")
 
 
-def _read_metadata(path: Path, contents: dict) -> dict:
+def _read_metadata(path: Path, contents: dict, key=None) -> dict:
     """The metadata document, its schema and integrity checked before any field is used."""
     raw = contents.pop("metadata", None)
     if raw is None or raw.shape != () or raw.dtype.kind != "U":
@@ -503,10 +742,19 @@ def _read_metadata(path: Path, contents: dict) -> dict:
             f"versions up to {FORMAT_VERSION}. Upgrade genprob to load it."
         )
     expected = metadata.pop("sha256", None)
+    signature = metadata.pop("hmac_sha256", None)
     if not isinstance(expected, str) or expected != _digest(metadata, contents):
         raise ModelFileError(
             f"{path} failed its integrity check: the file was modified or damaged."
         )
+    if key is not None:
+        if not isinstance(signature, str):
+            raise ModelFileError(f"{path} is not signed; a key was given, so it is refused.")
+        if not hmac.compare_digest(signature, _signature(key, expected)):
+            raise ModelFileError(
+                f"{path} is not signed with this key: it was signed with another key, or "
+                f"modified after signing."
+            )
     schema = {
         "genprob_version": str,
         "estimator": str,
@@ -531,9 +779,9 @@ def _read_metadata(path: Path, contents: dict) -> dict:
         isinstance(name, str) for name in derived_attributes
     ):
         raise ModelFileError(f"{path}: metadata field 'derived_attributes' must list names.")
-    derived_statistics = metadata.get("derived_statistics", [])
-    if not isinstance(derived_statistics, list) or not all(
-        isinstance(name, str) for name in derived_statistics
-    ):
-        raise ModelFileError(f"{path}: metadata field 'derived_statistics' must list names.")
+    if metadata.get("derived_statistics"):
+        raise ModelFileError(
+            f"{path} leaves out statistics that this genprob no longer recomputes "
+            f"(derived_statistics); refit and save the model again."
+        )
     return metadata

@@ -26,15 +26,19 @@ Exact posteriors only: the conjugate update of each family is its
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import jax
 import numpy as np
 
 from genprob import core
+from genprob._limits import check_count, check_posterior_size
+from genprob._validation import check_features
 from genprob.conjugate import ConjugateFactor, _numpy_rng, dirichlet
 from genprob.draws import flatten_draws, pointwise_log_likelihood, posterior_predict_proba
-from genprob.em import as_features, encode_partial_labels
+from genprob.em import encode_partial_labels
+from genprob.masking import reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = [
@@ -58,8 +62,9 @@ SMOOTHING_READINGS = ("mode", "mean")
 def _no_exact_posterior_error(story: Story) -> ValueError:
     """The error explaining why ``story`` has no exact posterior."""
     return ValueError(
-        f"{type(story).__name__} has no exact (conjugate) posterior: "
-        f"{story.no_exact_posterior_reason}. Use method='nuts' (genprob.fit_nuts) instead."
+        f"{type(story).__name__} has no exact (conjugate) posterior: it, or a story it holds, "
+        f"does not provide a conjugate update (conjugate_factors). Use method='nuts' "
+        f"(genprob.fit_nuts) instead."
     )
 
 
@@ -129,8 +134,21 @@ class ExactPosterior:
         Returns:
             Parameter name -> NumPy array of shape ``(num_samples,) + parameter shape`` (or
             ``num_samples + parameter shape`` for a tuple), in the statistics' precision.
+
+        Raises:
+            TypeError, ValueError: a count that is not an int >= 1.
+            genprob._limits.SizeLimitError: draws beyond ``MAX_ARRAY_BYTES`` (or more than
+                ``MAX_CHAINS`` leading rows of a tuple), refused before drawing.
         """
-        shape = (int(num_samples),) if np.ndim(num_samples) == 0 else tuple(num_samples)
+        shape = (num_samples,) if np.ndim(num_samples) == 0 else tuple(num_samples)
+        shape = tuple(check_count(n, "num_samples") for n in shape)
+        check_posterior_size(
+            num_chains=math.prod(shape[:-1]),
+            num_samples=shape[-1] if shape else 1,
+            parameter_entries=sum(int(np.size(f.concentration)) for f in self.factors.values()),
+            itemsize=max(np.asarray(f.concentration).dtype.itemsize for f in self.factors.values()),
+            nuts=False,
+        )
         rng = _numpy_rng(key)
         return {name: factor.sample(rng, shape) for name, factor in self.factors.items()}
 
@@ -202,7 +220,7 @@ def exact_posterior(
         story = with_prior(story, class_concentration=class_concentration)
     if not has_exact_posterior(story):
         raise _no_exact_posterior_error(story)
-    X = as_features(X, allow_nan=story.reads_nan_as_missing)
+    X = check_features(X, keep_sparse=True, to_device=True, allow_nan=reads_nan_as_missing(story))
     codes, num_classes = encode_partial_labels(np.asarray(y), num_classes=num_classes)
     if codes.shape[0] != X.shape[0]:
         raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")

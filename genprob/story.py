@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
+import typing
 
 import jax
 import jax.numpy as jnp
@@ -177,34 +179,28 @@ class Story(metaclass=_StoryType):
       ``None``, tuples and lists (of numbers: e.g. per-feature smoothing), dicts and integer
       arrays — anything that changes shapes or code paths.
 
-    A subclass overrides the rule with the class attributes :attr:`static_fields` and
-    :attr:`traced_fields` (names). A traced hyperparameter may arrive as a tracer inside jitted
-    code, so methods must not branch on it in Python (use ``jnp.where``).
+    A setting that only sampling reads (the multinomial's document length) is stored as a
+    float, so that a new value reuses compiled code. A traced hyperparameter may arrive as a
+    tracer inside jitted code, so methods must not branch on it in Python (use ``jnp.where``).
 
     Attributes:
         name: short identifier used by the CLI and in reports.
         class_concentration: Dirichlet concentration of the class prior's prior (1 = uniform).
-        static_fields: attribute names always treated as static structure.
-        traced_fields: attribute names always treated as traced leaves.
     """
 
     __slots__ = ("__dict__", "__weakref__", "_sealed", "_layout")
 
     name = "story"
-    class_concentration = 1.0
-    static_fields: tuple = ()
-    traced_fields: tuple = ()
-    #: True when :meth:`sufficient_statistics` is cheaper on rows grouped by class (hard labels).
-    #: Statistics are sums over rows, so estimators may reorder the rows by class first.
-    groups_rows_by_class = False
+    #: a setting, not a hook: ``story.replace(class_concentration=...)`` changes it per story
+    class_concentration: typing.Final = 1.0
     #: True when :meth:`sufficient_statistics`, :meth:`discriminant` and the emission's
     #: ``log_prob`` take a SciPy sparse matrix (n, D), computed on the host without densifying it.
     accepts_scipy_sparse = False
-    #: True when :meth:`sufficient_statistics` of dense NumPy rows on the host
-    #: (:meth:`statistics_on_host`) takes the responsibilities of hard labels as a
-    #: :class:`genprob.core.OneHotRows` (codes, read block by block) instead of a NumPy (n, K)
-    #: array; otherwise the fit hands it ``np.asarray(R)``.
-    accepts_one_hot_rows = False
+    #: True when :meth:`sufficient_statistics`, :meth:`maximize` and :meth:`discriminant` are
+    #: written against the array namespace of their inputs (``xp = genprob._arrays.namespace(X)``:
+    #: NumPy in, NumPy out; JAX or tracers in, JAX out). NumPy rows then run them eagerly in
+    #: NumPy, with no compilation; otherwise they always run inside ``jax.jit``.
+    array_api = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -219,9 +215,7 @@ class Story(metaclass=_StoryType):
         """Classify the attributes (traced or static) and forbid further changes."""
         layout = []
         for key, value in vars(self).items():
-            if key in self.static_fields:
-                kind = None
-            elif key in self.traced_fields or _is_traced_value(value):
+            if _is_traced_value(value):
                 kind = _HOLE
             else:
                 kind = _skeleton(value)  # static, with holes where nested stories sit
@@ -277,10 +271,12 @@ class Story(metaclass=_StoryType):
             object.__setattr__(story, "_sealed", True)
         return story
 
+    @typing.final
     def fields(self) -> dict:
         """The story's attributes (its configuration) as a dict."""
         return dict(vars(self))
 
+    @typing.final
     def replace(self, **changes) -> Story:
         """A new story with some attributes replaced; the original is unchanged.
 
@@ -341,61 +337,14 @@ class Story(metaclass=_StoryType):
         """
         return self.emission(params).log_prob(X[:, None, :])
 
-    def discriminant_blocks(self, params: dict, X):
-        """:meth:`discriminant` of host rows (:meth:`scores_on_host`) as ``(start, scores)``
-        pairs, ``scores`` (K, m) NumPy, class-major, for ``X[start : start + m]``; the caller
-        may overwrite them. Prediction normalizes each block while it is in cache, class by
-        class on contiguous vectors; a family that scores in blocks anyway yields them (one
-        pass over the scores instead of several). The default yields :meth:`discriminant`,
-        transposed, as one block."""
-        scores = self.discriminant(params, X)
-        yield 0, (scores if isinstance(scores, np.ndarray) else np.array(scores)).T
-
-    def recompute_statistics(self, stats: dict) -> dict:
-        """Statistics that are functions of the others (e.g. a pooled sum of per-class ones),
-        recomputed from ``stats`` with NumPy: name -> value. A model file leaves out those the
-        recomputation reproduces bit for bit and recomputes them on loading. None by default."""
-        return {}
-
-    def scores_on_host(self, params: dict, X) -> bool:
-        """True when :meth:`discriminant` scores the NumPy rows ``X`` on the host, returning
-        NumPy, in less time than moving them to the device (a few BLAS products, e.g. a linear
-        score from parameters factorized once). Predictions then skip the copy and the
-        compilation."""
-        return False
-
     # -- optional closed form --------------------------------------------------------------------
     def sufficient_statistics(self, X, R) -> dict:
         """Additive statistics of data ``X`` (n, D) weighted by responsibilities ``R`` (n, K)."""
         raise NotImplementedError
 
-    #: True when a NaN or an infinity in a row of positive responsibility always makes some
-    #: statistic NaN or infinite (sums of the features and of their squares): a fit may then
-    #: look for them in the statistics instead of a pass over ``X`` first.
-    statistics_show_nonfinite: bool = False
-
-    def class_counts(self, stats: dict):
-        """The column sums of ``R`` (K,) when the emission's statistics ``stats`` already hold
-        them, so a fit does not sum ``R`` again; None (the default) when they do not."""
-        return None
-
-    def statistics_on_host(self, X) -> bool:
-        """True when :meth:`sufficient_statistics` of the dense NumPy rows ``X`` (with NumPy
-        responsibilities) runs eagerly in NumPy, returning NumPy, in less time than copying the
-        rows to the device and running a compiled program (a few BLAS products per block of
-        rows in cache). Closed-form fits then skip the copy and the compilation."""
-        return False
-
     def maximize(self, stats: dict) -> dict:
         """Closed-form M-step: emission parameters maximizing the (penalized) likelihood."""
         raise NotImplementedError
-
-    def maximizes_on_host(self, stats: dict) -> bool:
-        """True when :meth:`maximize` of these concrete statistics runs eagerly in NumPy (its
-        own choice, for every concrete input alike), where a compiled program's first call in a
-        process costs more than a small fit. The default, False, compiles the M-step once: a
-        story written in ``jax.numpy`` would otherwise dispatch its operations one by one."""
-        return False
 
     def combine_statistics(self, stats_a: dict, stats_b: dict) -> dict:
         """Statistics of the union of two data chunks from the statistics of each chunk.
@@ -404,7 +353,7 @@ class Story(metaclass=_StoryType):
         statistics are taken about a chunk-dependent reference point override it (see
         ``GaussianStory``); stories whose statistics do not combine raise ``ValueError``.
         """
-        return jax.tree_util.tree_map(jnp.add, stats_a, stats_b)
+        return jax.tree_util.tree_map(operator.add, stats_a, stats_b)  # NumPy or JAX alike
 
     def log_penalty(self, params: dict, stats: dict):
         """Log density (up to a constant) of the prior that the closed form's regularization is.
@@ -417,13 +366,27 @@ class Story(metaclass=_StoryType):
         return 0.0
 
     @property
+    @typing.final
     def has_closed_form(self) -> bool:
-        """True when the story overrides both :meth:`sufficient_statistics` and :meth:`maximize`."""
+        """True when the story overrides both :meth:`sufficient_statistics` and :meth:`maximize`
+        and every story nested in its attributes (a mixed table's blocks) has a closed form."""
         cls = type(self)
         return (
             cls.sufficient_statistics is not Story.sufficient_statistics
             and cls.maximize is not Story.maximize
+            and all(story.has_closed_form for story in self._nested_stories())
         )
+
+    def _nested_stories(self) -> list:
+        """The stories held in this story's attributes (directly, or in tuples and lists)."""
+        fields = vars(self)
+        nested = []
+        for key, kind in self._layout:
+            if kind is _HOLE and isinstance(fields[key], Story):
+                nested.append(fields[key])
+            elif kind is not None and kind is not _HOLE:
+                nested.extend(_stories_in(fields[key], kind, []))
+        return nested
 
     @property
     def smooth_likelihood(self) -> bool:
@@ -474,17 +437,6 @@ class Story(metaclass=_StoryType):
         needs :meth:`observed_statistics`.
         """
         return False
-
-    @property
-    def reads_nan_as_missing(self) -> bool:
-        """True when the story's own scoring reads NaN entries as missing (the wrapper
-        :class:`genprob.masking.Marginalized`), so that NaN may reach it."""
-        return False
-
-    @property
-    def no_missing_reason(self) -> str:
-        """Why the story cannot leave out missing entries (used in error messages)."""
-        return f"{type(self).__name__} does not declare how to leave out missing entries"
 
     @property
     def missing_needs_em(self) -> bool:
@@ -559,24 +511,6 @@ class Story(metaclass=_StoryType):
         """
         return self
 
-    # -- family knowledge for generic code (hooks with generic defaults) --------------------------
-    def without_sampling_settings(self) -> Story:
-        """The story with the settings only sampling reads set aside (the multinomial's
-        document length). Compiled scoring, statistics and M-step programs take this form, so
-        that such a setting, which may change with every fit, never keys a new compilation.
-        The default: every setting is read by more than sampling."""
-        return self
-
-    def statistics_identity(self) -> Story:
-        """The story with the settings that do not change its statistics set aside.
-
-        Distributed fits compare a partition's story with the driver's by it: a partition whose
-        story differs only in such a setting (the multinomial's document length, which only
-        sampling reads) adds its statistics under the driver's story. The default: the story
-        without the settings only sampling reads (:meth:`without_sampling_settings`).
-        """
-        return self.without_sampling_settings()
-
     @property
     def adds_over_rows(self) -> bool:
         """True when statistics of data chunks combine into those of their union.
@@ -585,13 +519,6 @@ class Story(metaclass=_StoryType):
         :attr:`has_closed_form` (closed-form statistics are sums over rows).
         """
         return self.has_closed_form
-
-    @property
-    def not_additive_reason(self) -> str:
-        """Why the statistics do not add over rows (used in error messages)."""
-        if not self.has_closed_form:
-            return f"{type(self).__name__} has no closed form (no additive sufficient statistics)"
-        return f"the statistics of {type(self).__name__} do not add up over data chunks"
 
     def align_parameters(self, params: dict, reference: dict) -> dict:
         """``params`` relabeled to match ``reference`` where the likelihood cannot tell them apart.
@@ -631,37 +558,14 @@ class Story(metaclass=_StoryType):
         """
         return {}
 
-    # -- a block of a mixed table (genprob.families.mixed, MixedNB) -----------------------------
-    #: True when a block of this family reads its columns' raw values (strings, any type) as
-    #: categories, which the estimator encodes as codes 0..k-1 of the sorted training values.
-    encodes_values = False
-
-    @classmethod
-    def block_context(cls, X) -> dict:
-        """Fit-time context of a block's columns ``X`` (n, d) that its story is built from.
-
-        The values add over chunks (``partial_fit`` sums them); the default needs none.
-        """
-        return {}
-
-    def grow_statistics(self, stats: dict, moves: list) -> dict:
-        """Statistics of an earlier, smaller story of this family in this story's layout.
-
-        ``partial_fit`` calls it when new chunks grew the story (new categories): ``moves[j]``
-        maps column j's old codes to their new codes, or is None for an unchanged column. The
-        default: the layout does not grow.
-        """
-        return stats
-
     @property
+    @typing.final
     def has_exact_posterior(self) -> bool:
-        """True when :meth:`conjugate_factors` gives the exact posterior (conjugate prior)."""
-        return type(self).conjugate_factors is not Story.conjugate_factors
-
-    @property
-    def no_exact_posterior_reason(self) -> str:
-        """Why the story has no exact posterior (used in error messages)."""
-        return f"{type(self).__name__} does not provide a conjugate update (conjugate_factors)"
+        """True when :meth:`conjugate_factors` gives the exact posterior (conjugate prior), for
+        this story and every story nested in its attributes."""
+        return type(self).conjugate_factors is not Story.conjugate_factors and all(
+            story.has_exact_posterior for story in self._nested_stories()
+        )
 
     def conjugate_factors(self, stats: dict, offset: float) -> dict:
         """Exact posterior factors of the emission parameters from sufficient statistics.

@@ -39,10 +39,9 @@ from collections.abc import Callable, Iterable, Iterator
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse
 from sklearn.exceptions import ConvergenceWarning
 
-from genprob import core
+from genprob import core, execution
 from genprob import em as _em
 from genprob._dtype import numpy_dtype, precision
 from genprob._validation import check_unlabeled_label_type, unlabeled_mask
@@ -317,38 +316,6 @@ class ProgressBar:
 
 
 # -- per-chunk work (also run on Dask workers) -----------------------------------------------------
-@jax.jit
-def _em_chunk(story, params, X, codes, row_weights):
-    """Statistics of the E-step responsibilities and the weighted objective of one chunk."""
-    labeled = codes >= 0
-    num_classes = params["class_prior"].shape[-1]
-    one_hot = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=X.dtype)
-    posterior = core.predict_proba(story, params, X)
-    R = jnp.where(labeled[:, None], one_hot, posterior) * row_weights[:, None]
-    values = core.log_likelihood(story, params, X, codes, pointwise=True)
-    objective = jnp.sum(jnp.where(row_weights > 0, row_weights * values, 0.0))
-    return core.sufficient_statistics(story, X, R), objective
-
-
-def _pad(X, codes, weights, dtype):
-    """Host arrays padded to a few row counts (zero-weight copies of row 0), in one copy.
-
-    The jitted functions then compile for a handful of shapes; padding on the host folds the
-    padding into the cast to ``dtype`` instead of a second copy on the device.
-    """
-    from genprob._arrays import padded_rows
-
-    X = np.asarray(X)
-    num_rows = X.shape[0]
-    target = padded_rows(num_rows)
-    padded = np.empty((target, X.shape[1]), dtype=dtype)
-    padded[:num_rows] = X
-    padded[num_rows:] = X[:1]
-    codes = np.concatenate([codes, np.full(target - num_rows, -1, codes.dtype)])
-    weights = np.concatenate([weights, np.zeros(target - num_rows)])
-    return padded, codes, weights
-
-
 def label_codes(estimator, y):
     """Codes 0..K-1 of ``y`` in ``classes_``, -1 on unlabeled rows; unknown labels raise.
 
@@ -385,16 +352,10 @@ def em_chunk(estimator, X, y, w):
     unlabeled_weight = float(getattr(estimator, "unlabeled_weight", 1.0))
     row_weights = np.where(codes >= 0, weights, unlabeled_weight * weights)
     with precision(estimator._dtype):
-        if scipy.sparse.issparse(Xv):
-            Xj, codes_j, weights_j = Xv, codes, row_weights
-        else:
-            Xj, codes_j, weights_j = _pad(Xv, codes, row_weights, numpy_dtype(estimator._dtype))
-        stats, objective = _em_chunk(
-            estimator.story_,
-            estimator._params_jax(),
-            estimator._as_array(Xj),
-            jnp.asarray(codes_j),
-            estimator._as_array(weights_j),
+        # sparse rows as the estimator scores them in compiled code (BCOO)
+        Xj = estimator._as_array(Xv)
+        stats, objective = execution.em_statistics(
+            estimator.story_, estimator._params_jax(), Xj, codes, row_weights
         )
         stats = jax.tree_util.tree_map(np.asarray, stats)
         return stats, float(objective), int(Xv.shape[0])

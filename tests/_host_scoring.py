@@ -1,8 +1,9 @@
 """Shared check of the tests of host scoring: predictions on the host against the compiled ones."""
 
+import jax.numpy as jnp
 import numpy as np
 
-from genprob import core
+from genprob import execution
 from genprob._dtype import precision
 
 
@@ -12,8 +13,9 @@ def host_and_device_log_proba(estimator, rows, dtype):
     are in ``dtype``, finite as probabilities, and equal the compiled ones (1e-9 in float64)."""
     with precision(dtype):
         params = estimator._params_jax()
-        assert estimator.story_.scores_on_host(params, rows)
-        on_device = np.asarray(core._predict_log_proba(estimator.story_, params, rows))
+        assert execution.on_host(estimator.story_, rows)
+        # JAX rows run the compiled program
+        on_device = execution.class_posteriors(estimator.story_, params, jnp.asarray(rows))
     on_host = estimator.predict_log_proba(rows)
     assert on_host.dtype == np.dtype(dtype)
     assert np.all(np.isfinite(np.exp(on_host)))

@@ -229,3 +229,188 @@ def test_no_module_outside_families_keys_on_a_built_in_family():
     """Family knowledge lives on the stories (hooks), so a new family touches only families/."""
     paths = [p for p in sorted(PACKAGE_DIR.rglob("*.py")) if FAMILIES_DIR not in p.parents]
     assert _family_key_offenders(paths) == []
+
+
+def _story_public_names() -> list[str]:
+    """Public names defined on Story that a subclass may override (not ``typing.final``)."""
+    from genprob.story import Story
+
+    names = []
+    annotations = Story.__annotations__
+    for name, value in vars(Story).items():
+        if name.startswith("_"):
+            continue
+        if "Final" in str(annotations.get(name, "")):
+            continue
+        function = value.fget if isinstance(value, property) else value
+        function = getattr(function, "__func__", function)  # classmethods
+        if not getattr(function, "__final__", False):
+            names.append(name)
+    return names
+
+
+def test_story_contract_stays_small():
+    """The story contract is statistics plus genuine model hooks: at most 25 overridable
+    public names (engine steering lives in genprob.execution)."""
+    names = _story_public_names()
+    assert len(names) <= 25, sorted(names)
+
+
+# -- only public APIs of dependencies ------------------------------------------------------------
+
+
+def _dotted(node) -> str | None:
+    """``a.b.c`` of a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _private_module(module: str) -> bool:
+    """``jax._src`` and below, or a SciPy module with a private part (``scipy.sparse._x``)."""
+    parts = module.split(".")
+    if parts[:2] == ["jax", "_src"]:
+        return True
+    return parts[0] == "scipy" and any(part.startswith("_") for part in parts[1:])
+
+
+def _private_uses(tree) -> list[tuple[int, str]]:
+    """``(line, what)`` for every import of JAX's or SciPy's internals (``import``, ``from ...
+    import _name``, ``importlib.import_module("...")``, an attribute chain such as
+    ``jax._src.config``) and every read of ``_max_workers``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if _private_module(a.name)]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found += [
+                (node.lineno, f"{node.module}.{a.name}")
+                for a in node.names
+                if _private_module(f"{node.module}.{a.name}")
+            ]
+        elif isinstance(node, ast.Call) and _dotted(node.func) in (
+            "importlib.import_module",
+            "import_module",
+            "__import__",
+        ):
+            first = node.args[0] if node.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                if _private_module(first.value):
+                    found.append((node.lineno, first.value))
+        elif isinstance(node, ast.Attribute):
+            if node.attr == "_max_workers":
+                found.append((node.lineno, "._max_workers"))
+            elif (name := _dotted(node)) and _private_module(name) and node.attr.startswith("_"):
+                found.append((node.lineno, name))
+    return sorted(set(found))
+
+
+def test_private_api_scan_finds_internals_but_not_public_names():
+    source = """
+import jax._src.config
+from jax._src.xla_bridge import backends_are_initialized
+from jax._src import core
+from scipy.sparse import _sparsetools
+import scipy.sparse._sparsetools as kernels
+from scipy.linalg._decomp import eigh
+import importlib
+importlib.import_module("jax._src.compilation_cache")
+flag = jax._src.config.enable_x64
+pool._max_workers
+import jax, scipy.sparse, scipy.special
+from jax import export
+from scipy.sparse import csc_matrix
+from ._arrays import namespace
+value = jax.numpy._private_name if False else scipy.sparse.csr_matrix
+"""
+    found = [what for _, what in _private_uses(ast.parse(source))]
+    assert found == [
+        "jax._src.config",
+        "jax._src.xla_bridge.backends_are_initialized",
+        "jax._src.core",
+        "scipy.sparse._sparsetools",
+        "scipy.sparse._sparsetools",
+        "scipy.linalg._decomp.eigh",
+        "jax._src.compilation_cache",
+        "jax._src",
+        "._max_workers",
+    ]
+
+
+def test_genprob_uses_only_public_apis_of_its_dependencies():
+    """No ``jax._src``, no private SciPy module, no private attribute of a thread pool: each
+    JAX or SciPy release may move them."""
+    offenders = [
+        f"{path.relative_to(PACKAGE_DIR.parent)}:{line}: {what}"
+        for path in sorted(PACKAGE_DIR.rglob("*.py"))
+        for line, what in _private_uses(ast.parse(path.read_text(), filename=str(path)))
+    ]
+    assert offenders == []
+
+
+# -- one family registry: the families' records are the only table of families ------------------
+def _faces() -> dict[str, set[str]]:
+    """Estimator face module -> the family modules (packages) whose records name it."""
+    import importlib
+
+    from genprob.families._registry import MODULES
+
+    faces: dict[str, set[str]] = {}
+    for module in MODULES:
+        for estimator in importlib.import_module(module).FAMILY.estimators:
+            faces.setdefault(estimator.partition(":")[0], set()).add(module)
+    return faces
+
+
+def _is_family_code(target: str) -> bool:
+    """A module of some family (or of the families' shared helpers), not the registry."""
+    return target.startswith("genprob.families.") and target != "genprob.families._registry"
+
+
+def test_only_families_and_their_estimator_faces_import_family_modules():
+    """Generic modules (core, boundaries, streaming, persistence, the app...) reach families
+    through the registry; an estimator face imports its own family and the shared helpers."""
+    graph = _graph()
+    faces = _faces()
+    assert {"genprob.estimators.gaussian", "genprob.estimators.discrete"} <= set(faces)
+    offenders = []
+    for name, targets in graph.items():
+        if name == "genprob" or name == "genprob.families" or name.startswith("genprob.families."):
+            continue  # the package namespace re-exports the public names
+        for target in sorted(filter(_is_family_code, targets)):
+            own = faces.get(name, set())
+            shared = target.rpartition(".")[2].startswith("_") and bool(own)
+            if not shared and not any(target == m or target.startswith(m + ".") for m in own):
+                offenders.append(f"{name} -> {target}")
+    assert offenders == []
+
+
+def test_the_registry_is_the_one_table_of_families():
+    """story_named, the mixed blocks, the command line's stories and aliases all come from the
+    families' records; the app holds no family name or alias of its own."""
+    from genprob.app import registry
+    from genprob.estimators._base import GenerativeClassifierBase
+    from genprob.families import commands, families, story_named
+    from genprob.families._registry import block_families, load
+
+    records = families()
+    assert set(records) >= FAMILY_NAMES | {"mixed"}
+    for name, family in records.items():
+        assert story_named(name) is family.story and family.story.name == name
+        for estimator in family.estimators:
+            assert issubclass(load(estimator), GenerativeClassifierBase)
+    assert set(block_families()) == FAMILY_NAMES  # a mixed table does not nest
+    assert list(registry.STORIES) == list(commands())
+    assert registry.ALIASES == {a: c.name for c in commands().values() for a in c.aliases}
+    taken = set(records) | set(registry.ALIASES)
+    offenders = [
+        f"{path.relative_to(PACKAGE_DIR.parent)}:{node.lineno}: {node.value!r}"
+        for path in sorted((PACKAGE_DIR / "app").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+        if isinstance(node, ast.Constant) and node.value in taken
+    ]
+    assert offenders == []

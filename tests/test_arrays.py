@@ -8,15 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from genprob._arrays import (
-    class_destinations,
-    encode_labels,
-    move_rows,
-    placed,
-    to_device,
-    to_device_all,
-    without_duplicates,
-)
+from genprob._arrays import encode_labels, placed, without_duplicates
 
 
 @settings(max_examples=60, deadline=None)
@@ -54,65 +46,12 @@ def test_encode_labels_other_kinds(labels):
     np.testing.assert_array_equal(classes, np.unique(labels))
 
 
-def test_to_device_shares_aligned_memory_and_realigns_the_rest():
-    rng = np.random.default_rng(0)
-    raw = np.empty(8 * 301 + 64, dtype=np.uint8)
-    start = -raw.ctypes.data % 64
-    aligned = raw[start : start + 8 * 300].view(np.float64).reshape(100, 3)
-    aligned[...] = rng.normal(size=(100, 3))
-    misaligned = raw[start + 8 : start + 8 + 8 * 300].view(np.float64).reshape(100, 3)
-    with jax.enable_x64(True):
-        shared = to_device(aligned, np.float64)
-        assert shared.unsafe_buffer_pointer() == aligned.ctypes.data  # no copy
-        moved = to_device(misaligned, np.float64)
-        assert moved.unsafe_buffer_pointer() % 64 == 0
-        np.testing.assert_array_equal(np.asarray(moved), misaligned)
-        transposed = to_device(aligned.T, np.float64)  # not C-contiguous
-        np.testing.assert_array_equal(np.asarray(transposed), aligned.T)
-        destinations = rng.permutation(100)
-        moved = to_device(aligned, np.float64, row_destinations=destinations)
-        np.testing.assert_array_equal(np.asarray(moved)[destinations], aligned)
-        np.testing.assert_array_equal(np.asarray(moved), move_rows(aligned, destinations))
-        on_device = to_device(shared, np.float64, row_destinations=destinations)
-        np.testing.assert_array_equal(np.asarray(on_device), np.asarray(moved))
-    single = to_device(aligned, np.float32)
-    assert single.dtype == np.float32
-    np.testing.assert_allclose(np.asarray(single), aligned, rtol=1e-7)
-
-
-def test_fitted_parameters_stay_aligned_host_buffers_on_cpu():
-    """On a CPU backend nothing is transferred: compiled programs read NumPy in place."""
-    assert jax.default_backend() == "cpu"
+def test_placed_parameters_are_read_only_views():
+    """Compiled programs and host code read fitted NumPy arrays in place, read only."""
     tree = {"a": np.arange(3.0)}
     kept = placed(tree)
     assert np.shares_memory(kept["a"], tree["a"]) and not kept["a"].flags.writeable
     assert tree["a"].flags.writeable  # the caller's array is left writeable
-    odd = np.arange(6.0)[1:]  # 8 bytes past NumPy's allocation: realigned to 64
-    with jax.enable_x64(True):
-        params = to_device_all(
-            {"odd": odd, "wide": np.ones((2, 3), np.float32), "jax": jax.numpy.ones(2)},
-            np.float64,
-        )
-    assert isinstance(params["odd"], np.ndarray) and isinstance(params["wide"], np.ndarray)
-    for value in (params["odd"], params["wide"]):
-        assert value.dtype == np.float64 and value.flags.c_contiguous
-        assert not value.flags.writeable
-        assert value.ctypes.data % 64 == 0
-    assert isinstance(params["jax"], jax.Array) and params["jax"].dtype == np.float64
-    np.testing.assert_array_equal(params["odd"], [1.0, 2.0, 3.0, 4.0, 5.0])
-
-
-@pytest.mark.parametrize("num_classes", [3, 300, 70_000])
-def test_class_destinations_group_rows_stably(num_classes):
-    codes = np.random.default_rng(1).integers(0, num_classes, size=5000)
-    destinations = class_destinations(codes, num_classes)
-    grouped = move_rows(codes, destinations)
-    np.testing.assert_array_equal(grouped, np.sort(codes))
-    # stable: within a class, rows keep their order
-    np.testing.assert_array_equal(
-        move_rows(np.arange(5000), destinations), np.argsort(codes, kind="stable")
-    )
-    assert class_destinations(grouped, num_classes) is None  # already grouped: nothing to do
 
 
 @settings(max_examples=80, deadline=None)

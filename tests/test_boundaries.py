@@ -10,8 +10,8 @@ from sklearn import discriminant_analysis as skda
 
 import genprob
 from genprob import core, datasets
-from genprob.boundaries import lda_projection, lda_transform, linear_boundary, quadratic_boundary
-from genprob.families.gaussian import GaussianStory
+from genprob.boundaries import linear_boundary, quadratic_boundary
+from genprob.families.gaussian import GaussianStory, lda_projection, lda_transform
 from genprob.story import Story
 
 

@@ -1,4 +1,4 @@
-"""Speed without changed results: bucketed row counts and the persistent compilation cache."""
+"""Speed without changed results: bucketed row counts, and no compilation cache of genprob's own."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from test_story_value import (  # noqa: F401 - the compile-counting fixture
 )
 
 import genprob
-from genprob import _arrays, _compile_cache
+from genprob import _arrays
 from genprob._arrays import padded_rows
 
 
@@ -239,14 +239,13 @@ def test_semi_supervised_cross_validation_compiles_only_the_first_fold(
     _assert_counter_sees_compilations(compilations)
 
 
-_CACHED_FIT = textwrap.dedent(
+_EM_FIT = textwrap.dedent(
     """
-    import json, sys
+    import json
     import jax
     import numpy as np
     from sklearn.datasets import load_iris
     import genprob
-    from jax._src import compilation_cache
 
     X, y = load_iris(return_X_y=True)
     # every third label: EM fits, compiled programs (closed-form fits of NumPy rows run none)
@@ -255,127 +254,105 @@ _CACHED_FIT = textwrap.dedent(
     for name in ("GaussianNB", "QuadraticDiscriminantAnalysis", "MultinomialNB"):
         proba = getattr(genprob, name)().fit(X, partial).predict_proba(X)
         out[name] = [float(v).hex() for v in proba.ravel()]
-    # the user's JAX configuration is as it was, and nothing of genprob's cache stays active
-    out["user dir"] = jax.config.jax_compilation_cache_dir
-    out["user min time"] = jax.config.jax_persistent_cache_min_compile_time_secs
-    out["cache left active"] = compilation_cache._cache is not None
+    # the process's JAX configuration is as the user left it
+    out["cache dir"] = jax.config.jax_compilation_cache_dir
+    out["min time"] = jax.config.jax_persistent_cache_min_compile_time_secs
     print(json.dumps(out))
     """
 )
 
 
-def _run(env_value, home):
+def _run(home, **jax_env):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GENPROB_", "JAX_"))}
-    env["XDG_CACHE_HOME"] = str(home)
-    env["JAX_PLATFORMS"] = "cpu"
-    if env_value is not None:
-        env["GENPROB_COMPILATION_CACHE"] = str(env_value)
+    env.update(XDG_CACHE_HOME=str(home), HOME=str(home), JAX_PLATFORMS="cpu", **jax_env)
     done = subprocess.run(
-        [sys.executable, "-c", _CACHED_FIT], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", _EM_FIT], env=env, capture_output=True, text=True, check=True
     )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _entries(path):
-    """The cache's entries (not the mark of its last pruning scan)."""
-    if not path.exists():
-        return []
-    mark = _compile_cache._PRUNE_MARK
-    return sorted(p.name for p in path.rglob("*") if p.is_file() and p.name != mark)
+def _files(path):
+    return sorted(p for p in path.rglob("*") if p.is_file()) if path.exists() else []
 
 
-def test_persistent_cache_on_and_off_give_identical_results(tmp_path):
-    cache = tmp_path / "cache"
-    off = _run("0", tmp_path / "home-off")
-    assert _entries(tmp_path / "home-off") == []  # off: nothing written anywhere
-    cold = _run(cache, tmp_path / "home")
-    written = _entries(cache)
-    assert len(written) >= 5  # the fit's and the prediction's programs were kept
-    warm = _run(cache, tmp_path / "home")
-    assert _entries(cache) == written  # the warm process found every program it needed
-    assert _entries(tmp_path / "home") == []  # an explicit directory is the only one used
-    for result in (off, cold, warm):
-        assert result["user dir"] is None
-        assert result["user min time"] == 1.0
-        assert result["cache left active"] is False
+def test_a_damaged_old_cache_is_never_read_and_nothing_is_written(tmp_path):
+    """genprob keeps no cache of its own: entries of the cache it used to keep, damaged, change
+    nothing, EM fits run, and the process's JAX configuration stays JAX's default."""
+    home = tmp_path / "home"
+    traces = home / "genprob" / "jax" / "traces"
+    traces.mkdir(parents=True)
+    (traces / "_em_runs-0123.jaxexport").write_bytes(b"\x00not a StableHLO module" * 8)
+    (traces.parent / "jit__em_runs-0123-cache").write_bytes(b"\xff" * 64)
+    before = {p: p.read_bytes() for p in _files(home)}
+    clean = _run(tmp_path / "clean")
+    damaged = _run(home)
+    assert {p: p.read_bytes() for p in _files(home)} == before
+    assert _files(tmp_path / "clean") == []
+    for result in (clean, damaged):
+        assert result["cache dir"] is None
+        assert result["min time"] == 1.0
+    for name in ("GaussianNB", "QuadraticDiscriminantAnalysis", "MultinomialNB"):
+        assert clean[name] == damaged[name]  # bitwise
+
+
+def test_jax_own_cache_as_the_docs_enable_it_gives_identical_results(tmp_path):
+    """The recipe of the docs (JAX's environment variables) keeps genprob's programs on disk;
+    a warm process reads them and returns the same bits."""
+    cache = tmp_path / "jax-cache"
+    jax_env = {
+        "JAX_COMPILATION_CACHE_DIR": str(cache),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+    }
+    off = _run(tmp_path / "home-off")
+    cold = _run(tmp_path / "home", **jax_env)
+    written = _files(cache)
+    assert len(written) >= 5  # the fits' and predictions' programs were kept
+    warm = _run(tmp_path / "home", **jax_env)
+    assert warm["cache dir"] == str(cache)
     for name in ("GaussianNB", "QuadraticDiscriminantAnalysis", "MultinomialNB"):
         assert off[name] == cold[name] == warm[name]  # bitwise
 
 
-def test_cache_is_on_by_default_under_the_user_cache_home(tmp_path):
-    _run(None, tmp_path / "unset")
-    assert len(_entries(tmp_path / "unset" / "genprob" / "jax")) >= 5
-    _run("1", tmp_path / "on")
-    assert len(_entries(tmp_path / "on" / "genprob" / "jax")) >= 5
-    _run("off", tmp_path / "off")
-    assert _entries(tmp_path / "off") == []  # switched off: nothing written anywhere
+_CLI_PROCESS = textwrap.dedent(
+    """
+    import jax, jax.numpy as jnp
+    from genprob.app import cli
+    cli._keep_compiled_programs()
+    print(jax.config.jax_compilation_cache_dir)
+    print(repr(float(jax.jit(lambda x: jnp.sin(x) * 3.0)(0.5))))
+    """
+)
 
 
-def test_switch_in_process(monkeypatch, tmp_path):
-    monkeypatch.setenv("GENPROB_COMPILATION_CACHE", str(tmp_path / "env"))
-    assert _compile_cache.compilation_cache_dir() == str(tmp_path / "env")
-    try:
-        genprob.set_compilation_cache(False)
-        assert _compile_cache.compilation_cache_dir() is None
-        genprob.set_compilation_cache(tmp_path / "mine")
-        assert _compile_cache.compilation_cache_dir() == str(tmp_path / "mine")
-        X, y = _counts(num_rows=83, num_features=13, seed=5)  # a new shape: it compiles
-        y = np.where(np.arange(len(y)) % 2 == 0, y, -1)  # an EM fit (closed forms compile none)
-        genprob.BernoulliNB(alpha=0.7).fit(X, y).predict_proba(X)
-        assert _entries(tmp_path / "mine")
-        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home"))
-        genprob.set_compilation_cache(True)
-        assert _compile_cache.compilation_cache_dir() == str(tmp_path / "home/genprob/jax")
-    finally:
-        genprob.set_compilation_cache(None)
-    assert _compile_cache.compilation_cache_dir() == str(tmp_path / "env")
-    for off in ("0", "off", "False", ""):
-        monkeypatch.setenv("GENPROB_COMPILATION_CACHE", off)
-        assert _compile_cache.compilation_cache_dir() is None
-    monkeypatch.delenv("GENPROB_COMPILATION_CACHE")
-    assert _compile_cache.compilation_cache_dir() == str(tmp_path / "home/genprob/jax")
-    for on in ("1", "on", "True"):
-        monkeypatch.setenv("GENPROB_COMPILATION_CACHE", on)
-        assert _compile_cache.compilation_cache_dir() == str(tmp_path / "home/genprob/jax")
+def _cli_process(home, **env):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+    environment.update(XDG_CACHE_HOME=str(home), **env)
+    done = subprocess.run(
+        [sys.executable, "-c", _CLI_PROCESS], env=environment, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
 
 
-def test_a_cache_the_user_configured_wins(tmp_path):
-    import jax
-
-    with jax._src.config.compilation_cache_dir(str(tmp_path / "user")):
-        with _compile_cache.compilation_cache():
-            assert jax.config.jax_compilation_cache_dir == str(tmp_path / "user")
-            assert _compile_cache.active_directory() is None  # no traced programs of ours either
-
-
-def test_prune_keeps_the_cache_under_its_bound_least_recently_used_first(tmp_path):
-    for i in range(10):  # 10 entries of 100 bytes, entry i used at time 1000 + i
-        entry = tmp_path / f"program{i}-cache"
-        entry.write_bytes(b"x" * 100)
-        os.utime(entry, (1000 + i, 1000 + i))
-    assert _compile_cache.prune(tmp_path, max_bytes=1000) == 0  # at the bound: nothing goes
-    assert _compile_cache.prune(tmp_path, max_bytes=800) == 4  # down to 3/4 of 800 bytes
-    assert _entries(tmp_path) == [f"program{i}-cache" for i in range(4, 10)]
-    assert _compile_cache.prune(tmp_path / "missing", max_bytes=1) == 0
-    # traced programs (the traces subdirectory) count toward the bound and go by age with the rest
-    traces = tmp_path / _compile_cache.TRACES
-    traces.mkdir()
-    for i, when in ((0, 900), (1, 2000)):
-        entry = traces / f"trace{i}.jaxexport"
-        entry.write_bytes(b"x" * 100)
-        os.utime(entry, (when, when))
-    assert _compile_cache.prune(tmp_path, max_bytes=600) == 4  # 800 bytes down to 450
-    assert _entries(tmp_path) == [f"program{i}-cache" for i in (7, 8, 9)] + ["trace1.jaxexport"]
+def test_the_command_line_keeps_compiled_programs_and_survives_damaged_entries(tmp_path):
+    directory = tmp_path / "genprob" / "jax"
+    first = _cli_process(tmp_path)
+    assert first[0] == str(directory)
+    entries = [p for p in directory.iterdir() if p.is_file() and "lock" not in p.name]
+    assert entries
+    for entry in entries:
+        entry.write_bytes(b"damaged")
+    again = _cli_process(tmp_path)
+    assert again == first  # the damaged entries are compiled again, the result is the same
+    assert not directory.exists()  # and dropped at exit, so that the next process refills it
+    assert _cli_process(tmp_path) == first
+    assert any(p.is_file() for p in directory.iterdir())
 
 
-def test_the_cache_directory_is_scanned_for_pruning_at_most_once_a_day(tmp_path):
-    day = _compile_cache._PRUNE_EVERY
-    assert _compile_cache._pruning_due(str(tmp_path), now=5 * day)  # no mark yet
-    assert not _compile_cache._pruning_due(str(tmp_path), now=5 * day + 1)
-    assert not _compile_cache._pruning_due(str(tmp_path), now=6 * day - 1)
-    assert _compile_cache._pruning_due(str(tmp_path), now=6 * day + 1)
-    assert not _compile_cache._pruning_due(str(tmp_path), now=6 * day + 2)
-    # the mark is not an entry of the cache: pruning neither counts nor deletes it
-    (tmp_path / "program-cache").write_bytes(b"x" * 100)
-    assert _compile_cache.prune(tmp_path, max_bytes=10) == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == [_compile_cache._PRUNE_MARK]
+def test_the_command_line_cache_can_be_switched_off_and_leaves_a_user_cache(tmp_path):
+    assert _cli_process(tmp_path, GENPROB_CLI_CACHE="0")[0] == "None"
+    assert not (tmp_path / "genprob").exists()
+    own = tmp_path / "mine"
+    assert _cli_process(tmp_path, JAX_COMPILATION_CACHE_DIR=str(own))[0] == str(own)
+    assert not (tmp_path / "genprob").exists()

@@ -317,7 +317,7 @@ def test_bad_method_and_stories_without_exact_posterior():
     assert not hasattr(bernoulli, "params_")  # refused before fitting
     with pytest.raises(ValueError, match=r"2 unlabeled rows"):
         exact_posterior(BernoulliStory(), binary, np.r_[y[:-2], [-1, -1]])
-    with pytest.raises(ValueError, match="num_samples must be an integer >= 1"):
+    with pytest.raises(ValueError, match="num_samples must be an int >= 1"):
         bernoulli.posterior(binary, y, method="exact", num_samples=0)
     with pytest.raises(ValueError, match="smoothing_as must be 'mode' or 'mean'"):
         exact_posterior(BernoulliStory(), binary, y, smoothing_as="median")

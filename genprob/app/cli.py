@@ -28,8 +28,11 @@ from __future__ import annotations
 import argparse
 import atexit
 import dataclasses
+import decimal
+import logging
 import os
 import re
+import shutil
 import sys
 import time
 import warnings
@@ -286,28 +289,26 @@ def _run_check(args) -> int:
 
 
 # -- shared by fit, predict and compare ------------------------------------------------------------
-#: Extra names accepted for the registry's discrete stories (scikit-learn's estimator names).
-_ALIASES = {
-    "bernoulli_nb": "bernoulli",
-    "categorical_nb": "categorical",
-    "multinomial_nb": "multinomial",
-    "poisson_nb": "poisson",
-    "mixed_nb": "mixed",
-}
 _PARQUET_SUFFIXES = (".parquet", ".pq")
+#: Bound of the command line's compilation cache directory (JAX drops the oldest entries).
+CLI_CACHE_BYTES = 1 << 30
+#: Cache directories found damaged in this process, dropped at its end (rebuilt by the next).
+_DAMAGED_CACHES: list = []
 
 
 def _story_name(name: str) -> str:
     from genprob.app import registry
 
-    name = _ALIASES.get(name, name)
-    if name not in registry.STORIES:
-        raise UserError(f"unknown story {name!r}; known: {', '.join(registry.names())}.")
-    return name
+    try:
+        return registry.get(name).name
+    except ValueError as error:
+        raise UserError(str(error)) from None
 
 
-def _read_table(path: str):
-    """A CSV file, or a Parquet file by its extension, as a DataFrame; :class:`UserError` else."""
+def _read_table(path: str, target: str | None = None):
+    """A CSV file, or a Parquet file by its extension, as a DataFrame; :class:`UserError` else.
+    A CSV's ``target`` column is read as text, so labels keep every digit (a column of integers
+    with empty cells would be read as float64)."""
     import pandas as pd
 
     if os.path.isdir(path):
@@ -326,7 +327,7 @@ def _read_table(path: str):
             raise UserError(f"cannot read {path} as Parquet: {_first_line(error)}") from None
     else:
         try:
-            frame = pd.read_csv(path)
+            frame = pd.read_csv(path, dtype={target: str} if target else None)
         except pd.errors.EmptyDataError:
             raise UserError(f"{path} is empty.") from None
         except (pd.errors.ParserError, UnicodeDecodeError) as error:
@@ -341,19 +342,58 @@ def _first_line(error) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def _as_labels(values):
-    """Labels as int64 when every one is an integer (``3``, ``3.0``, ``"3"``), else strings."""
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _exact_number(text: str):
+    """The exact value (``Decimal``) of a decimal number written in ``text``, or None."""
+    if _NUMBER.fullmatch(text) is None:
+        return None
+    return decimal.Decimal(text)
+
+
+def _label_texts(values):
+    """``(codes, texts)``: each distinct label once as stripped text (integers in full, floats
+    by their shortest exact repr), and the position of every row's label among them."""
     import pandas as pd
 
-    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-        numbers = values.to_numpy(dtype=np.float64)
-        if np.all(numbers == np.round(numbers)):
-            return numbers.astype(np.int64)
-        return numbers
-    text = values.astype(str).str.strip()
-    if text.map(lambda v: re.fullmatch(r"[+-]?\d+", v) is not None).all():
-        return text.astype(np.int64).to_numpy()
-    return text.to_numpy(dtype=object)
+    if values.dtype.kind == "f":
+        values = values.map(lambda v: str(int(v)) if float(v).is_integer() else repr(float(v)))
+    codes, uniques = pd.factorize(values.astype(str).str.strip())
+    return codes, [str(v) for v in uniques]
+
+
+def _as_labels(values):
+    """Labels exactly as written: int64 when every one is an integer that int64 holds (``3``,
+    ``3.0``, ``"3"``: never through float64, so 9007199254740993 stays itself), float64 when
+    they are other numbers that float64 tells apart, else the text (integers beyond int64, such
+    as 1e20, included)."""
+    if values.dtype.kind == "i":
+        return values.to_numpy(dtype=np.int64)
+    codes, texts = _label_texts(values)
+    numbers = [_exact_number(text) for text in texts]
+    if all(number is not None for number in numbers):
+        # exponents beyond 10**30 are not int64 (and int() of 1e999999999 would never end)
+        if all(abs(n.adjusted()) <= 30 and n == n.to_integral_value() for n in numbers):
+            integers = [int(number) for number in numbers]
+            if all(-(2**63) <= v < 2**63 for v in integers):
+                return np.array(integers, dtype=np.int64)[codes]
+        elif not all(n == n.to_integral_value() for n in numbers):
+            floats = [float(number) for number in numbers]
+            if len(set(floats)) == len(floats) and np.all(np.isfinite(floats)):
+                return np.array(floats)[codes]
+    return np.array(texts, dtype=object)[codes]
+
+
+def _is_marker(values, marker: str):
+    """Rows of ``values`` holding the label ``marker``, as text or as the same number
+    (``-1`` matches ``-1.0`` and ``-1e0``)."""
+    codes, texts = _label_texts(values)
+    number = _exact_number(marker)
+    same = [
+        text == marker or (number is not None and _exact_number(text) == number) for text in texts
+    ]
+    return np.array(same, dtype=bool)[codes] & (codes >= 0)
 
 
 def _target_column(frame, target: str, path: str):
@@ -379,7 +419,6 @@ def _every_label_a_class(unlabeled: str | None) -> bool:
 def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     """``(features, y, unlabeled mask)``: ``y`` holds -1 on unlabeled rows (an empty target cell,
     or one equal to ``unlabeled``); with ``unlabeled`` "none" every row is labeled."""
-    import pandas as pd
 
     if not target:
         raise UserError("--target COL is required: the column holding the labels.")
@@ -402,12 +441,7 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
         y = labels.astype(str) if labels.dtype == object else labels
         return _feature_columns(frame, target, path), y, missing
     if unlabeled is not None:
-        missing |= (text == unlabeled.strip()).to_numpy()
-        if pd.api.types.is_numeric_dtype(column):
-            try:
-                missing |= (column == float(unlabeled)).to_numpy()
-            except ValueError:
-                pass
+        missing |= _is_marker(column, unlabeled.strip())
     if missing.all():
         raise UserError(f"target column {target!r} of {path} has no labeled rows.")
     labels = _as_labels(column[~missing])
@@ -449,32 +483,18 @@ def _check_features(features, path: str, *, text_allowed: bool, missing: str = "
         return features
     text = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
     if text:
+        from genprob.app import registry
+
+        readers = " or ".join(repr(e.name) for e in registry.STORIES.values() if e.takes_text)
         raise UserError(
             f"non-numeric feature columns in {path}: {', '.join(text)}; this story needs numbers "
-            "(encode them as category codes; the 'mixed' story of `genprob fit` and `compare` "
+            f"(encode them as category codes; the {readers} story of `genprob fit` and `compare` "
             "takes text categories)."
         )
     features = features.astype(np.float64)
     if np.any(np.isinf(features.to_numpy())):
         raise UserError(f"{path} has infinite feature values.")
     return features
-
-
-def _mixed_families(features) -> dict:
-    """Column -> family for MixedNB: text and small integer codes are categorical."""
-    import pandas as pd
-
-    from genprob.app import registry
-
-    numeric = [c for c in features.columns if pd.api.types.is_numeric_dtype(features[c])]
-    codes = set()
-    if numeric:
-        positions = registry.categorical_columns(features[numeric].to_numpy(dtype=np.float64))
-        codes = {numeric[j] for j in positions}
-    return {
-        c: "categorical" if (c not in numeric or c in codes) else "gaussian"
-        for c in features.columns
-    }
 
 
 def _make_estimator(name: str, features, args):
@@ -486,8 +506,9 @@ def _make_estimator(name: str, features, args):
     options["missing"] = getattr(args, "missing", "error")
     if _every_label_a_class(getattr(args, "unlabeled", None)):
         options["unlabeled_label"] = None
-    if name == "mixed":
-        return genprob.MixedNB(families=_mixed_families(features), **options)
+    entry = registry.get(name)
+    if entry.takes_text:  # the family's own estimator reads the table
+        return entry.table_estimator(features, **options)
     observed = np.nan_to_num(features.to_numpy(), nan=0.0)  # the story's shape from observed cells
     return genprob.GenerativeClassifier(registry.make_story(name, observed), **options)
 
@@ -496,11 +517,13 @@ def _fit_features(args):
     """Read ``args.data``, split the target, check the features, build and fit the estimator."""
     from sklearn.exceptions import ConvergenceWarning
 
+    from genprob.app import registry
+
     name = _story_name(args.story)
-    frame = _read_table(args.data)
+    frame = _read_table(args.data, args.target)
     features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
     features = _check_features(
-        features, args.data, text_allowed=name == "mixed", missing=args.missing
+        features, args.data, text_allowed=registry.get(name).takes_text, missing=args.missing
     )
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
@@ -547,10 +570,8 @@ def _add_fit_options(parser, *, story_help: str):
     )
     parser.add_argument("--seed", type=_SEED, default=0, help="random seed (default: 0)")
     parser.epilog = (
-        f"stories: {', '.join(registry.names())} (also {', '.join(_ALIASES)}). 'mixed' takes "
-        "text columns (categorical) with numeric ones (Gaussian, or categorical when they hold "
-        f"at most {registry.MAX_CODES} distinct integer codes); the other stories need numeric "
-        "columns."
+        f"stories: {', '.join(registry.names())} (also {', '.join(registry.ALIASES)}). "
+        f"{registry.notes()} The other stories need numeric columns."
     )
 
 
@@ -668,6 +689,7 @@ def _run_fit(args) -> int:
 def _run_fit_streaming(args) -> int:
     """``genprob fit STORY DIR/``: a Parquet directory streamed batch by batch (constant memory)."""
     from genprob import streaming
+    from genprob.app import registry
 
     if args.unlabeled is not None and not _every_label_a_class(args.unlabeled):
         raise UserError(
@@ -684,7 +706,7 @@ def _run_fit_streaming(args) -> int:
             f"{args.data} is a directory, read as a Parquet dataset, and cannot be streamed: "
             f"{_first_line(error) or 'no rows'}"
         ) from None
-    sample = _check_features(first, args.data, text_allowed=name == "mixed")
+    sample = _check_features(first, args.data, text_allowed=registry.get(name).takes_text)
     estimator = _make_estimator(name, sample, args)
     progress = streaming.ProgressBar(total=source.num_rows)
     start = time.perf_counter()
@@ -750,7 +772,7 @@ def _load_model(path: str):
 
 def _prediction_features(model, frame, path: str):
     """The columns of ``frame`` the model was fitted on, in its order."""
-    import genprob
+    from genprob.app import registry
 
     target = getattr(model, "target_column_", None)
     if target is not None and target in frame.columns:
@@ -779,7 +801,7 @@ def _prediction_features(model, frame, path: str):
     return _check_features(
         features,
         path,
-        text_allowed=isinstance(model, genprob.MixedNB),
+        text_allowed=registry.takes_text(model.story_),
         missing=getattr(model, "missing", "error"),  # a model fit to marginalize predicts so too
     )
 
@@ -875,6 +897,12 @@ def _run_compare(args) -> int:
             raise UserError(f"{option} must be >= {minimum}, got {value}.")
     _check_out_dir(args.out)
     name, estimator, features, y, _ = _fit_features(args)
+    unknown = [var for var in args.var_names or () if var not in estimator.params_]
+    if unknown:  # checked before sampling, so no draws are lost to a typo
+        raise UserError(
+            f"--var-names: {', '.join(map(repr, unknown))} is not a parameter of {name}; its "
+            f"parameters: {', '.join(sorted(estimator.params_))}."
+        )
     what = (
         f"{args.chains} chain(s) x ({args.num_warmup} warm-up + {args.num_samples} draws)"
         if args.method == "nuts"
@@ -970,26 +998,57 @@ def main(argv=None) -> int:
 
 
 def run() -> None:
-    """The ``genprob`` console script: :func:`main`, then leave without Python's teardown.
+    """The ``genprob`` console script: :func:`main` in a process of genprob's own.
 
-    Tearing down the modules JAX, SciPy, scikit-learn and pandas loaded, and the XLA client,
-    takes 0.5 to 1 s after the command is done (a sixth to a third of a ``genprob fit``). The
-    exit handlers still run and the output streams are flushed; then the process exits with
-    ``main``'s code.
+    That process keeps compiled programs between runs in JAX's persistent cache
+    (:func:`_keep_compiled_programs`) and exits without Python's module teardown, which costs a
+    large share of a short command; log handlers and the output streams are flushed first.
     """
+    _keep_compiled_programs()
     code = main()
-    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if run_exit_handlers is None:  # not CPython: the usual exit
-        raise SystemExit(code)
-    try:
-        run_exit_handlers()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # a closed pipe or stream: nothing left to write
-                pass
-        os._exit(code)
+    _drop_damaged_caches()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing left to write
+            pass
+    os._exit(code)
+
+
+def _keep_compiled_programs() -> None:
+    """Switch on JAX's persistent compilation cache for this command's process (a library never
+    does: the process is the user's), in ``genprob/jax`` under the cache home, bounded in size;
+    a cache the user configured for JAX (``JAX_COMPILATION_CACHE_DIR``) is left as it is, and
+    ``GENPROB_CLI_CACHE=0`` switches it off."""
+    if os.environ.get("GENPROB_CLI_CACHE", "1").strip().lower() in {"0", "off", "false", "no"}:
+        return
+    import jax
+
+    if jax.config.jax_compilation_cache_dir is not None:
+        return
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    directory = os.path.join(home, "genprob", "jax")
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # small programs too
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    jax.config.update("jax_compilation_cache_max_size", CLI_CACHE_BYTES)
+    show = warnings.showwarning
+
+    def drop_damaged(message, category, *args, **kwargs):
+        # JAX compiles again past an unreadable entry but keeps it: drop the cache once
+        if "persistent compilation cache entry" not in str(message):
+            return show(message, category, *args, **kwargs)
+        warnings.showwarning = show
+        _DAMAGED_CACHES.append(directory)
+
+    warnings.showwarning = drop_damaged
+    atexit.register(_drop_damaged_caches)  # run() leaves by os._exit and calls it itself
+
+
+def _drop_damaged_caches() -> None:
+    while _DAMAGED_CACHES:
+        shutil.rmtree(_DAMAGED_CACHES.pop(), ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """The built-in stories by name, each with a factory and its natural bundled data sets.
 
 Used by the ``genprob`` command line (``genprob check lda``) and by tests that loop over every
-built-in story. A factory takes the feature matrix, because some stories are shaped by the data
-(the number of categories of each column, which columns of a mixed table are categorical).
+built-in story. The entries come from the families' records (:mod:`genprob.families`): a new
+family adds its stories there, not here. A factory takes the feature matrix, because some
+stories are shaped by the data (the number of categories of each column, which columns of a
+mixed table are categorical).
 
 Data sets (all offline; :func:`load_data`):
 
@@ -26,9 +28,11 @@ from typing import NamedTuple
 import numpy as np
 
 from genprob import datasets
+from genprob.families import Command, commands, families
 from genprob.story import Story
 
 __all__ = [
+    "ALIASES",
     "StoryEntry",
     "STORIES",
     "DATASETS",
@@ -36,156 +40,69 @@ __all__ = [
     "get",
     "make_story",
     "load_data",
-    "categorical_columns",
+    "notes",
+    "report_stories",
+    "takes_text",
 ]
 
 #: Vocabulary size of the SMS bag-of-words data sets (the most frequent words).
 SMS_VOCABULARY = 200
-#: A column is treated as categorical by the ``mixed`` story when it holds non-negative
-#: integer codes with at most this many distinct values.
-MAX_CODES = 20
 
 
 class StoryEntry(NamedTuple):
-    """A built-in story.
+    """A built-in story (from a family's :class:`~genprob.families.Command`).
 
     Attributes:
         name: registry name (``genprob check NAME``).
         description: one line.
         factory: ``factory(X) -> Story`` for a feature matrix ``X``.
         datasets: natural bundled data sets, the default first.
+        aliases: other accepted names.
+        table_estimator: ``table_estimator(features, **options)``, the estimator of a story that
+            takes a table of mixed column types (text included); None for the others.
+        note: what the command line's help says of the story beyond its name.
     """
 
     name: str
     description: str
     factory: Callable[[np.ndarray], Story]
     datasets: tuple
+    aliases: tuple = ()
+    table_estimator: Callable | None = None
+    note: str = ""
+
+    @property
+    def takes_text(self) -> bool:
+        """Whether the story's features may hold text columns (categories)."""
+        return self.table_estimator is not None
 
 
-def _gaussian(**options):
-    def factory(X):
-        from genprob.families.gaussian import GaussianStory
-
-        return GaussianStory(**options)
-
-    return factory
+def _factory(story: type, command: Command):
+    if command.make_story is not None:
+        return command.make_story
+    return lambda X: story.from_data(X, **command.options)
 
 
-def _discrete(family: str, **options):
-    def factory(X):
-        from genprob.families import story_named
-
-        return story_named(family).from_data(X, **options)
-
-    return factory
-
-
-def categorical_columns(X) -> list:
-    """Columns of non-negative integer codes with at most :data:`MAX_CODES` distinct values."""
-    X = np.asarray(X, dtype=float)
-    chosen = []
-    for j in range(X.shape[1]):
-        column = X[:, j]
-        if np.all(column >= 0) and np.all(column == np.round(column)):
-            if len(np.unique(column)) <= MAX_CODES:
-                chosen.append(j)
-    return chosen
+def _entries() -> dict:
+    return {
+        command.name: StoryEntry(
+            command.name,
+            command.description,
+            _factory(family.story, command),
+            tuple(command.datasets),
+            tuple(command.aliases),
+            command.table_estimator,
+            command.note,
+        )
+        for family in families().values()
+        for command in family.commands
+    }
 
 
-def _mixed(X):
-    """Gaussian naive Bayes on the measurement columns + a categorical block on code columns."""
-    from genprob.families.categorical import CategoricalStory
-    from genprob.families.gaussian import GaussianStory
-    from genprob.families.mixed import MixedStory
-
-    X = np.asarray(X)
-    codes = categorical_columns(X)
-    numeric = [j for j in range(X.shape[1]) if j not in codes]
-    blocks = []
-    if numeric:
-        gaussian = GaussianStory(covariance="diag", shared=False, var_smoothing=1e-9)
-        blocks.append(("numeric", gaussian, tuple(numeric)))
-    if codes:
-        story = CategoricalStory.from_data(X[:, codes], alpha=1.0)
-        blocks.append(("categories", story, tuple(codes)))
-    return MixedStory(blocks)
-
-
-_GAUSSIAN_DATA = ("iris", "wine", "breast_cancer")
-
-
-def _entries():
-    gaussian = [
-        ("lda", "full covariance shared by the classes (LDA), MLE", {}, "iris"),
-        ("qda", "full covariance per class (QDA), MLE", {"shared": False}, "wine"),
-        (
-            "gaussian_nb",
-            "diagonal covariance per class (Gaussian NB), var_smoothing=1e-9",
-            {"covariance": "diag", "shared": False, "var_smoothing": 1e-9},
-            "breast_cancer",
-        ),
-        (
-            "shared_diag",
-            "diagonal covariance shared by the classes, MLE",
-            {"covariance": "diag"},
-            "iris",
-        ),
-        ("lda_shrinkage", "LDA with shrinkage=0.2", {"shrinkage": 0.2}, "wine"),
-        (
-            "lda_ledoit_wolf",
-            "LDA with Ledoit-Wolf shrinkage (shrinkage='auto')",
-            {"shrinkage": "auto"},
-            "breast_cancer",
-        ),
-        ("qda_reg", "QDA with reg_param=0.1", {"shared": False, "reg_param": 0.1}, "iris"),
-        (
-            "qda_unbiased",
-            "QDA with the unbiased covariance (1/(n_k - 1))",
-            {"shared": False, "estimator": "unbiased"},
-            "wine",
-        ),
-    ]
-    entries = []
-    for name, description, options, default in gaussian:
-        others = tuple(d for d in _GAUSSIAN_DATA if d != default)
-        entries.append(StoryEntry(name, description, _gaussian(**options), (default,) + others))
-    entries += [
-        StoryEntry(
-            "bernoulli",
-            "binary features (Bernoulli NB), alpha=1",
-            _discrete("bernoulli", alpha=1.0),
-            ("digits_binary", "sms_binary"),
-        ),
-        StoryEntry(
-            "categorical",
-            "categorical features (categorical NB), alpha=1",
-            _discrete("categorical", alpha=1.0),
-            ("digits",),
-        ),
-        StoryEntry(
-            "multinomial",
-            "word counts (multinomial NB), alpha=1",
-            _discrete("multinomial", alpha=1.0),
-            ("sms_counts", "digits"),
-        ),
-        StoryEntry(
-            "poisson",
-            "independent Poisson counts, Gamma smoothing alpha=1, beta=1",
-            _discrete("poisson", alpha=1.0, beta=1.0),
-            ("sms_counts", "digits"),
-        ),
-        StoryEntry(
-            "mixed",
-            "Gaussian NB on measurements + categorical NB on code columns",
-            _mixed,
-            ("penguins",),
-        ),
-    ]
-    return {entry.name: entry for entry in entries}
-
-
-#: Built-in stories by name.
+#: Built-in stories by name, from the families' records.
 STORIES: dict = _entries()
+#: Other names of the built-in stories (scikit-learn's estimator names) -> registry names.
+ALIASES: dict = {alias: entry.name for entry in STORIES.values() for alias in entry.aliases}
 
 
 def names() -> list:
@@ -194,9 +111,10 @@ def names() -> list:
 
 
 def get(name: str) -> StoryEntry:
-    """The registry entry of ``name``; ``ValueError`` listing the known names otherwise."""
+    """The registry entry of ``name`` (or of an alias); ``ValueError`` listing the known names
+    otherwise."""
     try:
-        return STORIES[name]
+        return STORIES[ALIASES.get(name, name)]
     except KeyError:
         raise ValueError(f"unknown story {name!r}; known: {', '.join(STORIES)}.") from None
 
@@ -204,6 +122,23 @@ def get(name: str) -> StoryEntry:
 def make_story(name: str, X) -> Story:
     """The story ``name`` built for the feature matrix ``X``."""
     return get(name).factory(np.asarray(X))
+
+
+def report_stories() -> tuple:
+    """The stories the full report cross-checks (the families' choice)."""
+    return tuple(command.name for command in commands().values() if command.in_report)
+
+
+def notes() -> str:
+    """The stories' notes for the command line's help, one after the other."""
+    return " ".join(entry.note for entry in STORIES.values() if entry.note)
+
+
+def takes_text(story: Story) -> bool:
+    """Whether a fitted model of ``story`` reads text columns (a family with a table
+    estimator)."""
+    family = families().get(story.name)
+    return family is not None and any(c.table_estimator for c in family.commands)
 
 
 # -- data ------------------------------------------------------------------------------------------

@@ -69,6 +69,12 @@ TRUE_COVARIANCES = np.array(
 _COLORS = ("tab:blue", "tab:orange", "tab:green")
 
 
+def _registry():
+    from genprob.app import registry
+
+    return registry
+
+
 @dataclass(frozen=True)
 class Settings:
     """Sizes of the demo's steps; :meth:`preset` gives the full and the quick ones.
@@ -76,7 +82,8 @@ class Settings:
     Attributes:
         quick: whether this is the quick preset (recorded in the report).
         tour: ``"quick"`` (a subset of the tour) or ``"all"``.
-        crosscheck_stories: registry names checked on their default data set.
+        crosscheck_stories: registry names checked on their default data set (by default the
+            stories the families put in the report).
         label_fractions: fractions of the training labels kept in the semi-supervised curve.
         repeats: random label subsets averaged per fraction.
         nuts_warmup: NUTS warm-up iterations per chain.
@@ -89,7 +96,7 @@ class Settings:
 
     quick: bool = False
     tour: str = "all"
-    crosscheck_stories: tuple = ("lda", "qda_reg", "gaussian_nb", "bernoulli", "poisson")
+    crosscheck_stories: tuple = field(default_factory=lambda: _registry().report_stories())
     label_fractions: tuple = (0.06, 0.1, 0.2, 0.35, 0.5, 1.0)
     repeats: int = 10
     nuts_warmup: int = 500

@@ -9,7 +9,6 @@ term of each row (``genprob.core.class_scores``).
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 import weakref
 
@@ -21,23 +20,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from genprob import core
+from genprob import core, execution
 from genprob import em as _em
-from genprob._arrays import (
-    class_destinations,
-    encode_labels,
-    is_integer_labels,
-    is_small,
-    move_rows,
-    pad_with_first_row,
-    padded_rows,
-    row_padding,
-    sparse_as_float,
-    to_device,
-    to_device_all,
-)
+from genprob._arrays import encode_labels, is_integer_labels, placed, sparse_as_float
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob._limits import check_count
 from genprob._validation import (
@@ -50,7 +37,6 @@ from genprob._validation import (
     check_num_classes,
     check_partial_fit_classes,
     check_sample_weight,
-    check_scored_rows,
     check_unlabeled_label,
     check_unlabeled_label_type,
     encode_partial_labels,
@@ -113,24 +99,6 @@ def _dask_predict(estimator, method, X, *args, **kwargs):
     return predict(estimator, method, X, *args, **kwargs)
 
 
-def _pad_rows(X, R):
-    """Append copies of the first row with zero responsibility (they add nothing)."""
-    num_rows = X.shape[0]
-    target = padded_rows(num_rows, X.shape[1])
-    if target == num_rows or not isinstance(X, jax.Array):
-        return X, R
-    filler = jnp.broadcast_to(X[:1], (target - num_rows, X.shape[1]))
-    return (
-        jnp.concatenate([X, filler], axis=0),
-        jnp.concatenate([R, jnp.zeros((target - num_rows, R.shape[1]), R.dtype)], axis=0),
-    )
-
-
-def _host_padding(X) -> int:
-    """Rows to append to the host array ``X`` (0 for sparse, device or large inputs)."""
-    return row_padding(X) if isinstance(X, np.ndarray) else 0
-
-
 class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     """Base class: fit by closed form from one-hot responsibilities, predict by Bayes' rule.
 
@@ -156,11 +124,6 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
 
     #: Keyword arguments for ``validate_data``; subclasses may allow sparse input, etc.
     _validate_kwargs: dict = {}
-    #: Predictions may validate ``X`` without its NaN/infinity check when the host scoring
-    #: leaves every row holding one unscored (refused, then named by :meth:`_check_finite`), and
-    #: large fits when the statistics show them (:meth:`_defers_finite_check`): one pass over
-    #: ``X`` fewer.
-    _finite_check_deferred: bool = False
     #: scikit-learn's constraints on the constructor parameters, checked when fitting;
     #: subclasses add their own to these EM controls.
     _parameter_constraints: dict = {**EM_PARAMETER_CONSTRAINTS, **MISSING_PARAMETER_CONSTRAINTS}
@@ -243,7 +206,11 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return unlabeled_mask(y, self._unlabeled_label)
 
     def _as_array(self, X):
-        return to_device(X, numpy_dtype(self._dtype))
+        """``X`` in the estimator's dtype: NumPy stays on the host (no copy when it has it)."""
+        dtype = numpy_dtype(self._dtype)
+        if isinstance(X, jax.Array):
+            return X if X.dtype == dtype else X.astype(dtype)
+        return np.asarray(X, dtype=dtype)
 
     def _as_features(self, X):
         """Features as the core scores and fits them (:meth:`_as_array`; sparse estimators keep a
@@ -251,12 +218,14 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return self._as_array(X)
 
     def _params_jax(self):
-        """The fitted parameters as compiled programs read them (:func:`genprob._arrays.placed`:
-        aligned NumPy buffers on a CPU backend, else on the device), prepared once per fitted
-        parameters (not at every prediction: a cross-validation scores each fold several
-        times)."""
+        """The fitted parameters in the estimator's dtype, as NumPy arrays (host passes read
+        them directly, compiled ones take them in their call), prepared once per fitted
+        parameters (a cross-validation scores each fold several times)."""
+        dtype = numpy_dtype(self._dtype)
         return fitted_cache(
-            _DEVICE_PARAMS, self, lambda: to_device_all(self.params_, numpy_dtype(self._dtype))
+            _DEVICE_PARAMS,
+            self,
+            lambda: placed({k: np.asarray(v, dtype) for k, v in self.params_.items()}),
         )
 
     # -- missing entries (NaN with missing="marginalize"; genprob.missing) ------------------------
@@ -271,13 +240,6 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if self._marginalizes:
             kwargs["ensure_all_finite"] = "allow-nan"
         return kwargs
-
-    def _validation_kwargs(self, finite: bool = True) -> dict:
-        """:attr:`_data_kwargs`, without the NaN/infinity check when ``finite`` is False (left
-        to the caller, :meth:`_check_finite`) unless NaN marks missing entries."""
-        if finite or self._marginalizes:
-            return self._data_kwargs
-        return {**self._data_kwargs, "ensure_all_finite": False}
 
     def _checked_features(self, X, *, fitting: bool):
         """:meth:`_validate_X` on the observed entries; NaN entries stay NaN (dense)."""
@@ -356,9 +318,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             )
         return self
 
-    def _check_X(self, X, *, finite: bool = True):
-        """``X`` validated for a prediction; ``finite=False`` leaves the check for NaN and
-        infinity to the caller (:meth:`_check_finite`) unless NaN marks missing entries."""
+    def _check_X(self, X):
+        """``X`` validated for a prediction (finite, unless NaN marks missing entries)."""
         if hasattr(self, "stats_") and not hasattr(self, "params_"):
             raise NotFittedError(
                 f"{type(self).__name__} has statistics from partial_fit but no parameters yet: "
@@ -371,69 +332,9 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             sparse_as_float(X),
             reset=False,
             dtype=[np.float64, np.float32],
-            **self._validation_kwargs(finite),
+            **self._data_kwargs,
         )
         return self._checked_features(X, fitting=False)
-
-    def _check_finite(self, X):
-        """scikit-learn's refusal of NaN or infinite entries in ``X``, as in its validation."""
-        check_array(
-            X,
-            accept_sparse=True,
-            dtype=None,
-            ensure_2d=False,
-            ensure_min_samples=0,
-            ensure_min_features=0,
-            estimator=self,
-            input_name="X",
-        )
-
-    def _labeled_arrays(self, story, X, codes, sample_weight):
-        """Features and one-hot responsibilities of labeled rows, checked.
-
-        Call inside the precision context. Dense NumPy rows of a story that computes their
-        statistics on the host (:meth:`Story.statistics_on_host`) stay as they are, of any
-        size: no padding, grouping or copy. Otherwise rows are grouped by class when the story
-        asks for it (its statistics are sums over rows, so the order does not change them).
-        Small dense inputs get padding rows of zero responsibility (code -1, weight 0) up to a
-        bucket size, so that a new row count reuses the compiled statistics, and stay NumPy
-        arrays: the compiled program takes them in its call (microseconds), where
-        ``jax.device_put`` costs ~80 us per array. Larger ones go to the device without a copy
-        where XLA allows.
-        """
-        dtype = numpy_dtype(self._dtype)
-        if isinstance(X, np.ndarray) and story.statistics_on_host(X):
-            # statistics computed in NumPy: no copy to the device, no grouping by class
-            Xj = np.ascontiguousarray(X, dtype=dtype)
-            self._validate_story(story, Xj)
-            # the codes themselves: a story reading them in blocks allocates no (n, K) array
-            return Xj, core.OneHotRows(codes, len(self.classes_), sample_weight, dtype)
-        destinations = None
-        if story.groups_rows_by_class and not scipy.sparse.issparse(X):
-            destinations = class_destinations(codes, len(self.classes_))
-        small = isinstance(X, np.ndarray) and is_small(X)
-        if destinations is not None:
-            codes = move_rows(codes, destinations)
-            if sample_weight is not None:
-                sample_weight = move_rows(sample_weight, destinations)
-            if small:
-                X, destinations = move_rows(X, destinations), None
-        extra = _host_padding(X)
-        if extra:
-            X = pad_with_first_row(X, extra)
-            codes = np.concatenate([codes, np.full(extra, -1, dtype=np.asarray(codes).dtype)])
-            if sample_weight is not None:
-                sample_weight = np.concatenate([sample_weight, np.zeros(extra)])
-        if small:
-            Xj = np.ascontiguousarray(X, dtype=dtype)
-        elif destinations is None:
-            # as the core fits them: sparse statistics are SciPy products on the host
-            Xj = self._as_features(X)
-        else:
-            Xj = to_device(X, dtype, row_destinations=destinations)
-        self._validate_story(story, Xj)
-        R = core.one_hot_rows(np.asarray(codes), len(self.classes_), sample_weight, dtype)
-        return Xj, (R if small or scipy.sparse.issparse(Xj) else jax.device_put(R))
 
     # -- fitting ---------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -465,37 +366,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             return distributed.fit(self, X, y, sample_weight=sample_weight, classes=classes)
         if _out_of_core(X):
             return _fit_out_of_core(self, X, y, sample_weight=sample_weight, classes=classes)
-        unchecked = self._defers_finite_check(X, sample_weight)
         X, y = validate_data(
-            self,
-            sparse_as_float(X),
-            y,
-            dtype=[np.float64, np.float32],
-            **self._validation_kwargs(finite=not unchecked),
+            self, sparse_as_float(X), y, dtype=[np.float64, np.float32], **self._data_kwargs
         )
-        try:
-            return self._fit_rows(X, y, sample_weight, classes, unchecked)
-        except Exception:
-            if unchecked:  # scikit-learn names a NaN or an infinity in X before anything else
-                self._check_finite(X)
-            raise
+        return self._fit_rows(X, y, sample_weight, classes)
 
-    def _defers_finite_check(self, X, sample_weight) -> bool:
-        """The fit may leave the NaN/infinity check of ``X`` to its statistics: large dense
-        float rows, every row weighing 1, an estimator whose stories' statistics show a NaN or
-        an infinity (:attr:`Story.statistics_show_nonfinite`); one pass over X fewer."""
-        return (
-            self._finite_check_deferred
-            and not self._marginalizes
-            and sample_weight is None
-            and isinstance(X, np.ndarray)
-            and X.ndim == 2
-            and X.dtype.kind == "f"
-            and not is_small(X)
-        )
-
-    def _fit_rows(self, X, y, sample_weight, classes, unchecked):
-        """:meth:`fit` on validated rows; ``unchecked``: X's NaN/infinity check is still due."""
+    def _fit_rows(self, X, y, sample_weight, classes):
+        """:meth:`fit` on validated rows."""
         sample_weight = check_sample_weight(sample_weight, X.shape[0], allow_all_zero=False)
         for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
             self.__dict__.pop(name, None)
@@ -503,8 +380,6 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         if self._marginalizes and has_missing(X):
             return self._fit_missing(X, y, unlabeled, sample_weight, classes)
         if classes is not None or unlabeled.any():
-            if unchecked:
-                self._check_finite(X)
             return self._fit_partly_labeled(X, y, unlabeled, sample_weight, classes)
         if not is_integer_labels(y):
             check_classification_targets(y)
@@ -512,35 +387,25 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         check_num_classes(self.classes_, self._min_classes)
         X = self._validate_X(X, fitting=True)
         try:
-            return self._fit_labeled(self._make_story(X), X, codes, sample_weight, unchecked)
+            return self._fit_labeled(self._make_story(X), X, codes, sample_weight)
         except ValueError as error:
             if X.shape[0] != 1 or isinstance(error, np.linalg.LinAlgError):
                 raise
             # one class of one row fits naive Bayes, but no story spread; say why
             raise ValueError(f"{error} (X has 1 sample.)") from error
 
-    def _fit_labeled(self, story, X, codes, sample_weight, unchecked=False):
-        """Fit on fully labeled rows (codes 0..K-1, ``classes_`` set): the closed form.
+    def _labeled_statistics(self, story, X, codes, sample_weight):
+        """Statistics of labeled rows (codes 0..K-1), ``X`` checked against the story."""
+        Xj = self._as_features(X)
+        self._validate_story(story, Xj)
+        return execution.labeled_statistics(story, Xj, codes, len(self.classes_), sample_weight)
 
-        ``unchecked``: ``X`` may hold NaN or infinity (:meth:`_defers_finite_check`); they are
-        refused as scikit-learn words it, from non-finite statistics where the story's show
-        them, else by a check of ``X`` first."""
+    def _fit_labeled(self, story, X, codes, sample_weight):
+        """Fit on fully labeled rows (codes 0..K-1, ``classes_`` set): the closed form."""
         class_prior, fit_prior = self._class_prior_argument()
         with precision(self._dtype):
-            Xj, R = self._labeled_arrays(story, X, codes, sample_weight)
-            if unchecked and not (
-                story.statistics_show_nonfinite
-                and isinstance(Xj, np.ndarray)
-                and story.statistics_on_host(Xj)
-            ):
-                self._check_finite(X)
-                unchecked = False
-            stats = core.sufficient_statistics(story, Xj, R)
-            if unchecked and not all(
-                np.isfinite(leaf).all() for leaf in jax.tree_util.tree_leaves(stats)
-            ):
-                self._check_finite(X)  # else the statistics overflowed: named further on
-            params = core.compiled_maximize(story, stats, class_prior, fit_prior)
+            stats = self._labeled_statistics(story, X, codes, sample_weight)
+            params = execution.parameters(story, stats, class_prior, fit_prior)
             self.story_ = story
             self.params_ = {k: np.asarray(v) for k, v in params.items()}
             stats = jax.tree_util.tree_map(np.asarray, stats)
@@ -566,11 +431,16 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
     # -- incremental fitting ---------------------------------------------------------------------
     def _check_partial_fit_supported(self, story):
         """Raise ``ValueError`` when the story's statistics do not add up over chunks."""
-        if not getattr(story, "adds_over_rows", story.has_closed_form):
-            raise ValueError(
-                f"partial_fit is not available: {story.not_additive_reason}, and partial_fit "
-                f"needs statistics that add up over chunks. Use fit() on all the data."
-            )
+        if not story.has_closed_form:
+            reason = f"{type(story).__name__} has no closed form (no sufficient statistics)"
+        elif not story.adds_over_rows:
+            reason = f"the statistics of {story!r} do not add up over chunks"
+        else:
+            return
+        raise ValueError(
+            f"partial_fit is not available: {reason}, and partial_fit needs statistics that "
+            f"add up over chunks. Use fit() on all the data."
+        )
 
     def _partial_fit_story(self, X, previous):
         """The story after a new chunk ``X``; ``previous`` is the story so far (None at first).
@@ -673,8 +543,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         story = self._partial_fit_story(X, previous)
         self._check_partial_fit_supported(story)
         with precision(self._dtype):
-            Xj, R = self._labeled_arrays(story, X, codes, sample_weight)
-            stats = core.sufficient_statistics(story, *_pad_rows(Xj, R))
+            stats = self._labeled_statistics(story, X, codes, sample_weight)
             if not first:
                 before = jax.tree_util.tree_map(self._as_array, self.stats_)
                 before = self._extend_statistics(before, previous, story)
@@ -683,7 +552,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
                         "the hyperparameters changed between partial_fit calls in a way that "
                         "changes the statistics kept; call fit() to start afresh."
                     )
-                stats = core.combine_statistics(story, before, stats)
+                stats = execution.combine_statistics(story, before, stats)
             stats = jax.tree_util.tree_map(np.asarray, stats)
         self.stats_ = stats
         self.story_ = story
@@ -696,7 +565,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         self.__dict__.pop("_pending_reason", None)
         with precision(self._dtype):
             stats_j = jax.tree_util.tree_map(self._as_array, stats)
-            params = core.compiled_maximize(story, stats_j, class_prior, fit_prior)
+            params = execution.parameters(story, stats_j, class_prior, fit_prior)
             self.params_ = {k: np.asarray(v) for k, v in params.items()}
         try:
             self._set_fitted_attributes(stats)
@@ -794,11 +663,7 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             )
             R = np.asarray(result.responsibilities) * weights[:, None]
             if story.has_closed_form:
-                extra = _host_padding(X)
-                if extra:
-                    Xj = self._as_array(pad_with_first_row(X, extra))
-                    R = np.concatenate([R, np.zeros((extra, R.shape[1]))])
-                stats = core.sufficient_statistics(story, Xj, self._as_array(R))
+                stats = execution.statistics(story, self._as_array(X), R.astype(Xj.dtype), pad=True)
             else:
                 stats = {"class_counts": R.sum(axis=0), "emission": None}
             self.story_ = story
@@ -930,26 +795,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
             return _dask_predict(self, "predict_joint_log_proba", X)
         X = self._check_X(X)
         with precision(self._dtype):
-            joint, num_rows = self._padded_joint_log_prob(X)
-            return np.asarray(joint)[:num_rows]
-
-    def _padded_features(self, X):
-        """Checked ``X`` as the story's features, small dense inputs padded to a bucket size.
-
-        Padding rows (copies of the first) make every row count of a bucket reuse one compiled
-        program; each row is scored alone, so the real rows' values do not change. Returns the
-        (padded) features and the number of real rows.
-        """
-        return self._as_features(pad_with_first_row(X, _host_padding(X))), X.shape[0]
-
-    def _padded_joint_log_prob(self, X):
-        """``core.joint_log_prob`` of checked ``X``, rows padded (see ``_padded_features``).
-
-        ``X`` passed :meth:`_check_X` (finite, and the story's own check in :meth:`_validate_X`),
-        so the core does not check the values a second time."""
-        Xj, num_rows = self._padded_features(X)
-        story, params = self._scoring_story(X), self._params_jax()
-        return core._joint_log_prob_of_checked(story, params, Xj), num_rows
+            story, params = self._scoring_story(X), self._params_jax()
+            return np.asarray(execution.joint_log_prob(story, params, self._as_features(X)))
 
     def predict_log_proba(self, X):
         """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp."""
@@ -971,38 +818,13 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(values, axis=1)]
 
     def _posteriors(self, X, kind):
-        """Rows ``X`` (n, K) as class scores ``log pi_k + discriminant`` (``kind="scores"``, or
-        log posteriors where scored on the device), log posteriors (``"log"``) or posteriors
-        (``"proba"``); every row must have a posterior (else refused by
-        :func:`check_scored_rows`). Sparse rows and stories that score on the host are scored
-        and normalized there block by block (``core._host_posteriors``); others on the device,
-        rows padded to a bucket size (see ``_padded_features``)."""
-        deferred = self._finite_check_deferred and not self._marginalizes
-        X = validated = self._check_X(X, finite=False) if deferred else self._check_X(X)
+        """Class scores (``kind="scores"``), log posteriors (``"log"``) or posteriors
+        (``"proba"``) (n, K) of ``X`` (:func:`genprob.execution.class_posteriors`); a row
+        without a finite score is refused by name."""
+        X = self._check_X(X)
         with precision(self._dtype):
             story, params = self._scoring_story(X), self._params_jax()
-            on_host = isinstance(X, np.ndarray) and story.scores_on_host(params, X)
-            if on_host:
-                # scored on the host, in place when X has the estimator's dtype
-                X = X.astype(numpy_dtype(self._dtype), copy=False)
-            elif deferred:
-                self._check_finite(X)
-            # checked by _check_X (the story's check included): the core does not check again
-            try:
-                # a NaN or infinity left in X turns into NaN scores, refused below
-                with np.errstate(invalid="ignore") if deferred else contextlib.nullcontext():
-                    values = core._host_posteriors(story, params, X, kind)
-            except ValueError:
-                if deferred:  # rows left unscored by a NaN or an infinity: named as sklearn does
-                    self._check_finite(validated)
-                raise
-            if values is not None:
-                return values
-            Xj, num_rows = self._padded_features(X)
-            log_proba = core._predict_log_proba(story.without_sampling_settings(), params, Xj)
-            values = np.asarray(log_proba)[:num_rows]
-        check_scored_rows(values)
-        return core.exp_flushed(values) if kind == "proba" else values
+            return execution.class_posteriors(story, params, self._as_features(X), kind)
 
     # -- the generative direction ----------------------------------------------------------------
     def sample(self, n_samples: int = 1, random_state=None):

@@ -11,9 +11,10 @@ import scipy.sparse
 from sklearn.utils import check_random_state
 
 from genprob._dtype import precision
+from genprob._limits import check_count, check_posterior_size
 from genprob.arviz_io import to_arviz
 from genprob.masking import has_missing, marginalized
-from genprob.mcmc import run_nuts
+from genprob.mcmc import JITTER, check_options, run_nuts
 from genprob.posterior import (
     METHODS,
     _no_exact_posterior_error,
@@ -23,12 +24,6 @@ from genprob.posterior import (
 )
 
 __all__ = ["estimator_posterior"]
-
-
-def _check_count(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
-    return int(value)
 
 
 def estimator_posterior(
@@ -48,14 +43,19 @@ def estimator_posterior(
     **nuts_kwargs,
 ):
     """Implementation of :meth:`GenerativeClassifierBase.posterior` (see there)."""
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be 'nuts' or 'exact', got {method!r}.")
-    num_samples = _check_count("num_samples", num_samples, 1)
-    num_chains = _check_count("num_chains", num_chains, 1)
-    num_warmup = _check_count("num_warmup", num_warmup, 0)
+    num_samples = check_count(num_samples, "num_samples")
+    num_chains = check_count(num_chains, "num_chains")
+    num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
+    # the exact path ignores them, but a typo there must not pass unnoticed
+    check_options(priors=priors, init=init, jitter=nuts_kwargs.get("jitter", JITTER))
     if prior is not None and not isinstance(prior, dict):
         raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
     y = np.asarray(y)
+    sizes = dict(num_chains=num_chains, num_samples=num_samples, num_warmup=num_warmup)
+    sizes.update(num_rows=int(y.shape[0]) if y.ndim else 0, nuts=method == "nuts")
+    check_posterior_size(parameter_entries=0, **sizes)  # before a fit: chains, iterations, rows
     unlabeled = estimator._unlabeled_rows(y)
     if method == "exact" and np.any(unlabeled):
         raise _unlabeled_rows_error(int(np.sum(unlabeled)))
@@ -65,6 +65,12 @@ def estimator_posterior(
     if y.shape != (X.shape[0],):
         raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
     codes = estimator._label_codes(y, unlabeled)
+    check_posterior_size(
+        parameter_entries=sum(int(np.size(value)) for value in estimator.params_.values()),
+        num_classes=len(estimator.classes_),
+        itemsize=np.dtype(estimator._dtype).itemsize,
+        **sizes,
+    )
     story = with_prior(estimator.story_, **(prior or {}))
     if estimator._marginalizes and has_missing(X):
         story = marginalized(story)  # NaN entries are missing for the model and log-likelihoods

@@ -36,7 +36,8 @@ from genprob._arrays import without_duplicates
 from genprob._dtype import numpy_dtype
 from genprob._validation import check_alpha
 from genprob.estimators._base import GenerativeClassifierBase
-from genprob.families.bernoulli import BernoulliStory, check_non_negative_values, check_values
+from genprob.families._discrete import check_non_negative_values, check_values
+from genprob.families.bernoulli import BernoulliStory
 from genprob.families.categorical import CategoricalStory, check_table_size
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory

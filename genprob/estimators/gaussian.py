@@ -38,10 +38,8 @@ from sklearn.utils.validation import check_array, column_or_1d
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision
-from genprob._programs import program
-from genprob.boundaries import lda_projection
 from genprob.estimators._base import GenerativeClassifierBase, fitted_cache
-from genprob.families.gaussian import FACTORS, GaussianStory
+from genprob.families.gaussian import FACTORS, GaussianStory, lda_projection
 from genprob.masking import has_missing
 from genprob.streaming import is_out_of_core
 
@@ -49,7 +47,7 @@ from genprob.streaming import is_out_of_core
 _SCORING_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-@program
+@jax.jit
 def _total_fourth_moment(story, X, merged):
     """Ledoit–Wolf's ``sum_i ||z_i||^4`` of all rows ``X`` about their mean (a one-class
     ``story``, statistics ``merged`` over classes), shape (1,)."""
@@ -102,9 +100,6 @@ def _custom_class_covariances(estimator, X, y):
 
 class _GaussianBase(GenerativeClassifierBase):
     """Shared checks: classes with zero weight, and failing a fit without leaving it half-done."""
-
-    # a NaN or infinite entry leaves its row without a finite score on the host (tested)
-    _finite_check_deferred = True
 
     def _fail(self, message: str, error=ValueError):
         for name in ("params_", "story_"):

@@ -102,12 +102,10 @@ class GenerativeClassifier(GenerativeClassifierBase):
             )
         return self.story
 
-    def _fit_labeled(self, story, X, codes, sample_weight, unchecked=False):
+    def _fit_labeled(self, story, X, codes, sample_weight):
         """Closed form when the story has one, else L-BFGS (:func:`genprob.fit_optimizer`)."""
         if story.has_closed_form:
-            return super()._fit_labeled(story, X, codes, sample_weight, unchecked)
-        if unchecked:
-            self._check_finite(X)
+            return super()._fit_labeled(story, X, codes, sample_weight)
         from genprob.optimize import fit_optimizer
 
         class_prior, _ = self._class_prior_argument()

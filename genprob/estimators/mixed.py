@@ -18,22 +18,13 @@ import scipy.sparse
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from genprob._validation import check_alpha
 from genprob.estimators._base import GenerativeClassifierBase
-from genprob.families.bernoulli import check_alpha
-from genprob.families.mixed import (
-    DEFAULT_NAIVE_FAMILY,
-    NAIVE_FAMILIES,
-    MixedStory,
-    block_context,
-    encodes_values,
-    naive_block,
-)
+from genprob.families._registry import block_context, block_families, family_named, naive_block
+from genprob.families.mixed import DEFAULT_NAIVE_FAMILY, MixedStory, grow_statistics
 from genprob.streaming import add_contexts, is_out_of_core
 
-__all__ = ["MixedNB", "FAMILIES"]
-
-#: Family names accepted in ``MixedNB(families=...)`` (the families' own list).
-FAMILIES = NAIVE_FAMILIES
+__all__ = ["MixedNB"]
 
 
 def _is_frame(X) -> bool:
@@ -224,12 +215,13 @@ class MixedNB(GenerativeClassifierBase):
                 f"columns {unmapped} of X have no family; add them to families or drop them."
             )
         positions: dict[str, list[int]] = {}
+        known = block_families()
         for position, key in enumerate(keys):
             family = families[key]
-            if not isinstance(family, str) or family.lower() not in FAMILIES:
+            if not isinstance(family, str) or family.lower() not in known:
                 raise ValueError(
                     f"unknown family {family!r} for column {key!r}; known families: "
-                    f"{', '.join(FAMILIES)}."
+                    f"{', '.join(known)}."
                 )
             positions.setdefault(family.lower(), []).append(position)
         # families that read raw values (categories) get them encoded as codes
@@ -238,7 +230,7 @@ class MixedNB(GenerativeClassifierBase):
                 X, position, keys[position], skip_missing=self._marginalizes
             )
             for family, family_positions in positions.items()
-            if encodes_values(family)
+            if family_named(family).block.encodes_values
             for position in family_positions
         }
         self._columns = keys
@@ -356,14 +348,14 @@ class MixedNB(GenerativeClassifierBase):
             raise
 
     def _extend_statistics(self, stats, previous, story):
-        """Move the blocks' statistics to the (possibly grown) category lists (the story's
-        ``grow_statistics`` hook; old code c of a column becomes ``moves[column][c]``)."""
+        """Move the blocks' statistics to the (possibly grown) category lists (the family's
+        ``grow_statistics`` block hook; old code c of a column becomes ``moves[column][c]``)."""
         if self._stats_categories is None:
             return stats
         moves = [None] * len(self._columns)
         for key, old in self._stats_categories.items():
             moves[self._columns.index(key)] = pd.Index(self.categories_[key]).get_indexer(old)
-        return {**stats, "emission": story.grow_statistics(stats["emission"], moves)}
+        return {**stats, "emission": grow_statistics(story, stats["emission"], moves)}
 
     def _check_X(self, X, **options):
         if not hasattr(self, "_columns"):
@@ -398,21 +390,18 @@ class MixedNB(GenerativeClassifierBase):
 
     def _story(self, contexts=None):
         """The mixed story; ``contexts`` are the blocks' fit-time contexts (None: empty)."""
-        alpha = check_alpha(self.alpha)
-        if isinstance(alpha, tuple):
-            raise ValueError(f"alpha must be a single number, got {self.alpha!r}.")
+        settings = {
+            "alpha": check_alpha(self.alpha, per_feature=False),
+            "beta": self.beta,
+            "var_smoothing": self.var_smoothing,
+        }
         blocks = []
         for family, positions in self._block_positions.items():
             # columns with encoded categories tell their count (only categorical ones have any)
             counts = [self.categories_.get(self._columns[p]) for p in positions]
             n_categories = None if any(c is None for c in counts) else tuple(map(len, counts))
             story = naive_block(
-                family,
-                alpha=alpha,
-                beta=self.beta,
-                var_smoothing=self.var_smoothing,
-                n_categories=n_categories,
-                context=(contexts or {}).get(family),
+                family, {**settings, "n_categories": n_categories}, (contexts or {}).get(family)
             )
             blocks.append((family, story, tuple(positions)))
         return MixedStory(blocks)

@@ -1,8 +1,15 @@
-"""The built-in families: one module (or package) per family of class-conditional distributions."""
+"""The built-in families: one module (or package) per family of class-conditional distributions.
+
+Each family module declares one :class:`~genprob.families._registry.Family` record (``FAMILY``):
+its story, its estimator faces, its names on the command line and how a block of its columns is
+built in a mixed table. Everything that looks a family up by name reads those records.
+"""
 
 from __future__ import annotations
 
-__all__ = ["story_named"]
+from genprob.families._registry import Block, Command, Family, commands, families, family_named
+
+__all__ = ["Block", "Command", "Family", "commands", "families", "family_named", "story_named"]
 
 
 def story_named(name: str) -> type:
@@ -11,13 +18,4 @@ def story_named(name: str) -> type:
     Raises:
         ValueError: when no built-in family has that name.
     """
-    from genprob.story import _STORY_CLASSES
-
-    found = {
-        cls.name: cls
-        for cls in _STORY_CLASSES.values()
-        if cls.__module__.startswith(__name__ + ".")
-    }
-    if name not in found:
-        raise ValueError(f"no built-in family {name!r}; known: {', '.join(sorted(found))}.")
-    return found[name]
+    return family_named(name).story

@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-from genprob.families.bernoulli import bernoulli_linear_form, linear_log_prob
+from genprob.families._discrete import linear_log_prob
+from genprob.families.bernoulli import bernoulli_linear_form
 
 __all__ = ["BernoulliFeatures"]
 

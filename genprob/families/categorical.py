@@ -54,9 +54,10 @@ from jax.scipy.special import xlogy
 
 from genprob import _limits
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import FeatureValueError
+from genprob._validation import FeatureValueError, check_alpha
 from genprob.conjugate import ConjugateFactor
-from genprob.families.bernoulli import check_alpha, floor_log
+from genprob.families._discrete import floor_log
+from genprob.families._registry import Block, Command, Family
 from genprob.story import CLASS_PRIOR, Story
 
 numpyro = LazyModule("numpyro")
@@ -66,6 +67,7 @@ _emission = LazyModule("genprob.families.categorical_emission")
 
 __all__ = [
     "CategoricalStory",
+    "FAMILY",
     "full_joint_num_parameters",
     "naive_num_parameters",
 ]
@@ -200,8 +202,6 @@ class CategoricalStory(Story):
     """
 
     name = "categorical"
-    #: a block of a mixed table encodes its raw values (any type) as category codes
-    encodes_values = True
 
     def __init__(self, n_categories, alpha=1.0):
         self.n_categories = _check_n_categories(n_categories)
@@ -280,16 +280,6 @@ class CategoricalStory(Story):
             "counts": R.T @ weights,
             "category_counts": jnp.transpose(per_feature, (2, 0, 1)),
         }
-
-    def grow_statistics(self, stats, moves):
-        """Counts of an earlier story moved to this one's categories (old code c of column j
-        becomes ``moves[j][c]``; new categories start at zero)."""
-        counts = np.asarray(stats["category_counts"])
-        grown = np.zeros(counts.shape[:2] + (self.max_categories,), dtype=counts.dtype)
-        for j, move in enumerate(moves):
-            move = np.arange(self.n_categories[j]) if move is None else np.asarray(move)
-            grown[:, j, move] = counts[:, j, : len(move)]
-        return {**stats, "category_counts": jnp.asarray(grown)}
 
     def maximize(self, stats):
         counts = stats["category_counts"]
@@ -393,3 +383,40 @@ class CategoricalStory(Story):
         weights = jnp.where(mask, log_probs[k] - log_probs[l], 0.0).reshape(-1)
         log_prior = jnp.log(params[CLASS_PRIOR])
         return weights, log_prior[k] - log_prior[l]
+
+
+def _grow_statistics(story, stats, moves):
+    """Counts of an earlier story moved to ``story``'s categories (old code c of column j
+    becomes ``moves[j][c]``; new categories start at zero)."""
+    counts = np.asarray(stats["category_counts"])
+    grown = np.zeros(counts.shape[:2] + (story.max_categories,), dtype=counts.dtype)
+    for j, move in enumerate(moves):
+        move = np.arange(story.n_categories[j]) if move is None else np.asarray(move)
+        grown[:, j, move] = counts[:, j, : len(move)]
+    return {**stats, "category_counts": jnp.asarray(grown)}
+
+
+def _naive_block(context, alpha, n_categories):
+    return CategoricalStory(n_categories=n_categories, alpha=alpha)
+
+
+FAMILY = Family(
+    story=CategoricalStory,
+    estimators=("genprob.estimators.discrete:CategoricalNB",),
+    commands=(
+        Command(
+            "categorical",
+            "categorical features (categorical NB), alpha=1",
+            ("digits",),
+            {"alpha": 1.0},
+            aliases=("categorical_nb",),
+        ),
+    ),
+    # a block encodes its raw values (any type) as category codes
+    block=Block(
+        _naive_block,
+        settings=("alpha", "n_categories"),
+        encodes_values=True,
+        grow_statistics=_grow_statistics,
+    ),
+)

@@ -11,7 +11,7 @@ from jax.scipy.special import gammaln, xlogy
 from numpyro.distributions import constraints
 from numpyro.distributions.transforms import StickBreakingTransform, Transform, biject_to
 
-from genprob.families.bernoulli import floor_log
+from genprob.families._discrete import floor_log
 from genprob.families.categorical import _check_n_categories, category_mask  # noqa
 
 __all__ = [

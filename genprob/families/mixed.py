@@ -17,30 +17,36 @@ Block names therefore may not contain dots.
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 from genprob._lazy import LazyModule, lazy_attribute
 from genprob._validation import FeatureValueError
+from genprob.families._registry import Command, Family, families, load
+from genprob.families.categorical import CategoricalStory
+from genprob.families.gaussian import GaussianStory
 from genprob.story import Story
 
 numpyro = LazyModule("numpyro")
 _emission = LazyModule("genprob.families.mixed_emission")
 
 __all__ = [
-    "MixedStory",
-    "NAIVE_FAMILIES",
     "DEFAULT_NAIVE_FAMILY",
-    "block_context",
-    "encodes_values",
-    "naive_block",
+    "FAMILY",
+    "MAX_CODES",
+    "MixedStory",
+    "categorical_columns",
+    "grow_statistics",
+    "table_families",
 ]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
 __getattr__ = lazy_attribute(__name__, {"MixedFeatures": "genprob.families.mixed_emission"})
 
-#: Families of a naive-Bayes block of a mixed table, by name (``MixedNB(families=...)``).
-NAIVE_FAMILIES = ("gaussian", "bernoulli", "categorical", "multinomial", "poisson")
 #: The family of a column that names none (``MixedNB(families=None)``).
-DEFAULT_NAIVE_FAMILY = "gaussian"
+DEFAULT_NAIVE_FAMILY = GaussianStory.name
+#: A column is read as categorical by :meth:`MixedStory.from_data` and :func:`table_families`
+#: when it holds non-negative integer codes with at most this many distinct values.
+MAX_CODES = 20
 
 
 class MixedStory(Story):
@@ -101,6 +107,22 @@ class MixedStory(Story):
             )
         self.blocks = tuple(normalized)
 
+    @classmethod
+    def from_data(cls, X, **options):
+        """Gaussian naive Bayes on the measurement columns of ``X`` and a categorical block on
+        its columns of codes (:func:`categorical_columns`)."""
+        X = np.asarray(X)
+        codes = categorical_columns(X)
+        numeric = [j for j in range(X.shape[1]) if j not in codes]
+        blocks = []
+        if numeric:
+            gaussian = GaussianStory(covariance="diag", shared=False, var_smoothing=1e-9)
+            blocks.append(("numeric", gaussian, tuple(numeric)))
+        if codes:
+            story = CategoricalStory.from_data(X[:, codes], alpha=1.0)
+            blocks.append(("categories", story, tuple(codes)))
+        return cls(blocks, **options)
+
     @property
     def num_features(self) -> int:
         return sum(len(columns) for _, _, columns in self.blocks)
@@ -159,13 +181,6 @@ class MixedStory(Story):
         return all(story.supports_missing for _, story, _ in self.blocks)
 
     @property
-    def no_missing_reason(self) -> str:
-        for name, story, _ in self.blocks:
-            if not story.supports_missing:
-                return f"in block {name!r}, {story.no_missing_reason}"
-        return super().no_missing_reason
-
-    @property
     def missing_needs_em(self) -> bool:
         return any(story.missing_needs_em for _, story, _ in self.blocks)
 
@@ -198,24 +213,6 @@ class MixedStory(Story):
             params.update({f"{name}.{k}": v for k, v in story.maximize(stats[name]).items()})
         return params
 
-    def statistics_identity(self):
-        """Each block's own (a multinomial block's document length does not count)."""
-        return MixedStory([(n, s.statistics_identity(), c) for n, s, c in self.blocks])
-
-    def without_sampling_settings(self):
-        """Each block's own (a multinomial block's document length)."""
-        blocks = [(n, s.without_sampling_settings(), c) for n, s, c in self.blocks]
-        if all(new is old for (_, new, _), (_, old, _) in zip(blocks, self.blocks, strict=True)):
-            return self
-        return MixedStory(blocks)
-
-    def grow_statistics(self, stats, moves):
-        """Each block moves its own statistics (``moves`` has one entry per column)."""
-        return {
-            name: story.grow_statistics(stats[name], [moves[c] for c in columns])
-            for name, story, columns in self.blocks
-        }
-
     def check_parameters(self, params, class_names=None, feature_names=None):
         """Each block checks its own parameters (a Gaussian block's zero variance, say), with the
         names of its own columns."""
@@ -231,30 +228,8 @@ class MixedStory(Story):
         )
 
     @property
-    def has_closed_form(self) -> bool:
-        return all(story.has_closed_form for _, story, _ in self.blocks)
-
-    @property
     def adds_over_rows(self) -> bool:
         return all(getattr(s, "adds_over_rows", s.has_closed_form) for _, s, _ in self.blocks)
-
-    @property
-    def not_additive_reason(self) -> str:
-        for name, story, _ in self.blocks:
-            if not getattr(story, "adds_over_rows", story.has_closed_form):
-                return f"in block {name!r}, {story.not_additive_reason}"
-        return super().not_additive_reason
-
-    @property
-    def has_exact_posterior(self) -> bool:
-        return all(story.has_exact_posterior for _, story, _ in self.blocks)
-
-    @property
-    def no_exact_posterior_reason(self) -> str:
-        for name, story, _ in self.blocks:
-            if not story.has_exact_posterior:
-                return f"block {name!r} ({type(story).__name__}): {story.no_exact_posterior_reason}"
-        return super().no_exact_posterior_reason
 
     def conjugate_factors(self, stats, offset):
         factors = {}
@@ -310,66 +285,70 @@ class MixedStory(Story):
         return f"MixedStory([{inner}])"
 
 
-def naive_block(
-    family: str,
-    *,
-    alpha=1.0,
-    beta=1.0,
-    var_smoothing=1e-9,
-    n_categories=None,
-    mean_length=0.0,
-    context=None,
-) -> Story:
-    """The naive-Bayes story of one block of a mixed table, by family name.
+def grow_statistics(story: MixedStory, stats: dict, moves: list) -> dict:
+    """Each block's statistics moved to the grown layout of its family
+    (:attr:`~genprob.families._registry.Block.grow_statistics`; ``moves`` has one entry per
+    column, None for an unchanged one)."""
+    grown = {}
+    for name, block, columns in story.blocks:
+        family = families().get(block.name)
+        if family is None or family.block is None:  # a story of its own: its layout is fixed
+            grown[name] = stats[name]
+        else:
+            grown[name] = family.block.grow_statistics(
+                block, stats[name], [moves[c] for c in columns]
+            )
+    return grown
 
-    Args:
-        family: ``"gaussian"``, ``"bernoulli"``, ``"categorical"``, ``"multinomial"`` or
-            ``"poisson"``.
-        alpha: smoothing of the discrete families; ``beta``: Poisson pseudo-rows;
-            ``var_smoothing``: Gaussian variance floor; ``n_categories``: categorical counts;
-            ``mean_length``: document length of sampled multinomial rows.
-        context: the block's fit-time context (:func:`block_context`), summed over chunks; it
-            replaces ``mean_length`` when given.
-    """
-    if context is not None and context.get("rows"):
-        mean_length = context.get("length", 0.0) / context["rows"]
-    from genprob.families.bernoulli import BernoulliStory
-    from genprob.families.categorical import CategoricalStory
-    from genprob.families.gaussian import GaussianStory
-    from genprob.families.multinomial import MultinomialStory
-    from genprob.families.poisson import PoissonStory
 
-    builders = {
-        "gaussian": lambda: GaussianStory(
-            covariance="diag", shared=False, var_smoothing=var_smoothing
-        ),
-        "bernoulli": lambda: BernoulliStory(alpha=alpha),
-        "categorical": lambda: CategoricalStory(n_categories=n_categories, alpha=alpha),
-        # sampled documents get the mean training length (the density conditions on each row's
-        # own length)
-        "multinomial": lambda: MultinomialStory(alpha=alpha, total_count=int(round(mean_length))),
-        "poisson": lambda: PoissonStory(alpha=alpha, beta=beta),
+def categorical_columns(X) -> list:
+    """Columns of non-negative integer codes with at most :data:`MAX_CODES` distinct values."""
+    X = np.asarray(X, dtype=float)
+    chosen = []
+    for j in range(X.shape[1]):
+        column = X[:, j]
+        if np.all(column >= 0) and np.all(column == np.round(column)):
+            if len(np.unique(column)) <= MAX_CODES:
+                chosen.append(j)
+    return chosen
+
+
+def table_families(features) -> dict:
+    """Column -> family of a DataFrame for ``MixedNB``: text columns and numeric columns of small
+    integer codes (:func:`categorical_columns`) are categorical, the others Gaussian."""
+    import pandas as pd
+
+    numeric = [c for c in features.columns if pd.api.types.is_numeric_dtype(features[c])]
+    codes = set()
+    if numeric:
+        positions = categorical_columns(features[numeric].to_numpy(dtype=np.float64))
+        codes = {numeric[j] for j in positions}
+    return {
+        c: CategoricalStory.name if (c not in numeric or c in codes) else GaussianStory.name
+        for c in features.columns
     }
-    if family not in builders:
-        raise ValueError(f"unknown family {family!r}; expected one of {', '.join(builders)}.")
-    return builders[family]()
 
 
-def _naive_class(family: str) -> type:
-    from genprob.families import story_named
-
-    if family not in NAIVE_FAMILIES:
-        raise ValueError(f"unknown family {family!r}; expected one of {', '.join(NAIVE_FAMILIES)}.")
-    return story_named(family)
+def _table_estimator(features, **options):
+    """``MixedNB`` with the families of :func:`table_families` (text columns allowed)."""
+    return load("genprob.estimators.mixed:MixedNB")(families=table_families(features), **options)
 
 
-def encodes_values(family: str) -> bool:
-    """Whether a block of ``family`` reads raw column values as categories
-    (:attr:`~genprob.story.Story.encodes_values`)."""
-    return _naive_class(family).encodes_values
-
-
-def block_context(family: str, X) -> dict:
-    """Fit-time context of a block's columns ``X`` (n, d): its rows and the family's own
-    (:meth:`~genprob.story.Story.block_context`); contexts of chunks add key by key."""
-    return {"rows": int(X.shape[0]), **_naive_class(family).block_context(X)}
+FAMILY = Family(
+    story=MixedStory,
+    estimators=("genprob.estimators.mixed:MixedNB",),
+    commands=(
+        Command(
+            "mixed",
+            "Gaussian NB on measurements + categorical NB on code columns",
+            ("penguins",),
+            aliases=("mixed_nb",),
+            make_story=MixedStory.from_data,
+            table_estimator=_table_estimator,
+            note=(
+                "'mixed' takes text columns (categorical) with numeric ones (Gaussian, or "
+                f"categorical when they hold at most {MAX_CODES} distinct integer codes)."
+            ),
+        ),
+    ),
+)

@@ -43,16 +43,17 @@ from jax.scipy.special import xlogy
 
 from genprob._arrays import namespace, without_duplicates
 from genprob._lazy import LazyModule, lazy_attribute
+from genprob._validation import check_alpha
 from genprob.conjugate import dirichlet
-from genprob.families.bernoulli import (
+from genprob.families._discrete import (
     alpha_array,
-    check_alpha,
     check_non_negative_values,
     floor_log,
     host_if_host_rows,
     linear_discriminant,
     weighted_sums,
 )
+from genprob.families._registry import Block, Command, Family
 from genprob.story import CLASS_PRIOR, Story
 
 numpyro = LazyModule("numpyro")
@@ -60,9 +61,7 @@ dist = LazyModule("numpyro.distributions")
 _emission = LazyModule("genprob.families.multinomial_emission")
 
 
-__all__ = [
-    "MultinomialStory",
-]
+__all__ = ["FAMILY", "MultinomialStory"]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
 __getattr__ = lazy_attribute(
@@ -107,25 +106,15 @@ class MultinomialStory(Story):
 
     name = "multinomial"
     accepts_scipy_sparse = True
+    array_api = True
 
     def __init__(self, alpha=1.0, total_count=None):
         self.alpha = check_alpha(alpha)
         if total_count is not None and int(total_count) < 0:
             raise ValueError(f"total_count must be >= 0, got {total_count!r}.")
-        self.total_count = None if total_count is None else int(total_count)
-
-    @classmethod
-    def block_context(cls, X) -> dict:
-        """The block's total count: sampled documents get the mean training length."""
-        return {"length": float(np.asarray(X).sum())}
-
-    def without_sampling_settings(self):
-        """The document length only shapes sampled rows (each fold of a cross-validation has
-        its own mean length: compiled programs must not key on it)."""
-        if self.total_count is None:
-            return self
-        # not replace(): __init__ would check alpha, which is a tracer inside compiled code
-        return type(self)._from_fields({**vars(self), "total_count": None}, self._layout)
+        # a float, so traced: only sampling reads it, and a new length (each fold has its own
+        # mean length) reuses compiled code
+        self.total_count = None if total_count is None else float(int(total_count))
 
     def prior(self, num_classes, num_features):
         concentration = jnp.broadcast_to(alpha_array(self.alpha, num_features) + 1.0, num_features)
@@ -146,18 +135,6 @@ class MultinomialStory(Story):
         probs = host_if_host_rows(X, params["probs"])
         return linear_discriminant(X, *multinomial_linear_form(probs))
 
-    def scores_on_host(self, params, X) -> bool:
-        """NumPy rows: one (n, D) x (D, K - 1) product (as SciPy's for sparse rows)."""
-        return True
-
-    def statistics_on_host(self, X) -> bool:
-        """Dense NumPy rows: one BLAS product ``R^T X``, no compiled program."""
-        return isinstance(X, np.ndarray)
-
-    def maximizes_on_host(self, stats) -> bool:
-        """(K, D) divisions: in NumPy, no compiled program."""
-        return True
-
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]
         xp = namespace(feature_counts)
@@ -175,14 +152,6 @@ class MultinomialStory(Story):
         counts = stats["feature_counts"]
         alpha = np.asarray(self.alpha, counts.dtype) + offset
         return {"probs": dirichlet(counts + alpha)}
-
-    @property
-    def no_missing_reason(self) -> str:
-        return (
-            "a multinomial row is one document whose length is the sum of its counts; a missing "
-            "count leaves that length, and so the row's distribution, undefined (impute the "
-            "counts, or drop the rows)"
-        )
 
     def validate(self, X):
         check_non_negative_values(X, "non-negative counts for a multinomial story")
@@ -203,3 +172,32 @@ class MultinomialStory(Story):
         weights, offset = self.emission(params).linear_form()
         log_prior = jnp.log(params[CLASS_PRIOR])
         return weights[k] - weights[l], log_prior[k] - log_prior[l] + offset[k] - offset[l]
+
+
+def _block_context(X) -> dict:
+    """The block's total count: sampled documents get the mean training length."""
+    return {"length": float(np.asarray(X).sum())}
+
+
+def _naive_block(context, alpha):
+    """Sampled documents get the mean training length (the density conditions on each row's own
+    length)."""
+    rows = context.get("rows")
+    mean_length = context.get("length", 0.0) / rows if rows else 0.0
+    return MultinomialStory(alpha=alpha, total_count=int(round(mean_length)))
+
+
+FAMILY = Family(
+    story=MultinomialStory,
+    estimators=("genprob.estimators.discrete:MultinomialNB",),
+    commands=(
+        Command(
+            "multinomial",
+            "word counts (multinomial NB), alpha=1",
+            ("sms_counts", "digits"),
+            {"alpha": 1.0},
+            aliases=("multinomial_nb",),
+        ),
+    ),
+    block=Block(_naive_block, settings=("alpha",), context=_block_context),
+)

@@ -8,7 +8,7 @@ import scipy.sparse
 from jax.scipy.special import gammaln
 from numpyro.distributions import constraints
 
-from genprob.families.bernoulli import linear_log_prob
+from genprob.families._discrete import linear_log_prob
 from genprob.families.multinomial import _map_stored, _scipy_row_term, multinomial_linear_form
 
 __all__ = ["MultinomialFeatures"]
@@ -59,7 +59,8 @@ class MultinomialFeatures(dist.Distribution):
                 "sampling multinomial features needs a document length: build the story with "
                 "MultinomialStory(total_count=n)."
             )
-        draws = dist.Multinomial(total_count=self.total_count, probs=self.probs).sample(
+        total_count = int(self.total_count)  # concrete: sampling runs outside compiled code
+        draws = dist.Multinomial(total_count=total_count, probs=self.probs).sample(
             key, sample_shape
         )
         return draws.astype(jnp.result_type(self.probs))

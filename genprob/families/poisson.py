@@ -28,14 +28,15 @@ from jax.scipy.special import xlogy
 
 from genprob._lazy import LazyModule
 from genprob.conjugate import ConjugateFactor
-from genprob.families.bernoulli import check_values, observed_sums, row_counts
+from genprob.families._discrete import check_values, observed_sums, row_counts
+from genprob.families._registry import Block, Command, Family
 from genprob.story import Story
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
 
 
-__all__ = ["PoissonStory", "VAGUE_RATE"]
+__all__ = ["FAMILY", "PoissonStory", "VAGUE_RATE"]
 
 #: Rate of the NumPyro prior's Gamma when ``beta = 0`` (prior mean ``(alpha + 1) / 0.01``).
 VAGUE_RATE = 0.01
@@ -118,3 +119,23 @@ class PoissonStory(Story):
 def _proper_rate(beta):
     """``beta``, or :data:`VAGUE_RATE` where it is 0 (``beta`` may be traced: no Python branch)."""
     return jnp.where(jnp.asarray(beta) > 0, beta, VAGUE_RATE)
+
+
+FAMILY = Family(
+    story=PoissonStory,
+    estimators=("genprob.estimators.discrete:PoissonNB",),
+    commands=(
+        Command(
+            "poisson",
+            "independent Poisson counts, Gamma smoothing alpha=1, beta=1",
+            ("sms_counts", "digits"),
+            {"alpha": 1.0, "beta": 1.0},
+            aliases=("poisson_nb",),
+            in_report=True,
+        ),
+    ),
+    block=Block(
+        lambda context, alpha, beta: PoissonStory(alpha=alpha, beta=beta),
+        settings=("alpha", "beta"),
+    ),
+)

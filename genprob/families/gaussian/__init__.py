@@ -1,15 +1,20 @@
 """Gaussian class-conditionals: distributions, moments and shrinkage, covariance structures, the
-story. Public names are re-exported here."""
+story, LDA's projection. Public names are re-exported here, with the family's registry record."""
 
 from genprob._lazy import lazy_attribute
+from genprob.families._registry import Block, Command, Family
 from genprob.families.gaussian.moments import ledoit_wolf_shrinkage
+from genprob.families.gaussian.projection import lda_projection, lda_transform
 from genprob.families.gaussian.story import FACTORS, GaussianStory
 from genprob.families.gaussian.structures import CovarianceStructure
 
 __all__ = [
     "FACTORS",
+    "FAMILY",
     "GaussianStory",
     "ledoit_wolf_shrinkage",
+    "lda_projection",
+    "lda_transform",
     "CovarianceStructure",
 ]
 
@@ -20,4 +25,63 @@ __getattr__ = lazy_attribute(
         "DiagonalNormal": "genprob.families.gaussian.normals",
         "WhitenedNormal": "genprob.families.gaussian.normals",
     },
+)
+
+_DATA = ("iris", "wine", "breast_cancer")
+
+
+def _command(name: str, description: str, default: str, in_report=False, **options) -> Command:
+    others = tuple(d for d in _DATA if d != default)
+    return Command(name, description, (default, *others), options, in_report=in_report)
+
+
+def _naive_block(context, var_smoothing):
+    """A block of a mixed table: Gaussian naive Bayes (GaussianNB) on its columns."""
+    return GaussianStory(covariance="diag", shared=False, var_smoothing=var_smoothing)
+
+
+FAMILY = Family(
+    story=GaussianStory,
+    estimators=(
+        "genprob.estimators.gaussian:GaussianNB",
+        "genprob.estimators.gaussian:LinearDiscriminantAnalysis",
+        "genprob.estimators.gaussian:QuadraticDiscriminantAnalysis",
+    ),
+    commands=(
+        _command("lda", "full covariance shared by the classes (LDA), MLE", "iris", in_report=True),
+        _command("qda", "full covariance per class (QDA), MLE", "wine", shared=False),
+        _command(
+            "gaussian_nb",
+            "diagonal covariance per class (Gaussian NB), var_smoothing=1e-9",
+            "breast_cancer",
+            in_report=True,
+            covariance="diag",
+            shared=False,
+            var_smoothing=1e-9,
+        ),
+        _command(
+            "shared_diag",
+            "diagonal covariance shared by the classes, MLE",
+            "iris",
+            covariance="diag",
+        ),
+        _command("lda_shrinkage", "LDA with shrinkage=0.2", "wine", shrinkage=0.2),
+        _command(
+            "lda_ledoit_wolf",
+            "LDA with Ledoit-Wolf shrinkage (shrinkage='auto')",
+            "breast_cancer",
+            shrinkage="auto",
+        ),
+        _command(
+            "qda_reg", "QDA with reg_param=0.1", "iris", in_report=True, shared=False, reg_param=0.1
+        ),
+        _command(
+            "qda_unbiased",
+            "QDA with the unbiased covariance (1/(n_k - 1))",
+            "wine",
+            shared=False,
+            estimator="unbiased",
+        ),
+    ),
+    block=Block(_naive_block, settings=("var_smoothing",)),
 )

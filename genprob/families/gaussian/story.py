@@ -84,6 +84,7 @@ class GaussianStory(Story):
     """
 
     name = "gaussian"
+    array_api = True
     # the public home of the class, which is also the name saved model files know it by
     __module__ = "genprob.families.gaussian"
 
@@ -296,20 +297,7 @@ class GaussianStory(Story):
         factors = params.get(FACTORS) or self.structure.factorize(spread, self.rank_tol)
         return factors["whitening"], class_constant(factors["rank"], factors["log_normalizer"])
 
-    def scores_on_host(self, params, X) -> bool:
-        """NumPy rows are scored in NumPy (:meth:`discriminant`) when the parameters are in
-        the dtype a compiled program would keep (JAX's precision)."""
-        dtype = np.result_type(params["means"])
-        return isinstance(X, np.ndarray) and jax.dtypes.canonicalize_dtype(dtype) == dtype
-
     # -- closed form -----------------------------------------------------------------------------
-    #: every row of positive weight adds its entries and their squares to the moments
-    statistics_show_nonfinite = True
-
-    def statistics_on_host(self, X) -> bool:
-        """NumPy rows: :meth:`sufficient_statistics` in NumPy."""
-        return isinstance(X, np.ndarray)
-
     def sufficient_statistics(self, X, R):
         """Counts, first and second moments of features ``X`` (n, D) weighted by a dense
         responsibility matrix ``R`` (n, K), NumPy or JAX alike.
@@ -487,10 +475,6 @@ class GaussianStory(Story):
         with np.errstate(over="ignore", invalid="ignore"):
             centered_mean = sums.sum(axis=0) / total
             return self.var_smoothing * (squares / total - centered_mean**2).max()
-
-    def maximizes_on_host(self, stats) -> bool:
-        """NumPy statistics: :meth:`maximize` in NumPy."""
-        return all(isinstance(v, np.ndarray) for v in jax.tree_util.tree_leaves(stats))
 
     def maximize(self, stats):
         if np.ndim(stats["counts"]) == 2:  # per-feature counts: observed entries only

@@ -1,0 +1,384 @@
+"""Where rows live and how a pass over them runs: the one place genprob decides it.
+
+The route of a row: features ``X`` (n, D) and responsibilities ``R`` (n, K) (one-hot labels
+times sample weights, soft rows in EM, zero rows for unlabeled rows) -> the story's
+``sufficient_statistics`` (block by block, added by ``combine_statistics``) with the class
+counts ``R.sum(0)`` -> ``maximize`` -> parameters -> ``log pi_k + discriminant(params, X)`` ->
+normalized per row into (log) posteriors, a row without a finite score refused by name.
+
+One rule picks where a pass runs: concrete NumPy rows of a story that declares
+:attr:`~genprob.story.Story.array_api` (and SciPy sparse rows, which only stories taking them
+receive) run the story's methods eagerly in NumPy; everything else runs the same methods inside
+``jax.jit``, small dense inputs padded to a few bucket sizes so that new row counts reuse
+compiled code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse
+import scipy.special
+
+from genprob._validation import check_feature_width, describe, is_concrete
+from genprob.story import CLASS_PRIOR, Story
+
+__all__ = [
+    "on_host",
+    "responsibilities",
+    "statistics",
+    "labeled_statistics",
+    "em_statistics",
+    "combine_statistics",
+    "parameters",
+    "class_prior_from_counts",
+    "joint_log_prob",
+    "class_scores",
+    "class_posteriors",
+    "refuse_unscored",
+    "padded_rows",
+    "row_padding",
+    "pad_with_first_row",
+]
+
+#: Bytes of rows a host statistics pass reads per block: its temporaries stay this small.
+BLOCK_BYTES = 1 << 23
+#: ... and at least this many rows, so that wide rows do not make a block per row.
+_MIN_BLOCK_ROWS = 256
+#: Dense inputs up to this many rows and entries are padded to a bucket size (``padded_rows``)
+#: so that new row counts (folds, learning curves) reuse compiled code; larger ones compile in
+#: a small fraction of their run time and are not copied.
+PAD_LIMIT = 1 << 16
+PAD_ENTRY_LIMIT = 1 << 21
+#: Entries (rows x features) of the smallest bucket of one-pass inputs.
+_SMALLEST_BUCKET_ENTRIES = 1 << 12
+
+
+# -- where a pass runs -----------------------------------------------------------------------------
+def on_host(story: Story, X) -> bool:
+    """True when the pass over ``X`` runs eagerly in NumPy: SciPy sparse rows, or concrete
+    NumPy rows of a story written against the array namespace of its inputs."""
+    return scipy.sparse.issparse(X) or (story.array_api and isinstance(X, np.ndarray))
+
+
+def padded_rows(num_rows: int, num_features: int | None = None) -> int:
+    """Row count a dense input is padded to: powers of two up to 4096, then multiples of 4096;
+    given ``num_features``, the smallest bucket holds about ``_SMALLEST_BUCKET_ENTRIES`` entries,
+    so the folds, test sets and refits of a small data set share one compiled program."""
+    smallest = 16
+    if num_features:
+        rows = max(1, _SMALLEST_BUCKET_ENTRIES // num_features)
+        smallest = min(4096, max(smallest, 1 << (rows.bit_length() - 1)))
+    if num_rows <= 4096:
+        return max(smallest, 1 << (num_rows - 1).bit_length())
+    return -(-num_rows // 4096) * 4096
+
+
+def row_padding(X, *, passes: str = "one") -> int:
+    """Rows to append to the concrete dense 2-D ``X`` to reach its bucket size; 0 for sparse,
+    traced or large inputs. ``passes="many"`` (EM reads the rows at every step) keeps the
+    power-of-two buckets from 16 rows up."""
+    if not isinstance(X, np.ndarray | jax.Array) or X.ndim != 2 or not is_concrete(X):
+        return 0
+    if not (0 < X.shape[0] <= PAD_LIMIT and X.shape[0] * X.shape[1] <= PAD_ENTRY_LIMIT):
+        return 0
+    return padded_rows(X.shape[0], X.shape[1] if passes == "one" else None) - X.shape[0]
+
+
+def pad_with_first_row(X, extra: int):
+    """``X`` with ``extra`` copies of its first row appended (real values, inside the support of
+    every story, so padding rows score finitely wherever real rows do)."""
+    if not extra:
+        return X
+    X = np.asarray(X)  # on the host: an eager JAX concatenation compiles per shape
+    return np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))])
+
+
+def _padded(X, R=None):
+    """``(X, R)`` padded to a bucket size, R with zero rows (they add nothing)."""
+    extra = row_padding(X)
+    if not extra:
+        return X, R
+    if R is not None:
+        R = np.asarray(R)
+        R = np.concatenate([R, np.zeros((extra, R.shape[1]), R.dtype)])
+    return pad_with_first_row(X, extra), R
+
+
+def _host_tree(tree):
+    return jax.tree_util.tree_map(np.asarray, tree)
+
+
+def _all_host(tree) -> bool:
+    return all(
+        isinstance(leaf, np.ndarray | np.generic) for leaf in jax.tree_util.tree_leaves(tree)
+    )
+
+
+# -- statistics ------------------------------------------------------------------------------------
+def responsibilities(codes, num_classes: int, weights=None, dtype=np.float64) -> np.ndarray:
+    """Dense R (n, K) of label codes: row i is ``weights[i]`` at column ``codes[i]``, a row of
+    zeros for code -1 (an unlabeled row in a labeled fit).
+
+    Raises:
+        ValueError: a code outside -1..K-1.
+    """
+    codes = np.asarray(codes)
+    if codes.size and not -1 <= int(codes.min()) <= int(codes.max()) < num_classes:
+        first = int(np.flatnonzero((codes < -1) | (codes >= num_classes))[0])
+        raise ValueError(
+            f"code {int(codes[first])} of row {first} is not a class of 0..{num_classes - 1} "
+            f"(or -1, an unlabeled row)."
+        )
+    # code -1 takes the last row of the (K+1, K) identity, a row of zeros
+    R = np.eye(num_classes + 1, num_classes, dtype=dtype)[codes]
+    if weights is not None:
+        R *= np.asarray(weights, dtype=dtype)[:, None]
+    return R
+
+
+def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
+    """``{"class_counts": R.sum(0), "emission": story.sufficient_statistics(X, R)}``.
+
+    Dense host rows (:func:`on_host`) are read in blocks of about ``BLOCK_BYTES`` whose statistics
+    are added by ``story.combine_statistics`` (one block when they do not add over rows);
+    others run compiled, small concrete inputs padded (``pad``) with zero-responsibility rows
+    so that a new row count reuses the program (the statistics are the same). An
+    overflow gives inf or NaN as on the device, silently: the fit refuses it by name.
+    """
+    if not on_host(story, X):
+        if pad and is_concrete(X) and is_concrete(R):
+            X, R = _padded(X, R)
+        return _statistics(story, X, R)
+    R = np.asarray(R)
+    num_rows, num_features = X.shape
+    step = max(_MIN_BLOCK_ROWS, BLOCK_BYTES // max(1, num_features * X.dtype.itemsize))
+    # sparse products allocate no dense (n, D) temporary: one block
+    if num_rows <= step or scipy.sparse.issparse(X) or not story.adds_over_rows:
+        step = max(num_rows, 1)
+    emission = None
+    # a combine written in jax.numpy keeps float64 blocks in float64
+    x64 = jax.enable_x64(True) if X.dtype == np.float64 else contextlib.nullcontext()
+    with x64, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for start in range(0, max(num_rows, 1), step):
+            part = story.sufficient_statistics(X[start : start + step], R[start : start + step])
+            emission = part if emission is None else story.combine_statistics(emission, part)
+    return {"class_counts": R.sum(axis=0), "emission": _host_tree(emission)}
+
+
+@jax.jit
+def _statistics(story: Story, X, R) -> dict:
+    return {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
+
+
+def labeled_statistics(story: Story, X, codes, num_classes: int, weights=None) -> dict:
+    """:func:`statistics` of labeled rows: codes 0..K-1 (-1: a row that adds nothing) and
+    optional row weights."""
+    dtype = X.dtype if np.dtype(X.dtype).kind == "f" else np.float64
+    return statistics(story, X, responsibilities(codes, num_classes, weights, dtype), pad=True)
+
+
+def combine_statistics(story: Story, stats_a: dict, stats_b: dict) -> dict:
+    """Statistics of two data chunks together: ``parameters(story, combine(s_a, s_b))`` is the
+    fit on both, which incremental (``partial_fit``) and distributed fits rest on."""
+    if story.array_api and _all_host((stats_a, stats_b)):
+        return _host_tree(_combine(story, stats_a, stats_b))
+    return _combined(story, stats_a, stats_b)
+
+
+def _combine(story: Story, stats_a: dict, stats_b: dict) -> dict:
+    return {
+        "class_counts": stats_a["class_counts"] + stats_b["class_counts"],
+        "emission": story.combine_statistics(stats_a["emission"], stats_b["emission"]),
+    }
+
+
+_combined = jax.jit(_combine)
+
+
+def em_statistics(story: Story, params: dict, X, codes, row_weights):
+    """``(stats, objective)`` of one E-step over rows ``X``: the statistics of the
+    responsibilities (one-hot on labeled rows, class posteriors on rows of code -1, each row
+    scaled by ``row_weights``) and the weighted log-likelihood. One compiled program; NumPy
+    rows are padded to a bucket size with rows of weight 0."""
+    codes, row_weights = np.asarray(codes), np.asarray(row_weights)
+    if isinstance(X, np.ndarray):
+        extra = padded_rows(X.shape[0]) - X.shape[0]
+        X = pad_with_first_row(X, extra)
+        codes = np.concatenate([codes, np.full(extra, -1, codes.dtype)])
+        row_weights = np.concatenate([row_weights, np.zeros(extra, row_weights.dtype)])
+    return _em_step(story, params, X, codes, row_weights.astype(X.dtype))
+
+
+@jax.jit
+def _em_step(story, params, X, codes, row_weights):
+    labeled = codes >= 0
+    num_classes = params[CLASS_PRIOR].shape[-1]
+    one_hot = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=X.dtype)
+    scores = story.discriminant(params, X) + jnp.log(params[CLASS_PRIOR])
+    R = jnp.where(labeled[:, None], one_hot, jax.nn.softmax(scores, axis=-1))
+    R = R * row_weights[:, None]
+    joint = jnp.log(params[CLASS_PRIOR]) + story.emission(params).log_prob(X[:, None, :])
+    values = rows_log_likelihood(joint, codes)
+    objective = jnp.sum(jnp.where(row_weights > 0, row_weights * values, 0.0))
+    return _statistics(story, X, R), objective
+
+
+def rows_log_likelihood(joint, codes):
+    """Each row's log-likelihood from its joint (n, K): ``joint[i, y_i]`` on labeled rows, the
+    log-sum-exp over classes on rows of code -1."""
+    labeled = codes >= 0
+    chosen = jnp.take_along_axis(joint, jnp.where(labeled, codes, 0)[:, None], axis=-1)[:, 0]
+    return jnp.where(labeled, chosen, jax.nn.logsumexp(joint, axis=-1))
+
+
+# -- parameters ------------------------------------------------------------------------------------
+def class_prior_from_counts(class_counts, class_prior=None, fit_prior: bool = True):
+    """Class prior: MLE ``N_k / N``, a fixed user prior, or uniform when ``fit_prior`` is false."""
+    num_classes = class_counts.shape[-1]
+    xp = np if isinstance(class_counts, np.ndarray) else jnp
+    if class_prior is not None:
+        return xp.asarray(class_prior, dtype=class_counts.dtype)
+    if not fit_prior:
+        return xp.full(num_classes, 1.0 / num_classes, dtype=class_counts.dtype)
+    return class_counts / class_counts.sum()
+
+
+def emission_parameters(story: Story, emission_stats) -> dict:
+    """The story's M-step: eagerly for host statistics of an ``array_api`` story (or a story
+    whose M-step needs concrete values), else one compiled program, the same wherever
+    parameters are derived from statistics, so that they agree bit for bit."""
+    if story.array_api and _all_host(emission_stats):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return dict(story.maximize(emission_stats))
+    try:
+        return dict(_maximize(story, emission_stats))
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return dict(story.maximize(emission_stats))
+
+
+_maximize = jax.jit(lambda story, stats: story.maximize(stats))
+
+
+def parameters(story: Story, stats: dict, class_prior=None, fit_prior: bool = True) -> dict:
+    """Closed-form parameters (class prior included) from :func:`statistics`."""
+    params = emission_parameters(story, stats["emission"])
+    counts = stats["class_counts"]
+    if is_concrete(counts) and is_concrete(class_prior):
+        counts = np.asarray(counts)
+    params[CLASS_PRIOR] = class_prior_from_counts(counts, class_prior, fit_prior)
+    return params
+
+
+# -- scores and posteriors -------------------------------------------------------------------------
+def _rows_of(compiled, story, params, X):
+    """``compiled(story, params, X)`` on ``X`` padded to a bucket size, padding rows dropped."""
+    padded, _ = _padded(X)
+    values = compiled(story, params, padded)
+    return values if padded is X else values[: X.shape[0]]
+
+
+def _check_width(emission, X) -> None:
+    """Shapes only: runs once per compilation, not per call."""
+    if jnp.ndim(X) != 2:
+        raise ValueError(f"X must be 2-D (n, D), got shape {jnp.shape(X)}.")
+    if emission.event_shape:
+        check_feature_width(X, emission.event_shape[-1])
+
+
+@jax.jit
+def _joint(story: Story, params: dict, X):
+    emission = story.emission(params)
+    _check_width(emission, X)
+    return jnp.log(params[CLASS_PRIOR]) + emission.log_prob(X[:, None, :])
+
+
+@jax.jit
+def _scores(story: Story, params: dict, X):
+    _check_width(story.emission(params), X)  # the unused emission is not computed
+    return jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
+
+
+def joint_log_prob(story: Story, params: dict, X):
+    """``log pi_k + log p(x_i | k)`` (n, K) of checked features; SciPy sparse rows are scored on
+    the host by the emission's own sparse products."""
+    if scipy.sparse.issparse(X):
+        emission = story.emission(params)
+        _check_width(emission, X)
+        return np.log(np.asarray(params[CLASS_PRIOR])) + np.asarray(emission.log_prob(X))
+    return _rows_of(_joint, story, params, X)
+
+
+_EVENT_SHAPES: dict = {}
+
+
+def _check_host_width(story: Story, params: dict, X) -> None:
+    """:func:`_check_width` of host rows, the emission's event shape traced once per story
+    structure and parameter shapes (no density is computed)."""
+    leaves, structure = jax.tree_util.tree_flatten((story, params))
+    key = (
+        structure,
+        tuple((np.shape(leaf), getattr(leaf, "dtype", type(leaf))) for leaf in leaves),
+    )
+    if key not in _EVENT_SHAPES:
+        shapes = []
+        jax.eval_shape(lambda s, p: shapes.append(s.emission(p).event_shape), story, params)
+        _EVENT_SHAPES[key] = shapes[0]
+    if jnp.ndim(X) != 2:
+        raise ValueError(f"X must be 2-D (n, D), got shape {jnp.shape(X)}.")
+    if _EVENT_SHAPES[key]:
+        check_feature_width(X, _EVENT_SHAPES[key][-1])
+
+
+def class_scores(story: Story, params: dict, X):
+    """``log pi_k + story.discriminant(params, X)`` (n, K) of checked features: the joint
+    log-probability up to a term of each row, which normalizing removes."""
+    if not on_host(story, X):
+        return _rows_of(_scores, story, params, X)
+    _check_host_width(story, params, X)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        log_prior = np.log(np.asarray(params[CLASS_PRIOR]))
+        return log_prior + np.asarray(story.discriminant(params, X))
+
+
+def class_posteriors(story: Story, params: dict, X, kind: str = "log") -> np.ndarray:
+    """Class scores (``kind="scores"``), log posteriors (``"log"``) or posteriors (``"proba"``)
+    (n, K) of checked features, as NumPy; rows without a finite score are refused by name
+    (:func:`refuse_unscored`)."""
+    scores = np.asarray(class_scores(story, params, X))
+    refuse_unscored(scores, X)
+    if kind == "scores":
+        return scores
+    log_proba = scipy.special.log_softmax(scores, axis=1)
+    return np.exp(log_proba) if kind == "proba" else log_proba
+
+
+def unscored_rows(scores) -> np.ndarray:
+    """Rows of ``scores`` (n, K) holding a NaN or +inf, or -inf under every class."""
+    scores = np.asarray(scores)
+    if np.isfinite(scores).all():  # the usual case, one pass without row reductions
+        return np.empty(0, np.intp)
+    top = scores.max(axis=1)
+    return np.flatnonzero(np.isnan(scores).any(axis=1) | ~np.isfinite(top))
+
+
+def refuse_unscored(scores, X=None) -> None:
+    """Raise ``ValueError`` naming the rows of ``scores`` without a finite class score and the
+    scale of the first one's features (a Gaussian's squares overflow float64 near 1e154)."""
+    bad = unscored_rows(scores)
+    if not bad.size:
+        return
+    scale = ""
+    if X is not None and is_concrete(X):
+        row = X[int(bad[0])]
+        row = row.toarray() if scipy.sparse.issparse(row) else np.asarray(row)
+        largest = np.max(np.abs(row)) if row.size else 0.0
+        scale = f"; row {int(bad[0])}'s largest |feature| is {largest:.3g}"
+    raise ValueError(
+        f"rows {describe(bad)} cannot be scored: their log-density is not finite under any "
+        f"class (feature values so large that their squares overflow float64, beyond about "
+        f"1e154{scale}). Rescale the features."
+    )

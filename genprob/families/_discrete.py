@@ -1,0 +1,214 @@
+"""Helpers shared by the discrete families (Bernoulli, categorical, multinomial, Poisson).
+
+Validation that works on dense arrays, SciPy sparse matrices and
+``jax.experimental.sparse.BCOO`` matrices, floored logarithms, and the linear scoring
+``x . W_k + b_k`` that accepts a BCOO matrix (so a sparse bag of words is scored by a
+sparse-dense product without densifying it).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse
+from jax.experimental import sparse as jsparse
+
+from genprob._arrays import namespace
+
+__all__ = [
+    "alpha_array",
+    "check_non_negative_values",
+    "check_values",
+    "floor_log",
+    "floor_log1m",
+    "host_if_host_rows",
+    "host_rows",
+    "is_sparse",
+    "linear_discriminant",
+    "linear_log_prob",
+    "observed_sums",
+    "row_counts",
+    "scipy_linear_scores",
+    "stored_values",
+    "weighted_sums",
+]
+
+
+def is_sparse(X) -> bool:
+    """True for SciPy sparse matrices and JAX BCOO matrices."""
+    return isinstance(X, jsparse.BCOO) or scipy.sparse.issparse(X)
+
+
+def stored_values(X) -> np.ndarray:
+    """Host copy of the explicitly stored values: all entries of a dense array, the data of a
+    sparse one (implicit zeros are never materialized)."""
+    if isinstance(X, jsparse.BCOO):
+        return np.asarray(X.data)
+    if scipy.sparse.issparse(X):
+        return np.asarray(X.data)
+    return np.asarray(X)
+
+
+def _position(X, flat_index: int) -> tuple[int, int]:
+    """(row, column) of the ``flat_index``-th stored value of a 2-D matrix."""
+    if isinstance(X, jsparse.BCOO):
+        row, col = np.asarray(X.indices[flat_index])[-2:]
+        return int(row), int(col)
+    if scipy.sparse.issparse(X):
+        coo = X.tocoo()  # CSR -> COO keeps the storage order of ``data``
+        return int(coo.row[flat_index]), int(coo.col[flat_index])
+    shape = np.shape(X)
+    if len(shape) == 1:
+        return 0, int(flat_index)
+    row, col = np.unravel_index(flat_index, (-1, shape[-1]) if len(shape) > 2 else shape)
+    return int(row), int(col)
+
+
+def check_values(X, is_bad, expected: str) -> None:
+    """Raise ``ValueError`` naming the first stored entry of ``X`` for which ``is_bad`` holds.
+
+    Args:
+        X: dense array, SciPy sparse matrix or BCOO matrix.
+        is_bad: vectorized predicate on a NumPy array of values.
+        expected: what the values should be, e.g. ``"binary features (0 or 1)"``.
+    """
+    values = stored_values(X)
+    # fast path: a finite sum means finite values (the full mask is built only on failure)
+    if not np.asarray(is_bad(values)).any() and np.isfinite(values.sum()):
+        return
+    bad = np.asarray(is_bad(values)) | ~np.isfinite(values)
+    if bad.any():
+        flat = np.flatnonzero(bad.ravel())
+        row, col = _position(X, int(flat[0]))
+        found = values.ravel()[flat[0]].item()
+        raise ValueError(
+            f"expected {expected}; found {found!r} at row {row}, column {col} "
+            f"({flat.size} such entries)."
+        )
+
+
+def check_non_negative_values(X, expected: str) -> None:
+    """:func:`check_values` for ``v < 0``, with two reductions when every value is fine."""
+    values = stored_values(X)
+    if values.size == 0 or (values.min() >= 0 and np.isfinite(values.max())):
+        return
+    check_values(X, lambda v: v < 0, expected)
+
+
+def floor_log(p):
+    """``log p`` with zero probabilities floored at the smallest positive normal number.
+
+    Only ``alpha = 0`` produces zero probabilities. Flooring keeps ``0 * log 0 = 0`` in the matrix
+    products (no NaN from ``0 * -inf``); an observed event of probability zero then costs about
+    -708 (float64) instead of -inf.
+    """
+    xp = namespace(p)  # NumPy for host scoring
+    return xp.log(xp.maximum(p, np.finfo(p.dtype).tiny))
+
+
+def floor_log1m(p):
+    """``log(1 - p)``, accurate for small ``p`` and floored like :func:`floor_log` at ``p = 1``."""
+    xp = namespace(p)
+    return xp.maximum(xp.log1p(-p), np.log(np.finfo(p.dtype).tiny))
+
+
+def linear_log_prob(value, weights, offset):
+    """``value . weights[k] + offset[k]`` for every class k, by a matrix product.
+
+    Args:
+        value: features (..., 1, D) (one row scored against every class), (..., K, D) (one row per
+            class), or (D,); dense or a BCOO matrix (first form only); or a SciPy sparse matrix
+            (n, D) of rows, each scored against every class.
+        weights: (K, D).
+        offset: (K,).
+
+    Returns:
+        (..., K) scores.
+    """
+    if scipy.sparse.issparse(value):  # (n, D) rows, scored on the host
+        return scipy_linear_scores(value, weights, offset)
+    if value.ndim >= 2 and value.shape[-2] == 1:
+        return (value @ weights.T)[..., 0, :] + offset
+    if isinstance(value, jsparse.BCOO):
+        raise ValueError(
+            f"a sparse value must have shape (n, 1, D) (one row against every class); got "
+            f"{value.shape}."
+        )
+    if value.ndim == 1:
+        return weights @ value + offset
+    return jnp.sum(value * weights, axis=-1) + offset
+
+
+def row_counts(counts):
+    """Rows per class and feature, (K, D) or (K, 1): class counts (K,), or per-feature counts of
+    observed entries (K, D) when some entries are missing."""
+    return counts if np.ndim(counts) == 2 else counts[:, None]
+
+
+def observed_sums(X, R, observed):
+    """``(R^T observed, R^T X)``: rows and feature sums per class over observed entries (``X``
+    filled with 0 where missing)."""
+    return R.T @ observed.astype(R.dtype), R.T @ X
+
+
+def weighted_sums(X, R):
+    """``R^T X`` (K, D): per-class weighted feature sums. A SciPy sparse ``X`` is multiplied by
+    SciPy on the host (never densified); only the dense (K, D) result is returned."""
+    if scipy.sparse.issparse(X):
+        return np.asarray(X.T @ np.asarray(R, dtype=X.dtype)).T
+    return R.T @ X
+
+
+def scipy_linear_scores(X, weights, offset) -> np.ndarray:
+    """``X W^T + b`` (n, K) for a SciPy sparse ``X`` (n, D), by SciPy's sparse product."""
+    weights = np.asarray(weights, dtype=X.dtype)
+    return np.asarray(X @ np.ascontiguousarray(weights.T)) + np.asarray(offset, dtype=X.dtype)
+
+
+def host_rows(X) -> bool:
+    """True for rows scored on the host: a SciPy sparse matrix or a NumPy array."""
+    return scipy.sparse.issparse(X) or isinstance(X, np.ndarray)
+
+
+def host_if_host_rows(X, array):
+    """``array`` as NumPy when ``X`` is scored on the host (:func:`host_rows`): one BLAS or
+    SciPy product beats the copy to the device and its dispatch."""
+    return np.asarray(array) if host_rows(X) else array
+
+
+def linear_discriminant(X, weights, offset):
+    """``x . W_k + b_k`` less class 0's score (a per-row term): column 0 is zero, so only K - 1
+    products are taken. Class posteriors from it equal those of the full linear form.
+
+    Args:
+        X: features (n, D): dense, a BCOO matrix or a SciPy sparse matrix.
+        weights: (K, D).
+        offset: (K,).
+    """
+    if X.shape[-1] != weights.shape[-1]:
+        raise ValueError(
+            f"X has {X.shape[-1]} features, but the parameters are for {weights.shape[-1]} "
+            f"features."
+        )
+    weights, offset = weights[1:] - weights[:1], offset[1:] - offset[:1]
+    if host_rows(X):
+        out = np.zeros((X.shape[0], len(weights) + 1), np.result_type(X.dtype, weights.dtype))
+        if scipy.sparse.issparse(X):
+            out[:, 1:] = scipy_linear_scores(X, weights, offset)
+        else:
+            np.matmul(X, weights.astype(out.dtype, copy=False).T, out=out[:, 1:])
+            out[:, 1:] += offset
+        return out
+    rest = linear_log_prob(X[:, None, :], weights, offset)
+    return jnp.concatenate([jnp.zeros((X.shape[0], 1), rest.dtype), rest], axis=1)
+
+
+def alpha_array(alpha, num_features: int, dtype=None, xp=jnp):
+    """Smoothing as an array broadcastable to (num_features,), checking a per-feature length;
+    ``xp``: the namespace of the arrays it meets (NumPy in an M-step on the host)."""
+    if isinstance(alpha, tuple):
+        if len(alpha) != num_features:
+            raise ValueError(
+                f"alpha has {len(alpha)} entries; expected one per feature ({num_features})."
+            )
+    return xp.asarray(alpha, dtype=dtype)

@@ -1,0 +1,74 @@
+r"""LDA's discriminant directions: the principal axes of the class means after whitening by the
+shared covariance (Fisher's directions), and the projection on them.
+
+Both take a shared-covariance Gaussian story and its named parameters (``est.story_``,
+``est.params_``) and return NumPy arrays computed in the precision of ``params``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from genprob._dtype import precision
+from genprob.boundaries import parameters_dtype
+from genprob.story import CLASS_PRIOR
+
+__all__ = ["lda_projection", "lda_transform"]
+
+
+def lda_projection(story, params, *, total_covariance=None, tol: float = 1e-4):
+    r"""Discriminant directions of a shared-covariance Gaussian story.
+
+    With ``W`` the whitening of the shared covariance (``W^T Sigma W = I``), the whitened class
+    centers ``c_k = sqrt(pi_k) W^T (m_k - xbar)``, ``xbar = sum_k pi_k m_k``, span at most K - 1
+    directions; their principal axes ``V`` give the scalings ``W V``, ordered by the share of
+    between-class variance they carry (scikit-learn's ``svd`` solver; directions with singular
+    value ``<= tol * largest`` are dropped).
+
+    With ``total_covariance`` (scikit-learn's ``eigen`` solver) the directions are instead the
+    generalized eigenvectors of ``(S_t - Sigma, Sigma)`` with ``S_t`` the total covariance,
+    computed as the eigenvectors of ``W^T (S_t - Sigma) W`` mapped back by ``W``; all D of them
+    are returned.
+
+    Returns:
+        ``(scalings (D, m), explained_variance_ratio)``; project with ``(X - xbar) @ scalings``
+        (see :func:`lda_transform`). The ratios cover all ``min(K, D)`` principal axes of the
+        centers (``svd``) or all D eigenvalues (``eigen``), largest first, as scikit-learn's
+        before truncation: the first m belong to the returned directions.
+    """
+    with precision(parameters_dtype(params)):
+        whitening = np.asarray(story.shared_whitening(params))
+    means = np.asarray(params["means"])
+    prior = np.asarray(params[CLASS_PRIOR])
+    if total_covariance is None:
+        centers = np.sqrt(prior)[:, None] * (means - prior @ means) @ whitening
+        _, singular, right = np.linalg.svd(centers, full_matrices=False)
+        power = singular**2
+        ratio = power / power.sum() if power.sum() > 0 else power
+        rank = int(np.sum(singular > tol * singular[0])) if singular.size else 0
+        return whitening @ right[:rank].T, ratio
+    between = np.asarray(total_covariance) - np.asarray(params["covariance"])
+    eigenvalues, eigenvectors = np.linalg.eigh(whitening.T @ between @ whitening)
+    order = np.argsort(eigenvalues)[::-1]
+    eigenvalues = eigenvalues[order]
+    return whitening @ eigenvectors[:, order], eigenvalues / eigenvalues.sum()
+
+
+def lda_transform(story, params, X, n_components=None):
+    """Project ``X`` on the first ``n_components`` (default ``K - 1``) discriminant directions.
+
+    Returns:
+        ``(X - xbar) @ scalings`` (n, m), ``xbar`` the prior-weighted mean of the class means.
+    """
+    scalings, _ = lda_projection(story, params)
+    num_classes, num_features = np.shape(params["means"])
+    largest = min(num_classes - 1, num_features)
+    if n_components is None:
+        n_components = largest
+    if not 1 <= int(n_components) <= largest:
+        raise ValueError(
+            f"n_components must lie in [1, min(n_classes - 1, n_features)] = [1, {largest}], got "
+            f"{n_components!r}."
+        )
+    prior, means = np.asarray(params[CLASS_PRIOR]), np.asarray(params["means"])
+    return (np.asarray(X) - prior @ means) @ scalings[:, : int(n_components)]
