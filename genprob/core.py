@@ -103,6 +103,7 @@ def class_scores(story: Story, params: dict, X) -> jax.Array:
         ValueError: as :func:`joint_log_prob`.
     """
     _check_features(story, X)
+    execution.check_host_width(story, params, X)
     return jnp.asarray(execution.class_scores(story, params, X))
 
 
@@ -115,6 +116,7 @@ def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
         ValueError: as :func:`class_scores`, or rows without a finite class score.
     """
     _check_features(story, X)
+    execution.check_host_width(story, params, X)
     if not (is_concrete(X) and all_concrete(params)):
         return jax.nn.log_softmax(execution.class_scores(story, params, X), axis=-1)
     return jax.device_put(execution.class_posteriors(story, params, X, "log"))

@@ -38,6 +38,7 @@ __all__ = [
     "joint_log_prob",
     "class_scores",
     "class_posteriors",
+    "check_host_width",
     "refuse_unscored",
     "padded_rows",
     "row_padding",
@@ -315,9 +316,12 @@ def joint_log_prob(story: Story, params: dict, X):
 _EVENT_SHAPES: dict = {}
 
 
-def _check_host_width(story: Story, params: dict, X) -> None:
+def check_host_width(story: Story, params: dict, X) -> None:
     """:func:`_check_width` of host rows, the emission's event shape traced once per story
-    structure and parameter shapes (no density is computed)."""
+    structure and parameter shapes (no density is computed). Estimators check the width they
+    were fitted on instead; the functional core calls it."""
+    if not on_host(story, X):
+        return  # the compiled program checks it while tracing
     leaves, structure = jax.tree_util.tree_flatten((story, params))
     key = (
         structure,
@@ -338,7 +342,6 @@ def class_scores(story: Story, params: dict, X):
     log-probability up to a term of each row, which normalizing removes."""
     if not on_host(story, X):
         return _rows_of(_scores, story, params, X)
-    _check_host_width(story, params, X)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         log_prior = np.log(np.asarray(params[CLASS_PRIOR]))
         return log_prior + np.asarray(story.discriminant(params, X))

@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse
 
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob.story import Story
+from genprob.story import Story, why_not
 
 _emission = LazyModule("genprob.masked_emission")
 
@@ -61,11 +61,15 @@ class Marginalized(Story):
     def __init__(self, story: Story):
         if isinstance(story, Marginalized):
             story = story.story
-        if not story.supports_missing:
+        supported = story.supports_missing
+        if not supported:
+            default = (
+                f"{type(story).__name__} does not declare how to leave out missing entries "
+                f"(supports_missing)"
+            )
             raise ValueError(
                 f"X has missing values (NaN), but they cannot be marginalized: "
-                f"{type(story).__name__} does not declare how to leave out missing entries "
-                f"(supports_missing)."
+                f"{why_not(supported, default)}."
             )
         self.story = story
         self.class_concentration = story.class_concentration

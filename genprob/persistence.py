@@ -529,6 +529,19 @@ def _check_consistent(path: Path, estimator) -> None:
                 f"{path}: stats_ must hold class_counts of {num_classes} classes and the "
                 f"emission's statistics."
             )
+        try:  # the statistics must be the story's: its closed form reads every one it needs
+            recomputed = _recomputed_params(estimator, stats)
+        except Exception as error:  # noqa: BLE001 - whatever the M-step raises on foreign input
+            raise ModelFileError(
+                f"{path}: the stored statistics cannot be recomputed into the story's "
+                f"parameters ({type(error).__name__}: {error})."
+            ) from None
+        for name, value in recomputed.items():
+            if name in params and params[name].shape != value.shape:
+                raise ModelFileError(
+                    f"{path}: the parameter {name!r} has shape {params[name].shape}; the "
+                    f"story's parameters from the stored statistics have {value.shape}."
+                )
 
 
 def _rebuild(path: Path, metadata: dict, contents: dict):

@@ -60,11 +60,16 @@ SMOOTHING_READINGS = ("mode", "mean")
 
 
 def _no_exact_posterior_error(story: Story) -> ValueError:
-    """The error explaining why ``story`` has no exact posterior."""
+    """The error naming the story (``story`` or one it holds, a mixed table's block) without
+    a conjugate update."""
+    lacking = story
+    while inner := [s for s in lacking._nested_stories() if not s.has_exact_posterior]:
+        lacking = inner[0]
+    held = "" if lacking is story else f" (it holds a {type(lacking).__name__})"
     return ValueError(
-        f"{type(story).__name__} has no exact (conjugate) posterior: it, or a story it holds, "
-        f"does not provide a conjugate update (conjugate_factors). Use method='nuts' "
-        f"(genprob.fit_nuts) instead."
+        f"{type(story).__name__} has no exact (conjugate) posterior{held}: "
+        f"{type(lacking).__name__} does not provide a conjugate update (conjugate_factors). "
+        f"Use method='nuts' (genprob.fit_nuts) instead."
     )
 
 

@@ -55,6 +55,8 @@ __all__ = [
     "qualified_name",
     "CLASS_PRIOR",
     "align_components",
+    "Unsupported",
+    "why_not",
 ]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
@@ -62,6 +64,31 @@ __getattr__ = lazy_attribute(__name__, {"ClassConditional": "genprob.class_condi
 
 #: Name of the class-prior parameter (a probability vector over the K classes).
 CLASS_PRIOR = "class_prior"
+
+
+class Unsupported:
+    """A "no" from a capability hook (:attr:`Story.supports_missing`, :attr:`Story.adds_over_rows`)
+    that says why: falsy, and its reason goes into the error the user sees.
+
+    ``return Unsupported("a missing count leaves the document length undefined")``
+    """
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"Unsupported({self.reason!r})"
+
+
+def why_not(answer, default: str) -> str:
+    """The reason a capability hook gave with its "no", else ``default``."""
+    return answer.reason if isinstance(answer, Unsupported) else default
+
 
 #: Story classes by qualified name (module + qualname), filled as classes are defined.
 _STORY_CLASSES: dict[str, type] = {}
@@ -434,7 +461,8 @@ class Story(metaclass=_StoryType):
 
         A story opts in by returning True and, unless its emission is an ``Independent``
         distribution (``.to_event(1)``), overriding :meth:`observed_log_prob`; a closed form also
-        needs :meth:`observed_statistics`.
+        needs :meth:`observed_statistics`. A story that cannot may say why with
+        :class:`Unsupported`.
         """
         return False
 
@@ -516,7 +544,8 @@ class Story(metaclass=_StoryType):
         """True when statistics of data chunks combine into those of their union.
 
         ``partial_fit``, streaming and distributed fits read this; the default is
-        :attr:`has_closed_form` (closed-form statistics are sums over rows).
+        :attr:`has_closed_form` (closed-form statistics are sums over rows). A story whose
+        statistics do not add up may say why with :class:`Unsupported`.
         """
         return self.has_closed_form
 

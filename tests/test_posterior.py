@@ -308,7 +308,9 @@ def test_bad_method_and_stories_without_exact_posterior():
             ("b", BernoulliStory(), (1,)),
         ]
     )
-    with pytest.raises(ValueError, match=r"block 'num' \(GaussianStory\): its prior"):
+    with pytest.raises(
+        ValueError, match=r"MixedStory .*holds a GaussianStory\): GaussianStory does not"
+    ):
         exact_posterior(mixed, np.c_[X[:, 0], X[:, 1] > 0], y)
     binary = (X > 0).astype(float)
     bernoulli = genprob.BernoulliNB()

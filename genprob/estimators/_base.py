@@ -45,7 +45,7 @@ from genprob._validation import (
 )
 from genprob.missing import fit_observed, has_missing, marginalized
 from genprob.persistence import register_estimator
-from genprob.story import Story
+from genprob.story import Story, why_not
 from genprob.streaming import fit as _fit_out_of_core
 from genprob.streaming import is_dask_collection as _is_dask
 from genprob.streaming import is_out_of_core as _out_of_core
@@ -433,8 +433,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         """Raise ``ValueError`` when the story's statistics do not add up over chunks."""
         if not story.has_closed_form:
             reason = f"{type(story).__name__} has no closed form (no sufficient statistics)"
-        elif not story.adds_over_rows:
-            reason = f"the statistics of {story!r} do not add up over chunks"
+        elif not (adds := story.adds_over_rows):
+            reason = why_not(adds, f"the statistics of {story!r} do not add up over chunks")
         else:
             return
         raise ValueError(

@@ -24,7 +24,7 @@ from genprob._validation import FeatureValueError
 from genprob.families._registry import Command, Family, families, load
 from genprob.families.categorical import CategoricalStory
 from genprob.families.gaussian import GaussianStory
-from genprob.story import Story
+from genprob.story import Story, Unsupported, why_not
 
 numpyro = LazyModule("numpyro")
 _emission = LazyModule("genprob.families.mixed_emission")
@@ -177,8 +177,8 @@ class MixedStory(Story):
         }
 
     @property
-    def supports_missing(self) -> bool:
-        return all(story.supports_missing for _, story, _ in self.blocks)
+    def supports_missing(self):
+        return _every_block(self, "supports_missing", "leave out missing entries")
 
     @property
     def missing_needs_em(self) -> bool:
@@ -228,8 +228,8 @@ class MixedStory(Story):
         )
 
     @property
-    def adds_over_rows(self) -> bool:
-        return all(getattr(s, "adds_over_rows", s.has_closed_form) for _, s, _ in self.blocks)
+    def adds_over_rows(self):
+        return _every_block(self, "adds_over_rows", "add up its statistics over chunks")
 
     def conjugate_factors(self, stats, offset):
         factors = {}
@@ -352,3 +352,13 @@ FAMILY = Family(
         ),
     ),
 )
+
+
+def _every_block(story, capability: str, what: str):
+    """True when every block has ``capability``, else the first block's "no" with its reason."""
+    for name, block, _ in story.blocks:
+        answer = getattr(block, capability)
+        if not answer:
+            default = f"{type(block).__name__} does not {what}"
+            return Unsupported(f"in block {name!r}, {why_not(answer, default)}")
+    return True

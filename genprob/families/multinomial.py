@@ -54,7 +54,7 @@ from genprob.families._discrete import (
     weighted_sums,
 )
 from genprob.families._registry import Block, Command, Family
-from genprob.story import CLASS_PRIOR, Story
+from genprob.story import CLASS_PRIOR, Story, Unsupported
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
@@ -152,6 +152,14 @@ class MultinomialStory(Story):
         counts = stats["feature_counts"]
         alpha = np.asarray(self.alpha, counts.dtype) + offset
         return {"probs": dirichlet(counts + alpha)}
+
+    @property
+    def supports_missing(self):
+        return Unsupported(
+            "a multinomial row is one document whose length is the sum of its counts; a missing "
+            "count leaves that length, and so the row's distribution, undefined (impute the "
+            "counts, or drop the rows)"
+        )
 
     def validate(self, X):
         check_non_negative_values(X, "non-negative counts for a multinomial story")

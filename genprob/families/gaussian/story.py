@@ -40,7 +40,7 @@ from genprob.families.gaussian.structures import (
     pseudo_scatter,
     structure_of,
 )
-from genprob.story import Story
+from genprob.story import Story, Unsupported
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
@@ -173,23 +173,14 @@ class GaussianStory(Story):
         return self.shrinkage == "auto"
 
     @property
-    def adds_over_rows(self) -> bool:
+    def adds_over_rows(self):
         """Moments combine over chunks, except Ledoit–Wolf's (``shrinkage="auto"``)."""
-        return not self._auto_shrinkage
-
-    @property
-    def not_additive_reason(self) -> str:
-        return (
-            "with shrinkage='auto' the Ledoit–Wolf statistics depend on each chunk's class means "
-            "and scales and do not add up over chunks (use a fixed shrinkage in [0, 1])"
-        )
-
-    @property
-    def no_exact_posterior_reason(self) -> str:
-        return (
-            "its prior (independent Normal means and inverse-Wishart/inverse-Gamma spreads) is "
-            "only conditionally conjugate"
-        )
+        if self._auto_shrinkage:
+            return Unsupported(
+                "with shrinkage='auto' the Ledoit–Wolf statistics depend on each chunk's class "
+                "means and scales and do not add up over chunks (use a fixed shrinkage in [0, 1])"
+            )
+        return True
 
     def parameter_dims(self, name, shape, num_classes, num_features):
         """``means`` (class, feature); covariance (feature, feature2), variances (feature),
