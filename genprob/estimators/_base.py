@@ -57,6 +57,7 @@ from genprob._validation import (
     unlabeled_mask,
     validate_params,
 )
+from genprob.estimators._criteria import CriteriaMixin, fit_with_chosen_weight
 from genprob.missing import fit_observed, has_missing, marginalized
 from genprob.persistence import register_estimator
 from genprob.story import Story
@@ -131,7 +132,7 @@ def _host_padding(X) -> int:
     return row_padding(X) if isinstance(X, np.ndarray) else 0
 
 
-class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
+class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     """Base class: fit by closed form from one-hot responsibilities, predict by Bayes' rule.
 
     Subclasses implement :meth:`_make_story` (the story for the current hyperparameters and data)
@@ -459,6 +460,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         Returns:
             self (Self): the fitted estimator itself, for chaining.
         """
+        if getattr(self, "unlabeled_weight", None) == "auto":  # λ by cross-validation
+            return fit_with_chosen_weight(self, X, y, sample_weight=sample_weight, classes=classes)
         if _is_dask(X):
             from genprob import distributed
 
