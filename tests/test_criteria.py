@@ -280,6 +280,12 @@ def test_auto_weight_warns_when_unlabeled_rows_hurt():
         warnings.simplefilter("ignore")
         em = genprob.GaussianNB(unlabeled_weight=1.0).fit(X, partly)
     assert model.score(X, y) > em.score(X, y) + 0.05
+    # a later fit with a number has no chosen weight
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.set_params(unlabeled_weight=0.5).fit(X, partly)
+    assert not hasattr(model, "unlabeled_weight_")
+    assert not hasattr(model, "unlabeled_weight_scores_")
 
 
 def test_auto_weight_when_unlabeled_rows_help():
@@ -315,6 +321,23 @@ def test_auto_weight_never_worse_than_labeled_only_on_its_cv(seed):
     table = model.unlabeled_weight_scores_
     assert table["log_lik"][model.unlabeled_weight_] >= table["log_lik"][0.0]
     assert table["log_lik"][model.unlabeled_weight_] == table["log_lik"].max()
+
+
+def test_auto_weight_survives_save_and_load(tmp_path):
+    X, y = _iris()
+    partly = y.copy()
+    partly[np.random.default_rng(0).random(len(y)) < 0.7] = -1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnlabeledRowsHurtWarning)
+        model = genprob.GaussianNB(unlabeled_weight="auto").fit(X, partly)
+    loaded = genprob.load(model.save(tmp_path / "auto"))
+    assert loaded.unlabeled_weight_ == model.unlabeled_weight_
+    pd.testing.assert_frame_equal(loaded.unlabeled_weight_scores_, model.unlabeled_weight_scores_)
+    np.testing.assert_allclose(loaded.predict_proba(X), model.predict_proba(X))
+    adjusted = model.adjust_class_prior(X[:60])
+    again = genprob.load(adjusted.save(tmp_path / "adjusted"))
+    np.testing.assert_array_equal(again.params_["class_prior"], adjusted.params_["class_prior"])
+    np.testing.assert_allclose(again.predict_proba(X), adjusted.predict_proba(X))
 
 
 def test_auto_weight_validation_and_fully_labeled():

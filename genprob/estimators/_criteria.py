@@ -95,6 +95,31 @@ class CriteriaMixin:
         """
         return logsumexp(np.asarray(self.predict_joint_log_proba(X)), axis=1)
 
+    def _chosen_weight_state(self, name: str):
+        """State of the last ``unlabeled_weight="auto"`` fit; none after a fit with a number."""
+        state = self.__dict__.get("_chosen_unlabeled_weight")
+        if state is None or getattr(self, "unlabeled_weight", None) != "auto":
+            raise AttributeError(
+                f"{type(self).__name__} has no {name}: it is set by a fit with "
+                f'unlabeled_weight="auto".'
+            )
+        return state
+
+    @property
+    def unlabeled_weight_(self) -> float:
+        """The λ an ``unlabeled_weight="auto"`` fit chose and used."""
+        return float(self._chosen_weight_state("unlabeled_weight_")["weight"])
+
+    @property
+    def unlabeled_weight_scores_(self):
+        """The cross-validation table of ``unlabeled_weight="auto"`` (a pandas DataFrame indexed
+        by λ; see :func:`weight_scores`), empty when ``y`` had no unlabeled rows."""
+        table = self._chosen_weight_state("unlabeled_weight_scores_")["table"]
+        import pandas as pd
+
+        frame = pd.DataFrame({k: np.asarray(v, dtype=float) for k, v in table.items()})
+        return frame.set_index("unlabeled_weight")
+
     # -- class prior under a shift ---------------------------------------------------------------
     def adjust_class_prior(self, X_new, max_iter: int = 1000, tol: float = 1e-10):
         """Re-estimate the class prior on new unlabeled rows, the class-conditionals fixed.
@@ -305,7 +330,6 @@ def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
         weight, hurts = choose_weight(table)
     else:
         table = pd.DataFrame(columns=["log_lik", "log_lik_se", "joint_log_lik", "accuracy"])
-        table.index.name = "unlabeled_weight"
         weight, hurts = 1.0, False
     fitted = clone(estimator).set_params(unlabeled_weight=weight)
     fitted.fit(X, y, sample_weight=sample_weight, classes=classes)
@@ -315,8 +339,15 @@ def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
     for name, value in vars(fitted).items():
         if name not in params:
             setattr(estimator, name, value)
-    estimator.unlabeled_weight_ = weight
-    estimator.unlabeled_weight_scores_ = table
+    # plain numbers and arrays (a model file stores no DataFrame), read by the properties
+    # unlabeled_weight_ and unlabeled_weight_scores_
+    estimator._chosen_unlabeled_weight = {
+        "weight": weight,
+        "table": {
+            "unlabeled_weight": table.index.to_numpy(dtype=float),
+            **{name: table[name].to_numpy(dtype=float) for name in table.columns},
+        },
+    }
     if hurts:
         best_other = table["log_lik"][table.index > 0].max()
         warnings.warn(
