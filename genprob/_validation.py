@@ -536,7 +536,8 @@ class NumberInterval(Interval):
 
 #: The EM controls every estimator takes, as scikit-learn parameter constraints.
 EM_PARAMETER_CONSTRAINTS = {
-    "unlabeled_weight": [NumberInterval(Real, 0, 1, closed="both")],
+    # "auto": chosen by cross-validation over the labeled rows (genprob.estimators._criteria)
+    "unlabeled_weight": [NumberInterval(Real, 0, 1, closed="both"), StrOptions({"auto"})],
     "max_iter": [NumberInterval(Integral, 1, None, closed="left")],
     "em_tol": [NumberInterval(Real, 0, np.inf, closed="left")],
     "n_init": [NumberInterval(Integral, 1, None, closed="left")],
@@ -553,7 +554,8 @@ MISSING_PARAMETER_CONSTRAINTS = {"missing": [StrOptions({"error", "marginalize"}
 #: (``{value}`` is the refused value).
 PARAMETER_HINTS = {
     "unlabeled_weight": (
-        "unlabeled_weight must lie in [0, 1] (the weight λ of unlabeled rows in EM)."
+        "unlabeled_weight must lie in [0, 1] (the weight λ of unlabeled rows in EM), or be "
+        "'auto' (chosen by cross-validation over the labeled rows)."
     ),
     "max_iter": "max_iter must be an integer >= 1.",
     "n_init": "n_init must be an integer >= 1.",

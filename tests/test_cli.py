@@ -205,6 +205,10 @@ def test_fit_then_predict_round_trip(iris_csv, tmp_path, capsys):
     frame = pd.read_csv(iris_csv)
     loglik = float(_summary_value(out, "log-likelihood").split()[0])
     assert loglik == pytest.approx(loaded.log_likelihood(frame[IRIS_FEATURES], names[y]), rel=1e-5)
+    # BIC and AIC of the same log-likelihood, 26 parameters, 150 rows
+    criteria = _summary_value(out, "criteria").replace(",", "").split()
+    assert float(criteria[1]) == pytest.approx(-2 * loglik + 26 * np.log(150), rel=1e-5)
+    assert float(criteria[3]) == pytest.approx(-2 * loglik + 2 * 26, rel=1e-5)
 
     # to stdout; the target column of the data is dropped because the model names it
     assert cli.main(["predict", str(saved), str(iris_csv)]) == 0
@@ -395,6 +399,7 @@ def test_compare_prints_the_table_and_saves_plots(iris_csv, tmp_path, capsys):
     assert mle["variances[virginica, petal_width]"] == pytest.approx(X[y == 2, 3].var(), rel=1e-6)
     inside = int(table["mle_in_hdi"].sum())
     assert f"MLE inside the 94% HDI: {inside} of 27 entries" in captured.out
+    assert "MLE fit: 26 parameters, BIC " in captured.out
     for name in ("class_prior", "means", "variances"):
         assert (out_dir / f"posterior_vs_mle_{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

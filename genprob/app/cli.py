@@ -682,8 +682,15 @@ def _run_fit(args) -> int:
     print(f"  train accuracy: {accuracy:.4f} (labeled rows)")
     marginal = "; marginal on unlabeled rows" if unlabeled.any() else ""
     print(f"  log-likelihood: {loglik:.6g} ({loglik / len(y):.4g} per row{marginal})")
+    print(f"  criteria:       {_criteria_text(estimator, features, y)}")
     print(f"  saved:          {path}")
     return 0
+
+
+def _criteria_text(estimator, features, y) -> str:
+    """BIC and AIC of the fit on its rows (the log-likelihood above), smaller is better."""
+    bic, aic = estimator.bic(features, y), estimator.aic(features, y)
+    return f"BIC {bic:.6g}, AIC {aic:.6g} (smaller is better)"
 
 
 def _run_fit_streaming(args) -> int:
@@ -933,6 +940,8 @@ def _run_compare(args) -> int:
         print(_convergence_line(table))
     inside = int(table["mle_in_hdi"].sum())
     print(f"MLE inside the 94% HDI: {inside} of {len(table)} entries")
+    criteria = _criteria_text(estimator, features, y)
+    print(f"MLE fit: {estimator.num_parameters()} parameters, {criteria}")
     written = [os.path.join(args.out, "mle_vs_posterior.csv")]
     for var in names:
         # one figure per class when a parameter has more entries than a readable figure

@@ -288,6 +288,7 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
             covariance,
             boundary,
             f"{estimator.num_parameters()}",
+            f"{estimator.bic(X, y):.1f}",
             f"{estimator.score(X_test, y_test):.3f}",
         ]
         for (name, estimator), covariance, boundary in zip(
@@ -305,8 +306,12 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
         f"the other way. 300 training draws (seed {settings.seed}) and 3000 test draws "
         f"(seed {settings.seed + 1}). A boundary is where two classes' "
         "$\\log \\pi_k + \\log p(x \\mid k)$ are equal: with one shared covariance the "
-        "quadratic terms cancel and it is a line.\n\n"
-        + _table(["model", "covariance", "boundaries", "parameters", "test accuracy"], rows)
+        "quadratic terms cancel and it is a line. BIC is $-2 \\log L + \\mathrm{df} \\log n$ "
+        "of the training rows with their labels (smaller is better; df is the parameter count).\n\n"
+        + _table(
+            ["model", "covariance", "boundaries", "parameters", "BIC (train)", "test accuracy"],
+            rows,
+        )
         + "\n\n![Decision regions of LDA, QDA and Gaussian naive Bayes](boundaries.png)"
     )
     return Section(

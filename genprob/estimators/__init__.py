@@ -19,5 +19,9 @@ from genprob.estimators.mixed import MixedNB
 from genprob.estimators.generic import GenerativeClassifier
 
 # -- end any-story estimator --
+# -- criteria (issue 45) --
+from genprob.estimators._criteria import UnlabeledRowsHurtWarning
+
+# -- end criteria --
 
 __all__ = [name for name in dir() if not name.startswith("_") and name[0].isupper()]

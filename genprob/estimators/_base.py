@@ -43,6 +43,7 @@ from genprob._validation import (
     unlabeled_mask,
     validate_params,
 )
+from genprob.estimators._criteria import CriteriaMixin, fit_with_chosen_weight
 from genprob.missing import fit_observed, has_missing, marginalized
 from genprob.persistence import register_estimator
 from genprob.story import Story, why_not
@@ -99,7 +100,7 @@ def _dask_predict(estimator, method, X, *args, **kwargs):
     return predict(estimator, method, X, *args, **kwargs)
 
 
-class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
+class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     """Base class: fit by closed form from one-hot responsibilities, predict by Bayes' rule.
 
     Subclasses implement :meth:`_make_story` (the story for the current hyperparameters and data)
@@ -360,6 +361,8 @@ class GenerativeClassifierBase(ClassifierMixin, BaseEstimator):
         Returns:
             self (Self): the fitted estimator itself, for chaining.
         """
+        if getattr(self, "unlabeled_weight", None) == "auto":  # λ by cross-validation
+            return fit_with_chosen_weight(self, X, y, sample_weight=sample_weight, classes=classes)
         if _is_dask(X):
             from genprob import distributed
 
