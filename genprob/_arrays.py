@@ -59,7 +59,7 @@ def without_duplicates(X):
 
     Unsorted CSR (what ``CountVectorizer`` returns) is checked without sorting it: converted to
     CSC, each column lists its rows in increasing order, so a duplicate shows as two equal
-    neighbours, one linear pass (0.6 ms on the SMS corpus against 1.9 ms to sort its rows).
+    neighbours, one linear pass (faster than sorting the rows).
     """
     if X.has_canonical_format:
         return X

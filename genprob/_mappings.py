@@ -19,7 +19,7 @@ import warnings
 
 __all__ = ["CHECK_EVERY", "FRACTION", "CompiledProgramsDropped", "after_call"]
 
-#: Top-level genprob calls between two counts (a count reads /proc/self/maps, ~1 ms per 10,000).
+#: Top-level genprob calls between two counts (a count reads all of /proc/self/maps).
 CHECK_EVERY = 64
 #: Share of ``vm.max_map_count`` above which compiled programs are dropped.
 FRACTION = 0.5

@@ -103,9 +103,14 @@ class _DiscreteNB(GenerativeClassifierBase):
             return X
         return super()._validate_story(story, X)
 
+    #: scikit-learn input tags of the family's support (non-negative, integer codes)
+    _input_tags: dict = {}
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = self._accepts_sparse
+        for name, value in self._input_tags.items():
+            setattr(tags.input_tags, name, value)
         tags.classifier_tags.poor_score = True
         return tags
 
@@ -283,6 +288,7 @@ class MultinomialNB(_DiscreteNB):
     """
 
     _accepts_sparse = True
+    _input_tags = {"positive_only": True}
     # its own count check is the story's, in scikit-learn's words
     _story_checked_by_validate_X = MultinomialStory
 
@@ -314,11 +320,6 @@ class MultinomialNB(_DiscreteNB):
         self.dtype = dtype
         self.missing = missing
         self.unlabeled_label = unlabeled_label
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True
-        return tags
 
     def _validate_X(self, X, *, fitting):
         check_non_negative(X, "MultinomialNB", "non-negative counts")
@@ -396,6 +397,7 @@ class CategoricalNB(_DiscreteNB):
     """
 
     _alpha_per_feature = False
+    _input_tags = dict(categorical=True, positive_only=True)  # scikit-learn's tag names
 
     _parameter_constraints = {
         **_DiscreteNB._parameter_constraints,
@@ -432,12 +434,6 @@ class CategoricalNB(_DiscreteNB):
         self.dtype = dtype
         self.missing = missing
         self.unlabeled_label = unlabeled_label
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.categorical = True
-        tags.input_tags.positive_only = True
-        return tags
 
     def _validate_X(self, X, *, fitting):
         if fitting:
@@ -535,6 +531,10 @@ class PoissonNB(_DiscreteNB):
         params_: the story's parameters (``rates``, ``class_prior``).
     """
 
+    # scikit-learn has no "counts" tag; "categorical" declares integer-coded input, which
+    # makes its checks feed non-negative integers, the support of the Poisson.
+    _input_tags = dict(positive_only=True, categorical=True)
+
     _parameter_constraints = {
         **{k: v for k, v in _DiscreteNB._parameter_constraints.items() if k != "force_alpha"},
         "beta": [Interval(Real, 0, None, closed="left")],
@@ -568,14 +568,6 @@ class PoissonNB(_DiscreteNB):
         self.dtype = dtype
         self.missing = missing
         self.unlabeled_label = unlabeled_label
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True
-        # scikit-learn has no "counts" tag; "categorical" declares integer-coded input, which
-        # makes its checks feed non-negative integers, the support of the Poisson.
-        tags.input_tags.categorical = True
-        return tags
 
     def _validate_X(self, X, *, fitting):
         check_non_negative(X, "PoissonNB", "non-negative integer counts")

@@ -17,6 +17,7 @@ from genprob._arrays import namespace
 
 __all__ = [
     "alpha_array",
+    "class_feature_shapes",
     "check_non_negative_values",
     "check_values",
     "floor_log",
@@ -212,3 +213,8 @@ def alpha_array(alpha, num_features: int, dtype=None, xp=jnp):
                 f"alpha has {len(alpha)} entries; expected one per feature ({num_features})."
             )
     return xp.asarray(alpha, dtype=dtype)
+
+
+def class_feature_shapes(probs) -> dict:
+    """Batch (classes) and event (features) shapes of an emission of per-class ``probs``."""
+    return {"batch_shape": jnp.shape(probs)[:-1], "event_shape": jnp.shape(probs)[-1:]}

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-from genprob.families._discrete import linear_log_prob
+from genprob.families._discrete import class_feature_shapes, linear_log_prob
 from genprob.families.bernoulli import bernoulli_linear_form
 
 __all__ = ["BernoulliFeatures"]
@@ -28,11 +28,7 @@ class BernoulliFeatures(dist.Distribution):
 
     def __init__(self, probs, *, validate_args=None):
         self.probs = probs
-        super().__init__(
-            batch_shape=jnp.shape(probs)[:-1],
-            event_shape=jnp.shape(probs)[-1:],
-            validate_args=validate_args,
-        )
+        super().__init__(**class_feature_shapes(probs), validate_args=validate_args)
 
     def linear_form(self):
         """``(weights, offset)`` with ``log p(x | k) = x . weights[k] + offset[k]``."""

@@ -8,7 +8,7 @@ import scipy.sparse
 from jax.scipy.special import gammaln
 from numpyro.distributions import constraints
 
-from genprob.families._discrete import linear_log_prob
+from genprob.families._discrete import class_feature_shapes, linear_log_prob
 from genprob.families.multinomial import _map_stored, _scipy_row_term, multinomial_linear_form
 
 __all__ = ["MultinomialFeatures"]
@@ -33,11 +33,7 @@ class MultinomialFeatures(dist.Distribution):
     def __init__(self, probs, total_count=None, *, validate_args=None):
         self.probs = probs
         self.total_count = total_count
-        super().__init__(
-            batch_shape=jnp.shape(probs)[:-1],
-            event_shape=jnp.shape(probs)[-1:],
-            validate_args=validate_args,
-        )
+        super().__init__(**class_feature_shapes(probs), validate_args=validate_args)
 
     def linear_form(self):
         """``(weights, offset)``: the class-dependent part ``x . log probs[k]`` (offset 0)."""

@@ -3,6 +3,7 @@ story, LDA's projection. Public names are re-exported here, with the family's re
 
 from genprob._lazy import lazy_attribute
 from genprob.families._registry import Block, Command, Family
+from genprob.families.gaussian.distributions import NUMPYRO_CLASSES
 from genprob.families.gaussian.moments import ledoit_wolf_shrinkage
 from genprob.families.gaussian.projection import lda_projection, lda_transform
 from genprob.families.gaussian.story import FACTORS, GaussianStory
@@ -19,13 +20,7 @@ __all__ = [
 ]
 
 #: NumPyro distributions, imported on first use
-__getattr__ = lazy_attribute(
-    __name__,
-    {
-        "DiagonalNormal": "genprob.families.gaussian.normals",
-        "WhitenedNormal": "genprob.families.gaussian.normals",
-    },
-)
+__getattr__ = lazy_attribute(__name__, NUMPYRO_CLASSES)
 
 _DATA = ("iris", "wine", "breast_cancer")
 

@@ -32,13 +32,11 @@ __all__ = [
 ]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
-__getattr__ = lazy_attribute(
-    __name__,
-    {
-        "DiagonalNormal": "genprob.families.gaussian.normals",
-        "WhitenedNormal": "genprob.families.gaussian.normals",
-    },
-)
+NUMPYRO_CLASSES = {
+    "DiagonalNormal": "genprob.families.gaussian.normals",
+    "WhitenedNormal": "genprob.families.gaussian.normals",
+}
+__getattr__ = lazy_attribute(__name__, NUMPYRO_CLASSES)
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
