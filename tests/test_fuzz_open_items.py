@@ -212,15 +212,17 @@ def test_item7_core_refuses_infinity_in_scipy_sparse_counts(iris):
 
 def test_item7_core_valid_input_scores_as_before(fitted_gaussian, iris):
     """Positive control: the checks change no number (the seam's passes the public functions
-    call after them, compared bit for bit)."""
+    call after them, compared bit for bit as the JAX arrays, in JAX's precision, that the public
+    functions return)."""
     story, params = fitted_gaussian
     X = iris[0]
-    joint = execution.joint_log_prob(story, params, X)
+    joint = jnp.asarray(execution.joint_log_prob(story, params, X))
     np.testing.assert_array_equal(core.joint_log_prob(story, params, X), joint)
     np.testing.assert_array_equal(
-        core.class_scores(story, params, X), execution.class_scores(story, params, X)
+        core.class_scores(story, params, X),
+        jnp.asarray(execution.class_scores(story, params, X)),
     )
-    log_proba = execution.class_posteriors(story, params, X, "log")
+    log_proba = jnp.asarray(execution.class_posteriors(story, params, X, "log"))
     np.testing.assert_array_equal(core.predict_log_proba(story, params, X), log_proba)
     np.testing.assert_array_equal(core.predict_proba(story, params, X), jnp.exp(log_proba))
     np.testing.assert_array_equal(

@@ -37,6 +37,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, column_or_1d
 
 from genprob import core
+from genprob._arrays import placed
 from genprob._dtype import numpy_dtype, precision
 from genprob.estimators._base import GenerativeClassifierBase, fitted_cache
 from genprob.families.gaussian import FACTORS, GaussianStory, lda_projection
@@ -116,7 +117,7 @@ class _GaussianBase(GenerativeClassifierBase):
         params = super()._params_jax()
         with precision(self._dtype):
             factors = self.story_.factorize(params)
-        return {**params, FACTORS: factors} if factors else params
+        return {**params, FACTORS: placed(factors)} if factors else params
 
     def _check_overflow(self):
         """Parameters that overflowed are refused by name before anything factorizes them."""
