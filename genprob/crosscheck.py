@@ -360,7 +360,7 @@ def crosscheck(
     fit_prior: bool = True,
     dtype="float64",
     seed: int = 0,
-    starts: int = 2,
+    starts: int = 3,
     tolerances: dict | None = None,
     data_name: str = "data",
     label: str | None = None,
