@@ -21,7 +21,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
-import scipy.special
 
 from genprob._validation import check_feature_width, describe, is_concrete
 from genprob.story import CLASS_PRIOR, Story
@@ -355,8 +354,25 @@ def class_posteriors(story: Story, params: dict, X, kind: str = "log") -> np.nda
     refuse_unscored(scores, X)
     if kind == "scores":
         return scores
-    log_proba = scipy.special.log_softmax(scores, axis=1)
-    return np.exp(log_proba) if kind == "proba" else log_proba
+    if not scores.flags.writeable:  # a view of a compiled program's output
+        scores = scores.copy()
+    # normalized in place: one temporary of a column, no (n, K) copies
+    scores -= _row_max(scores)[:, None]
+    if kind == "proba":
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=1, keepdims=True)
+        return scores
+    scores -= np.log(np.exp(scores).sum(axis=1, keepdims=True))
+    return scores
+
+
+def _row_max(scores) -> np.ndarray:
+    """Each row's maximum, class by class (K passes over contiguous-enough columns beat one
+    strided row reduction when K is small)."""
+    top = scores[:, 0].copy()
+    for k in range(1, scores.shape[1]):
+        np.maximum(top, scores[:, k], out=top)
+    return top
 
 
 def unscored_rows(scores) -> np.ndarray:
