@@ -154,11 +154,8 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
             X, R = _padded(X, R)
         return _statistics(story, X, R)
     R = np.asarray(R)
-    num_rows, num_features = X.shape
-    step = max(_MIN_BLOCK_ROWS, BLOCK_BYTES // max(1, num_features * X.dtype.itemsize))
-    # sparse products allocate no dense (n, D) temporary: one block
-    if num_rows <= step or scipy.sparse.issparse(X) or not story.adds_over_rows:
-        step = max(num_rows, 1)
+    num_rows = X.shape[0]
+    step = _block_rows(X) if story.adds_over_rows else max(num_rows, 1)
     emission = None
     # a combine written in jax.numpy keeps float64 blocks in float64
     x64 = jax.enable_x64(True) if X.dtype == np.float64 else contextlib.nullcontext()
@@ -167,6 +164,15 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
             part = story.sufficient_statistics(X[start : start + step], R[start : start + step])
             emission = part if emission is None else story.combine_statistics(emission, part)
     return {"class_counts": R.sum(axis=0), "emission": _host_tree(emission)}
+
+
+def _block_rows(X) -> int:
+    """Rows of a host pass's block: about ``BLOCK_BYTES`` of dense rows (the pass's temporaries
+    stay that small); every row at once for SciPy sparse rows, whose products allocate no dense
+    (n, D) temporary."""
+    num_rows, num_features = X.shape
+    step = max(_MIN_BLOCK_ROWS, BLOCK_BYTES // max(1, num_features * X.dtype.itemsize))
+    return max(num_rows, 1) if num_rows <= step or scipy.sparse.issparse(X) else step
 
 
 @jax.jit

@@ -99,10 +99,11 @@ def quadratic_scores(rows, loc, whitening, constant):
     for k in range(loc.shape[0]):
         centered = rows - loc[k]
         if whitening.ndim == 2:
+            # squares before the division: rows beyond float64's squares overflow and are refused
             quadratic.append(xp.sum(centered**2 / whitening[k], axis=-1))
         else:
             z = centered @ whitening[k]
-            quadratic.append(xp.sum(z * z, axis=-1))
+            quadratic.append(xp.einsum("ij,ij->i", z, z))  # row norms without a squared copy
     return -0.5 * xp.stack(quadratic, axis=-1) + constant
 
 
