@@ -373,8 +373,8 @@ def class_posteriors(story: Story, params: dict, X, kind: str = "log") -> np.nda
 
 
 def _row_max(scores) -> np.ndarray:
-    """Each row's maximum, class by class (K passes over contiguous-enough columns beat one
-    strided row reduction when K is small)."""
+    """Each row's maximum, class by class: K vectorized passes over the columns beat NumPy's
+    row-wise reduction of a narrow (n, K) array."""
     top = scores[:, 0].copy()
     for k in range(1, scores.shape[1]):
         np.maximum(top, scores[:, k], out=top)
