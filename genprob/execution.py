@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 
+from genprob._arrays import column_sums, row_sums
 from genprob._validation import check_feature_width, describe, is_concrete
 from genprob.story import CLASS_PRIOR, Story
 
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 #: Bytes of rows a host statistics pass reads per block: its temporaries stay this small.
-BLOCK_BYTES = 1 << 23
+BLOCK_BYTES = 1 << 20
 #: ... and at least this many rows, so that wide rows do not make a block per row.
 _MIN_BLOCK_ROWS = 256
 #: Dense inputs up to this many rows and entries are padded to a bucket size (``padded_rows``)
@@ -134,7 +135,7 @@ def responsibilities(codes, num_classes: int, weights=None, dtype=np.float64) ->
             f"(or -1, an unlabeled row)."
         )
     # code -1 takes the last row of the (K+1, K) identity, a row of zeros
-    R = np.eye(num_classes + 1, num_classes, dtype=dtype)[codes]
+    R = np.eye(num_classes + 1, num_classes, dtype=dtype).take(codes, axis=0)  # faster than []
     if weights is not None:
         R *= np.asarray(weights, dtype=dtype)[:, None]
     return R
@@ -163,7 +164,7 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
         for start in range(0, max(num_rows, 1), step):
             part = story.sufficient_statistics(X[start : start + step], R[start : start + step])
             emission = part if emission is None else story.combine_statistics(emission, part)
-    return {"class_counts": R.sum(axis=0), "emission": _host_tree(emission)}
+    return {"class_counts": column_sums(R), "emission": _host_tree(emission)}
 
 
 def _block_rows(X) -> int:
@@ -177,7 +178,7 @@ def _block_rows(X) -> int:
 
 @jax.jit
 def _statistics(story: Story, X, R) -> dict:
-    return {"class_counts": R.sum(axis=0), "emission": story.sufficient_statistics(X, R)}
+    return {"class_counts": column_sums(R), "emission": story.sufficient_statistics(X, R)}
 
 
 def labeled_statistics(story: Story, X, codes, num_classes: int, weights=None) -> dict:
@@ -344,12 +345,23 @@ def check_host_width(story: Story, params: dict, X) -> None:
 
 def class_scores(story: Story, params: dict, X):
     """``log pi_k + story.discriminant(params, X)`` (n, K) of checked features: the joint
-    log-probability up to a term of each row, which normalizing removes."""
+    log-probability up to a term of each row, which normalizing removes. Host rows are scored
+    in blocks of about ``BLOCK_BYTES`` (the temporaries of a score stay in cache) and rows
+    without a finite score are refused by name (:func:`refuse_unscored`)."""
     if not on_host(story, X):
         return _rows_of(_scores, story, params, X)
+    params = _host_tree(params)
+    step, scores = _block_rows(X), None
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        log_prior = np.log(np.asarray(params[CLASS_PRIOR]))
-        return log_prior + np.asarray(story.discriminant(params, X))
+        log_prior = np.log(params[CLASS_PRIOR])
+        for start in range(0, max(X.shape[0], 1), step):
+            block = np.asarray(story.discriminant(params, X[start : start + step]))
+            if scores is None:
+                scores = np.empty((X.shape[0], block.shape[1]), np.result_type(block, log_prior))
+            scores[start : start + step] = block
+        scores += log_prior
+    refuse_unscored(scores, X)
+    return scores
 
 
 def class_posteriors(story: Story, params: dict, X, kind: str = "log") -> np.ndarray:
@@ -357,7 +369,8 @@ def class_posteriors(story: Story, params: dict, X, kind: str = "log") -> np.nda
     (n, K) of checked features, as NumPy; rows without a finite score are refused by name
     (:func:`refuse_unscored`)."""
     scores = np.asarray(class_scores(story, params, X))
-    refuse_unscored(scores, X)
+    if not on_host(story, X):
+        refuse_unscored(scores, X)
     if kind == "scores":
         return scores
     if not scores.flags.writeable:  # a view of a compiled program's output
@@ -366,9 +379,9 @@ def class_posteriors(story: Story, params: dict, X, kind: str = "log") -> np.nda
     scores -= _row_max(scores)[:, None]
     if kind == "proba":
         np.exp(scores, out=scores)
-        scores /= scores.sum(axis=1, keepdims=True)
+        scores /= row_sums(scores)[:, None]
         return scores
-    scores -= np.log(np.exp(scores).sum(axis=1, keepdims=True))
+    scores -= np.log(row_sums(np.exp(scores)))[:, None]
     return scores
 
 
@@ -391,11 +404,14 @@ def unscored_rows(scores) -> np.ndarray:
 
 
 def refuse_unscored(scores, X=None) -> None:
-    """Raise ``ValueError`` naming the rows of ``scores`` without a finite class score and the
-    scale of the first one's features (a Gaussian's squares overflow float64 near 1e154)."""
+    """Raise ``ValueError`` naming the rows of ``scores`` without a finite class score, the
+    scale where squares overflow their dtype (about 1e154 in float64) and the first row's
+    largest feature."""
     bad = unscored_rows(scores)
     if not bad.size:
         return
+    dtype = np.dtype(getattr(X, "dtype", None) or np.asarray(scores).dtype)
+    dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
     scale = ""
     if X is not None and is_concrete(X):
         row = X[int(bad[0])]
@@ -403,7 +419,8 @@ def refuse_unscored(scores, X=None) -> None:
         largest = np.max(np.abs(row)) if row.size else 0.0
         scale = f"; row {int(bad[0])}'s largest |feature| is {largest:.3g}"
     raise ValueError(
-        f"rows {describe(bad)} cannot be scored: their log-density is not finite under any "
-        f"class (feature values so large that their squares overflow float64, beyond about "
-        f"1e154{scale}). Rescale the features."
+        f"rows {describe(bad)} have values too large to score in {dtype} (beyond about "
+        f"{np.sqrt(np.finfo(dtype).max):.2g}, where their squares overflow{scale}): their "
+        "log-density is not finite under any class. Rescale the features (e.g. standardize "
+        "them) before fitting."
     )

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import xlog1py, xlogy
 
-from genprob._arrays import namespace
+from genprob._arrays import column_sums, namespace
 from genprob._lazy import LazyModule, lazy_attribute
 from genprob._validation import check_alpha
 from genprob.conjugate import ConjugateFactor
@@ -99,7 +99,7 @@ class BernoulliStory(Story):
 
     def sufficient_statistics(self, X, R):
         # a sparse-dense product when X is a BCOO or SciPy sparse matrix
-        return {"counts": R.sum(axis=0), "feature_counts": weighted_sums(X, R)}
+        return {"counts": column_sums(R), "feature_counts": weighted_sums(X, R)}
 
     def discriminant(self, params, X):
         """The linear form less class 0's (K - 1 products; the same posteriors)."""

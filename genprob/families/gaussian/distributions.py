@@ -99,8 +99,8 @@ def quadratic_scores(rows, loc, whitening, constant):
     for k in range(loc.shape[0]):
         centered = rows - loc[k]
         if whitening.ndim == 2:
-            # squares before the division: rows beyond float64's squares overflow and are refused
-            quadratic.append(xp.sum(centered**2 / whitening[k], axis=-1))
+            # squares before scaling: rows beyond float64's squares overflow and are refused
+            quadratic.append((centered * centered) @ (1.0 / whitening[k]))
         else:
             z = centered @ whitening[k]
             quadratic.append(xp.einsum("ij,ij->i", z, z))  # row norms without a squared copy

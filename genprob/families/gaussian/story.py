@@ -13,9 +13,9 @@ import math
 import jax
 import numpy as np
 
-from genprob._arrays import namespace
+from genprob._arrays import column_sums, namespace
 from genprob._lazy import LazyModule
-from genprob._validation import check_feature_width, describe
+from genprob._validation import check_feature_width
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
     class_constant,
@@ -250,11 +250,9 @@ class GaussianStory(Story):
     def discriminant(self, params, X):
         """``log p(x | k)`` less a term of the row: linear in ``x`` for a shared spread (the
         model's linear discriminant), the per-class log density otherwise (derivation in
-        docs/gaussian.md). NumPy rows are scored in NumPy.
-
-        Raises:
-            ValueError: concrete rows whose scores overflow (features near the square root of
-                the dtype's largest number, 1e154 in float64), naming the rows and the scale.
+        docs/gaussian.md). NumPy rows are scored in NumPy; those of finite features whose
+        scores overflow (features near the square root of the dtype's largest number, 1e154 in
+        float64) get NaN scores, which :func:`genprob.execution.refuse_unscored` refuses.
         """
         means = params["means"]
         check_feature_width(X, np.shape(means)[-1])
@@ -273,7 +271,7 @@ class GaussianStory(Story):
                 whitening, constant = self._whitening_and_constant(params)
                 scores = quadratic_scores(X, params["means"], whitening, constant)
         if isinstance(scores, np.ndarray):
-            _refuse_overflowed_rows(X, scores)
+            _mark_overflowed_rows(X, scores)
         return scores
 
     def _whitening_and_constant(self, params):
@@ -302,7 +300,7 @@ class GaussianStory(Story):
         """
         shift = reference_point(X)
         moments = self.structure.moments(X, R, shift, self._needs_class_scatter)
-        stats = {"counts": R.sum(axis=0), "shift": shift, **moments}
+        stats = {"counts": column_sums(R), "shift": shift, **moments}
         if self._auto_shrinkage:
             stats["fourth_moments"] = self._fourth_moments(X, R, stats)
         return stats
@@ -723,18 +721,14 @@ def _linear_and_intercept(linear, params):
     return linear, intercept
 
 
-def _refuse_overflowed_rows(X, scores) -> None:
-    """Rows of finite features whose class scores overflowed are refused, naming the scale
-    (the fit refuses such features with the same advice, :meth:`GaussianStory.check_overflow`)."""
+def _mark_overflowed_rows(X, scores) -> None:
+    """Rows of finite features with a class score that overflowed become NaN rows, which
+    the caller refuses by row and scale (as fit refuses such features,
+    :meth:`GaussianStory.check_overflow`): a score of -inf there is no density's answer."""
     if np.isfinite(scores).all():
         return
-    bad = np.flatnonzero(~np.isfinite(scores).all(axis=-1) & np.isfinite(X).all(axis=-1))
-    if bad.size:
-        raise ValueError(
-            f"rows {describe(bad)} have values too large to score in {X.dtype} (beyond about "
-            f"{np.sqrt(np.finfo(X.dtype).max):.2g}, where their squares overflow). Rescale the "
-            "features (e.g. standardize them) before fitting."
-        )
+    bad = ~np.isfinite(scores).all(axis=-1) & np.isfinite(X).all(axis=-1)
+    scores[bad] = np.nan
 
 
 def _known_zero(value) -> bool:

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from genprob._arrays import namespace
+from genprob._arrays import namespace, row_sums
 from genprob._lazy import LazyModule
 from genprob.families.gaussian.distributions import full_factors, full_gaussian
 from genprob.families.gaussian.moments import (
@@ -165,8 +165,9 @@ class FullCovariance(CovarianceStructure):
         Z = X - shift
         sums = R.T @ Z
         if not class_scatter:
-            # one weighted product: sum_i w_i z_i z_i^T, w the row weights
-            return {"squares": (Z * R.sum(axis=1)[:, None]).T @ Z, "sums": sums}
+            # sum_i w_i z_i z_i^T as one symmetric product A^T A, A = sqrt(w) z (R >= 0)
+            scaled = Z * namespace(Z, R).sqrt(row_sums(R))[:, None]
+            return {"squares": scaled.T @ scaled, "sums": sums}
         # class by class: no (n, K, D) temporary
         xp = namespace(Z, R)
         class_squares = xp.stack([(Z * R[:, k, None]).T @ Z for k in range(R.shape[1])])
