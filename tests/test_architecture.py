@@ -495,3 +495,21 @@ def test_chunked_fits_use_only_public_names_of_estimators_and_modules():
         if found:
             offenders[name] = found
     assert offenders == {}
+
+
+def test_no_module_reads_a_private_name_of_story():
+    """Modules use the story contract's public names (``nested_stories`` is a final method,
+    not a hook); Story's private machinery stays in genprob/story.py."""
+    from genprob.story import Story
+
+    private = {name for name in vars(Story) if _private(name)}
+    offenders = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        if path.name == "story.py":
+            continue
+        found = _foreign_private_accesses(ast.parse(path.read_text(), filename=str(path)))
+        offenders += [
+            (path.name, line, what) for line, what in found if what.rsplit(".", 1)[-1] in private
+        ]
+    assert offenders == []
+    assert getattr(Story.nested_stories, "__final__", False)
