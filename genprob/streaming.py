@@ -26,6 +26,12 @@ responsibilities and the objective at the current parameters. EM starts from the
 ``transduction_`` (one value per row) are not kept.
 
 Stories whose statistics do not add over rows refuse (:func:`check_additive`).
+
+The estimator is driven through public methods only: ``partial_fit`` (the labeled pass, growing
+the story), ``chunk_statistics`` (a chunk's statistics, an E-step with ``e_step=True``),
+``parameters_from_statistics`` (the M-step) and ``fit_statistics`` (the end of a fit). A fit runs
+on a copy of the estimator that takes its place only when the fit finishes
+(:func:`fit_or_keep`): a source that raises midway leaves the estimator as it was.
 """
 
 from __future__ import annotations
