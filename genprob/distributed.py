@@ -26,14 +26,12 @@ Dask is imported here only, so ``import genprob`` does not import it.
 
 from __future__ import annotations
 
-import copy
 from functools import partial
 
-import jax
 import numpy as np
 
-from genprob import execution, streaming
-from genprob._dtype import precision
+from genprob import streaming
+from genprob._validation import validate_params
 
 __all__ = ["fit", "predict", "partitions"]
 
@@ -100,50 +98,21 @@ def _classes(y, unlabeled_label=-1):
 
 # -- per-partition work (runs on the workers) ------------------------------------------------------
 def _labeled_part(estimator, X, y, w):
-    """``((stats, 0, rows), unlabeled rows, context)`` of a partition with the story fixed by
-    the driver (``context``: the estimator's :meth:`_chunk_context`, summed by the driver).
-
-    Returns None when the partition would change the story's statistics (new categories...) or
-    fails the fitted story's checks: the driver then reads the partitions itself.
-    """
-    num_rows = np.shape(X)[0]
-    if num_rows == 0:
-        return (None, 0.0, 0), 0, {}
-    local = copy.copy(estimator)
-    # marked fitted so that the estimator's prediction-time checks (encoding, binarizing,
-    # support) prepare the features as they will be scored
-    local.params_ = estimator.__dict__.get("params_", {})
-    try:
-        Xv = local._check_X(X)
-        grown = local._partial_fit_story(Xv, estimator.story_)
-    except ValueError:
-        return None
-    # the same structure: statistics of the same layout (traced settings such as the
-    # multinomial's document length do not change them)
-    if jax.tree_util.tree_structure(grown) != jax.tree_util.tree_structure(estimator.story_):
-        return None
-    y = np.asarray(y)
-    if y.shape != (num_rows,):
-        raise ValueError(f"a partition has {num_rows} rows of X but y has shape {y.shape}.")
-    codes = streaming.label_codes(local, y)
-    weights = streaming._chunk_weights(w, num_rows)
-    weights = np.ones(num_rows) if weights is None else weights
-    with precision(local._dtype):
-        stats = execution.labeled_statistics(
-            estimator.story_, local._as_features(Xv), codes, len(local.classes_), weights
-        )
-        stats = jax.tree_util.tree_map(np.asarray, stats)
-    return (stats, 0.0, int(num_rows)), int(np.sum(codes < 0)), local._chunk_context(Xv)
+    """The partition's :class:`~genprob.streaming.ChunkStatistics` under the story fixed by the
+    driver, or None when the partition would change that story (new categories...) or fails
+    its checks: the driver then reads the partitions itself."""
+    return estimator.chunk_statistics(X, y, w)
 
 
-def _combine_labeled(story, dtype, a, b):
+def _em_part(estimator, X, y, w):
+    """The partition's E-step statistics at the estimator's parameters."""
+    return estimator.chunk_statistics(X, y, w, e_step=True)
+
+
+def _combine_labeled(a, b):
     if a is None or b is None:
         return None
-    return (
-        streaming.combine(story, dtype, a[0], b[0]),
-        a[1] + b[1],
-        streaming.add_contexts(a[2], b[2]),
-    )
+    return streaming.combine(a, b)
 
 
 def _tree(dask, parts, merge):
@@ -174,14 +143,11 @@ def _head(block, rows):
     return block.iloc[:rows] if hasattr(block, "iloc") else block[:rows]
 
 
-def _reduce_labeled(dask, estimator, parts):
-    """Statistics of ``parts`` under ``estimator.story_``, reduced on the workers (None: grows)."""
-    if not parts:
-        return (None, 0.0, 0), 0, {}
+def _reduce(dask, estimator, parts, part, merge):
+    """``part`` of every partition on the workers, reduced by ``merge`` in a tree of tasks."""
     shipped = dask.delayed(estimator, pure=False)
-    tasks = [dask.delayed(_labeled_part)(shipped, xd, yd, wd) for xd, yd, wd in parts]
-    merge = dask.delayed(partial(_combine_labeled, estimator.story_, estimator._dtype))
-    return dask.compute(_tree(dask, tasks, merge))[0]
+    tasks = [dask.delayed(part)(shipped, xd, yd, wd) for xd, yd, wd in parts]
+    return dask.compute(_tree(dask, tasks, dask.delayed(merge)))[0]
 
 
 def _labeled_from_head(dask, estimator, parts, classes):
@@ -193,7 +159,7 @@ def _labeled_from_head(dask, estimator, parts, classes):
     if not np.shape(head[0])[0]:
         return None
     streaming.labeled_pass(estimator, [head], classes)
-    return _reduce_labeled(dask, estimator, parts)
+    return _reduce(dask, estimator, parts, _labeled_part, _combine_labeled)
 
 
 def _labeled_from_first_partition(dask, estimator, parts, classes):
@@ -205,41 +171,32 @@ def _labeled_from_first_partition(dask, estimator, parts, classes):
         piece = dask.compute(*parts[index])
         index += 1
     streaming.labeled_pass(estimator, [piece], classes)
-    rows = int(np.shape(piece[0])[0])
-    unlabeled = int(estimator._unlabeled_rows(np.asarray(piece[1])).sum())
-    head = (jax.tree_util.tree_map(np.asarray, estimator.stats_), 0.0, rows)
-    checker = copy.copy(estimator)  # checks as at prediction, as on the workers
-    checker.params_ = estimator.__dict__.get("params_", {})
-    context = checker._chunk_context(checker._check_X(piece[0]))
-    total = _reduce_labeled(dask, estimator, parts[index:])
-    if total is None:
-        return None
-    (stats, _, rest_rows), rest_unlabeled, rest_context = total
-    story, dtype = estimator.story_, estimator._dtype
-    stats = streaming.combine(story, dtype, head, (stats, 0.0, rest_rows))[0]
-    return (
-        (stats, 0.0, rows + rest_rows),
-        unlabeled + rest_unlabeled,
-        streaming.add_contexts(context, rest_context),
-    )
+    first = estimator.chunk_statistics(*piece)
+    if first is None or index == len(parts):
+        return first
+    rest = _reduce(dask, estimator, parts[index:], _labeled_part, _combine_labeled)
+    return _combine_labeled(first, rest)
 
 
 def fit(estimator, X, y, *, sample_weight=None, classes=None):
     """Fit ``estimator`` on a Dask array or DataFrame ``X`` with Dask labels ``y``.
 
     Equals ``estimator.fit`` on the computed arrays (to rounding): see the module docstring and
-    :mod:`genprob.streaming` for labels, EM and the stories accepted.
+    :mod:`genprob.streaming` for labels, EM and the stories accepted. The fit finishes or
+    leaves the estimator as it was (:func:`genprob.streaming.fit_or_keep`).
     """
     dask, da = _dask()
     if y is None:
         raise ValueError("y is required with a Dask X: a Dask array or Series of labels.")
-    estimator._validate_params()
-    streaming.reset(estimator)
+    validate_params(estimator)
     parts, expected = partitions(X, y, sample_weight)
     if classes is None:
-        classes = _classes(y, estimator._unlabeled_label)
+        classes = _classes(y, streaming.unlabeled_marker(estimator))
     classes = np.asarray(classes)
+    return streaming.fit_or_keep(estimator, partial(_fit_parts, dask, parts, expected, classes))
 
+
+def _fit_parts(dask, parts, expected, classes, estimator):
     total = _labeled_from_head(dask, estimator, parts, classes)
     if total is None:
         streaming.reset(estimator)
@@ -250,26 +207,21 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
         rows, unlabeled_rows = streaming.labeled_pass(
             estimator, (dask.compute(xd, yd, wd) for xd, yd, wd in parts), classes
         )
+        _check_rows(rows, expected, "labeled pass")
+        streaming.finish_labeled(estimator, unlabeled_rows)
     else:
-        (stats, _, rows), unlabeled_rows, context = total
-        estimator.stats_ = stats
-        if context:  # the story from every partition's context (the document length, say)
-            estimator.story_ = estimator._story_for_context(context, estimator.n_features_in_)
-        estimator._refit_from_statistics(*estimator._class_prior_argument())
-    _check_rows(rows, expected, "labeled pass")
-    streaming.finish_labeled(estimator)
+        rows, unlabeled_rows = total.rows, total.unlabeled_rows
+        _check_rows(rows, expected, "labeled pass")
+        streaming.finish_labeled(estimator, unlabeled_rows, total)
     if unlabeled_rows == 0:
-        return streaming._check_classes_observed(estimator)
+        return
 
     def one_pass():
-        shipped = dask.delayed(estimator, pure=False)
-        tasks = [dask.delayed(streaming.em_chunk)(shipped, xd, yd, wd) for xd, yd, wd in parts]
-        merge = dask.delayed(partial(streaming.combine, estimator.story_, estimator._dtype))
-        result = dask.compute(_tree(dask, tasks, merge))[0]
-        _check_rows(result[2], rows, "EM pass")
+        result = _reduce(dask, estimator, parts, _em_part, streaming.combine)
+        _check_rows(result.rows, rows, "EM pass")
         return result
 
-    return streaming.run_em(estimator, one_pass, unlabeled_rows)
+    streaming.run_em(estimator, one_pass, unlabeled_rows)
 
 
 # -- prediction ------------------------------------------------------------------------------------

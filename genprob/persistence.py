@@ -467,8 +467,8 @@ def load(path, *, key: bytes | str | None = None):
     contents = _read_archive(path)
     metadata = _read_metadata(path, contents, key)
     try:
-        estimator = _rebuild(path, metadata, contents)
-        _check_consistent(path, estimator)
+        estimator, derivation = _rebuild(path, metadata, contents)
+        _check_consistent(path, estimator, derivation)
     except ModelFileError:
         raise
     except (TypeError, ValueError, AttributeError, RecursionError, LookupError) as error:
@@ -479,9 +479,13 @@ def load(path, *, key: bytes | str | None = None):
     return estimator
 
 
-def _check_consistent(path: Path, estimator) -> None:
+def _check_consistent(path: Path, estimator, derivation=None) -> None:
     """The fitted attributes every estimator's predictions index agree with each other, so an
-    edited file is refused here rather than with a KeyError or IndexError at predict."""
+    edited file is refused here rather than with a KeyError or IndexError at predict.
+
+    ``derivation``: ``(story, stats, parameters)`` of the M-step :func:`_rebuild` ran for the
+    derived parameters, reused when the estimator holds that very story and those statistics
+    (the M-step runs once per load)."""
     from genprob.story import CLASS_PRIOR
 
     params = getattr(estimator, "params_", None)
@@ -530,7 +534,10 @@ def _check_consistent(path: Path, estimator) -> None:
                 f"emission's statistics."
             )
         try:  # the statistics must be the story's: its closed form reads every one it needs
-            recomputed = _recomputed_params(estimator, stats)
+            if derivation is not None and _derived_from(estimator, derivation):
+                recomputed = derivation[2]
+            else:
+                recomputed = _recomputed_params(estimator, stats)
         except Exception as error:  # noqa: BLE001 - whatever the M-step raises on foreign input
             raise ModelFileError(
                 f"{path}: the stored statistics cannot be recomputed into the story's "
@@ -544,8 +551,24 @@ def _check_consistent(path: Path, estimator) -> None:
                 )
 
 
+def _derived_from(estimator, derivation) -> bool:
+    """Whether ``estimator`` holds the story and statistics of ``derivation`` (equal arrays)."""
+    import jax
+
+    story, stats, _ = derivation
+    if estimator.story_ is not story:
+        return False
+    held, structure = jax.tree_util.tree_flatten(estimator.stats_)
+    used, used_structure = jax.tree_util.tree_flatten(stats)
+    return structure == used_structure and all(
+        np.asarray(a).dtype == np.asarray(b).dtype and np.array_equal(a, b)
+        for a, b in zip(held, used, strict=True)
+    )
+
+
 def _rebuild(path: Path, metadata: dict, contents: dict):
-    """The estimator described by checked ``metadata`` and its arrays."""
+    """The estimator described by checked ``metadata`` and its arrays, and ``(story, stats,
+    parameters)`` of the M-step that recomputed its derived parameters (None without any)."""
     cls = _ESTIMATORS.get(metadata["estimator"])
     if cls is None:
         raise ModelFileError(f"{path} names an unknown estimator {metadata['estimator']!r}.")
@@ -568,7 +591,7 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
             f"{path} holds constructor parameters {cls.__name__} rejects ({error})."
         ) from None
     estimator.story_ = story
-    stats = None
+    stats = derivation = None
     if derived:
         # the statistics come first: the derived parameters are recomputed from them
         statistics = metadata["attributes"]
@@ -582,6 +605,7 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
             raise ModelFileError(f"{path}: derived parameters {derived!r} cannot be recomputed.")
         for name in derived:
             contents[f"param.{name}"] = recomputed[name]
+        derivation = (story, stats, recomputed)
     attributes = _decode(metadata["attributes"], contents)
     if not isinstance(attributes, dict):
         raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
@@ -597,7 +621,7 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
                 f"{cls.__name__} cannot recompute."
             )
         restore(estimator, [_attribute_name(name) for name in derived_attributes])
-    return estimator
+    return estimator, derivation
 
 
 _FILE_KINDS = (

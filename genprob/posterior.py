@@ -63,7 +63,7 @@ def _no_exact_posterior_error(story: Story) -> ValueError:
     """The error naming the story (``story`` or one it holds, a mixed table's block) without
     a conjugate update."""
     lacking = story
-    while inner := [s for s in lacking._nested_stories() if not s.has_exact_posterior]:
+    while inner := [s for s in lacking.nested_stories() if not s.has_exact_posterior]:
         lacking = inner[0]
     held = "" if lacking is story else f" (it holds a {type(lacking).__name__})"
     return ValueError(

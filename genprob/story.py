@@ -401,11 +401,13 @@ class Story(metaclass=_StoryType):
         return (
             cls.sufficient_statistics is not Story.sufficient_statistics
             and cls.maximize is not Story.maximize
-            and all(story.has_closed_form for story in self._nested_stories())
+            and all(story.has_closed_form for story in self.nested_stories())
         )
 
-    def _nested_stories(self) -> list:
-        """The stories held in this story's attributes (directly, or in tuples and lists)."""
+    @typing.final
+    def nested_stories(self) -> list:
+        """The stories held in this story's attributes (directly, or in tuples and lists): a
+        mixed table's blocks, say. Not a hook: the story's layout decides."""
         fields = vars(self)
         nested = []
         for key, kind in self._layout:
@@ -593,7 +595,7 @@ class Story(metaclass=_StoryType):
         """True when :meth:`conjugate_factors` gives the exact posterior (conjugate prior), for
         this story and every story nested in its attributes."""
         return type(self).conjugate_factors is not Story.conjugate_factors and all(
-            story.has_exact_posterior for story in self._nested_stories()
+            story.has_exact_posterior for story in self.nested_stories()
         )
 
     def conjugate_factors(self, stats: dict, offset: float) -> dict:

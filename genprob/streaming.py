@@ -26,27 +26,42 @@ responsibilities and the objective at the current parameters. EM starts from the
 ``transduction_`` (one value per row) are not kept.
 
 Stories whose statistics do not add over rows refuse (:func:`check_additive`).
+
+The estimator is driven through public methods only: ``partial_fit`` (the labeled pass, growing
+the story), ``chunk_statistics`` (a chunk's statistics, an E-step with ``e_step=True``),
+``parameters_from_statistics`` (the M-step) and ``fit_statistics`` (the end of a fit). A fit runs
+on a copy of the estimator that takes its place only when the fit finishes
+(:func:`fit_or_keep`): a source that raises midway leaves the estimator as it was.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from genprob import core, execution
+from genprob import core
 from genprob import em as _em
 from genprob._dtype import numpy_dtype, precision
-from genprob._validation import check_unlabeled_label_type, unlabeled_mask
+from genprob._validation import (
+    check_unlabeled_label,
+    check_unlabeled_label_type,
+    unlabeled_mask,
+    validate_params,
+)
 
 __all__ = [
+    "ChunkStatistics",
     "Chunks",
     "ParquetSource",
     "parquet",
@@ -54,6 +69,8 @@ __all__ = [
     "adds_over_rows",
     "is_out_of_core",
     "fit",
+    "fit_or_keep",
+    "combine",
     "ProgressBar",
 ]
 
@@ -66,7 +83,7 @@ def adds_over_rows(story) -> bool:
     return bool(getattr(story, "adds_over_rows", story.has_closed_form))
 
 
-def check_additive(story, estimator=None) -> None:
+def check_additive(story) -> None:
     """Raise ``ValueError`` naming the reason when ``story`` cannot be fitted chunk by chunk."""
     name = type(story).__name__
     if not story.has_closed_form:
@@ -79,10 +96,6 @@ def check_additive(story, estimator=None) -> None:
             f"{name}'s statistics do not add over rows (adds_over_rows is False), so chunks "
             f"cannot be fitted separately and combined. Fit it in memory with fit(X, y)."
         )
-    if estimator is not None and hasattr(estimator, "_check_partial_fit_supported"):
-        # options of the estimator whose statistics do not combine (data-dependent shrinkage, custom
-        # covariance estimators) say so in the same words as partial_fit
-        estimator._check_partial_fit_supported(story)
 
 
 # -- sources ---------------------------------------------------------------------------------------
@@ -316,52 +329,32 @@ class ProgressBar:
 
 
 # -- per-chunk work (also run on Dask workers) -----------------------------------------------------
-def label_codes(estimator, y):
-    """Codes 0..K-1 of ``y`` in ``classes_``, -1 on unlabeled rows; unknown labels raise.
+@dataclass(frozen=True)
+class ChunkStatistics:
+    """Sufficient statistics of a chunk of rows in an estimator's terms (its
+    ``chunk_statistics``), added over chunks by :func:`combine`.
 
-    Numeric labels take a vectorized path (a chunk of a million labels in milliseconds); other
-    labels go through the estimator's own encoder.
+    Attributes:
+        story: the story the statistics are of.
+        dtype: the estimator's precision (``"float64"`` or ``"float32"``).
+        stats: ``{"class_counts": ..., "emission": ...}`` as NumPy arrays; None for no rows.
+        log_likelihood: the rows' weighted log-likelihood (an E-step's; 0 otherwise).
+        rows: rows read.
+        unlabeled_rows: rows labeled ``unlabeled_label``.
+        context: additive fit-time context the story is built from (document lengths, say).
     """
-    y = np.asarray(y)
-    unlabeled = estimator._unlabeled_rows(y)
-    classes = estimator.classes_
-    if y.dtype.kind not in "iuf" or classes.dtype.kind not in "iuf":
-        return estimator._label_codes(y, unlabeled)
-    codes = np.minimum(np.searchsorted(classes, y), len(classes) - 1)
-    known = classes[codes] == y
-    if not np.all(known | unlabeled):
-        return estimator._label_codes(y, unlabeled)  # raises, naming the unknown labels
-    return np.where(unlabeled, -1, codes).astype(np.int32)
+
+    story: object
+    dtype: str
+    stats: dict | None
+    log_likelihood: float = 0.0
+    rows: int = 0
+    unlabeled_rows: int = 0
+    context: dict = field(default_factory=dict)
 
 
-def em_chunk(estimator, X, y, w):
-    """``(stats, objective, rows)`` of one chunk at the estimator's current parameters.
-
-    ``stats`` is None for an empty chunk. Runs wherever the chunk lives (the driver or a Dask
-    worker); the features go through the estimator's own prediction-time checks.
-    """
-    if X.shape[0] == 0:
-        return None, 0.0, 0
-    y = np.asarray(y)
-    Xv = estimator._check_X(X)
-    if y.shape != (Xv.shape[0],):
-        raise ValueError(f"a chunk has {Xv.shape[0]} rows of X but y has shape {y.shape}.")
-    codes = label_codes(estimator, y)
-    weights = _chunk_weights(w, Xv.shape[0])
-    weights = np.ones(Xv.shape[0]) if weights is None else weights
-    unlabeled_weight = float(getattr(estimator, "unlabeled_weight", 1.0))
-    row_weights = np.where(codes >= 0, weights, unlabeled_weight * weights)
-    with precision(estimator._dtype):
-        # sparse rows as the estimator scores them in compiled code (BCOO)
-        Xj = estimator._as_array(Xv)
-        stats, objective = execution.em_statistics(
-            estimator.story_, estimator._params_jax(), Xj, codes, row_weights
-        )
-        stats = jax.tree_util.tree_map(np.asarray, stats)
-        return stats, float(objective), int(Xv.shape[0])
-
-
-def _chunk_weights(w, num_rows):
+def chunk_weights(w, num_rows):
+    """A chunk's ``sample_weight`` as float64 (None stays None); a bad one raises."""
     if w is None:
         return None
     w = np.asarray(w, dtype=np.float64)
@@ -386,30 +379,37 @@ def add_contexts(a: dict, b: dict) -> dict:
     return added
 
 
-def combine(story, dtype, a, b):
-    """Sum of two ``(stats, objective, rows)`` partial results (an empty side is None)."""
-    if a[0] is None:
-        return b
-    if b[0] is None:
-        return a
-    with precision(dtype):
-        stats = core.combine_statistics(
-            story,
-            jax.tree_util.tree_map(jnp.asarray, a[0]),
-            jax.tree_util.tree_map(jnp.asarray, b[0]),
-        )
-        stats = jax.tree_util.tree_map(np.asarray, stats)
-    return stats, a[1] + b[1], a[2] + b[2]
+def combine(a: ChunkStatistics, b: ChunkStatistics) -> ChunkStatistics:
+    """Two chunks' :class:`ChunkStatistics` together (:func:`genprob.core.combine_statistics`)."""
+    if a.stats is None or b.stats is None:
+        stats = b.stats if a.stats is None else a.stats
+    else:
+        with precision(a.dtype):
+            stats = core.combine_statistics(
+                a.story,
+                jax.tree_util.tree_map(jnp.asarray, a.stats),
+                jax.tree_util.tree_map(jnp.asarray, b.stats),
+            )
+            stats = jax.tree_util.tree_map(np.asarray, stats)
+    return ChunkStatistics(
+        a.story,
+        a.dtype,
+        stats,
+        a.log_likelihood + b.log_likelihood,
+        a.rows + b.rows,
+        a.unlabeled_rows + b.unlabeled_rows,
+        add_contexts(a.context, b.context),
+    )
 
 
 def _fold(source, estimator, progress=None):
-    """Sequential map-reduce of :func:`em_chunk` over a chunk source."""
-    total = (None, 0.0, 0)
+    """Sequential map-reduce of E-step statistics over a chunk source."""
+    total = None
     for X, y, w in source.chunks():
-        part = em_chunk(estimator, X, y, w)
-        total = combine(estimator.story_, estimator._dtype, total, part)
+        part = estimator.chunk_statistics(X, y, w, e_step=True)
+        total = part if total is None else combine(total, part)
         if progress is not None:
-            progress.update(part[2])
+            progress.update(part.rows)
     return total
 
 
@@ -421,7 +421,6 @@ _RESET = (
     "label_distributions_",
     "transduction_",
     "stats_",
-    "_pending_reason",
     "params_",
     "story_",
     "classes_",
@@ -430,8 +429,27 @@ _RESET = (
 
 def reset(estimator):
     """Forget a previous fit (``fit`` starts afresh, as in memory)."""
+    state = vars(estimator)
     for name in _RESET:
-        estimator.__dict__.pop(name, None)
+        state.pop(name, None)
+
+
+def fit_or_keep(estimator, fit: Callable):
+    """``fit(work)`` on a copy of ``estimator`` without its previous fit; the estimator takes
+    the copy's state only when ``fit`` returns, so a source that raises midway (or an
+    interrupt) leaves it exactly as it was. Returns the estimator."""
+    work = copy.copy(estimator)  # shallow: the fit rebinds attributes, it mutates none
+    reset(work)
+    fit(work)
+    state = vars(estimator)
+    state.clear()
+    state.update(vars(work))
+    return estimator
+
+
+def unlabeled_marker(estimator):
+    """The estimator's ``unlabeled_label``, checked (None: every label is a class)."""
+    return check_unlabeled_label(estimator.unlabeled_label)
 
 
 def collect_classes(labels: Iterable, unlabeled_label=-1) -> np.ndarray:
@@ -457,6 +475,7 @@ def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
     them, as ``fit`` sees every row). Returns ``(rows, unlabeled rows)``.
     """
     rows = unlabeled_rows = 0
+    marker = unlabeled_marker(estimator)
     with warnings.catch_warnings():
         # early chunks may miss a class; the final statistics are checked below
         warnings.filterwarnings("ignore", message="partial_fit kept the chunk")
@@ -467,8 +486,9 @@ def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
             y = np.asarray(y)
             if y.shape != (num_rows,):
                 raise ValueError(f"a chunk has {num_rows} rows of X but y has shape {y.shape}.")
-            unlabeled = estimator._unlabeled_rows(y)
-            w = np.ones(num_rows) if w is None else _chunk_weights(w, num_rows)
+            check_unlabeled_label_type(y, marker)
+            unlabeled = unlabeled_mask(y, marker)
+            w = np.ones(num_rows) if w is None else chunk_weights(w, num_rows)
             if unlabeled.any():
                 y = y.copy() if y.dtype.kind != "O" else y.astype(object)
                 y[unlabeled] = classes[0]
@@ -478,7 +498,7 @@ def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
                 _check_given_story(estimator)
             estimator.partial_fit(X, y, classes=classes, sample_weight=w)
             if first:
-                check_additive(estimator.story_, estimator)
+                check_additive(estimator.story_)
             rows += num_rows
             unlabeled_rows += int(unlabeled.sum())
             if progress is not None:
@@ -494,57 +514,74 @@ def _check_given_story(estimator):
 
     story = getattr(estimator, "story", None)
     if isinstance(story, Story):
-        check_additive(story, estimator)
+        check_additive(story)
 
 
-def finish_labeled(estimator):
-    """After pass 1: parameters must exist (else the reason why not, as an error)."""
-    if not hasattr(estimator, "params_"):
-        reason = getattr(estimator, "_pending_reason", "not enough data")
-        reset(estimator)
-        raise ValueError(f"the streamed data do not determine the parameters: {reason}")
+def finish_labeled(estimator, unlabeled_rows: int, total: ChunkStatistics | None = None):
+    """After pass 1: the parameters (from ``total``, the added statistics of a distributed
+    pass, when given) must exist, else the reason why not is raised; with no unlabeled row
+    left, every class needs labeled mass."""
+    if total is not None or not hasattr(estimator, "params_"):
+        stats = estimator.stats_ if total is None else total.stats
+        try:
+            estimator.fit_statistics(stats, context=None if total is None else total.context)
+        except ValueError as error:
+            raise ValueError(
+                f"the streamed data do not determine the parameters: {error}"
+            ) from None
+    if unlabeled_rows:
+        return
+    absent = estimator.classes_[np.asarray(estimator.stats_["class_counts"]) <= 0]
+    if absent.size:
+        raise ValueError(
+            f"classes {absent.tolist()} have no labeled row (with positive weight), and no "
+            f"unlabeled row is left to learn them from."
+        )
 
 
 def run_em(estimator, one_pass, num_unlabeled: int):
-    """EM from the labeled fit; ``one_pass()`` returns ``(stats, objective, rows)`` of all data.
+    """EM from the labeled fit; ``one_pass()`` returns the :class:`ChunkStatistics` of an
+    E-step over all the data at ``estimator.params_``.
 
     Mirrors :func:`genprob.fit_em` (same objective, stopping rule and final statistics) with one
     pass over the data per iteration: the pass at parameters θ_t gives both F(θ_t) and the
     statistics of the E-step that the next M-step needs.
     """
-    options = estimator._em_options()
-    if options["n_init"] != 1:
+    unlabeled_weight, max_iter, tol = (
+        estimator.unlabeled_weight,
+        estimator.max_iter,
+        estimator.em_tol,
+    )
+    if estimator.n_init != 1:
         raise ValueError(
             f"a streaming or distributed EM fit starts from the labeled fit only; n_init must "
-            f"be 1, got {options['n_init']}."
+            f"be 1, got {estimator.n_init}."
         )
     story = estimator.story_
     counts = np.asarray(estimator.stats_["class_counts"])
     absent = estimator.classes_[counts <= 0]
-    if absent.size and num_unlabeled and options["unlabeled_weight"] > 0:
+    if absent.size and num_unlabeled and unlabeled_weight > 0:
         raise ValueError(
             f"classes {absent.tolist()} have no labeled row: a streaming EM fit starts from the "
             f"labeled fit, which needs a labeled row of every class."
         )
-    class_prior, fit_prior = estimator._class_prior_argument()
-    dtype = estimator._dtype
     params, stats = estimator.params_, estimator.stats_
     value, trace, n_iter, converged = -np.inf, [], 1, False
     # nothing to impute (λ = 0): the labeled fit is the answer, as in memory
-    nothing_to_impute = options["unlabeled_weight"] == 0
-    max_iter = 1 if nothing_to_impute else options["max_iter"]
+    nothing_to_impute = unlabeled_weight == 0
+    iterations = 1 if nothing_to_impute else max_iter
     final = None
     while True:
         estimator.params_ = params  # the pass (on workers too) scores with these
-        new_stats, objective, _ = one_pass()
-        with precision(dtype):
+        part = one_pass()
+        with precision(part.dtype):
             penalty = float(
                 story.log_penalty(
                     {k: jnp.asarray(v) for k, v in params.items()},
                     jax.tree_util.tree_map(jnp.asarray, stats["emission"]),
                 )
             )
-        objective += penalty
+        objective = part.log_likelihood + penalty
         trace.append(objective)
         finite = np.isfinite(objective) and all(np.all(np.isfinite(v)) for v in params.values())
         if not finite:
@@ -555,36 +592,24 @@ def run_em(estimator, one_pass, num_unlabeled: int):
                 )
             break
         # the change of the mean per-row objective (the E-step's soft counts sum to the weight)
-        total = max(float(np.sum(np.asarray(new_stats["class_counts"]))), np.finfo(float).tiny)
-        converged = bool(
-            _em.em_converged(objective, value, total, options["tol"], np.finfo(dtype).eps)
-        )
-        value, final = objective, (params, new_stats)
-        if converged or n_iter >= max_iter:
+        total = max(float(np.sum(np.asarray(part.stats["class_counts"]))), np.finfo(float).tiny)
+        converged = bool(_em.em_converged(objective, value, total, tol, np.finfo(part.dtype).eps))
+        value, final = objective, (params, part.stats)
+        if converged or n_iter >= iterations:
             break
-        stats = new_stats
-        with precision(dtype):
-            new = core.maximize(
-                story,
-                jax.tree_util.tree_map(estimator._as_array, stats),
-                class_prior,
-                fit_prior,
-            )
-            params = {k: np.asarray(v) for k, v in new.items()}
+        stats = part.stats
+        params = estimator.parameters_from_statistics(stats)
         n_iter += 1
     params, final_stats = final
     converged = converged or nothing_to_impute
-    estimator.params_ = params
+    estimator.fit_statistics(final_stats, params=params)
     estimator.n_iter_ = n_iter
     estimator.converged_ = bool(converged)
-    estimator.log_likelihood_trace_ = np.asarray(trace, dtype=numpy_dtype(dtype))
-    estimator._set_fitted_attributes(final_stats)
-    estimator._check_parameters()
-    estimator.stats_ = final_stats
+    estimator.log_likelihood_trace_ = np.asarray(trace, dtype=numpy_dtype(part.dtype))
     if not converged:
         warnings.warn(
-            f"EM did not converge in max_iter={options['max_iter']} iterations (change of the "
-            f"mean per-row objective above em_tol={options['tol']}); raise max_iter.",
+            f"EM did not converge in max_iter={max_iter} iterations (change of the "
+            f"mean per-row objective above em_tol={tol}); raise max_iter.",
             ConvergenceWarning,
             stacklevel=3,
         )
@@ -595,6 +620,7 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
     """Fit ``estimator`` on out-of-core data (chunks, Parquet or a Dask collection).
 
     Equals ``estimator.fit`` on all the rows in memory (to rounding); see the module docstring.
+    The fit finishes or leaves the estimator as it was (:func:`fit_or_keep`).
 
     Args:
         estimator: a genprob estimator whose story's statistics add over rows.
@@ -611,10 +637,10 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
     if is_dask_collection(X):  # the estimator hands it to genprob.distributed
         return estimator.fit(X, y, sample_weight=sample_weight, classes=classes)
     source = _source(X, y, sample_weight)
-    estimator._validate_params()
+    validate_params(estimator)
+    marker = unlabeled_marker(estimator)
     if isinstance(source, ParquetSource):
-        source.unlabeled_label = estimator._unlabeled_label
-    reset(estimator)
+        source.unlabeled_label = marker
     if classes is None:
         if not source.reiterable:
             raise ValueError(
@@ -623,18 +649,21 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
                 "Or wrap the chunks in genprob.streaming.Chunks (re-readable): then a first "
                 "pass collects the labels."
             )
-        classes = collect_classes(source.labels(), estimator._unlabeled_label)
+        classes = collect_classes(source.labels(), marker)
+    return fit_or_keep(estimator, partial(_fit_source, source, classes, progress))
+
+
+def _fit_source(source, classes, progress, estimator):
     if progress is not None:
         progress.new_pass("fit: labeled pass")
     rows, unlabeled_rows = labeled_pass(estimator, source.chunks(), classes, progress)
-    finish_labeled(estimator)
+    finish_labeled(estimator, unlabeled_rows)
     if unlabeled_rows == 0:
-        return _check_classes_observed(estimator)
-    if not source.reiterable and unlabeled_rows:
-        reset(estimator)
+        return
+    if not source.reiterable:
         raise ValueError(
-            f"{unlabeled_rows} rows are unlabeled (y = {estimator._unlabeled_label!r}): EM needs "
-            f"one pass over the data per iteration, but the chunks came from a one-shot "
+            f"{unlabeled_rows} rows are unlabeled (y = {unlabeled_marker(estimator)!r}): EM "
+            f"needs one pass over the data per iteration, but the chunks came from a one-shot "
             f"iterator. Wrap a list or a function returning a fresh iterator in "
             f"genprob.streaming.Chunks, or read from Parquet."
         )
@@ -646,16 +675,4 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
             progress.new_pass(f"fit: EM pass {passes[0]}")
         return _fold(source, estimator, progress)
 
-    return run_em(estimator, one_pass, unlabeled_rows)
-
-
-def _check_classes_observed(estimator):
-    """A fully labeled fit needs labeled mass in every class (else no unlabeled row learns it)."""
-    absent = estimator.classes_[np.asarray(estimator.stats_["class_counts"]) <= 0]
-    if absent.size:
-        reset(estimator)
-        raise ValueError(
-            f"classes {absent.tolist()} have no labeled row (with positive weight), and no "
-            f"unlabeled row is left to learn them from."
-        )
-    return estimator
+    run_em(estimator, one_pass, unlabeled_rows)

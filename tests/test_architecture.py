@@ -426,3 +426,90 @@ def test_infrastructure_stays_small():
     paths = [PACKAGE_DIR / f"{name}.py" for name in INFRASTRUCTURE]
     lines = {path.name: len(path.read_text().splitlines()) for path in paths if path.exists()}
     assert sum(lines.values()) <= 500, lines
+
+
+# -- chunked fits drive estimators through public names only --------------------------------------
+
+_CHUNK_DRIVERS = ("streaming.py", "distributed.py")
+_ATTRIBUTE_BUILTINS = ("getattr", "hasattr", "setattr", "delattr")
+
+
+def _private(name: str) -> bool:
+    """``_name`` or ``__dict__`` (dunders such as ``__name__`` are the language's, not private)."""
+    return name == "__dict__" or (name.startswith("_") and not name.endswith("__"))
+
+
+def _foreign_private_accesses(tree) -> list[tuple[int, str]]:
+    """``(line, expression)`` for every read or write of a private attribute of an object that
+    is not the module's own (``self``/``cls`` in its classes): ``estimator._x``,
+    ``other_module._f``, ``x.__dict__``, and ``getattr(x, "_x")`` and its siblings."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+            if not own:
+                found.append((node.lineno, ast.unparse(node)))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _ATTRIBUTE_BUILTINS
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and _private(node.args[1].value)
+        ):
+            found.append((node.lineno, ast.unparse(node)))
+    return sorted(set(found))
+
+
+def test_private_access_scan_finds_foreign_privates_but_not_own_or_public_names():
+    source = """
+estimator._check_X(X)
+codes = streaming._chunk_weights(w, n)
+estimator.__dict__.pop("params_", None)
+reason = getattr(estimator, "_pending_reason", "")
+local._dtype = "float64"
+self._chunks = chunks
+name = type(X).__module__ + type(story).__name__
+estimator.chunk_statistics(X, y)
+getattr(estimator, "story", None)
+"""
+    found = [what for _, what in _foreign_private_accesses(ast.parse(source))]
+    assert found == [
+        "estimator._check_X",
+        "streaming._chunk_weights",
+        "estimator.__dict__",
+        "getattr(estimator, '_pending_reason', '')",
+        "local._dtype",
+    ]
+
+
+def test_chunked_fits_use_only_public_names_of_estimators_and_modules():
+    """``streaming`` and ``distributed`` drive an estimator through its public chunk interface
+    (``partial_fit``, ``chunk_statistics``, ``parameters_from_statistics``, ``fit_statistics``)
+    and public functions of other modules, never their private attributes."""
+    offenders = {}
+    for name in _CHUNK_DRIVERS:
+        path = PACKAGE_DIR / name
+        found = _foreign_private_accesses(ast.parse(path.read_text(), filename=str(path)))
+        if found:
+            offenders[name] = found
+    assert offenders == {}
+
+
+def test_no_module_reads_a_private_name_of_story():
+    """Modules use the story contract's public names (``nested_stories`` is a final method,
+    not a hook); Story's private machinery stays in genprob/story.py."""
+    from genprob.story import Story
+
+    private = {name for name in vars(Story) if _private(name)}
+    offenders = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        if path.name == "story.py":
+            continue
+        found = _foreign_private_accesses(ast.parse(path.read_text(), filename=str(path)))
+        offenders += [
+            (path.name, line, what) for line, what in found if what.rsplit(".", 1)[-1] in private
+        ]
+    assert offenders == []
+    assert getattr(Story.nested_stories, "__final__", False)

@@ -123,3 +123,29 @@ def test_archive_is_a_plain_zip_of_npy_files(tmp_path):
     with zipfile.ZipFile(path) as archive:
         names = archive.namelist()
     assert "metadata.npy" in names and all(name.endswith(".npy") for name in names)
+
+
+def test_a_file_with_derived_parameters_runs_the_m_step_once(tmp_path, monkeypatch):
+    """Large parameters are recomputed from the stored statistics at load; the consistency
+    check reuses that M-step instead of running a second one."""
+    from genprob import execution
+
+    rng = np.random.default_rng(0)
+    X = rng.poisson(0.3, size=(40, 40_000)).astype(float)
+    y = np.repeat([0, 1], 20)
+    estimator = genprob.MultinomialNB().fit(X, y)
+    path = estimator.save(tmp_path / "wide")
+    with zipfile.ZipFile(path) as archive:
+        assert "param.probs" not in archive.namelist()  # derived, not stored
+    calls = []
+    original = execution.emission_parameters
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(execution, "emission_parameters", counted)
+    loaded = genprob.load(path)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(loaded.params_["probs"], estimator.params_["probs"])
+    np.testing.assert_array_equal(loaded.predict_proba(X[:5]), estimator.predict_proba(X[:5]))

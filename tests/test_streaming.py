@@ -291,3 +291,35 @@ def test_parquet_reading_holds_a_bounded_number_of_batches(tmp_path):
     in_batches = np.asarray(held) / batch_bytes
     assert np.median(in_batches) < 10, in_batches
     assert in_batches.max() < 20, in_batches
+
+
+@pytest.mark.parametrize("name", ["gaussian_nb", "qda", "multinomial", "poisson"])
+def test_the_public_chunk_interface_fits_as_in_memory(name):
+    """A first partial_fit fixes the story; chunk_statistics of every chunk, combined, and
+    fit_statistics give the in-memory fit (the recipe of docs/scaling.md)."""
+    import functools
+
+    X, y, w = make_data(name)
+    model = make_estimator(name).partial_fit(X[::6], y[::6], classes=[0, 1, 2])
+    before = dict(vars(model))
+    parts = [model.chunk_statistics(*chunk) for chunk in _chunks(X, y, w)]
+    assert all(vars(model)[key] is value for key, value in before.items())  # not changed
+    total = functools.reduce(streaming.combine, parts)
+    assert (total.rows, total.unlabeled_rows) == (len(y), 0)
+    model.fit_statistics(total.stats, context=total.context)
+    assert_same_fit(make_estimator(name).fit(X, y, sample_weight=w), model)
+
+
+def test_the_public_chunk_interface_runs_em_steps_and_refuses_a_grown_story():
+    X, y, _ = make_data("gaussian_nb", seed=1, unlabeled_fraction=0.5)
+    model = GaussianNB().partial_fit(X[y >= 0], y[y >= 0], classes=[0, 1, 2])
+    step = model.chunk_statistics(X, y, e_step=True)  # one E-step over every row
+    assert step.unlabeled_rows == int(np.sum(y < 0)) and np.isfinite(step.log_likelihood)
+    params = model.parameters_from_statistics(step.stats)
+    assert set(params) == set(model.params_)
+    assert not all(np.array_equal(params[k], model.params_[k]) for k in params)
+
+    Xc, yc, _ = make_data("categorical")
+    model = make_estimator("categorical").partial_fit(Xc[:-1], yc[:-1], classes=[0, 1, 2])
+    assert model.chunk_statistics(Xc[:-1], yc[:-1]) is not None
+    assert model.chunk_statistics(Xc[-1:], yc[-1:]) is None  # category 5: partial_fit grows

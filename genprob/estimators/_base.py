@@ -9,6 +9,7 @@ term of each row (``genprob.core.class_scores``).
 
 from __future__ import annotations
 
+import copy
 import warnings
 import weakref
 
@@ -47,6 +48,7 @@ from genprob.estimators._criteria import CriteriaMixin, fit_with_chosen_weight
 from genprob.missing import fit_observed, has_missing, marginalized
 from genprob.persistence import register_estimator
 from genprob.story import Story, why_not
+from genprob.streaming import ChunkStatistics, chunk_weights
 from genprob.streaming import fit as _fit_out_of_core
 from genprob.streaming import is_dask_collection as _is_dask
 from genprob.streaming import is_out_of_core as _out_of_core
@@ -540,7 +542,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         check_known_labels(y, self.classes_)
         codes = np.searchsorted(self.classes_, y)
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
-        class_prior, fit_prior = self._class_prior_argument()
+        self._class_prior_argument()  # a bad fixed prior is refused before any work
         X = self._validate_X(X, fitting=True)
         previous = None if first else self.story_
         story = self._partial_fit_story(X, previous)
@@ -559,17 +561,14 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             stats = jax.tree_util.tree_map(np.asarray, stats)
         self.stats_ = stats
         self.story_ = story
-        self._refit_from_statistics(class_prior, fit_prior)
+        self._refit_from_statistics()
         return self
 
-    def _refit_from_statistics(self, class_prior, fit_prior):
+    def _refit_from_statistics(self):
         """Parameters and fitted attributes from ``stats_``, or a pending state with a warning."""
         story, stats = self.story_, self.stats_
         self.__dict__.pop("_pending_reason", None)
-        with precision(self._dtype):
-            stats_j = jax.tree_util.tree_map(self._as_array, stats)
-            params = execution.parameters(story, stats_j, class_prior, fit_prior)
-            self.params_ = {k: np.asarray(v) for k, v in params.items()}
+        self.params_ = self.parameters_from_statistics(stats)
         try:
             self._set_fitted_attributes(stats)
             self._check_parameters()
@@ -584,6 +583,129 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 UserWarning,
                 stacklevel=3,
             )
+
+    # -- fits over chunks (genprob.streaming, genprob.distributed) --------------------------------
+    def chunk_statistics(self, X, y, sample_weight=None, *, e_step: bool = False):
+        """Sufficient statistics of a chunk of rows under the fitted story, in this estimator's
+        terms (its feature checks, label codes, dtype); the estimator is not changed.
+
+        A fit over chunks: a first :meth:`partial_fit` fixes ``classes_`` and ``story_``; every
+        chunk's statistics are computed wherever it lives, added with
+        :func:`genprob.streaming.combine`, and :meth:`fit_statistics` finishes the fit.
+
+        Args:
+            X: features of the chunk.
+            y: labels in ``classes_``, or ``unlabeled_label`` for an unlabeled row.
+            sample_weight: optional non-negative row weights.
+            e_step: unlabeled rows enter by their class posteriors at ``params_`` (times
+                ``unlabeled_weight``) and the chunk's log-likelihood is computed: an E-step of
+                EM. Otherwise unlabeled rows add nothing.
+
+        Returns:
+            A :class:`genprob.streaming.ChunkStatistics`; without ``e_step``, None when the
+            chunk does not fit ``story_`` (a category it does not know, say), so that
+            :meth:`partial_fit` must grow the story.
+        """
+        num_rows = np.shape(X)[0]
+        if num_rows == 0:
+            return ChunkStatistics(self.story_, self._dtype, None)
+        probe = copy.copy(self)  # growing the story below must leave this estimator as it is
+        if e_step:
+            Xv = probe._check_X(X)
+        else:
+            # marked fitted so that the prediction-time checks (encoding, binarizing, support)
+            # prepare the features as they will be scored, parameters or not
+            probe.params_ = self.__dict__.get("params_", {})
+            try:
+                Xv = probe._check_X(X)
+                grown = probe._partial_fit_story(Xv, self.story_)
+            except ValueError:
+                return None
+            # the same structure: statistics of the same layout (traced settings such as the
+            # multinomial's document length do not change them)
+            if jax.tree_util.tree_structure(grown) != jax.tree_util.tree_structure(self.story_):
+                return None
+        y = np.asarray(y)
+        if y.shape != (num_rows,):
+            raise ValueError(f"a chunk has {num_rows} rows of X but y has shape {y.shape}.")
+        codes = self._chunk_codes(y)
+        weights = chunk_weights(sample_weight, num_rows)
+        weights = np.ones(num_rows) if weights is None else weights
+        unlabeled = int(np.sum(codes < 0))
+        with precision(self._dtype):
+            if e_step:
+                row_weights = np.where(codes >= 0, weights, float(self.unlabeled_weight) * weights)
+                # sparse rows as the estimator scores them in compiled code (BCOO)
+                stats, objective = execution.em_statistics(
+                    self.story_, self._params_jax(), self._as_array(Xv), codes, row_weights
+                )
+                objective, context = float(objective), {}
+            else:
+                stats = execution.labeled_statistics(
+                    self.story_, self._as_features(Xv), codes, len(self.classes_), weights
+                )
+                objective, context = 0.0, probe._chunk_context(Xv)
+            stats = jax.tree_util.tree_map(np.asarray, stats)
+        return ChunkStatistics(
+            self.story_, self._dtype, stats, objective, num_rows, unlabeled, context
+        )
+
+    def _chunk_codes(self, y):
+        """Codes 0..K-1 of ``y`` in ``classes_``, -1 on unlabeled rows; unknown labels raise.
+
+        Numeric labels take a vectorized path (a chunk of a million labels in milliseconds);
+        other labels go through :meth:`_label_codes`.
+        """
+        unlabeled = self._unlabeled_rows(y)
+        classes = self.classes_
+        if y.dtype.kind not in "iuf" or classes.dtype.kind not in "iuf":
+            return self._label_codes(y, unlabeled)
+        codes = np.minimum(np.searchsorted(classes, y), len(classes) - 1)
+        known = classes[codes] == y
+        if not np.all(known | unlabeled):
+            return self._label_codes(y, unlabeled)  # raises, naming the unknown labels
+        return np.where(unlabeled, -1, codes).astype(np.int32)
+
+    def parameters_from_statistics(self, stats) -> dict:
+        """The closed-form parameters of statistics ``stats`` under ``story_``, the class prior
+        as this estimator sets it (``priors``, ``fit_prior``), as NumPy arrays: the M-step of
+        EM over chunks. The estimator is not changed."""
+        class_prior, fit_prior = self._class_prior_argument()
+        with precision(self._dtype):
+            stats = jax.tree_util.tree_map(self._as_array, stats)
+            params = execution.parameters(self.story_, stats, class_prior, fit_prior)
+            return {k: np.asarray(v) for k, v in params.items()}
+
+    def fit_statistics(self, stats, *, params=None, context=None):
+        """Finish a fit from statistics added over chunks (:meth:`chunk_statistics`).
+
+        ``stats_`` becomes ``stats``; ``params_`` their closed form
+        (:meth:`parameters_from_statistics`), or ``params`` when given (EM's parameters, at
+        which ``stats`` are the final E-step's); the fitted attributes follow and are checked.
+
+        Args:
+            stats: ``{"class_counts": ..., "emission": ...}`` in the layout of ``stats_``.
+            params: the parameters to keep, or None for the closed form of ``stats``.
+            context: the chunks' added contexts (:class:`genprob.streaming.ChunkStatistics`):
+                the story is rebuilt from them (the multinomial's mean document length, say).
+
+        Returns:
+            self (Self): the fitted estimator itself, for chaining.
+
+        Raises:
+            ValueError: the statistics do not determine the parameters (a class without rows,
+                a singular covariance), naming why.
+        """
+        if context:
+            self.story_ = self._story_for_context(context, self.n_features_in_)
+        stats = jax.tree_util.tree_map(np.asarray, stats)
+        if params is None:
+            params = self.parameters_from_statistics(stats)
+        self.params_ = {k: np.asarray(v) for k, v in params.items()}
+        self._set_fitted_attributes(stats)
+        self._check_parameters()
+        self.stats_ = stats
+        return self
 
     # -- missing labels (EM) ---------------------------------------------------------------------
     def _em_options(self) -> dict:

@@ -287,8 +287,9 @@ class _DiscriminantBase(_GaussianBase):
             self
         """
         self._check_hyperparameters()
-        self._custom = None
         out_of_core = is_out_of_core(X)  # chunks, Parquet or Dask: no rows held here
+        if not out_of_core:  # an out-of-core fit leaves the estimator alone until it finishes
+            self._custom = None
         if self.covariance_estimator is not None and not out_of_core:
             if sample_weight is not None:
                 raise ValueError("sample_weight is not supported with covariance_estimator.")
