@@ -161,8 +161,8 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     # a combine written in jax.numpy keeps float64 blocks in float64
     x64 = jax.enable_x64(True) if X.dtype == np.float64 else contextlib.nullcontext()
     with x64, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for start in range(0, max(num_rows, 1), step):
-            part = story.sufficient_statistics(X[start : start + step], R[start : start + step])
+        for _, X_block, R_block in _row_blocks(step, X, R):
+            part = story.sufficient_statistics(X_block, R_block)
             emission = part if emission is None else story.combine_statistics(emission, part)
     return {"class_counts": column_sums(R), "emission": _host_tree(emission)}
 
@@ -174,6 +174,18 @@ def _block_rows(X) -> int:
     num_rows, num_features = X.shape
     step = max(_MIN_BLOCK_ROWS, BLOCK_BYTES // max(1, num_features * X.dtype.itemsize))
     return max(num_rows, 1) if num_rows <= step or scipy.sparse.issparse(X) else step
+
+
+def _row_blocks(step: int, *arrays):
+    """``(rows, block of each array)``, ``step`` consecutive rows at a time; the arrays
+    themselves when one block holds them (slicing a SciPy sparse matrix copies it)."""
+    num_rows = arrays[0].shape[0]
+    if step >= num_rows:
+        yield slice(None), *arrays
+        return
+    for start in range(0, num_rows, step):
+        rows = slice(start, start + step)
+        yield rows, *(array[rows] for array in arrays)
 
 
 @jax.jit
@@ -350,16 +362,17 @@ def class_scores(story: Story, params: dict, X):
     without a finite score are refused by name (:func:`refuse_unscored`)."""
     if not on_host(story, X):
         return _rows_of(_scores, story, params, X)
-    params = _host_tree(params)
-    step, scores = _block_rows(X), None
+    params, step, scores = _host_tree(params), _block_rows(X), None
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         log_prior = np.log(params[CLASS_PRIOR])
-        for start in range(0, max(X.shape[0], 1), step):
-            block = np.asarray(story.discriminant(params, X[start : start + step]))
+        for rows, X_block in _row_blocks(step, X):
+            block = np.asarray(story.discriminant(params, X_block)) + log_prior
+            if rows == slice(None):
+                scores = block
+                break
             if scores is None:
-                scores = np.empty((X.shape[0], block.shape[1]), np.result_type(block, log_prior))
-            scores[start : start + step] = block
-        scores += log_prior
+                scores = np.empty((X.shape[0], block.shape[1]), block.dtype)
+            scores[rows] = block
     refuse_unscored(scores, X)
     return scores
 
