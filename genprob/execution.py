@@ -45,8 +45,8 @@ __all__ = [
     "pad_with_first_row",
 ]
 
-#: Bytes of rows a host statistics pass reads per block: its temporaries stay this small.
-BLOCK_BYTES = 1 << 20
+#: Bytes of rows a host pass (statistics or scores) reads per block: its temporaries stay in cache.
+BLOCK_BYTES = 1 << 21
 #: ... and at least this many rows, so that wide rows do not make a block per row.
 _MIN_BLOCK_ROWS = 256
 #: Dense inputs up to this many rows and entries are padded to a bucket size (``padded_rows``)
