@@ -17,6 +17,10 @@ that registers its arguments and its handler, so new commands are added the same
 * ``genprob compare STORY DATA --target COL [--out DIR]``: the MLE next to the posterior (NUTS, or
   the exact conjugate posterior), as a table and plots.
 
+``fit``, ``compare`` and ``check`` take ``--features COL,...`` / ``--drop COL,...`` (which columns
+are features) and ``--sep CHAR`` (a CSV's separator; ``predict`` takes it too). ``python -m
+genprob`` runs this command line.
+
 Exit codes: 0 success, 1 a check failed (``genprob check``), 2 a usage or input error: a missing
 or unreadable file, an unknown story, a bad column, a corrupt model file... (reported on one line
 of stderr, without a traceback). 130 when interrupted, 141 when the reader of stdout closes
@@ -155,6 +159,7 @@ def _add_check(commands):
     parser.add_argument(
         "--target", metavar="COL", help="label column of the CSV file (required with a CSV)"
     )
+    _add_table_options(parser)
     parser.add_argument(
         "--all-data",
         action="store_true",
@@ -182,12 +187,13 @@ def _add_check(commands):
     parser.set_defaults(handler=_run_check)
 
 
-def _read_labeled_table(path: str, target: str | None):
+def _read_labeled_table(path: str, target: str | None, args=None):
     """Features and label codes of a fully labeled table; :class:`UserError` for anything
     unusable."""
     if not target:
         raise UserError(f"--target COL is required with a CSV file ({path}).")
-    frame = _read_table(path)
+    frame = _read_table(path, target, _separator(args))
+    frame = _select_columns(frame, args, path, target)
     labels = _target_column(frame, target, path)
     if labels.isna().any():
         raise UserError(
@@ -227,7 +233,11 @@ def _check_jobs(args):
             path, target = args.data, args.target
             label = f"{os.path.basename(path)} (target {target})"
             jobs.append(
-                (name, label, lambda path=path, target=target: _read_labeled_table(path, target))
+                (
+                    name,
+                    label,
+                    lambda path=path, target=target: _read_labeled_table(path, target, args),
+                )
             )
         else:
             raise UserError(
@@ -305,7 +315,7 @@ def _story_name(name: str) -> str:
         raise UserError(str(error)) from None
 
 
-def _read_table(path: str, target: str | None = None):
+def _read_table(path: str, target: str | None = None, sep: str = ","):
     """A CSV file, or a Parquet file by its extension, as a DataFrame; :class:`UserError` else.
     A CSV's ``target`` column is read as text, so labels keep every digit (a column of integers
     with empty cells would be read as float64)."""
@@ -327,13 +337,18 @@ def _read_table(path: str, target: str | None = None):
             raise UserError(f"cannot read {path} as Parquet: {_first_line(error)}") from None
     else:
         try:
-            frame = pd.read_csv(path, dtype={target: str} if target else None)
+            frame = pd.read_csv(path, sep=sep, dtype={target: str} if target else None)
         except pd.errors.EmptyDataError:
             raise UserError(f"{path} is empty.") from None
         except (pd.errors.ParserError, UnicodeDecodeError) as error:
             raise UserError(f"cannot parse {path} as CSV: {_first_line(error)}") from None
     if len(frame) == 0:
         raise UserError(f"{path} has a header but no rows.")
+    if frame.shape[1] == 1 and sep == "," and ";" in str(frame.columns[0]):
+        raise UserError(
+            f"{path} reads as a single column {str(frame.columns[0])!r}; its fields look "
+            "separated by ';': pass --sep ';'."
+        )
     return frame
 
 
@@ -520,7 +535,8 @@ def _fit_features(args):
     from genprob.app import registry
 
     name = _story_name(args.story)
-    frame = _read_table(args.data, args.target)
+    frame = _read_table(args.data, args.target, _separator(args))
+    frame = _select_columns(frame, args, args.data, args.target)
     features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
     features = _check_features(
         features, args.data, text_allowed=registry.get(name).takes_text, missing=args.missing
@@ -537,6 +553,74 @@ def _fit_features(args):
     return name, estimator, features, y, unlabeled
 
 
+def _column_list(text: str, option: str) -> list:
+    """The comma-separated column names of ``option`` (blanks around a name ignored)."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise UserError(f"{option} {text!r}: an empty column name; give names separated by commas.")
+    return names
+
+
+def _select_columns(frame, args, path: str, target: str | None):
+    """``frame`` with the feature columns ``--features`` names (in that order) or without those
+    ``--drop`` names, the ``target`` column kept; :class:`UserError` naming the flag and the
+    column for a name that is not in the table."""
+    keep, drop = getattr(args, "features", None), getattr(args, "drop", None)
+    if keep is None and drop is None:
+        return frame
+    columns = [str(c) for c in frame.columns]
+    frame = frame.rename(columns=str)
+    for option, text in (("--features", keep), ("--drop", drop)):
+        if text is None:
+            continue
+        for name in _column_list(text, option):
+            if name not in columns:
+                raise UserError(
+                    f"{option}: no column {name!r} in {path}; columns: {', '.join(columns)}."
+                )
+            if name == target:
+                raise UserError(f"{option}: {name!r} is the --target column, not a feature.")
+    if keep is not None:
+        chosen = list(dict.fromkeys(_column_list(keep, "--features")))
+    else:
+        chosen = [c for c in columns if c != target]
+    if drop is not None:
+        dropped = set(_column_list(drop, "--drop"))
+        chosen = [c for c in chosen if c not in dropped]
+    if not chosen:
+        raise UserError(f"--features/--drop leave no feature column of {path}.")
+    return frame[chosen + ([target] if target in columns else [])]
+
+
+def _add_table_options(parser, *, columns: bool = True):
+    """``--sep`` (and ``--features``/``--drop`` when ``columns``) of a command reading tables."""
+    parser.add_argument(
+        "--sep",
+        metavar="CHAR",
+        default=",",
+        help="field separator of a CSV file, e.g. ';' or '\\t' for tabs (default: ',')",
+    )
+    if columns:
+        parser.add_argument(
+            "--features",
+            metavar="COL,COL,...",
+            help="the feature columns to use, comma-separated (default: every column but --target)",
+        )
+        parser.add_argument(
+            "--drop",
+            metavar="COL,COL,...",
+            help="columns to leave out, comma-separated (an ID column, say)",
+        )
+
+
+def _separator(args) -> str:
+    sep = getattr(args, "sep", ",")
+    sep = "\t" if sep in ("\\t", "tab") else sep
+    if not sep:
+        raise UserError("--sep: give a separator character, e.g. --sep ';'.")
+    return sep
+
+
 def _note(command: str, message: str):
     print(f"genprob {command}: {message}", file=sys.stderr, flush=True)
 
@@ -547,6 +631,7 @@ def _add_fit_options(parser, *, story_help: str):
     parser.add_argument("story", metavar="STORY", help=story_help)
     parser.add_argument("data", metavar="DATA", help="a CSV file, or Parquet (.parquet, .pq)")
     parser.add_argument("--target", metavar="COL", required=True, help="the label column")
+    _add_table_options(parser)
     parser.add_argument(
         "--unlabeled-label",
         "--unlabeled",
@@ -704,6 +789,12 @@ def _run_fit_streaming(args) -> int:
             "empty target cell (null) marks an unlabeled row (--unlabeled-label none: none may "
             "be empty)."
         )
+    for option in ("features", "drop"):
+        if getattr(args, option) is not None:
+            raise UserError(
+                f"--{option} applies to tables read whole; {args.data} is a Parquet directory "
+                "(streamed): write it without the columns to leave out."
+            )
     name = _story_name(args.story)
     try:
         source = streaming.parquet(args.data, target=args.target)
@@ -760,6 +851,7 @@ def _add_predict(commands):
     parser.add_argument(
         "--proba", action="store_true", help="add the class probabilities (proba_<class>)"
     )
+    _add_table_options(parser, columns=False)
     parser.add_argument(
         "--out", metavar="FILE.csv", help="write the CSV to this file (default: stdout)"
     )
@@ -819,7 +911,7 @@ def _run_predict(args) -> int:
     if args.out:
         _check_out_file(args.out)
     model = _load_model(args.model)
-    frame = _read_table(args.data)
+    frame = _read_table(args.data, sep=_separator(args))
     features = _prediction_features(model, frame, args.data)
     proba = model.predict_proba(features)
     bad = ~np.all(np.isfinite(proba), axis=1)

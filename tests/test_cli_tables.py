@@ -1,0 +1,101 @@
+"""The command line on tables the project did not write: column choice, separators, identifier
+columns, missing-value markers, hyperparameters, messages in the command line's terms."""
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from genprob.app import cli, registry
+
+#: two well-separated classes of six rows, with an ID column
+ROWS = {
+    "sample_id": [101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112],
+    "width": [1.0, 1.2, 0.9, 1.1, 1.3, 1.05, 3.0, 3.2, 2.9, 3.1, 3.3, 3.05],
+    "height": [2.0, 2.1, 1.9, 2.2, 2.05, 1.95, 4.0, 4.1, 3.9, 4.2, 4.05, 3.95],
+    "kind": ["a"] * 6 + ["b"] * 6,
+}
+
+
+def _one_line_error(captured, *fragments):
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert "Traceback" not in captured.err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture
+def table(tmp_path):
+    return pd.DataFrame(ROWS)
+
+
+def _write(frame, tmp_path, name="table.csv", sep=","):
+    path = tmp_path / name
+    frame.to_csv(path, index=False, sep=sep)
+    return str(path)
+
+
+def test_drop_features_and_sep(table, tmp_path, capsys):
+    semicolons = _write(table, tmp_path, "semi.csv", sep=";")
+    model = str(tmp_path / "m.npz")
+    argv = ["fit", "gaussian_nb", semicolons, "--target", "kind", "--out", model]
+    assert cli.main([*argv, "--sep", ";", "--drop", "sample_id"]) == 0
+    out = capsys.readouterr().out
+    assert "features:       2 (width, height)" in out
+    assert "train accuracy: 1.0000" in out
+    # --features picks (and orders) the columns
+    assert cli.main([*argv, "--sep", ";", "--features", "height,width"]) == 0
+    assert "features:       2 (height, width)" in capsys.readouterr().out
+    # predict reads the same separator; the ID column is ignored with a note
+    assert cli.main(["predict", model, semicolons, "--sep", ";"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.split() == ["prediction"] + ["a"] * 6 + ["b"] * 6
+    assert "ignoring columns the model does not use: sample_id" in captured.err
+
+
+@pytest.mark.parametrize(
+    "extra, fragments",
+    [
+        (["--drop", "sample"], ["--drop: no column 'sample'", "columns: sample_id, width"]),
+        (["--features", "width,depth"], ["--features: no column 'depth'"]),
+        (["--features", "width,kind"], ["--features: 'kind' is the --target column"]),
+        (["--drop", "width,,height"], ["--drop 'width,,height': an empty column name"]),
+        (["--drop", "sample_id,width,height"], ["--features/--drop leave no feature column"]),
+        (["--sep", ""], ["--sep: give a separator"]),
+    ],
+)
+def test_column_options_errors_name_the_flag_and_column(table, tmp_path, capsys, extra, fragments):
+    path = _write(table, tmp_path)
+    argv = ["fit", "lda", path, "--target", "kind", "--out", str(tmp_path / "m.npz")]
+    assert cli.main([*argv, *extra]) == 2
+    _one_line_error(capsys.readouterr(), *fragments)
+
+
+def test_a_semicolon_file_read_with_commas_says_to_pass_sep(table, tmp_path, capsys):
+    path = _write(table, tmp_path, sep=";")
+    assert cli.main(["fit", "lda", path, "--target", "kind", "--out", str(tmp_path / "m")]) == 2
+    _one_line_error(capsys.readouterr(), "reads as a single column", "pass --sep ';'")
+
+
+def test_check_takes_the_column_options(table, tmp_path, capsys):
+    path = _write(table, tmp_path, sep=";")
+    argv = ["check", "gaussian_nb", "--data", path, "--target", "kind", "--sep", ";"]
+    assert cli.main([*argv, "--drop", "sample_id"]) == 0
+    out = capsys.readouterr().out
+    assert "(12 rows, 2 features, 2 classes" in out
+    assert out.strip().endswith("all 1 checks passed")
+
+
+def test_python_dash_m_genprob_runs_the_command_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "genprob", "fit", "nonsense", "x.csv", "--target", "y"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "genprob fit: error: unknown story 'nonsense'; known: " + ", ".join(registry.names()) + "."
+    )
