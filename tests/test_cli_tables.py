@@ -99,3 +99,54 @@ def test_python_dash_m_genprob_runs_the_command_line():
     assert done.stderr.strip() == (
         "genprob fit: error: unknown story 'nonsense'; known: " + ", ".join(registry.names()) + "."
     )
+
+
+def test_identifier_columns_are_flagged_with_drop(table, tmp_path, capsys):
+    table["tag"] = [f"s{i}" for i in range(12)]  # a text identifier
+    table["batch"] = ["p", "q", "r", "s", "t", "u"] * 2  # six categories in twelve rows
+    path = _write(table, tmp_path)
+    model = str(tmp_path / "m.npz")
+    assert cli.main(["fit", "mixed", path, "--target", "kind", "--out", model]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "genprob fit: warning: column 'sample_id' holds a distinct value on each of its 12 rows, "
+        "like an identifier, and is fitted as a feature; --drop sample_id leaves it out.",
+        "genprob fit: warning: column 'tag' holds a distinct value on each of its 12 rows, like "
+        "an identifier, and is fitted as a feature; --drop tag leaves it out.",
+        "genprob fit: warning: text column 'batch' has 6 categories in 12 rows (fewer than 5 rows "
+        "per category), each with its own parameters per class; --drop batch leaves it out.",
+    ]
+    # measurements with a distinct value per row are not identifiers; dropped columns are quiet
+    argv = ["fit", "mixed", path, "--target", "kind", "--out", model]
+    assert cli.main([*argv, "--drop", "sample_id,tag,batch"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_text_column_outside_mixed_names_drop(table, tmp_path, capsys):
+    table["tag"] = [f"s{i}" for i in range(12)]
+    path = _write(table, tmp_path)
+    argv = ["fit", "lda", path, "--target", "kind", "--drop", "sample_id"]
+    assert cli.main([*argv, "--out", str(tmp_path / "m")]) == 2
+    _one_line_error(
+        capsys.readouterr(), "non-numeric feature columns", "tag", "--drop tag", "'mixed' story"
+    )
+
+
+def test_a_question_mark_target_hints_at_unlabeled(table, tmp_path, capsys):
+    table.loc[[2, 9], "kind"] = "?"
+    path = _write(table, tmp_path)
+    model = str(tmp_path / "m.npz")
+    argv = ["fit", "gaussian_nb", path, "--target", "kind", "--drop", "sample_id", "--out", model]
+    assert cli.main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "genprob fit: hint: target column 'kind' holds '?' on 2 row(s), which looks like a "
+        "missing label; it is fitted as a class of its own unless --unlabeled '?' marks those "
+        "rows unlabeled (fitted by EM).\n"
+    )
+    assert "classes:        ?, a, b" in captured.out
+    assert cli.main([*argv, "--unlabeled", "?"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert "classes:        a, b" in captured.out
+    assert "rows:           12 (10 labeled, 2 unlabeled)" in captured.out

@@ -201,7 +201,9 @@ def _read_labeled_table(path: str, target: str | None, args=None):
             "the cross-check needs every row labeled."
         )
     features = _feature_columns(frame, target, path)
-    X = _check_features(features, path, text_allowed=False).to_numpy()
+    features = _check_features(features, path, text_allowed=False)
+    _column_warnings(features, "check")
+    X = features.to_numpy()
     classes, codes = np.unique(labels.astype(str).to_numpy(), return_inverse=True)
     if len(classes) < 2:
         raise UserError(f"target column {target!r} has a single class ({classes[0]!r}).")
@@ -483,7 +485,9 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     return _feature_columns(frame, target, path), y, missing
 
 
-def _check_features(features, path: str, *, text_allowed: bool, missing: str = "error"):
+def _check_features(
+    features, path: str, *, text_allowed: bool, missing: str = "error", predicting: bool = False
+):
     """Features (empty cells only with ``missing="marginalize"``); numeric unless the story
     handles text columns."""
     import pandas as pd
@@ -498,13 +502,20 @@ def _check_features(features, path: str, *, text_allowed: bool, missing: str = "
         return features
     text = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
     if text:
+        import shlex
+
         from genprob.app import registry
 
         readers = " or ".join(repr(e.name) for e in registry.STORIES.values() if e.takes_text)
+        if predicting:  # the model's own columns: the data must hold numbers there
+            raise UserError(
+                f"non-numeric feature columns in {path}: {', '.join(text)}; the model was "
+                "fitted on numbers in those columns."
+            )
         raise UserError(
             f"non-numeric feature columns in {path}: {', '.join(text)}; this story needs numbers "
-            f"(encode them as category codes; the {readers} story of `genprob fit` and `compare` "
-            "takes text categories)."
+            f"(leave them out with --drop {shlex.quote(','.join(text))}, encode them as category "
+            f"codes, or use the {readers} story, which takes text categories)."
         )
     features = features.astype(np.float64)
     if np.any(np.isinf(features.to_numpy())):
@@ -538,9 +549,11 @@ def _fit_features(args):
     frame = _read_table(args.data, args.target, _separator(args))
     frame = _select_columns(frame, args, args.data, args.target)
     features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
+    _marker_hint(frame, args.target, args.unlabeled, args.command)
     features = _check_features(
         features, args.data, text_allowed=registry.get(name).takes_text, missing=args.missing
     )
+    _column_warnings(features, args.command)
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
     estimator = _make_estimator(name, features, args)
@@ -619,6 +632,63 @@ def _separator(args) -> str:
     if not sep:
         raise UserError("--sep: give a separator character, e.g. --sep ';'.")
     return sep
+
+
+#: Fewest rows on which a column with a distinct value per row is taken for an identifier.
+ID_MIN_ROWS = 8
+#: A text column with fewer rows per category than this is flagged (a category per few rows).
+ROWS_PER_CATEGORY = 5
+#: Target values that usually mean "no label" (compared stripped and lower-cased); pandas reads
+#: empty cells, NA, N/A, null and nan as empty already.
+MISSING_MARKERS = frozenset({"?", "??", "unknown", "unk", "missing", "-", "--", "n.a.", "."})
+
+
+def _column_warnings(features, command: str) -> None:
+    """Warn on stderr of feature columns that look like identifiers (a distinct value per row:
+    text, or integers) or text columns with a category per few rows, each with ``--drop``."""
+    import shlex
+
+    import pandas as pd
+
+    for name in features.columns:
+        values = features[name].dropna()
+        rows, distinct = len(values), values.nunique()
+        if rows < ID_MIN_ROWS:
+            continue
+        text = not pd.api.types.is_numeric_dtype(values)
+        whole = text or bool(np.all(np.mod(values.to_numpy(dtype=np.float64), 1) == 0))
+        drop = f"--drop {shlex.quote(str(name))} leaves it out"
+        if distinct == rows and whole:
+            _note(
+                command,
+                f"warning: column {str(name)!r} holds a distinct value on each of its {rows} "
+                f"rows, like an identifier, and is fitted as a feature; {drop}.",
+            )
+        elif text and distinct * ROWS_PER_CATEGORY > rows:
+            _note(
+                command,
+                f"warning: text column {str(name)!r} has {distinct} categories in {rows} rows "
+                f"(fewer than {ROWS_PER_CATEGORY} rows per category), each with its own "
+                f"parameters per class; {drop}.",
+            )
+
+
+def _marker_hint(frame, target: str, unlabeled: str | None, command: str) -> None:
+    """A hint on stderr when labels such as ``?`` or ``unknown`` are fitted as a class of their
+    own (no ``--unlabeled-label`` given)."""
+    import shlex
+
+    if unlabeled is not None or target not in frame.columns:
+        return
+    texts = frame[target].dropna().astype(str).str.strip()
+    for marker in sorted(set(texts[texts.str.lower().isin(MISSING_MARKERS)])):
+        count = int((texts == marker).sum())
+        _note(
+            command,
+            f"hint: target column {target!r} holds {marker!r} on {count} row(s), which looks like "
+            f"a missing label; it is fitted as a class of its own unless --unlabeled "
+            f"{shlex.quote(marker)} marks those rows unlabeled (fitted by EM).",
+        )
 
 
 def _note(command: str, message: str):
@@ -902,6 +972,7 @@ def _prediction_features(model, frame, path: str):
         path,
         text_allowed=registry.takes_text(model.story_),
         missing=getattr(model, "missing", "error"),  # a model fit to marginalize predicts so too
+        predicting=True,
     )
 
 
