@@ -4,6 +4,7 @@ columns, missing-value markers, hyperparameters, messages in the command line's 
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -150,3 +151,99 @@ def test_a_question_mark_target_hints_at_unlabeled(table, tmp_path, capsys):
     assert captured.err == ""
     assert "classes:        a, b" in captured.out
     assert "rows:           12 (10 labeled, 2 unlabeled)" in captured.out
+
+
+@pytest.mark.parametrize(
+    "story, estimator",
+    [
+        ("lda", "LinearDiscriminantAnalysis, 8 parameters"),
+        ("qda", "QuadraticDiscriminantAnalysis, 11 parameters"),
+        ("gaussian_nb", "GaussianNB, 9 parameters"),
+        ("shared_diag", "GenerativeClassifier, 7 parameters"),
+    ],
+)
+def test_the_summary_names_the_estimator(table, tmp_path, capsys, story, estimator):
+    path = _write(table, tmp_path)
+    argv = ["fit", story, path, "--target", "kind", "--drop", "sample_id"]
+    assert cli.main([*argv, "--out", str(tmp_path / "m")]) == 0
+    assert f"  model:          {estimator}\n" in capsys.readouterr().out
+
+
+def test_param_sets_hyperparameters_checked_by_the_estimator(table, tmp_path, capsys):
+    import genprob
+
+    path = _write(table, tmp_path)
+    model = str(tmp_path / "m.npz")
+    argv = ["fit", "qda", path, "--target", "kind", "--drop", "sample_id", "--out", model]
+    assert cli.main([*argv, "--param", "reg_param=0.3", "--param", "priors=0.25,0.75"]) == 0
+    capsys.readouterr()
+    fitted = genprob.load(model)
+    assert type(fitted).__name__ == "QuadraticDiscriminantAnalysis"
+    assert fitted.reg_param == 0.3
+    np.testing.assert_array_equal(fitted.priors_, [0.25, 0.75])
+    assert cli.main([*argv, "--max-iter", "7"]) == 0
+    assert genprob.load(model).max_iter == 7
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (
+            ["--param", "reg_param=2"],
+            "--param reg_param=2: The 'reg_param' parameter of QuadraticDiscriminantAnalysis must "
+            "be a float in the range [0.0, 1.0]. Got 2 instead.",
+        ),
+        (
+            ["--param", "colour=red"],
+            "--param colour: QuadraticDiscriminantAnalysis has no such setting; its settings: "
+            "dtype, em_tol, n_init, priors, reg_param, shrinkage, solver, store_covariance, tol.",
+        ),
+        (["--param", "reg_param"], "--param 'reg_param': write it as NAME=VALUE"),
+        (["--param", "random_state=3"], "--param random_state: set it with --seed."),
+        (["--param", "max_iter=3"], "--param max_iter: set it with --max-iter."),
+    ],
+)
+def test_param_errors_name_the_flag_and_value(table, tmp_path, capsys, extra, message):
+    path = _write(table, tmp_path)
+    argv = ["fit", "qda", path, "--target", "kind", "--drop", "sample_id"]
+    assert cli.main([*argv, *extra, "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"genprob fit: error: {message}"), err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_max_iter_must_be_a_positive_integer(table, tmp_path, capsys):
+    path = _write(table, tmp_path)
+    assert cli.main(["fit", "qda", path, "--target", "kind", "--max-iter", "0"]) == 2
+    _one_line_error(capsys.readouterr(), "--max-iter", "must be an integer >= 1, got 0")
+
+
+def test_library_messages_name_flags_columns_and_classes(table, tmp_path, capsys):
+    path = _write(table, tmp_path)
+    argv = ["--target", "kind", "--drop", "sample_id", "--out", str(tmp_path / "m")]
+    assert cli.main(["fit", "bernoulli", path, *argv]) == 2
+    _one_line_error(
+        capsys.readouterr(),
+        "BernoulliNB with --param binarize=none; pass a threshold (--param binarize=0.0 maps",
+        "found 2.0 at row 0, column 'height' (23 such entries)",
+    )
+    lonely = _write(table.iloc[:7], tmp_path, "lonely.csv")  # class b has a single row
+    assert cli.main(["fit", "qda", lonely, *argv]) == 2
+    _one_line_error(
+        capsys.readouterr(), "only 1 sample in class b", "Set --param reg_param > 0 (e.g. 0.1)"
+    )
+
+
+def test_em_warnings_name_max_iter(table, tmp_path, capsys):
+    table.loc[[1, 2, 7, 8], "kind"] = "?"
+    path = _write(table, tmp_path)
+    argv = ["fit", "gaussian_nb", path, "--target", "kind", "--drop", "sample_id"]
+    assert (
+        cli.main([*argv, "--unlabeled", "?", "--max-iter", "1", "--out", str(tmp_path / "m")]) == 0
+    )
+    captured = capsys.readouterr()
+    assert "EM: 1 iterations, NOT converged" in captured.out
+    assert captured.err == (
+        "genprob fit: warning: EM did not converge in --max-iter 1 iterations (change of the mean "
+        "per-row objective above --param em_tol=1e-12); raise --max-iter.\n"
+    )

@@ -532,11 +532,88 @@ def _make_estimator(name: str, features, args):
     options["missing"] = getattr(args, "missing", "error")
     if _every_label_a_class(getattr(args, "unlabeled", None)):
         options["unlabeled_label"] = None
+    if getattr(args, "max_iter", None) is not None:
+        options["max_iter"] = args.max_iter
     entry = registry.get(name)
     if entry.takes_text:  # the family's own estimator reads the table
-        return entry.table_estimator(features, **options)
-    observed = np.nan_to_num(features.to_numpy(), nan=0.0)  # the story's shape from observed cells
-    return genprob.GenerativeClassifier(registry.make_story(name, observed), **options)
+        estimator = entry.table_estimator(features, **options)
+    elif entry.face:  # the scikit-learn-style estimator of the story, named in the summary
+        import importlib
+
+        module, _, cls = entry.face.partition(":")
+        face = getattr(importlib.import_module(module), cls)
+        estimator = face(**entry.face_options, **options)
+    else:
+        observed = np.nan_to_num(features.to_numpy(), nan=0.0)  # shape from the observed cells
+        estimator = genprob.GenerativeClassifier(registry.make_story(name, observed), **options)
+    return _set_cli_params(estimator, getattr(args, "param", None) or [])
+
+
+#: Estimator parameters the command line sets through flags of its own.
+_FLAG_PARAMETERS = {
+    "unlabeled_weight": "--unlabeled-weight",
+    "random_state": "--seed",
+    "missing": "--missing",
+    "unlabeled_label": "--unlabeled-label",
+    "max_iter": "--max-iter",
+}
+
+
+#: Estimator parameters that take a Python object, which no text on a command line gives.
+_OBJECT_PARAMETERS = frozenset({"covariance_estimator", "story", "families"})
+
+
+def _settable(name, value) -> bool:
+    return (
+        name not in _FLAG_PARAMETERS
+        and name not in _OBJECT_PARAMETERS
+        and isinstance(value, None | bool | int | float | str)
+    )
+
+
+def _param_value(text: str):
+    """A ``--param`` value: None, true/false, an integer, a number, comma-separated numbers
+    (a list), or else the text itself."""
+    lowered = text.strip().lower()
+    if lowered in ("none", "null"):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    if "," in text:
+        try:
+            return [float(part) for part in text.split(",")]
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def _set_cli_params(estimator, items):
+    """``estimator`` with the ``--param name=value`` settings (checked by the estimator's own
+    constraints when it fits); :class:`UserError` naming the flag for an unknown or fixed name."""
+    current = estimator.get_params(deep=False)
+    settings, texts = {}, {}
+    for item in items:
+        name, equals, text = item.partition("=")
+        name = name.strip()
+        if not equals or not name:
+            raise UserError(f"--param {item!r}: write it as NAME=VALUE, e.g. --param alpha=0.5.")
+        if name in _FLAG_PARAMETERS:
+            raise UserError(f"--param {name}: set it with {_FLAG_PARAMETERS[name]}.")
+        if name not in current or not _settable(name, current[name]):
+            known = sorted(key for key, value in current.items() if _settable(key, value))
+            raise UserError(
+                f"--param {name}: {type(estimator).__name__} has no such setting; its settings: "
+                f"{', '.join(known)}."
+            )
+        settings[name], texts[name] = _param_value(text), text
+    estimator.set_params(**settings)
+    estimator.cli_params_ = texts  # for messages about them (not saved)
+    return estimator
 
 
 def _fit_features(args):
@@ -556,13 +633,24 @@ def _fit_features(args):
     _column_warnings(features, args.command)
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
+    args.terms = {"columns": [str(c) for c in features.columns]}
+    known = y[~unlabeled]
+    args.terms["classes"] = sorted(set(known.tolist()), key=lambda v: (str(type(v)), v))
     estimator = _make_estimator(name, features, args)
+    args.terms["params"] = [
+        k for k, v in estimator.get_params(deep=False).items() if _settable(k, v)
+    ]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        estimator.fit(features, y)
+        try:
+            estimator.fit(features, y)
+        except ValueError as error:
+            raise UserError(_param_message(estimator, error, args.terms)) from None
+    args.terms["classes"] = list(estimator.classes_)
     for warning in caught:
         if issubclass(warning.category, ConvergenceWarning):
-            _note(args.command, f"warning: {' '.join(str(warning.message).split())}")
+            text = _cli_terms(" ".join(str(warning.message).split()), args.terms)
+            _note(args.command, f"warning: {text}")
     return name, estimator, features, y, unlabeled
 
 
@@ -691,6 +779,63 @@ def _marker_hint(frame, target: str, unlabeled: str | None, command: str) -> Non
         )
 
 
+def _param_message(estimator, error, terms) -> str:
+    """An estimator's error in the command line's terms, led by the ``--param`` it is about
+    when it names one given on the command line."""
+    message = " ".join(str(error).split())
+    for name, text in getattr(estimator, "cli_params_", {}).items():
+        if f"'{name}' parameter" in message or f"{name}=" in message:
+            return f"--param {name}={text}: {_cli_terms(message, terms)}"
+    return _cli_terms(message, terms)
+
+
+#: Python keyword arguments of the library's messages -> the command line's flags.
+_FLAGS = {
+    **_FLAG_PARAMETERS,
+    "method": "--method",
+    "num_samples": "--num-samples",
+    "num_warmup": "--num-warmup",
+    "num_chains": "--chains",
+    "var_names": "--var-names",
+}
+_ASSIGNMENT = re.compile(r"(?<![\w.-])([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s,;:)]+)")
+_CODE = re.compile(r"\b(column|class code) (\d+)\b")
+
+
+def _cli_terms(message: str, terms) -> str:
+    """``message`` in the command line's terms: keyword arguments as the flags that set them
+    (``max_iter=5`` -> ``--max-iter 5``, ``reg_param=0.1`` -> ``--param reg_param=0.1``),
+    column and class positions as the table's names (``column 0`` -> ``column 'width'``,
+    ``class code 1`` -> ``class 'b'``). ``terms``: the ``columns``, ``classes`` and estimator
+    ``params`` known so far (any may be missing)."""
+    terms = terms or {}
+    params = set(terms.get("params", ()))
+
+    def assignment(match):
+        name, value = match.group(1), match.group(2).strip("'\"")
+        value = value.lower() if value in ("None", "True", "False") else value
+        if name in _FLAGS:
+            return f"{_FLAGS[name]} {value}"
+        if name in params:
+            return f"--param {name}={value}"
+        return match.group(0)
+
+    def position(match):
+        kind, index = match.group(1), int(match.group(2))
+        names = terms.get("columns" if kind == "column" else "classes")
+        if names is None or index >= len(names):
+            return match.group(0)
+        return f"{'column' if kind == 'column' else 'class'} {str(names[index])!r}"
+
+    message = _ASSIGNMENT.sub(assignment, message)
+    message = _CODE.sub(position, message)
+    bare = [(p, f"--param {p}") for p in params if "_" in p]  # "solver" may be plain English
+    for name, flag in (("max_iter", "--max-iter"), *bare):
+        # a bare keyword ("raise max_iter", "reg_param > 0"), not one inside quotes or a flag
+        message = re.sub(rf"(?<![\w'\"=-]){name}(?![\w'\"=])", flag, message)
+    return message
+
+
 def _note(command: str, message: str):
     print(f"genprob {command}: {message}", file=sys.stderr, flush=True)
 
@@ -724,6 +869,21 @@ def _add_fit_options(parser, *, story_help: str):
         help="weight in [0, 1] of the unlabeled rows in EM (EM-lambda; default: 1)",
     )
     parser.add_argument("--seed", type=_SEED, default=0, help="random seed (default: 0)")
+    parser.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a setting of the story's estimator (repeatable), e.g. --param reg_param=0.2 for "
+        "qda, --param shrinkage=0.5 for lda_shrinkage, --param alpha=0.5 for the naive Bayes "
+        "stories; VALUE is a number, true/false, none, text or numbers separated by commas",
+    )
+    parser.add_argument(
+        "--max-iter",
+        type=_int_at_least(1),
+        default=None,
+        metavar="N",
+        help="most EM iterations when rows are unlabeled (default: 100)",
+    )
     parser.epilog = (
         f"stories: {', '.join(registry.names())} (also {', '.join(registry.ALIASES)}). "
         f"{registry.notes()} The other stories need numeric columns."
@@ -923,6 +1083,13 @@ def _add_predict(commands):
     )
     _add_table_options(parser, columns=False)
     parser.add_argument(
+        "--missing",
+        choices=("error", "marginalize"),
+        default=None,
+        help="empty feature cells: refuse them, or sum them out of the story (the density of "
+        "each row's observed cells; no refit). Default: as the model was fitted",
+    )
+    parser.add_argument(
         "--out", metavar="FILE.csv", help="write the CSV to this file (default: stdout)"
     )
     parser.set_defaults(handler=_run_predict)
@@ -976,13 +1143,37 @@ def _prediction_features(model, frame, path: str):
     )
 
 
+def _predict_missing(model, missing: str) -> None:
+    """``predict --missing``: the model reads empty cells as its story's marginal of the
+    observed cells (the fitted parameters unchanged), or refuses them."""
+    from genprob.masking import marginalized
+
+    if missing == "marginalize":
+        try:
+            marginalized(model.story_)  # refuses a story that cannot leave entries out
+        except ValueError as error:
+            raise UserError(
+                f"--missing marginalize: this model's story cannot sum out empty cells "
+                f"({' '.join(str(error).split())})"
+            ) from None
+    model.set_params(missing=missing)
+
+
 def _run_predict(args) -> int:
     import pandas as pd
 
     if args.out:
         _check_out_file(args.out)
     model = _load_model(args.model)
+    names = getattr(model, "feature_names_in_", None)
+    args.terms = {
+        "columns": None if names is None else [str(n) for n in names],
+        "classes": list(model.classes_),
+        "params": [k for k, v in model.get_params(deep=False).items() if _settable(k, v)],
+    }
     frame = _read_table(args.data, sep=_separator(args))
+    if args.missing is not None:
+        _predict_missing(model, args.missing)
     features = _prediction_features(model, frame, args.data)
     proba = model.predict_proba(features)
     bad = ~np.all(np.isfinite(proba), axis=1)
@@ -1163,6 +1354,8 @@ def main(argv=None) -> int:
         return 141
     except Exception as error:  # exit 1 is reserved for a failed check: every error is a 2
         message = " ".join(str(error).split()) or type(error).__name__
+        if not isinstance(error, UserError):  # the library's words, in the command line's terms
+            message = _cli_terms(message, getattr(args, "terms", None))
         if not isinstance(error, UserError | ValueError):
             message = f"{type(error).__name__}: {message}"
         print(f"genprob {args.command}: error: {message}", file=sys.stderr)
