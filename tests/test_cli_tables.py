@@ -1,6 +1,7 @@
 """The command line on tables the project did not write: column choice, separators, identifier
 columns, missing-value markers, hyperparameters, messages in the command line's terms."""
 
+import io
 import subprocess
 import sys
 
@@ -246,4 +247,60 @@ def test_em_warnings_name_max_iter(table, tmp_path, capsys):
     assert captured.err == (
         "genprob fit: warning: EM did not converge in --max-iter 1 iterations (change of the mean "
         "per-row objective above --param em_tol=1e-12); raise --max-iter.\n"
+    )
+
+
+def test_predict_missing_marginalize_needs_no_refit(table, tmp_path, capsys):
+    import genprob
+
+    path = _write(table, tmp_path, sep=";")
+    model = str(tmp_path / "lda.npz")
+    argv = ["fit", "lda", path, "--target", "kind", "--sep", ";", "--drop", "sample_id"]
+    assert cli.main([*argv, "--out", model]) == 0
+    capsys.readouterr()
+    holes = pd.DataFrame({"width": [1.0, None, 3.1], "height": [None, 2.0, 4.0]})
+    holes_path = _write(holes, tmp_path, "holes.csv", sep=";")
+    assert cli.main(["predict", model, holes_path, "--sep", ";"]) == 2
+    _one_line_error(capsys.readouterr(), "columns: width, height", "--missing marginalize")
+    assert cli.main(["predict", model, holes_path, "--sep", ";", "--missing", "marginalize"]) == 0
+    predicted = capsys.readouterr().out.split()
+    assert predicted == ["prediction", "a", "a", "b"]
+    # the same numbers as the fitted model's marginal of the observed cells
+    fitted = genprob.load(model).set_params(missing="marginalize")
+    assert list(fitted.predict(holes)) == predicted[1:]
+
+
+def test_predict_missing_marginalize_with_text_columns(tmp_path, capsys):
+    frame = pd.DataFrame(
+        {
+            "width": [1.0, 1.5, 1.2, 1.1, 3.0, 3.2, 3.1, 3.5],
+            "colour": ["red", "red", "blue", "red", "blue", "blue", "green", "blue"],
+            "kind": ["x"] * 4 + ["z"] * 4,
+        }
+    )
+    model = str(tmp_path / "mixed.npz")
+    assert (
+        cli.main(["fit", "mixed", _write(frame, tmp_path), "--target", "kind", "--out", model]) == 0
+    )
+    capsys.readouterr()
+    holes = pd.DataFrame({"width": [1.0, None, 3.1], "colour": [None, "blue", "red"]})
+    argv = ["predict", model, _write(holes, tmp_path, "holes.csv"), "--proba"]
+    assert cli.main([*argv, "--missing", "marginalize"]) == 0
+    out = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(out["prediction"]) == ["x", "z", "z"]
+    # the row with only colour=blue: the class prior (1/2 each) times P(blue | class), smoothed
+    # by alpha=1 over three categories: x (1+1)/(4+3), z (3+1)/(4+3) -> 1/3, 2/3
+    np.testing.assert_allclose(out.loc[1, ["proba_x", "proba_z"]], [1 / 3, 2 / 3], rtol=1e-12)
+
+
+def test_predict_missing_marginalize_refused_by_multinomial(tmp_path, capsys):
+    counts = pd.DataFrame({"w": [1, 1, 2, 5, 6, 5], "h": [2, 3, 1, 6, 5, 5], "y": list("xxxzzz")})
+    model = str(tmp_path / "mn.npz")
+    argv = ["fit", "multinomial", _write(counts, tmp_path), "--target", "y", "--out", model]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    holes = _write(pd.DataFrame({"w": [1.0, None], "h": [None, 2.0]}), tmp_path, "holes.csv")
+    assert cli.main(["predict", model, holes, "--missing", "marginalize"]) == 2
+    _one_line_error(
+        capsys.readouterr(), "--missing marginalize: this model's story cannot sum out empty cells"
     )
