@@ -304,3 +304,25 @@ def test_predict_missing_marginalize_refused_by_multinomial(tmp_path, capsys):
     _one_line_error(
         capsys.readouterr(), "--missing marginalize: this model's story cannot sum out empty cells"
     )
+
+
+def test_check_mixed_takes_the_text_columns_fit_takes(tmp_path, capsys):
+    frame = pd.DataFrame(
+        {
+            "sample_id": [f"s{i}" for i in range(10)],
+            "width": [1.0, 1.5, 1.2, 1.1, 1.4, 3.0, 3.2, 3.1, 3.5, 2.9],
+            "colour": ["red", "red", "blue", "red", "red", "blue", "blue", "red", "blue", "blue"],
+            "kind": ["x"] * 5 + ["z"] * 5,
+        }
+    )
+    path = _write(frame, tmp_path, sep=";")
+    argv = ["check", "mixed", "--data", path, "--target", "kind", "--sep", ";"]
+    assert cli.main([*argv, "--drop", "sample_id"]) == 0
+    captured = capsys.readouterr()
+    assert "mixed on table.csv (target kind) (10 rows, 2 features, 2 classes" in captured.out
+    assert "categorical.probs (2, 1, 2)" in captured.out
+    assert captured.out.strip().endswith("all 1 checks passed")
+    assert captured.err == ""
+    # the same table under a story of numbers: the text column is named, with --drop
+    assert cli.main(["check", "lda", *argv[2:], "--drop", "sample_id"]) == 2
+    _one_line_error(capsys.readouterr(), "non-numeric feature columns", "colour", "--drop colour")

@@ -5,7 +5,8 @@ that registers its arguments and its handler, so new commands are added the same
 
 * ``genprob check [STORY ...] [--data NAME|FILE.csv --target COL] [--dtype float64]``: the
   closed-form vs optimizer cross-check (:func:`genprob.crosscheck`) of built-in stories on their
-  natural bundled data sets, or on given data; prints one table per check.
+  natural bundled data sets, or on given data (text columns under ``mixed``, as ``fit``); prints
+  one table per check.
 * ``genprob demo [--out DIR] [--quick]``: fits every built-in story on bundled real data, runs
   cross-checks, a semi-supervised curve and MLE-vs-posterior comparisons, and writes a Markdown
   report with figures to ``DIR`` (:mod:`genprob.app.report`).
@@ -13,10 +14,13 @@ that registers its arguments and its handler, so new commands are added the same
   built-in story on a CSV or Parquet table (rows with an empty target, or ``VALUE``, are
   unlabeled and fitted by EM; ``none``: every label is a class), saves the model
   (:func:`genprob.persistence.save`) and prints a summary.
-* ``genprob predict MODEL DATA [--proba] [--out FILE.csv]``: predictions of a saved model as CSV.
+* ``genprob predict MODEL DATA [--proba] [--missing marginalize] [--out FILE.csv]``: predictions
+  of a saved model as CSV (empty cells summed out of the story with ``--missing marginalize``).
 * ``genprob compare STORY DATA --target COL [--out DIR]``: the MLE next to the posterior (NUTS, or
   the exact conjugate posterior), as a table and plots.
 
+``fit`` and ``compare`` fit a story with its scikit-learn-style estimator, whose hyperparameters
+``--param NAME=VALUE`` sets. Messages name flags, columns and classes (:func:`_cli_terms`).
 ``fit``, ``compare`` and ``check`` take ``--features COL,...`` / ``--drop COL,...`` (which columns
 are features) and ``--sep CHAR`` (a CSV's separator; ``predict`` takes it too). ``python -m
 genprob`` runs this command line.
@@ -187,9 +191,11 @@ def _add_check(commands):
     parser.set_defaults(handler=_run_check)
 
 
-def _read_labeled_table(path: str, target: str | None, args=None):
-    """Features and label codes of a fully labeled table; :class:`UserError` for anything
-    unusable."""
+def _read_labeled_table(path: str, target: str | None, args=None, text: bool = False):
+    """``(X, label codes, story)`` of a fully labeled table; :class:`UserError` for anything
+    unusable. With ``text`` (a story that takes text columns) the categorical columns become
+    the codes of the table estimator's categories and ``story`` is the one it builds for the
+    table, as ``genprob fit`` does; else ``story`` is None (the registry makes it from X)."""
     if not target:
         raise UserError(f"--target COL is required with a CSV file ({path}).")
     frame = _read_table(path, target, _separator(args))
@@ -201,13 +207,35 @@ def _read_labeled_table(path: str, target: str | None, args=None):
             "the cross-check needs every row labeled."
         )
     features = _feature_columns(frame, target, path)
-    features = _check_features(features, path, text_allowed=False)
+    features = _check_features(features, path, text_allowed=text)
     _column_warnings(features, "check")
-    X = features.to_numpy()
     classes, codes = np.unique(labels.astype(str).to_numpy(), return_inverse=True)
     if len(classes) < 2:
         raise UserError(f"target column {target!r} has a single class ({classes[0]!r}).")
-    return X, codes.astype(np.int64)
+    codes = codes.astype(np.int64)
+    if not text:
+        return features.to_numpy(), codes, None
+    return _coded_table(features, codes)
+
+
+def _coded_table(features, codes):
+    """The table estimator's story for ``features`` (text allowed) and the features as numbers:
+    each categorical column as the codes of its categories (``categories_``), in fit order."""
+    import pandas as pd
+
+    from genprob.app import registry
+
+    entry = next(e for e in registry.STORIES.values() if e.takes_text)
+    estimator = entry.table_estimator(features).fit(features, codes)
+    X = np.empty(features.shape, dtype=np.float64)
+    for position, column in enumerate(features.columns):
+        values = features[column]
+        if column in estimator.categories_:
+            known = pd.Index(estimator.categories_[column])
+            X[:, position] = known.get_indexer(values.astype(object))
+        else:
+            X[:, position] = values.to_numpy(dtype=np.float64)
+    return X, codes, estimator.story_
 
 
 def _check_jobs(args):
@@ -234,13 +262,12 @@ def _check_jobs(args):
         elif args.data.lower().endswith(".csv") or os.path.isfile(args.data):
             path, target = args.data, args.target
             label = f"{os.path.basename(path)} (target {target})"
-            jobs.append(
-                (
-                    name,
-                    label,
-                    lambda path=path, target=target: _read_labeled_table(path, target, args),
-                )
-            )
+            text = registry.get(name).takes_text
+
+            def load(path=path, target=target, text=text):
+                return _read_labeled_table(path, target, args, text)
+
+            jobs.append((name, (label, text), load))
         else:
             raise UserError(
                 f"--data {args.data!r} is neither a bundled data set "
@@ -254,7 +281,7 @@ def _bundled(name):
         from genprob.app import registry
 
         X, y, _ = registry.load_data(name)
-        return X, y
+        return X, y, None
 
     return load
 
@@ -272,13 +299,15 @@ def _run_check(args) -> int:
     jobs = _check_jobs(args)
     options = {} if args.max_iter is None else {"max_iter": args.max_iter}
     cache, failed = {}, []
-    for name, data_label, load in jobs:
-        if data_label not in cache:
-            cache[data_label] = load()
-        X, y = cache[data_label]
+    for name, key, load in jobs:
+        if key not in cache:
+            cache[key] = load()
+        X, y, story = cache[key]
+        data_label = key[0] if isinstance(key, tuple) else key
         if sys.stderr.isatty():  # progress for people; pipes and logs get only the tables
             print(f"genprob check: {name} on {data_label} ...", file=sys.stderr, flush=True)
-        story = registry.make_story(name, X)
+        if story is None:
+            story = registry.make_story(name, X)
         result = crosscheck(
             story,
             X,
