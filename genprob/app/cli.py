@@ -19,11 +19,12 @@ that registers its arguments and its handler, so new commands are added the same
 * ``genprob compare STORY DATA --target COL [--out DIR]``: the MLE next to the posterior (NUTS, or
   the exact conjugate posterior), as a table and plots.
 
-``fit`` and ``compare`` fit a story with its scikit-learn-style estimator, whose hyperparameters
-``--param NAME=VALUE`` sets. Messages name flags, columns and classes (:func:`_cli_terms`).
-``fit``, ``compare`` and ``check`` take ``--features COL,...`` / ``--drop COL,...`` (which columns
-are features) and ``--sep CHAR`` (a CSV's separator; ``predict`` takes it too). ``python -m
-genprob`` runs this command line.
+``fit DATA --story MODULE:CLASS`` (and ``compare``, ``predict``) imports a story class of the
+user's own module, only when named. ``fit`` and ``compare`` fit a built-in story with its
+scikit-learn-style estimator, whose hyperparameters ``--param NAME=VALUE`` sets. Messages name
+flags, columns and classes (:func:`_cli_terms`). ``fit``, ``compare`` and ``check`` take
+``--features COL,...`` / ``--drop COL,...`` (which columns are features) and ``--sep CHAR`` (a
+CSV's separator; ``predict`` takes it too). ``python -m genprob`` runs this command line.
 
 Exit codes: 0 success, 1 a check failed (``genprob check``), 2 a usage or input error: a missing
 or unreadable file, an unknown story, a bad column, a corrupt model file... (reported on one line
@@ -346,6 +347,79 @@ def _story_name(name: str) -> str:
         raise UserError(str(error)) from None
 
 
+def _story_and_data(args):
+    """``(story name, user story class or None)`` of ``fit``/``compare``, with ``args.data``
+    set: ``STORY DATA``, or ``DATA --story MODULE:CLASS``."""
+    _positionals(args)
+    reference = getattr(args, "story_ref", None)
+    if reference is None:
+        return _story_name(args.story), None
+    return reference, _import_story(reference)
+
+
+def _positionals(args) -> None:
+    """``args.story`` and ``args.data`` from ``STORY DATA`` or ``DATA --story MODULE:CLASS``
+    (idempotent)."""
+    reference = getattr(args, "story_ref", None)
+    if reference is None:
+        if args.story is None or args.data is None:
+            raise UserError("give STORY and DATA (or DATA with --story MODULE:CLASS).")
+    elif args.story is not None:  # DATA was read into the first positional
+        if args.data is not None:
+            raise UserError(
+                f"--story {reference} names the story: give DATA alone, not "
+                f"{args.story} {args.data}."
+            )
+        args.data, args.story = args.story, None
+    elif args.data is None:
+        raise UserError(f"--story {reference}: give the DATA file too.")
+
+
+def _import_story(reference: str):
+    """The :class:`~genprob.story.Story` class ``MODULE:CLASS``: a module on the path or in the
+    current directory, or a file ``path/to/module.py``. Importing it runs that module's code."""
+    import importlib
+    import importlib.util
+
+    from genprob.story import Story
+
+    module_name, colon, class_name = reference.rpartition(":")
+    if not (colon and module_name and class_name):
+        raise UserError(
+            f"--story {reference!r}: write it as MODULE:CLASS (e.g. --story mystories:StudentT "
+            "or --story path/to/mystories.py:StudentT)."
+        )
+    try:
+        if module_name.endswith(".py"):
+            if not os.path.isfile(module_name):
+                raise UserError(f"--story {reference}: no such file {module_name}.")
+            path = os.path.abspath(module_name)
+            stem = os.path.splitext(os.path.basename(path))[0]
+            module = sys.modules.get(stem)
+            if module is None or getattr(module, "__file__", None) != path:
+                spec = importlib.util.spec_from_file_location(stem, path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[stem] = module  # the saved model names the class as stem.CLASS
+                spec.loader.exec_module(module)
+        else:
+            if "" not in sys.path and os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())  # a module beside the user's data, as python does
+            module = importlib.import_module(module_name)
+    except UserError:
+        raise
+    except ImportError as error:
+        raise UserError(f"--story {reference}: cannot import {module_name}: {error}.") from None
+    except Exception as error:  # the user's module raised while it ran
+        raise UserError(
+            f"--story {reference}: importing {module_name} raised {type(error).__name__}: "
+            f"{_first_line(error)}"
+        ) from None
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Story)):
+        raise UserError(f"--story {reference}: {module_name} defines no Story class {class_name}.")
+    return cls
+
+
 def _read_table(path: str, target: str | None = None, sep: str = ","):
     """A CSV file, or a Parquet file by its extension, as a DataFrame; :class:`UserError` else.
     A CSV's ``target`` column is read as text, so labels keep every digit (a column of integers
@@ -552,8 +626,9 @@ def _check_features(
     return features
 
 
-def _make_estimator(name: str, features, args):
-    """The estimator of registry story ``name`` for these features, with the EM options."""
+def _make_estimator(name: str, features, args, user_story=None):
+    """The estimator of registry story ``name`` (or of the class ``user_story``) for these
+    features, with the EM options."""
     import genprob
     from genprob.app import registry
 
@@ -563,6 +638,16 @@ def _make_estimator(name: str, features, args):
         options["unlabeled_label"] = None
     if getattr(args, "max_iter", None) is not None:
         options["max_iter"] = args.max_iter
+    observed = np.nan_to_num(features.to_numpy(), nan=0.0)  # shape from the observed cells
+    if user_story is not None:
+        try:
+            story = user_story.from_data(observed)
+        except Exception as error:  # the user's code
+            raise UserError(
+                f"--story {name}: {user_story.__name__}.from_data raised "
+                f"{type(error).__name__}: {_first_line(error)}"
+            ) from None
+        return _set_cli_params(genprob.GenerativeClassifier(story, **options), args.param or [])
     entry = registry.get(name)
     if entry.takes_text:  # the family's own estimator reads the table
         estimator = entry.table_estimator(features, **options)
@@ -573,7 +658,6 @@ def _make_estimator(name: str, features, args):
         face = getattr(importlib.import_module(module), cls)
         estimator = face(**entry.face_options, **options)
     else:
-        observed = np.nan_to_num(features.to_numpy(), nan=0.0)  # shape from the observed cells
         estimator = genprob.GenerativeClassifier(registry.make_story(name, observed), **options)
     return _set_cli_params(estimator, getattr(args, "param", None) or [])
 
@@ -651,21 +735,20 @@ def _fit_features(args):
 
     from genprob.app import registry
 
-    name = _story_name(args.story)
+    name, user_story = _story_and_data(args)
     frame = _read_table(args.data, args.target, _separator(args))
     frame = _select_columns(frame, args, args.data, args.target)
     features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
     _marker_hint(frame, args.target, args.unlabeled, args.command)
-    features = _check_features(
-        features, args.data, text_allowed=registry.get(name).takes_text, missing=args.missing
-    )
+    text_allowed = user_story is None and registry.get(name).takes_text
+    features = _check_features(features, args.data, text_allowed=text_allowed, missing=args.missing)
     _column_warnings(features, args.command)
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
     args.terms = {"columns": [str(c) for c in features.columns]}
     known = y[~unlabeled]
     args.terms["classes"] = sorted(set(known.tolist()), key=lambda v: (str(type(v)), v))
-    estimator = _make_estimator(name, features, args)
+    estimator = _make_estimator(name, features, args, user_story)
     args.terms["params"] = [
         k for k, v in estimator.get_params(deep=False).items() if _settable(k, v)
     ]
@@ -720,6 +803,17 @@ def _select_columns(frame, args, path: str, target: str | None):
     if not chosen:
         raise UserError(f"--features/--drop leave no feature column of {path}.")
     return frame[chosen + ([target] if target in columns else [])]
+
+
+def _add_story_option(parser, how: str) -> None:
+    parser.add_argument(
+        "--story",
+        dest="story_ref",
+        metavar="MODULE:CLASS",
+        help=f"a story class of your own, {how}; MODULE is a module in the current directory "
+        "or on the path, or a file path/to/module.py. This imports that module, which runs "
+        "its code",
+    )
 
 
 def _add_table_options(parser, *, columns: bool = True):
@@ -872,9 +966,12 @@ def _note(command: str, message: str):
 def _add_fit_options(parser, *, story_help: str):
     from genprob.app import registry
 
-    parser.add_argument("story", metavar="STORY", help=story_help)
-    parser.add_argument("data", metavar="DATA", help="a CSV file, or Parquet (.parquet, .pq)")
+    parser.add_argument("story", metavar="STORY", nargs="?", help=story_help)
+    parser.add_argument(
+        "data", metavar="DATA", nargs="?", help="a CSV file, or Parquet (.parquet, .pq)"
+    )
     parser.add_argument("--target", metavar="COL", required=True, help="the label column")
+    _add_story_option(parser, "instead of STORY: give DATA alone")
     _add_table_options(parser)
     parser.add_argument(
         "--unlabeled-label",
@@ -996,6 +1093,7 @@ def _add_fit(commands):
 
 def _run_fit(args) -> int:
     _check_out_file(args.out if args.out.endswith(".npz") else args.out + ".npz")
+    _positionals(args)
     if os.path.isdir(args.data):
         return _run_fit_streaming(args)
     name, estimator, features, y, unlabeled = _fit_features(args)
@@ -1048,6 +1146,8 @@ def _run_fit_streaming(args) -> int:
             "empty target cell (null) marks an unlabeled row (--unlabeled-label none: none may "
             "be empty)."
         )
+    if args.story_ref is not None:
+        raise UserError(f"--story applies to tables read whole; {args.data} is a directory.")
     for option in ("features", "drop"):
         if getattr(args, option) is not None:
             raise UserError(
@@ -1106,6 +1206,7 @@ def _add_predict(commands):
         ),
     )
     parser.add_argument("model", metavar="MODEL", help="a model file (.npz)")
+    _add_story_option(parser, "imported before the model is loaded (a model of that story)")
     parser.add_argument("data", metavar="DATA", help="a CSV file, or Parquet (.parquet, .pq)")
     parser.add_argument(
         "--proba", action="store_true", help="add the class probabilities (proba_<class>)"
@@ -1124,15 +1225,27 @@ def _add_predict(commands):
     parser.set_defaults(handler=_run_predict)
 
 
-def _load_model(path: str):
+def _load_model(path: str, story_ref: str | None = None):
     import genprob
 
     if not os.path.isfile(path):
         raise UserError(f"no such model file: {path}.")
+    if story_ref is not None:
+        _import_story(story_ref)
     try:
         return genprob.load(path)  # ModelFileError (a ValueError) for any damaged content
     except OSError as error:
         raise UserError(f"cannot read model file {path}: {error.strerror or error}.") from None
+    except ValueError as error:
+        found = re.search(r"names the story class '([^']+)', which is not defined", str(error))
+        if found is None:
+            raise
+        module, _, cls = found.group(1).rpartition(".")
+        raise UserError(
+            f"{path} is a model of the story class {cls} of module {module}, not a built-in "
+            f"story: pass --story {module}:{cls} (or --story path/to/{module}.py:{cls}) to "
+            "import it."
+        ) from None
 
 
 def _prediction_features(model, frame, path: str):
@@ -1193,7 +1306,7 @@ def _run_predict(args) -> int:
 
     if args.out:
         _check_out_file(args.out)
-    model = _load_model(args.model)
+    model = _load_model(args.model, args.story_ref)
     names = getattr(model, "feature_names_in_", None)
     args.terms = {
         "columns": None if names is None else [str(n) for n in names],
