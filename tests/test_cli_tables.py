@@ -412,3 +412,42 @@ def test_story_option_errors(tmp_path, capsys, story, message):
     story = story.format(dir=tmp_path)
     assert cli.main(["fit", data, "--story", story, "--target", "kind"]) == 2
     _one_line_error(capsys.readouterr(), message)
+
+
+@pytest.mark.parametrize(
+    "message, expected",
+    [
+        (
+            "NUTS diagnostics: min bulk ESS 8 < 400: too few draws for stable estimates. "
+            "Increase num_samples (or num_chains).",
+            "NUTS diagnostics: min bulk ESS 8 < 400: too few draws for stable estimates. "
+            "Increase --num-samples (or --chains).",
+        ),
+        (
+            "R-hat 1.2 > 1.01. Start the chains at the fit (init='mle'), and run more warm-up "
+            "and draws.",
+            "R-hat 1.2 > 1.01. Start the chains at the fit, and run more warm-up and draws.",
+        ),
+        (
+            "no exact posterior. Use method='nuts' (genprob.fit_nuts) instead.",
+            "no exact posterior. Use --method nuts (genprob.fit_nuts) instead.",
+        ),
+        (
+            "y has only 1 sample in class code 1 with var_smoothing=0.0; raise var_smoothing.",
+            "y has only 1 sample in class 'b' with --param var_smoothing=0.0; raise --param "
+            "var_smoothing.",
+        ),
+        (
+            "Input X contains NaN in column 1 (first at row 3); use unlabeled_weight=0.5",
+            "Input X contains NaN in column 'height' (first at row 3); use --unlabeled-weight 0.5",
+        ),
+        # quoted names, plain English words and positions beyond the table stay as they are
+        (
+            "The 'var_smoothing' parameter of GaussianNB must be a float; solver column 7",
+            "The 'var_smoothing' parameter of GaussianNB must be a float; solver column 7",
+        ),
+    ],
+)
+def test_library_messages_in_the_command_lines_terms(message, expected):
+    terms = {"columns": ["width", "height"], "classes": ["a", "b"], "params": ["var_smoothing"]}
+    assert cli._cli_terms(message, terms) == expected

@@ -950,10 +950,14 @@ def _cli_terms(message: str, terms) -> str:
             return match.group(0)
         return f"{'column' if kind == 'column' else 'class'} {str(names[index])!r}"
 
+    # compare always starts the chains at the fit: no setting to name
+    message = re.sub(r" \(init='mle'[^)]*\)", "", message)
     message = _ASSIGNMENT.sub(assignment, message)
     message = _CODE.sub(position, message)
-    bare = [(p, f"--param {p}") for p in params if "_" in p]  # "solver" may be plain English
-    for name, flag in (("max_iter", "--max-iter"), *bare):
+    # "solver" or "method" may be plain English; "num_samples" or "reg_param" are not
+    bare = [(n, flag) for n, flag in _FLAGS.items() if "_" in n]
+    bare += [(p, f"--param {p}") for p in params if "_" in p]
+    for name, flag in bare:
         # a bare keyword ("raise max_iter", "reg_param > 0"), not one inside quotes or a flag
         message = re.sub(rf"(?<![\w'\"=-]){name}(?![\w'\"=])", flag, message)
     return message
@@ -1413,16 +1417,21 @@ def _run_compare(args) -> int:
     )
     _note("compare", f"posterior of {name} on {args.data} by {args.method}: {what} ...")
     start = time.perf_counter()
-    idata = estimator.posterior(
-        features,
-        y,
-        method=args.method,
-        num_samples=args.num_samples,
-        num_warmup=args.num_warmup,
-        num_chains=args.chains,
-        random_state=args.seed,
-        progress_bar=args.method == "nuts" and sys.stderr.isatty(),
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idata = estimator.posterior(
+            features,
+            y,
+            method=args.method,
+            num_samples=args.num_samples,
+            num_warmup=args.num_warmup,
+            num_chains=args.chains,
+            random_state=args.seed,
+            progress_bar=args.method == "nuts" and sys.stderr.isatty(),
+        )
+    for warning in caught:  # the library's advice, in the command line's terms
+        text = _cli_terms(" ".join(str(warning.message).split()), getattr(args, "terms", None))
+        _note("compare", f"warning: {text}")
     _note("compare", f"sampled in {time.perf_counter() - start:.1f} s")
     table = genprob.mle_vs_posterior_table(idata, var_names=args.var_names)
     names = args.var_names or list(idata.posterior.data_vars)
