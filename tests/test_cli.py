@@ -196,7 +196,7 @@ def test_fit_then_predict_round_trip(iris_csv, tmp_path, capsys):
     assert _summary_value(out, "classes") == "setosa, versicolor, virginica"
     assert _summary_value(out, "rows") == "150 (150 labeled, 0 unlabeled)"
     # 2 class-prior + 12 mean + 12 variance parameters
-    assert _summary_value(out, "model") == "GenerativeClassifier, 26 parameters"
+    assert _summary_value(out, "model") == "GaussianNB, 26 parameters"
     accuracy = float(_summary_value(out, "train accuracy").split()[0])
     assert accuracy == pytest.approx(reference.score(X, names[y]), abs=5e-5)  # 0.9600
     saved = tmp_path / "iris_model.npz"  # the suffix is added

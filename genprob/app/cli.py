@@ -5,7 +5,8 @@ that registers its arguments and its handler, so new commands are added the same
 
 * ``genprob check [STORY ...] [--data NAME|FILE.csv --target COL] [--dtype float64]``: the
   closed-form vs optimizer cross-check (:func:`genprob.crosscheck`) of built-in stories on their
-  natural bundled data sets, or on given data; prints one table per check.
+  natural bundled data sets, or on given data (text columns under ``mixed``, as ``fit``); prints
+  one table per check.
 * ``genprob demo [--out DIR] [--quick]``: fits every built-in story on bundled real data, runs
   cross-checks, a semi-supervised curve and MLE-vs-posterior comparisons, and writes a Markdown
   report with figures to ``DIR`` (:mod:`genprob.app.report`).
@@ -13,9 +14,17 @@ that registers its arguments and its handler, so new commands are added the same
   built-in story on a CSV or Parquet table (rows with an empty target, or ``VALUE``, are
   unlabeled and fitted by EM; ``none``: every label is a class), saves the model
   (:func:`genprob.persistence.save`) and prints a summary.
-* ``genprob predict MODEL DATA [--proba] [--out FILE.csv]``: predictions of a saved model as CSV.
+* ``genprob predict MODEL DATA [--proba] [--missing marginalize] [--out FILE.csv]``: predictions
+  of a saved model as CSV (empty cells summed out of the story with ``--missing marginalize``).
 * ``genprob compare STORY DATA --target COL [--out DIR]``: the MLE next to the posterior (NUTS, or
   the exact conjugate posterior), as a table and plots.
+
+``fit DATA --story MODULE:CLASS`` (and ``compare``, ``predict``) imports a story class of the
+user's own module, only when named. ``fit`` and ``compare`` fit a built-in story with its
+scikit-learn-style estimator, whose hyperparameters ``--param NAME=VALUE`` sets. Messages name
+flags, columns and classes (:func:`_cli_terms`). ``fit``, ``compare`` and ``check`` take
+``--features COL,...`` / ``--drop COL,...`` (which columns are features) and ``--sep CHAR`` (a
+CSV's separator; ``predict`` takes it too). ``python -m genprob`` runs this command line.
 
 Exit codes: 0 success, 1 a check failed (``genprob check``), 2 a usage or input error: a missing
 or unreadable file, an unknown story, a bad column, a corrupt model file... (reported on one line
@@ -155,6 +164,7 @@ def _add_check(commands):
     parser.add_argument(
         "--target", metavar="COL", help="label column of the CSV file (required with a CSV)"
     )
+    _add_table_options(parser)
     parser.add_argument(
         "--all-data",
         action="store_true",
@@ -182,12 +192,15 @@ def _add_check(commands):
     parser.set_defaults(handler=_run_check)
 
 
-def _read_labeled_table(path: str, target: str | None):
-    """Features and label codes of a fully labeled table; :class:`UserError` for anything
-    unusable."""
+def _read_labeled_table(path: str, target: str | None, args=None, text: bool = False):
+    """``(X, label codes, story)`` of a fully labeled table; :class:`UserError` for anything
+    unusable. With ``text`` (a story that takes text columns) the categorical columns become
+    the codes of the table estimator's categories and ``story`` is the one it builds for the
+    table, as ``genprob fit`` does; else ``story`` is None (the registry makes it from X)."""
     if not target:
         raise UserError(f"--target COL is required with a CSV file ({path}).")
-    frame = _read_table(path)
+    frame = _read_table(path, target, _separator(args))
+    frame = _select_columns(frame, args, path, target)
     labels = _target_column(frame, target, path)
     if labels.isna().any():
         raise UserError(
@@ -195,11 +208,35 @@ def _read_labeled_table(path: str, target: str | None):
             "the cross-check needs every row labeled."
         )
     features = _feature_columns(frame, target, path)
-    X = _check_features(features, path, text_allowed=False).to_numpy()
+    features = _check_features(features, path, text_allowed=text)
+    _column_warnings(features, "check")
     classes, codes = np.unique(labels.astype(str).to_numpy(), return_inverse=True)
     if len(classes) < 2:
         raise UserError(f"target column {target!r} has a single class ({classes[0]!r}).")
-    return X, codes.astype(np.int64)
+    codes = codes.astype(np.int64)
+    if not text:
+        return features.to_numpy(), codes, None
+    return _coded_table(features, codes)
+
+
+def _coded_table(features, codes):
+    """The table estimator's story for ``features`` (text allowed) and the features as numbers:
+    each categorical column as the codes of its categories (``categories_``), in fit order."""
+    import pandas as pd
+
+    from genprob.app import registry
+
+    entry = next(e for e in registry.STORIES.values() if e.takes_text)
+    estimator = entry.table_estimator(features).fit(features, codes)
+    X = np.empty(features.shape, dtype=np.float64)
+    for position, column in enumerate(features.columns):
+        values = features[column]
+        if column in estimator.categories_:
+            known = pd.Index(estimator.categories_[column])
+            X[:, position] = known.get_indexer(values.astype(object))
+        else:
+            X[:, position] = values.to_numpy(dtype=np.float64)
+    return X, codes, estimator.story_
 
 
 def _check_jobs(args):
@@ -226,9 +263,12 @@ def _check_jobs(args):
         elif args.data.lower().endswith(".csv") or os.path.isfile(args.data):
             path, target = args.data, args.target
             label = f"{os.path.basename(path)} (target {target})"
-            jobs.append(
-                (name, label, lambda path=path, target=target: _read_labeled_table(path, target))
-            )
+            text = registry.get(name).takes_text
+
+            def load(path=path, target=target, text=text):
+                return _read_labeled_table(path, target, args, text)
+
+            jobs.append((name, (label, text), load))
         else:
             raise UserError(
                 f"--data {args.data!r} is neither a bundled data set "
@@ -242,7 +282,7 @@ def _bundled(name):
         from genprob.app import registry
 
         X, y, _ = registry.load_data(name)
-        return X, y
+        return X, y, None
 
     return load
 
@@ -260,13 +300,15 @@ def _run_check(args) -> int:
     jobs = _check_jobs(args)
     options = {} if args.max_iter is None else {"max_iter": args.max_iter}
     cache, failed = {}, []
-    for name, data_label, load in jobs:
-        if data_label not in cache:
-            cache[data_label] = load()
-        X, y = cache[data_label]
+    for name, key, load in jobs:
+        if key not in cache:
+            cache[key] = load()
+        X, y, story = cache[key]
+        data_label = key[0] if isinstance(key, tuple) else key
         if sys.stderr.isatty():  # progress for people; pipes and logs get only the tables
             print(f"genprob check: {name} on {data_label} ...", file=sys.stderr, flush=True)
-        story = registry.make_story(name, X)
+        if story is None:
+            story = registry.make_story(name, X)
         result = crosscheck(
             story,
             X,
@@ -305,7 +347,80 @@ def _story_name(name: str) -> str:
         raise UserError(str(error)) from None
 
 
-def _read_table(path: str, target: str | None = None):
+def _story_and_data(args):
+    """``(story name, user story class or None)`` of ``fit``/``compare``, with ``args.data``
+    set: ``STORY DATA``, or ``DATA --story MODULE:CLASS``."""
+    _positionals(args)
+    reference = getattr(args, "story_ref", None)
+    if reference is None:
+        return _story_name(args.story), None
+    return reference, _import_story(reference)
+
+
+def _positionals(args) -> None:
+    """``args.story`` and ``args.data`` from ``STORY DATA`` or ``DATA --story MODULE:CLASS``
+    (idempotent)."""
+    reference = getattr(args, "story_ref", None)
+    if reference is None:
+        if args.story is None or args.data is None:
+            raise UserError("give STORY and DATA (or DATA with --story MODULE:CLASS).")
+    elif args.story is not None:  # DATA was read into the first positional
+        if args.data is not None:
+            raise UserError(
+                f"--story {reference} names the story: give DATA alone, not "
+                f"{args.story} {args.data}."
+            )
+        args.data, args.story = args.story, None
+    elif args.data is None:
+        raise UserError(f"--story {reference}: give the DATA file too.")
+
+
+def _import_story(reference: str):
+    """The :class:`~genprob.story.Story` class ``MODULE:CLASS``: a module on the path or in the
+    current directory, or a file ``path/to/module.py``. Importing it runs that module's code."""
+    import importlib
+    import importlib.util
+
+    from genprob.story import Story
+
+    module_name, colon, class_name = reference.rpartition(":")
+    if not (colon and module_name and class_name):
+        raise UserError(
+            f"--story {reference!r}: write it as MODULE:CLASS (e.g. --story mystories:StudentT "
+            "or --story path/to/mystories.py:StudentT)."
+        )
+    try:
+        if module_name.endswith(".py"):
+            if not os.path.isfile(module_name):
+                raise UserError(f"--story {reference}: no such file {module_name}.")
+            path = os.path.abspath(module_name)
+            stem = os.path.splitext(os.path.basename(path))[0]
+            module = sys.modules.get(stem)
+            if module is None or getattr(module, "__file__", None) != path:
+                spec = importlib.util.spec_from_file_location(stem, path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[stem] = module  # the saved model names the class as stem.CLASS
+                spec.loader.exec_module(module)
+        else:
+            if "" not in sys.path and os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())  # a module beside the user's data, as python does
+            module = importlib.import_module(module_name)
+    except UserError:
+        raise
+    except ImportError as error:
+        raise UserError(f"--story {reference}: cannot import {module_name}: {error}.") from None
+    except Exception as error:  # the user's module raised while it ran
+        raise UserError(
+            f"--story {reference}: importing {module_name} raised {type(error).__name__}: "
+            f"{_first_line(error)}"
+        ) from None
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Story)):
+        raise UserError(f"--story {reference}: {module_name} defines no Story class {class_name}.")
+    return cls
+
+
+def _read_table(path: str, target: str | None = None, sep: str = ","):
     """A CSV file, or a Parquet file by its extension, as a DataFrame; :class:`UserError` else.
     A CSV's ``target`` column is read as text, so labels keep every digit (a column of integers
     with empty cells would be read as float64)."""
@@ -327,13 +442,18 @@ def _read_table(path: str, target: str | None = None):
             raise UserError(f"cannot read {path} as Parquet: {_first_line(error)}") from None
     else:
         try:
-            frame = pd.read_csv(path, dtype={target: str} if target else None)
+            frame = pd.read_csv(path, sep=sep, dtype={target: str} if target else None)
         except pd.errors.EmptyDataError:
             raise UserError(f"{path} is empty.") from None
         except (pd.errors.ParserError, UnicodeDecodeError) as error:
             raise UserError(f"cannot parse {path} as CSV: {_first_line(error)}") from None
     if len(frame) == 0:
         raise UserError(f"{path} has a header but no rows.")
+    if frame.shape[1] == 1 and sep == "," and ";" in str(frame.columns[0]):
+        raise UserError(
+            f"{path} reads as a single column {str(frame.columns[0])!r}; its fields look "
+            "separated by ';': pass --sep ';'."
+        )
     return frame
 
 
@@ -468,7 +588,9 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     return _feature_columns(frame, target, path), y, missing
 
 
-def _check_features(features, path: str, *, text_allowed: bool, missing: str = "error"):
+def _check_features(
+    features, path: str, *, text_allowed: bool, missing: str = "error", predicting: bool = False
+):
     """Features (empty cells only with ``missing="marginalize"``); numeric unless the story
     handles text columns."""
     import pandas as pd
@@ -483,13 +605,20 @@ def _check_features(features, path: str, *, text_allowed: bool, missing: str = "
         return features
     text = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
     if text:
+        import shlex
+
         from genprob.app import registry
 
         readers = " or ".join(repr(e.name) for e in registry.STORIES.values() if e.takes_text)
+        if predicting:  # the model's own columns: the data must hold numbers there
+            raise UserError(
+                f"non-numeric feature columns in {path}: {', '.join(text)}; the model was "
+                "fitted on numbers in those columns."
+            )
         raise UserError(
             f"non-numeric feature columns in {path}: {', '.join(text)}; this story needs numbers "
-            f"(encode them as category codes; the {readers} story of `genprob fit` and `compare` "
-            "takes text categories)."
+            f"(leave them out with --drop {shlex.quote(','.join(text))}, encode them as category "
+            f"codes, or use the {readers} story, which takes text categories)."
         )
     features = features.astype(np.float64)
     if np.any(np.isinf(features.to_numpy())):
@@ -497,8 +626,9 @@ def _check_features(features, path: str, *, text_allowed: bool, missing: str = "
     return features
 
 
-def _make_estimator(name: str, features, args):
-    """The estimator of registry story ``name`` for these features, with the EM options."""
+def _make_estimator(name: str, features, args, user_story=None):
+    """The estimator of registry story ``name`` (or of the class ``user_story``) for these
+    features, with the EM options."""
     import genprob
     from genprob.app import registry
 
@@ -506,11 +636,97 @@ def _make_estimator(name: str, features, args):
     options["missing"] = getattr(args, "missing", "error")
     if _every_label_a_class(getattr(args, "unlabeled", None)):
         options["unlabeled_label"] = None
+    if getattr(args, "max_iter", None) is not None:
+        options["max_iter"] = args.max_iter
+    observed = np.nan_to_num(features.to_numpy(), nan=0.0)  # shape from the observed cells
+    if user_story is not None:
+        try:
+            story = user_story.from_data(observed)
+        except Exception as error:  # the user's code
+            raise UserError(
+                f"--story {name}: {user_story.__name__}.from_data raised "
+                f"{type(error).__name__}: {_first_line(error)}"
+            ) from None
+        return _set_cli_params(genprob.GenerativeClassifier(story, **options), args.param or [])
     entry = registry.get(name)
     if entry.takes_text:  # the family's own estimator reads the table
-        return entry.table_estimator(features, **options)
-    observed = np.nan_to_num(features.to_numpy(), nan=0.0)  # the story's shape from observed cells
-    return genprob.GenerativeClassifier(registry.make_story(name, observed), **options)
+        estimator = entry.table_estimator(features, **options)
+    elif entry.face:  # the scikit-learn-style estimator of the story, named in the summary
+        import importlib
+
+        module, _, cls = entry.face.partition(":")
+        face = getattr(importlib.import_module(module), cls)
+        estimator = face(**entry.face_options, **options)
+    else:
+        estimator = genprob.GenerativeClassifier(registry.make_story(name, observed), **options)
+    return _set_cli_params(estimator, getattr(args, "param", None) or [])
+
+
+#: Estimator parameters the command line sets through flags of its own.
+_FLAG_PARAMETERS = {
+    "unlabeled_weight": "--unlabeled-weight",
+    "random_state": "--seed",
+    "missing": "--missing",
+    "unlabeled_label": "--unlabeled-label",
+    "max_iter": "--max-iter",
+}
+
+
+#: Estimator parameters that take a Python object, which no text on a command line gives.
+_OBJECT_PARAMETERS = frozenset({"covariance_estimator", "story", "families"})
+
+
+def _settable(name, value) -> bool:
+    return (
+        name not in _FLAG_PARAMETERS
+        and name not in _OBJECT_PARAMETERS
+        and isinstance(value, None | bool | int | float | str)
+    )
+
+
+def _param_value(text: str):
+    """A ``--param`` value: None, true/false, an integer, a number, comma-separated numbers
+    (a list), or else the text itself."""
+    lowered = text.strip().lower()
+    if lowered in ("none", "null"):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    if "," in text:
+        try:
+            return [float(part) for part in text.split(",")]
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def _set_cli_params(estimator, items):
+    """``estimator`` with the ``--param name=value`` settings (checked by the estimator's own
+    constraints when it fits); :class:`UserError` naming the flag for an unknown or fixed name."""
+    current = estimator.get_params(deep=False)
+    settings, texts = {}, {}
+    for item in items:
+        name, equals, text = item.partition("=")
+        name = name.strip()
+        if not equals or not name:
+            raise UserError(f"--param {item!r}: write it as NAME=VALUE, e.g. --param alpha=0.5.")
+        if name in _FLAG_PARAMETERS:
+            raise UserError(f"--param {name}: set it with {_FLAG_PARAMETERS[name]}.")
+        if name not in current or not _settable(name, current[name]):
+            known = sorted(key for key, value in current.items() if _settable(key, value))
+            raise UserError(
+                f"--param {name}: {type(estimator).__name__} has no such setting; its settings: "
+                f"{', '.join(known)}."
+            )
+        settings[name], texts[name] = _param_value(text), text
+    estimator.set_params(**settings)
+    estimator.cli_params_ = texts  # for messages about them (not saved)
+    return estimator
 
 
 def _fit_features(args):
@@ -519,22 +735,232 @@ def _fit_features(args):
 
     from genprob.app import registry
 
-    name = _story_name(args.story)
-    frame = _read_table(args.data, args.target)
+    name, user_story = _story_and_data(args)
+    frame = _read_table(args.data, args.target, _separator(args))
+    frame = _select_columns(frame, args, args.data, args.target)
     features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
-    features = _check_features(
-        features, args.data, text_allowed=registry.get(name).takes_text, missing=args.missing
-    )
+    _marker_hint(frame, args.target, args.unlabeled, args.command)
+    text_allowed = user_story is None and registry.get(name).takes_text
+    features = _check_features(features, args.data, text_allowed=text_allowed, missing=args.missing)
+    _column_warnings(features, args.command)
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
-    estimator = _make_estimator(name, features, args)
+    args.terms = {"columns": [str(c) for c in features.columns]}
+    known = y[~unlabeled]
+    args.terms["classes"] = sorted(set(known.tolist()), key=lambda v: (str(type(v)), v))
+    estimator = _make_estimator(name, features, args, user_story)
+    args.terms["params"] = [
+        k for k, v in estimator.get_params(deep=False).items() if _settable(k, v)
+    ]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        estimator.fit(features, y)
+        try:
+            estimator.fit(features, y)
+        except ValueError as error:
+            raise UserError(_param_message(estimator, error, args.terms)) from None
+    args.terms["classes"] = list(estimator.classes_)
     for warning in caught:
         if issubclass(warning.category, ConvergenceWarning):
-            _note(args.command, f"warning: {' '.join(str(warning.message).split())}")
+            text = _cli_terms(" ".join(str(warning.message).split()), args.terms)
+            _note(args.command, f"warning: {text}")
     return name, estimator, features, y, unlabeled
+
+
+def _column_list(text: str, option: str) -> list:
+    """The comma-separated column names of ``option`` (blanks around a name ignored)."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise UserError(f"{option} {text!r}: an empty column name; give names separated by commas.")
+    return names
+
+
+def _select_columns(frame, args, path: str, target: str | None):
+    """``frame`` with the feature columns ``--features`` names (in that order) or without those
+    ``--drop`` names, the ``target`` column kept; :class:`UserError` naming the flag and the
+    column for a name that is not in the table."""
+    keep, drop = getattr(args, "features", None), getattr(args, "drop", None)
+    if keep is None and drop is None:
+        return frame
+    columns = [str(c) for c in frame.columns]
+    frame = frame.rename(columns=str)
+    for option, text in (("--features", keep), ("--drop", drop)):
+        if text is None:
+            continue
+        for name in _column_list(text, option):
+            if name not in columns:
+                raise UserError(
+                    f"{option}: no column {name!r} in {path}; columns: {', '.join(columns)}."
+                )
+            if name == target:
+                raise UserError(f"{option}: {name!r} is the --target column, not a feature.")
+    if keep is not None:
+        chosen = list(dict.fromkeys(_column_list(keep, "--features")))
+    else:
+        chosen = [c for c in columns if c != target]
+    if drop is not None:
+        dropped = set(_column_list(drop, "--drop"))
+        chosen = [c for c in chosen if c not in dropped]
+    if not chosen:
+        raise UserError(f"--features/--drop leave no feature column of {path}.")
+    return frame[chosen + ([target] if target in columns else [])]
+
+
+def _add_story_option(parser, how: str) -> None:
+    parser.add_argument(
+        "--story",
+        dest="story_ref",
+        metavar="MODULE:CLASS",
+        help=f"a story class of your own, {how}; MODULE is a module in the current directory "
+        "or on the path, or a file path/to/module.py. This imports that module, which runs "
+        "its code",
+    )
+
+
+def _add_table_options(parser, *, columns: bool = True):
+    """``--sep`` (and ``--features``/``--drop`` when ``columns``) of a command reading tables."""
+    parser.add_argument(
+        "--sep",
+        metavar="CHAR",
+        default=",",
+        help="field separator of a CSV file, e.g. ';' or '\\t' for tabs (default: ',')",
+    )
+    if columns:
+        parser.add_argument(
+            "--features",
+            metavar="COL,COL,...",
+            help="the feature columns to use, comma-separated (default: every column but --target)",
+        )
+        parser.add_argument(
+            "--drop",
+            metavar="COL,COL,...",
+            help="columns to leave out, comma-separated (an ID column, say)",
+        )
+
+
+def _separator(args) -> str:
+    sep = getattr(args, "sep", ",")
+    sep = "\t" if sep in ("\\t", "tab") else sep
+    if not sep:
+        raise UserError("--sep: give a separator character, e.g. --sep ';'.")
+    return sep
+
+
+#: Fewest rows on which a column with a distinct value per row is taken for an identifier.
+ID_MIN_ROWS = 8
+#: A text column with fewer rows per category than this is flagged (a category per few rows).
+ROWS_PER_CATEGORY = 5
+#: Target values that usually mean "no label" (compared stripped and lower-cased); pandas reads
+#: empty cells, NA, N/A, null and nan as empty already.
+MISSING_MARKERS = frozenset({"?", "??", "unknown", "unk", "missing", "-", "--", "n.a.", "."})
+
+
+def _column_warnings(features, command: str) -> None:
+    """Warn on stderr of feature columns that look like identifiers (a distinct value per row:
+    text, or integers) or text columns with a category per few rows, each with ``--drop``."""
+    import shlex
+
+    import pandas as pd
+
+    for name in features.columns:
+        values = features[name].dropna()
+        rows, distinct = len(values), values.nunique()
+        if rows < ID_MIN_ROWS:
+            continue
+        text = not pd.api.types.is_numeric_dtype(values)
+        whole = text or bool(np.all(np.mod(values.to_numpy(dtype=np.float64), 1) == 0))
+        drop = f"--drop {shlex.quote(str(name))} leaves it out"
+        if distinct == rows and whole:
+            _note(
+                command,
+                f"warning: column {str(name)!r} holds a distinct value on each of its {rows} "
+                f"rows, like an identifier, and is fitted as a feature; {drop}.",
+            )
+        elif text and distinct * ROWS_PER_CATEGORY > rows:
+            _note(
+                command,
+                f"warning: text column {str(name)!r} has {distinct} categories in {rows} rows "
+                f"(fewer than {ROWS_PER_CATEGORY} rows per category), each with its own "
+                f"parameters per class; {drop}.",
+            )
+
+
+def _marker_hint(frame, target: str, unlabeled: str | None, command: str) -> None:
+    """A hint on stderr when labels such as ``?`` or ``unknown`` are fitted as a class of their
+    own (no ``--unlabeled-label`` given)."""
+    import shlex
+
+    if unlabeled is not None or target not in frame.columns:
+        return
+    texts = frame[target].dropna().astype(str).str.strip()
+    for marker in sorted(set(texts[texts.str.lower().isin(MISSING_MARKERS)])):
+        count = int((texts == marker).sum())
+        _note(
+            command,
+            f"hint: target column {target!r} holds {marker!r} on {count} row(s), which looks like "
+            f"a missing label; it is fitted as a class of its own unless --unlabeled "
+            f"{shlex.quote(marker)} marks those rows unlabeled (fitted by EM).",
+        )
+
+
+def _param_message(estimator, error, terms) -> str:
+    """An estimator's error in the command line's terms, led by the ``--param`` it is about
+    when it names one given on the command line."""
+    message = " ".join(str(error).split())
+    for name, text in getattr(estimator, "cli_params_", {}).items():
+        if f"'{name}' parameter" in message or f"{name}=" in message:
+            return f"--param {name}={text}: {_cli_terms(message, terms)}"
+    return _cli_terms(message, terms)
+
+
+#: Python keyword arguments of the library's messages -> the command line's flags.
+_FLAGS = {
+    **_FLAG_PARAMETERS,
+    "method": "--method",
+    "num_samples": "--num-samples",
+    "num_warmup": "--num-warmup",
+    "num_chains": "--chains",
+    "var_names": "--var-names",
+}
+_ASSIGNMENT = re.compile(r"(?<![\w.-])([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s,;:)]+)")
+_CODE = re.compile(r"\b(column|class code) (\d+)\b")
+
+
+def _cli_terms(message: str, terms) -> str:
+    """``message`` in the command line's terms: keyword arguments as the flags that set them
+    (``max_iter=5`` -> ``--max-iter 5``, ``reg_param=0.1`` -> ``--param reg_param=0.1``),
+    column and class positions as the table's names (``column 0`` -> ``column 'width'``,
+    ``class code 1`` -> ``class 'b'``). ``terms``: the ``columns``, ``classes`` and estimator
+    ``params`` known so far (any may be missing)."""
+    terms = terms or {}
+    params = set(terms.get("params", ()))
+
+    def assignment(match):
+        name, value = match.group(1), match.group(2).strip("'\"")
+        value = value.lower() if value in ("None", "True", "False") else value
+        if name in _FLAGS:
+            return f"{_FLAGS[name]} {value}"
+        if name in params:
+            return f"--param {name}={value}"
+        return match.group(0)
+
+    def position(match):
+        kind, index = match.group(1), int(match.group(2))
+        names = terms.get("columns" if kind == "column" else "classes")
+        if names is None or index >= len(names):
+            return match.group(0)
+        return f"{'column' if kind == 'column' else 'class'} {str(names[index])!r}"
+
+    # compare always starts the chains at the fit: no setting to name
+    message = re.sub(r" \(init='mle'[^)]*\)", "", message)
+    message = _ASSIGNMENT.sub(assignment, message)
+    message = _CODE.sub(position, message)
+    # "solver" or "method" may be plain English; "num_samples" or "reg_param" are not
+    bare = [(n, flag) for n, flag in _FLAGS.items() if "_" in n]
+    bare += [(p, f"--param {p}") for p in params if "_" in p]
+    for name, flag in bare:
+        # a bare keyword ("raise max_iter", "reg_param > 0"), not one inside quotes or a flag
+        message = re.sub(rf"(?<![\w'\"=-]){name}(?![\w'\"=])", flag, message)
+    return message
 
 
 def _note(command: str, message: str):
@@ -544,9 +970,13 @@ def _note(command: str, message: str):
 def _add_fit_options(parser, *, story_help: str):
     from genprob.app import registry
 
-    parser.add_argument("story", metavar="STORY", help=story_help)
-    parser.add_argument("data", metavar="DATA", help="a CSV file, or Parquet (.parquet, .pq)")
+    parser.add_argument("story", metavar="STORY", nargs="?", help=story_help)
+    parser.add_argument(
+        "data", metavar="DATA", nargs="?", help="a CSV file, or Parquet (.parquet, .pq)"
+    )
     parser.add_argument("--target", metavar="COL", required=True, help="the label column")
+    _add_story_option(parser, "instead of STORY: give DATA alone")
+    _add_table_options(parser)
     parser.add_argument(
         "--unlabeled-label",
         "--unlabeled",
@@ -569,6 +999,21 @@ def _add_fit_options(parser, *, story_help: str):
         help="weight in [0, 1] of the unlabeled rows in EM (EM-lambda; default: 1)",
     )
     parser.add_argument("--seed", type=_SEED, default=0, help="random seed (default: 0)")
+    parser.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a setting of the story's estimator (repeatable), e.g. --param reg_param=0.2 for "
+        "qda, --param shrinkage=0.5 for lda_shrinkage, --param alpha=0.5 for the naive Bayes "
+        "stories; VALUE is a number, true/false, none, text or numbers separated by commas",
+    )
+    parser.add_argument(
+        "--max-iter",
+        type=_int_at_least(1),
+        default=None,
+        metavar="N",
+        help="most EM iterations when rows are unlabeled (default: 100)",
+    )
     parser.epilog = (
         f"stories: {', '.join(registry.names())} (also {', '.join(registry.ALIASES)}). "
         f"{registry.notes()} The other stories need numeric columns."
@@ -652,6 +1097,7 @@ def _add_fit(commands):
 
 def _run_fit(args) -> int:
     _check_out_file(args.out if args.out.endswith(".npz") else args.out + ".npz")
+    _positionals(args)
     if os.path.isdir(args.data):
         return _run_fit_streaming(args)
     name, estimator, features, y, unlabeled = _fit_features(args)
@@ -704,6 +1150,14 @@ def _run_fit_streaming(args) -> int:
             "empty target cell (null) marks an unlabeled row (--unlabeled-label none: none may "
             "be empty)."
         )
+    if args.story_ref is not None:
+        raise UserError(f"--story applies to tables read whole; {args.data} is a directory.")
+    for option in ("features", "drop"):
+        if getattr(args, option) is not None:
+            raise UserError(
+                f"--{option} applies to tables read whole; {args.data} is a Parquet directory "
+                "(streamed): write it without the columns to leave out."
+            )
     name = _story_name(args.story)
     try:
         source = streaming.parquet(args.data, target=args.target)
@@ -756,9 +1210,18 @@ def _add_predict(commands):
         ),
     )
     parser.add_argument("model", metavar="MODEL", help="a model file (.npz)")
+    _add_story_option(parser, "imported before the model is loaded (a model of that story)")
     parser.add_argument("data", metavar="DATA", help="a CSV file, or Parquet (.parquet, .pq)")
     parser.add_argument(
         "--proba", action="store_true", help="add the class probabilities (proba_<class>)"
+    )
+    _add_table_options(parser, columns=False)
+    parser.add_argument(
+        "--missing",
+        choices=("error", "marginalize"),
+        default=None,
+        help="empty feature cells: refuse them, or sum them out of the story (the density of "
+        "each row's observed cells; no refit). Default: as the model was fitted",
     )
     parser.add_argument(
         "--out", metavar="FILE.csv", help="write the CSV to this file (default: stdout)"
@@ -766,15 +1229,27 @@ def _add_predict(commands):
     parser.set_defaults(handler=_run_predict)
 
 
-def _load_model(path: str):
+def _load_model(path: str, story_ref: str | None = None):
     import genprob
 
     if not os.path.isfile(path):
         raise UserError(f"no such model file: {path}.")
+    if story_ref is not None:
+        _import_story(story_ref)
     try:
         return genprob.load(path)  # ModelFileError (a ValueError) for any damaged content
     except OSError as error:
         raise UserError(f"cannot read model file {path}: {error.strerror or error}.") from None
+    except ValueError as error:
+        found = re.search(r"names the story class '([^']+)', which is not defined", str(error))
+        if found is None:
+            raise
+        module, _, cls = found.group(1).rpartition(".")
+        raise UserError(
+            f"{path} is a model of the story class {cls} of module {module}, not a built-in "
+            f"story: pass --story {module}:{cls} (or --story path/to/{module}.py:{cls}) to "
+            "import it."
+        ) from None
 
 
 def _prediction_features(model, frame, path: str):
@@ -810,7 +1285,24 @@ def _prediction_features(model, frame, path: str):
         path,
         text_allowed=registry.takes_text(model.story_),
         missing=getattr(model, "missing", "error"),  # a model fit to marginalize predicts so too
+        predicting=True,
     )
+
+
+def _predict_missing(model, missing: str) -> None:
+    """``predict --missing``: the model reads empty cells as its story's marginal of the
+    observed cells (the fitted parameters unchanged), or refuses them."""
+    from genprob.masking import marginalized
+
+    if missing == "marginalize":
+        try:
+            marginalized(model.story_)  # refuses a story that cannot leave entries out
+        except ValueError as error:
+            raise UserError(
+                f"--missing marginalize: this model's story cannot sum out empty cells "
+                f"({' '.join(str(error).split())})"
+            ) from None
+    model.set_params(missing=missing)
 
 
 def _run_predict(args) -> int:
@@ -818,8 +1310,16 @@ def _run_predict(args) -> int:
 
     if args.out:
         _check_out_file(args.out)
-    model = _load_model(args.model)
-    frame = _read_table(args.data)
+    model = _load_model(args.model, args.story_ref)
+    names = getattr(model, "feature_names_in_", None)
+    args.terms = {
+        "columns": None if names is None else [str(n) for n in names],
+        "classes": list(model.classes_),
+        "params": [k for k, v in model.get_params(deep=False).items() if _settable(k, v)],
+    }
+    frame = _read_table(args.data, sep=_separator(args))
+    if args.missing is not None:
+        _predict_missing(model, args.missing)
     features = _prediction_features(model, frame, args.data)
     proba = model.predict_proba(features)
     bad = ~np.all(np.isfinite(proba), axis=1)
@@ -917,16 +1417,21 @@ def _run_compare(args) -> int:
     )
     _note("compare", f"posterior of {name} on {args.data} by {args.method}: {what} ...")
     start = time.perf_counter()
-    idata = estimator.posterior(
-        features,
-        y,
-        method=args.method,
-        num_samples=args.num_samples,
-        num_warmup=args.num_warmup,
-        num_chains=args.chains,
-        random_state=args.seed,
-        progress_bar=args.method == "nuts" and sys.stderr.isatty(),
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idata = estimator.posterior(
+            features,
+            y,
+            method=args.method,
+            num_samples=args.num_samples,
+            num_warmup=args.num_warmup,
+            num_chains=args.chains,
+            random_state=args.seed,
+            progress_bar=args.method == "nuts" and sys.stderr.isatty(),
+        )
+    for warning in caught:  # the library's advice, in the command line's terms
+        text = _cli_terms(" ".join(str(warning.message).split()), getattr(args, "terms", None))
+        _note("compare", f"warning: {text}")
     _note("compare", f"sampled in {time.perf_counter() - start:.1f} s")
     table = genprob.mle_vs_posterior_table(idata, var_names=args.var_names)
     names = args.var_names or list(idata.posterior.data_vars)
@@ -1000,6 +1505,8 @@ def main(argv=None) -> int:
         return 141
     except Exception as error:  # exit 1 is reserved for a failed check: every error is a 2
         message = " ".join(str(error).split()) or type(error).__name__
+        if not isinstance(error, UserError):  # the library's words, in the command line's terms
+            message = _cli_terms(message, getattr(args, "terms", None))
         if not isinstance(error, UserError | ValueError):
             message = f"{type(error).__name__}: {message}"
         print(f"genprob {args.command}: error: {message}", file=sys.stderr)

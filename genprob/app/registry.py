@@ -61,6 +61,8 @@ class StoryEntry(NamedTuple):
         table_estimator: ``table_estimator(features, **options)``, the estimator of a story that
             takes a table of mixed column types (text included); None for the others.
         note: what the command line's help says of the story beyond its name.
+        face: ``"module:Class"`` of the estimator that fits the story on the command line, with
+            keyword arguments ``face_options``; empty: ``GenerativeClassifier`` of the story.
     """
 
     name: str
@@ -70,6 +72,8 @@ class StoryEntry(NamedTuple):
     aliases: tuple = ()
     table_estimator: Callable | None = None
     note: str = ""
+    face: str = ""
+    face_options: dict = {}
 
     @property
     def takes_text(self) -> bool:
@@ -93,6 +97,8 @@ def _entries() -> dict:
             tuple(command.aliases),
             command.table_estimator,
             command.note,
+            command.face,
+            dict(command.face_options),
         )
         for family in families().values()
         for command in family.commands

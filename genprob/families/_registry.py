@@ -95,6 +95,10 @@ class Command:
             line wraps the story in ``GenerativeClassifier``.
         note: what the command line's help says of the story beyond its name.
         in_report: the full ``genprob report`` cross-checks the story on its default data set.
+        face: the estimator face (``"module:Class"``) the command line fits the story with,
+            built with :attr:`face_options` (its ``--param`` options are that class's); empty:
+            ``GenerativeClassifier`` of the story.
+        face_options: the face's keyword arguments that make it this story.
     """
 
     name: str
@@ -106,6 +110,8 @@ class Command:
     table_estimator: Callable | None = None
     note: str = ""
     in_report: bool = False
+    face: str = ""
+    face_options: Mapping = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)

@@ -177,6 +177,8 @@ FAMILY = Family(
             ("digits_binary", "sms_binary"),
             {"alpha": 1.0},
             aliases=("bernoulli_nb",),
+            face="genprob.estimators.discrete:BernoulliNB",
+            face_options={"alpha": 1.0, "binarize": None},
             in_report=True,
         ),
     ),

@@ -410,6 +410,8 @@ FAMILY = Family(
             ("digits",),
             {"alpha": 1.0},
             aliases=("categorical_nb",),
+            face="genprob.estimators.discrete:CategoricalNB",
+            face_options={"alpha": 1.0},
         ),
     ),
     # a block encodes its raw values (any type) as category codes

@@ -205,6 +205,8 @@ FAMILY = Family(
             ("sms_counts", "digits"),
             {"alpha": 1.0},
             aliases=("multinomial_nb",),
+            face="genprob.estimators.discrete:MultinomialNB",
+            face_options={"alpha": 1.0},
         ),
     ),
     block=Block(_naive_block, settings=("alpha",), context=_block_context),

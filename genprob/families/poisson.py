@@ -131,6 +131,8 @@ FAMILY = Family(
             ("sms_counts", "digits"),
             {"alpha": 1.0, "beta": 1.0},
             aliases=("poisson_nb",),
+            face="genprob.estimators.discrete:PoissonNB",
+            face_options={"alpha": 1.0, "beta": 1.0},
             in_report=True,
         ),
     ),

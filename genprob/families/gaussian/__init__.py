@@ -25,9 +25,23 @@ __getattr__ = lazy_attribute(__name__, NUMPYRO_CLASSES)
 _DATA = ("iris", "wine", "breast_cancer")
 
 
-def _command(name: str, description: str, default: str, in_report=False, **options) -> Command:
+_FACES = "genprob.estimators.gaussian:"
+
+
+def _command(
+    name: str, description: str, default: str, in_report=False, face=None, **options
+) -> Command:
     others = tuple(d for d in _DATA if d != default)
-    return Command(name, description, (default, *others), options, in_report=in_report)
+    face, face_options = face or ("", {})
+    return Command(
+        name,
+        description,
+        (default, *others),
+        options,
+        in_report=in_report,
+        face=face and _FACES + face,
+        face_options=face_options,
+    )
 
 
 def _naive_block(context, var_smoothing):
@@ -43,8 +57,20 @@ FAMILY = Family(
         "genprob.estimators.gaussian:QuadraticDiscriminantAnalysis",
     ),
     commands=(
-        _command("lda", "full covariance shared by the classes (LDA), MLE", "iris", in_report=True),
-        _command("qda", "full covariance per class (QDA), MLE", "wine", shared=False),
+        _command(
+            "lda",
+            "full covariance shared by the classes (LDA), MLE",
+            "iris",
+            in_report=True,
+            face=("LinearDiscriminantAnalysis", {}),
+        ),
+        _command(
+            "qda",
+            "full covariance per class (QDA), MLE",
+            "wine",
+            shared=False,
+            face=("QuadraticDiscriminantAnalysis", {}),
+        ),
         _command(
             "gaussian_nb",
             "diagonal covariance per class (Gaussian NB), var_smoothing=1e-9",
@@ -53,6 +79,7 @@ FAMILY = Family(
             covariance="diag",
             shared=False,
             var_smoothing=1e-9,
+            face=("GaussianNB", {"var_smoothing": 1e-9}),
         ),
         _command(
             "shared_diag",
@@ -60,15 +87,28 @@ FAMILY = Family(
             "iris",
             covariance="diag",
         ),
-        _command("lda_shrinkage", "LDA with shrinkage=0.2", "wine", shrinkage=0.2),
+        _command(
+            "lda_shrinkage",
+            "LDA with shrinkage=0.2",
+            "wine",
+            shrinkage=0.2,
+            face=("LinearDiscriminantAnalysis", {"solver": "lsqr", "shrinkage": 0.2}),
+        ),
         _command(
             "lda_ledoit_wolf",
             "LDA with Ledoit-Wolf shrinkage (shrinkage='auto')",
             "breast_cancer",
             shrinkage="auto",
+            face=("LinearDiscriminantAnalysis", {"solver": "lsqr", "shrinkage": "auto"}),
         ),
         _command(
-            "qda_reg", "QDA with reg_param=0.1", "iris", in_report=True, shared=False, reg_param=0.1
+            "qda_reg",
+            "QDA with reg_param=0.1",
+            "iris",
+            in_report=True,
+            shared=False,
+            reg_param=0.1,
+            face=("QuadraticDiscriminantAnalysis", {"reg_param": 0.1}),
         ),
         _command(
             "qda_unbiased",
