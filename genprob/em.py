@@ -55,7 +55,7 @@ from genprob._validation import (
     encode_partial_labels,
     unlabeled_mask,
 )
-from genprob.execution import pad_with_first_row, row_padding
+from genprob.execution import check_statistics_size, pad_with_first_row, row_padding
 from genprob.story import CLASS_PRIOR, Story
 
 numpyro = LazyModule("numpyro")
@@ -418,6 +418,7 @@ def fit_em(
     if X.shape[0] != codes.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}.")
     story.validate(X)
+    check_statistics_size(story, num_classes, X.shape[1], X.dtype)
     unlabeled_weight = check_unlabeled_weight(unlabeled_weight)
     max_iter = check_positive_int("max_iter", max_iter)
     n_init = check_positive_int("n_init", n_init)

@@ -650,3 +650,101 @@ def test_item1_compare_refuses_huge_requests_before_sampling(tmp_path, capsys):
         assert cli.main(base + extra) == 2
         error = capsys.readouterr().err
         assert message in error and "Traceback" not in error
+
+
+# -- item 6: D x D statistics are measured before anything is allocated ---------------------------
+WIDE = 200_000  # one 200,000 x 200,000 covariance: 320 GB, beyond any limit or machine
+
+WIDE_FITS = {
+    "LDA svd": (genprob.LinearDiscriminantAnalysis, {}, "['squares']: 200000 x 200000 x 8 bytes"),
+    "LDA lsqr auto": (
+        lambda: genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto"),
+        {},
+        "['class_squares']: 2 x 200000 x 200000 x 8 bytes",
+    ),
+    "QDA": (
+        lambda: genprob.QuadraticDiscriminantAnalysis(reg_param=0.5),
+        {},
+        "['squares']: 2 x 200000 x 200000 x 8 bytes",
+    ),
+    "QDA float32": (
+        lambda: genprob.QuadraticDiscriminantAnalysis(reg_param=0.5, dtype="float32"),
+        {},
+        "['squares']: 2 x 200000 x 200000 x 4 bytes",
+    ),
+    "GenerativeClassifier": (
+        lambda: genprob.GenerativeClassifier(genprob.GaussianStory()),
+        {},
+        "200000 x 200000 x 8 bytes",
+    ),
+    "LDA EM": (genprob.LinearDiscriminantAnalysis, {"unlabeled": True}, "200000 x 200000"),
+    "LDA partial_fit": (genprob.LinearDiscriminantAnalysis, {"partial": True}, "200000 x 200000"),
+    "LDA missing": (
+        lambda: genprob.LinearDiscriminantAnalysis(missing="marginalize"),
+        {"missing": True},
+        "200000 x 200000",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(WIDE_FITS), ids=list(WIDE_FITS))
+def test_item6_wide_full_covariance_is_refused_before_allocating(case):
+    """D = 20,000 ended in NumPy's MemoryError; the check comes before the first D x D array."""
+    make, how, sizes = WIDE_FITS[case]
+    X = np.random.default_rng(6).normal(size=(6, WIDE)).astype(np.float32)
+    y = np.array([0, 0, 0, 1, 1, 1])
+    if how.get("unlabeled"):
+        y[[1, 4]] = -1
+    if how.get("missing"):
+        X[0, 3] = np.nan
+    estimator = make()
+    tracemalloc.start()
+    try:
+        with pytest.raises(_limits.SizeLimitError) as info:
+            if how.get("partial"):
+                estimator.partial_fit(X, y, classes=[0, 1])
+            else:
+                estimator.fit(X, y)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    message = str(info.value)
+    assert f"statistics of GaussianStory on {WIDE} features and 2 classes" in message
+    assert sizes in message and "MAX_ARRAY_BYTES" in message
+    assert "GaussianNB" in message and "a diagonal one" in message  # the way out
+    assert peak < 20 * X.nbytes  # the rows' own copies, no D x D array
+    assert not hasattr(estimator, "params_")
+
+
+def test_item6_functional_fits_check_sizes_too():
+    from genprob.families.gaussian import GaussianStory
+
+    X = np.zeros((4, WIDE), dtype=np.float32)
+    X[:, 0] = [0.0, 1.0, 5.0, 6.0]
+    y = np.array([0, 0, 1, 1])
+    with pytest.raises(_limits.SizeLimitError, match="200000 x 200000"):
+        genprob.fit_closed_form(GaussianStory(shared=False), X, np.eye(2)[y])
+    with pytest.raises(_limits.SizeLimitError, match="200000 x 200000"):
+        genprob.fit_em(GaussianStory(), X, np.array([0, -1, 1, -1]), num_classes=2)
+
+
+def test_item6_working_set_beyond_physical_memory(monkeypatch):
+    """Arrays under the per-array limit whose fit needs more memory than the machine has (as
+    D = 20,000 on a machine of 23 GB: twelve arrays of 3.2 GB) are refused by name."""
+    monkeypatch.setattr(_limits, "physical_memory", lambda: 10**9)
+    X = np.random.default_rng(6).normal(size=(6, 4000))
+    y = np.array([0, 0, 0, 1, 1, 1])
+    message = (
+        r"128000000 bytes \(\['squares'\]: 4000 x 4000 x 8 bytes\); working on it takes about 12"
+    )
+    with pytest.raises(_limits.SizeLimitError, match=message) as info:
+        genprob.LinearDiscriminantAnalysis().fit(X, y)
+    assert "1000000000 bytes of physical memory" in str(info.value)
+    monkeypatch.setattr(_limits, "physical_memory", lambda: None)  # unknown: the array limit only
+    genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.5).fit(X[:, :300], y)
+
+
+def test_item6_diagonal_stories_are_not_limited():
+    X = np.random.default_rng(6).normal(size=(6, WIDE)).astype(np.float32)
+    y = np.array([0, 0, 0, 1, 1, 1])
+    assert genprob.GaussianNB().fit(X, y).predict(X).tolist() == y.tolist()
