@@ -748,3 +748,21 @@ def test_item6_diagonal_stories_are_not_limited():
     X = np.random.default_rng(6).normal(size=(6, WIDE)).astype(np.float32)
     y = np.array([0, 0, 0, 1, 1, 1])
     assert genprob.GaussianNB().fit(X, y).predict(X).tolist() == y.tolist()
+
+
+# -- item 10 (second half): a Parquet source whose features include the target ---------------------
+@pytest.mark.parametrize("role, column", [("target", "label"), ("weight", "w")])
+def test_item10_parquet_features_naming_the_target_are_refused(role, column, tmp_path):
+    """features=[..., target] raised KeyError ('Field "label" exists 2 times in schema')."""
+    pandas = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from genprob import streaming
+
+    path = tmp_path / "data.parquet"
+    frame = {"a": np.arange(10.0), "b": np.arange(10.0) ** 2, "label": [0, 1] * 5}
+    pandas.DataFrame({**frame, "w": np.ones(10)}).to_parquet(path)
+    message = f"features= includes the {role} column '{column}'"
+    with pytest.raises(ValueError, match=message):
+        streaming.parquet(path, target="label", features=["a", column], weight="w")
+    source = streaming.parquet(path, target="label", features=["a", "b"], weight="w")
+    assert genprob.GaussianNB().fit(source).classes_.tolist() == [0, 1]
