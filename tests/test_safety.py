@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import tracemalloc
+import warnings
 import zipfile
 
 import numpy as np
@@ -766,3 +767,48 @@ def test_item10_parquet_features_naming_the_target_are_refused(role, column, tmp
         streaming.parquet(path, target="label", features=["a", column], weight="w")
     source = streaming.parquet(path, target="label", features=["a", "b"], weight="w")
     assert genprob.GaussianNB().fit(source).classes_.tolist() == [0, 1]
+
+
+# -- item 11: LDA lsqr/eigen on a singular within-class covariance warn, and say what holds --------
+def _collinear_lda_data():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(30, 6))
+    X[:, 5] = 2.0 * X[:, 0]  # collinear: the within-class covariance has rank 5
+    y = np.arange(30) % 3
+    return X + 0.5 * y[:, None], y
+
+
+@pytest.mark.parametrize("solver", ["lsqr", "eigen"])
+def test_item11_singular_covariance_warns_and_equals_svd(solver):
+    """scikit-learn's lsqr (a least-squares pseudo-inverse) and eigen (an ill-posed generalized
+    eigenproblem) differed from genprob by up to 0.99 in class probability, silently."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
+
+    X, y = _collinear_lda_data()
+    message = r"within-class covariance is singular \(rank 5 of 6 features:"
+    with pytest.warns(UserWarning, match=message) as record:
+        estimator = genprob.LinearDiscriminantAnalysis(solver=solver).fit(X, y)
+    text = str(record[0].message)
+    assert f"solver={solver!r}" in text and "shrinkage" in text and "solver='svd'" in text
+    # what holds: the probabilities of the svd solver (genprob's and scikit-learn's)
+    svd = SkLDA(solver="svd").fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(estimator.predict_proba(X), svd, rtol=0, atol=1e-9)
+    # a fixed shrinkage makes the covariance regular: no warning, scikit-learn's numbers
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        shrunk = genprob.LinearDiscriminantAnalysis(solver=solver, shrinkage=0.1).fit(X, y)
+    reference = SkLDA(solver=solver, shrinkage=0.1).fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(shrunk.predict_proba(X), reference, rtol=0, atol=1e-9)
+
+
+def test_item11_regular_covariance_does_not_warn():
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
+
+    X, y = _collinear_lda_data()
+    X = X[:, :5]
+    for solver in ("lsqr", "eigen"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            estimator = genprob.LinearDiscriminantAnalysis(solver=solver).fit(X, y)
+        reference = SkLDA(solver=solver).fit(X, y).predict_proba(X)
+        np.testing.assert_allclose(estimator.predict_proba(X), reference, rtol=0, atol=1e-9)
