@@ -812,3 +812,57 @@ def test_item11_regular_covariance_does_not_warn():
             estimator = genprob.LinearDiscriminantAnalysis(solver=solver).fit(X, y)
         reference = SkLDA(solver=solver).fit(X, y).predict_proba(X)
         np.testing.assert_allclose(estimator.predict_proba(X), reference, rtol=0, atol=1e-9)
+
+
+# -- item 12: EM stops (and says so) when its objective would go down ----------------------------
+X_DEGENERATE = np.array([[0.0, 1.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0], [2.0, 2.0], [2.0, 2.0]])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [genprob.LinearDiscriminantAnalysis, lambda: genprob.LinearDiscriminantAnalysis("eigen")],
+    ids=["LDA", "LDA eigen"],
+)
+def test_item12_em_stops_when_its_objective_would_go_down(make):
+    """Every row unlabeled, more classes than distinct rows: LDA's objective went down by 151
+    while converged_ was True."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    y = np.full(6, -1)
+    with pytest.warns(ConvergenceWarning, match=r"EM stopped at iteration \d+: its objective") as w:
+        estimator = make().fit(X_DEGENERATE, y, classes=[0, 1, 2, 3])
+    messages = [str(warning.message) for warning in w]
+    assert not any("did not converge in max_iter" in m for m in messages), messages
+    assert "would go down by" in messages[0]
+    assert estimator.converged_ is False
+    trace = estimator.log_likelihood_trace_
+    assert len(trace) == estimator.n_iter_
+    assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:]))  # what was kept never went down
+    np.testing.assert_allclose(estimator.predict_proba(X_DEGENERATE).sum(axis=1), 1.0)
+
+
+def test_item12_a_prior_scaled_by_the_counts_is_not_a_decrease():
+    """QDA's reg_param is a prior scaled by the soft counts: its trace may go down as the counts
+    move (docs/semi_supervised.md), while each step ascends with the penalty at its own counts;
+    EM is not stopped there and converges."""
+    estimator = genprob.QuadraticDiscriminantAnalysis(reg_param=0.5)
+    y = np.array([0, -1, 1, -1, -1, -1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        estimator.fit(X_DEGENERATE, y, classes=[0, 1, 2, 3])
+    assert estimator.converged_ is True
+    assert np.diff(estimator.log_likelihood_trace_).min() < 0  # the documented exception
+
+
+def test_item12_the_functional_em_and_every_init_hold_it():
+    from sklearn.exceptions import ConvergenceWarning
+
+    from genprob.families.gaussian import GaussianStory
+
+    story = GaussianStory(rank_tol=1e-4)
+    codes = np.full(6, -1)
+    with pytest.warns(ConvergenceWarning, match="would go down by"):
+        result = genprob.fit_em(story, X_DEGENERATE, codes, num_classes=4, n_init=3)
+    assert result.converged is False
+    trace = np.asarray(result.log_likelihood)
+    assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:]))

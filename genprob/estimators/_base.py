@@ -310,7 +310,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
         self._set_fitted_attributes(stats)
         self._check_parameters()
-        if not result.converged:
+        if not result.converged and result.n_iter >= options["max_iter"]:  # else EM said why
             warnings.warn(
                 f"EM over the missing entries did not converge in max_iter={options['max_iter']} "
                 f"iterations; raise max_iter.",
@@ -681,7 +681,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         self._check_parameters()
         if story.has_closed_form:
             self.stats_ = stats
-        if not self.converged_:
+        if not self.converged_ and self.n_iter_ >= options["max_iter"]:  # else EM said why
             warnings.warn(
                 f"EM did not converge in max_iter={options['max_iter']} iterations (change of "
                 f"the mean per-row objective above em_tol={options['tol']}); raise max_iter.",
