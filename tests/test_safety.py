@@ -866,3 +866,77 @@ def test_item12_the_functional_em_and_every_init_hold_it():
     assert result.converged is False
     trace = np.asarray(result.log_likelihood)
     assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:]))
+
+
+# -- item 13: complex or text weights and text arrays as X are refused, naming the argument -------
+def _estimators():
+    return {
+        "GaussianNB": genprob.GaussianNB(),
+        "LinearDiscriminantAnalysis": genprob.LinearDiscriminantAnalysis(),
+        "QuadraticDiscriminantAnalysis": genprob.QuadraticDiscriminantAnalysis(reg_param=0.1),
+        "BernoulliNB": genprob.BernoulliNB(),
+        "MultinomialNB": genprob.MultinomialNB(),
+        "PoissonNB": genprob.PoissonNB(),
+        "CategoricalNB": genprob.CategoricalNB(),
+        "MixedNB": genprob.MixedNB(families={0: "gaussian", 1: "categorical"}),
+        "GenerativeClassifier": genprob.GenerativeClassifier(
+            genprob.GaussianStory(covariance="diag")
+        ),
+    }
+
+
+X_COUNTS = np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 0.0], [3.0, 1.0], [1.0, 1.0], [0.0, 2.0]])
+Y_COUNTS = np.array([0, 1, 0, 1, 0, 1])
+BAD_WEIGHTS = {
+    "complex": (np.ones(6) + 1j, "sample_weight is complex"),
+    "complex objects": (np.array([1, 1j, 1, 1, 1, 1], dtype=object), "sample_weight is complex"),
+    "numeric text": (np.array(["1"] * 6), "sample_weight holds text"),
+    "text list": (["1", "2", "1", "1", "1", "1"], "sample_weight holds text"),
+    "text objects": (np.array(["1", 2, 1, 1, 1, 1], dtype=object), "sample_weight holds text"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_WEIGHTS), ids=list(BAD_WEIGHTS))
+@pytest.mark.parametrize("name", list(_estimators()))
+def test_item13_complex_or_text_weights_are_refused(name, case):
+    """A complex weight was cut to its real part; text weights were read as numbers."""
+    weights, message = BAD_WEIGHTS[case]
+    with pytest.raises(ValueError, match=message):
+        _estimators()[name].fit(X_COUNTS, Y_COUNTS, sample_weight=weights)
+    with pytest.raises(ValueError, match=message):
+        _estimators()[name].partial_fit(X_COUNTS, Y_COUNTS, [0, 1], sample_weight=weights)
+
+
+@pytest.mark.parametrize("dtype", ["U", "S", "complex"])
+@pytest.mark.parametrize("name", [n for n in _estimators() if n != "MixedNB"])
+def test_item13_text_or_complex_arrays_as_X_are_refused(name, dtype):
+    """A NumPy array of numeric strings was read as numbers (scikit-learn refuses it)."""
+    X = X_COUNTS.astype(dtype)
+    message = "X is complex" if dtype == "complex" else "X holds text"
+    estimator = _estimators()[name]
+    with pytest.raises(ValueError, match=message):
+        estimator.fit(X, Y_COUNTS)
+    with pytest.raises(ValueError, match=message):
+        estimator.partial_fit(X, Y_COUNTS, classes=[0, 1])
+    estimator.fit(X_COUNTS, Y_COUNTS)
+    for method in (estimator.predict, estimator.predict_proba):
+        with pytest.raises(ValueError, match=message):
+            method(X)
+    if dtype != "complex":
+        with pytest.raises(ValueError, match=message):
+            estimator.fit(X.tolist(), Y_COUNTS)  # a list of strings, as scikit-learn
+
+
+def test_item13_mixed_nb_still_takes_text_columns_and_the_core_refuses():
+    from genprob.families.gaussian import GaussianStory
+
+    X = np.array([[0.5, "a"], [1.5, "b"], [0.2, "a"], [1.1, "b"]], dtype=object)
+    estimator = genprob.MixedNB(families={0: "gaussian", 1: "categorical"}).fit(X, [0, 1, 0, 1])
+    assert estimator.predict(X).tolist() == [0, 1, 0, 1]
+    params = genprob.GaussianNB().fit(X_COUNTS, Y_COUNTS).params_
+    story = GaussianStory(covariance="diag", shared=False)
+    with pytest.raises(ValueError, match="X is complex"):
+        genprob.fit_closed_form(story, X_COUNTS + 0j, np.eye(2)[Y_COUNTS])
+    with pytest.raises(ValueError, match="X holds text"):
+        genprob.fit_em(story, X_COUNTS.astype(str), Y_COUNTS)
+    assert genprob.core.predict_proba(story, params, X_COUNTS).shape == (6, 2)
