@@ -37,13 +37,11 @@ for discrete stories), more labeled rows, or a smaller ``unlabeled_weight``.
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from genprob import core
 from genprob._lazy import LazyModule
@@ -201,6 +199,10 @@ def em_decreased(new_value, old_value, total_weight, tol, eps):
 
 def warn_decrease(iteration: int, drop: float, value: float) -> None:
     """The warning of an EM stopped by :func:`em_decreased` at M-step ``iteration``."""
+    import warnings  # here: the rare warning keeps this module's imports short
+
+    from sklearn.exceptions import ConvergenceWarning
+
     warnings.warn(
         f"EM stopped at iteration {iteration}: its objective would go down by {drop:.3g} (from "
         f"{value:.6g}), which an exact EM step never does (an M-step that only approximates "
