@@ -438,6 +438,8 @@ LABELS = {
     "unicode": np.array(["x", "y", "z"]),
     "int8": np.array([-3, 0, 7], dtype=np.int8),
     "uint64 beyond int64": np.array([2**63, 2**63 + 1, 2**64 - 1], dtype=np.uint64),
+    # found by tests/test_fuzz_safety.py: labels a few apart beyond int64 (counted, not sorted)
+    "uint64 close beyond int64": np.array([2**63, 2**63 + 1, 2**63 + 5], dtype=np.uint64),
     "int64 beyond float64": np.array([9007199254740993, 9007199254740995, 9007199254740997]),
     "bool": np.array([False, True, True]),
 }
