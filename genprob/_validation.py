@@ -132,7 +132,10 @@ def check_real_numbers(values, name: str):
     """
     dtype = getattr(values, "dtype", None)
     if dtype is None and isinstance(values, list | tuple):
-        dtype = np.asarray(values).dtype
+        try:
+            dtype = np.asarray(values).dtype
+        except (ValueError, TypeError):  # ragged: the caller's conversion says what is wrong
+            return values
     if not isinstance(dtype, np.dtype):
         return values  # a DataFrame: its columns' dtypes are checked by its conversion
     kind = dtype.kind
@@ -147,8 +150,8 @@ def check_real_numbers(values, name: str):
         )
     if kind == "c":
         raise ValueError(
-            f"{name} is complex (dtype {dtype}): complex values are not supported (a cast would "
-            f"drop the imaginary part); pass real numbers."
+            f"{name} is complex (dtype {dtype}): Complex data not supported (scikit-learn's "
+            f"words; a cast would drop the imaginary part). Pass real numbers."
         )
     return values
 
