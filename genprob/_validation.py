@@ -142,7 +142,7 @@ def check_real_numbers(values, name: str):
     if kind == "O" and name != "X":
         kinds = {type(v) for v in np.ravel(values) if isinstance(v, str | bytes | complex)}
         kind = "c" if kinds == {complex} else "U" if kinds else kind
-    if kind in "USa":
+    if kind in "US":
         raise ValueError(
             f"{name} holds text (dtype {dtype}): genprob, like scikit-learn, does not read "
             f"strings as numbers. Convert {name} to numbers first (e.g. .astype(float))"
