@@ -103,7 +103,10 @@ def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
             else:
                 offsets = (y.astype(np.int64, copy=False) - low).astype(np.intp, copy=False)
             present = np.bincount(offsets, minlength=span) > 0
-            classes = (np.flatnonzero(present) + low).astype(y.dtype)
+            if y.dtype.kind == "u":  # low may be beyond int64 (2**63): add in the labels' type
+                classes = np.flatnonzero(present).astype(y.dtype) + y.dtype.type(low)
+            else:
+                classes = (np.flatnonzero(present) + low).astype(y.dtype)
             if offsets is y and present.all():
                 # labels 0..K-1, each present, are their own codes: a read-only view, no copy
                 codes = y.view()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 
 import jax
 import numpy as np
@@ -30,6 +31,8 @@ __all__ = [
     "MAX_CHAINS",
     "MAX_ITERATIONS",
     "check_posterior_size",
+    "check_working_set",
+    "physical_memory",
     "SizeLimitError",
     "MAX_ARRAY_BYTES",
     "MAX_LOAD_BYTES",
@@ -187,3 +190,39 @@ def check_posterior_size(
             f"for fewer draws or chains (num_samples, num_chains), or raise the limit on a "
             f"machine with the memory."
         )
+
+
+def physical_memory() -> int | None:
+    """The machine's physical memory in bytes (None where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):  # not POSIX, or an unknown name
+        return None
+
+
+def check_working_set(array_bytes: int, copies: int, *, what: str, sizes: str, advice: str):
+    """Refuse work whose largest array (``array_bytes``, described by ``sizes``) exceeds
+    :data:`MAX_ARRAY_BYTES`, or whose working set (``copies`` such arrays alive at once) exceeds
+    the machine's physical memory: such work ends in a ``MemoryError`` (or swapping) after the
+    first allocations, so it is refused before any.
+
+    Raises:
+        SizeLimitError: naming ``what``, the sizes, the limit exceeded and ``advice``.
+    """
+    memory = physical_memory()
+    if array_bytes > MAX_ARRAY_BYTES:
+        limit = (
+            f"the limit is {compact(MAX_ARRAY_BYTES)} bytes per array "
+            f"(genprob._limits.MAX_ARRAY_BYTES)"
+        )
+    elif memory is not None and array_bytes * copies > memory:
+        limit = (
+            f"working on it takes about {copies} such arrays at once, "
+            f"{compact(array_bytes * copies)} bytes, more than this machine's "
+            f"{compact(memory)} bytes of physical memory"
+        )
+    else:
+        return
+    raise SizeLimitError(
+        f"{what} would allocate {compact(array_bytes)} bytes ({sizes}); {limit}. {advice}"
+    )

@@ -106,6 +106,7 @@ def check_features(
         ValueError: naming the problem; non-finite values as scikit-learn's "Input X contains
             NaN" / "infinity", with the columns and the first offending entry (row, column).
     """
+    check_real_numbers(X, "X")
     if not as_given:
         X = _as_float_features(X, dtype, keep_sparse)
     elif jnp.ndim(X) != 2:
@@ -119,6 +120,40 @@ def check_features(
         # device_put, not jnp.asarray, which compiles a copy program per shape for host arrays
         X = jax.device_put(X)
     return X
+
+
+def check_real_numbers(values, name: str):
+    """Refuse text and complex values in ``name`` (an array, a list or a sparse matrix), as
+    scikit-learn does: a cast would read ``"1"`` as 1 and cut ``1+1j`` to 1. Object arrays of
+    weights are checked item by item (every ``sample_weight`` is a number). Returns ``values``.
+
+    Raises:
+        ValueError: naming ``name`` and what it holds.
+    """
+    dtype = getattr(values, "dtype", None)
+    if dtype is None and isinstance(values, list | tuple):
+        try:
+            dtype = np.asarray(values).dtype
+        except (ValueError, TypeError):  # ragged: the caller's conversion says what is wrong
+            return values
+    if not isinstance(dtype, np.dtype):
+        return values  # a DataFrame: its columns' dtypes are checked by its conversion
+    kind = dtype.kind
+    if kind == "O" and name != "X":
+        kinds = {type(v) for v in np.ravel(values) if isinstance(v, str | bytes | complex)}
+        kind = "c" if kinds == {complex} else "U" if kinds else kind
+    if kind in "US":
+        raise ValueError(
+            f"{name} holds text (dtype {dtype}): genprob, like scikit-learn, does not read "
+            f"strings as numbers. Convert {name} to numbers first (e.g. .astype(float))"
+            + (", or use MixedNB for text columns." if name == "X" else ".")
+        )
+    if kind == "c":
+        raise ValueError(
+            f"{name} is complex (dtype {dtype}): Complex data not supported (scikit-learn's "
+            f"words; a cast would drop the imaginary part). Pass real numbers."
+        )
+    return values
 
 
 def _as_float_features(X, dtype, keep_sparse: bool):
@@ -402,7 +437,7 @@ def check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool
     """
     if sample_weight is None:
         return None
-    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    sample_weight = np.asarray(check_real_numbers(sample_weight, "sample_weight"), np.float64)
     if sample_weight.ndim == 0:
         sample_weight = np.full(num_samples, float(sample_weight))
     if sample_weight.shape != (num_samples,):

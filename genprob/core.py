@@ -23,7 +23,7 @@ import scipy.sparse
 
 from genprob import execution
 from genprob._lazy import LazyModule
-from genprob._limits import check_count, check_traced_size
+from genprob._limits import check_count, check_traced_size, check_working_set, compact
 from genprob._validation import (
     UNLABELED,
     all_concrete,
@@ -287,6 +287,11 @@ def model(story: Story, X=None, y=None, *, num_classes: int, num_features=None, 
         )
 
 
+#: Rows beyond which a draw's shapes may overflow JAX's int64 sizes when traced (2**48: room for
+#: 2**15 features); such a draw is refused by the size of its int32 labels, far over any limit.
+_UNTRACEABLE_ROWS = 2**48
+
+
 def sample(story: Story, params: dict, num_samples: int, key):
     """Draw ``(X, y)`` from the two-step generative process with fixed parameters.
 
@@ -299,9 +304,16 @@ def sample(story: Story, params: dict, num_samples: int, key):
             tracing before anything is allocated).
     """
     num_samples = check_count(num_samples, "num_samples")
-    check_traced_size(
-        partial(_draw, story, params, num_samples), key, what=f"sampling {num_samples} rows"
-    )
+    what = f"sampling {compact(num_samples)} rows"
+    if num_samples > _UNTRACEABLE_ROWS:  # shapes JAX cannot trace: the labels alone decide
+        check_working_set(
+            4 * num_samples,
+            1,
+            what=what,
+            sizes=f"the labels alone: {compact(num_samples)} x 4 bytes",
+            advice="Draw fewer rows at a time.",
+        )
+    check_traced_size(partial(_draw, story, params, num_samples), key, what=what)
     return _draw(story, params, num_samples, key)
 
 

@@ -55,7 +55,7 @@ from genprob._validation import (
     encode_partial_labels,
     unlabeled_mask,
 )
-from genprob.execution import pad_with_first_row, row_padding
+from genprob.execution import check_statistics_size, pad_with_first_row, row_padding
 from genprob.story import CLASS_PRIOR, Story
 
 numpyro = LazyModule("numpyro")
@@ -80,7 +80,9 @@ class EMResult(NamedTuple):
     Attributes:
         params: fitted parameters (dict of arrays, ``class_prior`` included).
         log_likelihood: trace (n_iter,) of the λ-weighted objective after every M-step, for the
-            kept initialization; it never decreases (to rounding) for plain MLE stories.
+            kept initialization; it never decreases (to rounding): a step that would lower it
+            stops EM with a ``ConvergenceWarning`` naming the iteration and the drop, keeping
+            the previous parameters (``converged`` False).
         n_iter: number of M-steps of the kept initialization.
         converged: whether the change of the mean per-row objective fell below ``tol``.
         responsibilities: final E-step (n, K): class posteriors ``p(k | x_i)`` at ``params`` on
@@ -188,6 +190,31 @@ def em_converged(new_value, old_value, total_weight, tol, eps):
     return (change <= tol) | ((tol > 0) & (change <= rounding))
 
 
+def em_decreased(new_value, old_value, total_weight, tol, eps):
+    """The objective went down by more than :func:`em_converged` forgives: not an ascent step
+    (an M-step that is not the exact maximizer, e.g. a rank-truncated covariance). EM stops there
+    and keeps the previous parameters (arrays or floats)."""
+    return (new_value < old_value) & ~em_converged(new_value, old_value, total_weight, tol, eps)
+
+
+def warn_decrease(iteration: int, drop: float, value: float) -> None:
+    """The warning of an EM stopped by :func:`em_decreased` at M-step ``iteration``."""
+    import warnings  # here: the rare warning keeps this module's imports short
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    warnings.warn(
+        f"EM stopped at iteration {iteration}: its objective would go down by {drop:.3g} (from "
+        f"{value:.6g}), which an exact EM step never does (an M-step that only approximates "
+        f"the maximum: a rank-deficient covariance, or classes without the data to tell them "
+        f"apart). The parameters of iteration {iteration - 1} are kept and the fit is not "
+        f"converged. Regularize the story (reg_param, shrinkage, var_smoothing), label more "
+        f"rows, or ask for fewer classes.",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+
+
 def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
     """Generalized M-step: L-BFGS on Σ R_ik log p(x_i, k) over unconstrained latent values."""
     import optax  # imported on first use: closed-form fits never need it
@@ -244,18 +271,22 @@ def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) ->
 
 
 # -- the EM loop ----------------------------------------------------------------------------------
-def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps):
-    """One M-step from weighted responsibilities ``R``; returns (params, latent, penalty)."""
+def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps, previous=None):
+    """One M-step from weighted responsibilities ``R``; returns (params, latent, penalty), and
+    with ``previous`` parameters also their penalty at these statistics."""
     if story.has_closed_form:
         stats = core.sufficient_statistics(story, X, R)
         params = core.maximize(story, stats, class_prior, fit_prior)
-        return params, latent, story.log_penalty(params, stats["emission"])
+        penalty = story.log_penalty(params, stats["emission"])
+        if previous is None:
+            return params, latent, penalty
+        return params, latent, penalty, story.log_penalty(previous, stats["emission"])
     num_classes, num_features = R.shape[1], X.shape[1]
     prior = core.class_prior_from_counts(R.sum(axis=0), class_prior, fit_prior)
     latent = _gradient_m_step(story, X, R, latent, prior, num_steps)
     params = params_from_latent(story, latent, num_classes, num_features)
     params[CLASS_PRIOR] = prior
-    return params, latent, 0.0
+    return (params, latent, 0.0) if previous is None else (params, latent, 0.0, 0.0)
 
 
 def _all_finite(tree):
@@ -312,38 +343,52 @@ def _em_runs(
             jnp.asarray(False),
             jnp.asarray(True),
             R0.sum(axis=0),
+            jnp.asarray(0.0, X.dtype),
+            jnp.asarray(0.0, X.dtype),
         )
 
         def keep_going(state):
-            _, _, _, _, iteration, converged, finite, _ = state
-            return (iteration < max_iter) & ~converged & finite
+            _, _, _, _, iteration, converged, finite, _, drop, _ = state
+            return (iteration < max_iter) & ~converged & finite & ~(drop > 0)
 
         def iterate(state):
-            params, latent, value, trace, iteration, _, _, _ = state
+            params, latent, value, trace, iteration, _, _, _, _, old_penalty = state
             # The first M-step starts from the initial responsibilities, later ones from the
             # E-step (one M-step site in the program keeps compilation short).
             R = jnp.where(iteration == 0, R0, e_step(params))
-            new_params, new_latent, penalty = _m_step(
-                story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS
+            new_params, new_latent, penalty, penalty_before = _m_step(
+                story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS, previous=params
             )
             new_value = _objective(story, new_params, X, codes, row_weights, penalty)
             finite = jnp.isfinite(new_value) & _all_finite(new_params)
-            converged = em_converged(new_value, value, total_weight, tol, jnp.finfo(X.dtype).eps)
-            trace = trace.at[iteration].set(new_value)
+            eps = jnp.finfo(X.dtype).eps
+            converged = em_converged(new_value, value, total_weight, tol, eps)
+            # EM's ascent holds with the penalty at the step's own statistics (a prior scaled by
+            # the soft counts moves with them): a step that lowers that objective is neither
+            # recorded nor kept, and EM stops before it
+            before = value - old_penalty + penalty_before
+            decreased = finite & em_decreased(new_value, before, total_weight, tol, eps)
+            drop = jnp.where(decreased, before - new_value, 0.0).astype(X.dtype)
+            trace = jnp.where(decreased, trace, trace.at[iteration].set(new_value))
             # a degenerate step is recorded (NaN/inf in the trace) but its parameters are not kept
             params, latent, value = jax.tree_util.tree_map(
-                lambda a, b: jnp.where(finite, a, b),
+                lambda a, b: jnp.where(finite & ~decreased, a, b),
                 (new_params, new_latent, new_value),
                 (params, latent, value),
             )
-            return (params, latent, value, trace, iteration + 1, converged, finite, R.sum(0))
+            iteration = jnp.where(decreased, iteration, iteration + 1)
+            converged = converged & ~decreased
+            old_penalty = jnp.where(finite & ~decreased, penalty, old_penalty).astype(X.dtype)
+            return (
+                *(params, latent, value, trace, iteration, converged, finite, R.sum(0), drop),
+                old_penalty,
+            )
 
-        params, _, value, trace, n_iter, converged, finite, class_mass = jax.lax.while_loop(
-            keep_going, iterate, state
-        )
+        final = jax.lax.while_loop(keep_going, iterate, state)
+        params, _, value, trace, n_iter, converged, finite, class_mass, drop, _ = final
         posterior = core.predict_proba(story, params, X)
         responsibilities = jnp.where(labeled[:, None], one_hot, posterior)
-        return params, trace, n_iter, converged, finite, value, responsibilities, class_mass
+        return params, trace, n_iter, converged, finite, value, responsibilities, class_mass, drop
 
     if initial_R.shape[0] == 1:
         # one start (the default): no batching transform to trace, half the tracing time
@@ -418,6 +463,7 @@ def fit_em(
     if X.shape[0] != codes.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}.")
     story.validate(X)
+    check_statistics_size(story, num_classes, X.shape[1], X.dtype)
     unlabeled_weight = check_unlabeled_weight(unlabeled_weight)
     max_iter = check_positive_int("max_iter", max_iter)
     n_init = check_positive_int("n_init", n_init)
@@ -490,7 +536,7 @@ def fit_em(
         capacity=_trace_capacity(max_iter),
         fit_prior=bool(fit_prior),
     )
-    params, traces, n_iters, converged, finite, values, responsibilities, class_mass = runs
+    params, traces, n_iters, converged, finite, values, responsibilities, class_mass, drops = runs
     finite = np.asarray(finite)
     values = np.where(finite, np.asarray(values), np.nan)
     if not finite.any():
@@ -505,6 +551,9 @@ def fit_em(
         )
     best = int(np.nanargmax(values))
     n_iter = int(np.asarray(n_iters)[best])
+    drop = float(np.asarray(drops)[best])
+    if drop > 0:
+        warn_decrease(n_iter + 1, drop, float(values[best]))
     # sliced on the host and put back with device_put: slicing a device array, like jnp.asarray
     # of a host array, compiles a program per shape (row count, n_iter)
     return EMResult(

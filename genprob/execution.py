@@ -16,6 +16,8 @@ compiled code.
 from __future__ import annotations
 
 import contextlib
+import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +25,7 @@ import numpy as np
 import scipy.sparse
 
 from genprob._arrays import column_sums, row_sums
+from genprob._limits import check_working_set, compact
 from genprob._validation import check_feature_width, describe, is_concrete
 from genprob.story import CLASS_PRIOR, Story
 
@@ -141,6 +144,53 @@ def responsibilities(codes, num_classes: int, weights=None, dtype=np.float64) ->
     return R
 
 
+#: Arrays the size of its largest statistic that a closed-form fit holds at its peak (measured
+#: with tracemalloc for a full covariance: the scatter, its centred, snapped and symmetrized
+#: copies, the closed form and its factorization; 12 for LDA, 7 per class for QDA).
+FIT_COPIES = 12
+
+
+@functools.lru_cache(maxsize=256)
+def _largest_statistic(story: Story, num_classes: int, num_features: int, dtype) -> tuple:
+    """(bytes, name, shape) of the largest array of ``story``'s statistics, traced abstractly
+    (nothing allocated; the statistics do not depend on the number of rows)."""
+    X = jax.ShapeDtypeStruct((2, num_features), dtype)
+    R = jax.ShapeDtypeStruct((2, num_classes), dtype)
+    shapes = jax.eval_shape(story.sufficient_statistics, X, R)
+    leaves = jax.tree_util.tree_flatten_with_path(shapes)[0]
+    sizes = [(math.prod(a.shape) * np.dtype(a.dtype).itemsize, path, a.shape) for path, a in leaves]
+    size, path, shape = max(sizes, key=lambda entry: entry[0], default=(0, (), ()))
+    return size, jax.tree_util.keystr(path), tuple(int(d) for d in shape)
+
+
+def check_statistics_size(story: Story, num_classes: int, num_features: int, dtype) -> None:
+    """Refuse, before anything is allocated, a fit whose statistics (a full covariance's
+    D x D, K x D x D per class) exceed ``genprob._limits.MAX_ARRAY_BYTES``, or whose working set
+    (``FIT_COPIES`` arrays of that size) exceeds the machine's physical memory.
+
+    Raises:
+        genprob._limits.SizeLimitError: naming the statistic, its shape, the limit and the way
+            out.
+    """
+    if not story.has_closed_form:
+        return  # no statistics: a gradient M-step's arrays are the parameters'
+    key = (story, int(num_classes), int(num_features), np.dtype(dtype))
+    try:
+        size, name, shape = _largest_statistic(*key)
+    except TypeError:  # a story holding unhashable settings: measured without the cache
+        size, name, shape = _largest_statistic.__wrapped__(*key)
+    check_working_set(
+        size,
+        FIT_COPIES,
+        what=f"the statistics of {type(story).__name__} on {compact(num_features)} features "
+        f"and {compact(num_classes)} classes",
+        sizes=f"{name}: {' x '.join(map(compact, shape))} x {np.dtype(dtype).itemsize} bytes",
+        advice="Fit fewer features (feature selection, PCA), or a story with smaller statistics "
+        "(for a full covariance, a diagonal one: GaussianNB, or "
+        "GaussianStory(covariance='diag')), or raise the limit on a machine with the memory.",
+    )
+
+
 def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     """``{"class_counts": R.sum(0), "emission": story.sufficient_statistics(X, R)}``.
 
@@ -150,6 +200,7 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     so that a new row count reuses the program (the statistics are the same). An
     overflow gives inf or NaN as on the device, silently: the fit refuses it by name.
     """
+    check_statistics_size(story, R.shape[1], X.shape[1], X.dtype)
     if not on_host(story, X):
         if pad and is_concrete(X) and is_concrete(R):
             X, R = _padded(X, R)
@@ -223,6 +274,7 @@ def em_statistics(story: Story, params: dict, X, codes, row_weights):
     responsibilities (one-hot on labeled rows, class posteriors on rows of code -1, each row
     scaled by ``row_weights``) and the weighted log-likelihood. One compiled program; NumPy
     rows are padded to a bucket size with rows of weight 0."""
+    check_statistics_size(story, np.shape(params[CLASS_PRIOR])[-1], X.shape[1], X.dtype)
     codes, row_weights = np.asarray(codes), np.asarray(row_weights)
     if isinstance(X, np.ndarray):
         extra = padded_rows(X.shape[0]) - X.shape[0]

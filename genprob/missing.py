@@ -28,6 +28,7 @@ from genprob._lazy import lazy_attribute
 from genprob._limits import check_traced_size
 from genprob.core import class_prior_from_counts, joint_log_prob
 from genprob.em import em_converged
+from genprob.execution import check_statistics_size
 from genprob.masking import Marginalized, fill_missing, has_missing, marginalized
 from genprob.story import CLASS_PRIOR, Story
 
@@ -125,6 +126,7 @@ def fit_observed(
             entry to learn a class's parameters from (named).
     """
     marginalized(story)  # refuses a story that cannot leave entries out, saying why
+    check_statistics_size(story, num_classes, np.shape(X)[1], X.dtype)
     X = jnp.asarray(X)
     dtype = X.dtype
     filled, observed = fill_missing(X)

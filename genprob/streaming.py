@@ -200,6 +200,9 @@ class ParquetSource:
         missing = [c for c in features if c not in names]
         if missing:
             raise ValueError(f"feature columns {missing} are not in {path}.")
+        for role, column in (("target", target), ("weight", weight)):
+            if column is not None and column in features:
+                raise ValueError(f"features= includes the {role} column {column!r}: drop it.")
         if not features:
             raise ValueError(f"{path} has no feature columns besides {target!r}.")
         self.features = list(features)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import tracemalloc
+import warnings
 import zipfile
 
 import numpy as np
@@ -437,6 +438,8 @@ LABELS = {
     "unicode": np.array(["x", "y", "z"]),
     "int8": np.array([-3, 0, 7], dtype=np.int8),
     "uint64 beyond int64": np.array([2**63, 2**63 + 1, 2**64 - 1], dtype=np.uint64),
+    # found by tests/test_fuzz_safety.py: labels a few apart beyond int64 (counted, not sorted)
+    "uint64 close beyond int64": np.array([2**63, 2**63 + 1, 2**63 + 5], dtype=np.uint64),
     "int64 beyond float64": np.array([9007199254740993, 9007199254740995, 9007199254740997]),
     "bool": np.array([False, True, True]),
 }
@@ -650,3 +653,292 @@ def test_item1_compare_refuses_huge_requests_before_sampling(tmp_path, capsys):
         assert cli.main(base + extra) == 2
         error = capsys.readouterr().err
         assert message in error and "Traceback" not in error
+
+
+# -- item 6: D x D statistics are measured before anything is allocated ---------------------------
+WIDE = 200_000  # one 200,000 x 200,000 covariance: 320 GB, beyond any limit or machine
+
+WIDE_FITS = {
+    "LDA svd": (genprob.LinearDiscriminantAnalysis, {}, "['squares']: 200000 x 200000 x 8 bytes"),
+    "LDA lsqr auto": (
+        lambda: genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto"),
+        {},
+        "['class_squares']: 2 x 200000 x 200000 x 8 bytes",
+    ),
+    "QDA": (
+        lambda: genprob.QuadraticDiscriminantAnalysis(reg_param=0.5),
+        {},
+        "['squares']: 2 x 200000 x 200000 x 8 bytes",
+    ),
+    "QDA float32": (
+        lambda: genprob.QuadraticDiscriminantAnalysis(reg_param=0.5, dtype="float32"),
+        {},
+        "['squares']: 2 x 200000 x 200000 x 4 bytes",
+    ),
+    "GenerativeClassifier": (
+        lambda: genprob.GenerativeClassifier(genprob.GaussianStory()),
+        {},
+        "200000 x 200000 x 8 bytes",
+    ),
+    "LDA EM": (genprob.LinearDiscriminantAnalysis, {"unlabeled": True}, "200000 x 200000"),
+    "LDA partial_fit": (genprob.LinearDiscriminantAnalysis, {"partial": True}, "200000 x 200000"),
+    "LDA missing": (
+        lambda: genprob.LinearDiscriminantAnalysis(missing="marginalize"),
+        {"missing": True},
+        "200000 x 200000",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(WIDE_FITS), ids=list(WIDE_FITS))
+def test_item6_wide_full_covariance_is_refused_before_allocating(case):
+    """D = 20,000 ended in NumPy's MemoryError; the check comes before the first D x D array."""
+    make, how, sizes = WIDE_FITS[case]
+    X = np.random.default_rng(6).normal(size=(6, WIDE)).astype(np.float32)
+    y = np.array([0, 0, 0, 1, 1, 1])
+    if how.get("unlabeled"):
+        y[[1, 4]] = -1
+    if how.get("missing"):
+        X[0, 3] = np.nan
+    estimator = make()
+    tracemalloc.start()
+    try:
+        with pytest.raises(_limits.SizeLimitError) as info:
+            if how.get("partial"):
+                estimator.partial_fit(X, y, classes=[0, 1])
+            else:
+                estimator.fit(X, y)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    message = str(info.value)
+    assert f"statistics of GaussianStory on {WIDE} features and 2 classes" in message
+    assert sizes in message and "MAX_ARRAY_BYTES" in message
+    assert "GaussianNB" in message and "a diagonal one" in message  # the way out
+    assert peak < 20 * X.nbytes  # the rows' own copies, no D x D array
+    assert not hasattr(estimator, "params_")
+
+
+def test_item6_functional_fits_check_sizes_too():
+    from genprob.families.gaussian import GaussianStory
+
+    X = np.zeros((4, WIDE), dtype=np.float32)
+    X[:, 0] = [0.0, 1.0, 5.0, 6.0]
+    y = np.array([0, 0, 1, 1])
+    with pytest.raises(_limits.SizeLimitError, match="200000 x 200000"):
+        genprob.fit_closed_form(GaussianStory(shared=False), X, np.eye(2)[y])
+    with pytest.raises(_limits.SizeLimitError, match="200000 x 200000"):
+        genprob.fit_em(GaussianStory(), X, np.array([0, -1, 1, -1]), num_classes=2)
+
+
+def test_item6_working_set_beyond_physical_memory(monkeypatch):
+    """Arrays under the per-array limit whose fit needs more memory than the machine has (as
+    D = 20,000 on a machine of 23 GB: twelve arrays of 3.2 GB) are refused by name."""
+    monkeypatch.setattr(_limits, "physical_memory", lambda: 10**9)
+    X = np.random.default_rng(6).normal(size=(6, 4000))
+    y = np.array([0, 0, 0, 1, 1, 1])
+    message = (
+        r"128000000 bytes \(\['squares'\]: 4000 x 4000 x 8 bytes\); working on it takes about 12"
+    )
+    with pytest.raises(_limits.SizeLimitError, match=message) as info:
+        genprob.LinearDiscriminantAnalysis().fit(X, y)
+    assert "1000000000 bytes of physical memory" in str(info.value)
+    monkeypatch.setattr(_limits, "physical_memory", lambda: None)  # unknown: the array limit only
+    genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.5).fit(X[:, :300], y)
+
+
+def test_item6_diagonal_stories_are_not_limited():
+    X = np.random.default_rng(6).normal(size=(6, WIDE)).astype(np.float32)
+    y = np.array([0, 0, 0, 1, 1, 1])
+    assert genprob.GaussianNB().fit(X, y).predict(X).tolist() == y.tolist()
+
+
+# -- item 10 (second half): a Parquet source whose features include the target ---------------------
+@pytest.mark.parametrize("role, column", [("target", "label"), ("weight", "w")])
+def test_item10_parquet_features_naming_the_target_are_refused(role, column, tmp_path):
+    """features=[..., target] raised KeyError ('Field "label" exists 2 times in schema')."""
+    pandas = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from genprob import streaming
+
+    path = tmp_path / "data.parquet"
+    frame = {"a": np.arange(10.0), "b": np.arange(10.0) ** 2, "label": [0, 1] * 5}
+    pandas.DataFrame({**frame, "w": np.ones(10)}).to_parquet(path)
+    message = f"features= includes the {role} column '{column}'"
+    with pytest.raises(ValueError, match=message):
+        streaming.parquet(path, target="label", features=["a", column], weight="w")
+    source = streaming.parquet(path, target="label", features=["a", "b"], weight="w")
+    assert genprob.GaussianNB().fit(source).classes_.tolist() == [0, 1]
+
+
+# -- item 11: LDA lsqr/eigen on a singular within-class covariance warn, and say what holds --------
+def _collinear_lda_data():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(30, 6))
+    X[:, 5] = 2.0 * X[:, 0]  # collinear: the within-class covariance has rank 5
+    y = np.arange(30) % 3
+    return X + 0.5 * y[:, None], y
+
+
+@pytest.mark.parametrize("solver", ["lsqr", "eigen"])
+def test_item11_singular_covariance_warns_and_equals_svd(solver):
+    """scikit-learn's lsqr (a least-squares pseudo-inverse) and eigen (an ill-posed generalized
+    eigenproblem) differed from genprob by up to 0.99 in class probability, silently."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
+
+    X, y = _collinear_lda_data()
+    message = r"within-class covariance is singular \(rank 5 of 6 features:"
+    with pytest.warns(UserWarning, match=message) as record:
+        estimator = genprob.LinearDiscriminantAnalysis(solver=solver).fit(X, y)
+    text = str(record[0].message)
+    assert f"solver={solver!r}" in text and "shrinkage" in text and "solver='svd'" in text
+    # what holds: the probabilities of the svd solver (genprob's and scikit-learn's)
+    svd = SkLDA(solver="svd").fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(estimator.predict_proba(X), svd, rtol=0, atol=1e-9)
+    # a fixed shrinkage makes the covariance regular: no warning, scikit-learn's numbers
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        shrunk = genprob.LinearDiscriminantAnalysis(solver=solver, shrinkage=0.1).fit(X, y)
+    reference = SkLDA(solver=solver, shrinkage=0.1).fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(shrunk.predict_proba(X), reference, rtol=0, atol=1e-9)
+
+
+def test_item11_regular_covariance_does_not_warn():
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
+
+    X, y = _collinear_lda_data()
+    X = X[:, :5]
+    for solver in ("lsqr", "eigen"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            estimator = genprob.LinearDiscriminantAnalysis(solver=solver).fit(X, y)
+        reference = SkLDA(solver=solver).fit(X, y).predict_proba(X)
+        np.testing.assert_allclose(estimator.predict_proba(X), reference, rtol=0, atol=1e-9)
+
+
+# -- item 12: EM stops (and says so) when its objective would go down ----------------------------
+X_DEGENERATE = np.array([[0.0, 1.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0], [2.0, 2.0], [2.0, 2.0]])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [genprob.LinearDiscriminantAnalysis, lambda: genprob.LinearDiscriminantAnalysis("eigen")],
+    ids=["LDA", "LDA eigen"],
+)
+def test_item12_em_stops_when_its_objective_would_go_down(make):
+    """Every row unlabeled, more classes than distinct rows: LDA's objective went down by 151
+    while converged_ was True."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    y = np.full(6, -1)
+    with pytest.warns(ConvergenceWarning, match=r"EM stopped at iteration \d+: its objective") as w:
+        estimator = make().fit(X_DEGENERATE, y, classes=[0, 1, 2, 3])
+    messages = [str(warning.message) for warning in w]
+    assert not any("did not converge in max_iter" in m for m in messages), messages
+    assert "would go down by" in messages[0]
+    assert estimator.converged_ is False
+    trace = estimator.log_likelihood_trace_
+    assert len(trace) == estimator.n_iter_
+    assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:]))  # what was kept never went down
+    np.testing.assert_allclose(estimator.predict_proba(X_DEGENERATE).sum(axis=1), 1.0)
+
+
+def test_item12_a_prior_scaled_by_the_counts_is_not_a_decrease():
+    """QDA's reg_param is a prior scaled by the soft counts: its trace may go down as the counts
+    move (docs/semi_supervised.md), while each step ascends with the penalty at its own counts;
+    EM is not stopped there and converges."""
+    estimator = genprob.QuadraticDiscriminantAnalysis(reg_param=0.5)
+    y = np.array([0, -1, 1, -1, -1, -1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        estimator.fit(X_DEGENERATE, y, classes=[0, 1, 2, 3])
+    assert estimator.converged_ is True
+    assert np.diff(estimator.log_likelihood_trace_).min() < 0  # the documented exception
+
+
+def test_item12_the_functional_em_and_every_init_hold_it():
+    from sklearn.exceptions import ConvergenceWarning
+
+    from genprob.families.gaussian import GaussianStory
+
+    story = GaussianStory(rank_tol=1e-4)
+    codes = np.full(6, -1)
+    with pytest.warns(ConvergenceWarning, match="would go down by"):
+        result = genprob.fit_em(story, X_DEGENERATE, codes, num_classes=4, n_init=3)
+    assert result.converged is False
+    trace = np.asarray(result.log_likelihood)
+    assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:]))
+
+
+# -- item 13: complex or text weights and text arrays as X are refused, naming the argument -------
+def _estimators():
+    return {
+        "GaussianNB": genprob.GaussianNB(),
+        "LinearDiscriminantAnalysis": genprob.LinearDiscriminantAnalysis(),
+        "QuadraticDiscriminantAnalysis": genprob.QuadraticDiscriminantAnalysis(reg_param=0.1),
+        "BernoulliNB": genprob.BernoulliNB(),
+        "MultinomialNB": genprob.MultinomialNB(),
+        "PoissonNB": genprob.PoissonNB(),
+        "CategoricalNB": genprob.CategoricalNB(),
+        "MixedNB": genprob.MixedNB(families={0: "gaussian", 1: "categorical"}),
+        "GenerativeClassifier": genprob.GenerativeClassifier(
+            genprob.GaussianStory(covariance="diag")
+        ),
+    }
+
+
+X_COUNTS = np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 0.0], [3.0, 1.0], [1.0, 1.0], [0.0, 2.0]])
+Y_COUNTS = np.array([0, 1, 0, 1, 0, 1])
+BAD_WEIGHTS = {
+    "complex": (np.ones(6) + 1j, "sample_weight is complex"),
+    "complex objects": (np.array([1, 1j, 1, 1, 1, 1], dtype=object), "sample_weight is complex"),
+    "numeric text": (np.array(["1"] * 6), "sample_weight holds text"),
+    "text list": (["1", "2", "1", "1", "1", "1"], "sample_weight holds text"),
+    "text objects": (np.array(["1", 2, 1, 1, 1, 1], dtype=object), "sample_weight holds text"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_WEIGHTS), ids=list(BAD_WEIGHTS))
+@pytest.mark.parametrize("name", list(_estimators()))
+def test_item13_complex_or_text_weights_are_refused(name, case):
+    """A complex weight was cut to its real part; text weights were read as numbers."""
+    weights, message = BAD_WEIGHTS[case]
+    with pytest.raises(ValueError, match=message):
+        _estimators()[name].fit(X_COUNTS, Y_COUNTS, sample_weight=weights)
+    with pytest.raises(ValueError, match=message):
+        _estimators()[name].partial_fit(X_COUNTS, Y_COUNTS, [0, 1], sample_weight=weights)
+
+
+@pytest.mark.parametrize("dtype", ["U", "S", "complex"])
+@pytest.mark.parametrize("name", [n for n in _estimators() if n != "MixedNB"])
+def test_item13_text_or_complex_arrays_as_X_are_refused(name, dtype):
+    """A NumPy array of numeric strings was read as numbers (scikit-learn refuses it)."""
+    X = X_COUNTS.astype(dtype)
+    message = "X is complex" if dtype == "complex" else "X holds text"
+    estimator = _estimators()[name]
+    with pytest.raises(ValueError, match=message):
+        estimator.fit(X, Y_COUNTS)
+    with pytest.raises(ValueError, match=message):
+        estimator.partial_fit(X, Y_COUNTS, classes=[0, 1])
+    estimator.fit(X_COUNTS, Y_COUNTS)
+    for method in (estimator.predict, estimator.predict_proba):
+        with pytest.raises(ValueError, match=message):
+            method(X)
+    if dtype != "complex":
+        with pytest.raises(ValueError, match=message):
+            estimator.fit(X.tolist(), Y_COUNTS)  # a list of strings, as scikit-learn
+
+
+def test_item13_mixed_nb_still_takes_text_columns_and_the_core_refuses():
+    from genprob.families.gaussian import GaussianStory
+
+    X = np.array([[0.5, "a"], [1.5, "b"], [0.2, "a"], [1.1, "b"]], dtype=object)
+    estimator = genprob.MixedNB(families={0: "gaussian", 1: "categorical"}).fit(X, [0, 1, 0, 1])
+    assert estimator.predict(X).tolist() == [0, 1, 0, 1]
+    params = genprob.GaussianNB().fit(X_COUNTS, Y_COUNTS).params_
+    story = GaussianStory(covariance="diag", shared=False)
+    with pytest.raises(ValueError, match="X is complex"):
+        genprob.fit_closed_form(story, X_COUNTS + 0j, np.eye(2)[Y_COUNTS])
+    with pytest.raises(ValueError, match="X holds text"):
+        genprob.fit_em(story, X_COUNTS.astype(str), Y_COUNTS)
+    assert genprob.core.predict_proba(story, params, X_COUNTS).shape == (6, 2)

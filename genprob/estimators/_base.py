@@ -37,6 +37,7 @@ from genprob._validation import (
     check_known_labels,
     check_num_classes,
     check_partial_fit_classes,
+    check_real_numbers,
     check_sample_weight,
     check_unlabeled_label,
     check_unlabeled_label_type,
@@ -87,6 +88,12 @@ _EM_ATTRIBUTES = (
 )
 #: State of incremental fitting (``partial_fit``), reset by ``fit``.
 _PARTIAL_FIT_STATE = ("stats_", "_pending_reason", "_missing_fit")
+
+
+def _real_features(X):
+    """``X`` for ``validate_data``: text and complex arrays refused by name (scikit-learn's
+    cast would read them), integer sparse values as floats."""
+    return sparse_as_float(check_real_numbers(X, "X"))
 
 
 def jax_key(random_state) -> jax.Array:
@@ -312,7 +319,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
         self._set_fitted_attributes(stats)
         self._check_parameters()
-        if not result.converged:
+        if not result.converged and result.n_iter >= options["max_iter"]:  # else EM said why
             warnings.warn(
                 f"EM over the missing entries did not converge in max_iter={options['max_iter']} "
                 f"iterations; raise max_iter.",
@@ -332,7 +339,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "params_")
         X = validate_data(
             self,
-            sparse_as_float(X),
+            _real_features(X),
             reset=False,
             dtype=[np.float64, np.float32],
             **self._data_kwargs,
@@ -372,7 +379,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         if _out_of_core(X):
             return _fit_out_of_core(self, X, y, sample_weight=sample_weight, classes=classes)
         X, y = validate_data(
-            self, sparse_as_float(X), y, dtype=[np.float64, np.float32], **self._data_kwargs
+            self, _real_features(X), y, dtype=[np.float64, np.float32], **self._data_kwargs
         )
         return self._fit_rows(X, y, sample_weight, classes)
 
@@ -515,7 +522,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             check_partial_fit_classes(classes, self.classes_, self._unlabeled_label)
         X, y = validate_data(
             self,
-            sparse_as_float(X),
+            _real_features(X),
             y,
             reset=first,
             dtype=[np.float64, np.float32],
@@ -803,7 +810,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         self._check_parameters()
         if story.has_closed_form:
             self.stats_ = stats
-        if not self.converged_:
+        if not self.converged_ and self.n_iter_ >= options["max_iter"]:  # else EM said why
             warnings.warn(
                 f"EM did not converge in max_iter={options['max_iter']} iterations (change of "
                 f"the mean per-row objective above em_tol={options['tol']}); raise max_iter.",

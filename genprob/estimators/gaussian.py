@@ -7,8 +7,12 @@ scikit-learn, all deliberate:
 * LDA's covariance is always the pooled maximum-likelihood estimate (what scikit-learn's solvers
   compute with empirical priors). A rank-deficient pooled covariance (``p > n``, constant
   features) is used on the subspace its correlation eigenvalues above ``tol**2`` span, for every
-  solver (scikit-learn: ``svd`` truncates the same way, ``lsqr`` takes a least-squares
-  pseudo-inverse, ``eigen`` fails); class posteriors agree with scikit-learn.
+  solver. Class posteriors agree with scikit-learn's ``svd`` solver, which truncates the same way;
+  scikit-learn's ``lsqr`` takes a least-squares pseudo-inverse and its ``eigen`` solves an
+  ill-posed generalized eigenproblem (or fails), so with ``solver="lsqr"``/``"eigen"`` genprob
+  gives the svd solver's posteriors, which can differ from scikit-learn's ``lsqr``/``eigen``
+  ones, and warns. A regular covariance (full rank, or any ``shrinkage`` > 0) gives
+  scikit-learn's posteriors for every solver.
 * QDA's ``reg_param`` with ``solver="eigen"`` is refused (scikit-learn silently ignores it);
   a one-sample class is accepted when ``reg_param > 0`` makes its covariance regular.
 * LDA refuses a single class with QDA's message (scikit-learn 1.9.1's LDA fits one class into a
@@ -26,6 +30,7 @@ scikit-learn, all deliberate:
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 from numbers import Integral, Real
 
@@ -468,8 +473,11 @@ class LinearDiscriminantAnalysis(
         if self.solver != "svd" or self.store_covariance:
             self.covariance_ = self.params_["covariance"]
         with precision(self._dtype):
-            coef, intercept = self.story_.linear_discriminants(self._params_jax())
+            params = self._params_jax()
+            coef, intercept = self.story_.linear_discriminants(params)
             coef, intercept = np.asarray(coef), np.asarray(intercept)
+        if self.solver != "svd":
+            self._warn_if_singular(int(np.max(np.asarray(params[FACTORS]["rank"]))))
         if self.solver == "svd":
             # scikit-learn's svd scores are centered at xbar: a class-independent shift of x
             # that leaves posteriors unchanged (coef_k = P (m_k - xbar)).
@@ -485,6 +493,26 @@ class LinearDiscriminantAnalysis(
         if self.n_components is not None:
             self._max_components = self.n_components
         self._n_features_out = self._max_components
+
+    def _warn_if_singular(self, rank: int) -> None:
+        """lsqr and eigen on a singular covariance: genprob's posteriors are the svd solver's,
+        scikit-learn's are not (a pseudo-inverse, an ill-posed eigenproblem); say so."""
+        if rank >= self.n_features_in_:
+            return
+        theirs = {
+            "lsqr": "takes a least-squares pseudo-inverse",
+            "eigen": "solves a generalized eigenproblem that is ill-posed",
+        }[self.solver]
+        warnings.warn(
+            f"the within-class covariance is singular (rank {rank} of {self.n_features_in_} "
+            f"features: more features than rows, or collinear or constant features). "
+            f"solver={self.solver!r} uses it on the {rank}-dimensional subspace it spans, as "
+            f"solver='svd' does, and gives the svd solver's class probabilities; scikit-learn's "
+            f"{self.solver!r} solver {theirs} there, so its probabilities can differ. For a "
+            f"regular covariance use shrinkage (a value in (0, 1]), or use solver='svd'.",
+            UserWarning,
+            stacklevel=4,
+        )
 
     def _set_projection(self, X, unit_rows=False):
         for name in ("_derived_from", "_total_fourth_moment"):
