@@ -573,20 +573,34 @@ def run_em(estimator, one_pass, num_unlabeled: int):
     # nothing to impute (λ = 0): the labeled fit is the answer, as in memory
     nothing_to_impute = unlabeled_weight == 0
     iterations = 1 if nothing_to_impute else max_iter
-    final = None
-    while True:
-        estimator.params_ = params  # the pass (on workers too) scores with these
-        part = one_pass()
-        with precision(part.dtype):
-            penalty = float(
+    final = previous = None
+    decreased = False
+
+    def penalty_of(params, stats, dtype):
+        with precision(dtype):
+            return float(
                 story.log_penalty(
                     {k: jnp.asarray(v) for k, v in params.items()},
                     jax.tree_util.tree_map(jnp.asarray, stats["emission"]),
                 )
             )
-        objective = part.log_likelihood + penalty
-        trace.append(objective)
+
+    while True:
+        estimator.params_ = params  # the pass (on workers too) scores with these
+        part = one_pass()
+        objective = part.log_likelihood + penalty_of(params, stats, part.dtype)
         finite = np.isfinite(objective) and all(np.all(np.isfinite(v)) for v in params.values())
+        # the change of the mean per-row objective (the E-step's soft counts sum to the weight)
+        total = max(float(np.sum(np.asarray(part.stats["class_counts"]))), np.finfo(float).tiny)
+        eps = np.finfo(part.dtype).eps
+        if finite and previous is not None:
+            # EM's ascent, with the penalty at the statistics this step maximized (as fit_em)
+            before = previous[1] + penalty_of(previous[0], stats, part.dtype)
+            if _em.em_decreased(objective, before, total, tol, eps):
+                _em.warn_decrease(n_iter, before - objective, before)
+                decreased, n_iter = True, n_iter - 1
+                break
+        trace.append(objective)
         if not finite:
             if final is None:
                 raise ValueError(
@@ -594,10 +608,8 @@ def run_em(estimator, one_pass, num_unlabeled: int):
                     "not finite): regularize the story or label more rows."
                 )
             break
-        # the change of the mean per-row objective (the E-step's soft counts sum to the weight)
-        total = max(float(np.sum(np.asarray(part.stats["class_counts"]))), np.finfo(float).tiny)
-        converged = bool(_em.em_converged(objective, value, total, tol, np.finfo(part.dtype).eps))
-        value, final = objective, (params, part.stats)
+        converged = bool(_em.em_converged(objective, value, total, tol, eps))
+        value, final, previous = objective, (params, part.stats), (params, part.log_likelihood)
         if converged or n_iter >= iterations:
             break
         stats = part.stats
@@ -609,7 +621,7 @@ def run_em(estimator, one_pass, num_unlabeled: int):
     estimator.n_iter_ = n_iter
     estimator.converged_ = bool(converged)
     estimator.log_likelihood_trace_ = np.asarray(trace, dtype=numpy_dtype(part.dtype))
-    if not converged:
+    if not converged and not decreased:
         warnings.warn(
             f"EM did not converge in max_iter={max_iter} iterations (change of the "
             f"mean per-row objective above em_tol={tol}); raise max_iter.",

@@ -856,6 +856,28 @@ def test_item12_a_prior_scaled_by_the_counts_is_not_a_decrease():
     assert np.diff(estimator.log_likelihood_trace_).min() < 0  # the documented exception
 
 
+def test_item12_streaming_em_stops_as_the_in_memory_fit():
+    """Out-of-core EM keeps the same guard: the same warning, iterations and parameters."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from genprob import streaming
+
+    y = np.array([0, 1, 2, 3, -1, -1])
+    with pytest.warns(ConvergenceWarning, match=r"EM stopped at iteration 2: its objective"):
+        memory = genprob.LinearDiscriminantAnalysis().fit(X_DEGENERATE, y)
+    chunks = streaming.Chunks([(X_DEGENERATE[:3], y[:3]), (X_DEGENERATE[3:], y[3:])])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        streamed = streaming.fit(genprob.LinearDiscriminantAnalysis(), chunks)
+    messages = [str(warning.message) for warning in caught]
+    assert any(m.startswith("EM stopped at iteration 2: its objective") for m in messages)
+    assert not any("did not converge in max_iter" in m for m in messages), messages
+    assert streamed.converged_ is False and streamed.n_iter_ == memory.n_iter_ == 1
+    np.testing.assert_allclose(streamed.log_likelihood_trace_, memory.log_likelihood_trace_)
+    for name, value in memory.params_.items():
+        np.testing.assert_allclose(streamed.params_[name], value, rtol=1e-9, atol=1e-12)
+
+
 def test_item12_the_functional_em_and_every_init_hold_it():
     from sklearn.exceptions import ConvergenceWarning
 
