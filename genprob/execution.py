@@ -462,7 +462,7 @@ def _row_max(scores) -> np.ndarray:
 def unscored_rows(scores) -> np.ndarray:
     """Rows of ``scores`` (n, K) holding a NaN or +inf, or -inf under every class."""
     scores = np.asarray(scores)
-    if np.isfinite(scores).all():  # the usual case, one pass without row reductions
+    if np.isfinite(scores.sum()):  # the usual case, one reduction without a boolean temporary
         return np.empty(0, np.intp)
     top = scores.max(axis=1)
     return np.flatnonzero(np.isnan(scores).any(axis=1) | ~np.isfinite(top))

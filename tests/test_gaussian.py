@@ -669,7 +669,8 @@ def test_class_scatter_statistics_do_not_depend_on_row_order_or_hardness(shared)
     def plain(X, R, shift):
         """The class scatter about the statistics' reference point (near the data mean), by
         one einsum over all classes."""
-        np.testing.assert_array_less(np.abs(shift - X.mean(axis=0)), 0.5)  # sd 5: near it
+        # a 64-row sample's mean: within a few sd / 8 of the mean (sd 5), far nearer than 40
+        np.testing.assert_array_less(np.abs(shift - X.mean(axis=0)), 2.0)
         centered = X - shift
         return np.einsum("nk,nd,ne->kde", R, centered, centered), R.T @ centered
 

@@ -17,7 +17,7 @@ __all__ = [
 #: scikit-learn detects constant features with float64 rounding bounds whatever the data dtype.
 _EPS64 = float(np.finfo(np.float64).eps)
 #: The reference point of the moments is estimated from at most this many rows, spread over X.
-_REFERENCE_ROWS = 1024
+_REFERENCE_ROWS = 64
 #: ... and it is the origin when every feature's mean is within this many sds of 0.
 _ORIGIN_SDS = 4.0
 
@@ -29,8 +29,8 @@ def reference_point(X):
 
     It only has to lie near the data's center: the sums about it are then ``n (mean - shift)``,
     and "second moment minus squared mean" loses to cancellation a relative
-    ``eps (1 + (mean - shift)^2 / var)``: about ``eps`` for the sample mean of 1024 rows
-    (within about sd / 32 of the mean), at most ``17 eps`` for the origin of data within 4 sds
+    ``eps (1 + (mean - shift)^2 / var)``: about ``eps (1 + 1/64)`` for the sample mean of 64
+    rows (within about sd / 8 of the mean), at most ``17 eps`` for the origin of data within 4 sds
     of it. Sampling spares a pass over large inputs.
     """
     xp = namespace(X)

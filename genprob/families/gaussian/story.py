@@ -725,7 +725,7 @@ def _mark_overflowed_rows(X, scores) -> None:
     """Rows of finite features with a class score that overflowed become NaN rows, which
     the caller refuses by row and scale (as fit refuses such features,
     :meth:`GaussianStory.check_overflow`): a score of -inf there is no density's answer."""
-    if np.isfinite(scores).all():
+    if np.isfinite(scores.sum()):  # the usual case in one reduction, no boolean temporary
         return
     bad = ~np.isfinite(scores).all(axis=-1) & np.isfinite(X).all(axis=-1)
     scores[bad] = np.nan

@@ -165,12 +165,10 @@ class FullCovariance(CovarianceStructure):
         Z = X - shift
         sums = R.T @ Z
         if not class_scatter:
-            # sum_i w_i z_i z_i^T as one symmetric product A^T A, A = sqrt(w) z (R >= 0)
-            scaled = Z * namespace(Z, R).sqrt(row_sums(R))[:, None]
-            return {"squares": scaled.T @ scaled, "sums": sums}
+            return {"squares": _weighted_gram(Z, row_sums(R)), "sums": sums}
         # class by class: no (n, K, D) temporary
         xp = namespace(Z, R)
-        class_squares = xp.stack([(Z * R[:, k, None]).T @ Z for k in range(R.shape[1])])
+        class_squares = xp.stack([_weighted_gram(Z, R[:, k]) for k in range(R.shape[1])])
         stats = {"sums": sums, "squares": self.group(class_squares)}
         if self.shared:
             stats["class_squares"] = class_squares
@@ -200,6 +198,13 @@ class FullCovariance(CovarianceStructure):
         normalizer = factors["log_normalizer"] - 0.5 * factors["rank"] * _LOG_2PI
         normalizer = xp.broadcast_to(normalizer, means.shape[:1])
         return precision, normalizer, whitening if self.shared else None
+
+
+def _weighted_gram(Z, weights):
+    """``sum_i w_i z_i z_i^T`` as one symmetric product ``A^T A``, ``A = sqrt(w) z`` (w >= 0):
+    BLAS computes half of it."""
+    scaled = Z * namespace(Z, weights).sqrt(weights)[:, None]
+    return scaled.T @ scaled
 
 
 class DiagonalCovariance(CovarianceStructure):
