@@ -16,7 +16,6 @@ compiled code.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 
 import jax
@@ -150,17 +149,42 @@ def responsibilities(codes, num_classes: int, weights=None, dtype=np.float64) ->
 FIT_COPIES = 12
 
 
-@functools.lru_cache(maxsize=256)
+def _traced_once(cache: dict, trace, tree, *static):
+    """``trace(tree)`` (an abstract evaluation) once per pytree structure, leaf shapes and dtypes
+    and ``static`` values: new hyperparameter values and data do not trace again."""
+    leaves, structure = jax.tree_util.tree_flatten(tree)
+    key = (
+        structure,
+        tuple((np.shape(leaf), getattr(leaf, "dtype", type(leaf))) for leaf in leaves),
+        *static,
+    )
+    try:
+        if key not in cache:
+            cache[key] = trace(tree)
+        return cache[key]
+    except TypeError:  # a structure holding unhashable settings: traced every time
+        return trace(tree)
+
+
+_STATISTIC_SIZES: dict = {}
+
+
 def _largest_statistic(story: Story, num_classes: int, num_features: int, dtype) -> tuple:
     """(bytes, name, shape) of the largest array of ``story``'s statistics, traced abstractly
     (nothing allocated; the statistics do not depend on the number of rows)."""
     X = jax.ShapeDtypeStruct((2, num_features), dtype)
     R = jax.ShapeDtypeStruct((2, num_classes), dtype)
-    shapes = jax.eval_shape(story.sufficient_statistics, X, R)
-    leaves = jax.tree_util.tree_flatten_with_path(shapes)[0]
-    sizes = [(math.prod(a.shape) * np.dtype(a.dtype).itemsize, path, a.shape) for path, a in leaves]
-    size, path, shape = max(sizes, key=lambda entry: entry[0], default=(0, (), ()))
-    return size, jax.tree_util.keystr(path), tuple(int(d) for d in shape)
+
+    def trace(story):
+        shapes = jax.eval_shape(lambda s, X, R: s.sufficient_statistics(X, R), story, X, R)
+        leaves = jax.tree_util.tree_flatten_with_path(shapes)[0]
+        sizes = [
+            (math.prod(a.shape) * np.dtype(a.dtype).itemsize, path, a.shape) for path, a in leaves
+        ]
+        size, path, shape = max(sizes, key=lambda entry: entry[0], default=(0, (), ()))
+        return size, jax.tree_util.keystr(path), tuple(int(d) for d in shape)
+
+    return _traced_once(_STATISTIC_SIZES, trace, story, num_classes, num_features, dtype)
 
 
 def check_statistics_size(story: Story, num_classes: int, num_features: int, dtype) -> None:
@@ -174,11 +198,9 @@ def check_statistics_size(story: Story, num_classes: int, num_features: int, dty
     """
     if not story.has_closed_form:
         return  # no statistics: a gradient M-step's arrays are the parameters'
-    key = (story, int(num_classes), int(num_features), np.dtype(dtype))
-    try:
-        size, name, shape = _largest_statistic(*key)
-    except TypeError:  # a story holding unhashable settings: measured without the cache
-        size, name, shape = _largest_statistic.__wrapped__(*key)
+    size, name, shape = _largest_statistic(
+        story, int(num_classes), int(num_features), np.dtype(dtype)
+    )
     check_working_set(
         size,
         FIT_COPIES,
@@ -392,19 +414,17 @@ def check_host_width(story: Story, params: dict, X) -> None:
     were fitted on instead; the functional core calls it."""
     if not on_host(story, X):
         return  # the compiled program checks it while tracing
-    leaves, structure = jax.tree_util.tree_flatten((story, params))
-    key = (
-        structure,
-        tuple((np.shape(leaf), getattr(leaf, "dtype", type(leaf))) for leaf in leaves),
-    )
-    if key not in _EVENT_SHAPES:
+
+    def trace(tree):
         shapes = []
-        jax.eval_shape(lambda s, p: shapes.append(s.emission(p).event_shape), story, params)
-        _EVENT_SHAPES[key] = shapes[0]
+        jax.eval_shape(lambda s, p: shapes.append(s.emission(p).event_shape), *tree)
+        return shapes[0]
+
+    event_shape = _traced_once(_EVENT_SHAPES, trace, (story, params))
     if jnp.ndim(X) != 2:
         raise ValueError(f"X must be 2-D (n, D), got shape {jnp.shape(X)}.")
-    if _EVENT_SHAPES[key]:
-        check_feature_width(X, _EVENT_SHAPES[key][-1])
+    if event_shape:
+        check_feature_width(X, event_shape[-1])
 
 
 def class_scores(story: Story, params: dict, X):
