@@ -6,7 +6,8 @@ shapes for hours (a notebook, a server, a hyperparameter search over feature sub
 thousands of programs; at ``vm.max_map_count`` (65,530 by default) the next ``mmap`` inside XLA
 fails and the interpreter dies (SIGSEGV or SIGABRT), with no Python exception to catch.
 
-genprob counts the process's mappings every :data:`CHECK_EVERY` of its top-level calls; above
+genprob counts the process's mappings every :data:`CHECK_EVERY` of its top-level calls (at most
+once per :data:`MIN_SECONDS`); above
 :data:`FRACTION` of the limit it drops JAX's compiled programs (``jax.clear_caches()``, which
 returns their mappings) and warns once. Programs compile again on next use: a slower call, never
 a different result. On systems without ``/proc`` nothing is counted.
@@ -15,17 +16,22 @@ a different result. On systems without ``/proc`` nothing is counted.
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 
-__all__ = ["CHECK_EVERY", "FRACTION", "CompiledProgramsDropped", "after_call"]
+__all__ = ["CHECK_EVERY", "MIN_SECONDS", "FRACTION", "CompiledProgramsDropped", "after_call"]
 
-#: Top-level genprob calls between two counts (a count reads all of /proc/self/maps).
+#: Top-level genprob calls between two counts (a count reads all of /proc/self/maps) ...
 CHECK_EVERY = 64
+#: ... and seconds at least between them: a count costs milliseconds, and fewer programs than
+#: the margin below the limit can compile in that time.
+MIN_SECONDS = 1.0
 #: Share of ``vm.max_map_count`` above which compiled programs are dropped.
 FRACTION = 0.5
 
 _lock = threading.Lock()
 _calls = 0
+_last_count = -float("inf")
 _warned = False
 
 
@@ -52,13 +58,15 @@ def mapping_count() -> int | None:
 
 
 def after_call() -> None:
-    """Count one top-level genprob call; every :data:`CHECK_EVERY`, check the mappings."""
-    global _calls
+    """Count one top-level genprob call; every :data:`CHECK_EVERY` (and :data:`MIN_SECONDS`),
+    check the mappings."""
+    global _calls, _last_count
     with _lock:
         _calls += 1
-        if _calls < CHECK_EVERY:
+        now = time.monotonic()
+        if _calls < CHECK_EVERY or now - _last_count < MIN_SECONDS:
             return
-        _calls = 0
+        _calls, _last_count = 0, now
     release_if_needed()
 
 

@@ -615,9 +615,17 @@ def validate_params(estimator) -> None:
     scikit-learn's validation (``InvalidParameterError``, a ``ValueError`` and ``TypeError``),
     one parameter at a time so that the message can say what the refused parameter means.
     """
-    params = estimator.get_params(deep=False)
+    constraints_of = estimator._parameter_constraints
+    # the constructor's parameters are attributes of the same names (get_params inspects the
+    # signature at every call)
+    params = {name: getattr(estimator, name) for name in constraints_of}
     caller = type(estimator).__name__
-    for name, constraints in estimator._parameter_constraints.items():
+    try:
+        validate_parameter_constraints(constraints_of, params, caller)
+        return
+    except InvalidParameterError:
+        pass  # found again below, with what the parameter means
+    for name, constraints in constraints_of.items():
         try:
             validate_parameter_constraints({name: constraints}, {name: params[name]}, caller)
         except InvalidParameterError as error:
