@@ -159,11 +159,12 @@ def _traced_once(cache: dict, trace, tree, *static):
         *static,
     )
     try:
-        if key not in cache:
-            cache[key] = trace(tree)
-        return cache[key]
+        known = key in cache
     except TypeError:  # a structure holding unhashable settings: traced every time
         return trace(tree)
+    if not known:
+        cache[key] = trace(tree)
+    return cache[key]
 
 
 _STATISTIC_SIZES: dict = {}
