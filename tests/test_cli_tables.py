@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from test_cli import _one_line_error
 
 from genprob.app import cli, registry
 
@@ -19,14 +20,6 @@ ROWS = {
     "height": [2.0, 2.1, 1.9, 2.2, 2.05, 1.95, 4.0, 4.1, 3.9, 4.2, 4.05, 3.95],
     "kind": ["a"] * 6 + ["b"] * 6,
 }
-
-
-def _one_line_error(captured, *fragments):
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    assert "Traceback" not in captured.err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 @pytest.fixture
