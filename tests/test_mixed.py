@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import sklearn.naive_bayes as sknb
 from numpyro.distributions.transforms import biject_to
+from sklearn.exceptions import NotFittedError
 from sklearn.preprocessing import OrdinalEncoder
 
 import genprob
@@ -95,6 +96,20 @@ def test_mixed_nb_takes_arrays_with_column_positions(penguins, penguin_model):
     np.testing.assert_allclose(
         penguin_model.predict_proba(shuffled), penguin_model.predict_proba(penguins[0]), rtol=0
     )
+
+
+def test_mixed_nb_encode_gives_the_codes_the_story_sees(penguins, penguin_model):
+    X, _ = penguins
+    encoded = penguin_model.encode(X)
+    assert list(encoded.columns) == list(X.columns)
+    codes = OrdinalEncoder().fit_transform(X[CATEGORICAL].astype(object))  # sorted categories
+    np.testing.assert_array_equal(encoded[CATEGORICAL].to_numpy(), codes)
+    np.testing.assert_array_equal(encoded[NUMERIC].to_numpy(), X[NUMERIC].to_numpy(float))
+    unseen = X.head(3).assign(island="Atlantis")
+    with pytest.raises(ValueError, match="categorical column 'island'.*Atlantis"):
+        penguin_model.encode(unseen)
+    with pytest.raises(NotFittedError):
+        genprob.MixedNB(PENGUIN_FAMILIES).encode(X)
 
 
 def test_mixed_nb_sample_decodes_categories(penguin_model):

@@ -222,21 +222,11 @@ def _read_labeled_table(path: str, target: str | None, args=None, text: bool = F
 def _coded_table(features, codes):
     """The table estimator's story for ``features`` (text allowed) and the features as numbers:
     each categorical column as the codes of its categories (``categories_``), in fit order."""
-    import pandas as pd
-
     from genprob.app import registry
 
     entry = next(e for e in registry.STORIES.values() if e.takes_text)
     estimator = entry.table_estimator(features).fit(features, codes)
-    X = np.empty(features.shape, dtype=np.float64)
-    for position, column in enumerate(features.columns):
-        values = features[column]
-        if column in estimator.categories_:
-            known = pd.Index(estimator.categories_[column])
-            X[:, position] = known.get_indexer(values.astype(object))
-        else:
-            X[:, position] = values.to_numpy(dtype=np.float64)
-    return X, codes, estimator.story_
+    return np.asarray(estimator.encode(features), dtype=np.float64), codes, estimator.story_
 
 
 def _check_jobs(args):

@@ -255,8 +255,17 @@ class MixedNB(GenerativeClassifierBase):
             )
         return X
 
+    def encode(self, X):
+        """``X`` as the numbers the story sees: each categorical column replaced by the codes of
+        its categories (positions in ``categories_``), numeric columns as floats, in fit order.
+
+        A DataFrame in gives a DataFrame out (same index and columns); unseen categories raise
+        a ``ValueError`` naming the column.
+        """
+        check_is_fitted(self, "categories_")
+        return self._encode(X)
+
     def _encode(self, X):
-        """Numeric matrix (or DataFrame) with categorical columns replaced by their codes."""
         X = self._in_fit_order(X)
         keys = _column_keys(X) if _is_frame(X) else list(self._columns)
         encoded = np.empty((np.shape(X)[0], len(keys)), dtype=np.float64)
