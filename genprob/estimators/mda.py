@@ -26,6 +26,7 @@ from genprob._validation import (
     NumberInterval,
     check_real_numbers,
     check_sample_weight,
+    check_unlabeled_label,
     unlabeled_mask,
 )
 from genprob.estimators._criteria import CriteriaMixin
@@ -76,6 +77,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         max_iter, em_tol: EM's iterations and relative tolerance on the log-likelihood.
         n_init: k-means starts per class with several components.
         random_state: seed of the k-means starts (an int; the fit is deterministic).
+        unlabeled_label: the label of unlabeled rows (-1); None: every label is a class.
 
     Attributes:
         classes_: class labels. structure_: (K,) structure chosen for each class (the same for
@@ -108,6 +110,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         "unlabeled_weight": [NumberInterval(numbers.Real, 0, 1, closed="both")],
         **{k: EM_PARAMETER_CONSTRAINTS[k] for k in ("max_iter", "em_tol", "n_init")},
         "random_state": [NumberInterval(numbers.Integral, 0, None, closed="left")],
+        "unlabeled_label": EM_PARAMETER_CONSTRAINTS["unlabeled_label"],
     }
 
     def __init_subclass__(cls, **kwargs):
@@ -126,6 +129,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         em_tol=1e-8,
         n_init=1,
         random_state=0,
+        unlabeled_label=-1,
     ):
         self.structure = structure
         self.n_components = n_components
@@ -136,6 +140,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         self.em_tol = em_tol
         self.n_init = n_init
         self.random_state = random_state
+        self.unlabeled_label = unlabeled_label
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -160,12 +165,15 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
     def _candidate_components(self) -> tuple:
         value = self.n_components
         value = (value,) if isinstance(value, numbers.Integral) else tuple(value)
-        if not value or any(not isinstance(g, numbers.Integral) or g < 1 for g in value):
+        # whole floats too: the command line reads "1,2,3" as numbers
+        whole = all(isinstance(g, numbers.Real) and float(g).is_integer() for g in value)
+        if not value or not whole or min(value) < 1:
             raise ValueError(f"n_components must be integers >= 1; got {self.n_components!r}.")
         return tuple(sorted({int(g) for g in value}))
 
     # -- data ------------------------------------------------------------------------------------
     def _features(self, X, *, reset: bool, y=None):
+        """Checked features (and labels when fitting: ``reset``)."""
         if is_dask_collection(X):
             raise TypeError(
                 "MixtureDiscriminantAnalysis does not take Dask collections: EM over components "
@@ -174,9 +182,9 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             )
         nan = "allow-nan" if self.missing == "marginalize" else True
         X = check_real_numbers(X, "X")
-        if y is None:
-            return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=nan)
-        return validate_data(self, X, y, reset=reset, dtype=np.float64, ensure_all_finite=nan)
+        if not reset:
+            return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=nan)
+        return validate_data(self, X, y, dtype=np.float64, ensure_all_finite=nan)
 
     @staticmethod
     def _observed(X):
@@ -201,13 +209,20 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         n = X.shape[0]
         weight = check_sample_weight(sample_weight, n, allow_all_zero=False)
         weight = np.ones(n) if weight is None else weight
-        unlabeled = unlabeled_mask(y)
+        unlabeled = unlabeled_mask(y, check_unlabeled_label(self.unlabeled_label))
         labeled_y = y[~unlabeled]
         if labeled_y.size == 0:
             raise ValueError("every row is unlabeled (y = -1): at least one labeled row per class.")
         if not is_integer_labels(labeled_y):
             check_classification_targets(labeled_y)
         self.classes_, labeled_codes = encode_labels(labeled_y)
+        if len(self.classes_) < 2 and unlabeled.any():
+            marker = self.unlabeled_label
+            raise ValueError(
+                f"need at least 2 classes with unlabeled rows; the labeled rows (y != "
+                f"{marker!r}) hold only {self.classes_.tolist()}. {marker!r} marks unlabeled "
+                f"rows; if {marker!r} is a real class, pass unlabeled_label=None."
+            )
         codes = np.full(n, -1, dtype=int)
         codes[~unlabeled] = labeled_codes
         row_weight = np.where(unlabeled, weight * self.unlabeled_weight, weight)
@@ -390,7 +405,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         )
 
     def predict_joint_log_proba(self, X):
-        """``log pi_k + log p(x | k)`` (n, K); NaN cells summed out with ``missing="marginalize"``."""
+        """``log pi_k + log p(x | k)`` (n, K); NaN cells are summed out (``missing="marginalize"``)."""
         fit = self._fitted()
         X = self._features(X, reset=False)
         return mixture.class_log_density(fit, np.nan_to_num(X), self._observed(X))
@@ -403,7 +418,8 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         return np.exp(self.predict_log_proba(X))
 
     def predict(self, X):
-        return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+        joint = self.predict_joint_log_proba(X)
+        return self.classes_[np.argmax(joint, axis=1)]
 
     def log_likelihood(self, X, y=None) -> float:
         """``sum_i log sum_k pi_k p(x_i | k)`` when ``y`` is None (mclust's BIC's); with labels,
@@ -412,7 +428,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         if y is None:
             return float(np.sum(logsumexp(joint, axis=1)))
         y = np.asarray(y)
-        unlabeled = unlabeled_mask(y)
+        unlabeled = unlabeled_mask(y, check_unlabeled_label(self.unlabeled_label))
         total = float(np.sum(logsumexp(joint[unlabeled], axis=1)))
         index = np.searchsorted(self.classes_, y[~unlabeled])
         return total + float(np.sum(joint[np.flatnonzero(~unlabeled), index]))

@@ -55,6 +55,7 @@ FAMILY = Family(
         "genprob.estimators.gaussian:GaussianNB",
         "genprob.estimators.gaussian:LinearDiscriminantAnalysis",
         "genprob.estimators.gaussian:QuadraticDiscriminantAnalysis",
+        "genprob.estimators.mda:MixtureDiscriminantAnalysis",
     ),
     commands=(
         _command(

@@ -364,8 +364,8 @@ def fit_mixture(
     random_state: int = 0,
     max_iter: int = 100,
     tol: float = 1e-8,
-    cov_tol: float = 1e-8,
-    cov_max_iter: int = 500,
+    cov_tol: float | None = None,
+    cov_max_iter: int | None = None,
 ) -> MixtureFit:
     """Fit class mixtures by EM (the partly labeled log-likelihood; see the module).
 
@@ -381,7 +381,8 @@ def fit_mixture(
             the largest log-likelihood is kept.
         random_state: seed of the first start (start ``r`` uses ``random_state + r``).
         max_iter, tol: EM's iterations and relative tolerance on the log-likelihood.
-        cov_tol, cov_max_iter: the iterative structures' own M-step tolerance and iterations.
+        cov_tol, cov_max_iter: the iterative structures' own M-step tolerance and iterations
+            (None: the structure module's defaults).
 
     Raises:
         CollapsedComponentError: every start collapsed a component (the message names the
@@ -390,6 +391,8 @@ def fit_mixture(
     X = np.asarray(X, dtype=np.float64)
     codes = np.asarray(codes, dtype=int)
     n = X.shape[0]
+    cov_tol = _mclust().TOL if cov_tol is None else cov_tol
+    cov_max_iter = _mclust().MAX_ITER if cov_max_iter is None else cov_max_iter
     row_weight = np.ones(n) if row_weight is None else np.asarray(row_weight, dtype=np.float64)
     if observed is not None:
         observed = np.asarray(observed, dtype=bool)
