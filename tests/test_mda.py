@@ -283,3 +283,29 @@ def test_dask_and_bad_settings_are_refused_clearly():
     dask_array = pytest.importorskip("dask.array")
     with pytest.raises(TypeError, match="Dask"):
         genprob.MixtureDiscriminantAnalysis().fit(dask_array.from_array(X), y)
+
+
+# -- the command line ----------------------------------------------------------------------------
+def test_cli_fits_and_predicts_mda(tmp_path, capsys):
+    import pandas as pd
+
+    from genprob.app import cli
+
+    X, y = _data("iris")
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"]).assign(species=y)
+    frame.loc[1::2, "species"] = None  # half the labels hidden: MclustSSC
+    data = tmp_path / "iris.csv"
+    frame.to_csv(data, index=False)
+    model = tmp_path / "model.npz"
+    argv = ["fit", "mda", str(data), "--target", "species", "--out", str(model)]
+    assert cli.main([*argv, "--param", "n_components=1", "--param", "structure=VEV"]) == 0
+    out = capsys.readouterr().out
+    assert "MixtureDiscriminantAnalysis, 38 parameters" in out
+    assert "chosen:         0: VEV x 1, 1: VEV x 1, 2: VEV x 1" in out
+    assert "BIC 570.304" in out  # R mclust: MclustSSC bic = -570.304 (its sign)
+    loaded = genprob.load(model)
+    ref = REFERENCE["iris"]["mclustssc"]
+    _close_or_better(loaded.log_likelihood_, ref["loglik"])
+    assert cli.main(["predict", str(model), str(data)]) == 0
+    predicted = capsys.readouterr().out.split()[1:]
+    assert np.mean(np.asarray(predicted, dtype=float) == y) > 0.95

@@ -143,7 +143,7 @@ def notes() -> str:
 def takes_text(story: Story) -> bool:
     """Whether a fitted model of ``story`` reads text columns (a family with a table
     estimator)."""
-    family = families().get(story.name)
+    family = families().get(getattr(story, "name", None))
     return family is not None and any(c.table_estimator for c in family.commands)
 
 

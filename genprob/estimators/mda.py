@@ -113,6 +113,9 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         "unlabeled_label": EM_PARAMETER_CONSTRAINTS["unlabeled_label"],
     }
 
+    #: no ``story_``: the mixtures within classes are not one story (genprob.persistence)
+    _has_story = False
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         register_estimator(cls)
@@ -282,8 +285,10 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         self._report(failures, len(structures) * len(components))
         table = bic if self.criterion == "bic" else icl
         a, b = np.unravel_index(np.nanargmax(table), table.shape)
-        self.bic_table_ = _frame(bic, structures, components, "BIC")
-        self.icl_table_ = _frame(icl, structures, components, "ICL")
+        rows = list(structures)
+        self._tables = {
+            name: _table(v, rows, components) for name, v in (("BIC", bic), ("ICL", icl))
+        }
         return fits[a, b]
 
     def _fit_per_class(self, X, codes, row_weight, structures, components, settings):
@@ -321,14 +326,13 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             table = bic if self.criterion == "bic" else icl
             a, b = np.unravel_index(np.nanargmax(table), table.shape)
             chosen.append(fits[a, b])
-            bic_frames.append(_frame(bic, structures, components, "BIC", self.classes_[k]))
-            icl_frames.append(_frame(icl, structures, components, "ICL", self.classes_[k]))
-        import pandas as pd
-
-        self.bic_table_ = pd.concat(bic_frames)
-        self.icl_table_ = pd.concat(icl_frames)
-        for frame, name in ((self.bic_table_, "BIC"), (self.icl_table_, "ICL")):
-            frame.attrs.update(criterion=name, sign=TABLE_SIGN)
+            bic_frames.append(bic)
+            icl_frames.append(icl)
+        rows = [[_label(c), s] for c in self.classes_ for s in structures]
+        self._tables = {
+            name: _table(np.vstack(v), rows, components)
+            for name, v in (("BIC", bic_frames), ("ICL", icl_frames))
+        }
         counts = np.bincount(codes[codes >= 0], weights=row_weight[codes >= 0])
         return _combine(chosen, counts / counts.sum())
 
@@ -356,8 +360,8 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         return text
 
     def _set_fit(self, fit, X, codes, row_weight, observed, semi):
-        fit.responsibilities = None  # (n, J): not kept in the fitted estimator
-        self.fit_ = fit
+        self._structures = tuple(str(s) for s in fit.structures)
+        self._groups = tuple(tuple(int(j) for j in g) for g in fit.groups)
         K = len(self.classes_)
         counts = np.bincount(fit.cell_class, minlength=K)
         self.n_components_ = counts
@@ -372,7 +376,6 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             "covariances": fit.covariances,
             "component_class": fit.cell_class,
         }
-        self.criterion_table_ = self.bic_table_ if self.criterion == "bic" else self.icl_table_
         if semi:
             self.log_likelihood_ = fit.log_likelihood
         else:
@@ -383,6 +386,21 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             self.log_likelihood_trace_ = np.asarray(fit.trace)
 
     # -- the fitted model ------------------------------------------------------------------------
+    @property
+    def bic_table_(self):
+        """BIC of every candidate (mclust's sign, larger is better), a pandas DataFrame."""
+        return _frame(self._tables["BIC"], "BIC")
+
+    @property
+    def icl_table_(self):
+        """ICL of every candidate (mclust's sign, larger is better), a pandas DataFrame."""
+        return _frame(self._tables["ICL"], "ICL")
+
+    @property
+    def criterion_table_(self):
+        """The table of the criterion that chose the model (``criterion``)."""
+        return self.bic_table_ if self.criterion == "bic" else self.icl_table_
+
     def _fitted(self):
         check_is_fitted(self, "params_")
         p = self.params_
@@ -392,9 +410,19 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             means=np.asarray(p["means"]),
             covariances=np.asarray(p["covariances"]),
             cell_class=np.asarray(p["component_class"]),
-            structures=self.fit_.structures,
-            groups=self.fit_.groups,
+            structures=self._structures,
+            groups=self._groups,
         )
+
+    def save(self, path):
+        """Write the fitted estimator to ``path`` (``.npz``, no pickle; :mod:`genprob.persistence`).
+
+        Returns:
+            The path written (with the ``.npz`` suffix).
+        """
+        from genprob.persistence import save
+
+        return save(self, path)
 
     def num_parameters(self) -> int:
         """Free parameters (mclust >= 6.1.1's count: the K - 1 class proportions, each class's
@@ -405,7 +433,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         )
 
     def predict_joint_log_proba(self, X):
-        """``log pi_k + log p(x | k)`` (n, K); NaN cells are summed out (``missing="marginalize"``)."""
+        """``log pi_k + log p(x | k)`` (n, K); NaN cells summed out (``missing="marginalize"``)."""
         fit = self._fitted()
         X = self._features(X, reset=False)
         return mixture.class_log_density(fit, np.nan_to_num(X), self._observed(X))
@@ -434,18 +462,29 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         return total + float(np.sum(joint[np.flatnonzero(~unlabeled), index]))
 
 
+register_estimator(MixtureDiscriminantAnalysis)  # loadable by qualified name (genprob.load)
+
+
 def _label(value):
     """A class label as a plain Python value (for messages)."""
     return value.item() if hasattr(value, "item") else value
 
 
-def _frame(values, structures, components, name, cls=None):
+def _table(values, rows, components) -> dict:
+    """A criterion table as plain values (saved without pickle)."""
+    return {"values": np.asarray(values, dtype=np.float64), "rows": rows, "G": list(components)}
+
+
+def _frame(table, name):
     import pandas as pd
 
-    index = pd.Index(list(structures), name="structure")
-    if cls is not None:
-        index = pd.MultiIndex.from_product([[cls], list(structures)], names=["class", "structure"])
-    frame = pd.DataFrame(values, index=index, columns=pd.Index(list(components), name="G"))
+    rows = table["rows"]
+    if rows and isinstance(rows[0], list | tuple):
+        index = pd.MultiIndex.from_tuples([tuple(r) for r in rows], names=["class", "structure"])
+    else:
+        index = pd.Index(list(rows), name="structure")
+    columns = pd.Index([int(g) for g in table["G"]], name="G")
+    frame = pd.DataFrame(np.asarray(table["values"]), index=index, columns=columns)
     frame.attrs.update(criterion=name, sign=TABLE_SIGN)
     return frame
 

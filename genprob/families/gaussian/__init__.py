@@ -118,6 +118,15 @@ FAMILY = Family(
             shared=False,
             estimator="unbiased",
         ),
+        Command(
+            "mda",
+            "Gaussian mixtures within classes, structure and components chosen by BIC (mclust)",
+            _DATA,
+            note="mda fits the 14 mclust structures with 1 to 3 components per class "
+            "(--param n_components=1 for EDDA, --param structure=VVV for one structure).",
+            face="genprob.estimators.mda:MixtureDiscriminantAnalysis",
+            face_options={"structure": "all", "n_components": (1, 2, 3)},
+        ),
     ),
     block=Block(_naive_block, settings=("var_smoothing",)),
 )
