@@ -393,9 +393,9 @@ def test_only_families_and_their_estimator_faces_import_family_modules():
 def test_the_registry_is_the_one_table_of_families():
     """story_named, the mixed blocks, the command line's stories and aliases all come from the
     families' records; the app holds no family name or alias of its own."""
-    from genprob.app import registry
     from sklearn.base import ClassifierMixin
 
+    from genprob.app import registry
     from genprob.estimators._criteria import CriteriaMixin
     from genprob.families import commands, families, story_named
     from genprob.families._registry import block_families, load

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.optimize import minimize
-from scipy.stats import multivariate_normal, norm
+from scipy.stats import norm
 
 import genprob
 from genprob.families.gaussian import mixture
@@ -157,14 +157,14 @@ def _two_component_data(seed, n=400):
 
 
 def test_semi_supervised_em_never_decreases_its_objective():
-    X, y = _two_component_data(1, n=200)
+    X, y = _two_component_data(1, n=120)
     rng = np.random.default_rng(2)
     y = y.copy()
     y[rng.random(len(y)) < 0.9] = -1
     X = X.copy()
     X[rng.random(X.shape) < 0.1] = np.nan
     X[np.isnan(X).all(axis=1), 0] = 0.0
-    for structure in ("VVV", "VEV", "EVE"):
+    for structure in ("VVV", "EVE"):
         model = genprob.MixtureDiscriminantAnalysis(
             structure=structure, n_components=2, missing="marginalize", n_init=2
         ).fit(X, y)
@@ -175,7 +175,7 @@ def test_semi_supervised_em_never_decreases_its_objective():
 
 
 def test_refit_recovers_sampled_parameters():
-    X, y = _two_component_data(3, n=2000)
+    X, y = _two_component_data(3, n=600)
     model = genprob.MixtureDiscriminantAnalysis(structure="VVV", n_components=[1, 2, 3])
     model.fit(X, y)
     assert list(model.n_components_) == [2, 1]
@@ -214,10 +214,13 @@ def _hand_log_likelihood(theta, X, y):
         o = ~np.isnan(X[i])
         log_pi = math.log(pi1 if k else 1 - pi1)
         if o.all():
-            total += log_pi + multivariate_normal(mu, S).logpdf(X[i])
+            r = X[i] - mu
+            quad = r @ np.linalg.solve(S, r)
+            total += log_pi - 0.5 * (math.log(np.linalg.det(2 * math.pi * S)) + quad)
         else:
             j = int(np.flatnonzero(o)[0])
-            total += log_pi + norm(mu[j], math.sqrt(S[j, j])).logpdf(X[i, j])
+            var = S[j, j]
+            total += log_pi - 0.5 * (math.log(2 * math.pi * var) + (X[i, j] - mu[j]) ** 2 / var)
     return total
 
 

@@ -140,9 +140,10 @@ def _cell_index(cell_class):
     return index
 
 
-def cell_log_density(X, means, covariances, cell_class=None, observed=None):
+def cell_log_density(X, means, covariances, cell_class=None, observed=None, patterns=None):
     """``log f_j(x_i)`` (n, J): the Gaussian density of each cell at each row; with
-    ``observed`` (n, D) bool, the density of the observed coordinates (0 for a row with none)."""
+    ``observed`` (n, D) bool, the density of the observed coordinates (0 for a row with none);
+    ``patterns``: :func:`_patterns` of ``observed`` when already found."""
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
     num_cells = means.shape[0]
@@ -152,7 +153,7 @@ def cell_log_density(X, means, covariances, cell_class=None, observed=None):
     if observed is None or observed.all():
         row_sets = [(np.ones(d, dtype=bool), np.arange(n))]
     else:
-        unique, index = _patterns(observed)
+        unique, index = _patterns(observed) if patterns is None else patterns
         row_sets = [(unique[p], np.flatnonzero(index == p)) for p in range(len(unique))]
     for mask, rows in row_sets:
         num_obs = int(mask.sum())
@@ -184,10 +185,11 @@ def class_log_density(fit: MixtureFit, X, observed=None):
 
 
 # -- EM ------------------------------------------------------------------------------------------
-def _e_step(fit: MixtureFit, X, codes, row_weight, observed):
+def _e_step(fit: MixtureFit, X, codes, row_weight, observed, patterns=None):
     """Responsibilities (n, J) over the cells of the row's class (labeled rows) or all cells
     (``codes == -1``), and the partly labeled log-likelihood."""
-    joint = _joint(fit, cell_log_density(X, fit.means, fit.covariances, fit.cell_class, observed))
+    log_f = cell_log_density(X, fit.means, fit.covariances, fit.cell_class, observed, patterns)
+    joint = _joint(fit, log_f)
     labeled = codes >= 0
     own = fit.cell_class[None, :] == codes[:, None]
     masked = np.where(labeled[:, None] & ~own, -np.inf, joint)
@@ -198,12 +200,12 @@ def _e_step(fit: MixtureFit, X, codes, row_weight, observed):
     return R, float(np.sum(row_weight * np.where(row_weight > 0, row_log, 0.0)))
 
 
-def _conditional_rows(X, observed, mean, cov):
+def _conditional_rows(X, observed, mean, cov, patterns):
     """Rows with their missing block filled by its conditional mean, and the sum of the rows'
     conditional covariances weighted later per row: returns (filled (n, D), cond (P, D, D),
     pattern index (n,))."""
     filled = np.where(observed, X, 0.0)
-    unique, index = _patterns(observed)
+    unique, index = patterns
     cond = np.zeros((len(unique), X.shape[1], X.shape[1]))
     for p, mask in enumerate(unique):
         rows = np.flatnonzero(index == p)
@@ -222,7 +224,7 @@ def _conditional_rows(X, observed, mean, cov):
     return filled, cond, index
 
 
-def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter):
+def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns=None):
     """New proportions, means and (structured) covariances from responsibilities ``R``."""
     WR = R * row_weight[:, None]
     counts = WR.sum(axis=0)  # (J,)
@@ -248,7 +250,9 @@ def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter):
             centered = X - means[j]
             scatter[j] = (centered * w[:, None]).T @ centered
         else:
-            filled, cond, index = _conditional_rows(X, observed, fit.means[j], fit.covariances[j])
+            filled, cond, index = _conditional_rows(
+                X, observed, fit.means[j], fit.covariances[j], patterns
+            )
             means[j] = w @ filled / counts[j]
             centered = filled - means[j]
             per_pattern = np.bincount(index, weights=w, minlength=len(cond))
@@ -331,16 +335,17 @@ def _run_em(fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, c
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
     multi = len(fit.cell_class) > len(fit.class_prior)
     first_rows = row_weight * (codes >= 0)
-    _m_step(fit, X, R, first_rows, observed, cov_tol, cov_max_iter)
-    R, log_lik = _e_step(fit, X, codes, row_weight, observed)
+    patterns = None if observed is None else _patterns(observed)
+    _m_step(fit, X, R, first_rows, observed, cov_tol, cov_max_iter, patterns)
+    R, log_lik = _e_step(fit, X, codes, row_weight, observed, patterns)
     fit.trace = [log_lik]
     iterative = unlabeled or multi or (observed is not None and not observed.all())
     fit.n_iter, fit.converged = 0, True
     if iterative:
         fit.converged = False
         for it in range(1, max_iter + 1):
-            _m_step(fit, X, R, row_weight, observed, cov_tol, cov_max_iter)
-            R, log_lik = _e_step(fit, X, codes, row_weight, observed)
+            _m_step(fit, X, R, row_weight, observed, cov_tol, cov_max_iter, patterns)
+            R, log_lik = _e_step(fit, X, codes, row_weight, observed, patterns)
             fit.trace.append(log_lik)
             fit.n_iter = it
             if abs(fit.trace[-1] - fit.trace[-2]) <= tol * max(1.0, abs(fit.trace[-1])):
