@@ -312,3 +312,13 @@ def test_cli_fits_and_predicts_mda(tmp_path, capsys):
     assert cli.main(["predict", str(model), str(data)]) == 0
     predicted = capsys.readouterr().out.split()[1:]
     assert np.mean(np.asarray(predicted, dtype=float) == y) > 0.95
+
+
+def test_cli_check_refuses_mda_and_skips_it_by_default():
+    from genprob.app import cli, registry
+
+    assert not registry.has_story("mda") and registry.has_story("lda")
+    with pytest.raises(cli.UserError, match="'mda' is not one story"):
+        cli._check_jobs(cli.build_parser().parse_args(["check", "mda"]))
+    jobs = cli._check_jobs(cli.build_parser().parse_args(["check"]))
+    assert "mda" not in {name for name, _, _ in jobs}

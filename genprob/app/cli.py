@@ -243,10 +243,16 @@ def _check_jobs(args):
     """``(story name, data label, loader)`` for every requested check."""
     from genprob.app import registry
 
-    names = args.stories or registry.names()
+    names = args.stories or [name for name in registry.names() if registry.has_story(name)]
     unknown = [name for name in names if name not in registry.STORIES]
     if unknown:
         raise UserError(f"unknown story {unknown[0]!r}; known: {', '.join(registry.names())}.")
+    chosen = [name for name in names if not registry.has_story(name)]
+    if chosen:
+        raise UserError(
+            f"{chosen[0]!r} is not one story: it chooses its model per class by a criterion, "
+            f"so there is no single likelihood to cross-check (genprob fit {chosen[0]} fits it)."
+        )
     if args.target and not args.data:
         raise UserError("--target applies to a CSV file given with --data.")
     jobs = []
