@@ -74,24 +74,30 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         missing: ``"error"`` refuses NaN cells; ``"marginalize"`` sums them out (the exact
             density of the observed coordinates, in EM and in prediction).
         unlabeled_weight: weight λ of unlabeled rows (``y = -1``) in EM.
-        max_iter, em_tol: EM's iterations and relative tolerance on the log-likelihood.
+        max_iter: EM's iterations (per candidate and start).
+        em_tol: EM's relative tolerance on the log-likelihood.
         n_init: k-means starts per class with several components.
         random_state: seed of the k-means starts (an int; the fit is deterministic).
         unlabeled_label: the label of unlabeled rows (-1); None: every label is a class.
 
     Attributes:
-        classes_: class labels. structure_: (K,) structure chosen for each class (the same for
-            all under EDDA). n_components_: (K,) components chosen for each class.
-        criterion_table_: pandas DataFrame of the criterion (mclust's sign, larger is better,
-            as mclust prints it; ``attrs["sign"]`` says so): rows structures, columns numbers
-            of components; per class (a (class, structure) row index) when chosen per class.
-            A NaN cell is a candidate that collapsed. icl_table_ / bic_table_: both criteria.
+        classes_: class labels.
+        structure_: (K,) the structure chosen for each class (the same for all under EDDA).
+        n_components_: (K,) the number of components chosen for each class.
+        bic_table_: pandas DataFrame of BIC in mclust's sign (larger is better, as mclust
+            prints it; ``attrs["sign"]`` says so): rows structures, columns numbers of
+            components; a (class, structure) row index when each class chose its own model.
+            A NaN cell is a candidate that collapsed.
+        icl_table_: the same for ICL.
+        criterion_table_: the table of ``criterion``.
         params_: ``class_prior`` (K,), ``weights`` (J,) within-class mixing proportions,
             ``means`` (J, D), ``covariances`` (J, D, D), ``component_class`` (J,) class code
-            of each component (J = sum of n_components_).
+            of each component (J = sum of ``n_components_``).
         log_likelihood_: the chosen fit's log-likelihood (the mixture one; with unlabeled rows
-            the partly labeled one EM maximized). n_iter_, converged_,
-            log_likelihood_trace_: EM's, of the chosen fit.
+            the partly labeled one EM maximized).
+        n_iter_: EM's iterations of the chosen fit (absent after a closed-form fit).
+        converged_: whether that EM reached ``em_tol``.
+        log_likelihood_trace_: EM's objective after each iteration (never decreasing).
 
     ``partial_fit`` and Dask collections are not supported: EM over components does not work
     on statistics that add over chunks (the responsibilities depend on the parameters).
@@ -439,13 +445,16 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         return mixture.class_log_density(fit, np.nan_to_num(X), self._observed(X))
 
     def predict_log_proba(self, X):
+        """Log class posteriors ``log p(k | x)`` (n, K)."""
         joint = self.predict_joint_log_proba(X)
         return joint - logsumexp(joint, axis=1, keepdims=True)
 
     def predict_proba(self, X):
+        """Class posteriors ``p(k | x)`` (n, K)."""
         return np.exp(self.predict_log_proba(X))
 
     def predict(self, X):
+        """The class of largest posterior for each row."""
         joint = self.predict_joint_log_proba(X)
         return self.classes_[np.argmax(joint, axis=1)]
 

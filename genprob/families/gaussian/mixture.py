@@ -50,7 +50,8 @@ class CollapsedComponentError(ValueError):
     """A component's covariance became singular (too few rows, or rows on a subspace).
 
     Attributes:
-        cls: the class code of the component; component: its index within the class.
+        cls: the class code of the component.
+        component: its index within the class.
     """
 
     def __init__(self, message: str, cls: int, component: int):
@@ -73,12 +74,15 @@ class MixtureFit:
     Attributes:
         class_prior: (K,) class proportions pi_k.
         weights: (J,) mixing proportions of each cell within its class (sum to 1 per class).
-        means: (J, D); covariances: (J, D, D).
-        cell_class: (J,) class code of each cell; structures: the structure of each group;
-            groups: the cells of each group (one call of ``covariances`` each).
+        means: (J, D).
+        covariances: (J, D, D).
+        cell_class: (J,) class code of each cell.
+        structures: the structure of each group.
+        groups: the cells of each group (one call of ``covariances`` each).
         log_likelihood: the partly labeled log-likelihood EM maximized (weighted).
         trace: its value after each iteration (never decreasing, up to rounding).
-        n_iter: EM iterations; converged: whether the tolerance was reached.
+        n_iter: EM iterations.
+        converged: whether the tolerance was reached.
         responsibilities: (n, J) of the last E-step (zeros on rows of weight 0).
     """
 
@@ -385,9 +389,10 @@ def fit_mixture(
         n_init: k-means starts per class (classes with several components); the start with
             the largest log-likelihood is kept.
         random_state: seed of the first start (start ``r`` uses ``random_state + r``).
-        max_iter, tol: EM's iterations and relative tolerance on the log-likelihood.
-        cov_tol, cov_max_iter: the iterative structures' own M-step tolerance and iterations
-            (None: the structure module's defaults).
+        max_iter: EM's iterations.
+        tol: EM's relative tolerance on the log-likelihood.
+        cov_tol: the iterative structures' own M-step tolerance (None: their module's).
+        cov_max_iter: their iterations (None: their module's default).
 
     Raises:
         CollapsedComponentError: every start collapsed a component (the message names the
