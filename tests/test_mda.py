@@ -283,6 +283,9 @@ def test_dask_and_bad_settings_are_refused_clearly():
     with pytest.raises(ValueError, match="n_components must be integers"):
         genprob.MixtureDiscriminantAnalysis(n_components=[0, 1]).fit(X, y)
     assert not hasattr(genprob.MixtureDiscriminantAnalysis(), "partial_fit")
+    with pytest.raises(AttributeError, match="has no attribute 'partial_fit'") as caught:
+        genprob.MixtureDiscriminantAnalysis().partial_fit(X, y)
+    assert "no partial_fit: EM over the components" in str(caught.value.__cause__)
     dask_array = pytest.importorskip("dask.array")
     with pytest.raises(TypeError, match="Dask"):
         genprob.MixtureDiscriminantAnalysis().fit(dask_array.from_array(X), y)

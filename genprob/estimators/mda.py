@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -419,6 +420,17 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             structures=self._structures,
             groups=self._groups,
         )
+
+    def _refuse_partial_fit(self):
+        raise AttributeError(
+            "MixtureDiscriminantAnalysis has no partial_fit: EM over the components of a class "
+            "needs every row at each iteration (the responsibilities, and so the statistics, "
+            "depend on the current parameters and do not add over chunks); call fit on all rows."
+        )
+
+    @available_if(_refuse_partial_fit)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Not available (see the error): kept so that the attribute explains itself."""
 
     def save(self, path):
         """Write the fitted estimator to ``path`` (``.npz``, no pickle; :mod:`genprob.persistence`).
