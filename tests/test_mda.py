@@ -325,3 +325,21 @@ def test_cli_check_refuses_mda_and_skips_it_by_default():
         cli._check_jobs(cli.build_parser().parse_args(["check", "mda"]))
     jobs = cli._check_jobs(cli.build_parser().parse_args(["check"]))
     assert "mda" not in {name for name, _, _ in jobs}
+
+
+def test_icl_is_bic_plus_the_map_entropy_term():
+    X, y = _two_component_data(6, n=200)
+    model = genprob.MixtureDiscriminantAnalysis(structure=["VVV", "EEE"], n_components=[1, 2])
+    model.fit(X, y)
+    icl = genprob.MixtureDiscriminantAnalysis(
+        structure=["VVV", "EEE"], n_components=[1, 2], criterion="icl"
+    ).fit(X, y)
+    assert icl.criterion_table_.attrs["criterion"] == "ICL"
+    # class 0, VVV, G = 2: z over its two components, refitted alone
+    rows = y == 0
+    fit = mixture.fit_mixture(X[rows], np.zeros(rows.sum(), int), (2,), ("VVV",))
+    z = fit.responsibilities
+    penalty = 2 * np.sum(np.log(z.max(axis=1)))
+    table_bic, table_icl = model.bic_table_.loc[(0, "VVV"), 2], model.icl_table_.loc[(0, "VVV"), 2]
+    assert table_icl == pytest.approx(table_bic + penalty, rel=1e-9)
+    assert np.all(model.icl_table_.to_numpy() <= model.bic_table_.to_numpy() + 1e-9)
