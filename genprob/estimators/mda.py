@@ -69,7 +69,8 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
     covariance) is left out of the table with a warning naming the class and component.
 
     Args:
-        structure: a structure name (``"VVV"``), a list of names, or ``"all"`` (the 14).
+        structure: a structure name (``"VVV"``), a list of names (or ``"EEE,VVV"``), or
+            ``"all"`` (the 14).
         n_components: components per class: an int, or an iterable of ints to choose from.
         criterion: ``"bic"`` or ``"icl"``: what chooses the model.
         missing: ``"error"`` refuses NaN cells; ``"marginalize"`` sums them out (the exact
@@ -162,7 +163,8 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         known = _structures()
         value = self.structure
         if isinstance(value, str):
-            value = known if value == "all" else (value,)
+            # "EEE,VVV": the command line's --param structure=EEE,VVV
+            value = known if value == "all" else tuple(v.strip() for v in value.split(","))
         value = tuple(value)
         unknown = [s for s in value if s not in known]
         if unknown or not value:
