@@ -27,7 +27,7 @@ edda <- function(data) {
     out[[s]] <- list(
       loglik = fit$loglik, df = fit$df, bic = fit$bic,
       z = posterior(fit, data$X),
-      means = unname(fit$models[[1]]$parameters$mean),
+      means = unname(sapply(fit$models, function(m) m$parameters$mean)),
       sigma = lapply(fit$models, function(m) unname(m$parameters$variance$sigma[, , 1]))
     )
   }
