@@ -166,7 +166,7 @@ def test_semi_supervised_em_never_decreases_its_objective():
     X[np.isnan(X).all(axis=1), 0] = 0.0
     for structure in ("VVV", "EVE"):
         model = genprob.MixtureDiscriminantAnalysis(
-            structure=structure, n_components=2, missing="marginalize", n_init=2
+            structure=structure, n_components=2, missing="marginalize", n_init=2, max_iter=60
         ).fit(X, y)
         trace = model.log_likelihood_trace_
         assert len(trace) > 2

@@ -763,7 +763,7 @@ def _mda_fit():
     X, y = _two_blob_class()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # collapsed candidates are table gaps
-        model = genprob.MixtureDiscriminantAnalysis(structure="all", n_components=(1, 2, 3, 4))
+        model = genprob.MixtureDiscriminantAnalysis(structure="all", n_components=(1, 2, 3))
         model.fit(X, y)
     return X, y, model
 
