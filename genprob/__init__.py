@@ -32,6 +32,10 @@ from genprob.estimators.gaussian import (
 from genprob.families.gaussian import GaussianStory, lda_projection, lda_transform
 
 # -- end Gaussian family --
+# -- model-based discriminant analysis (issue 44) --
+from genprob.estimators.mda import MixtureDiscriminantAnalysis
+
+# -- end model-based discriminant analysis --
 # -- discrete and mixed families --
 from genprob.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialNB, PoissonNB
 from genprob.estimators.mixed import MixedNB

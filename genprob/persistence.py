@@ -342,7 +342,8 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
         "genprob_version": __version__,
         "estimator": _qualified(type(estimator)),
         "init_params": _encode(estimator.get_params(deep=False), arrays, "init"),
-        "story": _encode(estimator.story_, arrays, "story"),
+        # None for an estimator without one story (MixtureDiscriminantAnalysis)
+        "story": _encode(getattr(estimator, "story_", None), arrays, "story"),
         "attributes": _encode(fitted, arrays, "attr", aliases),
         "params": sorted(estimator.params_),
         "derived": sorted(derived),
@@ -590,7 +591,8 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
         raise ModelFileError(
             f"{path} holds constructor parameters {cls.__name__} rejects ({error})."
         ) from None
-    estimator.story_ = story
+    if story is not None:
+        estimator.story_ = story
     stats = derivation = None
     if derived:
         # the statistics come first: the derived parameters are recomputed from them
@@ -631,6 +633,12 @@ _FILE_KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+def _has_no_story(metadata) -> bool:
+    """Whether the file's estimator is one without a story (``story_``): its story is None."""
+    cls = _ESTIMATORS.get(metadata.get("estimator"))
+    return cls is not None and not getattr(cls, "_has_story", True)
 
 
 def _refuse_unless_regular(path: Path, mode: int) -> None:
@@ -801,6 +809,8 @@ def _read_metadata(path: Path, contents: dict, key=None) -> dict:
         "params": list,
     }
     for field, kind in schema.items():
+        if field == "story" and metadata.get(field, 0) is None and _has_no_story(metadata):
+            continue
         if not isinstance(metadata.get(field), kind):
             raise ModelFileError(
                 f"{path}: metadata field {field!r} must be a {kind.__name__}, got "

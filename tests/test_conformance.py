@@ -40,6 +40,7 @@ ESTIMATORS = [
     genprob.PoissonNB(),
     genprob.MixedNB(),  # families=None: every column Gaussian
     _any_story_estimator(),
+    genprob.MixtureDiscriminantAnalysis(structure=["EII", "VVI", "EEE"]),
 ]
 
 # -- checks that do not apply, and why ------------------------------------------------------------

@@ -739,3 +739,146 @@ def kde_table() -> str:
         f"{q3(r['gaussian_nb_error'])} on the same splits."
     )
     return f"{settings}\n{table}\n<p>{text}</p>"
+
+
+# -- model-based classification (issue 44) --------------------------------------------------------
+def _two_blob_class(seed: int = 0, n: int = 150):
+    """Class "a" is two separate blobs, class "b" one blob between them: one Gaussian per class
+    cannot draw this boundary, a mixture of two can."""
+    rng = np.random.default_rng(seed)
+    a = np.vstack(
+        [
+            rng.multivariate_normal([-2.5, 0.0], [[0.6, 0.3], [0.3, 0.6]], n // 2),
+            rng.multivariate_normal([2.5, 0.5], [[0.6, -0.3], [-0.3, 0.6]], n // 2),
+        ]
+    )
+    b = rng.multivariate_normal([0.0, 0.3], [[0.5, 0.0], [0.0, 1.5]], n)
+    return np.vstack([a, b]), np.repeat(["a", "b"], [len(a), len(b)])
+
+
+@functools.cache
+def _mda_fit():
+    import warnings
+
+    X, y = _two_blob_class()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # collapsed candidates are table gaps
+        model = genprob.MixtureDiscriminantAnalysis(structure="all", n_components=(1, 2, 3))
+        model.fit(X, y)
+    return X, y, model
+
+
+def mda_bic_figure() -> str:
+    """The BIC table of the two-blob example as mclust plots it, one panel per class."""
+    from genprob.app.report import bic_figure
+
+    _, _, model = _mda_fit()
+    return img(bic_figure(model.bic_table_), "BIC of every structure and number of components")
+
+
+def mda_chosen() -> str:
+    """What the fit chose per class (the numbers of the figure above)."""
+    _, _, model = _mda_fit()
+    table = model.bic_table_
+    rows = [
+        [c, s, int(g), f"{table.loc[(c, s), g]:.1f}"]
+        for c, s, g in zip(model.classes_, model.structure_, model.n_components_, strict=True)
+    ]
+    return html_table(["class", "structure", "components G", "BIC (mclust's sign)"], rows)
+
+
+def mda_regions() -> str:
+    """Decision regions of QDA (one Gaussian per class) and of the chosen mixtures."""
+    X, y, model = _mda_fit()
+    classes = np.unique(y)
+    qda = genprob.MixtureDiscriminantAnalysis(structure="VVV", n_components=1).fit(X, y)
+    fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.6), sharey=True)
+    xs, ys = np.linspace(-5.5, 5.5, 220), np.linspace(-4.5, 5.0, 200)
+    chosen = ", ".join(
+        f"{c}: {s} x {g}"
+        for c, s, g in zip(classes, model.structure_, model.n_components_, strict=True)
+    )
+    for ax, (title, m) in zip(
+        axes,
+        [("one Gaussian per class (VVV, QDA)", qda), (f"chosen by BIC ({chosen})", model)],
+        strict=True,
+    ):
+        _regions(ax, m, xs, ys, classes)
+        _scatter(ax, X, y, classes)
+        ax.set(title=f"{title}\ntraining accuracy {m.score(X, y):.3f}", xlabel="$x_1$")
+    axes[0].set_ylabel("$x_2$")
+    axes[0].legend(loc="upper left", fontsize=8)
+    return img(fig, "Decision regions of one Gaussian per class and of the mixtures chosen by BIC")
+
+
+def mda_semi_supervised() -> str:
+    """Four labels per class: the labeled rows alone against EM over the unlabeled rows."""
+    import warnings
+
+    X, y = _two_blob_class(seed=1)
+    X_test, y_test = _two_blob_class(seed=2)
+    rng = np.random.default_rng(0)
+    partial = np.full(len(y), -1, dtype=object)
+    for label, count in (("a", 4), ("b", 4)):
+        # two labels on each blob of class "a", so that every component starts from a label
+        rows = np.flatnonzero(y == label)
+        if label == "a":
+            rows = np.r_[
+                rng.choice(rows[: len(rows) // 2], 2), rng.choice(rows[len(rows) // 2 :], 2)
+            ]
+        else:
+            rows = rng.choice(rows, count, replace=False)
+        partial[rows] = label
+    labeled = partial != -1
+    settings = dict(structure=["EII", "VII", "EEE", "VVV"], n_components=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        alone = genprob.MixtureDiscriminantAnalysis(structure="VII", n_components=(1, 2))
+        alone.fit(X[labeled], partial[labeled].astype(str))
+        semi = genprob.MixtureDiscriminantAnalysis(**settings).fit(X, partial)
+    classes = np.array(["a", "b"])
+    fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.6), sharey=True)
+    xs, ys = np.linspace(-5.5, 5.5, 220), np.linspace(-4.5, 5.0, 200)
+    for ax, (title, m) in zip(
+        axes,
+        [("the 8 labeled rows alone", alone), ("with the unlabeled rows (EM)", semi)],
+        strict=True,
+    ):
+        _regions(ax, m, xs, ys, classes)
+        ax.scatter(X[~labeled, 0], X[~labeled, 1], s=5, color="0.6", label="unlabeled")
+        _scatter(ax, X[labeled], partial[labeled].astype(str), classes, edgecolor="k", zorder=3)
+        ax.set(title=f"{title}\ntest accuracy {m.score(X_test, y_test):.3f}", xlabel="$x_1$")
+    axes[0].set_ylabel("$x_2$")
+    axes[0].legend(loc="upper left", fontsize=8)
+    return img(fig, "Semi-supervised model-based classification with four labels per class")
+
+
+def mda_benchmark_table() -> str:
+    """The committed output of benchmarks/semi_supervised_mda.py, whatever it shows."""
+    import json
+
+    path = ROOT / "benchmarks" / "results" / "semi_supervised_mda.json"
+    result = json.loads(path.read_text())
+    methods = result["methods"]
+    rows = []
+    for r in result["rows"]:
+        cells = [r["data"], r["labels_per_class"]]
+        cells += [
+            f"{r['accuracy'][m]:.3f}" + (f" ({r['failed'][m]} failed)" if r["failed"][m] else "")
+            for m in methods
+        ]
+        rows.append(cells)
+    bold = {
+        (i, 2 + j)
+        for i, r in enumerate(result["rows"])
+        for j, m in enumerate(methods)
+        if f"{r['accuracy'][m]:.3f}" == f"{max(r['accuracy'].values()):.3f}"
+    }
+    seeds = result["rows"][0]["seeds"]
+    note = (
+        f"<p>Mean test accuracy over {seeds} seeds (the same splits for every method); "
+        f"structures chosen from {', '.join(result['structures'])}. Made by "
+        "<code>python benchmarks/semi_supervised_mda.py</code>, committed in "
+        "<code>benchmarks/results/semi_supervised_mda.json</code>.</p>"
+    )
+    return note + html_table(["data", "labels per class", *methods], rows, bold)

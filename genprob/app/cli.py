@@ -233,10 +233,16 @@ def _check_jobs(args):
     """``(story name, data label, loader)`` for every requested check."""
     from genprob.app import registry
 
-    names = args.stories or registry.names()
+    names = args.stories or [name for name in registry.names() if registry.has_story(name)]
     unknown = [name for name in names if name not in registry.STORIES]
     if unknown:
         raise UserError(f"unknown story {unknown[0]!r}; known: {', '.join(registry.names())}.")
+    chosen = [name for name in names if not registry.has_story(name)]
+    if chosen:
+        raise UserError(
+            f"{chosen[0]!r} is not one story: it chooses its model per class by a criterion, "
+            f"so there is no single likelihood to cross-check (genprob fit {chosen[0]} fits it)."
+        )
     if args.target and not args.data:
         raise UserError("--target applies to a CSV file given with --data.")
     jobs = []
@@ -670,7 +676,11 @@ def _settable(name, value) -> bool:
     return (
         name not in _FLAG_PARAMETERS
         and name not in _OBJECT_PARAMETERS
-        and isinstance(value, None | bool | int | float | str)
+        and (
+            isinstance(value, None | bool | int | float | str)
+            # a list of numbers, as "1,2,3" (MixtureDiscriminantAnalysis's n_components)
+            or (isinstance(value, list | tuple) and all(isinstance(v, int | float) for v in value))
+        )
     )
 
 
@@ -1115,6 +1125,10 @@ def _run_fit(args) -> int:
         state = "converged" if estimator.converged_ else "NOT converged"
         rows += f"; EM: {estimator.n_iter_} iterations, {state}"
     print(f"  rows:           {rows}")
+    if hasattr(estimator, "n_components_"):  # a model chosen by a criterion, per class
+        chosen = zip(estimator.classes_, estimator.structure_, estimator.n_components_, strict=True)
+        text = ", ".join(f"{c}: {s} x {g}" for c, s, g in chosen)
+        print(f"  chosen:         {text} (structure x components, by {estimator.criterion})")
     print(f"  train accuracy: {accuracy:.4f} (labeled rows)")
     marginal = "; marginal on unlabeled rows" if unlabeled.any() else ""
     print(f"  log-likelihood: {loglik:.6g} ({loglik / len(y):.4g} per row{marginal})")
@@ -1273,7 +1287,7 @@ def _prediction_features(model, frame, path: str):
     return _check_features(
         features,
         path,
-        text_allowed=registry.takes_text(model.story_),
+        text_allowed=registry.takes_text(getattr(model, "story_", None)),
         missing=getattr(model, "missing", "error"),  # a model fit to marginalize predicts so too
         predicting=True,
     )
@@ -1284,7 +1298,7 @@ def _predict_missing(model, missing: str) -> None:
     observed cells (the fitted parameters unchanged), or refuses them."""
     from genprob.masking import marginalized
 
-    if missing == "marginalize":
+    if missing == "marginalize" and hasattr(model, "story_"):  # else the estimator's own
         try:
             marginalized(model.story_)  # refuses a story that cannot leave entries out
         except ValueError as error:

@@ -130,6 +130,17 @@ def make_story(name: str, X) -> Story:
     return get(name).factory(np.asarray(X))
 
 
+def has_story(name: str) -> bool:
+    """Whether the registry story ``name`` is one story (its face fits a story), which ``genprob
+    check`` can cross-check; a face without one (``_has_story = False``) chooses its model."""
+    entry = get(name)
+    if not entry.face:
+        return True
+    from genprob.families._registry import load
+
+    return getattr(load(entry.face), "_has_story", True)
+
+
 def report_stories() -> tuple:
     """The stories the full report cross-checks (the families' choice)."""
     return tuple(command.name for command in commands().values() if command.in_report)
@@ -143,7 +154,7 @@ def notes() -> str:
 def takes_text(story: Story) -> bool:
     """Whether a fitted model of ``story`` reads text columns (a family with a table
     estimator)."""
-    family = families().get(story.name)
+    family = families().get(getattr(story, "name", None))
     return family is not None and any(c.table_estimator for c in family.commands)
 
 

@@ -9,6 +9,10 @@ from genprob.estimators.gaussian import (
 )
 
 # -- end Gaussian family --
+# -- model-based discriminant analysis (issue 44) --
+from genprob.estimators.mda import MixtureDiscriminantAnalysis
+
+# -- end model-based discriminant analysis --
 # -- discrete and mixed families --
 from genprob.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialNB, PoissonNB
 from genprob.estimators.mixed import MixedNB

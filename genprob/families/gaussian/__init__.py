@@ -55,6 +55,7 @@ FAMILY = Family(
         "genprob.estimators.gaussian:GaussianNB",
         "genprob.estimators.gaussian:LinearDiscriminantAnalysis",
         "genprob.estimators.gaussian:QuadraticDiscriminantAnalysis",
+        "genprob.estimators.mda:MixtureDiscriminantAnalysis",
     ),
     commands=(
         _command(
@@ -116,6 +117,15 @@ FAMILY = Family(
             "wine",
             shared=False,
             estimator="unbiased",
+        ),
+        Command(
+            "mda",
+            "Gaussian mixtures within classes, structure and components chosen by BIC (mclust)",
+            _DATA,
+            note="mda fits the 14 mclust structures with 1 to 3 components per class "
+            "(--param n_components=1 for EDDA, --param structure=VVV for one structure).",
+            face="genprob.estimators.mda:MixtureDiscriminantAnalysis",
+            face_options={"structure": "all", "n_components": (1, 2, 3)},
         ),
     ),
     block=Block(_naive_block, settings=("var_smoothing",)),

@@ -60,7 +60,7 @@ def _class_covariances(story, params):
     means = params["means"]
     spread = params[story.spread_name]
     shape = means.shape + means.shape[-1:]
-    if not story.structure.full:
+    if not story.covariance_structure.full:
         return means, None, jnp.broadcast_to(spread, means.shape)
     return means, jnp.broadcast_to(spread, shape), None
 
@@ -93,7 +93,7 @@ def observed_statistics(story, X, R, observed, params=None):
     shift = _shift(X, observed)
     weights = observed.astype(R.dtype)
     centered = jnp.where(observed, X - shift, 0.0)
-    structure = story.structure
+    structure = story.covariance_structure
     if not structure.full:
         return {
             "counts": R.T @ weights,
@@ -151,7 +151,7 @@ def maximize_observed_diagonal(story, stats):
     adds that fraction of the largest observed feature variance, as with complete data.
     """
     counts, sums, squares = stats["counts"], stats["sums"], stats["squares"]
-    structure = story.structure
+    structure = story.covariance_structure
     safe = jnp.where(counts > 0, counts, 1.0)
     centered = sums / safe
     means = jnp.where(counts > 0, centered + stats["shift"], jnp.nan)

@@ -25,6 +25,7 @@ from genprob.families.gaussian.distributions import (
     quadratic_scores,
     whiten_twice,
 )
+from genprob.families.gaussian.mclust import STRUCTURES, num_covariance_parameters
 from genprob.families.gaussian.moments import (
     centering_floor,
     ledoit_wolf_shrinkage,
@@ -35,8 +36,10 @@ from genprob.families.gaussian.moments import (
     symmetrize,
 )
 from genprob.families.gaussian.structures import (
+    NAMED_STRUCTURES,
     CovarianceStructure,
     check_variances,
+    named_structure,
     pseudo_scatter,
     structure_of,
 )
@@ -90,8 +93,8 @@ class GaussianStory(Story):
 
     def __init__(
         self,
-        covariance: str = "full",
-        shared: bool = True,
+        covariance: str | None = None,
+        shared: bool | None = None,
         estimator: str = "mle",
         reg_param: float = 0.0,
         shrinkage=0.0,
@@ -101,7 +104,18 @@ class GaussianStory(Story):
         rank_tol=None,
         covariance_weights=None,
         mean_prior_loc=0.0,
+        structure: str | None = None,
     ):
+        covariance, shared = _resolve_structure(structure, covariance, shared)
+        if structure in NAMED_STRUCTURES and (
+            estimator != "mle" or shrinkage or reg_param or var_smoothing or rank_tol is not None
+            or covariance_weights is not None
+        ):  # fmt: skip
+            raise ValueError(
+                f"structure={structure!r} is fitted by maximum likelihood only: estimator, "
+                "shrinkage, reg_param, var_smoothing, rank_tol and covariance_weights apply to "
+                "EEE, VVV, EEI and VVI."
+            )
         if covariance not in ("full", "diag"):
             raise ValueError(f"covariance must be 'full' or 'diag', got {covariance!r}.")
         if estimator not in ("mle", "unbiased"):
@@ -157,16 +171,27 @@ class GaussianStory(Story):
         self.rank_tol = rank_tol
         self.covariance_weights = covariance_weights
         self.mean_prior_loc = _prior_setting("mean_prior_loc", mean_prior_loc, positive=False)
+        self.structure = structure
 
     @property
-    def structure(self) -> CovarianceStructure:
-        """The covariance structure's strategy object (full/diagonal, shared/per class)."""
+    def covariance_structure(self) -> CovarianceStructure:
+        """The covariance structure's strategy object (full/diagonal, shared/per class, or one
+        of mclust's other structures)."""
+        if self.structure in NAMED_STRUCTURES:
+            return named_structure(self.structure)
         return structure_of(self.covariance, self.shared)
+
+    @property
+    def structure_name(self) -> str:
+        """mclust's name of the structure (``"EEE"`` for LDA's shared full covariance, ...)."""
+        if self.structure is not None:
+            return self.structure
+        return _NAME_OF_KIND[(self.covariance, self.shared)]
 
     @property
     def spread_name(self) -> str:
         """Name of the spread parameter: ``"covariance"`` (full) or ``"variances"`` (diag)."""
-        return self.structure.spread_name
+        return self.covariance_structure.spread_name
 
     @property
     def _auto_shrinkage(self) -> bool:
@@ -186,16 +211,25 @@ class GaussianStory(Story):
         """``means`` (class, feature); covariance (feature, feature2), variances (feature),
         each with a leading ``class`` when per class."""
         spread = {"covariance": ("feature", "feature2"), "variances": ("feature",)}
+        if name in _LATENT_DIMS:
+            return (("class",) if len(shape) > len(_LATENT_DIMS[name]) else ()) + _LATENT_DIMS[name]
         if name in spread:
             dims = spread[name] if self.shared else ("class", *spread[name])
             if len(dims) == len(shape):
                 return dims
         return super().parameter_dims(name, shape, num_classes, num_features)
 
+    def align_parameters(self, params, reference):
+        """The free parameters of a named structure recomputed, canonically, from the covariance:
+        an optimizer may reach the same covariances through permuted or sign-flipped axes."""
+        if self.structure not in NAMED_STRUCTURES or "covariance" not in params:
+            return params
+        return {**params, **self.covariance_structure.latent_of(params["covariance"])}
+
     @property
     def _needs_class_scatter(self) -> bool:
         """Per-class full scatter matrices are needed (QDA, or LDA with auto / weights)."""
-        return self.structure.full and (
+        return self.covariance_structure.full and (
             not self.shared or self._auto_shrinkage or self.covariance_weights is not None
         )
 
@@ -207,7 +241,9 @@ class GaussianStory(Story):
             .expand([num_classes, num_features])
             .to_event(2),
         )
-        spread = self.structure.prior(num_classes, num_features, self.covariance_prior_scale)
+        spread = self.covariance_structure.prior(
+            num_classes, num_features, self.covariance_prior_scale
+        )
         return {"means": means, self.spread_name: spread}
 
     def scaled_to_data(self, X):
@@ -229,7 +265,7 @@ class GaussianStory(Story):
         )
 
     def emission(self, params):
-        return self.structure.emission(
+        return self.covariance_structure.emission(
             params["means"], params[self.spread_name], self.rank_tol, params.get(FACTORS)
         )
 
@@ -237,9 +273,9 @@ class GaussianStory(Story):
         """The spread's factorization (Cholesky or retained-subspace whitening; empty for
         diagonal spreads), with the linear terms of a shared covariance's class scores. Passed
         back as ``params[FACTORS]``, it spares every later scoring call the O(D^3) work."""
-        if not self.structure.full:
+        if not self.covariance_structure.full:
             return {}  # diagonal spreads score from their variances
-        factors = self.structure.factorize(params[self.spread_name], self.rank_tol)
+        factors = self.covariance_structure.factorize(params[self.spread_name], self.rank_tol)
         if self.shared:
             # the class scores' (D, K) directions: predictions skip the (D, D) whitening
             constant = class_constant(factors["rank"], factors["log_normalizer"])
@@ -279,11 +315,11 @@ class GaussianStory(Story):
         constants; for a diagonal spread the inverse sds (D,) when shared, else the variances
         (K, D) (:func:`quadratic_scores`)."""
         spread = params[self.spread_name]
-        if not self.structure.full:
+        if not self.covariance_structure.full:
             xp = namespace(spread)
             constant = diagonal_log_normalizer(xp.broadcast_to(spread, params["means"].shape))
             return (1.0 / xp.sqrt(spread) if self.shared else spread), constant
-        factors = params.get(FACTORS) or self.structure.factorize(spread, self.rank_tol)
+        factors = params.get(FACTORS) or self.covariance_structure.factorize(spread, self.rank_tol)
         return factors["whitening"], class_constant(factors["rank"], factors["log_normalizer"])
 
     # -- closed form -----------------------------------------------------------------------------
@@ -299,7 +335,7 @@ class GaussianStory(Story):
         class means and sds: those statistics are therefore not additive over chunks.
         """
         shift = reference_point(X)
-        moments = self.structure.moments(X, R, shift, self._needs_class_scatter)
+        moments = self.covariance_structure.moments(X, R, shift, self._needs_class_scatter)
         stats = {"counts": column_sums(R), "shift": shift, **moments}
         if self._auto_shrinkage:
             stats["fourth_moments"] = self._fourth_moments(X, R, stats)
@@ -335,7 +371,7 @@ class GaussianStory(Story):
         """The statistics' moments about ``shift`` instead of ``stats["shift"]``."""
         offset = stats["shift"] - shift
         counts, sums = stats["counts"], stats["sums"]
-        structure = self.structure
+        structure = self.covariance_structure
         moved = dict(stats)
         moved["sums"] = sums + counts[:, None] * offset
         moved["squares"] = structure.move(
@@ -383,7 +419,7 @@ class GaussianStory(Story):
         num_classes, num_features = sums.shape
         centered_means = sums / counts[:, None]
         means = centered_means + stats["shift"]
-        structure = self.structure
+        structure = self.covariance_structure
         full = structure.full
         total = counts.sum()
         scatter = structure.scatter(stats["squares"], sums, centered_means, counts)
@@ -457,7 +493,7 @@ class GaussianStory(Story):
         """``var_smoothing * max_j Var(x_j)``: the variance added by Gaussian-NB smoothing."""
         counts, sums = stats["counts"], stats["sums"]
         total = counts.sum(axis=0)  # per feature when counts are (K, D) (missing entries)
-        squares = self.structure.diagonal(stats["squares"])
+        squares = self.covariance_structure.diagonal(stats["squares"])
         if squares.ndim == 2:
             squares = squares.sum(axis=0)
         # an overflow gives inf, which the fit refuses by name (check_overflow)
@@ -470,7 +506,13 @@ class GaussianStory(Story):
             return gaussian_missing.maximize_observed_diagonal(self, stats)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             terms = self._spread_terms(stats)
-        return {"means": terms["means"], self.spread_name: terms["spread"]}
+        params = {"means": terms["means"], self.spread_name: terms["spread"]}
+        if self.structure in NAMED_STRUCTURES:
+            counts = terms["group_counts"]
+            params.update(
+                self.covariance_structure.maximize(terms["mle"] * counts[:, None, None], counts)
+            )
+        return params
 
     def log_penalty(self, params, stats):
         r"""Log density (up to a constant) of the prior whose MAP is the regularized closed form.
@@ -502,10 +544,10 @@ class GaussianStory(Story):
         pseudo = pseudo_scatter(terms)
         spread = params[self.spread_name]
         xp = namespace(spread, pseudo)
-        if not self.structure.full:
+        if not self.covariance_structure.full:
             extra = per_group(extra, spread)
             return xp.sum(-0.5 * extra * xp.log(spread) - 0.5 * pseudo / spread)
-        factors = self.structure.factorize(spread, self.rank_tol)
+        factors = self.covariance_structure.factorize(spread, self.rank_tol)
         whitening = factors["whitening"]
         # tr(Sigma^-1 Psi) = tr(W^T Psi W); -1/2 log det Sigma = log_normalizer
         trace = xp.trace(xp.swapaxes(whitening, -1, -2) @ pseudo @ whitening, axis1=-2, axis2=-1)
@@ -520,7 +562,7 @@ class GaussianStory(Story):
 
     @property
     def missing_needs_em(self) -> bool:
-        return self.structure.full
+        return self.covariance_structure.full
 
     def observed_log_prob(self, params, X, observed):
         return gaussian_missing.observed_log_prob(self, params, X, observed)
@@ -529,15 +571,20 @@ class GaussianStory(Story):
         return gaussian_missing.observed_statistics(self, X, R, observed, params)
 
     def num_parameters(self, num_classes, num_features):
-        copies = math.prod(self.structure.copies(num_classes))
-        per_covariance = self.structure.per_covariance(num_features)
+        if self.structure is not None:
+            covariances = num_covariance_parameters(self.structure, num_classes, num_features)
+            return (num_classes - 1) + num_classes * num_features + covariances
+        copies = math.prod(self.covariance_structure.copies(num_classes))
+        per_covariance = self.covariance_structure.per_covariance(num_features)
         return (num_classes - 1) + num_classes * num_features + copies * per_covariance
 
     def check_scale(self, params) -> None:
         """Refuse variances so small that the features' squares lose their precision (data on a
         tiny scale), asking to rescale; estimators call it before their own rank checks."""
         _check_spread_scale(
-            np.asarray(params[self.spread_name]), np.asarray(params["means"]), self.structure.full
+            np.asarray(params[self.spread_name]),
+            np.asarray(params["means"]),
+            self.covariance_structure.full,
         )
 
     def check_parameters(self, params, class_names=None, feature_names=None):
@@ -562,11 +609,11 @@ class GaussianStory(Story):
                 parts.append(f"in class {classes[k] if classes else k}")
             return " ".join(parts)
 
-        if not self.structure.full:
+        if not self.covariance_structure.full:
             bad = check_variances(params["variances"], params["means"])
             if bad.size:
                 k, j = bad[0]
-                scope = self.structure.scope(k, where)
+                scope = self.covariance_structure.scope(k, where)
                 raise ValueError(
                     f"{where(j=j)} has zero variance {scope} with var_smoothing="
                     f"{self.var_smoothing:g}: its Gaussian is degenerate. Set var_smoothing > 0 "
@@ -581,7 +628,7 @@ class GaussianStory(Story):
             try:
                 np.linalg.cholesky(matrix)
             except np.linalg.LinAlgError:
-                scope = self.structure.scope(k, where)
+                scope = self.covariance_structure.scope(k, where)
                 knob = "shrinkage" if self.shared else "reg_param"
                 raise ValueError(
                     f"the {scope} is singular ({num_features} features): its Gaussian is "
@@ -595,7 +642,9 @@ class GaussianStory(Story):
         not converge, -inf log-likelihoods)."""
         means = np.asarray(params["means"])
         spread = np.asarray(params[self.spread_name])
-        variances = np.diagonal(spread, axis1=-2, axis2=-1) if self.structure.full else spread
+        variances = (
+            np.diagonal(spread, axis1=-2, axis2=-1) if self.covariance_structure.full else spread
+        )
         variances = np.broadcast_to(variances, means.shape)
         # a class without (weighted) rows has undefined moments: its own check names it
         if "class_prior" in params:
@@ -648,7 +697,7 @@ class GaussianStory(Story):
         means = params["means"]
         spread = params[self.spread_name]
         xp = namespace(means, spread)
-        precision, normalizer, whitening = self.structure.summary(
+        precision, normalizer, whitening = self.covariance_structure.summary(
             means, spread, self.rank_tol, params.get(FACTORS)
         )
         linear = xp.einsum("kde,ke->kd", precision, means)
@@ -676,7 +725,7 @@ class GaussianStory(Story):
                 "linear boundary; use genprob.boundaries.quadratic_boundary."
             )
         means = params["means"]
-        if self.structure.full:
+        if self.covariance_structure.full:
             linear = whiten_twice(means, self._whitening_and_constant(params)[0])
         else:
             linear = means / params["variances"]
@@ -706,7 +755,7 @@ class GaussianStory(Story):
         """``W`` (D, D) with ``W^T Sigma W = I`` on the retained subspace (shared spread only)."""
         if not self.shared:
             raise ValueError("a whitening common to all classes needs a shared covariance.")
-        if self.structure.full:
+        if self.covariance_structure.full:
             return self._whitening_and_constant(params)[0]
         return self.emission_summary(params)["whitening"]
 
@@ -766,3 +815,34 @@ def _prior_setting(name, value, *, positive: bool):
         condition = "> 0" if positive else "finite"
         raise ValueError(f"{name} must be a {condition} number or one per feature, got {value!r}.")
     return float(array) if array.ndim == 0 else array
+
+
+#: Dimension names of the free parameters of a named structure (a leading ``class`` when V).
+_LATENT_DIMS = {"log_volume": (), "log_shape": ("shape",), "orientation": ("rotation",)}
+
+#: The four structures with their own strategies, by mclust name and by (covariance, shared).
+_KIND_OF_NAME = {
+    "EEE": ("full", True),
+    "VVV": ("full", False),
+    "EEI": ("diag", True),
+    "VVI": ("diag", False),
+}
+_NAME_OF_KIND = {kind: name for name, kind in _KIND_OF_NAME.items()}
+
+
+def _resolve_structure(structure, covariance, shared):
+    """``(covariance, shared)`` of a structure name, checked against the ones given; the other
+    ten structures store per-class full covariances."""
+    if structure is None:
+        return ("full" if covariance is None else covariance), (True if shared is None else shared)
+    if structure not in STRUCTURES:
+        raise ValueError(f"structure must be one of {', '.join(STRUCTURES)}, got {structure!r}.")
+    kind = _KIND_OF_NAME.get(structure, ("full", False))
+    if (covariance is not None and covariance != kind[0]) or (
+        shared is not None and bool(shared) != kind[1]
+    ):
+        raise ValueError(
+            f"structure={structure!r} stores covariance={kind[0]!r}, shared={kind[1]}; got "
+            f"covariance={covariance!r}, shared={shared!r}. Give the structure alone."
+        )
+    return kind

@@ -3,7 +3,7 @@
 A structure knows how its spread is sampled, scored and estimated: full or diagonal
 (:class:`FullCovariance`, :class:`DiagonalCovariance`), shared by all classes or one per class
 (the :class:`Shared` and :class:`PerClass` mixins). ``GaussianStory`` delegates every
-structure-dependent step to ``story.structure`` instead of branching on it.
+structure-dependent step to ``story.covariance_structure`` instead of branching on it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 
 from genprob._arrays import namespace, row_sums
 from genprob._lazy import LazyModule
+from genprob.families.gaussian import mclust
 from genprob.families.gaussian.distributions import full_factors, full_gaussian
 from genprob.families.gaussian.moments import (
     per_group,
@@ -24,6 +25,7 @@ from genprob.families.gaussian.moments import (
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
 normals = LazyModule("genprob.families.gaussian.normals")
+jnp = LazyModule("jax.numpy")
 
 
 __all__ = [
@@ -33,6 +35,8 @@ __all__ = [
     "SharedDiagonal",
     "PerClassDiagonal",
     "structure_of",
+    "NamedStructure",
+    "named_structure",
 ]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -273,6 +277,50 @@ class SharedDiagonal(Shared, DiagonalCovariance):
 
 class PerClassDiagonal(PerClass, DiagonalCovariance):
     """Variances per class (Gaussian naive Bayes)."""
+
+
+class NamedStructure(PerClassFull):
+    """One of mclust's structures besides EEE, VVV, EEI and VVI (:mod:`.mclust`): per-class
+    covariances (K, D, D) constrained by the name, scored like QDA's. The prior and the
+    optimizers see the free parameters of ``lambda_k D_k A_k D_k^T``
+    (:func:`.mclust.latent_shapes`); the closed form is :func:`.mclust.covariances`."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def prior(self, num_classes, num_features, scale):
+        latent = {}
+        shapes = mclust.latent_shapes(self.name, num_classes, num_features)
+        for site, shape in shapes.items():
+            # log volume about the scale's square (as the inverse-Wishart's), shape and
+            # orientation about the identity
+            loc, sd = (2.0 * jnp.log(scale), 2.0) if site == "log_volume" else (0.0, 1.0)
+            latent[site] = numpyro.sample(
+                site, dist.Normal(loc, sd).expand(list(shape)).to_event(len(shape))
+            )
+        return mclust.compose(self.name, latent, num_classes, num_features, xp=jnp)
+
+    def latent_of(self, covariance) -> dict:
+        """The canonical free parameters of covariances (K, D, D) of this structure."""
+        latent = mclust.decompose(self.name, np.asarray(covariance, dtype=np.float64))
+        return {k: np.asarray(v, dtype=np.asarray(covariance).dtype) for k, v in latent.items()}
+
+    def maximize(self, scatter, counts) -> dict:
+        """``covariance`` and its free parameters from per-class scatter matrices and counts:
+        NumPy in, NumPy out (a degenerate class raises, naming it); traced, JAX out (a degenerate
+        class gives non-finite values, which EM and the fit refuse)."""
+        sigma = mclust.covariances(self.name, scatter, counts)
+        return {"covariance": sigma, **mclust.decompose(self.name, sigma)}
+
+
+#: mclust's structures without a strategy of their own above.
+NAMED_STRUCTURES = tuple(s for s in mclust.STRUCTURES if s not in ("EEE", "VVV", "EEI", "VVI"))
+_NAMED = {name: NamedStructure(name) for name in NAMED_STRUCTURES}
+
+
+def named_structure(name: str) -> NamedStructure:
+    """The strategy object of one of :data:`NAMED_STRUCTURES`."""
+    return _NAMED[name]
 
 
 _STRUCTURES = {

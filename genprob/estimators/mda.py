@@ -1,0 +1,534 @@
+"""Model-based discriminant analysis: Gaussian mixtures within classes, chosen by BIC (issue 44).
+
+:class:`MixtureDiscriminantAnalysis` is R mclust's ``MclustDA`` (a mixture of ``G_k`` Gaussians
+of one structure per class, structure and ``G_k`` chosen by BIC per class), ``EDDA`` (one
+Gaussian per class, the structure across the classes, chosen by a common BIC) and
+``MclustSSC`` (unlabeled rows, ``y = -1``) in one scikit-learn classifier. The maths is
+:mod:`genprob.families.gaussian.mixture`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from genprob._arrays import encode_labels, is_integer_labels
+from genprob._validation import (
+    EM_PARAMETER_CONSTRAINTS,
+    MISSING_PARAMETER_CONSTRAINTS,
+    NumberInterval,
+    check_real_numbers,
+    check_sample_weight,
+    check_unlabeled_label,
+    unlabeled_mask,
+)
+from genprob.estimators._criteria import CriteriaMixin
+from genprob.families.gaussian import mixture
+from genprob.persistence import register_estimator
+from genprob.streaming import is_dask_collection
+
+__all__ = ["MixtureDiscriminantAnalysis"]
+
+#: The header of the criterion tables (mclust's sign, unlike :meth:`bic`).
+TABLE_SIGN = "2 log L - df log n (mclust's sign: larger is better)"
+
+
+def _structures():
+    from genprob.families.gaussian import mclust
+
+    return tuple(mclust.STRUCTURES)
+
+
+class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator):
+    """Gaussian mixtures within classes, structure and components chosen by BIC (mclust's
+    MclustDA, EDDA and MclustSSC).
+
+    Class ``k`` is a mixture of ``G_k`` Gaussian components whose covariances follow one of
+    the 14 structures of Celeux & Govaert (1995) (``lambda D A D^T``, mclust's names).
+
+    * ``n_components=1`` (EDDA): one Gaussian per class and the structure constrains the
+      classes' covariances together (``"EEE"`` is LDA, ``"VVV"`` QDA); the structure is chosen
+      by one BIC over all rows (mixture log-likelihood; with unlabeled rows MclustSSC's).
+    * several values of ``n_components`` (MclustDA): the structure constrains the components of
+      a class; each class gets its own structure and ``G_k``, chosen by BIC on its rows
+      (mclust's ``Mclust`` per class). With unlabeled rows the classes are no longer
+      separate: one structure and one ``G`` for every class are chosen by the BIC of the
+      partly labeled log-likelihood.
+
+    EM (components within a class, and classes for unlabeled rows) starts from seeded k-means
+    of each class's labeled rows (mclust starts from model-based hierarchical clustering), the
+    best of ``n_init`` starts kept. A candidate whose component collapses (singular
+    covariance) is left out of the table with a warning naming the class and component.
+
+    Args:
+        structure: a structure name (``"VVV"``), a list of names (or ``"EEE,VVV"``), or
+            ``"all"`` (the 14).
+        n_components: components per class: an int, or an iterable of ints to choose from.
+        criterion: ``"bic"`` or ``"icl"``: what chooses the model.
+        missing: ``"error"`` refuses NaN cells; ``"marginalize"`` sums them out (the exact
+            density of the observed coordinates, in EM and in prediction).
+        unlabeled_weight: weight λ of unlabeled rows (``y = -1``) in EM.
+        max_iter: EM's iterations (per candidate and start).
+        em_tol: EM's relative tolerance on the log-likelihood.
+        n_init: k-means starts per class with several components.
+        random_state: seed of the k-means starts (an int; the fit is deterministic).
+        unlabeled_label: the label of unlabeled rows (-1); None: every label is a class.
+
+    Attributes:
+        classes_: class labels.
+        structure_: (K,) the structure chosen for each class (the same for all under EDDA).
+        n_components_: (K,) the number of components chosen for each class.
+        bic_table_: pandas DataFrame of BIC in mclust's sign (larger is better, as mclust
+            prints it; ``attrs["sign"]`` says so): rows structures, columns numbers of
+            components; a (class, structure) row index when each class chose its own model.
+            A NaN cell is a candidate that collapsed.
+        icl_table_: the same for ICL.
+        criterion_table_: the table of ``criterion``.
+        params_: ``class_prior`` (K,), ``weights`` (J,) within-class mixing proportions,
+            ``means`` (J, D), ``covariances`` (J, D, D), ``component_class`` (J,) class code
+            of each component (J = sum of ``n_components_``).
+        log_likelihood_: the chosen fit's log-likelihood (the mixture one; with unlabeled rows
+            the partly labeled one EM maximized).
+        n_iter_: EM's iterations of the chosen fit (absent after a closed-form fit).
+        converged_: whether that EM reached ``em_tol``.
+        log_likelihood_trace_: EM's objective after each iteration (never decreasing).
+
+    ``partial_fit`` and Dask collections are not supported: EM over components does not work
+    on statistics that add over chunks (the responsibilities depend on the parameters).
+    """
+
+    _parameter_constraints: dict = {
+        "structure": [str, list, tuple],
+        "n_components": [
+            NumberInterval(numbers.Integral, 1, None, closed="left"),
+            list,
+            tuple,
+            range,
+        ],
+        "criterion": [str],
+        **MISSING_PARAMETER_CONSTRAINTS,
+        "unlabeled_weight": [NumberInterval(numbers.Real, 0, 1, closed="both")],
+        **{k: EM_PARAMETER_CONSTRAINTS[k] for k in ("max_iter", "em_tol", "n_init")},
+        "random_state": [NumberInterval(numbers.Integral, 0, None, closed="left")],
+        "unlabeled_label": EM_PARAMETER_CONSTRAINTS["unlabeled_label"],
+    }
+
+    #: no ``story_``: the mixtures within classes are not one story (genprob.persistence)
+    _has_story = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        register_estimator(cls)
+
+    def __init__(
+        self,
+        structure="all",
+        n_components=1,
+        *,
+        criterion="bic",
+        missing="error",
+        unlabeled_weight=1.0,
+        max_iter=200,
+        em_tol=1e-8,
+        n_init=1,
+        random_state=0,
+        unlabeled_label=-1,
+    ):
+        self.structure = structure
+        self.n_components = n_components
+        self.criterion = criterion
+        self.missing = missing
+        self.unlabeled_weight = unlabeled_weight
+        self.max_iter = max_iter
+        self.em_tol = em_tol
+        self.n_init = n_init
+        self.random_state = random_state
+        self.unlabeled_label = unlabeled_label
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.missing == "marginalize"
+        return tags
+
+    # -- settings --------------------------------------------------------------------------------
+    def _candidate_structures(self) -> tuple:
+        known = _structures()
+        value = self.structure
+        if isinstance(value, str):
+            # "EEE,VVV": the command line's --param structure=EEE,VVV
+            value = known if value == "all" else tuple(v.strip() for v in value.split(","))
+        value = tuple(value)
+        unknown = [s for s in value if s not in known]
+        if unknown or not value:
+            raise ValueError(
+                f"unknown structure {unknown or value!r}; expected names among "
+                f"{', '.join(known)}, or 'all'."
+            )
+        return value
+
+    def _candidate_components(self) -> tuple:
+        value = self.n_components
+        value = (value,) if isinstance(value, numbers.Integral) else tuple(value)
+        # whole floats too: the command line reads "1,2,3" as numbers
+        whole = all(isinstance(g, numbers.Real) and float(g).is_integer() for g in value)
+        if not value or not whole or min(value) < 1:
+            raise ValueError(f"n_components must be integers >= 1; got {self.n_components!r}.")
+        return tuple(sorted({int(g) for g in value}))
+
+    # -- data ------------------------------------------------------------------------------------
+    def _features(self, X, *, reset: bool, y=None):
+        """Checked features (and labels when fitting: ``reset``)."""
+        if is_dask_collection(X):
+            raise TypeError(
+                "MixtureDiscriminantAnalysis does not take Dask collections: EM over components "
+                "needs every row at each iteration (its statistics do not add over chunks); "
+                "compute the collection first."
+            )
+        nan = "allow-nan" if self.missing == "marginalize" else True
+        X = check_real_numbers(X, "X")
+        if not reset:
+            return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=nan)
+        return validate_data(self, X, y, dtype=np.float64, ensure_all_finite=nan)
+
+    @staticmethod
+    def _observed(X):
+        observed = ~np.isnan(X)
+        return None if observed.all() else observed
+
+    # -- fitting ---------------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit every candidate model and keep the one the criterion prefers.
+
+        Args:
+            X: features (n, D); NaN cells with ``missing="marginalize"``.
+            y: labels; ``-1`` marks an unlabeled row.
+            sample_weight: row weights (a weight of 2 counts a row twice, in BIC's n too).
+        """
+        if self.criterion not in ("bic", "icl"):
+            raise ValueError(f"criterion must be 'bic' or 'icl'; got {self.criterion!r}.")
+        X, y = self._features(X, reset=True, y=y)
+        structures = self._candidate_structures()
+        components = self._candidate_components()
+        n = X.shape[0]
+        weight = check_sample_weight(sample_weight, n, allow_all_zero=False)
+        weight = np.ones(n) if weight is None else weight
+        unlabeled = unlabeled_mask(y, check_unlabeled_label(self.unlabeled_label))
+        labeled_y = y[~unlabeled]
+        if labeled_y.size == 0:
+            raise ValueError("every row is unlabeled (y = -1): at least one labeled row per class.")
+        if not is_integer_labels(labeled_y):
+            check_classification_targets(labeled_y)
+        self.classes_, labeled_codes = encode_labels(labeled_y)
+        if len(self.classes_) < 2 and unlabeled.any():
+            marker = self.unlabeled_label
+            raise ValueError(
+                f"need at least 2 classes with unlabeled rows; the labeled rows (y != "
+                f"{marker!r}) hold only {self.classes_.tolist()}. {marker!r} marks unlabeled "
+                f"rows; if {marker!r} is a real class, pass unlabeled_label=None."
+            )
+        codes = np.full(n, -1, dtype=int)
+        codes[~unlabeled] = labeled_codes
+        row_weight = np.where(unlabeled, weight * self.unlabeled_weight, weight)
+        if n < 2 or float(row_weight.sum()) <= 0:
+            raise ValueError(f"n_samples={n}: a Gaussian fit needs at least 2 rows.")
+        observed = self._observed(X) if self.missing == "marginalize" else None
+        semi = bool(np.any(unlabeled & (row_weight > 0)))
+        for name in ("n_iter_", "converged_", "log_likelihood_trace_"):
+            self.__dict__.pop(name, None)
+        settings = dict(
+            observed=observed,
+            n_init=self.n_init,
+            random_state=int(self.random_state),
+            max_iter=self.max_iter,
+            tol=self.em_tol,
+        )
+        if components == (1,) or semi:
+            fit = self._fit_common(X, codes, row_weight, structures, components, semi, settings)
+        else:
+            fit = self._fit_per_class(X, codes, row_weight, structures, components, settings)
+        self._set_fit(fit, X, codes, row_weight, observed, semi)
+        return self
+
+    def _fit_common(self, X, codes, row_weight, structures, components, semi, settings):
+        """One structure and G for every class, chosen by one criterion over all rows."""
+        K = len(self.classes_)
+        n = float(row_weight.sum())
+        bic = np.full((len(structures), len(components)), np.nan)
+        icl = np.full_like(bic, np.nan)
+        fits, failures = {}, []
+        for a, structure in enumerate(structures):
+            for b, G in enumerate(components):
+                across = G == 1 and components == (1,)
+                try:
+                    fit = mixture.fit_mixture(
+                        X,
+                        codes,
+                        (G,) * K,
+                        structure if across else (structure,) * K,
+                        across_classes=across,
+                        row_weight=row_weight,
+                        **settings,
+                    )
+                except mixture.CollapsedComponentError as error:
+                    failures.append((structure, G, error))
+                    continue
+                if semi:
+                    log_lik = fit.log_likelihood
+                else:
+                    log_lik = mixture.mixture_log_likelihood(
+                        fit, X, row_weight, settings["observed"]
+                    )
+                df = mixture.num_parameters(fit.structures, fit.groups, K, X.shape[1])
+                bic[a, b] = 2.0 * log_lik - df * math.log(n)
+                icl[a, b] = bic[a, b] + 2.0 * mixture.icl_penalty(fit.responsibilities, row_weight)
+                fits[a, b] = fit
+        self._report(failures, len(structures) * len(components))
+        table = bic if self.criterion == "bic" else icl
+        a, b = np.unravel_index(np.nanargmax(table), table.shape)
+        rows = list(structures)
+        self._tables = {
+            name: _table(v, rows, components) for name, v in (("BIC", bic), ("ICL", icl))
+        }
+        return fits[a, b]
+
+    def _fit_per_class(self, X, codes, row_weight, structures, components, settings):
+        """MclustDA: each class's structure and G chosen by BIC on its own rows."""
+        chosen, bic_frames, icl_frames = [], [], []
+        for k in range(len(self.classes_)):
+            rows = codes == k
+            Xk, wk = X[rows], row_weight[rows]
+            settings_k = dict(settings)
+            if settings["observed"] is not None:
+                settings_k["observed"] = settings["observed"][rows]
+            n_k = float(wk.sum())
+            bic = np.full((len(structures), len(components)), np.nan)
+            icl = np.full_like(bic, np.nan)
+            fits, failures = {}, []
+            for a, structure in enumerate(structures):
+                for b, G in enumerate(components):
+                    try:
+                        fit = mixture.fit_mixture(
+                            Xk,
+                            np.zeros(len(Xk), int),
+                            (G,),
+                            (structure,),
+                            row_weight=wk,
+                            **settings_k,
+                        )
+                    except mixture.CollapsedComponentError as error:
+                        failures.append((structure, G, error))
+                        continue
+                    df = mixture.num_parameters(fit.structures, fit.groups, 1, X.shape[1])
+                    bic[a, b] = 2.0 * fit.log_likelihood - df * math.log(n_k)
+                    icl[a, b] = bic[a, b] + 2.0 * mixture.icl_penalty(fit.responsibilities, wk)
+                    fits[a, b] = fit
+            self._report(failures, len(structures) * len(components), self.classes_[k])
+            table = bic if self.criterion == "bic" else icl
+            a, b = np.unravel_index(np.nanargmax(table), table.shape)
+            chosen.append(fits[a, b])
+            bic_frames.append(bic)
+            icl_frames.append(icl)
+        rows = [[_label(c), s] for c in self.classes_ for s in structures]
+        self._tables = {
+            name: _table(np.vstack(v), rows, components)
+            for name, v in (("BIC", bic_frames), ("ICL", icl_frames))
+        }
+        counts = np.bincount(codes[codes >= 0], weights=row_weight[codes >= 0])
+        return _combine(chosen, counts / counts.sum())
+
+    def _report(self, failures, total, cls=None):
+        where = "" if cls is None else f"class {_label(cls)!r}: "
+        if len(failures) == total:
+            first = failures[0][2]
+            raise ValueError(
+                f"{where}no candidate model could be fitted; the first, {failures[0][0]} with "
+                f"G={failures[0][1]}: {self._named(first)}"
+            )
+        for structure, G, error in failures:
+            warnings.warn(
+                f"{where}{structure} with G={G} left out: {self._named(error)}",
+                mixture.CollapsedComponentWarning,
+                stacklevel=3,
+            )
+
+    def _named(self, error) -> str:
+        """The error's message with the class code replaced by its label."""
+        text = str(error)
+        if getattr(error, "cls", -1) >= 0 and error.cls < len(self.classes_):
+            label = _label(self.classes_[error.cls])
+            text = text.replace(f"class {error.cls},", f"class {label!r},", 1)
+        return text
+
+    def _set_fit(self, fit, X, codes, row_weight, observed, semi):
+        self._structures = tuple(str(s) for s in fit.structures)
+        self._groups = tuple(tuple(int(j) for j in g) for g in fit.groups)
+        K = len(self.classes_)
+        counts = np.bincount(fit.cell_class, minlength=K)
+        self.n_components_ = counts
+        if len(fit.groups) == 1 and K > 1:
+            self.structure_ = np.array([fit.structures[0]] * K, dtype=object)
+        else:
+            self.structure_ = np.array(list(fit.structures), dtype=object)
+        self.params_ = {
+            "class_prior": fit.class_prior,
+            "weights": fit.weights,
+            "means": fit.means,
+            "covariances": fit.covariances,
+            "component_class": fit.cell_class,
+        }
+        if semi:
+            self.log_likelihood_ = fit.log_likelihood
+        else:
+            self.log_likelihood_ = mixture.mixture_log_likelihood(fit, X, row_weight, observed)
+        if fit.n_iter:
+            self.n_iter_ = fit.n_iter
+            self.converged_ = fit.converged
+            self.log_likelihood_trace_ = np.asarray(fit.trace)
+
+    # -- the fitted model ------------------------------------------------------------------------
+    @property
+    def bic_table_(self):
+        """BIC of every candidate (mclust's sign, larger is better), a pandas DataFrame."""
+        return _frame(self._tables["BIC"], "BIC")
+
+    @property
+    def icl_table_(self):
+        """ICL of every candidate (mclust's sign, larger is better), a pandas DataFrame."""
+        return _frame(self._tables["ICL"], "ICL")
+
+    @property
+    def criterion_table_(self):
+        """The table of the criterion that chose the model (``criterion``)."""
+        return self.bic_table_ if self.criterion == "bic" else self.icl_table_
+
+    def _fitted(self):
+        check_is_fitted(self, "params_")
+        p = self.params_
+        return mixture.MixtureFit(
+            class_prior=np.asarray(p["class_prior"]),
+            weights=np.asarray(p["weights"]),
+            means=np.asarray(p["means"]),
+            covariances=np.asarray(p["covariances"]),
+            cell_class=np.asarray(p["component_class"]),
+            structures=self._structures,
+            groups=self._groups,
+        )
+
+    def _refuse_partial_fit(self):
+        raise AttributeError(
+            "MixtureDiscriminantAnalysis has no partial_fit: EM over the components of a class "
+            "needs every row at each iteration (the responsibilities, and so the statistics, "
+            "depend on the current parameters and do not add over chunks); call fit on all rows."
+        )
+
+    @available_if(_refuse_partial_fit)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Not available (see the error): kept so that the attribute explains itself."""
+
+    def save(self, path):
+        """Write the fitted estimator to ``path`` (``.npz``, no pickle; :mod:`genprob.persistence`).
+
+        Returns:
+            The path written (with the ``.npz`` suffix).
+        """
+        from genprob.persistence import save
+
+        return save(self, path)
+
+    def num_parameters(self) -> int:
+        """Free parameters (mclust >= 6.1.1's count: the K - 1 class proportions, each class's
+        G_k - 1 mixing proportions, the means and the structures' covariance parameters)."""
+        fit = self._fitted()
+        return mixture.num_parameters(
+            fit.structures, fit.groups, len(self.classes_), fit.means.shape[1]
+        )
+
+    def predict_joint_log_proba(self, X):
+        """``log pi_k + log p(x | k)`` (n, K); NaN cells summed out (``missing="marginalize"``)."""
+        fit = self._fitted()
+        X = self._features(X, reset=False)
+        return mixture.class_log_density(fit, np.nan_to_num(X), self._observed(X))
+
+    def predict_log_proba(self, X):
+        """Log class posteriors ``log p(k | x)`` (n, K)."""
+        joint = self.predict_joint_log_proba(X)
+        return joint - logsumexp(joint, axis=1, keepdims=True)
+
+    def predict_proba(self, X):
+        """Class posteriors ``p(k | x)`` (n, K)."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X):
+        """The class of largest posterior for each row."""
+        joint = self.predict_joint_log_proba(X)
+        return self.classes_[np.argmax(joint, axis=1)]
+
+    def log_likelihood(self, X, y=None) -> float:
+        """``sum_i log sum_k pi_k p(x_i | k)`` when ``y`` is None (mclust's BIC's); with labels,
+        labeled rows add ``log pi_y p(x | y)`` and rows marked -1 the mixture term."""
+        joint = self.predict_joint_log_proba(X)
+        if y is None:
+            return float(np.sum(logsumexp(joint, axis=1)))
+        y = np.asarray(y)
+        unlabeled = unlabeled_mask(y, check_unlabeled_label(self.unlabeled_label))
+        total = float(np.sum(logsumexp(joint[unlabeled], axis=1)))
+        index = np.searchsorted(self.classes_, y[~unlabeled])
+        return total + float(np.sum(joint[np.flatnonzero(~unlabeled), index]))
+
+
+register_estimator(MixtureDiscriminantAnalysis)  # loadable by qualified name (genprob.load)
+
+
+def _label(value):
+    """A class label as a plain Python value (for messages)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _table(values, rows, components) -> dict:
+    """A criterion table as plain values (saved without pickle)."""
+    return {"values": np.asarray(values, dtype=np.float64), "rows": rows, "G": list(components)}
+
+
+def _frame(table, name):
+    import pandas as pd
+
+    rows = table["rows"]
+    if rows and isinstance(rows[0], list | tuple):
+        index = pd.MultiIndex.from_tuples([tuple(r) for r in rows], names=["class", "structure"])
+    else:
+        index = pd.Index(list(rows), name="structure")
+    columns = pd.Index([int(g) for g in table["G"]], name="G")
+    frame = pd.DataFrame(np.asarray(table["values"]), index=index, columns=columns)
+    frame.attrs.update(criterion=name, sign=TABLE_SIGN)
+    return frame
+
+
+def _combine(fits, class_prior):
+    """Class-by-class fits (one class each) as one :class:`~mixture.MixtureFit`."""
+    cell_class = np.concatenate([np.full(len(f.weights), k) for k, f in enumerate(fits)])
+    groups, start = [], 0
+    for f in fits:
+        groups.append(tuple(range(start, start + len(f.weights))))
+        start += len(f.weights)
+    return mixture.MixtureFit(
+        class_prior=np.asarray(class_prior, dtype=np.float64),
+        weights=np.concatenate([f.weights for f in fits]),
+        means=np.concatenate([f.means for f in fits]),
+        covariances=np.concatenate([f.covariances for f in fits]),
+        cell_class=cell_class,
+        structures=tuple(f.structures[0] for f in fits),
+        groups=tuple(groups),
+        log_likelihood=float(sum(f.log_likelihood for f in fits)),
+        n_iter=max(f.n_iter for f in fits),
+        converged=all(f.converged for f in fits),
+        trace=[],
+    )

@@ -1,0 +1,524 @@
+r"""The 14 covariance structures of Celeux & Govaert (1995), named as R's mclust names them.
+
+Each group ``g`` (a class in EDDA, a component within a class in MclustDA) has the covariance
+:math:`\Sigma_g = \lambda_g D_g A_g D_g^\top`: a volume :math:`\lambda_g > 0`, a diagonal shape
+:math:`A_g` with :math:`\det A_g = 1` and an orthogonal orientation :math:`D_g`. The three
+letters of a name say, in that order, whether volume, shape and orientation are equal across
+groups (``E``), variable (``V``) or the identity (``I``; for the shape, ``A = I``, for the
+orientation, axis-aligned).
+
+:func:`covariances` is the M-step of the covariances: given the weighted scatter matrices
+:math:`W_g = \sum_i z_{ig} (x_i - \mu_g)(x_i - \mu_g)^\top` and weights :math:`n_g = \sum_i
+z_{ig}`, it maximizes
+
+.. math:: Q(\Sigma) = -\tfrac12 \sum_g \bigl(n_g \log\det\Sigma_g
+          + \operatorname{tr}(W_g \Sigma_g^{-1})\bigr)
+
+over the structure's covariances. Closed forms (Celeux & Govaert 1995, Table 1; mclust's
+``src/mclust.f`` ``mseii``, ``msvii``, ``mseei``, ``msvvi``, ``msevi``, ``mseee``, ``mseev``,
+``msvvv`` and ``src/mclust2.f`` ``msevv``): EII, VII, EEI, EVI, VVI, EEE, EEV, EVV, VVV.
+Iterative, each step an exact maximization over one block, or a majorization, so that Q never
+decreases:
+
+* VEI and VEV: volumes and the common shape alternately (Celeux & Govaert 1995, p. 784;
+  mclust's ``msvei``, ``msvev``), VEV on the eigenvalues of each :math:`W_g` in decreasing order;
+* VEE: volumes and the common :math:`C = D A D^\top` alternately (Celeux & Govaert 1995,
+  p. 785; mclust's ``msvee``);
+* EVE and VVE: the common orientation by the two MM updates of Browne & McNicholas (2014,
+  "Estimating common principal components in high dimensions", ADAC 8), then the shapes (and
+  volumes) in closed form (mclust's ``mseve``, ``msvve``). For VVE the MM steps weight each
+  group by :math:`(\lambda_g A_g)^{-1}`, the exact majorizer of Q (mclust weights by
+  :math:`A_g^{-1}`).
+
+The iterations stop when no parameter changes by more than ``tol`` between two updates (default
+1e-13, on log shapes, log volumes or the orientation's entries; not on Q, which near the maximum
+moves with the square of the parameters' error) or after ``max_iter`` updates (default
+10000). They start from mclust's starting point (unit volumes and shapes, identity orientation)
+and, for EVE and VVE, also from the pooled scatter's eigenvectors, keeping the higher Q.
+A group whose covariance is not identified (zero weight, or a scatter too singular for the
+structure) raises a ``ValueError`` naming the group and the structure: never a NaN.
+
+NumPy in, NumPy out (with the checks that name a degenerate group); JAX in, JAX out (traced
+inside EM's compiled loop, the iterations as ``lax.while_loop``).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from genprob._arrays import namespace
+
+__all__ = [
+    "STRUCTURES",
+    "covariances",
+    "m_step_objective",
+    "num_covariance_parameters",
+]
+
+#: The 14 names in mclust's order (``mclust.options("emModelNames")``).
+STRUCTURES = (
+    "EII",
+    "VII",
+    "EEI",
+    "VEI",
+    "EVI",
+    "VVI",
+    "EEE",
+    "VEE",
+    "EVE",
+    "VVE",
+    "EEV",
+    "VEV",
+    "EVV",
+    "VVV",
+)
+
+#: Default largest change of the parameters (log shapes or volumes, orientation entries)
+#: between two updates at which the iterative M-steps stop.
+TOL = 1e-13
+#: Default cap on their updates.
+MAX_ITER = 10000
+#: A covariance whose smallest eigenvalue is at most this times its largest is singular.
+_SINGULAR = 1e-13
+
+
+def num_covariance_parameters(structure: str, G: int, D: int) -> int:
+    """Free parameters of the ``G`` covariances of a structure in ``D`` dimensions (mclust's
+    ``nVarParams``): volumes 1 or G, shapes D-1 or G(D-1) (or none), orientations D(D-1)/2 or
+    G D(D-1)/2 (or none); EVV counts ``G D(D+1)/2 - (G-1)`` (one volume for G free matrices)."""
+    _check_name(structure)
+    G, D = int(G), int(D)
+    volume, shape, orientation = structure
+    count = 1 if volume == "E" else G
+    if shape != "I":
+        count += (D - 1) * (1 if shape == "E" else G)
+    if orientation != "I":
+        count += D * (D - 1) // 2 * (1 if orientation == "E" else G)
+    return count
+
+
+def m_step_objective(scatter, weights, sigma) -> float:
+    r""":math:`Q = -\frac12 \sum_g (n_g \log\det\Sigma_g + \operatorname{tr}(W_g\Sigma_g^{-1}))`,
+    the part of the complete-data log-likelihood that depends on the covariances."""
+    return float(_objective(*_inputs(scatter, weights), np.asarray(sigma, dtype=float), np))
+
+
+def _objective(W, n, sigma, xp):
+    chol = xp.linalg.cholesky(sigma)
+    logdet = 2.0 * xp.log(xp.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=-1)
+    half = xp.linalg.solve(chol, W)
+    solved = xp.linalg.solve(chol, xp.swapaxes(half, -1, -2))
+    return -0.5 * xp.sum(n * logdet + xp.trace(solved, axis1=-2, axis2=-1))
+
+
+def covariances(structure: str, scatter, weights, *, tol: float = TOL, max_iter: int = MAX_ITER):
+    """The covariances ``(G, D, D)`` of ``structure`` maximizing the complete-data likelihood
+    given the weighted scatter matrices ``scatter`` (G, D, D) about each group's mean and the
+    weights ``weights`` (G,) (see the module docstring).
+
+    NumPy in, NumPy out, with the checks; JAX arrays (traced in a program) in, JAX out, the
+    iterations as ``lax.while_loop`` and no checks: a degenerate group gives a non-finite
+    answer there, which the caller refuses."""
+    _check_name(structure)
+    if not tol >= 0 or int(max_iter) < 1:
+        raise ValueError(f"tol must be >= 0 and max_iter >= 1, got {tol!r} and {max_iter!r}")
+    xp = namespace(scatter, weights)
+    if xp is np:
+        W, n = _inputs(scatter, weights)
+        for g in range(n.size):
+            if not n[g] > 0:
+                raise ValueError(
+                    f"{structure}: group {g} has weight {n[g]!r}; it needs a positive one"
+                )
+    else:
+        W, n = _symmetric(scatter), weights
+    sigma = _STEPS[structure](W, n, _Context(structure, float(tol), int(max_iter), xp))
+    if xp is np:
+        _check_definite(sigma, structure)
+    return sigma
+
+
+class _Context:
+    """The structure's name (for messages), the iterations' settings and the namespace."""
+
+    def __init__(self, name, tol, max_iter, xp):
+        self.name, self.tol, self.max_iter, self.xp = name, tol, max_iter, xp
+
+    def positive(self, values, what, pooled=False):
+        if self.xp is np:
+            _positive(values, self.name, what, pooled)
+
+    def iterate(self, update, state):
+        """Apply ``update: state -> (state, change)`` until the change is at most ``tol``."""
+        if self.xp is np:
+            for _ in range(self.max_iter):
+                state, change = update(state)
+                if change <= self.tol:
+                    break
+            return state
+
+        def keep_going(carry):
+            iteration, _, change = carry
+            return (iteration < self.max_iter) & (change > self.tol)
+
+        def step(carry):
+            iteration, state, _ = carry
+            state, change = update(state)
+            return iteration + 1, state, change
+
+        first = jnp.asarray(jnp.inf, dtype=jax.tree_util.tree_leaves(state)[0].dtype)
+        return jax.lax.while_loop(keep_going, step, (0, state, first))[1]
+
+
+# -- closed forms ---------------------------------------------------------------------------------
+
+
+def _eii(W, n, c):
+    xp = c.xp
+    G, D = W.shape[:2]
+    variance = xp.trace(W, axis1=1, axis2=2).sum() / (D * n.sum())
+    c.positive(variance, "has zero scatter")
+    return xp.broadcast_to(variance * xp.eye(D, dtype=W.dtype), W.shape)
+
+
+def _vii(W, n, c):
+    xp = c.xp
+    D = W.shape[1]
+    variance = xp.trace(W, axis1=1, axis2=2) / (D * n)
+    c.positive(variance, "has zero scatter")
+    return variance[:, None, None] * xp.eye(D, dtype=W.dtype)
+
+
+def _eei(W, n, c):
+    diag = _diagonal(W, c.xp)
+    return _diagonal_matrices(c.xp.broadcast_to(diag.sum(axis=0) / n.sum(), diag.shape), c)
+
+
+def _vvi(W, n, c):
+    return _diagonal_matrices(_diagonal(W, c.xp) / n[:, None], c)
+
+
+def _evi(W, n, c):
+    diag = _diagonal(W, c.xp)
+    c.positive(diag.min(axis=1), "has a feature with zero scatter")
+    size = _geometric_mean(diag, c.xp)
+    return _diagonal_matrices(size.sum() / n.sum() * diag / size[:, None], c)
+
+
+def _eee(W, n, c):
+    return c.xp.broadcast_to(W.sum(axis=0) / n.sum(), W.shape)
+
+
+def _vvv(W, n, c):
+    return W / n[:, None, None]
+
+
+def _evv(W, n, c):
+    values = c.xp.linalg.eigvalsh(W)
+    c.positive(values[:, 0] - _SINGULAR * values[:, -1], "has a singular scatter")
+    size = _geometric_mean(values, c.xp)
+    return size.sum() / n.sum() * W / size[:, None, None]
+
+
+def _eev(W, n, c):
+    values, vectors = _eigen_decreasing(W, c.xp)
+    pooled = values.sum(axis=0)
+    c.positive(pooled[-1] - _SINGULAR * pooled[0], "", pooled=True)
+    size = _geometric_mean(pooled, c.xp)
+    return _compose(vectors, c.xp.broadcast_to(size / n.sum() * pooled / size, values.shape), c.xp)
+
+
+# -- iterative ------------------------------------------------------------------------------------
+
+
+def _vei(W, n, c):
+    diag = _diagonal(W, c.xp)
+    c.positive(c.xp.trace(W, axis1=1, axis2=2), "has zero scatter")
+    c.positive(diag.sum(axis=0).min(), "", pooled=True)
+    return _diagonal_matrices(_volumes_and_common_shape(diag, n, c), c)
+
+
+def _vev(W, n, c):
+    values, vectors = _eigen_decreasing(W, c.xp)
+    c.positive(values[:, 0], "has zero scatter")
+    pooled = values.sum(axis=0)
+    c.positive(pooled[-1] - _SINGULAR * pooled[0], "", pooled=True)
+    return _compose(vectors, _volumes_and_common_shape(values, n, c), c.xp)
+
+
+def _volumes_and_common_shape(values, n, c):
+    """``lambda_g a`` (G, D) maximizing Q for scatter eigenvalues (or diagonals) ``values``
+    (G, D), a common shape ``a`` with product 1: alternate exact updates of volumes and shape."""
+    xp = c.xp
+    D = values.shape[1]
+
+    def update(shape):
+        volume = (values / shape).sum(axis=1) / (D * n)
+        new = (values / volume[:, None]).sum(axis=0)
+        new = new / _geometric_mean(new, xp)
+        return new, xp.max(xp.abs(xp.log(new) - xp.log(shape)))
+
+    shape = c.iterate(update, xp.ones(D, dtype=values.dtype))
+    volume = (values / shape).sum(axis=1) / (D * n)
+    return volume[:, None] * shape
+
+
+def _vee(W, n, c):
+    xp = c.xp
+    G, D = W.shape[:2]
+    c.positive(xp.trace(W, axis1=1, axis2=2), "has zero scatter")
+    pooled = xp.linalg.eigvalsh(W.sum(axis=0))
+    c.positive(pooled[0] - _SINGULAR * pooled[-1], "", pooled=True)
+
+    def common_of(volume):
+        common = (W / volume[:, None, None]).sum(axis=0)
+        return _symmetric(common / xp.exp(xp.linalg.slogdet(common)[1] / D))
+
+    def update(volume):
+        inverse = xp.linalg.inv(common_of(volume))
+        new = xp.einsum("gij,ji->g", W, inverse) / (D * n)
+        return new, xp.max(xp.abs(xp.log(new) - xp.log(volume)))
+
+    volume = c.iterate(update, xp.ones(G, dtype=W.dtype))
+    common = common_of(volume)
+    volume = xp.einsum("gij,ji->g", W, xp.linalg.inv(common)) / (D * n)
+    return volume[:, None, None] * common
+
+
+def _eve(W, n, c):
+    return _common_orientation(W, n, c, equal_volume=True)
+
+
+def _vve(W, n, c):
+    return _common_orientation(W, n, c, equal_volume=False)
+
+
+def _common_orientation(W, n, c, equal_volume):
+    """EVE and VVE: ``D`` by the MM1 and MM2 updates of Browne & McNicholas (2014), then the
+    diagonals in closed form, from the identity and from the pooled eigenvectors."""
+    xp = c.xp
+    values = xp.linalg.eigvalsh(W)
+    c.positive(values[:, 0] - _SINGULAR * values[:, -1], "has a singular scatter")
+    largest = values[:, -1]
+
+    def update(orientation):
+        inverse = 1.0 / _orientation_diagonals(W, n, orientation, equal_volume, xp)
+        # MM1: x^T W x - w_max is concave in each unit column x of D
+        F = xp.einsum("gij,jk,gk->ik", W, orientation, inverse)
+        F = F - xp.einsum("g,ik,gk->ik", largest, orientation, inverse)
+        new = _procrustes(F, xp)
+        # MM2: with B^{-1} <= b_max I, Q is concave in D on the orthogonal matrices
+        F = xp.einsum("gij,jk,gk->ik", W, new, inverse)
+        F = F - xp.einsum("g,gij,jk->ik", inverse.max(axis=1), W, new)
+        new = _procrustes(F, xp)
+        return new, xp.max(xp.abs(new - orientation))
+
+    best, best_q = None, None
+    for start in (xp.eye(W.shape[1], dtype=W.dtype), xp.linalg.eigh(W.sum(axis=0))[1]):
+        orientation = c.iterate(update, start)
+        diagonals = _orientation_diagonals(W, n, orientation, equal_volume, xp)
+        sigma = _compose(xp.broadcast_to(orientation, W.shape), diagonals, xp)
+        q = _objective(W, n, sigma, xp)
+        if best is None:
+            best, best_q = sigma, q
+        else:
+            best = xp.where(q > best_q, sigma, best)
+    return best
+
+
+def _orientation_diagonals(W, n, orientation, equal_volume, xp):
+    """``lambda_g A_g`` (G, D) maximizing Q for a common orientation ``D``."""
+    rotated = xp.einsum("ij,gik,kj->gj", orientation, W, orientation)
+    if not equal_volume:
+        return rotated / n[:, None]
+    size = _geometric_mean(rotated, xp)
+    return size.sum() / n.sum() * rotated / size[:, None]
+
+
+def _procrustes(F, xp):
+    """The orthogonal ``X`` minimizing ``<F, X>``: ``-U V^T`` for ``F = U S V^T``."""
+    U, _, Vt = xp.linalg.svd(F)
+    return -U @ Vt
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _check_name(structure):
+    if structure not in STRUCTURES:
+        raise ValueError(
+            f"unknown structure {structure!r}; expected one of {', '.join(STRUCTURES)}"
+        )
+
+
+def _inputs(scatter, weights):
+    W = np.asarray(scatter, dtype=float)
+    n = np.asarray(weights, dtype=float)
+    if W.ndim != 3 or W.shape[1] != W.shape[2] or n.shape != W.shape[:1]:
+        raise ValueError(f"scatter must be (G, D, D) and weights (G,), got {W.shape} and {n.shape}")
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(n))):
+        raise ValueError("scatter and weights must be finite")
+    return _symmetric(W), n
+
+
+def _symmetric(A):
+    return 0.5 * (A + A.swapaxes(-1, -2))
+
+
+def _diagonal(W, xp=np):
+    return xp.diagonal(W, axis1=-2, axis2=-1)
+
+
+def _geometric_mean(values, xp=np):
+    return xp.exp(xp.log(values).mean(axis=-1))
+
+
+def _eigen_decreasing(W, xp=np):
+    values, vectors = xp.linalg.eigh(W)
+    return values[:, ::-1], vectors[:, :, ::-1]
+
+
+def _compose(vectors, values, xp=np):
+    return _symmetric(xp.einsum("gij,gj,gkj->gik", vectors, values, vectors))
+
+
+def _diagonal_matrices(variances, c):
+    c.positive(variances.min(axis=1), "has a feature with zero variance")
+    return variances[:, :, None] * c.xp.eye(variances.shape[1], dtype=variances.dtype)
+
+
+def _positive(values, name, what, pooled=False):
+    """Raise naming the first group whose ``values`` entry is not positive."""
+    bad = np.flatnonzero(~(np.atleast_1d(values) > 0))
+    if bad.size:
+        if pooled:
+            raise ValueError(
+                f"{name}: the scatter pooled over all groups is singular; the structure's common "
+                "shape is not identified"
+            )
+        raise ValueError(f"{name}: group {bad[0]} {what}; its covariance is not identified")
+
+
+def _check_definite(sigma, name):
+    if not np.all(np.isfinite(sigma)):
+        raise ValueError(f"{name}: the M-step did not give finite covariances")
+    values = np.linalg.eigvalsh(sigma)
+    _positive(values[:, 0] - _SINGULAR * values[:, -1], name, "has a singular covariance")
+
+
+_STEPS = {
+    "EII": _eii,
+    "VII": _vii,
+    "EEI": _eei,
+    "VEI": _vei,
+    "EVI": _evi,
+    "VVI": _vvi,
+    "EEE": _eee,
+    "VEE": _vee,
+    "EVE": _eve,
+    "VVE": _vve,
+    "EEV": _eev,
+    "VEV": _vev,
+    "EVV": _evv,
+    "VVV": _vvv,
+}
+
+
+# -- the eigen parametrization (priors, optimizers, NUTS) -----------------------------------------
+
+
+def latent_shapes(structure: str, num_groups: int, num_features: int) -> dict:
+    r"""Shapes of the free parameters of :math:`\Sigma_g = \lambda_g D_g A_g D_g^\top`:
+    ``log_volume`` (:math:`\log\lambda`), ``log_shape`` (the first D-1 of :math:`\log
+    \operatorname{diag} A`; the last is minus their sum) and ``orientation`` (the D(D-1)/2
+    upper entries of the skew-symmetric S with :math:`D = (I - S)(I + S)^{-1}`, Cayley), each
+    shared (E) or per group (V), absent when the letter is I or when D = 1."""
+    _check_name(structure)
+    volume, shape, orientation = structure
+    G, D = int(num_groups), int(num_features)
+    shapes = {"log_volume": () if volume == "E" else (G,)}
+    if shape != "I" and D > 1:
+        shapes["log_shape"] = (D - 1,) if shape == "E" else (G, D - 1)
+    if orientation != "I" and D > 1:
+        shapes["orientation"] = (D * (D - 1) // 2,) if orientation == "E" else (G, D * (D - 1) // 2)
+    return shapes
+
+
+def _skew_basis(D):
+    """(P, D, D): the skew-symmetric matrix of each upper entry."""
+    rows, cols = np.triu_indices(D, 1)
+    basis = np.zeros((rows.size, D, D))
+    basis[np.arange(rows.size), rows, cols] = 1.0
+    basis[np.arange(rows.size), cols, rows] = -1.0
+    return basis
+
+
+def compose(structure: str, latent: dict, num_groups: int, num_features: int, xp=np):
+    """The covariances (G, D, D) of the free parameters ``latent`` (:func:`latent_shapes`),
+    NumPy or JAX (``xp``) alike."""
+    G, D = int(num_groups), int(num_features)
+    log_volume = xp.broadcast_to(xp.asarray(latent["log_volume"]), (G,))
+    log_shape = xp.zeros((G, D), dtype=log_volume.dtype)
+    if "log_shape" in latent:
+        free = xp.broadcast_to(latent["log_shape"], (G, D - 1))
+        log_shape = xp.concatenate([free, -free.sum(axis=-1, keepdims=True)], axis=-1)
+    diagonals = xp.exp(log_volume[:, None] + log_shape)
+    if "orientation" not in latent:
+        return diagonals[:, :, None] * xp.eye(D, dtype=diagonals.dtype)
+    entries = xp.broadcast_to(latent["orientation"], (G, D * (D - 1) // 2))
+    skew = xp.einsum("gp,pij->gij", entries, xp.asarray(_skew_basis(D), dtype=entries.dtype))
+    identity = xp.eye(D, dtype=entries.dtype)
+    rotation = xp.linalg.solve(identity + skew, identity - skew)
+    return xp.einsum("gij,gj,gkj->gik", rotation, diagonals, rotation)
+
+
+def decompose(structure: str, sigma) -> dict:
+    """The free parameters (:func:`latent_shapes`) of covariances ``sigma`` (G, D, D) of the
+    structure, canonical: decreasing eigenvalues (of a fixed combination of the groups, for a
+    common orientation), eigenvector signs making D a rotation Cayley's map reaches. NumPy or
+    JAX alike."""
+    _check_name(structure)
+    xp = namespace(sigma)
+    sigma = _symmetric(sigma if xp is not np else np.asarray(sigma, dtype=float))
+    G, D = sigma.shape[:2]
+    volume, shape, orientation = structure
+    if orientation == "I" or D == 1:
+        vectors = xp.broadcast_to(xp.eye(D, dtype=sigma.dtype), sigma.shape)
+        values = _diagonal(sigma, xp)
+    elif orientation == "E":
+        # the groups share D: any generic combination of them has D's eigenvectors
+        weights = xp.asarray(1.0 + np.arange(G) / (G + 1.0), dtype=sigma.dtype)
+        mixed = xp.einsum("g,gij->ij", weights, sigma)
+        vectors = xp.broadcast_to(xp.linalg.eigh(mixed)[1][:, ::-1], sigma.shape)
+        values = xp.einsum("gij,gik,gkj->gj", vectors, sigma, vectors)
+    else:
+        values, vectors = _eigen_decreasing(sigma, xp)
+    log_values = xp.log(values)
+    log_volume = log_values.mean(axis=1)
+    log_shape = log_values - log_volume[:, None]
+    shapes = latent_shapes(structure, G, D)
+    latent = {"log_volume": log_volume.mean() if volume == "E" else log_volume}
+    if "log_shape" in shapes:
+        latent["log_shape"] = log_shape[:, :-1].mean(axis=0) if shape == "E" else log_shape[:, :-1]
+    if "orientation" in shapes:
+        rotations = _rotations(vectors, xp)
+        identity = xp.eye(D, dtype=sigma.dtype)
+        rows, cols = np.triu_indices(D, 1)
+        skews = xp.linalg.solve(identity + rotations, identity - rotations)
+        entries = skews[:, rows, cols]
+        latent["orientation"] = entries[0] if orientation == "E" else entries
+    return latent
+
+
+def _rotations(vectors, xp=np):
+    """Eigenvector matrices with column signs making the diagonal non-negative and det +1 (the
+    column of the smallest diagonal entry flipped if needed): away from Cayley's -1 poles."""
+    diagonal = _diagonal(vectors, xp)
+    vectors = vectors * xp.where(diagonal < 0, -1.0, 1.0)[:, None, :]
+    smallest = xp.argmin(xp.abs(diagonal), axis=1)
+    flip = (xp.arange(vectors.shape[-1]) == smallest[:, None]) & (xp.linalg.det(vectors) < 0)[
+        :, None
+    ]
+    return vectors * xp.where(flip, -1.0, 1.0)[:, None, :]

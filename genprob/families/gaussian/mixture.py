@@ -1,0 +1,476 @@
+"""Gaussian mixtures within classes (MclustDA, EDDA, MclustSSC): EM, densities, criteria.
+
+Class ``k`` is a mixture of ``G_k`` Gaussian components; all components of all classes are laid
+out as ``J = sum_k G_k`` *cells* (``cell_class[j]`` is the class of cell ``j``). The covariance
+structures (mclust's names, Celeux & Govaert 1995) constrain a *group* of cells: the components
+of one class (MclustDA), or one component per class across the classes (EDDA). Each group's
+covariances are the M-step :func:`genprob.families.gaussian.mclust.covariances` of the group's
+weighted scatter matrices.
+
+EM maximizes the partly labeled log-likelihood (MclustSSC's): a labeled row adds
+``log(pi_k sum_g tau_kg f_kg(x))``, an unlabeled row ``log sum_k pi_k sum_g tau_kg f_kg(x)``. A
+NaN cell is summed out: ``f_kg`` is then the density of the observed coordinates, and the E-step
+fills the missing block by its conditional mean and adds its conditional covariance to the
+scatter (Little & Rubin ch. 11), so EM maximizes the observed-data likelihood exactly.
+
+Everything here is NumPy (the fits are small dense linear algebra, called per candidate model).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import logsumexp
+
+__all__ = [
+    "CollapsedComponentError",
+    "CollapsedComponentWarning",
+    "MixtureFit",
+    "cell_log_density",
+    "class_log_density",
+    "fit_mixture",
+    "num_parameters",
+]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+#: Smallest ratio of a covariance's smallest to largest eigenvalue that is not a collapse
+#: (mclust's default ``eps`` of ``emControl`` is the machine epsilon: the same order).
+_COLLAPSE_RATIO = 1e3 * np.finfo(np.float64).eps
+
+
+class CollapsedComponentWarning(UserWarning):
+    """A candidate model was left out because one of its components collapsed."""
+
+
+class CollapsedComponentError(ValueError):
+    """A component's covariance became singular (too few rows, or rows on a subspace).
+
+    Attributes:
+        cls: the class code of the component.
+        component: its index within the class.
+    """
+
+    def __init__(self, message: str, cls: int, component: int):
+        super().__init__(message)
+        self.cls = cls
+        self.component = component
+
+
+def _mclust():
+    """The structures' M-steps (imported on use: they are the structure module's)."""
+    from genprob.families.gaussian import mclust
+
+    return mclust
+
+
+@dataclass
+class MixtureFit:
+    """A fitted mixture-within-classes model.
+
+    Attributes:
+        class_prior: (K,) class proportions pi_k.
+        weights: (J,) mixing proportions of each cell within its class (sum to 1 per class).
+        means: (J, D).
+        covariances: (J, D, D).
+        cell_class: (J,) class code of each cell.
+        structures: the structure of each group.
+        groups: the cells of each group (one call of ``covariances`` each).
+        log_likelihood: the partly labeled log-likelihood EM maximized (weighted).
+        trace: its value after each iteration (never decreasing, up to rounding).
+        n_iter: EM iterations.
+        converged: whether the tolerance was reached.
+        responsibilities: (n, J) of the last E-step (zeros on rows of weight 0).
+    """
+
+    class_prior: np.ndarray
+    weights: np.ndarray
+    means: np.ndarray
+    covariances: np.ndarray
+    cell_class: np.ndarray
+    structures: tuple
+    groups: tuple
+    log_likelihood: float = float("nan")
+    trace: list = field(default_factory=list)
+    n_iter: int = 0
+    converged: bool = True
+    responsibilities: np.ndarray | None = None
+
+    def components(self, k: int) -> int:
+        return int(np.sum(self.cell_class == k))
+
+
+def num_parameters(structures, groups, num_classes: int, num_features: int) -> int:
+    """Free parameters: ``K - 1`` class proportions, ``G_k - 1`` mixing proportions per class,
+    ``J D`` means and each group's covariance parameters (mclust >= 6.1.1's count)."""
+    mclust = _mclust()
+    cells = sum(len(g) for g in groups)
+    proportions = (num_classes - 1) + (cells - num_classes)
+    covariance = sum(
+        mclust.num_covariance_parameters(s, len(g), num_features)
+        for s, g in zip(structures, groups, strict=True)
+    )
+    return int(proportions + cells * num_features + covariance)
+
+
+# -- densities -----------------------------------------------------------------------------------
+def _patterns(observed):
+    """The distinct rows of the mask and each row's index into them."""
+    unique, index = np.unique(observed, axis=0, return_inverse=True)
+    return unique, index.reshape(-1)
+
+
+def _cholesky(cov, j, cell_class, cell_index):
+    try:
+        return np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        k, g = int(cell_class[j]), int(cell_index[j])
+        raise CollapsedComponentError(
+            f"class {k}, component {g}: its covariance is singular (the component collapsed).",
+            k,
+            g,
+        ) from None
+
+
+def _cell_index(cell_class):
+    """Index of each cell within its class."""
+    index = np.zeros(len(cell_class), dtype=int)
+    for k in np.unique(cell_class):
+        where = np.flatnonzero(cell_class == k)
+        index[where] = np.arange(len(where))
+    return index
+
+
+def cell_log_density(X, means, covariances, cell_class=None, observed=None, patterns=None):
+    """``log f_j(x_i)`` (n, J): the Gaussian density of each cell at each row; with
+    ``observed`` (n, D) bool, the density of the observed coordinates (0 for a row with none);
+    ``patterns``: :func:`_patterns` of ``observed`` when already found."""
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    num_cells = means.shape[0]
+    cell_class = np.zeros(num_cells, dtype=int) if cell_class is None else cell_class
+    cell_index = _cell_index(cell_class)
+    out = np.zeros((n, num_cells))
+    if observed is None or observed.all():
+        row_sets = [(np.ones(d, dtype=bool), np.arange(n))]
+    else:
+        unique, index = _patterns(observed) if patterns is None else patterns
+        row_sets = [(unique[p], np.flatnonzero(index == p)) for p in range(len(unique))]
+    for mask, rows in row_sets:
+        num_obs = int(mask.sum())
+        if num_obs == 0 or len(rows) == 0:
+            continue
+        Xo = X[np.ix_(rows, mask)]
+        for j in range(num_cells):
+            chol = _cholesky(covariances[j][np.ix_(mask, mask)], j, cell_class, cell_index)
+            z = np.linalg.solve(chol, (Xo - means[j, mask]).T)
+            log_det = 2.0 * np.sum(np.log(np.diag(chol)))
+            out[rows, j] = -0.5 * (num_obs * _LOG_2PI + log_det + np.sum(z * z, axis=0))
+    return out
+
+
+def _joint(fit: MixtureFit, log_f):
+    """``log pi_k + log tau_j + log f_j(x)`` (n, J)."""
+    with np.errstate(divide="ignore"):
+        return log_f + np.log(fit.class_prior)[fit.cell_class] + np.log(fit.weights)
+
+
+def class_log_density(fit: MixtureFit, X, observed=None):
+    """``log pi_k p(x | k)`` (n, K): the joint log density of each row and class."""
+    joint = _joint(fit, cell_log_density(X, fit.means, fit.covariances, fit.cell_class, observed))
+    num_classes = len(fit.class_prior)
+    out = np.empty((joint.shape[0], num_classes))
+    for k in range(num_classes):
+        out[:, k] = logsumexp(joint[:, fit.cell_class == k], axis=1)
+    return out
+
+
+# -- EM ------------------------------------------------------------------------------------------
+def _e_step(fit: MixtureFit, X, codes, row_weight, observed, patterns=None):
+    """Responsibilities (n, J) over the cells of the row's class (labeled rows) or all cells
+    (``codes == -1``), and the partly labeled log-likelihood."""
+    log_f = cell_log_density(X, fit.means, fit.covariances, fit.cell_class, observed, patterns)
+    joint = _joint(fit, log_f)
+    labeled = codes >= 0
+    own = fit.cell_class[None, :] == codes[:, None]
+    masked = np.where(labeled[:, None] & ~own, -np.inf, joint)
+    row_log = logsumexp(masked, axis=1)
+    with np.errstate(invalid="ignore"):
+        R = np.exp(masked - row_log[:, None])
+    R[row_weight == 0] = 0.0
+    return R, float(np.sum(row_weight * np.where(row_weight > 0, row_log, 0.0)))
+
+
+def _conditional_rows(X, observed, mean, cov, patterns):
+    """Rows with their missing block filled by its conditional mean, and the sum of the rows'
+    conditional covariances weighted later per row: returns (filled (n, D), cond (P, D, D),
+    pattern index (n,))."""
+    filled = np.where(observed, X, 0.0)
+    unique, index = patterns
+    cond = np.zeros((len(unique), X.shape[1], X.shape[1]))
+    for p, mask in enumerate(unique):
+        rows = np.flatnonzero(index == p)
+        miss = ~mask
+        if not miss.any():
+            continue
+        if not mask.any():
+            filled[rows] = mean
+            cond[p] = cov
+            continue
+        S_oo = cov[np.ix_(mask, mask)]
+        S_mo = cov[np.ix_(miss, mask)]
+        B = np.linalg.solve(S_oo, S_mo.T).T  # Sigma_mo Sigma_oo^-1
+        filled[np.ix_(rows, miss)] = mean[miss] + (X[np.ix_(rows, mask)] - mean[mask]) @ B.T
+        cond[np.ix_([p], miss, miss)] = (cov[np.ix_(miss, miss)] - B @ S_mo.T)[None]
+    return filled, cond, index
+
+
+def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns=None):
+    """New proportions, means and (structured) covariances from responsibilities ``R``."""
+    WR = R * row_weight[:, None]
+    counts = WR.sum(axis=0)  # (J,)
+    num_classes = len(fit.class_prior)
+    class_counts = np.bincount(fit.cell_class, weights=counts, minlength=num_classes)
+    num_cells, d = fit.means.shape
+    cell_index = _cell_index(fit.cell_class)
+    for j in range(num_cells):
+        if counts[j] <= 0:
+            k, g = int(fit.cell_class[j]), int(cell_index[j])
+            raise CollapsedComponentError(
+                f"class {k}, component {g}: no row is assigned to it (the component collapsed).",
+                k,
+                g,
+            )
+    means = np.empty((num_cells, d))
+    scatter = np.empty((num_cells, d, d))
+    complete = observed is None or observed.all()
+    for j in range(num_cells):
+        w = WR[:, j]
+        if complete:
+            means[j] = w @ X / counts[j]
+            centered = X - means[j]
+            scatter[j] = (centered * w[:, None]).T @ centered
+        else:
+            filled, cond, index = _conditional_rows(
+                X, observed, fit.means[j], fit.covariances[j], patterns
+            )
+            means[j] = w @ filled / counts[j]
+            centered = filled - means[j]
+            per_pattern = np.bincount(index, weights=w, minlength=len(cond))
+            scatter[j] = (centered * w[:, None]).T @ centered + np.tensordot(
+                per_pattern, cond, axes=1
+            )
+    covariances = np.empty((num_cells, d, d))
+    mclust = _mclust()
+    for structure, group in zip(fit.structures, fit.groups, strict=True):
+        group = np.asarray(group)
+        try:
+            covariances[group] = mclust.covariances(
+                structure, scatter[group], counts[group], tol=tol, max_iter=max_iter
+            )
+        except ValueError as error:
+            found = re.search(r"group (\d+)", str(error))
+            j = group[int(found.group(1))] if found else group[0]
+            k, g = int(fit.cell_class[j]), int(cell_index[j])
+            raise CollapsedComponentError(
+                f"class {k}, component {g}: {error} (the component collapsed).", k, g
+            ) from None
+    for j in range(num_cells):
+        eig = np.linalg.eigvalsh(covariances[j])
+        if not np.all(np.isfinite(eig)) or eig[0] <= _COLLAPSE_RATIO * max(eig[-1], 0.0):
+            k, g = int(fit.cell_class[j]), int(cell_index[j])
+            raise CollapsedComponentError(
+                f"class {k}, component {g}: its covariance is singular "
+                f"({counts[j]:.3g} weighted rows; the component collapsed).",
+                k,
+                g,
+            )
+    fit.class_prior = class_counts / class_counts.sum()
+    fit.weights = counts / class_counts[fit.cell_class]
+    fit.means = means
+    fit.covariances = covariances
+
+
+def _layout(num_components, structures, across_classes: bool):
+    """cell_class, structures and groups for ``num_components[k]`` components of class k."""
+    cell_class = np.repeat(np.arange(len(num_components)), num_components)
+    if across_classes:
+        if any(g != 1 for g in num_components):
+            raise ValueError("a structure across classes needs one component per class (EDDA).")
+        return cell_class, (structures[0],), (tuple(range(len(cell_class))),)
+    groups = tuple(tuple(np.flatnonzero(cell_class == k)) for k in range(len(num_components)))
+    return cell_class, tuple(structures), groups
+
+
+def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed):
+    """One-hot responsibilities of the labeled rows: the class's rows split among its
+    components by seeded k-means (NaN cells filled by the class means); unlabeled rows 0."""
+    from sklearn.cluster import KMeans
+
+    R = np.zeros((X.shape[0], len(cell_class)))
+    for k in np.unique(cell_class):
+        cells = np.flatnonzero(cell_class == k)
+        rows = np.flatnonzero((codes == k) & (row_weight > 0))
+        if len(cells) == 1:
+            R[rows, cells[0]] = 1.0
+            continue
+        if len(rows) < len(cells):
+            raise CollapsedComponentError(
+                f"class {k}, component {len(rows)}: {len(rows)} labeled rows cannot start "
+                f"{len(cells)} components.",
+                int(k),
+                len(rows),
+            )
+        Xk = X[rows]
+        if observed is not None:
+            fill = np.nanmean(np.where(observed[rows], Xk, np.nan), axis=0)
+            Xk = np.where(observed[rows], Xk, np.nan_to_num(fill))
+        km = KMeans(n_clusters=len(cells), n_init=1, random_state=seed)
+        labels = km.fit_predict(Xk, sample_weight=row_weight[rows])
+        R[rows, cells[labels]] = 1.0
+    return R
+
+
+def _run_em(fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, cov_max_iter):
+    """EM from responsibilities ``R`` (M-step first)."""
+    unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
+    multi = len(fit.cell_class) > len(fit.class_prior)
+    first_rows = row_weight * (codes >= 0)
+    patterns = None if observed is None else _patterns(observed)
+    _m_step(fit, X, R, first_rows, observed, cov_tol, cov_max_iter, patterns)
+    R, log_lik = _e_step(fit, X, codes, row_weight, observed, patterns)
+    fit.trace = [log_lik]
+    iterative = unlabeled or multi or (observed is not None and not observed.all())
+    fit.n_iter, fit.converged = 0, True
+    if iterative:
+        fit.converged = False
+        for it in range(1, max_iter + 1):
+            _m_step(fit, X, R, row_weight, observed, cov_tol, cov_max_iter, patterns)
+            R, log_lik = _e_step(fit, X, codes, row_weight, observed, patterns)
+            fit.trace.append(log_lik)
+            fit.n_iter = it
+            if abs(fit.trace[-1] - fit.trace[-2]) <= tol * max(1.0, abs(fit.trace[-1])):
+                fit.converged = True
+                break
+    fit.log_likelihood = fit.trace[-1]
+    fit.responsibilities = R
+    return fit
+
+
+def fit_mixture(
+    X,
+    codes,
+    num_components,
+    structures,
+    *,
+    across_classes: bool = False,
+    row_weight=None,
+    observed=None,
+    n_init: int = 1,
+    random_state: int = 0,
+    max_iter: int = 100,
+    tol: float = 1e-8,
+    cov_tol: float | None = None,
+    cov_max_iter: int | None = None,
+) -> MixtureFit:
+    """Fit class mixtures by EM (the partly labeled log-likelihood; see the module).
+
+    Args:
+        X: (n, D) floats; NaN cells allowed where ``observed`` is False.
+        codes: (n,) class codes 0..K-1, -1 for an unlabeled row.
+        num_components: G_k for each class.
+        structures: one structure name per class, or one name when ``across_classes`` (EDDA).
+        across_classes: the structure constrains one component per class across classes.
+        row_weight: (n,) sample weights (unlabeled rows already scaled by their weight).
+        observed: (n, D) bool mask of observed cells; None: all observed.
+        n_init: k-means starts per class (classes with several components); the start with
+            the largest log-likelihood is kept.
+        random_state: seed of the first start (start ``r`` uses ``random_state + r``).
+        max_iter: EM's iterations.
+        tol: EM's relative tolerance on the log-likelihood.
+        cov_tol: the iterative structures' own M-step tolerance (None: their module's).
+        cov_max_iter: their iterations (None: their module's default).
+
+    Raises:
+        CollapsedComponentError: every start collapsed a component (the message names the
+            class code and component).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    codes = np.asarray(codes, dtype=int)
+    n = X.shape[0]
+    cov_tol = _mclust().TOL if cov_tol is None else cov_tol
+    cov_max_iter = _mclust().MAX_ITER if cov_max_iter is None else cov_max_iter
+    row_weight = np.ones(n) if row_weight is None else np.asarray(row_weight, dtype=np.float64)
+    if observed is not None:
+        observed = np.asarray(observed, dtype=bool)
+        X = np.where(observed, X, 0.0)
+        if observed.all():
+            observed = None
+    num_components = tuple(int(g) for g in num_components)
+    structures = (structures,) if isinstance(structures, str) else tuple(structures)
+    cell_class, structures, groups = _layout(num_components, structures, across_classes)
+    num_classes = len(num_components)
+    starts = n_init if any(g > 1 for g in num_components) else 1
+    best, error = None, None
+    for start in range(starts):
+        fit = MixtureFit(
+            class_prior=np.full(num_classes, 1.0 / num_classes),
+            weights=np.ones(len(cell_class)),
+            means=np.zeros((len(cell_class), X.shape[1])),
+            covariances=np.broadcast_to(np.eye(X.shape[1]), (len(cell_class),) + (X.shape[1],) * 2),
+            cell_class=cell_class,
+            structures=structures,
+            groups=groups,
+        )
+        try:
+            R = _initial_responsibilities(
+                X, codes, row_weight, cell_class, observed, random_state + start
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                _run_em(
+                    fit,
+                    X,
+                    codes,
+                    row_weight,
+                    observed,
+                    R,
+                    max_iter=max_iter,
+                    tol=tol,
+                    cov_tol=cov_tol,
+                    cov_max_iter=cov_max_iter,
+                )
+        except (CollapsedComponentError, np.linalg.LinAlgError) as caught:
+            if not isinstance(caught, CollapsedComponentError):
+                caught = CollapsedComponentError(f"the fit failed: {caught}", -1, -1)
+            error = error or caught
+            continue
+        if not np.isfinite(fit.log_likelihood):
+            error = error or CollapsedComponentError("the log-likelihood is not finite.", -1, -1)
+            continue
+        if best is None or fit.log_likelihood > best.log_likelihood:
+            best = fit
+    if best is None:
+        raise error
+    return best
+
+
+def mixture_log_likelihood(fit: MixtureFit, X, row_weight=None, observed=None) -> float:
+    """``sum_i w_i log sum_k pi_k p(x_i | k)``: the mixture log-likelihood (mclust's BIC's)."""
+    joint = class_log_density(fit, X, observed)
+    row_log = logsumexp(joint, axis=1)
+    w = np.ones(len(row_log)) if row_weight is None else row_weight
+    return float(np.sum(w * row_log))
+
+
+def icl_penalty(responsibilities, row_weight=None) -> float:
+    """``sum_i w_i log max_j z_ij``: ICL = BIC's log-likelihood plus this entropy term of the MAP
+    labels (mclust's ``icl``), <= 0."""
+    R = np.asarray(responsibilities)
+    top = R.max(axis=1)
+    w = np.ones(len(top)) if row_weight is None else row_weight
+    keep = w > 0
+    return float(np.sum(w[keep] * np.log(np.maximum(top[keep], np.finfo(float).tiny))))
