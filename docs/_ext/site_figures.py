@@ -290,8 +290,8 @@ def regions_figure(model, X, y, *, xlabel, ylabel, title, alt, ax=None, legend_t
     classes = np.asarray(model.classes_)
     pad = 0.08 * (X.max(axis=0) - X.min(axis=0))
     low, high = X.min(axis=0) - pad, X.max(axis=0) + pad
-    if X.min() >= 0:  # non-negative data (durations, lengths): a story may not score x < 0
-        low = np.maximum(low, 0.0)
+    if X.min() > 0:  # positive data (durations): a story may score no x <= 0
+        low = np.maximum(low, 1e-3 * high)
     fig = None
     if ax is None:
         fig, ax = plt.subplots(figsize=(5.2, 3.8))
