@@ -163,6 +163,7 @@ def posterior_vs_mle(
         )
         ax.set_ylim(-0.05 * top, 1.3 * top)  # room for the mass label above the density
         ax.set_title(label, fontsize=fontsize)
+        ax.set_xlabel("parameter value", fontsize=fontsize)
         ax.set_yticks([])
         ax.tick_params(labelsize=fontsize)
     for ax in axes[len(entries) :]:
@@ -174,10 +175,10 @@ def posterior_vs_mle(
             [], [], color="C3", linestyle="--", label="MLE (posterior mass below < MLE < above)"
         ),
     ]
-    figure.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=fontsize)
+    # below the panels: constrained layout stacks an outside legend over a suptitle
+    figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=fontsize)
     if title:
         figure.suptitle(title, fontsize=fontsize)
-    figure.supxlabel("parameter value", fontsize=fontsize)
     figure.supylabel("posterior density", fontsize=fontsize)
     return figure
 

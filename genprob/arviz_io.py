@@ -648,12 +648,14 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
     return pd.DataFrame(rows)
 
 
-def plot_predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB):
+def plot_predictive_vs_plugin(
+    estimator, idata, X_points, hdi_prob: float = HDI_PROB, title: str | None = None
+):
     """Plot plug-in (MLE) and posterior-predictive class probabilities at each point.
 
     One panel per class: the plug-in probability (circle) and the posterior-predictive mean
     (diamond) with the HDI of the per-draw probabilities (bar), for every point of ``X_points``.
-    The numbers are :func:`predictive_vs_plugin`.
+    The numbers are :func:`predictive_vs_plugin`; ``title`` as for :func:`plot_posterior_vs_mle`.
 
     Returns:
         The ``matplotlib.figure.Figure`` (created without pyplot: no GUI needed).
@@ -689,4 +691,7 @@ def plot_predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_
         ax.set_visible(False)
     axes[0].set_ylabel("probability")
     axes[0].legend(loc="best", fontsize="small")
+    title = _figure_title(idata, title, compat.get_group(idata, "posterior"))
+    if title:
+        figure.suptitle(title)
     return figure

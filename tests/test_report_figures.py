@@ -101,8 +101,18 @@ def test_posterior_vs_mle_has_a_title_axis_labels_and_a_legend(exact_posterior):
         "2 chain(s) x 200 draws",
     ):
         assert word in title, title
-    assert figure.get_supxlabel() == "parameter value"
+    assert [ax.get_xlabel() for ax in figure.axes] == ["parameter value"] * 2
     assert figure.get_supylabel() == "posterior density"
     (legend,) = figure.legends
     assert _texts(legend)[0] == "posterior density" and "94% HDI" in _texts(legend)[1]
     assert [ax.get_title() for ax in figure.axes] == ["class_prior[ham]", "class_prior[spam]"]
+
+
+def test_predictive_vs_plugin_has_a_title(exact_posterior):
+    estimator = genprob.BernoulliNB().fit(
+        exact_posterior.observed_data["X"].values, exact_posterior.observed_data["y"].values
+    )
+    figure = genprob.plot_predictive_vs_plugin(estimator, exact_posterior, [[0.0, 1.0]])
+    assert "exact conjugate posterior" in figure.get_suptitle()
+    assert [ax.get_xlabel() for ax in figure.axes] == ["point", "point"]
+    assert figure.axes[0].get_ylabel() == "probability"
