@@ -118,9 +118,10 @@ def posterior_vs_mle(
     textsize=None,
     columns=3,
     max_panels=MAX_PANELS,
+    title=None,
 ):
     """One panel per distinct scalar entry: density, HDI bar with its bounds, MLE line with the
-    posterior mass on each side; one legend for the figure.
+    posterior mass on each side; one legend and one title (``title``) for the figure.
 
     Raises:
         ValueError: more than ``max_panels`` entries, with how to select fewer.
@@ -162,6 +163,7 @@ def posterior_vs_mle(
         )
         ax.set_ylim(-0.05 * top, 1.3 * top)  # room for the mass label above the density
         ax.set_title(label, fontsize=fontsize)
+        ax.set_xlabel("parameter value", fontsize=fontsize)
         ax.set_yticks([])
         ax.tick_params(labelsize=fontsize)
     for ax in axes[len(entries) :]:
@@ -173,11 +175,15 @@ def posterior_vs_mle(
             [], [], color="C3", linestyle="--", label="MLE (posterior mass below < MLE < above)"
         ),
     ]
-    figure.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=fontsize)
+    # below the panels: constrained layout stacks an outside legend over a suptitle
+    figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=fontsize)
+    if title:
+        figure.suptitle(title, fontsize=fontsize)
+    figure.supylabel("posterior density", fontsize=fontsize)
     return figure
 
 
-def forest(posterior, mle, names, hdi_prob, *, figsize=None, textsize=None):
+def forest(posterior, mle, names, hdi_prob, *, figsize=None, textsize=None, title=None):
     """Forest of posterior HDIs (bar, mean as a dot) with the MLE as a second marker per row.
 
     Returns:
@@ -202,5 +208,8 @@ def forest(posterior, mle, names, hdi_prob, *, figsize=None, textsize=None):
         ax.plot([], [], "D", color="C3", label="MLE")
     ax.set_yticks(rows, [label for label, _, _ in entries], fontsize=textsize)
     ax.tick_params(axis="x", labelsize=textsize)
+    ax.set_xlabel("parameter value", fontsize=textsize)
     ax.legend(loc="best", fontsize="small")
+    if title:
+        ax.set_title(title, fontsize=textsize)
     return figure

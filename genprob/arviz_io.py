@@ -492,6 +492,24 @@ def mle_vs_posterior_table(
 
 
 # -- plots ---------------------------------------------------------------------------------------
+_METHODS = {"nuts": "NUTS posterior", "exact": "exact conjugate posterior"}
+
+
+def _figure_title(idata, title, posterior):
+    """``title`` as given (``""``: none), or one naming the story, the rows and the method."""
+    if title is not None:
+        return title or None
+    attrs = compat.get_group(idata, "posterior").attrs
+    story = str(attrs.get("story", "a story")).split("(")[0]
+    method = attrs.get("inference_method", "posterior")
+    method = _METHODS.get(method, f"{method} posterior")
+    rows = ""
+    if compat.has_group(idata, "observed_data"):
+        rows = f" on {compat.get_group(idata, 'observed_data')['y'].size} rows"
+    draws = f"{posterior.sizes['chain']} chain(s) x {posterior.sizes['draw']} draws"
+    return f"{story}{rows}: {method} ({draws}) against the MLE"
+
+
 def plot_posterior_vs_mle(
     idata,
     var_names=None,
@@ -499,13 +517,15 @@ def plot_posterior_vs_mle(
     coords=None,
     labels=None,
     max_panels: int = figures.MAX_PANELS,
+    title: str | None = None,
     **kwargs,
 ):
     """Posterior densities with their HDI and the MLE as reference line, one panel per entry.
 
     Drawn with matplotlib (the same figure on ArviZ 0.x and 1.x). Each distinct entry gets one
     panel (a symmetric matrix its upper triangle); a legend names the density, the HDI bar and
-    the MLE line, and each panel prints the posterior mass below and above the MLE.
+    the MLE line, each panel prints the posterior mass below and above the MLE, and the title
+    names the story, the rows and the method.
 
     Args:
         idata: ArviZ result with an ``mle`` group.
@@ -514,6 +534,8 @@ def plot_posterior_vs_mle(
         coords: selection by dim, e.g. ``{"class": ["setosa"]}``.
         labels: display names of a dim's coordinates, e.g. ``{"category": ["Biscoe", ...]}``.
         max_panels: most panels of the figure (12): select with ``var_names`` / ``coords``.
+        title: the figure's title; by default the story, the number of rows and the method
+            (pass one that names the data, e.g. ``"Gaussian NB on iris: ..."``; ``""`` for none).
         **kwargs: ``figsize``, ``textsize`` (font size of titles and labels) and ``columns``.
 
     Returns:
@@ -523,15 +545,24 @@ def plot_posterior_vs_mle(
         ValueError: more than ``max_panels`` entries selected (the message says how to select).
     """
     names, posterior, mle = _selection(idata, var_names, coords, labels, need_mle=True)
+    title = _figure_title(idata, title, posterior)
     return figures.posterior_vs_mle(
-        posterior, mle, names, hdi_prob, max_panels=int(max_panels), **kwargs
+        posterior, mle, names, hdi_prob, max_panels=int(max_panels), title=title, **kwargs
     )
 
 
 def plot_forest(
-    idata, var_names=None, hdi_prob: float = HDI_PROB, coords=None, labels=None, **kwargs
+    idata,
+    var_names=None,
+    hdi_prob: float = HDI_PROB,
+    coords=None,
+    labels=None,
+    title: str | None = None,
+    **kwargs,
 ):
     """Forest plot of posterior HDIs and means with the MLE as a second marker per entry.
+
+    The x-axis is the parameter's value; the title names the story, the rows and the method.
 
     Args:
         idata: ArviZ result (an ``mle`` group adds the MLE points; without one, the posterior
@@ -540,13 +571,15 @@ def plot_forest(
         hdi_prob: HDI mass.
         coords: selection by dim, e.g. ``{"class": ["setosa"]}``.
         labels: display names of a dim's coordinates.
+        title: as for :func:`plot_posterior_vs_mle`.
         **kwargs: ``figsize`` and ``textsize``.
 
     Returns:
         The ``matplotlib.figure.Figure``.
     """
     names, posterior, mle = _selection(idata, var_names, coords, labels, need_mle=False)
-    return figures.forest(posterior, mle, names, hdi_prob, **kwargs)
+    title = _figure_title(idata, title, posterior)
+    return figures.forest(posterior, mle, names, hdi_prob, title=title, **kwargs)
 
 
 def _posterior_draws(idata) -> dict:
@@ -615,12 +648,14 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
     return pd.DataFrame(rows)
 
 
-def plot_predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB):
+def plot_predictive_vs_plugin(
+    estimator, idata, X_points, hdi_prob: float = HDI_PROB, title: str | None = None
+):
     """Plot plug-in (MLE) and posterior-predictive class probabilities at each point.
 
     One panel per class: the plug-in probability (circle) and the posterior-predictive mean
     (diamond) with the HDI of the per-draw probabilities (bar), for every point of ``X_points``.
-    The numbers are :func:`predictive_vs_plugin`.
+    The numbers are :func:`predictive_vs_plugin`; ``title`` as for :func:`plot_posterior_vs_mle`.
 
     Returns:
         The ``matplotlib.figure.Figure`` (created without pyplot: no GUI needed).
@@ -656,4 +691,7 @@ def plot_predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_
         ax.set_visible(False)
     axes[0].set_ylabel("probability")
     axes[0].legend(loc="best", fontsize="small")
+    title = _figure_title(idata, title, compat.get_group(idata, "posterior"))
+    if title:
+        figure.suptitle(title)
     return figure

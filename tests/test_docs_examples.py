@@ -5,7 +5,10 @@ posterior guide is left out (NUTS is too slow for the default suite); notebooks/
 same calls under nbmake.
 """
 
+import contextlib
+import io
 import re
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -13,16 +16,26 @@ import numpy as np
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
+# the site's figure helpers, importable as the docs build makes them (docs/_ext/site_figures.py)
+if str(DOCS / "_ext") not in sys.path:
+    sys.path.insert(0, str(DOCS / "_ext"))
 PAGES = ["index.md", "getting_started.md", "howto/write_a_story.md", "howto/semi_supervised.md"]
 
 
 def run_page(page: str) -> dict:
+    """Every block the reader sees, in order; hidden figure blocks (``exec`` without ``source``)
+    are the site build's business."""
     text = (DOCS / page).read_text(encoding="utf-8")
-    blocks = re.findall(r"```python[^\n]*\n(.*?)```", text, flags=re.S)
+    blocks = [
+        body
+        for options, body in re.findall(r"```python([^\n]*)\n(.*?)```", text, flags=re.S)
+        if "exec=" not in options or "source=" in options
+    ]
     assert blocks, f"{page} has no Python example"
     namespace: dict = {"__name__": f"docs_{page.replace('/', '_')}"}
     for block in blocks:
-        exec(compile(block, str(DOCS / page), "exec"), namespace)  # noqa: S102
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(block, str(DOCS / page), "exec"), namespace)  # noqa: S102
     return namespace
 
 

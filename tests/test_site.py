@@ -99,10 +99,17 @@ async () => {
     head: t.rows.length ? t.rows[0].innerText.slice(0, 60) : "",
   }));
   const cells = [...content.querySelectorAll("td, th")].map((c) => c.innerText.trim());
+  const overflowing = [...content.querySelectorAll("pre")]
+    .filter((p) => p.scrollWidth > p.clientWidth + 1)
+    .map((p) => `${p.scrollWidth}px > ${p.clientWidth}px: ${p.innerText.slice(0, 60)}`);
+  const outputs = {
+    text: content.querySelectorAll("pre.nb-output").length,
+    figures: content.querySelectorAll("img.nb-output").length,
+  };
   const formulas = content.querySelectorAll(".arithmatex").length;
   const unrendered = [...content.querySelectorAll(".arithmatex")]
     .filter((m) => !m.querySelector("mjx-container")).map((m) => m.textContent.slice(0, 60));
-  return {text, images, area, tables, cells, formulas, unrendered};
+  return {text, images, area, tables, cells, formulas, unrendered, overflowing, outputs};
 }
 """
 
@@ -121,6 +128,7 @@ def test_every_page_reads_offline_in_chromium(site, server, tmp_path):
             route.abort()
 
     failures, totals = [], {"pages": 0, "images": 0, "formulas": 0, "tables": 0}
+    figures, outputs = {}, {}
     with playwright.sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             str(tmp_path / "profile"),
@@ -138,6 +146,8 @@ def test_every_page_reads_offline_in_chromium(site, server, tmp_path):
             assert response is not None and response.ok, path
             seen = page.evaluate(_PROBE)
             totals["pages"] += 1
+            figures[path] = len(seen["images"])
+            outputs[path] = seen["outputs"]
             totals["images"] += len(seen["images"])
             totals["formulas"] += seen["formulas"]
             totals["tables"] += len(seen["tables"])
@@ -162,6 +172,7 @@ def test_every_page_reads_offline_in_chromium(site, server, tmp_path):
             failures += [
                 f"{path}: placeholder cell {c!r}" for c in seen["cells"] if c in ("…", "...")
             ]
+            failures += [f"{path}: code block cut at 1280 px: {o}" for o in seen["overflowing"]]
         context.close()
     failures += [f"script error: {e}" for e in errors]
     failures += [f"request left 127.0.0.1: {url}" for url in outside]
@@ -169,6 +180,16 @@ def test_every_page_reads_offline_in_chromium(site, server, tmp_path):
     assert not failures, "\n".join(failures)
     # the site has its figures and its maths (numbers from this build, as of this commit)
     assert totals["images"] >= 10 and totals["formulas"] >= 100, totals
+    # figures where a new reader looks first: home (a boundary and a posterior), getting
+    # started and every how-to
+    howtos = [f"/howto/{p.stem}/" for p in sorted((ROOT / "docs" / "howto").glob("*.md"))]
+    wanted = {"/": 2, "/getting_started/": 1, **dict.fromkeys(howtos, 1)}
+    few = {p: figures.get(p) for p, n in wanted.items() if (figures.get(p) or 0) < n}
+    assert not few, f"pages with fewer figures than {wanted}: {few}"
+    # the notebooks are shown executed: their text outputs and their figures
+    for name in ("01_tour", "02_mle_vs_posterior"):
+        shown = outputs.get(f"/notebooks/{name}/")
+        assert shown and shown["text"] >= 3 and shown["figures"] >= 2, (name, shown)
 
 
 class _Sections(HTMLParser):

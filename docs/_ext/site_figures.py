@@ -37,20 +37,6 @@ def on_config(config, **kwargs):
     return config
 
 
-#: The tour notebooks, shipped with the site as files to download and run (not executed here).
-NOTEBOOKS = ("01_tour.ipynb", "02_mle_vs_posterior.ipynb")
-
-
-def on_files(files, config, **kwargs):
-    """MkDocs hook: copy the committed notebooks into the site, so pages can link to them."""
-    from mkdocs.structure.files import File
-
-    for name in NOTEBOOKS:
-        source = ROOT / "notebooks" / name
-        files.append(File.generated(config, f"notebooks/{name}", abs_src_path=str(source)))
-    return files
-
-
 def img(fig, alt: str) -> str:
     """The figure as an inline PNG ``<img>`` (closed afterwards)."""
     buffer = io.BytesIO()
@@ -126,7 +112,11 @@ def gaussian_regions() -> str:
         ax.set_xlim(xlim)
         ax.set_ylim(ylim)
     axes[0].set_ylabel("bill depth (mm)")
-    axes[0].legend(loc="lower left", fontsize=8)
+    axes[0].legend(title="species", loc="lower left", fontsize=8)
+    fig.suptitle(
+        f"Palmer penguins ({len(y)} birds), two bill measurements: "
+        "maximum-likelihood fits of three Gaussian stories"
+    )
     return img(fig, "Decision regions of LDA, QDA and Gaussian naive Bayes on penguin bills")
 
 
@@ -290,6 +280,101 @@ def mixed_regions() -> str:
     return img(fig, "Mixed naive Bayes on bill length and island")
 
 
+# -- figures of the home page, getting started and the how-to guides ----------------------------
+
+
+def regions_figure(model, X, y, *, xlabel, ylabel, title, alt, ax=None, legend_title="class"):
+    """Decision regions of a fitted two-feature ``model`` with the rows ``(X, y)`` on top and a
+    legend naming each class's colour; returns the ``<img>`` (or draws into ``ax``)."""
+    X, y = np.asarray(X, dtype=float), np.asarray(y)
+    classes = np.asarray(model.classes_)
+    pad = 0.08 * (X.max(axis=0) - X.min(axis=0))
+    low, high = X.min(axis=0) - pad, X.max(axis=0) + pad
+    if X.min() > 0:  # positive data (durations): a story may score no x <= 0
+        low = np.maximum(low, 1e-3 * high)
+    fig = None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    xs, ys = np.linspace(low[0], high[0], 200), np.linspace(low[1], high[1], 200)
+    _regions(ax, model, xs, ys, classes)
+    _scatter(ax, X, y, classes)
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title, xlim=(low[0], high[0]))
+    ax.set_ylim(low[1], high[1])
+    ax.legend(title=legend_title, fontsize=8, loc="best")
+    return None if fig is None else img(fig, alt)
+
+
+def iris_first_fit() -> str:
+    """Getting started: QDA on two iris features, and rows sampled from the fitted story."""
+    X, y = genprob.datasets.load_iris()
+    names = np.array(["setosa", "versicolor", "virginica"])
+    petals = X[:, 2:]
+    qda = genprob.QuadraticDiscriminantAnalysis().fit(petals, names[y])
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharex=True, sharey=True)
+    regions_figure(
+        qda,
+        petals,
+        names[y],
+        xlabel="petal length (cm)",
+        ylabel="petal width (cm)",
+        title="QDA on iris petals (150 flowers): MLE decision regions",
+        alt="",
+        ax=axes[0],
+        legend_title="species",
+    )
+    X_new, y_new = qda.sample(150, random_state=0)
+    regions_figure(
+        qda,
+        X_new,
+        y_new,
+        xlabel="petal length (cm)",
+        ylabel="",
+        title="150 rows sampled from the fitted story (qda.sample)",
+        alt="",
+        ax=axes[1],
+        legend_title="species",
+    )
+    return img(fig, "QDA decision regions on iris petals, and rows sampled from the fitted QDA")
+
+
+def missing_accuracy_bars(results: dict, rows: int) -> str:
+    """The missing-values how-to: 5-fold accuracy of QDA per way of handling the holes."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    settings = list(results)
+    methods = list(results[settings[0]])
+    width = 0.8 / len(methods)
+    for i, (color, method) in enumerate(zip(COLORS, methods, strict=False)):
+        values = [results[setting][method] for setting in settings]
+        at = np.arange(len(settings)) + (i - (len(methods) - 1) / 2) * width
+        bars = ax.bar(at, values, width, color=color, label=method)
+        ax.bar_label(bars, fmt="%.3f", fontsize=7, padding=2)
+    low = min(min(r.values()) for r in results.values())
+    ax.set(
+        xticks=range(len(settings)),
+        xticklabels=settings,
+        ylim=(max(0.0, low - 0.06), 1.0),
+        xlabel="entries missing",
+        ylabel="5-fold accuracy",
+        title=f"QDA on Palmer penguins ({rows} birds): three ways with missing measurements",
+    )
+    ax.legend(loc="upper right", fontsize=8)
+    return img(fig, "Accuracy of QDA with missing measurements: marginalize, drop, impute")
+
+
+def home_figures() -> str:
+    """The home page: decision regions of the Gaussian family, and an MLE against its posterior."""
+    _, idata, _ = spam_posterior()
+    rows = idata.observed_data["y"].size
+    forest = genprob.plot_forest(
+        idata,
+        var_names=["probs"],
+        coords={"class": ["spam"]},
+        title=f"Bernoulli NB on SMS spam ({rows:,} messages): exact posterior of "
+        "p(word | spam)\nagainst the MLE (smoothed fit)",
+    )
+    return gaussian_regions() + "\n" + img(forest, "Posterior of p(word | spam) with the MLE")
+
+
 # -- missing labels: EM's objective per iteration, and a learning curve ---------------------------
 
 
@@ -356,7 +441,8 @@ def learning_curve(seeds: int = 3) -> str:
             only = genprob.MultinomialNB().fit(X_train[labeled], partial[labeled])
             scores["labeled rows only"].append(only.score(X_test, y_test))
             for weight, name in ((1.0, "EM, λ = 1"), (0.1, "EM, λ = 0.1")):
-                model = genprob.MultinomialNB(unlabeled_weight=weight)
+                # a few of these fits need up to ~150 iterations to meet EM's tolerance
+                model = genprob.MultinomialNB(unlabeled_weight=weight, max_iter=300)
                 model.fit(X_train, partial, classes=np.arange(10))
                 scores[name].append(model.score(X_test, y_test))
         sizes.append(int(labeled.sum()))
@@ -556,7 +642,12 @@ def posterior_figure() -> str:
 def posterior_forest() -> str:
     """genprob.plot_forest on the same draws: 94% HDI, posterior mean and MLE per entry."""
     _, idata, _ = spam_posterior()
-    fig = genprob.plot_forest(idata, var_names=["probs"])
+    rows = idata.observed_data["y"].size
+    fig = genprob.plot_forest(
+        idata,
+        var_names=["probs"],
+        title=f"Bernoulli NB on SMS spam ({rows:,} messages): exact posterior against the MLE",
+    )
     return img(fig, "Forest plot of the word probabilities with the MLE marked")
 
 

@@ -1467,6 +1467,8 @@ def _run_compare(args) -> int:
                 max_panels=max(entries, 12),
                 figsize=(13, max(3.0, 2.6 * -(-panels // 3) + 0.6)),
                 textsize=10,
+                title=f"{name} on {os.path.basename(args.data)}: {args.method} posterior of "
+                f"{var}{'' if group is None else f' ({group})'} ({what}) against the MLE",
             )
             suffix = "" if group is None else f"_{group}"
             path = os.path.join(args.out, f"posterior_vs_mle_{var}{suffix}.png")

@@ -224,18 +224,24 @@ def three_gaussians(num_samples: int, seed: int):
     return X, y
 
 
-def boundaries_figure(models: dict, X, y, X_test=None, y_test=None):
+def boundaries_figure(
+    models: dict, X, y, X_test=None, y_test=None, *, title=None, class_names=None, data=None
+):
     """Decision regions of fitted 2-D classifiers side by side, the training points on top.
 
     Args:
         models: title -> fitted estimator on two features with classes 0, 1, 2.
         X, y: training points to draw.
         X_test, y_test: optional held-out data; its accuracy goes into each title.
+        title: the figure's title (default: the models, ``data`` and the fitting method).
+        class_names: legend names of the classes 0, 1, 2 (default: ``class 0`` ...).
+        data: what ``X`` is, for the default title.
 
     Returns:
         A ``matplotlib.figure.Figure``.
     """
     from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
 
     X = np.asarray(X)
     low, high = X.min(axis=0) - 1.0, X.max(axis=0) + 1.0
@@ -243,6 +249,10 @@ def boundaries_figure(models: dict, X, y, X_test=None, y_test=None):
         np.linspace(low[0], high[0], 240), np.linspace(low[1], high[1], 180)
     )
     grid = np.column_stack([grid_x.ravel(), grid_y.ravel()])
+    if title is None:
+        fitted = ", ".join(models)
+        title = f"{fitted} on {data or f'{len(X)} training rows'}: maximum-likelihood fits"
+    figure_title = title
     figure = _figure(4.2 * len(models), 4.0)
     axes = figure.subplots(1, len(models), sharey=True, squeeze=False)[0]
     colors = np.array(_COLORS)
@@ -263,10 +273,17 @@ def boundaries_figure(models: dict, X, y, X_test=None, y_test=None):
             title += f" (test accuracy {estimator.score(X_test, y_test):.3f})"
         ax.set(title=title, xlabel="$x_1$")
     axes[0].set_ylabel("$x_2$")
+    names = class_names or [f"class {k}" for k in range(len(_COLORS))]
+    handles = [
+        Patch(facecolor=color, edgecolor=color, alpha=0.6, label=str(name))
+        for color, name in zip(_COLORS, names, strict=True)
+    ]
+    figure.legend(handles=handles, loc="outside right upper", title="class (points, region)")
+    figure.suptitle(figure_title)
     return figure
 
 
-def bic_figure(table, title: str = "BIC"):
+def bic_figure(table, title: str = "BIC", suptitle: str | None = None):
     """mclust's BIC plot of a criterion table (``MixtureDiscriminantAnalysis.bic_table_``): one
     line per structure over the number of components, one panel per class when each class chose
     its own model; mclust's sign (larger is better), a collapsed candidate is a gap.
@@ -294,6 +311,8 @@ def bic_figure(table, title: str = "BIC"):
         ax.set(xlabel="components per class (G)", xticks=G, title=name or title)
     axes[0].set_ylabel(f"{title} (2 log L - df log n, larger is better)")
     axes[-1].legend(fontsize=7, ncol=1, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    if suptitle:
+        figure.suptitle(suptitle, fontsize=9)
     return figure
 
 
@@ -313,7 +332,14 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
     for name, estimator in models.items():
         progress(f"{name} on the three-Gaussian example")
         estimator.fit(X, y)
-    figure = boundaries_figure(models, X, y, X_test, y_test)
+    figure = boundaries_figure(
+        models,
+        X,
+        y,
+        X_test,
+        y_test,
+        data=f"the three-Gaussian example ({len(X)} draws, seed {settings.seed})",
+    )
     progress("model-based discriminant analysis (BIC over structures and components)")
     structures = ("EII", "VVI", "EEE", "VVV") if settings.quick else "all"
     mda = genprob.MixtureDiscriminantAnalysis(structure=structures, n_components=(1, 2, 3))
@@ -366,7 +392,16 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
         "boundaries",
         "Decision boundaries: LDA, QDA, Gaussian naive Bayes",
         text,
-        {"boundaries.png": figure, "mda_bic.png": bic_figure(mda.bic_table_)},
+        {
+            "boundaries.png": figure,
+            "mda_bic.png": bic_figure(
+                mda.bic_table_,
+                suptitle=(
+                    "MixtureDiscriminantAnalysis, BIC per class: the three-Gaussian example "
+                    f"({len(X)} draws, seed {settings.seed}), EM fits"
+                ),
+            ),
+        },
         timer.seconds,
     )
 
@@ -496,8 +531,12 @@ def semi_supervised_curve(fractions, repeats: int = 5, seed: int = 0, data: str 
     return pd.DataFrame(rows)
 
 
-def semi_supervised_figure(curve, title: str = "Gaussian NB on iris"):
-    """Held-out accuracy against the fraction of labels kept: labeled-only vs EM."""
+def semi_supervised_figure(curve, title: str | None = None, data: str = "iris"):
+    """Held-out accuracy against the fraction of labels kept: labeled-only vs EM.
+
+    The fractions are spaced to scale (a log axis, ticks at the fractions themselves); the
+    title names the story, the data and the two fits unless ``title`` is given.
+    """
     figure = _figure(5.5, 3.6)
     ax = figure.subplots()
     fractions = curve["fraction"].to_numpy()
@@ -511,7 +550,16 @@ def semi_supervised_figure(curve, title: str = "Gaussian NB on iris"):
     ax.set_xscale("log")
     ax.set_xticks(fractions, [f"{f:g}" for f in fractions])
     ax.minorticks_off()
-    ax.set(xlabel="fraction of training labels kept", ylabel="held-out accuracy", title=title)
+    if title is None:
+        title = (
+            f"Gaussian NB on {data}: EM on all training rows\n"
+            "vs a fit on the labeled rows alone (mean ± sd)"
+        )
+    ax.set(
+        xlabel="fraction of training labels kept (log scale)",
+        ylabel="held-out accuracy",
+        title=title,
+    )
     ax.legend(loc="lower right")
     return figure
 
@@ -628,7 +676,14 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
     progress("plotting the posterior of the variances")
     with _quiet_fonts():
         nuts_figure = genprob.plot_posterior_vs_mle(
-            idata, var_names=["variances"], figsize=(13, 11), textsize=10
+            idata,
+            var_names=["variances"],
+            figsize=(13, 11),
+            textsize=10,
+            title=(
+                f"Gaussian NB on iris ({len(y)} rows): NUTS posterior of the variances "
+                f"({settings.nuts_chains} chain(s) x {settings.nuts_samples} draws) against the MLE"
+            ),
         )
     # (2) exact: a categorical story is conjugate (Dirichlet prior), no sampler needed
     progress(f"exact posterior for categorical NB on penguins ({settings.exact_samples} draws x 2)")
@@ -649,7 +704,15 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
     exact_table = genprob.mle_vs_posterior_table(exact, labels=island_names)
     with _quiet_fonts():
         exact_figure = genprob.plot_posterior_vs_mle(
-            exact, var_names=["probs"], labels=island_names, figsize=(13, 8.5), textsize=10
+            exact,
+            var_names=["probs"],
+            labels=island_names,
+            figsize=(13, 8.5),
+            textsize=10,
+            title=(
+                f"Categorical NB on the penguins' islands ({len(species)} rows): exact "
+                "Dirichlet posterior of P(island | species) against the smoothed MLE"
+            ),
         )
     inside = int(nuts_table["mle_in_hdi"].sum())
     variances = nuts_table[nuts_table["parameter"].str.startswith("variances")]
