@@ -192,7 +192,13 @@ def test_nuts_and_arviz(structure):
     idata = estimator.posterior(X[rows], y[rows], num_samples=100, num_warmup=100, num_chains=1)
     covariance = np.asarray(idata.posterior["covariance"])
     assert covariance.shape[-3:] == (3, 4, 4) and np.all(np.isfinite(covariance))
-    assert "log_volume" in idata.posterior
+    # the draws keep the structure: EEV's classes share their eigenvalues, VEI's are diagonal
+    draws = covariance.reshape(-1, 3, 4, 4)
+    if structure == "EEV":
+        values = np.linalg.eigvalsh(draws)
+        np.testing.assert_allclose(values[:, 1:], values[:, :1].repeat(2, axis=1), rtol=1e-8)
+    else:
+        np.testing.assert_allclose(draws * (1 - np.eye(4)), 0.0, atol=1e-12)
 
 
 def test_mclustda_and_mclustssc_references_are_recorded(reference):

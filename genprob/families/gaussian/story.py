@@ -88,6 +88,8 @@ class GaussianStory(Story):
 
     name = "gaussian"
     array_api = True
+    #: mclust's name of the structure when given (``structure=``), else None
+    structure = None
     # the public home of the class, which is also the name saved model files know it by
     __module__ = "genprob.families.gaussian"
 
@@ -171,7 +173,9 @@ class GaussianStory(Story):
         self.rank_tol = rank_tol
         self.covariance_weights = covariance_weights
         self.mean_prior_loc = _prior_setting("mean_prior_loc", mean_prior_loc, positive=False)
-        self.structure = structure
+        if structure is not None:
+            # only when given: files saved before the setting existed still load
+            self.structure = structure
 
     @property
     def covariance_structure(self) -> CovarianceStructure:

@@ -292,9 +292,10 @@ class NamedStructure(PerClassFull):
         latent = {}
         shapes = mclust.latent_shapes(self.name, num_classes, num_features)
         for site, shape in shapes.items():
-            # log volume about the scale's square (as the inverse-Wishart's), shape and
-            # orientation about the identity
-            loc, sd = (2.0 * jnp.log(scale), 2.0) if site == "log_volume" else (0.0, 1.0)
+            # log volume about the scale's square (its geometric mean over features for a
+            # per-feature scale), shape and orientation about the identity
+            volume = 2.0 * jnp.mean(jnp.log(jnp.asarray(scale)))
+            loc, sd = (volume, 2.0) if site == "log_volume" else (0.0, 1.0)
             latent[site] = numpyro.sample(
                 site, dist.Normal(loc, sd).expand(list(shape)).to_event(len(shape))
             )
