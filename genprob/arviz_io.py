@@ -29,8 +29,6 @@ both and is the only module that imports ArviZ or knows its version.
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
 import numpy as np
 
@@ -326,8 +324,7 @@ def _thin(draws: dict, per_chain: int) -> dict:
     return {k: v[:, index] for k, v in draws.items()}
 
 
-@partial(jax.jit, static_argnums=3)
-def _replicate(story, flat, keys, n):
+def _replicate_rows(story, flat, keys, n):
     """``(X, y)`` of ``n`` rows from the story at every draw of ``flat`` (compiled once per
     story structure and shapes: new draws, seeds and hyperparameters reuse it)."""
     from genprob import core
@@ -335,8 +332,7 @@ def _replicate(story, flat, keys, n):
     return jax.vmap(lambda p, key: core.sample(story, p, n, key))(flat, keys)
 
 
-@partial(jax.jit, static_argnums=(2, 3, 4))
-def _draw_prior(story, key, num_classes, num_features, num_draws):
+def _prior_sites(story, key, num_classes, num_features, num_draws):
     """``num_draws`` draws of the prior's sites (compiled once per story structure)."""
     from numpyro.infer import Predictive
 
@@ -348,6 +344,10 @@ def _draw_prior(story, key, num_classes, num_features, num_draws):
     return predictive(key, story, num_classes=num_classes, num_features=num_features, num_samples=1)
 
 
+_replicate = jax.jit(_replicate_rows, static_argnums=3)
+_draw_prior = jax.jit(_prior_sites, static_argnums=(2, 3, 4))
+
+
 def _posterior_predictive(story: Story, draws: dict, n: int, per_chain: int, seed, features):
     """Replicated ``(y, X)`` of ``n`` rows from the story at (thinned) posterior draws."""
     import jax
@@ -356,7 +356,10 @@ def _posterior_predictive(story: Story, draws: dict, n: int, per_chain: int, see
     batch = thinned[CLASS_PRIOR].shape[:2]
     flat = {k: jax.numpy.asarray(v.reshape((-1,) + v.shape[2:])) for k, v in thinned.items()}
     keys = jax.random.split(jax.random.PRNGKey(int(seed)), int(np.prod(batch)))
-    X_rep, y_rep = _replicate(story, flat, keys, n)
+    try:
+        X_rep, y_rep = _replicate(story, flat, keys, n)
+    except jax.errors.ConcretizationTypeError:  # a sampler that needs a setting's value
+        X_rep, y_rep = _replicate_rows(story, flat, keys, n)
     out = {"y": np.asarray(y_rep).reshape(batch + (n,))}
     if features:
         out["X"] = np.asarray(X_rep).reshape(batch + X_rep.shape[1:])
@@ -369,9 +372,11 @@ def _prior_draws(story: Story, num_classes: int, num_features: int, num_draws: i
 
     from genprob.mcmc import params_from_samples
 
-    samples = _draw_prior(
-        story, jax.random.PRNGKey(int(seed) + 1), num_classes, num_features, int(num_draws)
-    )
+    key = jax.random.PRNGKey(int(seed) + 1)
+    try:
+        samples = _draw_prior(story, key, num_classes, num_features, int(num_draws))
+    except jax.errors.ConcretizationTypeError:  # a prior that needs a setting's value
+        samples = _prior_sites(story, key, num_classes, num_features, int(num_draws))
     params = params_from_samples(story, samples, num_features)
     return {k: np.asarray(v)[None] for k, v in params.items()}
 
