@@ -29,6 +29,7 @@ both and is the only module that imports ArviZ or knows its version.
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from genprob import _arviz_compat as compat
@@ -323,17 +324,42 @@ def _thin(draws: dict, per_chain: int) -> dict:
     return {k: v[:, index] for k, v in draws.items()}
 
 
+def _replicate_rows(story, flat, keys, n):
+    """``(X, y)`` of ``n`` rows from the story at every draw of ``flat`` (compiled once per
+    story structure and shapes: new draws, seeds and hyperparameters reuse it)."""
+    from genprob import core
+
+    return jax.vmap(lambda p, key: core.sample(story, p, n, key))(flat, keys)
+
+
+def _prior_sites(story, key, num_classes, num_features, num_draws):
+    """``num_draws`` draws of the prior's sites (compiled once per story structure)."""
+    from numpyro.infer import Predictive
+
+    from genprob import core
+    from genprob.em import _latent_sites
+
+    sites = [CLASS_PRIOR, *_latent_sites(story, num_classes, num_features)]
+    predictive = Predictive(core.model, num_samples=num_draws, return_sites=sites)
+    return predictive(key, story, num_classes=num_classes, num_features=num_features, num_samples=1)
+
+
+_replicate = jax.jit(_replicate_rows, static_argnums=3)
+_draw_prior = jax.jit(_prior_sites, static_argnums=(2, 3, 4))
+
+
 def _posterior_predictive(story: Story, draws: dict, n: int, per_chain: int, seed, features):
     """Replicated ``(y, X)`` of ``n`` rows from the story at (thinned) posterior draws."""
     import jax
-
-    from genprob import core
 
     thinned = _thin(draws, per_chain)
     batch = thinned[CLASS_PRIOR].shape[:2]
     flat = {k: jax.numpy.asarray(v.reshape((-1,) + v.shape[2:])) for k, v in thinned.items()}
     keys = jax.random.split(jax.random.PRNGKey(int(seed)), int(np.prod(batch)))
-    X_rep, y_rep = jax.vmap(lambda p, key: core.sample(story, p, n, key))(flat, keys)
+    try:
+        X_rep, y_rep = _replicate(story, flat, keys, n)
+    except jax.errors.ConcretizationTypeError:  # a sampler that needs a setting's value
+        X_rep, y_rep = _replicate_rows(story, flat, keys, n)
     out = {"y": np.asarray(y_rep).reshape(batch + (n,))}
     if features:
         out["X"] = np.asarray(X_rep).reshape(batch + X_rep.shape[1:])
@@ -343,21 +369,14 @@ def _posterior_predictive(story: Story, draws: dict, n: int, per_chain: int, see
 def _prior_draws(story: Story, num_classes: int, num_features: int, num_draws: int, seed):
     """Draws of the story's parameters from its prior, one chain: ``(1, num_draws, ...)``."""
     import jax
-    from numpyro.infer import Predictive
 
-    from genprob import core
-    from genprob.em import _latent_sites
     from genprob.mcmc import params_from_samples
 
-    sites = [CLASS_PRIOR, *_latent_sites(story, num_classes, num_features)]
-    predictive = Predictive(core.model, num_samples=int(num_draws), return_sites=sites)
-    samples = predictive(
-        jax.random.PRNGKey(int(seed) + 1),
-        story,
-        num_classes=num_classes,
-        num_features=num_features,
-        num_samples=1,
-    )
+    key = jax.random.PRNGKey(int(seed) + 1)
+    try:
+        samples = _draw_prior(story, key, num_classes, num_features, int(num_draws))
+    except jax.errors.ConcretizationTypeError:  # a prior that needs a setting's value
+        samples = _prior_sites(story, key, num_classes, num_features, int(num_draws))
     params = params_from_samples(story, samples, num_features)
     return {k: np.asarray(v)[None] for k, v in params.items()}
 

@@ -28,10 +28,14 @@ keeps the story's own prior.
 from __future__ import annotations
 
 import math
+import os
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 
@@ -60,6 +64,8 @@ __all__ = [
     "start_values",
     "best_start",
     "SamplingWarning",
+    "PriorWarning",
+    "prior_dominance",
     "RHAT_MAX",
     "ESS_MIN",
     "PRIORS",
@@ -80,6 +86,17 @@ JITTER = 0.1
 
 class SamplingWarning(UserWarning):
     """NUTS draws that fail a convergence check (R-hat, ESS, chains in different modes)."""
+
+
+class PriorWarning(UserWarning):
+    """A parameter whose posterior the prior holds far from a sharp likelihood's maximum."""
+
+
+#: Posterior sds (and likelihood sds) between the MLE and the posterior mean beyond which the
+#: prior is said to dominate a parameter.
+PRIOR_DOMINANCE_SD = 4.0
+#: Parameter entries beyond which :func:`prior_dominance` skips the likelihood's curvature.
+CURVATURE_MAX_ENTRIES = 2000
 
 
 def _prepare(story: Story, X, y, num_classes):
@@ -106,7 +123,7 @@ def run_nuts(
     seed: int = 0,
     progress_bar: bool = False,
     init_params: dict | None = None,
-    chain_method: str = "sequential",
+    chain_method: str = "parallel",
     extra_fields: tuple = ("diverging", "accept_prob", "num_steps", "energy", "potential_energy"),
     init="mle",
     jitter: float = JITTER,
@@ -114,8 +131,14 @@ def run_nuts(
     check: bool = True,
     fit: dict | None = None,
     **nuts_kwargs,
-) -> infer.MCMC:
-    """Run NUTS on ``core.model`` and return NumPyro's :class:`~numpyro.infer.MCMC` object.
+) -> NutsRun:
+    """Run NUTS on ``core.model``: a :class:`NutsRun` with the draws (NumPyro's ``MCMC`` reading).
+
+    The chains run NumPyro's NUTS kernel (its warm-up adaptation, then the draws) as one
+    compiled program per chain, cached by the inputs' structure and shapes and by the static
+    settings (``num_classes``, ``num_warmup``, ``num_samples``, ``**nuts_kwargs``): a repeat call
+    with new data values, seeds, starting points or prior hyperparameters compiles nothing; a new
+    draw or warm-up count compiles once more.
 
     Args:
         story: the story.
@@ -127,10 +150,12 @@ def run_nuts(
         num_samples: kept draws per chain.
         num_chains: number of chains.
         seed: seed of the run.
-        progress_bar: show NumPyro's progress bar.
+        progress_bar: accepted for compatibility; the compiled chains show no progress bar.
         init_params: starting values of the latent sites used exactly, without jitter (kept for
             compatibility; ``init`` with a dict is the jittered equivalent).
-        chain_method: ``"sequential"``, ``"vectorized"`` or ``"parallel"`` (one device per chain).
+        chain_method: ``"parallel"`` (default: chains side by side, one thread per core, each
+            running the compiled chain), ``"sequential"`` (one after the other; the same draws
+            as ``"parallel"``) or ``"vectorized"`` (all chains in one vmapped program).
         extra_fields: NUTS diagnostics recorded per draw (``mcmc.get_extra_fields()``), e.g. for
             ArviZ's ``sample_stats``; ``potential_energy`` feeds the per-chain mode check.
         init: where the chains start: ``"mle"`` (default: jittered around the closed-form, EM
@@ -144,10 +169,12 @@ def run_nuts(
         fit: with ``init="mle"``, the fit already made (e.g. an estimator's ``params_``) instead
             of :func:`start_values`; either way :func:`best_start` checks it against EM
             restarts when rows are unlabeled.
-        **nuts_kwargs: passed to :class:`numpyro.infer.NUTS` (e.g. ``target_accept_prob``).
+        **nuts_kwargs: NUTS settings (:data:`KERNEL_SETTINGS`, e.g. ``target_accept_prob``,
+            ``max_tree_depth``, ``dense_mass``), as NumPyro's :class:`~numpyro.infer.NUTS`
+            takes them.
 
     Returns:
-        The MCMC object after ``run`` (``get_samples``, ``get_extra_fields``, ``print_summary``).
+        A :class:`NutsRun` (``get_samples``, ``get_extra_fields``, ``print_summary``).
         It also carries ``genprob_story`` (the story with the prior actually used) and, when
         ``check``, ``genprob_diagnostics`` (the dict from :func:`diagnose`).
 
@@ -177,14 +204,30 @@ def run_nuts(
         itemsize=np.dtype(X.dtype).itemsize,
         log_likelihood=False,
     )
-    sites = set(latent) | {CLASS_PRIOR}
+    sites = [CLASS_PRIOR, *latent]
+    args = (story, X, codes)
+    static = dict(
+        num_classes=num_classes,
+        num_warmup=int(num_warmup),
+        num_samples=int(num_samples),
+        settings=_kernel_settings(nuts_kwargs),
+    )
+    if chain_method in CHAIN_METHODS:  # compiles while the starting points are found
+        _compiled_chain(
+            _abstract_inputs(args, num_classes, num_chains, chain_method),
+            chain_method == "vectorized",
+            **static,
+        )
     if init_params is not None:
         values = {k: jnp.asarray(v, X.dtype) for k, v in init_params.items() if k in sites}
-        init_strategy = infer.init_to_value(values=values)
+        starts = [values] * num_chains
+        jitter = 0.0
     elif init == "uniform":
-        init_strategy = infer.init_to_uniform
+        starts = None
     elif isinstance(init, list | tuple):
-        init_strategy = infer.init_to_uniform  # overridden by per-chain starting points below
+        if len(init) != int(num_chains):
+            raise ValueError(f"init has {len(init)} starting points for {num_chains} chains.")
+        starts = list(init)
     else:
         if init == "mle":
             start = start_values(fitted_story, X, codes, num_classes) if fit is None else fit
@@ -193,34 +236,39 @@ def run_nuts(
                 warnings.warn(message, SamplingWarning, stacklevel=2)
         else:
             start = init
-        values = {k: jnp.asarray(v, X.dtype) for k, v in start.items() if k in sites}
-        init_strategy = partial(_init_near, values=values, jitter=float(jitter))
-    chain_starts = None
-    if init_params is None and isinstance(init, list | tuple):
-        chain_starts = _chain_starts(story, X, codes, num_classes, init, num_chains, jitter, seed)
-    kernel = infer.NUTS(core.model, init_strategy=init_strategy, **nuts_kwargs)
-    mcmc = infer.MCMC(
-        kernel,
-        num_warmup=int(num_warmup),
-        num_samples=int(num_samples),
-        num_chains=int(num_chains),
-        chain_method=chain_method,
-        progress_bar=progress_bar,
+        starts = [start] * num_chains
+    strict = init_params is None and isinstance(init, list | tuple)
+    free = _chain_starts(
+        story, X, codes, num_classes, starts, num_chains, jitter, seed, sites, strict
     )
-    mcmc.run(
-        jax.random.PRNGKey(int(seed)),
-        story,
-        X,
-        codes,
-        num_classes=num_classes,
+    mcmc = _run_chains(
+        args,
+        free,
+        jax.random.split(jax.random.PRNGKey(int(seed)), num_chains),
+        chain_method=chain_method,
         extra_fields=tuple(extra_fields),
-        init_params=chain_starts,
+        **static,
     )
     mcmc.genprob_story = story
     if check:
         samples = mcmc.get_samples(group_by_chain=True)
         extra = mcmc.get_extra_fields(group_by_chain=True)
-        mcmc.genprob_diagnostics = diagnose(samples, extra.get("potential_energy"), warn=True)
+        codes_np = np.asarray(codes)
+        labeled_classes = np.unique(codes_np[codes_np >= 0])
+        labels = (
+            "all"
+            if np.all(codes_np >= 0)
+            else "every class"
+            if labeled_classes.size == num_classes
+            else "partial"
+        )
+        mcmc.genprob_diagnostics = diagnose(
+            samples,
+            extra.get("potential_energy"),
+            warn=True,
+            labels=labels,
+            started_at_fit=init_params is None and isinstance(init, str) and init == "mle",
+        )
     return mcmc
 
 
@@ -293,8 +341,6 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
     prior NUTS uses, in the unconstrained coordinates NUTS moves in), so a collapsed
     high-likelihood spike that the prior rules out never wins.
     """
-    from numpyro.infer.util import potential_energy, unconstrain_fn
-
     from genprob.em import fit_em
 
     codes = np.asarray(codes)
@@ -308,9 +354,8 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
     def log_posterior(params):
         # in NumPyro's unconstrained coordinates (Jacobian included), where the chains move
         values = {name: jnp.asarray(params[name], X.dtype) for name in sites}
-        args, kwargs = (prior_story, X, jnp.asarray(codes)), {"num_classes": num_classes}
-        free = unconstrain_fn(core.model, args, kwargs, values)
-        return -float(potential_energy(core.model, args, kwargs, free))
+        args = (prior_story, X, jnp.asarray(codes))
+        return float(_log_density(args, values, num_classes))
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a candidate start needs no EM convergence notice
@@ -327,9 +372,10 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
         except ValueError:  # every restart degenerated: keep the fit
             return start, None
     values = np.asarray(result.init_log_likelihoods)
+    # evaluated either way, so that every call takes the same compiled path
+    old, new = log_posterior(start), log_posterior(result.params)
     if int(np.nanargmax(values)) == 0:
         return start, None
-    old, new = log_posterior(start), log_posterior(result.params)
     if not (np.isfinite(new) and new > old + 1e-6 * max(1.0, abs(old))):
         return start, None
     message = (
@@ -341,52 +387,275 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
     return {**dict(start), **result.params}, message
 
 
-def _chain_starts(story, X, codes, num_classes, starts, num_chains, jitter, seed):
-    """Unconstrained starting points ``(num_chains, ...)`` from one parameter dict per chain."""
-    from numpyro.infer.util import unconstrain_fn
-
-    if len(starts) != int(num_chains):
-        raise ValueError(f"init has {len(starts)} starting points for {num_chains} chains.")
-    sites = [CLASS_PRIOR, *_latent_sites(story, num_classes, X.shape[1])]
-    args, kwargs = (story, X, codes), {"num_classes": num_classes}
+def _chain_starts(
+    story, X, codes, num_classes, starts, num_chains, jitter, seed, sites, strict=False
+):
+    """Unconstrained starting points ``(num_chains, ...)``: each dict of ``starts`` mapped to
+    NumPyro's unconstrained coordinates and moved by a Normal(0, jitter) step; a site without a
+    value, or whose value maps to a non-finite point (a probability of exactly 0, say), or every
+    site when ``starts`` is None, starts like ``init_to_uniform`` (uniform on (-2, 2))."""
+    args = (story, X, codes)
+    abstract = _free_shapes(args, num_classes)
+    shapes = {name: jnp.shape(free) for name, (_, free) in abstract.items()}
+    value_shapes = {name: jnp.shape(value) for name, (value, _) in abstract.items()}
     key = jax.random.PRNGKey(int(seed) + 1)
     points = []
-    for start in starts:
-        missing = [name for name in sites if name not in start]
-        if missing:
-            raise ValueError(f"a starting point lacks the parameters {missing}.")
-        values = {name: jnp.asarray(start[name], X.dtype) for name in sites}
-        free = unconstrain_fn(core.model, args, kwargs, values)
-        key, *keys = jax.random.split(key, len(sites) + 1)
-        points.append(
-            {
-                name: free[name] + jitter * jax.random.normal(k, jnp.shape(free[name]), X.dtype)
-                for name, k in zip(sites, keys, strict=True)
-            }
-        )
+    for start in starts if starts is not None else [None] * num_chains:
+        given = {} if start is None else start
+        if strict:
+            missing = [name for name in sites if name not in given]
+            if missing:
+                raise ValueError(f"a starting point lacks the parameters {missing}.")
+        values = {
+            name: jnp.broadcast_to(jnp.asarray(given[name], X.dtype), value_shapes[name])
+            for name in sites
+            if name in given
+        }
+        free = _unconstrain(args, values, num_classes) if values else {}
+        # a site without a value is NaN here, so it starts like init_to_uniform below
+        free = {name: free.get(name, jnp.full(shapes[name], jnp.nan, X.dtype)) for name in sites}
+        key, chain_key = jax.random.split(key)
+        points.append(_moved(free, chain_key, jitter))
     return jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *points)
 
 
-def _init_near(site=None, values=None, jitter=JITTER):
-    """NumPyro init strategy: ``values`` moved by a Normal(0, jitter) step in unconstrained
-    coordinates; a site without a value, or whose value maps to a non-finite point (a
-    probability of exactly 0, say), starts like ``init_to_uniform``."""
-    if site is None:
-        return partial(_init_near, values=values, jitter=jitter)
-    if site["type"] != "sample" or site["is_observed"] or site["name"] not in values:
-        return infer.init_to_uniform(site)
-    transform = transforms.biject_to(site["fn"].support)
-    value = jnp.broadcast_to(values[site["name"]], site["fn"].shape())
-    free = transform.inv(value)
-    rng_key = site["kwargs"].get("rng_key")
-    noise_key, uniform_key = jax.random.split(rng_key)
-    noise = jax.random.normal(noise_key, jnp.shape(free), free.dtype)
-    fallback = jax.random.uniform(uniform_key, jnp.shape(free), free.dtype, -2.0, 2.0)
-    free = jnp.where(jnp.isfinite(free), free + jitter * noise, fallback)
-    return transform(free)
+@jax.jit
+def _moved(free, key, jitter):
+    """Each site moved by a Normal(0, jitter) step; non-finite sites uniform on (-2, 2)."""
+    leaves, treedef = jax.tree_util.tree_flatten(free)
+    keys = jax.random.split(key, 2 * len(leaves))
+    moved = []
+    for i, leaf in enumerate(leaves):
+        noise = jax.random.normal(keys[2 * i], jnp.shape(leaf), leaf.dtype)
+        fallback = jax.random.uniform(keys[2 * i + 1], jnp.shape(leaf), leaf.dtype, -2.0, 2.0)
+        moved.append(jnp.where(jnp.isfinite(leaf), leaf + jitter * noise, fallback))
+    return jax.tree_util.tree_unflatten(treedef, moved)
 
 
-def diagnose(samples: dict, potential_energy=None, *, warn: bool = False) -> dict:
+@partial(jax.jit, static_argnums=2)
+def _unconstrain(args, values, num_classes):
+    """``values`` in NumPyro's unconstrained coordinates (compiled once per structure)."""
+    from numpyro.infer.util import unconstrain_fn
+
+    return unconstrain_fn(core.model, args, {"num_classes": num_classes}, values)
+
+
+@partial(jax.jit, static_argnums=2)
+def _log_density(args, values, num_classes):
+    """Log posterior density at ``values``, in the unconstrained coordinates (Jacobian
+    included) where the chains move."""
+    from numpyro.infer.util import potential_energy
+
+    kwargs = {"num_classes": num_classes}
+    free = _unconstrain(args, values, num_classes)
+    return -potential_energy(core.model, args, kwargs, free)
+
+
+def _free_shapes(args, num_classes):
+    """Site name -> abstract (value, unconstrained coordinates) (no sampling, no compile)."""
+    from numpyro import handlers
+
+    def trace():
+        with handlers.seed(rng_seed=0):
+            tr = handlers.trace(core.model).get_trace(*args, num_classes=num_classes)
+        return {
+            name: (site["value"], transforms.biject_to(site["fn"].support).inv(site["value"]))
+            for name, site in tr.items()
+            if site["type"] == "sample" and not site["is_observed"]
+        }
+
+    return jax.eval_shape(trace)
+
+
+#: NUTS settings accepted as ``**nuts_kwargs`` (passed to NumPyro's NUTS initialization).
+KERNEL_SETTINGS = (
+    "step_size",
+    "adapt_step_size",
+    "adapt_mass_matrix",
+    "dense_mass",
+    "target_accept_prob",
+    "max_tree_depth",
+    "find_heuristic_step_size",
+    "regularize_mass_matrix",
+    "forward_mode_differentiation",
+)
+#: Chain schedules: side by side in threads (default), one after the other, or vmapped.
+CHAIN_METHODS = ("parallel", "sequential", "vectorized")
+_FIELDS = ("diverging", "accept_prob", "num_steps", "energy", "potential_energy")
+
+
+def _kernel_settings(nuts_kwargs: dict) -> tuple:
+    unknown = sorted(set(nuts_kwargs) - set(KERNEL_SETTINGS))
+    if unknown:
+        raise TypeError(
+            f"unknown NUTS setting {unknown[0]!r}; known: {', '.join(KERNEL_SETTINGS)}."
+        )
+
+    def frozen(value):
+        return tuple(frozen(v) for v in value) if isinstance(value, list | tuple) else value
+
+    return tuple(sorted((k, frozen(v)) for k, v in nuts_kwargs.items()))
+
+
+def _chain(args, free, key, *, num_classes, num_warmup, num_samples, settings):
+    """One NUTS chain (NumPyro's kernel: warm-up adaptation, then draws), as one program."""
+    from numpyro.infer.hmc import hmc
+    from numpyro.infer.util import constrain_fn, potential_energy
+
+    def potential_fn_gen(*model_args):
+        return partial(potential_energy, core.model, model_args, {"num_classes": num_classes})
+
+    init_kernel, sample_kernel = hmc(potential_fn_gen=potential_fn_gen, algo="NUTS")
+    state = init_kernel(free, num_warmup, model_args=args, rng_key=key, **dict(settings))
+
+    def step(state, _):
+        state = sample_kernel(state, model_args=args)
+        stats = {
+            "diverging": state.diverging,
+            "accept_prob": state.accept_prob,
+            "num_steps": state.num_steps,
+            "energy": state.energy,
+            "potential_energy": state.potential_energy,
+        }
+        return state, (state.z, stats)
+
+    # one scan over warm-up and draws: the kernel appears once in the program, which halves
+    # its compilation; the warm-up's states are dropped after
+    _, (draws, stats) = jax.lax.scan(step, state, None, length=num_warmup + num_samples)
+    draws, stats = jax.tree_util.tree_map(lambda v: v[num_warmup:], (draws, stats))
+    kwargs = {"num_classes": num_classes}
+    draws = jax.vmap(lambda z: constrain_fn(core.model, args, kwargs, z))(draws)
+    return draws, stats
+
+
+#: Compiled chains by (structure and shapes of the inputs, static settings), as futures: a
+#: repeat call with new data values, seeds or hyperparameters runs without tracing or compiling.
+_COMPILED: dict = {}
+_COMPILED_LOCK = threading.Lock()
+#: One thread compiles while the caller finds the chains' starting points.
+_COMPILER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="genprob-nuts-compile")
+
+
+def _aval(leaf) -> tuple:
+    if isinstance(leaf, jax.ShapeDtypeStruct):
+        return tuple(leaf.shape), jnp.dtype(leaf.dtype), bool(leaf.weak_type)
+    aval = jax.typeof(leaf)
+    return tuple(aval.shape), jnp.dtype(aval.dtype), bool(aval.weak_type)
+
+
+def _compiled_chain(inputs, vectorized, **static):
+    """The future of the compiled chain for ``inputs`` (arrays, or ``jax.ShapeDtypeStruct``
+    stand-ins of the same types): started once per key, shared by every later call."""
+    leaves, treedef = jax.tree_util.tree_flatten(inputs)
+    key = (treedef, tuple(map(_aval, leaves)), vectorized, tuple(sorted(static.items())))
+    with _COMPILED_LOCK:
+        future = _COMPILED.get(key)
+        if future is None:
+            abstract = jax.tree_util.tree_unflatten(
+                treedef,
+                [jax.ShapeDtypeStruct(s, d, weak_type=w) for s, d, w in map(_aval, leaves)],
+            )
+            run = partial(_chain, **static)
+            run = jax.vmap(run, in_axes=(None, 0, 0)) if vectorized else run
+            # traced here: NumPyro's handler stack is shared by all threads; only XLA's
+            # compilation runs in the background
+            lowered = jax.jit(run).lower(*abstract)
+            future = _COMPILED[key] = _COMPILER.submit(lowered.compile)
+    return future
+
+
+def _abstract_inputs(args, num_classes, num_chains, chain_method):
+    """Stand-ins of the inputs ``_run_chains`` will pass (types only), to start compiling."""
+    args = jax.tree_util.tree_map(jnp.asarray, args)
+    dtype = args[1].dtype
+    lead = (num_chains,) if chain_method == "vectorized" else ()
+    free = {
+        name: jax.ShapeDtypeStruct(lead + tuple(shape.shape), dtype)
+        for name, (_, shape) in _free_shapes(args, num_classes).items()
+    }
+    key = jax.random.PRNGKey(0)
+    key = jax.ShapeDtypeStruct(lead + tuple(key.shape), key.dtype)
+    return args, free, key
+
+
+def _workers(num_chains: int) -> int:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(int(num_chains), int(cores or 1)))
+
+
+def _run_chains(args, free, keys, *, chain_method, extra_fields, **static):
+    """Every chain of one run; the same compiled chain whatever the schedule, so a chain's
+    draws depend only on its starting point and key."""
+    if chain_method not in CHAIN_METHODS:
+        raise ValueError(f"chain_method must be one of {CHAIN_METHODS}, got {chain_method!r}.")
+    num_chains = int(keys.shape[0])
+    # as jit would see them (the precision in force): the compiled program's argument types
+    args, free = jax.tree_util.tree_map(jnp.asarray, (args, free))
+    if chain_method == "vectorized":
+        compiled = _compiled_chain((args, free, keys), True, **static).result()
+        draws, stats = jax.block_until_ready(compiled(args, free, keys))
+    else:
+        one = [
+            jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], (free, keys))
+            for i in range(num_chains)
+        ]
+        compiled = _compiled_chain((args, *one[0]), False, **static).result()
+
+        def run(i):
+            return jax.block_until_ready(compiled(args, *one[i]))
+
+        workers = _workers(num_chains) if chain_method == "parallel" else 1
+        if workers > 1:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(run, range(num_chains)))
+        else:
+            results = [run(i) for i in range(num_chains)]
+        draws, stats = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *results)
+    unknown = sorted(set(extra_fields) - set(_FIELDS))
+    if unknown:
+        raise ValueError(f"extra_fields {unknown} are not recorded; known: {_FIELDS}.")
+    stats = {name: stats[name] for name in extra_fields}
+    return NutsRun(draws, stats, num_warmup=static["num_warmup"])
+
+
+class NutsRun:
+    """The draws of :func:`run_nuts`, with the parts of NumPyro's ``MCMC`` interface that
+    callers read (``get_samples``, ``get_extra_fields``, ``print_summary``)."""
+
+    def __init__(self, samples: dict, extra: dict, *, num_warmup: int):
+        self._samples, self._extra = samples, extra
+        self.num_chains, self.num_samples = np.shape(samples[CLASS_PRIOR])[:2]
+        self.num_warmup = num_warmup
+
+    @staticmethod
+    def _flat(values: dict, group_by_chain: bool) -> dict:
+        if group_by_chain:
+            return dict(values)
+        return {k: jnp.reshape(v, (-1,) + jnp.shape(v)[2:]) for k, v in values.items()}
+
+    def get_samples(self, group_by_chain: bool = False) -> dict:
+        """Site -> draws, ``(chains * draws, ...)`` or ``(chains, draws, ...)``."""
+        return self._flat(self._samples, group_by_chain)
+
+    def get_extra_fields(self, group_by_chain: bool = False) -> dict:
+        """NUTS statistics per draw (``diverging``, ``potential_energy`` ...)."""
+        return self._flat(self._extra, group_by_chain)
+
+    def print_summary(self, prob: float = 0.9, exclude_deterministic: bool = True) -> None:
+        """NumPyro's summary table of the draws (mean, sd, interval, ESS, R-hat)."""
+        from numpyro.diagnostics import print_summary
+
+        print_summary(self.get_samples(group_by_chain=True), prob=prob)
+
+
+def diagnose(
+    samples: dict,
+    potential_energy=None,
+    *,
+    warn: bool = False,
+    labels: str = "partial",
+    started_at_fit: bool = False,
+) -> dict:
     """Convergence checks of NUTS draws grouped by chain.
 
     Rank-normalized split R-hat and bulk/tail ESS per scalar entry (ArviZ, through
@@ -398,6 +667,11 @@ def diagnose(samples: dict, potential_energy=None, *, warn: bool = False) -> dic
         samples: site -> draws with leading axes ``(chains, draws)``.
         potential_energy: ``(chains, draws)`` negative log densities, or None.
         warn: emit a :class:`SamplingWarning` naming each failure, its likely cause and the fix.
+        labels: ``"all"`` (every row labeled: label switching cannot happen), ``"every class"``
+            (every class has labeled rows: a class-prior R-hat alone is no sign of it) or
+            ``"partial"``.
+        started_at_fit: the chains started at the fit (``init="mle"``): the advice does not
+            repeat that default.
 
     Returns:
         dict with ``max_rhat`` (NaN with one chain), ``min_ess_bulk``, ``min_ess_tail``,
@@ -440,29 +714,36 @@ def diagnose(samples: dict, potential_energy=None, *, warn: bool = False) -> dic
         gap = float(np.ptp(chain_means))
         different_modes = chains > 1 and gap > max(3.0 * within, 1.0)
     switched = chains > 1 and _permuted(np.asarray(samples[CLASS_PRIOR]).mean(axis=1))
+    if labels == "all":  # every label known: the classes cannot trade places
+        switched = different_modes = False
+    start_advice = "" if started_at_fit else "Start the chains at the fit (init='mle'), and "
     problems = []
     if switched and not different_modes:
         problems.append(
             "the chains' class priors are permutations of each other: label switching (the "
-            "chains found the same fit under different class labels). Start the chains at the "
-            "fit (init='mle', the default) or label some rows of every class."
+            "chains found the same fit under different class labels). "
+            + ("Label" if started_at_fit else "Start the chains at the fit (init='mle') or label")
+            + " some rows of every class."
         )
     if different_modes:
         problems.append(
             f"the chains sit in different modes (mean log density per chain: "
             f"{', '.join(f'{v:.1f}' for v in chain_means)}): likely label switching, a chain "
-            f"settled on a permutation of the classes. Start the chains at the fit "
-            f"(init='mle', the default) or label more rows."
+            f"settled on a permutation of the classes. "
+            + ("Label" if started_at_fit else "Start the chains at the fit (init='mle') or label")
+            + " more rows."
         )
     if np.isfinite(max_rhat) and max_rhat > RHAT_MAX:
+        by_class_prior = labels == "partial" and worst_rhat_name == CLASS_PRIOR
         cause = (
             "likely label switching (chains in different modes)"
-            if different_modes or switched or worst_rhat_name == CLASS_PRIOR
+            if different_modes or switched or by_class_prior
             else "the chains have not mixed (too few warm-up iterations or draws)"
         )
+        advice = start_advice + ("run" if start_advice else "Run")
         problems.append(
             f"max R-hat {max_rhat:.3f} > {RHAT_MAX} (on {worst_rhat_name!r}): {cause}. "
-            f"Start the chains at the fit (init='mle'), and run more warm-up and draws."
+            f"{advice} more warm-up and draws."
         )
     for kind, value in (("bulk", min_bulk), ("tail", min_tail)):
         if np.isfinite(value) and value < ESS_MIN:
@@ -470,8 +751,8 @@ def diagnose(samples: dict, potential_energy=None, *, warn: bool = False) -> dic
                 f"min {kind} ESS {value:.0f} < {ESS_MIN}: too few draws for stable estimates. "
                 f"Increase num_samples (or num_chains)."
             )
-    if warn and problems:
-        warnings.warn("NUTS diagnostics: " + " ".join(problems), SamplingWarning, stacklevel=3)
+    for problem in problems if warn else ():  # one warning per problem: one line each
+        warnings.warn("NUTS diagnostics: " + problem, SamplingWarning, stacklevel=3)
     return {
         "max_rhat": max_rhat,
         "min_ess_bulk": min_bulk,
@@ -614,3 +895,97 @@ def _permuted(chain_class_priors, tol: float = 0.05) -> bool:
         ):
             return True
     return False
+
+
+@jax.jit
+def _curvature(story, params, free, X, codes):
+    """Diagonal of the log-likelihood's Hessian in the entries of ``free`` (the rest fixed)."""
+    flat, unravel = jax.flatten_util.ravel_pytree(free)
+
+    def log_lik(vector):
+        return core.log_likelihood(story, {**params, **unravel(vector)}, X, codes)
+
+    return unravel(jnp.diag(jax.hessian(log_lik)(flat)))
+
+
+def prior_dominance(story: Story, mle: dict, draws: dict, X, y, *, names=None, warn=True) -> list:
+    """Parameter entries whose MLE lies far outside their posterior while the likelihood is sharp.
+
+    An entry is named when its MLE is more than :data:`PRIOR_DOMINANCE_SD` posterior sds from
+    the posterior mean and also more than that many likelihood sds (``1 / sqrt(-H_ii)``, the
+    log-likelihood's curvature at the MLE): the data pin the value, and the prior holds the
+    posterior elsewhere. Tiny data (a flat likelihood) is left alone: there the prior is meant
+    to matter.
+
+    Args:
+        story: the story the draws belong to.
+        mle: the maximum-likelihood fit (e.g. ``estimator.params_``).
+        draws: posterior draws, any leading batch shape, with the parameter names of ``mle``.
+        X: features (n, D); y: class codes (n,), -1 for unlabeled rows.
+        names: ``(class names, feature names)`` for the entries' labels, or None.
+        warn: emit one :class:`PriorWarning` naming the entries.
+
+    Returns:
+        ``(label, mle, posterior mean, posterior sd)`` per flagged entry, largest gap first.
+    """
+    num_classes = int(np.shape(mle[CLASS_PRIOR])[-1])
+    batch = np.ndim(draws[CLASS_PRIOR]) - 1
+    shared = [
+        k
+        for k in draws
+        if k != CLASS_PRIOR and k in mle and np.shape(mle[k]) == np.shape(draws[k])[batch:]
+    ]
+    if not shared or sum(int(np.size(mle[k])) for k in shared) > CURVATURE_MAX_ENTRIES:
+        return []
+    axes = tuple(range(batch))
+    mean = {k: np.asarray(draws[k], np.float64).mean(axis=axes) for k in shared}
+    sd = {k: np.asarray(draws[k], np.float64).std(axis=axes) for k in shared}
+    params = {k: jnp.asarray(v, X.dtype) for k, v in mle.items()}
+    free = {k: params[k] for k in shared}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        curvature = _curvature(story, params, free, X, jnp.asarray(y, jnp.int32))
+    flagged = []
+    for name in shared:
+        value = np.asarray(mle[name], np.float64)
+        gap = np.abs(value - mean[name])
+        likelihood_sd = 1.0 / np.sqrt(np.maximum(-np.asarray(curvature[name], np.float64), 0.0))
+        with np.errstate(invalid="ignore"):
+            hit = (gap > PRIOR_DOMINANCE_SD * sd[name]) & (gap > PRIOR_DOMINANCE_SD * likelihood_sd)
+        for index in zip(*np.nonzero(hit), strict=True):
+            label = _entry_label(name, index, value.shape, num_classes, names)
+            flagged.append(
+                (label, float(value[index]), float(mean[name][index]), float(sd[name][index]))
+            )
+    flagged.sort(key=lambda row: -abs(row[1] - row[2]) / max(row[3], 1e-300))
+    if warn and flagged:
+        shown = "; ".join(
+            f"{label}: MLE {m:.4g}, posterior mean {p:.4g} (sd {s:.2g})"
+            for label, m, p, s in flagged[:5]
+        )
+        more = f" and {len(flagged) - 5} more" if len(flagged) > 5 else ""
+        warnings.warn(
+            f"the prior dominates {len(flagged)} parameter "
+            f"entr{'y' if len(flagged) == 1 else 'ies'}"
+            f" that the data pin down: {shown}{more}. The MLE lies beyond "
+            f"{PRIOR_DOMINANCE_SD:g} posterior sds of the posterior mean: the prior is too "
+            f"narrow or on the wrong scale for these data. Widen its scale, or rescale it to the "
+            f"data (priors='data': a story of your own reads each feature's location and scale "
+            f"with self.data_scales(num_features), docs/bayes.md).",
+            PriorWarning,
+            stacklevel=3,
+        )
+    return flagged
+
+
+def _entry_label(name, index, shape, num_classes, names) -> str:
+    classes, features = (None, None) if names is None else names
+    parts = []
+    for axis, i in enumerate(index):
+        if axis == 0 and shape[0] == num_classes and classes is not None:
+            parts.append(str(classes[i]))
+        elif axis == len(shape) - 1 and features is not None and shape[-1] == len(features):
+            parts.append(str(features[i]))
+        else:
+            parts.append(str(i))
+    return f"{name}[{', '.join(parts)}]" if parts else name

@@ -32,10 +32,12 @@ by its qualified name when it is defined, which is how :func:`genprob.load` find
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import math
 import operator
 import typing
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -188,6 +190,12 @@ class _StoryType(type):
         story = super().__call__(*args, **kwargs)
         story._seal()
         return story
+
+
+#: The calls of :meth:`Story.data_scales` while :meth:`Story.scaled_to_data` traces a prior.
+_DATA_SCALES_CALLS: contextvars.ContextVar = contextvars.ContextVar(
+    "genprob_data_scales_calls", default=None
+)
 
 
 class Story(metaclass=_StoryType):
@@ -536,10 +544,54 @@ class Story(metaclass=_StoryType):
 
         NUTS uses it by default (``priors="data"``), so a prior never contradicts the data's
         units; closed-form, EM and optimizer fits do not read it. The default returns the story
-        unchanged (priors on probabilities need no scale); families with location/scale
-        parameters override it and record the values as per-feature story fields.
+        unchanged (priors on probabilities need no scale), or, when its prior reads
+        :meth:`data_scales`, a copy carrying each feature's mean and sd (1 where constant);
+        families with location/scale parameters override it and record the values as
+        per-feature story fields.
         """
-        return self
+        if not isinstance(X, np.ndarray | jax.Array) or not self._reads_data_scales(X.shape[1]):
+            return self
+        values = np.asarray(X, dtype=np.float64)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: 0 and 1
+            location = np.nan_to_num(np.nanmean(values, axis=0))
+            spread = np.nanstd(values, axis=0)
+        spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+        fields = {**vars(self), "data_location": location, "data_scale": spread}
+        fields = {k: v for k, v in fields.items() if k not in ("_layout", "_sealed")}
+        return type(self)._from_fields(fields)
+
+    def _reads_data_scales(self, num_features: int) -> bool:
+        """Whether the prior calls :meth:`data_scales` (an abstract trace: nothing is drawn)."""
+        from numpyro import handlers
+
+        def run():
+            handlers.trace(handlers.seed(self.prior, 0)).get_trace(2, num_features)
+            return 0
+
+        calls = []
+        token = _DATA_SCALES_CALLS.set(calls)
+        try:
+            jax.eval_shape(run)
+        finally:
+            _DATA_SCALES_CALLS.reset(token)
+        return bool(calls)
+
+    @typing.final
+    def data_scales(self, num_features: int):
+        """Each feature's ``(location, scale)``, arrays (D,), for a prior on the data's scale.
+
+        A story's prior that calls it gets, under NUTS with ``priors="data"`` (the default), the
+        features' means and sds (missing cells left out); elsewhere (closed-form, EM and
+        optimizer fits, or ``priors="fixed"``) zeros and ones, so the prior reads as written.
+        """
+        calls = _DATA_SCALES_CALLS.get()
+        if calls is not None:
+            calls.append(num_features)
+        location = getattr(self, "data_location", None)
+        if location is None:
+            return jnp.zeros(num_features), jnp.ones(num_features)
+        return jnp.asarray(location), jnp.asarray(self.data_scale)
 
     @property
     def adds_over_rows(self) -> bool:

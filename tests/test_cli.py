@@ -382,8 +382,11 @@ def test_compare_prints_the_table_and_saves_plots(iris_csv, tmp_path, capsys):
     out_dir = tmp_path / "compare"
     argv = ["compare", "gaussian_nb", str(iris_csv), "--target", "species", "--out", str(out_dir)]
     settings = ["--num-warmup", "30", "--num-samples", "30", "--chains", "1", "--seed", "0"]
-    assert cli.main(argv + settings) == 0
+    assert cli.main(argv + settings) == 1  # a failed diagnostic is a failed check
     captured = capsys.readouterr()
+    assert "a diagnostic failed (exit 1; --accept-diagnostics accepts the draws)" in captured.err
+    for line in captured.err.splitlines():  # one line per problem, no source path or code line
+        assert line.startswith("genprob compare: "), line
     assert "30 warm-up + 30 draws" in captured.err
     assert "class_prior[setosa]" in captured.out and "divergences:" in captured.out
     # one chain, 30 draws: no R-hat, and the ESS is flagged
@@ -402,6 +405,8 @@ def test_compare_prints_the_table_and_saves_plots(iris_csv, tmp_path, capsys):
     assert "MLE fit: 26 parameters, BIC " in captured.out
     for name in ("class_prior", "means", "variances"):
         assert (out_dir / f"posterior_vs_mle_{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert cli.main(argv + settings + ["--accept-diagnostics"]) == 0
+    assert "FAILED (< 400)" in capsys.readouterr().out
 
 
 @pytest.mark.arviz

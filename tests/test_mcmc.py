@@ -106,3 +106,48 @@ def test_fit_nuts_rejects_bad_labels():
             fit_nuts(STORY, X, np.r_[y[:-1], -3], num_classes=2, num_warmup=5, num_samples=5)
         with pytest.raises(ValueError, match="y has 11 rows but X has 12"):
             fit_nuts(STORY, X, y[:-1], num_classes=2, num_warmup=5, num_samples=5)
+
+
+def _semi_supervised_rows(seed, n=60):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = np.array([[0.0, 0.0], [2.5, 1.5]])[y] + rng.normal(0.0, 1.0, (n, 2))
+    return X, np.where(rng.random(n) < 0.5, -1, y)
+
+
+def test_a_repeat_call_compiles_nothing():
+    """New data values, seed and prior hyperparameters with the same shapes reuse the compiled
+    chains: no backend compilation on the repeat call (jax.monitoring's compile events)."""
+    import jax.monitoring
+
+    compiled = []
+
+    def listener(event, duration, **kwargs):
+        if event.endswith("backend_compile_duration"):
+            compiled.append(event)
+
+    options = dict(num_classes=2, num_warmup=30, num_samples=30, num_chains=2, check=False)
+    X, y = _semi_supervised_rows(0)
+    run_nuts(STORY, X, y, seed=0, **options)
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        X, y = _semi_supervised_rows(1)
+        story = STORY.replace(mean_prior_scale=3.0)
+        second = run_nuts(story, X, y, seed=7, **options)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert compiled == []
+    assert np.all(np.isfinite(np.asarray(second.get_samples()["means"])))
+
+
+def test_chains_side_by_side_equal_chains_one_after_the_other():
+    """The threads' schedule changes nothing: every chain is the same compiled program with the
+    same starting point and key."""
+    X, y = _semi_supervised_rows(2)
+    options = dict(num_classes=2, num_warmup=40, num_samples=40, num_chains=2, seed=3, check=False)
+    parallel = run_nuts(STORY, X, y, chain_method="parallel", **options)
+    sequential = run_nuts(STORY, X, y, chain_method="sequential", **options)
+    for name, value in parallel.get_samples(group_by_chain=True).items():
+        np.testing.assert_array_equal(value, sequential.get_samples(group_by_chain=True)[name])
+    first, second = parallel.get_samples(group_by_chain=True)["means"]
+    assert not np.array_equal(first, second)  # two chains, not one run twice

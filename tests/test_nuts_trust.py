@@ -295,3 +295,80 @@ def test_loo_compare_and_ppc_on_built_in_stories(name):
     else:
         assert figure is not None
     plt.close("all")
+
+
+def test_fully_labeled_data_never_reports_label_switching():
+    """Chains that disagree on the class prior of fully labeled data have not mixed: the
+    classes cannot trade places when every label is known."""
+    rng = np.random.default_rng(3)
+    draws = np.array([0.2, 0.3, 0.5]) + 0.01 * rng.standard_normal((2, 500, 3))
+    draws[1] = draws[1][:, ::-1]
+    for labels in ("all",):
+        verdict = diagnose({"class_prior": draws}, -rng.standard_normal((2, 500)), labels=labels)
+        assert not verdict["label_switching"] and not verdict["different_modes"]
+        assert verdict["max_rhat"] > 1.5
+        assert not any("label switching" in p for p in verdict["problems"])
+    # every class labeled, chains agree but mix slowly on the class prior: not label switching
+    walk = 0.3 + 0.02 * np.cumsum(rng.standard_normal((2, 200, 3)), axis=1)
+    slow = diagnose({"class_prior": walk}, None, labels="every class")
+    assert slow["max_rhat"] > RHAT_MAX
+    assert not any("label switching" in p for p in slow["problems"])
+
+
+def test_advice_does_not_repeat_the_default_start():
+    rng = np.random.default_rng(4)
+    walk = 0.3 + 0.02 * np.cumsum(rng.standard_normal((2, 200, 3)), axis=1)
+    at_fit = diagnose({"class_prior": walk}, None, started_at_fit=True)
+    elsewhere = diagnose({"class_prior": walk}, None, started_at_fit=False)
+    assert at_fit["problems"] and not any("init='mle'" in p for p in at_fit["problems"])
+    assert any("init='mle'" in p for p in elsewhere["problems"])
+
+
+# -- the prior trap ------------------------------------------------------------------------------
+def test_a_dominating_prior_is_named_by_parameter():
+    """A fixed prior far too narrow for the data's units holds the means at 0 against a sharp
+    likelihood: the warning names the entries, and says how to widen or rescale the prior."""
+    from genprob.mcmc import PriorWarning
+
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 40)
+    X = np.column_stack([rng.normal(100.0 + 5.0 * y, 1.0), rng.normal(0.0, 1.0, 80)])
+    model = genprob.GaussianNB().fit(X, y)
+    options = dict(num_samples=100, num_warmup=100, random_state=0, priors="fixed")
+    with pytest.warns(PriorWarning, match=r"the prior dominates") as caught:
+        model.posterior(X, y, prior={"mean_prior_scale": 0.5}, **options)
+    (message,) = [str(w.message) for w in caught if issubclass(w.category, PriorWarning)]
+    assert "means[0, x0]" in message and "means[1, x0]" in message
+    assert "means[0, x1]" not in message  # the data agree with the prior there
+    assert "Widen its scale, or rescale it to the data" in message
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PriorWarning)
+        model.posterior(X, y, prior={"mean_prior_scale": 1000.0}, **options)
+    assert not [w for w in caught if issubclass(w.category, PriorWarning)]
+
+
+def test_a_story_of_ones_own_reads_the_data_scale():
+    import numpyro
+    import numpyro.distributions as dist
+
+    class Scaled(genprob.Story):
+        def prior(self, num_classes, num_features):
+            loc, scale = self.data_scales(num_features)
+            means = dist.Normal(loc, 10 * scale).expand([num_classes, num_features])
+            return {"means": numpyro.sample("means", means.to_event(2))}
+
+        def emission(self, params):
+            return dist.Normal(params["means"], 1.0).to_event(1)
+
+    X = np.array([[1.0, 10.0], [3.0, 10.0], [5.0, 10.0]])
+    location, scale = Scaled().data_scales(2)
+    np.testing.assert_array_equal(location, [0.0, 0.0])
+    np.testing.assert_array_equal(scale, [1.0, 1.0])
+    location, scale = Scaled().scaled_to_data(X).data_scales(2)
+    np.testing.assert_allclose(location, [3.0, 10.0])
+    np.testing.assert_allclose(scale, [np.std([1.0, 3.0, 5.0]), 1.0])  # constant: 1
+    # a prior that does not read them is left as it is
+    from genprob.families.bernoulli import BernoulliStory
+
+    story = BernoulliStory()
+    assert story.scaled_to_data(X) is story

@@ -486,14 +486,16 @@ def target_verdict(index: int) -> str:
     )
 
 
-# -- NUTS on partly labeled data (bench_nuts.py) --------------------------------------------
+# -- NUTS on partly labeled data (bench_enumerated.py) --------------------------------------
 
-NUTS_COMMAND = "python benchmarks/bench_nuts.py --json benchmarks/results/bench_nuts.json"
+NUTS_COMMAND = (
+    "python benchmarks/bench_enumerated.py --json benchmarks/results/bench_enumerated.json"
+)
 NUTS_STORIES = {"gaussian-nb": "Gaussian NB (diag, per class)", "bernoulli-nb": "Bernoulli NB"}
 
 
 def nuts_run() -> str:
-    b = results("bench_nuts")
+    b = results("bench_enumerated")
     note = _run_note(b, NUTS_COMMAND)
     s = b.get("settings") or {}
     if s:
@@ -511,7 +513,7 @@ def nuts_run() -> str:
 
 def nuts_table() -> str:
     body = []
-    for r in results("bench_nuts").get("rows", []):
+    for r in results("bench_enumerated").get("rows", []):
         ours, theirs = r.get("genprob") or {}, r.get("enumerated") or {}
         body.append(
             [
@@ -649,3 +651,49 @@ def scaling_tables() -> str:
             html_table(["fit", "1 worker (s)", "2 workers (s)", "speed-up", "rows/s (2)"], body)
         )
     return "\n".join(parts) or "<p>No results committed yet.</p>"
+
+
+# -- Posteriors against PyMC + nutpie (bench_nuts.py) ------------------------------------------
+
+POSTERIOR_COMMAND = (
+    "python benchmarks/bench_nuts.py --cli --json benchmarks/results/bench_nuts.json"
+)
+
+
+def posterior_run() -> str:
+    return _run_note(results("bench_nuts"), POSTERIOR_COMMAND)
+
+
+def posterior_table() -> str:
+    b = results("bench_nuts")
+    body = []
+    for r in b.get("rows", []):
+        for call in ("first", "repeat"):
+            c = r.get(call) or {}
+            body.append(
+                [
+                    f"{r.get('n')}",
+                    call,
+                    f"{_s(c.get('genprob_s'), 1)} s / {_s(c.get('nutpie_s'), 1)} s",
+                    f"{_s(c.get('genprob_ess_per_s'), 1)} / {_s(c.get('nutpie_ess_per_s'), 1)}",
+                    _x(c.get("ess_per_s_ratio")),
+                    f"{_s(c.get('means_apart_in_mcse'), 1)}",
+                ]
+            )
+    if not body:
+        return "<p>No rows in the results file.</p>"
+    header = [
+        "n",
+        "call",
+        "wall time, genprob / nutpie",
+        "min bulk ESS per s, genprob / nutpie",
+        "ESS/s ratio",
+        "largest gap of posterior means (MCSE)",
+    ]
+    table = _table(header, body)
+    cli = b.get("cli") or {}
+    lines = "".join(
+        f"<li><code>genprob {html.escape(k)}</code>: {_s(v.get('seconds'), 1)} s</li>"
+        for k, v in cli.items()
+    )
+    return table + (f"<ul>{lines}</ul>" if lines else "")

@@ -1382,6 +1382,11 @@ def _add_compare(commands):
     )
     parser.add_argument("--chains", type=int, default=2, metavar="N", help="chains (default: 2)")
     parser.add_argument(
+        "--accept-diagnostics",
+        action="store_true",
+        help="exit 0 even when an R-hat or ESS check fails (default: exit 1)",
+    )
+    parser.add_argument(
         "--var-names",
         nargs="+",
         metavar="NAME",
@@ -1443,10 +1448,13 @@ def _run_compare(args) -> int:
     table.to_csv(os.path.join(args.out, "mle_vs_posterior.csv"), index=False)
     with pd.option_context("display.max_rows", None, "display.width", 200):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    failed = False
     if args.method == "nuts":
         divergences = int(idata.sample_stats["diverging"].sum())
         print(f"divergences: {divergences}")
-        print(_convergence_line(table))
+        line = _convergence_line(table)
+        print(line)
+        failed = "FAILED" in line
     inside = int(table["mle_in_hdi"].sum())
     print(f"MLE inside the 94% HDI: {inside} of {len(table)} entries")
     criteria = _criteria_text(estimator, features, y)
@@ -1475,6 +1483,9 @@ def _run_compare(args) -> int:
             save_figure(figure, path)
             written.append(path)
     print(f"wrote {', '.join(written)}")
+    if failed and not args.accept_diagnostics:
+        _note("compare", "a diagnostic failed (exit 1; --accept-diagnostics accepts the draws)")
+        return 1
     return 0
 
 

@@ -14,7 +14,7 @@ from genprob._dtype import precision
 from genprob._limits import check_count, check_posterior_size
 from genprob.arviz_io import to_arviz
 from genprob.masking import has_missing, marginalized
-from genprob.mcmc import JITTER, check_options, run_nuts
+from genprob.mcmc import JITTER, check_options, params_from_samples, prior_dominance, run_nuts
 from genprob.posterior import (
     METHODS,
     _no_exact_posterior_error,
@@ -89,10 +89,6 @@ def estimator_posterior(
             exact = exact_posterior(story, Xj, codes, num_classes=num_classes)
             posterior = exact.sample(seed, (num_chains, num_samples))
         else:
-            # Vectorized chains initialize inside one compiled function; sequential ones run
-            # NumPyro's initialization eagerly, op by op, which costs more than it samples on
-            # small and medium data.
-            nuts_kwargs.setdefault("chain_method", "vectorized" if num_chains > 1 else "sequential")
             nuts_kwargs.setdefault(
                 "extra_fields",
                 ("diverging", "accept_prob", "num_steps", "energy", "potential_energy"),
@@ -113,6 +109,17 @@ def estimator_posterior(
                 priors=priors,
                 **nuts_kwargs,
             )
+        draws = (
+            params_from_samples(story, posterior.get_samples(group_by_chain=True), Xj.shape[1])
+            if method == "nuts"
+            else posterior
+        )
+        columns = range(Xj.shape[1]) if feature_names is None else feature_names
+        names = (
+            list(estimator.classes_),
+            [f"x{j}" for j in columns] if feature_names is None else list(columns),
+        )
+        prior_dominance(story, estimator.params_, draws, Xj, codes, names=names)
         return to_arviz(
             posterior,
             story,
