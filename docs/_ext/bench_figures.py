@@ -649,3 +649,60 @@ def scaling_tables() -> str:
             html_table(["fit", "1 worker (s)", "2 workers (s)", "speed-up", "rows/s (2)"], body)
         )
     return "\n".join(parts) or "<p>No results committed yet.</p>"
+
+
+# -- first calls in a fresh process (bench_first_calls.py) ----------------------------------
+
+
+FIRST_COMMAND = (
+    "python benchmarks/bench_first_calls.py --json benchmarks/results/bench_first_calls.json"
+)
+
+
+def first_calls_table() -> str:
+    """Each first call, cold and warm, beside its floor and peer, then each target's verdict."""
+    record = results("bench_first_calls")
+    note = _run_note(record, FIRST_COMMAND)
+    rows = record.get("rows", [])
+    if not rows:
+        return note
+    header = [
+        "first call (fresh process)",
+        "cold",
+        "warm cache",
+        "floor",
+        "peer",
+        "peer cold",
+        "peer warm",
+        "refit",
+        "peer refit",
+    ]
+    body = []
+    for row in rows:
+        body.append(
+            [
+                html.escape(row["call"]),
+                _s(row.get("cold")),
+                _s(row.get("warm")),
+                _s(row.get("floor")),
+                html.escape(row.get("peer") or "-"),
+                _s(row.get("peer cold")) if row.get("peer") else "-",
+                _s(row.get("peer warm")) if row.get("peer") else "-",
+                _s(row["warm refit"]) if "warm refit" in row else "-",
+                _s(row["peer warm refit"]) if "peer warm refit" in row else "-",
+            ]
+        )
+    verdicts = [
+        [
+            html.escape(t["call"]),
+            html.escape(t["target"]),
+            f"{t['measure']} = {t['value']:.2f}",
+            "met" if t["met"] else "not met",
+        ]
+        for t in record.get("targets", [])
+    ]
+    return (
+        note
+        + _table(header, body)
+        + html_table(["call", "target", "measured", "verdict"], verdicts)
+    )
