@@ -663,6 +663,8 @@ def first_calls_table() -> str:
     """Each first call, cold and warm, beside its floor and peer, then each target's verdict."""
     record = results("bench_first_calls")
     note = _run_note(record, FIRST_COMMAND)
+    if record.get("note"):
+        note += f"<p>{html.escape(record['note'])}</p>"
     rows = record.get("rows", [])
     if not rows:
         return note
@@ -681,11 +683,11 @@ def first_calls_table() -> str:
     for row in rows:
         body.append(
             [
-                html.escape(row["call"]),
+                row["call"],
                 _s(row.get("cold")),
                 _s(row.get("warm")),
                 _s(row.get("floor")),
-                html.escape(row.get("peer") or "-"),
+                row.get("peer") or "-",
                 _s(row.get("peer cold")) if row.get("peer") else "-",
                 _s(row.get("peer warm")) if row.get("peer") else "-",
                 _s(row["warm refit"]) if "warm refit" in row else "-",
@@ -694,8 +696,8 @@ def first_calls_table() -> str:
         )
     verdicts = [
         [
-            html.escape(t["call"]),
-            html.escape(t["target"]),
+            t["call"],
+            t["target"],
             f"{t['measure']} = {t['value']:.2f}",
             "met" if t["met"] else "not met",
         ]
