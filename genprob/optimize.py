@@ -489,7 +489,8 @@ def _initial_point(spec, data, sites, init, seed, init_scale):
         # Seeded standard-normal unconstrained values: a random class prior, means near 0 and
         # scales near 1 whatever the data's scale — deliberately far from the answer.
         key = jax.random.PRNGKey(int(seed))
-        return init_scale * jax.random.normal(key, (_size(sites),), data.X.dtype)
+        draw = np.asarray(jax.random.normal(key, (_size(sites),), data.X.dtype))
+        return jnp.asarray(init_scale * draw, data.X.dtype)
     if init == "prior":
         return _unconstrain(spec, data, _prior_draw(spec, data, jax.random.PRNGKey(int(seed))))
     raise ValueError(f"init must be 'poor', 'prior' or a dict of parameters, got {init!r}.")
@@ -503,7 +504,8 @@ def _run(spec, data, u, *, max_iter, tol, whiten, first_stage_iter, stage_iter, 
     """L-BFGS from ``u`` in stages (module docstring): one start of :func:`fit_optimizer`."""
     size = u.shape[0]
     # A full matrix from the start when whitening, so that every stage shares one compilation.
-    whitening = jnp.eye(size, dtype=u.dtype) if whiten else jnp.ones(size, dtype=u.dtype)
+    # built on the host: bookkeeping run eagerly on the device compiles a program per operation
+    whitening = jnp.asarray(np.eye(size) if whiten else np.ones(size), dtype=u.dtype)
     (value, (loglik, penalty, params)), grad = _evaluate(spec, data, u)
     if not np.isfinite(float(value)):
         raise _NotFinite(
@@ -521,20 +523,21 @@ def _run(spec, data, u, *, max_iter, tol, whiten, first_stage_iter, stage_iter, 
             whitening,
             value,
             grad,
-            jnp.asarray(tol, u.dtype),
+            np.asarray(tol, dtype=u.dtype),
             budget,
             trace_size=max_iter + 1,
             memory_size=memory_size,
         )
         count = int(count)
-        traces.append(np.asarray(trace[int(stage > 0) : count + 1]))
+        # sliced on the host: a device slice would compile once per iteration count
+        traces.append(np.asarray(trace)[int(stage > 0) : count + 1])
         total += count
         stage += 1
         started = time.perf_counter()
         (value, (loglik, penalty, params)), grad = _evaluate(spec, data, u)
         grad.block_until_ready()
         seconds_per_gradient = time.perf_counter() - started
-        converged = bool(grad_norm <= tol) and (stage > 1 or not whiten)
+        converged = float(grad_norm) <= tol and (stage > 1 or not whiten)
         if converged or not whiten:
             break
         hessian = _hessian(spec, data, u, seconds_per_gradient)
@@ -545,9 +548,9 @@ def _run(spec, data, u, *, max_iter, tol, whiten, first_stage_iter, stage_iter, 
         params={k: np.asarray(v) for k, v in params.items()},
         log_likelihood=float(loglik),
         log_penalty=float(penalty),
-        objective=float(loglik + penalty),
+        objective=float(loglik) + float(penalty),
         num_iterations=total,
-        grad_norm=float(jnp.linalg.norm(grad)),
+        grad_norm=float(np.linalg.norm(np.asarray(grad))),
         # the stages minimize -objective / n; report the objective per unit weight
         trace=-(np.concatenate(traces) if traces else np.asarray([float(value)])),
         converged=converged or size == 0,
@@ -749,7 +752,7 @@ def evaluate_objective(
         return ObjectiveValue(
             log_likelihood=float(loglik),
             log_penalty=float(penalty),
-            objective=float(loglik + penalty),
-            grad_norm=float(jnp.linalg.norm(grad)),
+            objective=float(loglik) + float(penalty),
+            grad_norm=float(np.linalg.norm(np.asarray(grad))),
             gradient=np.asarray(grad),
         )

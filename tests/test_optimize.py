@@ -8,6 +8,10 @@ import numpyro.distributions as dist
 import pytest
 import scipy.optimize
 import scipy.stats
+from test_story_value import (  # noqa: F401 - the compile-counting fixture
+    _assert_counter_sees_compilations,
+    compilations,
+)
 
 from genprob import core
 from genprob.datasets import load_iris
@@ -124,6 +128,21 @@ def test_gaussian_mle_from_poor_start_equals_closed_form(iris):
     assert trace[0] < trace[-1] - 1.0
     assert np.all(np.diff(trace) >= -1e-12 * np.abs(trace[1:]))
     np.testing.assert_allclose(trace[-1] * len(y), result.objective, rtol=1e-12)
+
+
+def test_a_refit_on_rows_of_the_same_shape_compiles_nothing(iris, compilations):  # noqa: F811
+    """Data and the story's numbers are traced: only a new structure or shape compiles."""
+    X, y = iris
+    fit_optimizer(NAIVE_GAUSSIAN, X, y, seed=1)
+    counts, objectives = [], []
+    for seed in (2, 3):
+        rows = np.random.default_rng(seed).integers(0, len(y), len(y))
+        compilations.count = 0
+        objectives.append(fit_optimizer(NAIVE_GAUSSIAN, X[rows], y[rows], seed=seed).objective)
+        counts.append(compilations.count)
+    assert counts == [0, 0]
+    assert objectives[0] != objectives[1]
+    _assert_counter_sees_compilations(compilations)
 
 
 def test_unlabeled_rows_weighted_by_lambda(iris):

@@ -459,6 +459,16 @@ def _targets():
             "at least as fast as scikit-learn",
             speedups(sparse, ["fit_speedup", "predict_speedup"], 1),
         ),
+        (
+            "first calls in a fresh process (sample, EM, crosscheck, a story's fit, check)",
+            "each against its floor or peer (section below)",
+            (
+                results("bench_first_calls").get("targets", []),
+                lambda t: t["met"],
+                "-",
+                lambda t: t["call"],
+            ),
+        ),
     ]
 
 
@@ -470,7 +480,8 @@ def targets_table() -> str:
     header = ["what (both libraries in the same run)", "target", "worst row", "verdict"]
     note = (
         "<p>Times (first three rows) are genprob's over scikit-learn's, the slower of genprob's "
-        "two cache settings; speed-ups (last three) are scikit-learn's time over genprob's.</p>"
+        "two cache settings; speed-ups (next three) are scikit-learn's time over genprob's; the "
+        "last row counts the first-call targets of its section.</p>"
     )
     return html_table(header, body) + note
 
@@ -697,3 +708,62 @@ def posterior_table() -> str:
         for k, v in cli.items()
     )
     return table + (f"<ul>{lines}</ul>" if lines else "")
+
+
+# -- first calls in a fresh process (bench_first_calls.py) ----------------------------------
+
+
+FIRST_COMMAND = (
+    "python benchmarks/bench_first_calls.py --json benchmarks/results/bench_first_calls.json"
+)
+
+
+def first_calls_table() -> str:
+    """Each first call, cold and warm, beside its floor and peer, then each target's verdict."""
+    record = results("bench_first_calls")
+    note = _run_note(record, FIRST_COMMAND)
+    if record.get("note"):
+        note += f"<p>{html.escape(record['note'])}</p>"
+    rows = record.get("rows", [])
+    if not rows:
+        return note
+    header = [
+        "first call (fresh process)",
+        "cold",
+        "warm cache",
+        "floor",
+        "peer",
+        "peer cold",
+        "peer warm",
+        "refit",
+        "peer refit",
+    ]
+    body = []
+    for row in rows:
+        body.append(
+            [
+                row["call"],
+                _s(row.get("cold")),
+                _s(row.get("warm")),
+                _s(row.get("floor")),
+                row.get("peer") or "-",
+                _s(row.get("peer cold")) if row.get("peer") else "-",
+                _s(row.get("peer warm")) if row.get("peer") else "-",
+                _s(row["warm refit"]) if "warm refit" in row else "-",
+                _s(row["peer warm refit"]) if "peer warm refit" in row else "-",
+            ]
+        )
+    verdicts = [
+        [
+            t["call"],
+            t["target"],
+            f"{t['measure']} = {t['value']:.2f}",
+            "met" if t["met"] else "not met",
+        ]
+        for t in record.get("targets", [])
+    ]
+    return (
+        note
+        + _table(header, body)
+        + html_table(["call", "target", "measured", "verdict"], verdicts)
+    )
