@@ -37,13 +37,12 @@ import math
 import operator
 import typing
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.tree_util import GetAttrKey
 
-from genprob._lazy import LazyModule, lazy_attribute
+from genprob._lazy import LazyModule, is_jax_array, jax_imported, lazy_attribute, when_jax
 
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
 transforms = LazyModule("numpyro.distributions.transforms")
@@ -136,7 +135,9 @@ def _is_traced_value(value) -> bool:
         return False
     if isinstance(value, float | np.floating):
         return True
-    if isinstance(value, np.ndarray | jax.Array):
+    if isinstance(value, np.ndarray):
+        return np.issubdtype(value.dtype, np.floating)
+    if is_jax_array(value):
         return jnp.issubdtype(value.dtype, jnp.floating)
     return False
 
@@ -185,6 +186,7 @@ class _StoryType(type):
     """Metaclass that seals a story once its ``__init__`` has returned."""
 
     def __call__(cls, *args, **kwargs):
+        jax_imported()  # a user who imported JAX hands stories to it: register waiting classes
         story = super().__call__(*args, **kwargs)
         story._seal()
         return story
@@ -233,9 +235,7 @@ class Story(metaclass=_StoryType):
         super().__init_subclass__(**kwargs)
         # the newest definition wins (a class redefined in a notebook replaces the old one)
         _STORY_CLASSES[qualified_name(cls)] = cls
-        jax.tree_util.register_pytree_with_keys(
-            cls, Story._flatten_with_keys, _unflattener(cls), Story._flatten
-        )
+        when_jax(lambda jax: _register_pytree(cls, jax))
 
     # -- value semantics ---------------------------------------------------------------------------
     def _seal(self) -> None:
@@ -266,6 +266,8 @@ class Story(metaclass=_StoryType):
         object.__delattr__(self, key)
 
     def _flatten_with_keys(self):
+        from jax.tree_util import GetAttrKey  # flattened by JAX: it is imported
+
         children, aux = [], []
         fields = vars(self)
         for key, kind in self._layout:
@@ -677,9 +679,13 @@ def class_distribution(class_prior) -> dist.Distribution:
     return dist.Categorical(probs=class_prior)
 
 
-jax.tree_util.register_pytree_with_keys(
-    Story, Story._flatten_with_keys, _unflattener(Story), Story._flatten
-)
+def _register_pytree(cls, jax) -> None:
+    jax.tree_util.register_pytree_with_keys(
+        cls, Story._flatten_with_keys, _unflattener(cls), Story._flatten
+    )
+
+
+when_jax(lambda jax: _register_pytree(Story, jax))
 
 
 def align_components(params: dict, reference: dict, names, axis: int = 1) -> dict:

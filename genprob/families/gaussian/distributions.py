@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import math
 
-import jax
 import numpy as np
 import scipy.linalg
-from jax.scipy.linalg import solve_triangular as jax_solve_triangular
 
 from genprob._arrays import namespace
 from genprob._lazy import LazyModule, lazy_attribute
 
 normals = LazyModule("genprob.families.gaussian.normals")
+jax = LazyModule("jax")
 
 
 __all__ = [
@@ -124,7 +123,12 @@ def _linalg(xp):
             return np.stack([solve(x, y, lower) for x, y in zip(a, b, strict=True)])
 
         return cholesky, solve, np.linalg.eigh, lambda a: a
-    return xp.linalg.cholesky, jax_solve_triangular, xp.linalg.eigh, jax.lax.stop_gradient
+    return (
+        xp.linalg.cholesky,
+        jax.scipy.linalg.solve_triangular,
+        xp.linalg.eigh,
+        jax.lax.stop_gradient,
+    )
 
 
 def full_factors(covariance, rank_tol) -> dict:
