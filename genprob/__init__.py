@@ -46,7 +46,9 @@ from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
 
 # -- end discrete and mixed families --
-# -- optimizer and cross-check (served on first use: they need JAX, see _LAZY) --
+# -- optimizer and cross-check (the optimizer served on first use: it needs JAX, see _LAZY) --
+from genprob.crosscheck import CheckRow, CrosscheckResult, crosscheck
+
 # -- missing labels (EM) (served on first use) --
 
 # -- persistence and any-story estimator --
@@ -67,8 +69,7 @@ _LAZY = {
     "ClassConditional": "genprob.class_conditional",
     "DiagonalNormal": "genprob.families.gaussian.normals",
     "WhitenedNormal": "genprob.families.gaussian.normals",
-    # optimizer and cross-check
-    **dict.fromkeys(["CheckRow", "CrosscheckResult", "crosscheck"], "genprob.crosscheck"),
+    # optimizer
     **dict.fromkeys(
         ["ObjectiveValue", "OptimizerResult", "evaluate_objective", "fit_optimizer"],
         "genprob.optimize",
