@@ -160,7 +160,8 @@ def test_stories_built_before_jax_become_pytrees_when_genprob_sees_it():
         import jax
         import numpy as np
         params = genprob.fit_closed_form(story, jax.numpy.asarray(X), np.eye(3)[y])
-        print(0.25 in jax.tree_util.tree_leaves(story), np.asarray(params["class_prior"], float).round(3).tolist())
+        prior = np.asarray(params["class_prior"], float).round(3).tolist()
+        print(0.25 in jax.tree_util.tree_leaves(story), prior)
         """
     )
     assert words == ["True", "[0.333,", "0.333,", "0.333]"]
