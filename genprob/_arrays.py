@@ -38,20 +38,25 @@ def tree_map(function, tree, *rest):
     NumPy values are walked without importing JAX, which only the trees it knows need."""
     if not jax_imported():
         try:
-            return _plain_map(function, tree, *rest)
+            return _plain_map(function, tree, rest)
         except _NotPlain:
             pass
     return jax().tree_util.tree_map(function, tree, *rest)
 
 
-def _plain_map(function, tree, *rest):
+def _plain_map(function, tree, rest):
     kind = type(tree)
+    if kind is np.ndarray:
+        return function(tree, *rest)
     if kind is dict:
-        return {
-            key: _plain_map(function, tree[key], *(r[key] for r in rest)) for key in sorted(tree)
-        }
+        if rest:
+            return {k: _plain_map(function, tree[k], [r[k] for r in rest]) for k in sorted(tree)}
+        return {k: _plain_map(function, tree[k], rest) for k in sorted(tree)}
     if kind is list or kind is tuple:
-        return kind(_plain_map(function, *items) for items in zip(tree, *rest, strict=True))
+        return kind(
+            _plain_map(function, item, list(others))
+            for item, *others in zip(tree, *rest, strict=True)
+        )
     if tree is None:
         return None
     if not isinstance(tree, _HOST_LEAVES):

@@ -32,6 +32,8 @@ def resolve_dtype(dtype) -> str:
     """
     if dtype is None:
         return DEFAULT_DTYPE
+    if isinstance(dtype, str) and dtype in _SUPPORTED:
+        return dtype
     name = np.dtype(dtype).name
     if name not in _SUPPORTED:
         raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")

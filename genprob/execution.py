@@ -25,7 +25,7 @@ from genprob._arrays import column_sums, row_sums, tree_leaves, tree_map
 from genprob._lazy import LazyModule, is_jax_array, jax_context, jitted
 from genprob._limits import check_working_set, compact
 from genprob._validation import check_feature_width, describe, is_concrete
-from genprob.story import CLASS_PRIOR, Story
+from genprob.story import CLASS_PRIOR, Story, structure_key
 
 __all__ = [
     "on_host",
@@ -158,16 +158,23 @@ def _traced_once(cache: dict, trace, tree, *static):
         tuple((np.shape(leaf), getattr(leaf, "dtype", type(leaf))) for leaf in leaves),
         *static,
     )
+    return _once(cache, key, trace, tree)
+
+
+def _once(cache: dict, key, compute, value):
+    """``cache[key]``, ``compute(value)`` the first time; computed every time for a key holding
+    unhashable settings."""
     try:
         known = key in cache
-    except TypeError:  # a structure holding unhashable settings: traced every time
-        return trace(tree)
+    except TypeError:
+        return compute(value)
     if not known:
-        cache[key] = trace(tree)
+        cache[key] = compute(value)
     return cache[key]
 
 
 _STATISTIC_SIZES: dict = {}
+_PROBED_SIZES: dict = {}
 #: Bytes of K x D x D entries up to which an ``array_api`` story's statistics (at most of that
 #: order, :attr:`~genprob.story.Story.array_api`) are measured on two NumPy rows, without JAX.
 PROBE_BYTES = 1 << 22
@@ -178,9 +185,14 @@ def _largest_statistic(story: Story, num_classes: int, num_features: int, dtype)
     on the number of rows: computed for two rows in NumPy when they are surely small, else
     traced abstractly (nothing allocated)."""
     if story.array_api and num_classes * num_features**2 * dtype.itemsize <= PROBE_BYTES:
-        X, R = np.zeros((2, num_features), dtype), np.full((2, num_classes), 0.5, dtype)
-        with np.errstate(all="ignore"):
-            return _largest(_named_leaves(story.sufficient_statistics(X, R)))
+
+        def probe(story):
+            X, R = np.zeros((2, num_features), dtype), np.full((2, num_classes), 0.5, dtype)
+            with np.errstate(all="ignore"):
+                return _largest(_named_leaves(story.sufficient_statistics(X, R)))
+
+        key = (structure_key(story), num_classes, num_features, dtype)
+        return _once(_PROBED_SIZES, key, probe, story)
     X = jax.ShapeDtypeStruct((2, num_features), dtype)
     R = jax.ShapeDtypeStruct((2, num_classes), dtype)
 

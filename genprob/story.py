@@ -628,6 +628,31 @@ class Story(metaclass=_StoryType):
         return f"{type(self).__name__}({fields})"
 
 
+_PLAIN = (str, bool, int, type(None))
+
+
+def structure_key(story: Story) -> tuple:
+    """A hashable key of everything about ``story`` that decides shapes and code paths: its
+    class, static settings and the shapes and dtypes of its traced values (not their values),
+    nested stories included. Computed without JAX (a pytree's structure needs it)."""
+    fields, parts = vars(story), []
+    for key, kind in story._layout:
+        value = fields[key]
+        if kind is None:
+            parts.append((key, value if type(value) in _PLAIN else _freeze(value)))
+        elif kind is _HOLE:
+            if type(value) is float:
+                parts.append((key, float))
+            elif isinstance(value, Story):
+                parts.append((key, structure_key(value)))
+            else:
+                parts.append((key, np.shape(value), str(value.dtype)))
+        else:
+            nested = _stories_in(value, kind, [])
+            parts.append((key, _Static(kind), tuple(map(structure_key, nested))))
+    return (type(story), tuple(parts))
+
+
 def _init_parameters(cls):
     """Keyword parameters of ``cls.__init__``, or None when it takes ``*args``/``**kwargs``."""
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
