@@ -228,7 +228,9 @@ class Story(metaclass=_StoryType):
     #: True when :meth:`sufficient_statistics`, :meth:`maximize` and :meth:`discriminant` are
     #: written against the array namespace of their inputs (``xp = genprob._arrays.namespace(X)``:
     #: NumPy in, NumPy out; JAX or tracers in, JAX out). NumPy rows then run them eagerly in
-    #: NumPy, with no compilation; otherwise they always run inside ``jax.jit``.
+    #: NumPy, with no compilation and without importing JAX; otherwise they always run inside
+    #: ``jax.jit``. Such statistics hold at most of the order of K x D x D numbers: the fit-time
+    #: size check computes small ones for two NumPy rows instead of tracing them.
     array_api = False
 
     def __init_subclass__(cls, **kwargs):

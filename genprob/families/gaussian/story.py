@@ -575,6 +575,11 @@ class GaussianStory(Story):
         if self.rank_tol is not None:
             return  # singular covariances are scored on their retained subspace
         covariance = np.asarray(params["covariance"]).reshape(-1, num_features, num_features)
+        try:
+            np.linalg.cholesky(covariance)  # every class in one call; on failure, find which
+            return
+        except np.linalg.LinAlgError:
+            pass
         for k, matrix in enumerate(covariance):
             try:
                 np.linalg.cholesky(matrix)
