@@ -8,6 +8,8 @@ Three faces over one functional core:
 * scikit-learn estimators (:mod:`genprob.estimators`).
 """
 
+import typing as _typing
+
 from genprob import datasets
 from genprob._mappings import CompiledProgramsDropped
 from genprob.core import (
@@ -46,10 +48,20 @@ from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
 
 # -- end discrete and mixed families --
-# -- optimizer and cross-check (the optimizer served on first use: it needs JAX, see _LAZY) --
+# -- optimizer and cross-check --
 from genprob.crosscheck import CheckRow, CrosscheckResult, crosscheck
 
-# -- missing labels (EM) (served on first use) --
+if _typing.TYPE_CHECKING:  # served on first use (_LAZY): it compiles at import
+    from genprob.optimize import ObjectiveValue, OptimizerResult, evaluate_objective, fit_optimizer
+
+# -- end optimizer and cross-check --
+# -- missing labels (EM) --
+if _typing.TYPE_CHECKING:  # served on first use (_LAZY): they need JAX
+    from genprob import em, mcmc
+    from genprob.em import EMResult, fit_em, weighted_log_likelihood
+    from genprob.mcmc import fit_nuts, params_from_samples, run_nuts, sample_labels
+
+# -- end missing labels (EM) --
 
 # -- persistence and any-story estimator --
 from genprob.estimators.generic import GenerativeClassifier
@@ -57,7 +69,21 @@ from genprob.persistence import ModelFileError, load
 
 # -- end persistence and any-story estimator --
 
-# -- posteriors and ArviZ (served on first use) --
+# -- posteriors and ArviZ --
+if _typing.TYPE_CHECKING:  # served on first use (_LAZY): they need JAX
+    from genprob import arviz_io, posterior
+    from genprob.arviz_io import (
+        mle_vs_posterior_table,
+        plot_forest,
+        plot_posterior_vs_mle,
+        plot_predictive_vs_plugin,
+        predictive_vs_plugin,
+        to_arviz,
+    )
+    from genprob.draws import pointwise_log_likelihood, posterior_predict_proba
+    from genprob.posterior import ExactPosterior, exact_posterior, with_prior
+
+# -- end posteriors and ArviZ --
 
 import genprob._version as _version  # noqa: E402
 from genprob._lazy import lazy_attribute  # noqa: E402

@@ -203,3 +203,29 @@ def test_unknown_attributes_still_raise_attribute_error():
     assert {"ClassConditional", "DiagonalNormal", "WhitenedNormal", "GaussianNB"} <= set(
         dir(genprob)
     )
+
+
+def test_names_served_on_first_use_are_declared_for_static_readers():
+    """Every JAX-bound name ``genprob`` serves on first use is imported under
+    ``typing.TYPE_CHECKING`` in its section (the API index, type checkers, editors), and the
+    other way round."""
+    import ast
+    from pathlib import Path
+
+    import genprob
+
+    source = Path(genprob.__file__).read_text()
+    declared = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for imported in node.body:
+                for alias in imported.names:
+                    module = imported.module
+                    full = f"{module}.{alias.name}"
+                    declared[alias.name] = full if full in genprob._LAZY.values() else module
+    numpyro_classes = {"ClassConditional", "DiagonalNormal", "WhitenedNormal"}
+    served = {k: v for k, v in genprob._LAZY.items() if k not in numpyro_classes}
+    assert declared == served
+    for name in served:
+        assert getattr(genprob, name) is not None
+    assert callable(genprob.crosscheck) and callable(genprob.fit_em)
