@@ -192,7 +192,8 @@ def _largest_statistic(story: Story, num_classes: int, num_features: int, dtype)
                 return _largest(_named_leaves(story.sufficient_statistics(X, R)))
 
         key = (structure_key(story), num_classes, num_features, dtype)
-        return _once(_PROBED_SIZES, key, probe, story)
+        with contextlib.suppress(ValueError, ArithmeticError):  # rows of zeros it refuses
+            return _once(_PROBED_SIZES, key, probe, story)
     X = jax.ShapeDtypeStruct((2, num_features), dtype)
     R = jax.ShapeDtypeStruct((2, num_classes), dtype)
 
