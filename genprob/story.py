@@ -27,7 +27,8 @@ the story with generic defaults.
 A story is an immutable value and a JAX pytree. Its attributes, set once in ``__init__``, are
 sorted into *traced* leaves (numeric hyperparameters: a new value reuses compiled code) and
 *static* structure (everything that changes shapes or code paths). Every subclass registers itself
-by its qualified name when it is defined, which is how :func:`genprob.load` finds it.
+by its qualified name when it is defined, which is how :func:`genprob.load` finds it, and as a
+pytree as soon as JAX is imported (:mod:`genprob._lazy`: defining a story imports no JAX).
 """
 
 from __future__ import annotations
