@@ -8,6 +8,8 @@ Three faces over one functional core:
 * scikit-learn estimators (:mod:`genprob.estimators`).
 """
 
+import typing as _typing
+
 from genprob import datasets
 from genprob._mappings import CompiledProgramsDropped
 from genprob.core import (
@@ -52,13 +54,16 @@ from genprob.families.poisson import PoissonStory
 # -- end discrete and mixed families --
 # -- optimizer and cross-check --
 from genprob.crosscheck import CheckRow, CrosscheckResult, crosscheck
-from genprob.optimize import ObjectiveValue, OptimizerResult, evaluate_objective, fit_optimizer
+
+if _typing.TYPE_CHECKING:  # served on first use (_LAZY): it compiles at import
+    from genprob.optimize import ObjectiveValue, OptimizerResult, evaluate_objective, fit_optimizer
 
 # -- end optimizer and cross-check --
 # -- missing labels (EM) --
-from genprob import em, mcmc
-from genprob.em import EMResult, fit_em, weighted_log_likelihood
-from genprob.mcmc import fit_nuts, params_from_samples, run_nuts, sample_labels
+if _typing.TYPE_CHECKING:  # served on first use (_LAZY): they need JAX
+    from genprob import em, mcmc
+    from genprob.em import EMResult, fit_em, weighted_log_likelihood
+    from genprob.mcmc import fit_nuts, params_from_samples, run_nuts, sample_labels
 
 # -- end missing labels (EM) --
 
@@ -69,29 +74,59 @@ from genprob.persistence import ModelFileError, load
 # -- end persistence and any-story estimator --
 
 # -- posteriors and ArviZ --
-from genprob import arviz_io, posterior
-from genprob.arviz_io import (
-    mle_vs_posterior_table,
-    plot_forest,
-    plot_posterior_vs_mle,
-    plot_predictive_vs_plugin,
-    predictive_vs_plugin,
-    to_arviz,
-)
-from genprob.draws import pointwise_log_likelihood, posterior_predict_proba
-from genprob.posterior import ExactPosterior, exact_posterior, with_prior
+if _typing.TYPE_CHECKING:  # served on first use (_LAZY): they need JAX
+    from genprob import arviz_io, posterior
+    from genprob.arviz_io import (
+        mle_vs_posterior_table,
+        plot_forest,
+        plot_posterior_vs_mle,
+        plot_predictive_vs_plugin,
+        predictive_vs_plugin,
+        to_arviz,
+    )
+    from genprob.draws import pointwise_log_likelihood, posterior_predict_proba
+    from genprob.posterior import ExactPosterior, exact_posterior, with_prior
 
 # -- end posteriors and ArviZ --
 
 import genprob._version as _version  # noqa: E402
 from genprob._lazy import lazy_attribute  # noqa: E402
 
-#: NumPyro distribution classes, imported (with NumPyro) on first use: ``import genprob`` and
-#: closed-form fits of NumPy rows do without NumPyro's import (docs/benchmarks.md)
+#: Names served on first use: the NumPyro distribution classes and the modules that need JAX
+#: throughout. ``import genprob`` and closed-form fits of NumPy rows import neither NumPyro nor
+#: JAX (docs/benchmarks.md).
 _LAZY = {
     "ClassConditional": "genprob.class_conditional",
     "DiagonalNormal": "genprob.families.gaussian.normals",
     "WhitenedNormal": "genprob.families.gaussian.normals",
+    # optimizer
+    **dict.fromkeys(
+        ["ObjectiveValue", "OptimizerResult", "evaluate_objective", "fit_optimizer"],
+        "genprob.optimize",
+    ),
+    # missing labels (EM)
+    "em": "genprob.em",
+    "mcmc": "genprob.mcmc",
+    **dict.fromkeys(["EMResult", "fit_em", "weighted_log_likelihood"], "genprob.em"),
+    **dict.fromkeys(
+        ["fit_nuts", "params_from_samples", "run_nuts", "sample_labels"], "genprob.mcmc"
+    ),
+    # posteriors and ArviZ
+    "arviz_io": "genprob.arviz_io",
+    "posterior": "genprob.posterior",
+    **dict.fromkeys(
+        [
+            "mle_vs_posterior_table",
+            "plot_forest",
+            "plot_posterior_vs_mle",
+            "plot_predictive_vs_plugin",
+            "predictive_vs_plugin",
+            "to_arviz",
+        ],
+        "genprob.arviz_io",
+    ),
+    **dict.fromkeys(["pointwise_log_likelihood", "posterior_predict_proba"], "genprob.draws"),
+    **dict.fromkeys(["ExactPosterior", "exact_posterior", "with_prior"], "genprob.posterior"),
 }
 __getattr__ = lazy_attribute(__name__, _LAZY)
 

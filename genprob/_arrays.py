@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
+import sys
+
 import numpy as np
 import scipy.sparse
+
+from genprob._lazy import LazyModule, jax, jax_imported
+
+jnp = LazyModule("jax.numpy")
 
 #: Integer labels spanning at most this many values (or 2n) are encoded by counting.
 _COUNTING_SPAN = 1 << 16
@@ -14,14 +18,62 @@ _COUNTING_SPAN = 1 << 16
 def namespace(*arrays):
     """NumPy when every argument is a NumPy array or a number, else ``jax.numpy``: code written
     against their shared functions then runs eagerly on the host or traced in a program."""
+    if "jax" not in sys.modules:  # no JAX array or tracer exists before JAX is imported
+        return np
     if all(isinstance(a, (np.ndarray, np.generic, int, float)) for a in arrays):
         return np
     return jnp
 
 
+#: leaves a pytree of host values holds (what NumPy code reads and returns)
+_HOST_LEAVES = (np.ndarray, np.generic, int, float, complex)
+
+
+class _NotPlain(Exception):
+    """A node or leaf that only JAX's pytree registry knows (a story, a named tuple)."""
+
+
+def tree_map(function, tree, *rest):
+    """``jax.tree_util.tree_map(function, tree, *rest)``; trees of dicts, lists, tuples and
+    NumPy values are walked without importing JAX, which only the trees it knows need."""
+    if not jax_imported():
+        try:
+            return _plain_map(function, tree, rest)
+        except _NotPlain:
+            pass
+    return jax().tree_util.tree_map(function, tree, *rest)
+
+
+def _plain_map(function, tree, rest):
+    kind = type(tree)
+    if kind is np.ndarray:
+        return function(tree, *rest)
+    if kind is dict:
+        if rest:
+            return {k: _plain_map(function, tree[k], [r[k] for r in rest]) for k in sorted(tree)}
+        return {k: _plain_map(function, tree[k], rest) for k in sorted(tree)}
+    if kind is list or kind is tuple:
+        return kind(
+            _plain_map(function, item, list(others))
+            for item, *others in zip(tree, *rest, strict=True)
+        )
+    if tree is None:
+        return None
+    if not isinstance(tree, _HOST_LEAVES):
+        raise _NotPlain
+    return function(tree, *rest)
+
+
+def tree_leaves(tree) -> list:
+    """``jax.tree_util.tree_leaves(tree)`` (see :func:`tree_map`)."""
+    leaves = []
+    tree_map(leaves.append, tree)
+    return leaves
+
+
 def placed(tree):
     """A pytree of host arrays as read-only views (fitted values, as JAX arrays are)."""
-    return jax.tree_util.tree_map(_read_only, tree)
+    return tree_map(_read_only, tree)
 
 
 def _read_only(array):

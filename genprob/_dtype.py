@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import threading
 
-import jax
 import numpy as np
+
+from genprob._lazy import jax_context
 
 DEFAULT_DTYPE = "float64"
 _SUPPORTED = {"float64": np.float64, "float32": np.float32}
@@ -31,6 +32,8 @@ def resolve_dtype(dtype) -> str:
     """
     if dtype is None:
         return DEFAULT_DTYPE
+    if isinstance(dtype, str) and dtype in _SUPPORTED:
+        return dtype
     name = np.dtype(dtype).name
     if name not in _SUPPORTED:
         raise ValueError(f"dtype must be 'float64' or 'float32', got {dtype!r}.")
@@ -44,11 +47,13 @@ def precision(dtype=None):
     since every JAX entry point goes through here.
     """
     name = resolve_dtype(dtype)
-    if name == "float64":
-        x64 = jax.enable_x64(True)
-    else:
-        x64 = jax.enable_x64(False) if hasattr(jax, "enable_x64") else contextlib.nullcontext()
-    return _counted(x64)
+    return _counted(jax_context(lambda jax: _x64(jax, name == "float64")))
+
+
+def _x64(jax, enabled: bool):
+    if enabled:
+        return jax.enable_x64(True)
+    return jax.enable_x64(False) if hasattr(jax, "enable_x64") else contextlib.nullcontext()
 
 
 _depth = threading.local()

@@ -1,17 +1,110 @@
 """Modules imported on first use.
 
-NumPyro is needed to build models, priors and distributions, not to fit or score NumPy rows in
-closed form: its import (about 0.3 s, docs/benchmarks.md) is paid by the first call that uses it,
-not by ``import genprob``. The NumPyro distribution classes genprob defines live in their own
-modules (``*_emission.py``, ``normals.py``, ``class_conditional.py``), imported where they are
-built.
+NumPyro is needed to build models, priors and distributions, and JAX to compile or trace, not
+to fit or score NumPy rows in closed form: their imports (docs/benchmarks.md) are paid by the
+first call that uses them, not by ``import genprob``. The NumPyro distribution classes genprob
+defines live in their own modules (``*_emission.py``, ``normals.py``, ``class_conditional.py``),
+imported where they are built; the modules that need JAX throughout are attributes of
+``genprob`` served on first use.
+
+Story classes are JAX pytrees. A class defined before JAX is imported waits in a queue
+(:func:`when_jax`) that is emptied as soon as genprob sees JAX imported: by :func:`jax`, every
+lazy import, :func:`jax_imported` and the construction of a story.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
+import sys
+import threading
 
-__all__ = ["LazyModule", "lazy_attribute"]
+__all__ = [
+    "LazyModule",
+    "lazy_attribute",
+    "jax",
+    "jax_imported",
+    "is_jax_array",
+    "when_jax",
+    "jax_context",
+    "jitted",
+]
+
+#: calls waiting for JAX's import (pytree registrations of story classes defined before it)
+_WAITING: list = []
+
+
+class _Blocks(threading.local):
+    def __init__(self):
+        #: this thread's open :func:`jax_context` blocks whose context waits for JAX
+        self.waiting = []
+
+
+_BLOCKS = _Blocks()
+
+
+def when_jax(call) -> None:
+    """``call(jax)`` now if JAX is imported, else once genprob first sees it imported."""
+    if "jax" in sys.modules:
+        call(sys.modules["jax"])
+    else:
+        _WAITING.append(call)
+
+
+def _run_waiting() -> None:
+    module = sys.modules["jax"]
+    while _WAITING:
+        _WAITING.pop(0)(module)
+    blocks = _BLOCKS.waiting
+    while blocks:  # outer blocks first, as they were opened
+        blocks.pop(0)(module)
+
+
+@contextlib.contextmanager
+def jax_context(make):
+    """Run the block inside the context ``make(jax)`` (``jax.enable_x64``, say): entered now
+    if JAX is imported, else when genprob first sees JAX imported inside the block (no JAX work
+    runs before, so none runs outside it)."""
+    with contextlib.ExitStack() as stack:
+        if jax_imported():
+            stack.enter_context(make(sys.modules["jax"]))
+            yield
+            return
+
+        def enter(module):
+            stack.enter_context(make(module))
+
+        _BLOCKS.waiting.append(enter)
+        try:
+            yield
+        finally:
+            if enter in _BLOCKS.waiting:
+                _BLOCKS.waiting.remove(enter)
+
+
+def jax():
+    """The ``jax`` module, imported now, with every waiting story class registered."""
+    import jax as module
+
+    if _WAITING or _BLOCKS.waiting:
+        _run_waiting()
+    return module
+
+
+def jax_imported() -> bool:
+    """True once JAX is imported (before, no JAX array or tracer can exist); registers the
+    waiting story classes the first time it sees it."""
+    if "jax" not in sys.modules:
+        return False
+    if _WAITING or _BLOCKS.waiting:
+        _run_waiting()
+    return True
+
+
+def is_jax_array(value) -> bool:
+    """``isinstance(value, jax.Array)`` without importing JAX."""
+    return "jax" in sys.modules and isinstance(value, sys.modules["jax"].Array)
 
 
 class LazyModule:
@@ -23,7 +116,9 @@ class LazyModule:
         self._name = name
 
     def __getattr__(self, attribute: str):
-        return getattr(importlib.import_module(self._name), attribute)
+        module = importlib.import_module(self._name)
+        jax_imported()
+        return getattr(module, attribute)
 
     def __repr__(self) -> str:
         return f"<lazily imported module {self._name!r}>"
@@ -35,7 +130,27 @@ def lazy_attribute(module_name: str, names: dict[str, str]):
 
     def __getattr__(name: str):
         if name in names:
-            return getattr(importlib.import_module(names[name]), name)
+            module = importlib.import_module(names[name])
+            jax_imported()
+            return module if names[name] == f"{module_name}.{name}" else getattr(module, name)
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def jitted(function=None, **options):
+    """``jax.jit(function, **options)`` built at the first call, importing JAX then: a module
+    defines its compiled functions without importing JAX."""
+    if function is None:
+        return functools.partial(jitted, **options)
+    compiled = []
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        if not compiled:
+            compiled.append(jax().jit(function, **options))
+        elif _WAITING or _BLOCKS.waiting:
+            _run_waiting()
+        return compiled[0](*args, **kwargs)
+
+    return call

@@ -11,8 +11,9 @@ import math
 import numbers
 import os
 
-import jax
 import numpy as np
+
+from genprob._lazy import jax
 
 # Largest single array (bytes) that sampling or a category table may allocate; a module attribute
 # so that a user with a large machine can raise it.
@@ -112,7 +113,7 @@ def check_traced_size(
     Raises:
         SizeLimitError: naming ``what``, the largest array, the limit and ``advice``.
     """
-    size, aval = _largest_aval(jax.make_jaxpr(function)(*args).jaxpr)
+    size, aval = _largest_aval(jax().make_jaxpr(function)(*args).jaxpr)
     if size > MAX_ARRAY_BYTES:
         raise SizeLimitError(
             f"{what} would allocate an array of {compact(size)} bytes "

@@ -15,6 +15,7 @@ a different result. On systems without ``/proc`` nothing is counted.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import warnings
@@ -73,6 +74,8 @@ def after_call() -> None:
 def release_if_needed() -> bool:
     """Drop JAX's compiled programs if the process holds too many mappings; True if dropped."""
     global _warned
+    if "jax" not in sys.modules:
+        return False  # no compiled program to drop
     limit, count = map_count_limit(), mapping_count()
     if limit is None or count is None or count <= FRACTION * limit:
         return False

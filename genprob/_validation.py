@@ -9,20 +9,24 @@ check) is written once. Every check raises ``ValueError`` naming the problem.
 from __future__ import annotations
 
 import numbers
+import sys
 import warnings
 from numbers import Integral, Real
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
-from jax.experimental import sparse as jsparse
 from sklearn.utils._param_validation import (
     Interval,
     InvalidParameterError,
     StrOptions,
     validate_parameter_constraints,
 )
+
+from genprob._arrays import tree_leaves
+from genprob._lazy import LazyModule, is_jax_array
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
 
 __all__ = [
     "EM_PARAMETER_CONSTRAINTS",
@@ -109,14 +113,12 @@ def check_features(
     check_real_numbers(X, "X")
     if not as_given:
         X = _as_float_features(X, dtype, keep_sparse)
-    elif jnp.ndim(X) != 2:
-        raise ValueError(
-            f"X must be a 2-D array (n_samples, n_features); got shape {jnp.shape(X)}."
-        )
+    elif np.ndim(X) != 2:
+        raise ValueError(f"X must be a 2-D array (n_samples, n_features); got shape {np.shape(X)}.")
     if num_rows is not None and X.shape[0] != num_rows:
         raise ValueError(f"X has {X.shape[0]} rows but the responsibilities have {num_rows}.")
     _check_finite_features(X, allow_nan, nan_hint)
-    if to_device and not isinstance(X, jax.Array | jsparse.BCOO):
+    if to_device and not (is_jax_array(X) or is_bcoo(X)):
         # device_put, not jnp.asarray, which compiles a copy program per shape for host arrays
         X = jax.device_put(X)
     return X
@@ -159,19 +161,20 @@ def check_real_numbers(values, name: str):
 def _as_float_features(X, dtype, keep_sparse: bool):
     """``X`` as a 2-D, non-empty, floating NumPy array (or the JAX array, dense or BCOO, that
     was given)."""
-    if isinstance(X, jsparse.BCOO) and not keep_sparse:
+    if is_bcoo(X) and not keep_sparse:
         X = X.todense()
     elif scipy.sparse.issparse(X):
         X = X.toarray()
-    if not isinstance(X, jax.Array | jsparse.BCOO):
+    xp = jnp if is_jax_array(X) or is_bcoo(X) else np  # JAX's dtypes (bfloat16) too
+    if xp is np:
         X = np.asarray(X)
-    if X.dtype == object or not (jnp.issubdtype(X.dtype, jnp.number) or X.dtype == bool):
+    if X.dtype == object or not (xp.issubdtype(X.dtype, xp.number) or X.dtype == bool):
         raise ValueError(f"X must be numeric; got an array of dtype {X.dtype}.")
     if X.ndim != 2:
         raise ValueError(f"X must be a 2-D array (n_samples, n_features); got shape {X.shape}.")
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"X is empty (shape {X.shape}).")
-    if dtype is None and not jnp.issubdtype(X.dtype, jnp.floating):
+    if dtype is None and not xp.issubdtype(X.dtype, xp.floating):
         dtype = jnp.result_type(float)
     if dtype is not None and X.dtype != dtype:
         X = X.astype(dtype)
@@ -640,15 +643,23 @@ def is_concrete(value) -> bool:
     """Whether ``value`` holds numbers (not a JAX tracer inside ``jit``/``vmap``): only then can
     its values be checked; shapes are checked either way. A BCOO matrix is concrete when its
     stored values and indices are."""
-    if isinstance(value, jsparse.BCOO):  # no tracer itself, but its arrays are inside jit/vmap
+    if "jax" not in sys.modules:  # no tracer exists before JAX is imported
+        return True
+    if is_bcoo(value):  # no tracer itself, but its arrays are inside jit/vmap
         return is_concrete(value.data) and is_concrete(value.indices)
-    return not isinstance(value, jax.core.Tracer)
+    return not isinstance(value, sys.modules["jax"].core.Tracer)
+
+
+def is_bcoo(value) -> bool:
+    """``isinstance(value, jax.experimental.sparse.BCOO)`` without importing JAX."""
+    sparse = sys.modules.get("jax.experimental.sparse")
+    return sparse is not None and isinstance(value, sparse.BCOO)
 
 
 def all_concrete(*trees) -> bool:
     """True when every leaf of the pytrees (arrays, numbers) is concrete (:func:`is_concrete`):
     their values can go to NumPy."""
-    return all(map(is_concrete, jax.tree_util.tree_leaves(trees)))
+    return "jax" not in sys.modules or all(map(is_concrete, tree_leaves(trees)))
 
 
 def check_class_codes(codes, num_classes: int, *, name: str = "y", unlabeled_label=UNLABELED):
@@ -742,12 +753,12 @@ def _check_finite_features(X, allow_nan: bool, nan_hint: str) -> None:
 def _stored_entries(X):
     """``(rows, cols, values)`` of a sparse ``X`` (its stored entries), ``(None, None, X)`` of a
     dense one; values None when ``X`` is not an array."""
-    if isinstance(X, jsparse.BCOO):
+    if is_bcoo(X):
         return X.indices[:, 0], X.indices[:, 1], X.data
     if scipy.sparse.issparse(X):
         coo = X.tocoo()
         return coo.row, coo.col, coo.data
-    if isinstance(X, jax.Array | np.ndarray):
+    if isinstance(X, np.ndarray) or is_jax_array(X):
         return None, None, X
     try:
         return None, None, np.asarray(X)
@@ -757,7 +768,7 @@ def _stored_entries(X):
 
 def _array_module(values):
     """NumPy for host memory (a JAX array on the CPU is read in place), JAX on an accelerator."""
-    if isinstance(values, jax.Array) and any(d.platform != "cpu" for d in values.devices()):
+    if is_jax_array(values) and any(d.platform != "cpu" for d in values.devices()):
         return jnp
     return np
 
@@ -778,8 +789,8 @@ def check_responsibilities(R) -> None:
         ValueError: the shape, or the entries that are NaN, infinite or negative, by class
             (column of R) and first row.
     """
-    if jnp.ndim(R) != 2:
-        raise ValueError(f"R must be a (n, K) responsibility matrix, got shape {jnp.shape(R)}.")
+    if np.ndim(R) != 2:
+        raise ValueError(f"R must be a (n, K) responsibility matrix, got shape {np.shape(R)}.")
     if not is_concrete(R):
         return
     xp = _array_module(R)

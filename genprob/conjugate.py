@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.special
 
 from genprob._lazy import LazyModule
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
 
 dist = LazyModule("numpyro.distributions")
 

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from functools import partial
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 
 from genprob import execution
-from genprob._lazy import LazyModule
+from genprob._lazy import LazyModule, is_jax_array, jitted
 from genprob._limits import check_count, check_traced_size, check_working_set, compact
 from genprob._validation import (
     UNLABELED,
@@ -37,6 +35,9 @@ from genprob._validation import (
 from genprob.execution import class_prior_from_counts, combine_statistics
 from genprob.masking import has_missing, marginalized, reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story, class_distribution
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
 
 numpyro = LazyModule("numpyro")
 class_conditional = LazyModule("genprob.class_conditional")
@@ -91,7 +92,7 @@ def _check_features(story: Story, X, num_rows=None) -> None:
         )
     if is_concrete(X):
         # a host view: slices of a JAX array would be traced when called inside a transform
-        story.validate(np.asarray(X) if isinstance(X, jax.Array) else X)
+        story.validate(np.asarray(X) if is_jax_array(X) else X)
 
 
 def class_scores(story: Story, params: dict, X) -> jax.Array:
@@ -158,7 +159,7 @@ def log_likelihood(
     return values if pointwise else values.sum()
 
 
-_rows_log_likelihood = jax.jit(execution.rows_log_likelihood)
+_rows_log_likelihood = jitted(execution.rows_log_likelihood)
 
 
 def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None) -> jax.Array:

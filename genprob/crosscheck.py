@@ -39,15 +39,18 @@ import math
 import time
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob._lazy import LazyModule
 from genprob._validation import check_class_prior, check_features, check_sample_weight, class_codes
-from genprob.optimize import OptimizerResult, evaluate_objective, fit_optimizer
 from genprob.story import CLASS_PRIOR, Story
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
+#: the optimizer compiles at import: imported with the first cross-check
+optimize = LazyModule("genprob.optimize")
 
 __all__ = ["TOLERANCES", "CheckRow", "CrosscheckResult", "crosscheck"]
 
@@ -466,18 +469,18 @@ def crosscheck(
     first_seed = seed
     if not closed_form:
         if params is None:
-            params = fit_optimizer(story, X, codes, seed=seed, **common, **options).params
+            params = optimize.fit_optimizer(story, X, codes, seed=seed, **common, **options).params
             first_seed = seed + 1
         checked = params
     checked = {name: np.asarray(value) for name, value in checked.items()}
     reference = "closed form" if closed_form else "fit"
     try:
-        at_checked = evaluate_objective(story, checked, X, codes, **common)
+        at_checked = optimize.evaluate_objective(story, checked, X, codes, **common)
     except ValueError as error:
         raise ValueError(f"cannot score the {reference} parameters: {error}") from None
-    found: OptimizerResult | None = None
+    found: optimize.OptimizerResult | None = None
     for start_index in range(max(1, int(starts))):
-        candidate = fit_optimizer(
+        candidate = optimize.fit_optimizer(
             story, X, codes, seed=first_seed + start_index, **common, **options
         )
         if found is None or candidate.objective > found.objective:

@@ -18,15 +18,14 @@ from __future__ import annotations
 import contextlib
 import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 
-from genprob._arrays import column_sums, row_sums
+from genprob._arrays import column_sums, row_sums, tree_leaves, tree_map
+from genprob._lazy import LazyModule, is_jax_array, jax_context, jitted
 from genprob._limits import check_working_set, compact
 from genprob._validation import check_feature_width, describe, is_concrete
-from genprob.story import CLASS_PRIOR, Story
+from genprob.story import CLASS_PRIOR, Story, structure_key
 
 __all__ = [
     "on_host",
@@ -46,6 +45,9 @@ __all__ = [
     "row_padding",
     "pad_with_first_row",
 ]
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
 
 #: Bytes of rows a host pass (statistics or scores) reads per block: its temporaries stay in cache.
 BLOCK_BYTES = 1 << 21
@@ -84,7 +86,7 @@ def row_padding(X, *, passes: str = "one") -> int:
     """Rows to append to the concrete dense 2-D ``X`` to reach its bucket size; 0 for sparse,
     traced or large inputs. ``passes="many"`` (EM reads the rows at every step) keeps the
     power-of-two buckets from 16 rows up."""
-    if not isinstance(X, np.ndarray | jax.Array) or X.ndim != 2 or not is_concrete(X):
+    if not (isinstance(X, np.ndarray) or is_jax_array(X)) or X.ndim != 2 or not is_concrete(X):
         return 0
     if not (0 < X.shape[0] <= PAD_LIMIT and X.shape[0] * X.shape[1] <= PAD_ENTRY_LIMIT):
         return 0
@@ -112,13 +114,11 @@ def _padded(X, R=None):
 
 
 def _host_tree(tree):
-    return jax.tree_util.tree_map(np.asarray, tree)
+    return tree_map(np.asarray, tree)
 
 
 def _all_host(tree) -> bool:
-    return all(
-        isinstance(leaf, np.ndarray | np.generic) for leaf in jax.tree_util.tree_leaves(tree)
-    )
+    return all(isinstance(leaf, np.ndarray | np.generic) for leaf in tree_leaves(tree))
 
 
 # -- statistics ------------------------------------------------------------------------------------
@@ -158,34 +158,73 @@ def _traced_once(cache: dict, trace, tree, *static):
         tuple((np.shape(leaf), getattr(leaf, "dtype", type(leaf))) for leaf in leaves),
         *static,
     )
+    return _once(cache, key, trace, tree)
+
+
+def _once(cache: dict, key, compute, value):
+    """``cache[key]``, ``compute(value)`` the first time; computed every time for a key holding
+    unhashable settings."""
     try:
         known = key in cache
-    except TypeError:  # a structure holding unhashable settings: traced every time
-        return trace(tree)
+    except TypeError:
+        return compute(value)
     if not known:
-        cache[key] = trace(tree)
+        cache[key] = compute(value)
     return cache[key]
 
 
 _STATISTIC_SIZES: dict = {}
+_PROBED_SIZES: dict = {}
+#: Bytes of K x D x D entries up to which an ``array_api`` story's statistics (at most of that
+#: order, :attr:`~genprob.story.Story.array_api`) are measured on two NumPy rows, without JAX.
+PROBE_BYTES = 1 << 22
 
 
 def _largest_statistic(story: Story, num_classes: int, num_features: int, dtype) -> tuple:
-    """(bytes, name, shape) of the largest array of ``story``'s statistics, traced abstractly
-    (nothing allocated; the statistics do not depend on the number of rows)."""
+    """(bytes, name, shape) of the largest array of ``story``'s statistics, which do not depend
+    on the number of rows: computed for two rows in NumPy when they are surely small, else
+    traced abstractly (nothing allocated)."""
+    if story.array_api and num_classes * num_features**2 * dtype.itemsize <= PROBE_BYTES:
+
+        def probe(story):
+            X, R = np.zeros((2, num_features), dtype), np.full((2, num_classes), 0.5, dtype)
+            with np.errstate(all="ignore"):
+                return _largest(_named_leaves(story.sufficient_statistics(X, R)))
+
+        key = (structure_key(story), num_classes, num_features, dtype)
+        with contextlib.suppress(ValueError, ArithmeticError):  # rows of zeros it refuses
+            return _once(_PROBED_SIZES, key, probe, story)
     X = jax.ShapeDtypeStruct((2, num_features), dtype)
     R = jax.ShapeDtypeStruct((2, num_classes), dtype)
 
     def trace(story):
         shapes = jax.eval_shape(lambda s, X, R: s.sufficient_statistics(X, R), story, X, R)
         leaves = jax.tree_util.tree_flatten_with_path(shapes)[0]
-        sizes = [
-            (math.prod(a.shape) * np.dtype(a.dtype).itemsize, path, a.shape) for path, a in leaves
-        ]
-        size, path, shape = max(sizes, key=lambda entry: entry[0], default=(0, (), ()))
-        return size, jax.tree_util.keystr(path), tuple(int(d) for d in shape)
+        return _largest((jax.tree_util.keystr(path), leaf) for path, leaf in leaves)
 
     return _traced_once(_STATISTIC_SIZES, trace, story, num_classes, num_features, dtype)
+
+
+def _named_leaves(tree, name: str = ""):
+    """``(keystr, leaf)`` of a tree of dicts, lists and tuples (JAX's key string)."""
+    if isinstance(tree, dict):
+        for key in sorted(tree):
+            yield from _named_leaves(tree[key], f"{name}[{key!r}]")
+    elif isinstance(tree, list | tuple):
+        for i, item in enumerate(tree):
+            yield from _named_leaves(item, f"{name}[{i}]")
+    elif tree is not None:
+        yield name, tree
+
+
+def _largest(named_leaves) -> tuple:
+    """(bytes, name, shape) of the largest of ``(name, array)`` pairs."""
+    sizes = [
+        (math.prod(np.shape(a)) * np.dtype(a.dtype).itemsize, name, np.shape(a))
+        for name, a in named_leaves
+    ]
+    size, name, shape = max(sizes, key=lambda entry: entry[0], default=(0, "", ()))
+    return size, name, tuple(int(d) for d in shape)
 
 
 def check_statistics_size(story: Story, num_classes: int, num_features: int, dtype) -> None:
@@ -233,7 +272,9 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     step = _block_rows(X) if story.adds_over_rows else max(num_rows, 1)
     emission = None
     # a combine written in jax.numpy keeps float64 blocks in float64
-    x64 = jax.enable_x64(True) if X.dtype == np.float64 else contextlib.nullcontext()
+    x64 = contextlib.nullcontext()
+    if X.dtype == np.float64:
+        x64 = jax_context(lambda jax: jax.enable_x64(True))
     with x64, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for _, X_block, R_block in _row_blocks(step, X, R):
             part = story.sufficient_statistics(X_block, R_block)
@@ -262,7 +303,7 @@ def _row_blocks(step: int, *arrays):
         yield rows, *(array[rows] for array in arrays)
 
 
-@jax.jit
+@jitted
 def _statistics(story: Story, X, R) -> dict:
     return {"class_counts": column_sums(R), "emission": story.sufficient_statistics(X, R)}
 
@@ -289,7 +330,7 @@ def _combine(story: Story, stats_a: dict, stats_b: dict) -> dict:
     }
 
 
-_combined = jax.jit(_combine)
+_combined = jitted(_combine)
 
 
 def em_statistics(story: Story, params: dict, X, codes, row_weights):
@@ -307,7 +348,7 @@ def em_statistics(story: Story, params: dict, X, codes, row_weights):
     return _em_step(story, params, X, codes, row_weights.astype(X.dtype))
 
 
-@jax.jit
+@jitted
 def _em_step(story, params, X, codes, row_weights):
     labeled = codes >= 0
     num_classes = params[CLASS_PRIOR].shape[-1]
@@ -354,7 +395,7 @@ def emission_parameters(story: Story, emission_stats) -> dict:
         return dict(story.maximize(emission_stats))
 
 
-_maximize = jax.jit(lambda story, stats: story.maximize(stats))
+_maximize = jitted(lambda story, stats: story.maximize(stats))
 
 
 def parameters(story: Story, stats: dict, class_prior=None, fit_prior: bool = True) -> dict:
@@ -377,20 +418,20 @@ def _rows_of(compiled, story, params, X):
 
 def _check_width(emission, X) -> None:
     """Shapes only: runs once per compilation, not per call."""
-    if jnp.ndim(X) != 2:
-        raise ValueError(f"X must be 2-D (n, D), got shape {jnp.shape(X)}.")
+    if np.ndim(X) != 2:
+        raise ValueError(f"X must be 2-D (n, D), got shape {np.shape(X)}.")
     if emission.event_shape:
         check_feature_width(X, emission.event_shape[-1])
 
 
-@jax.jit
+@jitted
 def _joint(story: Story, params: dict, X):
     emission = story.emission(params)
     _check_width(emission, X)
     return jnp.log(params[CLASS_PRIOR]) + emission.log_prob(X[:, None, :])
 
 
-@jax.jit
+@jitted
 def _scores(story: Story, params: dict, X):
     _check_width(story.emission(params), X)  # the unused emission is not computed
     return jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
@@ -422,8 +463,8 @@ def check_host_width(story: Story, params: dict, X) -> None:
         return shapes[0]
 
     event_shape = _traced_once(_EVENT_SHAPES, trace, (story, params))
-    if jnp.ndim(X) != 2:
-        raise ValueError(f"X must be 2-D (n, D), got shape {jnp.shape(X)}.")
+    if np.ndim(X) != 2:
+        raise ValueError(f"X must be 2-D (n, D), got shape {np.shape(X)}.")
     if event_shape:
         check_feature_width(X, event_shape[-1])
 

@@ -8,13 +8,15 @@ model, closed-form statistics — reads NaN as "not observed". Fitting is in
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 
-from genprob._lazy import LazyModule, lazy_attribute
+from genprob._lazy import LazyModule, is_jax_array, lazy_attribute
+from genprob._validation import is_concrete
 from genprob.story import Story, why_not
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
 
 _emission = LazyModule("genprob.masked_emission")
 
@@ -27,7 +29,7 @@ __getattr__ = lazy_attribute(__name__, {"MaskedEmission": "genprob.masked_emissi
 
 def has_missing(X) -> bool:
     """True when the concrete array ``X`` holds a NaN (False for tracers and sparse input)."""
-    if isinstance(X, jax.core.Tracer) or not hasattr(X, "dtype"):
+    if not is_concrete(X) or not hasattr(X, "dtype"):
         return False
     if scipy.sparse.issparse(X):
         X = X.data
@@ -94,9 +96,9 @@ class Marginalized(Story):
 
     def validate(self, X):
         """The story's check of the observed entries (NaN entries are missing, not values)."""
-        if isinstance(X, jax.core.Tracer):
+        if not is_concrete(X):
             return X
-        if isinstance(X, np.ndarray | jax.Array):
+        if isinstance(X, np.ndarray) or is_jax_array(X):
             # on the host: an eager JAX fill would compile a program per shape
             values = np.asarray(X)
             missing = np.isnan(values) if values.dtype.kind == "f" else None

@@ -27,7 +27,8 @@ the story with generic defaults.
 A story is an immutable value and a JAX pytree. Its attributes, set once in ``__init__``, are
 sorted into *traced* leaves (numeric hyperparameters: a new value reuses compiled code) and
 *static* structure (everything that changes shapes or code paths). Every subclass registers itself
-by its qualified name when it is defined, which is how :func:`genprob.load` finds it.
+by its qualified name when it is defined, which is how :func:`genprob.load` finds it, and as a
+pytree as soon as JAX is imported (:mod:`genprob._lazy`: defining a story imports no JAX).
 """
 
 from __future__ import annotations
@@ -39,13 +40,12 @@ import operator
 import typing
 import warnings
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.tree_util import GetAttrKey
 
-from genprob._lazy import LazyModule, lazy_attribute
+from genprob._lazy import LazyModule, is_jax_array, jax_imported, lazy_attribute, when_jax
 
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
 transforms = LazyModule("numpyro.distributions.transforms")
@@ -138,7 +138,9 @@ def _is_traced_value(value) -> bool:
         return False
     if isinstance(value, float | np.floating):
         return True
-    if isinstance(value, np.ndarray | jax.Array):
+    if isinstance(value, np.ndarray):
+        return np.issubdtype(value.dtype, np.floating)
+    if is_jax_array(value):
         return jnp.issubdtype(value.dtype, jnp.floating)
     return False
 
@@ -187,6 +189,7 @@ class _StoryType(type):
     """Metaclass that seals a story once its ``__init__`` has returned."""
 
     def __call__(cls, *args, **kwargs):
+        jax_imported()  # a user who imported JAX hands stories to it: register waiting classes
         story = super().__call__(*args, **kwargs)
         story._seal()
         return story
@@ -234,16 +237,16 @@ class Story(metaclass=_StoryType):
     #: True when :meth:`sufficient_statistics`, :meth:`maximize` and :meth:`discriminant` are
     #: written against the array namespace of their inputs (``xp = genprob._arrays.namespace(X)``:
     #: NumPy in, NumPy out; JAX or tracers in, JAX out). NumPy rows then run them eagerly in
-    #: NumPy, with no compilation; otherwise they always run inside ``jax.jit``.
+    #: NumPy, with no compilation and without importing JAX; otherwise they always run inside
+    #: ``jax.jit``. Such statistics hold at most of the order of K x D x D numbers: the fit-time
+    #: size check computes small ones for two NumPy rows instead of tracing them.
     array_api = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # the newest definition wins (a class redefined in a notebook replaces the old one)
         _STORY_CLASSES[qualified_name(cls)] = cls
-        jax.tree_util.register_pytree_with_keys(
-            cls, Story._flatten_with_keys, _unflattener(cls), Story._flatten
-        )
+        when_jax(lambda jax: _register_pytree(cls, jax))
 
     # -- value semantics ---------------------------------------------------------------------------
     def _seal(self) -> None:
@@ -274,6 +277,8 @@ class Story(metaclass=_StoryType):
         object.__delattr__(self, key)
 
     def _flatten_with_keys(self):
+        from jax.tree_util import GetAttrKey  # flattened by JAX: it is imported
+
         children, aux = [], []
         fields = vars(self)
         for key, kind in self._layout:
@@ -678,6 +683,31 @@ class Story(metaclass=_StoryType):
         return f"{type(self).__name__}({fields})"
 
 
+_PLAIN = (str, bool, int, type(None))
+
+
+def structure_key(story: Story) -> tuple:
+    """A hashable key of everything about ``story`` that decides shapes and code paths: its
+    class, static settings and the shapes and dtypes of its traced values (not their values),
+    nested stories included. Computed without JAX (a pytree's structure needs it)."""
+    fields, parts = vars(story), []
+    for key, kind in story._layout:
+        value = fields[key]
+        if kind is None:
+            parts.append((key, value if type(value) in _PLAIN else _freeze(value)))
+        elif kind is _HOLE:
+            if type(value) is float:
+                parts.append((key, float))
+            elif isinstance(value, Story):
+                parts.append((key, structure_key(value)))
+            else:
+                parts.append((key, np.shape(value), str(value.dtype)))
+        else:
+            nested = _stories_in(value, kind, [])
+            parts.append((key, _Static(kind), tuple(map(structure_key, nested))))
+    return (type(story), tuple(parts))
+
+
 def _init_parameters(cls):
     """Keyword parameters of ``cls.__init__``, or None when it takes ``*args``/``**kwargs``."""
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
@@ -729,9 +759,13 @@ def class_distribution(class_prior) -> dist.Distribution:
     return dist.Categorical(probs=class_prior)
 
 
-jax.tree_util.register_pytree_with_keys(
-    Story, Story._flatten_with_keys, _unflattener(Story), Story._flatten
-)
+def _register_pytree(cls, jax) -> None:
+    jax.tree_util.register_pytree_with_keys(
+        cls, Story._flatten_with_keys, _unflattener(cls), Story._flatten
+    )
+
+
+when_jax(lambda jax: _register_pytree(Story, jax))
 
 
 def align_components(params: dict, reference: dict, names, axis: int = 1) -> dict:

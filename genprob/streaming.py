@@ -45,20 +45,22 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from genprob import core
-from genprob import em as _em
 from genprob._dtype import numpy_dtype, precision
+from genprob._lazy import LazyModule
 from genprob._validation import (
     check_unlabeled_label,
     check_unlabeled_label_type,
     unlabeled_mask,
     validate_params,
 )
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
+_em = LazyModule("genprob.em")
 
 __all__ = [
     "ChunkStatistics",

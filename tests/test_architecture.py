@@ -104,7 +104,8 @@ def test_graph_sees_function_level_and_relative_imports():
     """The walker finds imports inside functions, and resolves the module a name refers to."""
     graph = _graph()
     assert "genprob.core" in graph["genprob.estimators._base"]
-    assert "genprob.em" in graph["genprob.estimators._base"]  # `from genprob import em as _em`
+    # `from genprob import core, execution`
+    assert "genprob.execution" in graph["genprob.estimators._base"]
     assert "genprob.app.registry" in graph["genprob.app.cli"]  # imported inside functions
     assert "genprob" not in graph["genprob.core"]
     # a made-up two-module cycle is found

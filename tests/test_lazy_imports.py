@@ -1,5 +1,6 @@
-"""NumPyro is imported on first use: ``import genprob`` and closed-form fits of NumPy rows do
-without it, and every moved NumPyro class stays reachable where it was defined before."""
+"""NumPyro and JAX are imported on first use: ``import genprob`` and closed-form fits of NumPy
+rows do without them, every moved NumPyro class stays reachable where it was defined before,
+and a story is still a JAX pytree whenever it is handed to JAX."""
 
 from __future__ import annotations
 
@@ -38,16 +39,16 @@ MOVED = {
 
 
 def run_fresh(script: str) -> list[str]:
-    """stdout words of ``script`` run in a fresh interpreter that cannot import NumPyro unless
-    the script lets it (``ALLOW``), so an eager import fails loudly with its traceback."""
+    """stdout words of ``script`` run in a fresh interpreter that cannot import NumPyro or JAX
+    unless the script lets it (``ALLOW``), so an eager import fails loudly with its traceback."""
     guard = textwrap.dedent(
         """
         import sys
         ALLOW = []
         class NoNumPyro:
             def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] == "numpyro" and not ALLOW:
-                    raise ImportError(f"numpyro imported eagerly ({name})")
+                if name.split(".")[0] in ("numpyro", "jax", "jaxlib") and not ALLOW:
+                    raise ImportError(f"{name} imported eagerly")
         sys.meta_path.insert(0, NoNumPyro())
         """
     )
@@ -63,19 +64,20 @@ def run_fresh(script: str) -> list[str]:
     return done.stdout.split()
 
 
-def test_import_genprob_does_not_import_numpyro():
+def test_import_genprob_does_not_import_numpyro_or_jax():
     words = run_fresh(
         """
         import genprob
-        print("numpyro" in sys.modules, sorted(m for m in sys.modules if "emission" in m))
+        print("numpyro" in sys.modules, "jax" in sys.modules,
+              sorted(m for m in sys.modules if "emission" in m))
         """
     )
-    assert words == ["False", "[]"]
+    assert words == ["False", "False", "[]"]
 
 
-def test_closed_form_fits_of_numpy_rows_do_not_import_numpyro():
+def test_closed_form_fits_of_numpy_rows_do_not_import_numpyro_or_jax():
     """What a scikit-learn user runs (cross-validation, fit, every predict method, LDA's
-    transform) never needs NumPyro; the first model built afterwards imports it."""
+    transform) never needs NumPyro or JAX; the first model built afterwards imports them."""
     words = run_fresh(
         """
         from sklearn.datasets import load_iris
@@ -92,7 +94,7 @@ def test_closed_form_fits_of_numpy_rows_do_not_import_numpyro():
             fitted.score(X, y)
         fitted = genprob.LinearDiscriminantAnalysis().fit(X, y)
         fitted.transform(X), fitted.decision_function(X)
-        print("numpyro" in sys.modules)
+        print("numpyro" in sys.modules, "jax" in sys.modules)
         ALLOW.append(True)
         # the NumPyro model of the same story, after the fact: it imports NumPyro on its own
         import jax
@@ -101,7 +103,85 @@ def test_closed_form_fits_of_numpy_rows_do_not_import_numpyro():
         print("numpyro" in sys.modules, draws.shape)
         """
     )
-    assert words == ["False", "True", "(5,", "4)"]
+    assert words == ["False", "False", "True", "(5,", "4)"]
+
+
+def test_cold_fits_of_the_benchmark_do_not_import_jax():
+    """The cold rows of benchmarks/bench_cold.py: import, fit, predict_proba on iris, wine and
+    digits, a grid search's refits; the fit-time memory check included."""
+    words = run_fresh(
+        """
+        from sklearn.datasets import load_digits, load_iris, load_wine
+        from sklearn.model_selection import GridSearchCV
+        import genprob
+        for load in (load_iris, load_wine, load_digits):
+            X, y = load(return_X_y=True)
+            for estimator in (genprob.GaussianNB(), genprob.LinearDiscriminantAnalysis(),
+                              genprob.QuadraticDiscriminantAnalysis(reg_param=0.5),
+                              genprob.MultinomialNB(), genprob.BernoulliNB()):
+                estimator.fit(X, y).predict_proba(X)
+        X, y = load_iris(return_X_y=True)
+        grid = {"reg_param": [0.0, 0.01, 0.1, 0.3, 0.6, 0.9]}
+        GridSearchCV(genprob.QuadraticDiscriminantAnalysis(), grid, cv=3).fit(X, y)
+        print("jax" in sys.modules, "numpyro" in sys.modules)
+        """
+    )
+    assert words == ["False", "False"]
+
+
+def test_a_story_is_a_pytree_for_a_user_who_imported_jax():
+    """JAX imported first: stories built afterwards are pytrees (their numbers are the leaves)
+    and go through ``jit``; a story class defined earlier is registered then too."""
+    words = run_fresh(
+        """
+        ALLOW.append(True)
+        import genprob
+        from genprob.families.gaussian import GaussianStory
+        import jax
+        story = GaussianStory(reg_param=0.25)
+        leaves = jax.tree_util.tree_leaves(story)
+        print(len(leaves) > 1, 0.25 in leaves, story.fields()["reg_param"] in leaves)
+        print(jax.jit(lambda s: s.reg_param * 2)(story))
+        """
+    )
+    assert words == ["True", "True", "True", "0.5"]
+
+
+def test_stories_built_before_jax_become_pytrees_when_genprob_sees_it():
+    """Stories built without JAX; the user imports JAX: the first genprob call that uses JAX
+    (here a functional fit, compiled) or builds a story registers every story class."""
+    words = run_fresh(
+        """
+        import genprob
+        from sklearn.datasets import load_iris
+        story = genprob.GaussianStory(reg_param=0.25)
+        X, y = load_iris(return_X_y=True)
+        ALLOW.append(True)
+        import jax
+        import numpy as np
+        params = genprob.fit_closed_form(story, jax.numpy.asarray(X), np.eye(3)[y])
+        prior = np.asarray(params["class_prior"], float).round(3).tolist()
+        print(0.25 in jax.tree_util.tree_leaves(story), prior)
+        """
+    )
+    assert words == ["True", "[0.333,", "0.333,", "0.333]"]
+
+
+def test_float64_reaches_jax_imported_inside_a_precision_block():
+    """JAX's first import inside ``precision("float64")`` still runs the rest of the block in
+    64 bits (the context waits for the import)."""
+    words = run_fresh(
+        """
+        ALLOW.append(True)
+        from genprob import _lazy
+        from genprob._dtype import precision
+        with precision("float64"):
+            jnp = _lazy.jax().numpy
+            print(jnp.ones(2).dtype)
+        print(jnp.ones(2).dtype)
+        """
+    )
+    assert words == ["float64", "float32"]
 
 
 @pytest.mark.parametrize("target", sorted(MOVED))
@@ -123,3 +203,29 @@ def test_unknown_attributes_still_raise_attribute_error():
     assert {"ClassConditional", "DiagonalNormal", "WhitenedNormal", "GaussianNB"} <= set(
         dir(genprob)
     )
+
+
+def test_names_served_on_first_use_are_declared_for_static_readers():
+    """Every JAX-bound name ``genprob`` serves on first use is imported under
+    ``typing.TYPE_CHECKING`` in its section (the API index, type checkers, editors), and the
+    other way round."""
+    import ast
+    from pathlib import Path
+
+    import genprob
+
+    source = Path(genprob.__file__).read_text()
+    declared = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for imported in node.body:
+                for alias in imported.names:
+                    module = imported.module
+                    full = f"{module}.{alias.name}"
+                    declared[alias.name] = full if full in genprob._LAZY.values() else module
+    numpyro_classes = {"ClassConditional", "DiagonalNormal", "WhitenedNormal"}
+    served = {k: v for k, v in genprob._LAZY.items() if k not in numpyro_classes}
+    assert declared == served
+    for name in served:
+        assert getattr(genprob, name) is not None
+    assert callable(genprob.crosscheck) and callable(genprob.fit_em)

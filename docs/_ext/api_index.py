@@ -71,12 +71,13 @@ def _sections(source: str) -> list[tuple[str, list[tuple[str, str]]]]:
             current = "Core"
         title_at[number] = current
     sections: dict[str, list[tuple[str, str]]] = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.ImportFrom):
-            names = [
-                (alias.asname or alias.name, f"{node.module}.{alias.name}") for alias in node.names
-            ]
-            sections.setdefault(title_at[node.lineno], []).extend(names)
+    # names served on first use are imported under ``if typing.TYPE_CHECKING:``
+    imports = (node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom))
+    for node in sorted(imports, key=lambda node: node.lineno):
+        names = [
+            (alias.asname or alias.name, f"{node.module}.{alias.name}") for alias in node.names
+        ]
+        sections.setdefault(title_at[node.lineno], []).extend(names)
     return [(title, names) for title, names in sections.items()]
 
 

@@ -13,8 +13,6 @@ import copy
 import warnings
 import weakref
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
@@ -24,9 +22,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from genprob import core, execution
-from genprob import em as _em
-from genprob._arrays import encode_labels, is_integer_labels, placed, sparse_as_float
+from genprob._arrays import encode_labels, is_integer_labels, placed, sparse_as_float, tree_map
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob._lazy import LazyModule, is_jax_array
 from genprob._limits import check_count
 from genprob._validation import (
     EM_PARAMETER_CONSTRAINTS,
@@ -46,13 +44,19 @@ from genprob._validation import (
     validate_params,
 )
 from genprob.estimators._criteria import CriteriaMixin, fit_with_chosen_weight
-from genprob.missing import fit_observed, has_missing, marginalized
+from genprob.masking import has_missing, marginalized
 from genprob.persistence import register_estimator
 from genprob.story import Story, why_not
 from genprob.streaming import ChunkStatistics, chunk_weights
 from genprob.streaming import fit as _fit_out_of_core
 from genprob.streaming import is_dask_collection as _is_dask
 from genprob.streaming import is_out_of_core as _out_of_core
+
+_em = LazyModule("genprob.em")
+_missing = LazyModule("genprob.missing")
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
 
 __all__ = ["GenerativeClassifierBase", "jax_key"]
 
@@ -218,7 +222,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     def _as_array(self, X):
         """``X`` in the estimator's dtype: NumPy stays on the host (no copy when it has it)."""
         dtype = numpy_dtype(self._dtype)
-        if isinstance(X, jax.Array):
+        if is_jax_array(X):
             return X if X.dtype == dtype else X.astype(dtype)
         return np.asarray(X, dtype=dtype)
 
@@ -294,7 +298,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         with precision(self._dtype):
             Xj = self._as_array(X)
             self._validate_story(marginalized(story), Xj)
-            result = fit_observed(
+            result = _missing.fit_observed(
                 story,
                 Xj,
                 codes,
@@ -307,7 +311,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             )
             self.story_ = story
             self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
-            stats = jax.tree_util.tree_map(np.asarray, result.stats)
+            stats = tree_map(np.asarray, result.stats)
         self.stats_ = stats
         self._missing_fit = True  # statistics of observed entries: partial_fit cannot add rows
         if result.n_iter > 1:
@@ -420,7 +424,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             params = execution.parameters(story, stats, class_prior, fit_prior)
             self.story_ = story
             self.params_ = {k: np.asarray(v) for k, v in params.items()}
-            stats = jax.tree_util.tree_map(np.asarray, stats)
+            stats = tree_map(np.asarray, stats)
         self._set_fitted_attributes(stats)
         self._check_parameters()
         self.stats_ = stats
@@ -557,7 +561,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         with precision(self._dtype):
             stats = self._labeled_statistics(story, X, codes, sample_weight)
             if not first:
-                before = jax.tree_util.tree_map(self._as_array, self.stats_)
+                before = tree_map(self._as_array, self.stats_)
                 before = self._extend_statistics(before, previous, story)
                 if jax.tree_util.tree_structure(before) != jax.tree_util.tree_structure(stats):
                     raise ValueError(
@@ -565,7 +569,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                         "changes the statistics kept; call fit() to start afresh."
                     )
                 stats = execution.combine_statistics(story, before, stats)
-            stats = jax.tree_util.tree_map(np.asarray, stats)
+            stats = tree_map(np.asarray, stats)
         self.stats_ = stats
         self.story_ = story
         self._refit_from_statistics()
@@ -652,7 +656,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                     self.story_, self._as_features(Xv), codes, len(self.classes_), weights
                 )
                 objective, context = 0.0, probe._chunk_context(Xv)
-            stats = jax.tree_util.tree_map(np.asarray, stats)
+            stats = tree_map(np.asarray, stats)
         return ChunkStatistics(
             self.story_, self._dtype, stats, objective, num_rows, unlabeled, context
         )
@@ -679,7 +683,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         EM over chunks. The estimator is not changed."""
         class_prior, fit_prior = self._class_prior_argument()
         with precision(self._dtype):
-            stats = jax.tree_util.tree_map(self._as_array, stats)
+            stats = tree_map(self._as_array, stats)
             params = execution.parameters(self.story_, stats, class_prior, fit_prior)
             return {k: np.asarray(v) for k, v in params.items()}
 
@@ -705,7 +709,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         """
         if context:
             self.story_ = self._story_for_context(context, self.n_features_in_)
-        stats = jax.tree_util.tree_map(np.asarray, stats)
+        stats = tree_map(np.asarray, stats)
         if params is None:
             params = self.parameters_from_statistics(stats)
         self.params_ = {k: np.asarray(v) for k, v in params.items()}
@@ -800,7 +804,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 stats = {"class_counts": R.sum(axis=0), "emission": None}
             self.story_ = story
             self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
-            stats = jax.tree_util.tree_map(np.asarray, stats)
+            stats = tree_map(np.asarray, stats)
             self.label_distributions_ = np.asarray(result.responsibilities)
             self.log_likelihood_trace_ = np.asarray(result.log_likelihood)
         self.n_iter_ = result.n_iter

@@ -26,14 +26,13 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
-import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
-from jax.experimental import sparse as jsparse
 from sklearn.utils._param_validation import Interval
 
 from genprob._arrays import without_duplicates
 from genprob._dtype import numpy_dtype
+from genprob._lazy import LazyModule
 from genprob._validation import check_alpha
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families._discrete import check_non_negative_values, check_values
@@ -41,6 +40,9 @@ from genprob.families.bernoulli import BernoulliStory
 from genprob.families.categorical import CategoricalStory, check_table_size
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
+
+jnp = LazyModule("jax.numpy")
+jsparse = LazyModule("jax.experimental.sparse")
 
 __all__ = ["BernoulliNB", "MultinomialNB", "CategoricalNB", "PoissonNB"]
 

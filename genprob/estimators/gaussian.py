@@ -34,26 +34,28 @@ import warnings
 import weakref
 from numbers import Integral, Real
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, column_or_1d
 
 from genprob import core
-from genprob._arrays import placed
+from genprob._arrays import placed, tree_map
 from genprob._dtype import numpy_dtype, precision
+from genprob._lazy import LazyModule, jitted
 from genprob.estimators._base import GenerativeClassifierBase, fitted_cache
 from genprob.families.gaussian import FACTORS, GaussianStory, lda_projection
 from genprob.masking import has_missing
 from genprob.streaming import is_out_of_core
 
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
+
 #: Fitted estimator -> (dtype, parameters it was made from, device parameters with factors).
 _SCORING_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-@jax.jit
+@jitted
 def _total_fourth_moment(story, X, merged):
     """Ledoit–Wolf's ``sum_i ||z_i||^4`` of all rows ``X`` about their mean (a one-class
     ``story``, statistics ``merged`` over classes), shape (1,)."""
@@ -582,7 +584,7 @@ class LinearDiscriminantAnalysis(
         if fourth_moment is not None:
             merged["class_squares"] = emission["squares"][None]
             merged["fourth_moments"] = np.asarray([fourth_moment], emission["squares"].dtype)
-        return jax.tree_util.tree_map(self._as_array, merged)
+        return tree_map(self._as_array, merged)
 
     def _merged_total_covariance(self, stats, fourth_moment=None):
         """The total covariance from the fit's statistics (:meth:`_total_covariance`)."""

@@ -8,12 +8,15 @@ sparse-dense product without densifying it).
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
-from jax.experimental import sparse as jsparse
 
 from genprob._arrays import namespace
+from genprob._lazy import LazyModule
+from genprob._validation import is_bcoo
+
+jnp = LazyModule("jax.numpy")
+jsparse = LazyModule("jax.experimental.sparse")
 
 __all__ = [
     "alpha_array",
@@ -37,13 +40,13 @@ __all__ = [
 
 def is_sparse(X) -> bool:
     """True for SciPy sparse matrices and JAX BCOO matrices."""
-    return isinstance(X, jsparse.BCOO) or scipy.sparse.issparse(X)
+    return is_bcoo(X) or scipy.sparse.issparse(X)
 
 
 def stored_values(X) -> np.ndarray:
     """Host copy of the explicitly stored values: all entries of a dense array, the data of a
     sparse one (implicit zeros are never materialized)."""
-    if isinstance(X, jsparse.BCOO):
+    if is_bcoo(X):
         return np.asarray(X.data)
     if scipy.sparse.issparse(X):
         return np.asarray(X.data)
@@ -52,7 +55,7 @@ def stored_values(X) -> np.ndarray:
 
 def _position(X, flat_index: int) -> tuple[int, int]:
     """(row, column) of the ``flat_index``-th stored value of a 2-D matrix."""
-    if isinstance(X, jsparse.BCOO):
+    if is_bcoo(X):
         row, col = np.asarray(X.indices[flat_index])[-2:]
         return int(row), int(col)
     if scipy.sparse.issparse(X):
@@ -130,7 +133,7 @@ def linear_log_prob(value, weights, offset):
         return scipy_linear_scores(value, weights, offset)
     if value.ndim >= 2 and value.shape[-2] == 1:
         return (value @ weights.T)[..., 0, :] + offset
-    if isinstance(value, jsparse.BCOO):
+    if is_bcoo(value):
         raise ValueError(
             f"a sparse value must have shape (n, 1, D) (one row against every class); got "
             f"{value.shape}."

@@ -26,9 +26,7 @@ The helpers shared by every discrete family live in :mod:`genprob.families._disc
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import xlog1py, xlogy
 
 from genprob._arrays import column_sums, namespace
 from genprob._lazy import LazyModule, lazy_attribute
@@ -47,6 +45,9 @@ from genprob.families._discrete import (
 )
 from genprob.families._registry import Block, Command, Family
 from genprob.story import CLASS_PRIOR, Story
+
+jnp = LazyModule("jax.numpy")
+special = LazyModule("jax.scipy.special")
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
@@ -116,7 +117,7 @@ class BernoulliStory(Story):
         """``sum_kj alpha_j (log p_kj + log(1 - p_kj))``: the Beta(alpha+1, alpha+1) log density."""
         probs = params["probs"]
         alpha = alpha_array(self.alpha, probs.shape[-1], probs.dtype)
-        return jnp.sum(xlogy(alpha, probs) + xlog1py(alpha, -probs))
+        return jnp.sum(special.xlogy(alpha, probs) + special.xlog1py(alpha, -probs))
 
     def conjugate_factors(self, stats, offset):
         """``Beta(c + alpha + offset, N - c + alpha + offset)`` per class and feature."""

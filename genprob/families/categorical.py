@@ -45,20 +45,21 @@ from __future__ import annotations
 
 import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
-from jax.experimental import sparse as jsparse
-from jax.scipy.special import xlogy
 
 from genprob import _limits
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import FeatureValueError, check_alpha
+from genprob._validation import FeatureValueError, check_alpha, is_bcoo
 from genprob.conjugate import ConjugateFactor
 from genprob.families._discrete import floor_log
 from genprob.families._registry import Block, Command, Family
 from genprob.story import CLASS_PRIOR, Story
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
+jsparse = LazyModule("jax.experimental.sparse")
+special = LazyModule("jax.scipy.special")
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
@@ -176,7 +177,7 @@ _BLOCK_ENTRIES = 2**15
 
 def _dense(X):
     """``X`` as a dense array (sparse input densified: its implicit zeros are codes too)."""
-    if isinstance(X, jsparse.BCOO):
+    if is_bcoo(X):
         return X.todense()
     if scipy.sparse.issparse(X):
         return X.toarray()
@@ -291,7 +292,7 @@ class CategoricalStory(Story):
         """``alpha sum log p`` over real cells: the Dirichlet(alpha + 1) log density."""
         probs = params["probs"]
         mask = jnp.asarray(category_mask(self.n_categories, probs.dtype))
-        return jnp.sum(xlogy(self.alpha * mask, probs))
+        return jnp.sum(special.xlogy(self.alpha * mask, probs))
 
     def conjugate_factors(self, stats, offset):
         """``Dirichlet(c + alpha + offset)`` over the real cells of each padded row."""

@@ -16,7 +16,6 @@ Block names therefore may not contain dots.
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from genprob._lazy import LazyModule, lazy_attribute
@@ -25,6 +24,8 @@ from genprob.families._registry import Command, Family, families, load
 from genprob.families.categorical import CategoricalStory
 from genprob.families.gaussian import GaussianStory
 from genprob.story import Story, Unsupported, why_not
+
+jnp = LazyModule("jax.numpy")
 
 numpyro = LazyModule("numpyro")
 _emission = LazyModule("genprob.families.mixed_emission")

@@ -34,16 +34,13 @@ posteriors (:meth:`MultinomialStory.discriminant`) skip the multinomial coeffici
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
 import scipy.special
-from jax.experimental import sparse as jsparse
-from jax.scipy.special import xlogy
 
 from genprob._arrays import namespace, without_duplicates
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import check_alpha
+from genprob._validation import check_alpha, is_bcoo
 from genprob.conjugate import dirichlet
 from genprob.families._discrete import (
     alpha_array,
@@ -55,6 +52,10 @@ from genprob.families._discrete import (
 )
 from genprob.families._registry import Block, Command, Family
 from genprob.story import CLASS_PRIOR, Story, Unsupported
+
+jnp = LazyModule("jax.numpy")
+jsparse = LazyModule("jax.experimental.sparse")
+special = LazyModule("jax.scipy.special")
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
@@ -71,7 +72,7 @@ __getattr__ = lazy_attribute(
 
 def _map_stored(value, fn):
     """Apply ``fn`` (with ``fn(0) = 0``) to the stored values of a dense or BCOO array."""
-    if isinstance(value, jsparse.BCOO):
+    if is_bcoo(value):
         return jsparse.BCOO((fn(value.data), value.indices), shape=value.shape)
     return fn(value)
 
@@ -145,7 +146,7 @@ class MultinomialStory(Story):
     def log_penalty(self, params, stats):
         """``sum_kj alpha_j log p_kj``: the Dirichlet(alpha + 1) log density up to a constant."""
         probs = params["probs"]
-        return jnp.sum(xlogy(alpha_array(self.alpha, probs.shape[-1], probs.dtype), probs))
+        return jnp.sum(special.xlogy(alpha_array(self.alpha, probs.shape[-1], probs.dtype), probs))
 
     def conjugate_factors(self, stats, offset):
         """``Dirichlet(c + alpha + offset)`` per class."""

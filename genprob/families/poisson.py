@@ -22,15 +22,16 @@ density, while the NumPyro prior (for prior draws and NUTS) uses the vague prope
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import xlogy
 
 from genprob._lazy import LazyModule
 from genprob.conjugate import ConjugateFactor
 from genprob.families._discrete import check_values, observed_sums, row_counts
 from genprob.families._registry import Block, Command, Family
 from genprob.story import Story
+
+jnp = LazyModule("jax.numpy")
+special = LazyModule("jax.scipy.special")
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
@@ -84,7 +85,7 @@ class PoissonStory(Story):
     def log_penalty(self, params, stats):
         """``sum_kj alpha log rate_kj - beta rate_kj``: the Gamma(alpha + 1, beta) log density."""
         rates = params["rates"]
-        return jnp.sum(xlogy(self.alpha, rates) - self.beta * rates)
+        return jnp.sum(special.xlogy(self.alpha, rates) - self.beta * rates)
 
     def conjugate_factors(self, stats, offset):
         """``Gamma(S + alpha + 1, N + beta)`` (the NumPyro prior, vague rate when beta = 0), or

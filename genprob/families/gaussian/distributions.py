@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import math
 
-import jax
 import numpy as np
-import scipy.linalg
-from jax.scipy.linalg import solve_triangular as jax_solve_triangular
 
 from genprob._arrays import namespace
 from genprob._lazy import LazyModule, lazy_attribute
 
 normals = LazyModule("genprob.families.gaussian.normals")
+jax = LazyModule("jax")
 
 
 __all__ = [
@@ -119,12 +117,17 @@ def _linalg(xp):
                 return np.full(matrix.shape, np.nan, matrix.dtype)
 
         def solve(a, b, lower):
-            if a.ndim == 2:
-                return scipy.linalg.solve_triangular(a, b, lower=lower, check_finite=False)
-            return np.stack([solve(x, y, lower) for x, y in zip(a, b, strict=True)])
+            # every class at once; SciPy's triangular solve starts BLAS threads even for 4 x 4
+            # systems, and on a busy machine it waits for one that is descheduled
+            return np.linalg.solve(a, b)
 
         return cholesky, solve, np.linalg.eigh, lambda a: a
-    return xp.linalg.cholesky, jax_solve_triangular, xp.linalg.eigh, jax.lax.stop_gradient
+    return (
+        xp.linalg.cholesky,
+        jax.scipy.linalg.solve_triangular,
+        xp.linalg.eigh,
+        jax.lax.stop_gradient,
+    )
 
 
 def full_factors(covariance, rank_tol) -> dict:

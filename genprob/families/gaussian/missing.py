@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import math
 
-import jax
-import jax.numpy as jnp
-from jax.scipy.linalg import cho_solve, solve_triangular
-
+from genprob._lazy import LazyModule
 from genprob.families.gaussian.moments import snap_constant_features
 
 __all__ = ["observed_log_prob", "observed_statistics", "maximize_observed_diagonal"]
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
+linalg = LazyModule("jax.scipy.linalg")
 
 _LOG_2PI = math.log(2.0 * math.pi)
 #: Largest feature count whose patterns are coded as integers (beyond it, one per row).
@@ -77,7 +78,7 @@ def observed_log_prob(story, params, X, observed):
     chol = jnp.linalg.cholesky(_embedded(covariance, pattern_mask))  # (P, K, D, D)
     half_log_det = jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)  # (P, K)
     centered = jnp.where(observed[:, None, :], X[:, None, :] - means, 0.0)  # (n, K, D)
-    z = solve_triangular(chol[index], centered[..., None], lower=True)[..., 0]
+    z = linalg.solve_triangular(chol[index], centered[..., None], lower=True)[..., 0]
     count = observed.sum(axis=-1).astype(X.dtype)[:, None]
     return -0.5 * jnp.sum(z * z, axis=-1) - half_log_det[index] - 0.5 * count * _LOG_2PI
 
@@ -118,12 +119,12 @@ def observed_statistics(story, X, R, observed, params=None):
         pattern_mask, index = patterns(observed)
         chol = jnp.linalg.cholesky(_embedded(covariance, pattern_mask))
         deviation = jnp.where(observed[:, None, :], X[:, None, :] - means, 0.0)
-        solved = cho_solve((chol[index], True), deviation[..., None])[..., 0]  # Sigma~^-1 d
+        solved = linalg.cho_solve((chol[index], True), deviation[..., None])[..., 0]  # Sigma~^-1 d
         predicted = means + jnp.einsum("kde,nke->nkd", covariance, solved)
         completed = jnp.where(observed[:, None, :], X[:, None, :], predicted) - shift
         # Sigma - Sigma P Sigma~^-1 P Sigma on the missing block, per pattern and class
         eye = jnp.eye(num_features, dtype=X.dtype)
-        inverse = cho_solve((chol, True), jnp.broadcast_to(eye, chol.shape))
+        inverse = linalg.cho_solve((chol, True), jnp.broadcast_to(eye, chol.shape))
         missing = (1.0 - pattern_mask.astype(X.dtype))[:, None, :]  # (P, 1, D)
         inner = inverse - eye * missing[..., None, :]
         explained = covariance[None] @ inner @ covariance[None]

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import math
 
-import jax
 import numpy as np
 
-from genprob._arrays import column_sums, namespace
+from genprob._arrays import column_sums, namespace, tree_leaves, tree_map
 from genprob._lazy import LazyModule
-from genprob._validation import check_feature_width
+from genprob._validation import all_concrete, check_feature_width, is_concrete
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
     class_constant,
@@ -296,9 +295,8 @@ class GaussianStory(Story):
         """
         means = params["means"]
         check_feature_width(X, np.shape(means)[-1])
-        leaves = jax.tree_util.tree_leaves(params)
-        if isinstance(X, np.ndarray) and not any(isinstance(v, jax.core.Tracer) for v in leaves):
-            params = jax.tree_util.tree_map(np.asarray, params)
+        if isinstance(X, np.ndarray) and all_concrete(params):
+            params = tree_map(np.asarray, params)
         factors = params.get(FACTORS) or {}
         # an overflow gives -inf or NaN, refused below (NumPy) or by the caller (compiled)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -361,13 +359,13 @@ class GaussianStory(Story):
                 "the fourth moments depend on each chunk's class means and scales. Fit on all "
                 "the data at once, or use a fixed shrinkage in [0, 1]."
             )
-        xp = namespace(*jax.tree_util.tree_leaves((stats_a, stats_b)))
+        xp = namespace(*tree_leaves((stats_a, stats_b)))
         total_a, total_b = stats_a["counts"].sum(), stats_b["counts"].sum()
         total = total_a + total_b
         fraction = xp.where(total > 0, total_b / xp.where(total > 0, total, 1.0), 0.5)
         shift = stats_a["shift"] + fraction * (stats_b["shift"] - stats_a["shift"])
         moved_a, moved_b = self._recenter(stats_a, shift), self._recenter(stats_b, shift)
-        combined = jax.tree_util.tree_map(lambda a, b: a + b, moved_a, moved_b)
+        combined = tree_map(lambda a, b: a + b, moved_a, moved_b)
         combined["shift"] = shift
         return combined
 
@@ -419,7 +417,7 @@ class GaussianStory(Story):
         overflow gives inf or NaN in either, which the fit refuses by name.
         """
         counts, sums = stats["counts"], stats["sums"]
-        xp = namespace(*jax.tree_util.tree_leaves(stats), *self._hyperparameters())
+        xp = namespace(*tree_leaves(stats), *self._hyperparameters())
         num_classes, num_features = sums.shape
         centered_means = sums / counts[:, None]
         means = centered_means + stats["shift"]
@@ -628,6 +626,11 @@ class GaussianStory(Story):
         if self.rank_tol is not None:
             return  # singular covariances are scored on their retained subspace
         covariance = np.asarray(params["covariance"]).reshape(-1, num_features, num_features)
+        try:
+            np.linalg.cholesky(covariance)  # every class in one call; on failure, find which
+            return
+        except np.linalg.LinAlgError:
+            pass
         for k, matrix in enumerate(covariance):
             try:
                 np.linalg.cholesky(matrix)
@@ -786,11 +789,11 @@ def _mark_overflowed_rows(X, scores) -> None:
 
 def _known_zero(value) -> bool:
     """True when ``value`` is concretely 0 (a traced hyperparameter is not known to be)."""
-    return not isinstance(value, jax.core.Tracer) and float(value) == 0.0
+    return is_concrete(value) and float(value) == 0.0
 
 
 def _known_one(value) -> bool:
-    return not isinstance(value, jax.core.Tracer) and float(value) == 1.0
+    return is_concrete(value) and float(value) == 1.0
 
 
 def _check_spread_scale(spread, means, full: bool) -> None:
