@@ -44,11 +44,14 @@ inside EM's compiled loop, the iterations as ``lax.while_loop``).
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from genprob._arrays import namespace
+from genprob._lazy import LazyModule
+
+# NumPy M-steps (closed-form fits of NumPy rows) need no JAX
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
 
 __all__ = [
     "STRUCTURES",
