@@ -102,6 +102,14 @@ def _cases():
         ("PoissonNB", genprob.PoissonNB(), counts, yc, K - 1 + K * Dc),
         ("MixedNB", mixed, frame, ymixed, df_mixed),
         (
+            "MixtureDiscriminantAnalysis",
+            genprob.MixtureDiscriminantAnalysis(structure="VVI", n_components=2, random_state=0),
+            X,
+            y,
+            # per class: G - 1 weights, G means and G diagonal covariances of D entries
+            K - 1 + K * ((2 - 1) + 2 * D + 2 * D),
+        ),
+        (
             "GenerativeClassifier",
             genprob.GenerativeClassifier(GaussianStory(covariance="diag", shared=True)),
             X,
