@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import subprocess
 import sys
 import tempfile
@@ -50,8 +51,11 @@ def on_files(files, config, **kwargs):
 
     out_dir = tempfile.mkdtemp(prefix="genprob-notebooks-")
     _run["dir"] = Path(out_dir)
+    # a kernel shows figures inline only when no MPLBACKEND (CI sets Agg) overrides Jupyter's
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
     _run["process"] = subprocess.Popen(
         [sys.executable, __file__, out_dir, *NOTEBOOKS],
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
