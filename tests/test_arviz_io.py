@@ -43,8 +43,8 @@ def semi_supervised():
             story,
             X,
             y_partial,
-            num_warmup=250,
-            num_samples=250,
+            num_warmup=300,
+            num_samples=500,
             num_chains=2,
             seed=3,
             chain_method="vectorized",
@@ -76,7 +76,7 @@ def test_groups_dims_and_coords(semi_supervised):
     assert idata.posterior.attrs["inference_method"] == "nuts"
     means = idata.posterior["means"]
     assert means.dims == ("chain", "draw", "class", "feature")
-    assert means.shape == (2, 250, 2, 2)
+    assert means.shape == (2, 500, 2, 2)
     assert list(means.coords["class"].values) == ["left", "right"]
     assert list(means.coords["feature"].values) == ["width", "height"]
     assert idata.posterior["variances"].dims == ("chain", "draw", "class", "feature")
@@ -90,7 +90,7 @@ def test_groups_dims_and_coords(semi_supervised):
         assert idata.mle[name].dims == idata.posterior[name].dims[2:]
     stats = idata.sample_stats
     assert {"diverging", "acceptance_rate", "n_steps", "energy"} <= set(stats.data_vars)
-    assert stats["acceptance_rate"].shape == (2, 250)
+    assert stats["acceptance_rate"].shape == (2, 500)
     assert float(stats["acceptance_rate"].mean()) > 0.6
 
 

@@ -1537,6 +1537,9 @@ def run() -> None:
     (:func:`_keep_compiled_programs`) and exits without Python's module teardown, which costs a
     large share of a short command; log handlers and the output streams are flushed first.
     """
+    # before JAX loads: jaxlib 0.10.1 logs a false "AOT result ... machine type" error line for
+    # each program read back from the cache; the command reports real failures itself
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     _keep_compiled_programs()
     code = main()
     _drop_damaged_caches()
