@@ -119,7 +119,8 @@ def workdir(tmp_path_factory):
     page's commands (this Python and this checkout's genprob)."""
     path = tmp_path_factory.mktemp("cli_docs")
     env = {
-        **os.environ,
+        # a reader's shell: without the log level `import jax` put into this process's environment
+        **{k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"},
         "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         "PYTHONUNBUFFERED": "1",
