@@ -60,6 +60,8 @@ def timed(function, repeats: int) -> float:
 #: call, and on 2 cores the next run would share them with the previous one's threads
 #: (genprob's LDA fit at 1e6 x 20 right after scikit-learn's svd fit: 107 ms; 0.3 s later: 58).
 SETTLE = 0.3
+#: Seconds under which a warm-up pair counts as short (more pairs, see :func:`timed_pair`)
+SHORT_CALL = 0.02
 
 
 def settle(seconds: float = SETTLE) -> None:
@@ -80,10 +82,14 @@ def timed_pair(reference, candidate, repeats: int):
 
     Pairing keeps ``reference / candidate`` meaningful when the machine's speed drifts (other
     jobs on the same cores): both runs of a pair see about the same conditions. Each run starts
-    ``SETTLE`` seconds after the previous one, when the other's BLAS threads sleep.
+    ``SETTLE`` seconds after the previous one, when the other's BLAS threads sleep. Calls of a
+    few milliseconds, whose single runs scatter most, get five times as many pairs.
     """
+    start = time.perf_counter()
     reference()
     candidate()
+    if time.perf_counter() - start < SHORT_CALL:
+        repeats *= 5
     first, second, ratios = [], [], []
     for _ in range(repeats):
         settle()

@@ -117,20 +117,16 @@ def without_duplicates(X):
     """A SciPy sparse matrix storing each (row, column) at most once: ``X`` itself when it does
     (sorted or not), else a copy with the duplicates summed (SciPy's meaning of them).
 
-    Unsorted CSR (what ``CountVectorizer`` returns) is checked without sorting it: converted to
-    CSC, each column lists its rows in increasing order, so a duplicate shows as two equal
-    neighbours, one linear pass (faster than sorting the rows).
+    Unsorted CSR (what ``CountVectorizer`` returns) is checked without sorting it: its transpose
+    (CSC) lists each column's rows in order, so SciPy's canonical-format test finds duplicates.
     """
     if X.has_canonical_format:
         return X
-    if X.format in ("csr", "csc") and X.nnz > 1:
-        other = X.tocsc() if X.format == "csr" else X.tocsr()
-        increasing = np.diff(other.indices) > 0
-        starts = other.indptr[1:-1]
-        # a pair across two columns (or rows) is no duplicate
-        increasing[starts[(starts > 0) & (starts < other.nnz)] - 1] = True
-        if increasing.all():
-            return X
+    if (
+        X.format in ("csr", "csc")
+        and (X.tocsc() if X.format == "csr" else X.tocsr()).has_canonical_format
+    ):
+        return X
     X = X.copy()
     X.sum_duplicates()
     return X
