@@ -363,16 +363,18 @@ def missing_accuracy_bars(results: dict, rows: int) -> str:
 
 def home_figures() -> str:
     """The home page: decision regions of the Gaussian family, and an MLE against its posterior."""
-    _, idata, _ = spam_posterior()
-    rows = idata.observed_data["y"].size
-    forest = genprob.plot_forest(
-        idata,
-        var_names=["probs"],
-        coords={"class": ["spam"]},
-        title=f"Bernoulli NB on SMS spam ({rows:,} messages): exact posterior of "
-        "p(word | spam)\nagainst the MLE (smoothed fit)",
+    forest = _spam_forest(
+        "exact posterior of p(word | spam)\nagainst the MLE (smoothed fit)", {"class": ["spam"]}
     )
     return gaussian_regions() + "\n" + img(forest, "Posterior of p(word | spam) with the MLE")
+
+
+def _spam_forest(what: str, coords=None):
+    """genprob.plot_forest of the SMS spam posterior's word probabilities, titled with ``what``."""
+    _, idata, _ = spam_posterior()
+    rows = idata.observed_data["y"].size
+    title = f"Bernoulli NB on SMS spam ({rows:,} messages): {what}"
+    return genprob.plot_forest(idata, var_names=["probs"], coords=coords, title=title)
 
 
 # -- missing labels: EM's objective per iteration, and a learning curve ---------------------------
@@ -641,13 +643,7 @@ def posterior_figure() -> str:
 
 def posterior_forest() -> str:
     """genprob.plot_forest on the same draws: 94% HDI, posterior mean and MLE per entry."""
-    _, idata, _ = spam_posterior()
-    rows = idata.observed_data["y"].size
-    fig = genprob.plot_forest(
-        idata,
-        var_names=["probs"],
-        title=f"Bernoulli NB on SMS spam ({rows:,} messages): exact posterior against the MLE",
-    )
+    fig = _spam_forest("exact posterior against the MLE")
     return img(fig, "Forest plot of the word probabilities with the MLE marked")
 
 
