@@ -949,8 +949,9 @@ def prior_dominance(story: Story, mle: dict, draws: dict, X, y, *, names=None, w
     for name in shared:
         value = np.asarray(mle[name], np.float64)
         gap = np.abs(value - mean[name])
-        likelihood_sd = 1.0 / np.sqrt(np.maximum(-np.asarray(curvature[name], np.float64), 0.0))
-        with np.errstate(invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):  # a flat likelihood: sd infinite
+            precision = np.maximum(-np.asarray(curvature[name], np.float64), 0.0)
+            likelihood_sd = 1.0 / np.sqrt(precision)
             hit = (gap > PRIOR_DOMINANCE_SD * sd[name]) & (gap > PRIOR_DOMINANCE_SD * likelihood_sd)
         for index in zip(*np.nonzero(hit), strict=True):
             label = _entry_label(name, index, value.shape, num_classes, names)

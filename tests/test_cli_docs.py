@@ -28,6 +28,7 @@ SESSIONS = [
     for block in re.findall(r"```text\n(.*?)```", TEXT, flags=re.S)
     if block.startswith("$ genprob")
 ]
+_SOURCE_WARNING = re.compile(r"\.py:\d+: \w*Warning")
 _SECONDS = re.compile(r"\d+(\.\d+)? s\b")
 
 
@@ -103,14 +104,15 @@ def test_matching_rules():
     ]
 
 
-def run(command: str, workdir: Path, env: dict) -> list[str]:
-    """The output lines of one shown command, run by bash in ``workdir`` as a reader would
-    (stderr and stdout unbuffered into one stream, so that they interleave as at a terminal)."""
-    script = f'genprob() {{ python -m genprob "$@"; }}\nexec 2>&1\n{command}'
+def run(command: str, workdir: Path, env: dict, status: int = 0) -> tuple[list[str], int]:
+    """The output lines and exit status of one shown command, run by bash in ``workdir`` as a
+    reader would (stderr and stdout unbuffered into one stream, so that they interleave as at a
+    terminal); ``$?`` reads ``status``, the previous command's."""
+    script = f'genprob() {{ python -m genprob "$@"; }}\nexec 2>&1\n(exit {status})\n{command}'
     result = subprocess.run(
         ["bash", "-c", script], cwd=workdir, env=env, capture_output=True, text=True
     )
-    return result.stdout.splitlines()
+    return result.stdout.splitlines(), result.returncode
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +121,9 @@ def workdir(tmp_path_factory):
     page's commands (this Python and this checkout's genprob)."""
     path = tmp_path_factory.mktemp("cli_docs")
     env = {
-        # a reader's shell: without the log level `import jax` put into this process's environment
-        **{k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"},
+        **os.environ,
+        # what `import jax` writes (a notebook's shell): the command must still keep XLA quiet
+        "TF_CPP_MIN_LOG_LEVEL": "1",
         "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         "PYTHONUNBUFFERED": "1",
@@ -140,8 +143,11 @@ def _nuts(block: str) -> bool:
 
 
 def _check_session(block: str, workdir: Path, env: dict) -> None:
+    status = 0
     for command, shown in commands(block):
-        actual = run(command, workdir, env)
+        actual, status = run(command, workdir, env, status)
+        # a problem is one line in the command's terms, never Python's warning with its source
+        assert not [line for line in actual if _SOURCE_WARNING.search(line)], actual
         assert matches(shown, actual), (
             f"$ {command}\n--- the page shows:\n"
             + "\n".join(shown)

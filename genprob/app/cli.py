@@ -1064,7 +1064,15 @@ def _run_demo(args) -> int:
     settings = report.Settings.preset(quick=args.quick, seed=args.seed)
     # NUTS is the longest step: a progress bar for people at a terminal, none in logs and pipes
     settings = dataclasses.replace(settings, progress_bar=sys.stderr.isatty())
-    path = report.write_report(args.out, settings, progress)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        path = report.write_report(args.out, settings, progress)
+    for text in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
+        # one line each, no source path; advice naming Python arguments has no flag here
+        sentences = [s for s in text.split(". ") if not re.search(r"\b[a-z]+_[a-z_]+\b", s)]
+        if len(sentences) < len(text.split(". ")):
+            sentences[-1] = sentences[-1].rstrip(".") + " (run without --quick for more draws)."
+        _note("demo", f"warning: {'. '.join(sentences)}")
     figures = sorted(name for name in os.listdir(args.out) if name.endswith(".png"))
     print(
         f"report written to {path} with {len(figures)} figures "
@@ -1538,8 +1546,10 @@ def run() -> None:
     large share of a short command; log handlers and the output streams are flushed first.
     """
     # before JAX loads: jaxlib 0.10.1 logs a false "AOT result ... machine type" error line for
-    # each program read back from the cache; the command reports real failures itself
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    # each program read back from the cache; the command reports real failures itself. "1" is
+    # what ``import jax`` writes, so a parent process that imported JAX counts as unset
+    if os.environ.get("TF_CPP_MIN_LOG_LEVEL", "1") == "1":
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     _keep_compiled_programs()
     code = main()
     _drop_damaged_caches()
