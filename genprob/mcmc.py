@@ -139,11 +139,11 @@ def run_nuts(
 ) -> NutsRun:
     """Run NUTS on ``core.model``: a :class:`NutsRun` with the draws (NumPyro's ``MCMC`` reading).
 
-    The chains run NumPyro's NUTS kernel (its warm-up adaptation, then the draws) as one
-    compiled program per chain, cached by the inputs' structure and shapes and by the static
-    settings (``num_classes``, ``num_warmup``, ``num_samples``, ``**nuts_kwargs``): a repeat call
-    with new data values, seeds, starting points or prior hyperparameters compiles nothing; a new
-    draw or warm-up count compiles once more.
+    The chains run NumPyro's NUTS kernel (or BlackJAX's, ``sampler``; its warm-up adaptation,
+    then the draws) as one compiled program per chain, cached by the inputs' structure and
+    shapes and by the static settings (``num_classes``, ``num_warmup``, ``num_samples``,
+    ``sampler``, ``**nuts_kwargs``): a repeat call with new data values, seeds, starting points
+    or prior hyperparameters compiles nothing; a new draw or warm-up count compiles once more.
 
     Args:
         story: the story.
