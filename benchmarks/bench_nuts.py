@@ -1,26 +1,37 @@
-"""Posteriors in seconds: genprob's NUTS against PyMC + nutpie on the same posterior, same run.
+"""Posteriors in seconds: genprob's NUTS (NumPyro's and BlackJAX's) against nutpie, same run.
 
 The case (issue 46): semi-supervised Gaussian naive Bayes, K = 3 classes, D = 5 features, 80% of
-the labels hidden, n = 1,000 and 5,000 rows, 2 chains x (1000 warm-up + 1000 draws). Both sides
-sum the unlabeled rows' classes out and use the same prior: genprob's data-scaled
+the labels hidden, n = 1,000 and 5,000 rows, 2 chains x (1000 warm-up + 1000 draws). Every side
+sums the unlabeled rows' classes out and uses the same prior: genprob's data-scaled
 ``GaussianStory(covariance="diag")`` prior (``Normal(m_j, 10 s_j)`` means, ``InverseGamma(2,
 (s_j)^2)`` variances, ``Dirichlet(1)`` class prior), written out in PyMC.
 
-* **genprob**: a user's call, ``GaussianNB().fit(X, y).posterior(X, y, num_chains=2, ...)`` (the
-  whole ArviZ container: draws, predictive, prior draws, pointwise log-likelihood).
-* **nutpie**: ``nutpie.compile_pymc_model(model, backend=...)`` then ``nutpie.sample`` (ArviZ
-  data), as a user calls it.
+* **genprob** (``numpyro``): a user's call, ``GaussianNB().fit(X, y).posterior(X, y,
+  num_chains=2, ...)`` (the whole ArviZ container: draws, predictive, prior draws, pointwise
+  log-likelihood), NumPyro's NUTS (the default ``sampler``).
+* **blackjax**: the same call with ``sampler="blackjax"`` (BlackJAX's window adaptation and
+  NUTS on the same log density, starts and chain keys). Its first call comes second in the
+  process: the fit, the predictive and the ArviZ container are compiled by then, the chain is not.
+* **nutpie**: PyMC + nutpie, ``nutpie.compile_pymc_model(model, backend=...)`` then
+  ``nutpie.sample`` (ArviZ data), as a user calls it.
+* **nutpie-density**: nutpie's sampler on genprob's own log density (NumPyro's unconstrained
+  coordinates, jitted value and gradient handed over by ``nutpie.compiled_pyfunc.from_pyfunc``),
+  started at genprob's fit: the fit and the draws only (no predictive, prior or
+  log-likelihood groups), so its ratio bounds what swapping the sampler could gain.
+
+A side whose package is not importable here is skipped, with a line saying so: the test
+environment has genprob's two samplers; an environment with pymc and nutpie (``pip install -e
+.[peers,blackjax]``) runs every side.
 
 "first" is the first call in the process (tracing and compilation included); "repeat" is the
-same call again with a new seed (and, for genprob, new data values of the same shapes: a second
-data set drawn the same way). ESS per second is the smallest bulk ESS (ArviZ) over every scalar
-parameter divided by the call's wall time; the ratios are genprob / nutpie (> 1: genprob ahead).
-The posterior means are compared entry by entry in units of their combined Monte Carlo error.
+same call again with a new seed and new data values of the same shapes (a second data set drawn
+the same way). ESS per second is the smallest bulk ESS (ArviZ) over every scalar parameter
+divided by the call's wall time; every ratio is the other side's ESS/s over genprob's NumPyro
+row (> 1: the other side ahead; the existing ``ess_per_s_ratio`` keeps genprob / nutpie). The
+posterior means are compared entry by entry in units of their combined Monte Carlo error.
 
 Also (``--cli``): the wall time of ``genprob demo --quick`` and of ``genprob compare gaussian_nb``
 on wine with its defaults, each in a fresh process.
-
-Needs pymc and nutpie (``pip install -e .[peers]``).
 
 Usage::
 
@@ -31,6 +42,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -43,6 +55,11 @@ import warnings
 import numpy as np
 
 K, D = 3, 5
+NAMES = ("class_prior", "means", "variances")
+
+
+def importable(*modules) -> bool:
+    return all(importlib.util.find_spec(module) is not None for module in modules)
 
 
 def make_data(n, seed, unlabeled=0.8):
@@ -80,7 +97,7 @@ def summaries(idata, names=("class_prior", "means", "variances")) -> dict:
     }
 
 
-def run_genprob(X, y, warmup, samples, seed):
+def run_genprob(X, y, warmup, samples, seed, sampler="numpyro"):
     import genprob
 
     start = time.perf_counter()
@@ -88,8 +105,79 @@ def run_genprob(X, y, warmup, samples, seed):
         warnings.simplefilter("ignore")
         model = genprob.GaussianNB().fit(X, y)
         idata = model.posterior(
-            X, y, num_warmup=warmup, num_samples=samples, num_chains=2, random_state=seed
+            X,
+            y,
+            num_warmup=warmup,
+            num_samples=samples,
+            num_chains=2,
+            random_state=seed,
+            sampler=sampler,
         )
+    return time.perf_counter() - start, idata
+
+
+def run_nutpie_density(X, y, warmup, samples, seed):
+    """nutpie on genprob's log density (unconstrained coordinates, Jacobian included), jitted
+    once and called from nutpie's threads; chains start at genprob's fit plus the same jitter."""
+    import jax
+    import jax.numpy as jnp
+    import nutpie
+    from jax.flatten_util import ravel_pytree
+    from numpyro.infer.util import constrain_fn, potential_energy
+    from nutpie.compiled_pyfunc import from_pyfunc
+
+    import genprob
+    from genprob import core
+    from genprob.mcmc import JITTER, _unconstrain
+
+    start = time.perf_counter()
+    with warnings.catch_warnings(), jax.enable_x64(True):
+        warnings.simplefilter("ignore")
+        model = genprob.GaussianNB().fit(X, y)
+        Xj, codes = jnp.asarray(X, jnp.float64), jnp.asarray(y, jnp.int32)
+        story = model.story_.scaled_to_data(Xj)
+        args, kwargs = (story, Xj, codes), {"num_classes": K}
+        fit = {k: jnp.asarray(v, jnp.float64) for k, v in model.params_.items()}
+        free = _unconstrain(args, {k: fit[k] for k in NAMES}, K)
+        flat_start, unravel = ravel_pytree(free)
+        value_and_grad = jax.jit(
+            jax.value_and_grad(lambda x: -potential_energy(core.model, args, kwargs, unravel(x)))
+        )
+        expand_one = jax.jit(lambda x: constrain_fn(core.model, args, kwargs, unravel(x)))
+        shapes = {k: tuple(v.shape) for k, v in fit.items() if k in NAMES}
+
+    def make_logp_fn():
+        def logp(x):
+            with jax.enable_x64(True):  # nutpie calls from threads of its own
+                value, grad = value_and_grad(x)
+            return float(value), np.asarray(grad, dtype="float64", order="C")
+
+        return logp
+
+    def make_expand_fn(seed1, seed2, chain):
+        def expand(x):
+            with jax.enable_x64(True):
+                values = expand_one(x)
+            return {k: np.asarray(values[k], dtype="float64", order="C") for k in NAMES}
+
+        return expand
+
+    def initial_point(point_seed):
+        rng = np.random.default_rng(point_seed)
+        return np.asarray(flat_start) + JITTER * rng.standard_normal(flat_start.shape)
+
+    compiled = from_pyfunc(
+        ndim=int(flat_start.size),
+        make_logp_fn=make_logp_fn,
+        make_expand_fn=make_expand_fn,
+        expanded_dtypes=[np.dtype("float64")] * len(NAMES),
+        expanded_shapes=[shapes[k] for k in NAMES],
+        expanded_names=list(NAMES),
+        make_initial_point_fn=initial_point,
+    )
+    idata = nutpie.sample(
+        compiled, draws=samples, tune=warmup, chains=2, seed=seed, progress_bar=False
+    )
     return time.perf_counter() - start, idata
 
 
@@ -144,32 +232,50 @@ def compare_means(a, b) -> float:
 
 
 def bench_case(n, warmup, samples, backend) -> dict:
+    """Every available side on the same data, first and repeat calls; ratios against genprob's
+    NumPyro row."""
+    sides = {"genprob": lambda X, y, seed: run_genprob(X, y, warmup, samples, seed)}
+    if importable("blackjax"):
+        sides["blackjax"] = lambda X, y, seed: run_genprob(
+            X, y, warmup, samples, seed, sampler="blackjax"
+        )
+    if importable("nutpie", "pymc"):
+        sides["nutpie"] = lambda X, y, seed: run_nutpie(X, y, warmup, samples, seed, backend)
+    if importable("nutpie"):
+        sides["nutpie_density"] = lambda X, y, seed: run_nutpie_density(X, y, warmup, samples, seed)
     row = {"n": n}
     for call, seed in (("first", 0), ("repeat", 1)):
         X, y = make_data(n, seed)
-        t_g, idata_g = run_genprob(X, y, warmup, samples, seed)
-        t_p, idata_p = run_nutpie(X, y, warmup, samples, seed, backend)
-        ess_g, ess_p = min_bulk_ess(idata_g), min_bulk_ess(idata_p)
-        row[call] = {
-            "genprob_s": t_g,
-            "nutpie_s": t_p,
-            "genprob_min_bulk_ess": ess_g,
-            "nutpie_min_bulk_ess": ess_p,
-            "genprob_ess_per_s": ess_g / t_g,
-            "nutpie_ess_per_s": ess_p / t_p,
-            "ess_per_s_ratio": (ess_g / t_g) / (ess_p / t_p),
-            "time_ratio": t_p / t_g,
-            "means_apart_in_mcse": compare_means(summaries(idata_g), summaries(idata_p)),
-        }
-        r = row[call]
-        genprob_part = f"genprob {t_g:6.1f} s (ESS {ess_g:5.0f}, {r['genprob_ess_per_s']:6.1f}/s)"
-        nutpie_part = f"nutpie {t_p:6.1f} s (ESS {ess_p:5.0f}, {r['nutpie_ess_per_s']:6.1f}/s)"
-        print(
-            f"n={n:5d} {call:6s}  {genprob_part}  {nutpie_part}  ESS/s ratio "
-            f"{r['ess_per_s_ratio']:.2f}  means apart {r['means_apart_in_mcse']:.1f} MCSE",
-            flush=True,
-        )
+        r = row[call] = {}
+        results = {}
+        for name, run in sides.items():
+            seconds, idata = run(X, y, seed)
+            ess = min_bulk_ess(idata)
+            results[name] = (seconds, ess, summaries(idata))
+            r[f"{name}_s"], r[f"{name}_min_bulk_ess"] = seconds, ess
+            r[f"{name}_ess_per_s"] = ess / seconds
+        base = r["genprob_ess_per_s"]
+        parts = [_side("genprob", *results["genprob"][:2])]
+        for name in sides:
+            if name == "genprob":
+                continue
+            r[f"{name}_vs_genprob_ess_per_s"] = r[f"{name}_ess_per_s"] / base
+            apart = compare_means(results["genprob"][2], results[name][2])
+            r[f"{name}_means_apart_in_mcse"] = apart
+            parts.append(
+                f"{_side(name, *results[name][:2])} ESS/s x{r[f'{name}_vs_genprob_ess_per_s']:.2f}"
+                f" (means apart {apart:.1f} MCSE)"
+            )
+        if "nutpie" in sides:  # the rows of earlier runs: genprob / nutpie
+            r["ess_per_s_ratio"] = base / r["nutpie_ess_per_s"]
+            r["time_ratio"] = r["nutpie_s"] / r["genprob_s"]
+            r["means_apart_in_mcse"] = r["nutpie_means_apart_in_mcse"]
+        print(f"n={n:5d} {call:6s}  " + "  |  ".join(parts), flush=True)
     return row
+
+
+def _side(name, seconds, ess) -> str:
+    return f"{name} {seconds:6.1f} s (ESS {ess:5.0f}, {ess / seconds:6.1f}/s)"
 
 
 def time_cli(quick: bool) -> dict:
@@ -219,6 +325,13 @@ def main(argv=None):
     if args.quick:
         args.ns, args.warmup, args.samples = [300], 200, 200
     load_before = os.getloadavg()
+    for side, modules in (
+        ("blackjax", ("blackjax",)),
+        ("nutpie (PyMC)", ("nutpie", "pymc")),
+        ("nutpie-density", ("nutpie",)),
+    ):
+        if not importable(*modules):
+            print(f"skipped {side}: {' or '.join(modules)} not importable here", flush=True)
     rows = [bench_case(n, args.warmup, args.samples, args.backend) for n in args.ns]
     cli = time_cli(args.quick) if args.cli else None
     if args.json:
@@ -235,7 +348,8 @@ def write_json(path, args, rows, cli, load_before):
         "date": run_date(),
         "machine": machine(),
         "versions": {
-            name: version(name) for name in ("genprob", "jax", "numpyro", "pymc", "nutpie", "arviz")
+            name: version(name) if importable(name) else None
+            for name in ("genprob", "jax", "numpyro", "blackjax", "pymc", "nutpie", "arviz")
         }
         | {"python": platform.python_version()},
         # other jobs slow both programs; they run in turn, so the ratios are paired, times are not

@@ -69,6 +69,7 @@ __all__ = [
     "RHAT_MAX",
     "ESS_MIN",
     "PRIORS",
+    "SAMPLERS",
     "check_options",
 ]
 
@@ -78,6 +79,9 @@ RHAT_MAX = 1.01
 ESS_MIN = 400
 #: Accepted values of ``priors``: scales from the data (default) or the story's fixed ones.
 PRIORS = ("data", "fixed")
+#: NUTS implementations of ``sampler=``: NumPyro's kernel (default) or BlackJAX's (the
+#: ``genprob[blackjax]`` extra), both with Stan's windowed warm-up adaptation.
+SAMPLERS = ("numpyro", "blackjax")
 #: Accepted string values of ``init`` (a dict, or one dict per chain, is accepted too).
 INITS = ("mle", "uniform")
 #: Default sd of the starting jitter in unconstrained coordinates.
@@ -130,15 +134,16 @@ def run_nuts(
     priors: str = "data",
     check: bool = True,
     fit: dict | None = None,
+    sampler: str = "numpyro",
     **nuts_kwargs,
 ) -> NutsRun:
     """Run NUTS on ``core.model``: a :class:`NutsRun` with the draws (NumPyro's ``MCMC`` reading).
 
-    The chains run NumPyro's NUTS kernel (its warm-up adaptation, then the draws) as one
-    compiled program per chain, cached by the inputs' structure and shapes and by the static
-    settings (``num_classes``, ``num_warmup``, ``num_samples``, ``**nuts_kwargs``): a repeat call
-    with new data values, seeds, starting points or prior hyperparameters compiles nothing; a new
-    draw or warm-up count compiles once more.
+    The chains run NumPyro's NUTS kernel (or BlackJAX's, ``sampler``; its warm-up adaptation,
+    then the draws) as one compiled program per chain, cached by the inputs' structure and
+    shapes and by the static settings (``num_classes``, ``num_warmup``, ``num_samples``,
+    ``sampler``, ``**nuts_kwargs``): a repeat call with new data values, seeds, starting points
+    or prior hyperparameters compiles nothing; a new draw or warm-up count compiles once more.
 
     Args:
         story: the story.
@@ -169,6 +174,10 @@ def run_nuts(
         fit: with ``init="mle"``, the fit already made (e.g. an estimator's ``params_``) instead
             of :func:`start_values`; either way :func:`best_start` checks it against EM
             restarts when rows are unlabeled.
+        sampler: the NUTS implementation (:data:`SAMPLERS`): ``"numpyro"`` (default) or
+            ``"blackjax"`` (``blackjax.window_adaptation`` then ``blackjax.nuts``, from the same
+            starting points and chain keys; needs ``pip install 'genprob[blackjax]'``). Both
+            return the same :class:`NutsRun` (draws, ``diverging``, ``num_steps`` ...).
         **nuts_kwargs: NUTS settings (:data:`KERNEL_SETTINGS`, e.g. ``target_accept_prob``,
             ``max_tree_depth``, ``dense_mass``), as NumPyro's :class:`~numpyro.infer.NUTS`
             takes them.
@@ -179,13 +188,14 @@ def run_nuts(
         ``check``, ``genprob_diagnostics`` (the dict from :func:`diagnose`).
 
     Raises:
-        ValueError: unknown ``init`` or ``priors``, or a negative ``jitter``.
+        ValueError: unknown ``init``, ``priors`` or ``sampler``, or a negative ``jitter``.
+        ImportError: ``sampler="blackjax"`` without the blackjax package (names the extra).
         TypeError: ``num_samples``, ``num_chains`` or ``num_warmup`` not an int.
         genprob._limits.SizeLimitError: more than ``MAX_CHAINS`` chains, more than
             ``MAX_ITERATIONS`` iterations per chain, or draws (or the scores of one step of the
             chains) beyond ``MAX_ARRAY_BYTES``, refused before any work.
     """
-    check_options(priors=priors, init=init, jitter=jitter)
+    check_options(priors=priors, init=init, jitter=jitter, sampler=sampler)
     num_samples = check_count(num_samples, "num_samples")
     num_chains = check_count(num_chains, "num_chains")
     num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
@@ -210,7 +220,8 @@ def run_nuts(
         num_classes=num_classes,
         num_warmup=int(num_warmup),
         num_samples=int(num_samples),
-        settings=_kernel_settings(nuts_kwargs),
+        settings=_kernel_settings(nuts_kwargs, sampler),
+        sampler=sampler,
     )
     if chain_method in CHAIN_METHODS:  # compiles while the starting points are found
         _compiled_chain(
@@ -272,12 +283,26 @@ def run_nuts(
     return mcmc
 
 
-def check_options(*, priors="data", init="mle", jitter=JITTER) -> None:
-    """Refuse unknown ``priors`` and ``init`` and a negative ``jitter`` (before any work).
+def check_options(*, priors="data", init="mle", jitter=JITTER, sampler="numpyro") -> None:
+    """Refuse unknown ``priors``, ``init`` and ``sampler`` and a negative ``jitter`` (before any
+    work), and a ``sampler`` whose package is not installed.
 
     Raises:
         ValueError: naming the option and what it accepts.
+        ImportError: ``sampler="blackjax"`` without blackjax, naming the extra to install.
     """
+    if not isinstance(sampler, str) or sampler not in SAMPLERS:
+        raise ValueError(
+            f"sampler must be one of {', '.join(repr(s) for s in SAMPLERS)}, got {sampler!r} "
+            f"(nutpie is compared in benchmarks/bench_nuts.py, not offered here)."
+        )
+    if sampler == "blackjax":
+        try:
+            import blackjax  # noqa: F401
+        except ImportError as error:
+            raise ImportError(
+                "sampler='blackjax' needs the blackjax package: pip install 'genprob[blackjax]'."
+            ) from error
     if not isinstance(priors, str) or priors not in PRIORS:
         raise ValueError(f"priors must be 'data' or 'fixed', got {priors!r}.")
     if not (isinstance(init, dict | list | tuple) or (isinstance(init, str) and init in INITS)):
@@ -484,12 +509,25 @@ CHAIN_METHODS = ("parallel", "sequential", "vectorized")
 _FIELDS = ("diverging", "accept_prob", "num_steps", "energy", "potential_energy")
 
 
-def _kernel_settings(nuts_kwargs: dict) -> tuple:
+#: The NUTS settings that ``sampler="blackjax"`` maps onto BlackJAX's window adaptation.
+BLACKJAX_SETTINGS = ("step_size", "target_accept_prob", "max_tree_depth", "dense_mass")
+
+
+def _kernel_settings(nuts_kwargs: dict, sampler: str = "numpyro") -> tuple:
     unknown = sorted(set(nuts_kwargs) - set(KERNEL_SETTINGS))
     if unknown:
         raise TypeError(
             f"unknown NUTS setting {unknown[0]!r}; known: {', '.join(KERNEL_SETTINGS)}."
         )
+    if sampler == "blackjax":
+        unsupported = sorted(set(nuts_kwargs) - set(BLACKJAX_SETTINGS))
+        dense = nuts_kwargs.get("dense_mass", False)
+        if unsupported or not isinstance(dense, bool):
+            raise TypeError(
+                f"sampler='blackjax' takes the NUTS settings {', '.join(BLACKJAX_SETTINGS)} "
+                f"(dense_mass as True or False), got "
+                f"{unsupported[0] if unsupported else f'dense_mass={dense!r}'}."
+            )
 
     def frozen(value):
         return tuple(frozen(v) for v in value) if isinstance(value, list | tuple) else value
@@ -497,8 +535,18 @@ def _kernel_settings(nuts_kwargs: dict) -> tuple:
     return tuple(sorted((k, frozen(v)) for k, v in nuts_kwargs.items()))
 
 
-def _chain(args, free, key, *, num_classes, num_warmup, num_samples, settings):
+def _chain(args, free, key, *, num_classes, num_warmup, num_samples, settings, sampler):
     """One NUTS chain (NumPyro's kernel: warm-up adaptation, then draws), as one program."""
+    if sampler == "blackjax":
+        return _blackjax_chain(
+            args,
+            free,
+            key,
+            num_classes=num_classes,
+            num_warmup=num_warmup,
+            num_samples=num_samples,
+            settings=settings,
+        )
     from numpyro.infer.hmc import hmc
     from numpyro.infer.util import constrain_fn, potential_energy
 
@@ -524,6 +572,60 @@ def _chain(args, free, key, *, num_classes, num_warmup, num_samples, settings):
     _, (draws, stats) = jax.lax.scan(step, state, None, length=num_warmup + num_samples)
     draws, stats = jax.tree_util.tree_map(lambda v: v[num_warmup:], (draws, stats))
     kwargs = {"num_classes": num_classes}
+    draws = jax.vmap(lambda z: constrain_fn(core.model, args, kwargs, z))(draws)
+    return draws, stats
+
+
+def _blackjax_chain(args, free, key, *, num_classes, num_warmup, num_samples, settings):
+    """One chain of BlackJAX's NUTS: its window adaptation, then a scan over the tuned kernel,
+    on the same log density (NumPyro's unconstrained coordinates, Jacobian included)."""
+    import blackjax
+    from blackjax.adaptation.base import get_filter_adapt_info_fn
+    from numpyro.infer.util import constrain_fn, potential_energy
+
+    kwargs = {"num_classes": num_classes}
+    settings = dict(settings)
+
+    def logdensity(z):
+        return -potential_energy(core.model, args, kwargs, z)
+
+    tree = {"max_num_doublings": int(settings.get("max_tree_depth", 10))}
+    step_size = settings.get("step_size", 1.0)
+    warm_key, draw_key = jax.random.split(key)
+    if num_warmup > 0:
+        warmup = blackjax.window_adaptation(
+            blackjax.nuts,
+            logdensity,
+            is_mass_matrix_diagonal=not settings.get("dense_mass", False),
+            initial_step_size=step_size,
+            target_acceptance_rate=settings.get("target_accept_prob", 0.8),
+            # the warm-up's own draws are not kept
+            adaptation_info_fn=get_filter_adapt_info_fn(),
+            **tree,
+        )
+        (state, parameters), _ = warmup.run(warm_key, free, num_steps=num_warmup)
+    else:  # no adaptation: the given (or unit) step size and an identity mass matrix
+        size = sum(int(np.size(leaf)) for leaf in jax.tree_util.tree_leaves(free))
+        dtype = jax.tree_util.tree_leaves(free)[0].dtype
+        parameters = {
+            "step_size": jnp.asarray(step_size, dtype),
+            "inverse_mass_matrix": jnp.ones(size, dtype),
+        }
+        state = blackjax.nuts.init(free, logdensity)
+    kernel = blackjax.nuts(logdensity, **{**parameters, **tree})
+
+    def step(state, step_key):
+        state, info = kernel.step(step_key, state)
+        stats = {
+            "diverging": info.is_divergent,
+            "accept_prob": info.acceptance_rate,
+            "num_steps": info.num_integration_steps,
+            "energy": info.energy,
+            "potential_energy": -state.logdensity,
+        }
+        return state, (state.position, stats)
+
+    _, (draws, stats) = jax.lax.scan(step, state, jax.random.split(draw_key, num_samples))
     draws = jax.vmap(lambda z: constrain_fn(core.model, args, kwargs, z))(draws)
     return draws, stats
 

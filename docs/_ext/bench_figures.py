@@ -689,6 +689,8 @@ def posterior_table() -> str:
                     f"{_s(c.get('genprob_ess_per_s'), 1)} / {_s(c.get('nutpie_ess_per_s'), 1)}",
                     _x(c.get("ess_per_s_ratio")),
                     f"{_s(c.get('means_apart_in_mcse'), 1)}",
+                    f"{_x(c.get('blackjax_vs_genprob_ess_per_s'))} / "
+                    f"{_x(c.get('nutpie_density_vs_genprob_ess_per_s'))}",
                 ]
             )
     if not body:
@@ -700,6 +702,7 @@ def posterior_table() -> str:
         "min bulk ESS per s, genprob / nutpie",
         "ESS/s ratio",
         "largest gap of posterior means (MCSE)",
+        "ESS/s of BlackJAX / nutpie on genprob's density, over genprob's NumPyro",
     ]
     table = _table(header, body)
     cli = b.get("cli") or {}

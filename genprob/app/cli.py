@@ -920,6 +920,7 @@ _FLAGS = {
     "num_warmup": "--num-warmup",
     "num_chains": "--chains",
     "var_names": "--var-names",
+    "sampler": "--sampler",
 }
 _ASSIGNMENT = re.compile(r"(?<![\w.-])([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s,;:)]+)")
 _CODE = re.compile(r"\b(column|class code) (\d+)\b")
@@ -1390,6 +1391,12 @@ def _add_compare(commands):
     )
     parser.add_argument("--chains", type=int, default=2, metavar="N", help="chains (default: 2)")
     parser.add_argument(
+        "--sampler",
+        choices=("numpyro", "blackjax"),
+        default="numpyro",
+        help="NUTS implementation (blackjax needs genprob[blackjax]; default: numpyro)",
+    )
+    parser.add_argument(
         "--accept-diagnostics",
         action="store_true",
         help="exit 0 even when an R-hat or ESS check fails (default: exit 1)",
@@ -1419,6 +1426,8 @@ def _run_compare(args) -> int:
     ):
         if value < minimum:
             raise UserError(f"{option} must be >= {minimum}, got {value}.")
+    if args.method == "nuts":  # a missing sampler package is named before the fit
+        genprob.mcmc.check_options(sampler=args.sampler)
     _check_out_dir(args.out)
     name, estimator, features, y, _ = _fit_features(args)
     unknown = [var for var in args.var_names or () if var not in estimator.params_]
@@ -1445,6 +1454,7 @@ def _run_compare(args) -> int:
             num_chains=args.chains,
             random_state=args.seed,
             progress_bar=args.method == "nuts" and sys.stderr.isatty(),
+            sampler=args.sampler,
         )
     for warning in caught:  # the library's advice, in the command line's terms
         text = _cli_terms(" ".join(str(warning.message).split()), getattr(args, "terms", None))

@@ -872,6 +872,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         prior=None,
         init="mle",
         priors="data",
+        sampler="numpyro",
     ):
         """Posterior of the story's parameters as an ArviZ result, the MLE alongside.
 
@@ -898,6 +899,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 ``"uniform"`` (random points) or a dict of parameter values.
             priors: ``"data"`` (weakly informative scales from each feature's location and
                 spread, see :meth:`Story.scaled_to_data`) or ``"fixed"`` (the story's own).
+            sampler: the NUTS implementation: ``"numpyro"`` (default) or ``"blackjax"``
+                (needs ``pip install 'genprob[blackjax]'``); see :func:`genprob.mcmc.run_nuts`.
 
         Returns:
             ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x), the same
@@ -922,6 +925,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             prior=prior,
             init=init,
             priors=priors,
+            sampler=sampler,
         )
 
     # -- prediction (all from the joint log-probability) -----------------------------------------

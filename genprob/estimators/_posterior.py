@@ -40,6 +40,7 @@ def estimator_posterior(
     prior: dict | None = None,
     init="mle",
     priors: str = "data",
+    sampler: str = "numpyro",
     **nuts_kwargs,
 ):
     """Implementation of :meth:`GenerativeClassifierBase.posterior` (see there)."""
@@ -49,7 +50,9 @@ def estimator_posterior(
     num_chains = check_count(num_chains, "num_chains")
     num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
     # the exact path ignores them, but a typo there must not pass unnoticed
-    check_options(priors=priors, init=init, jitter=nuts_kwargs.get("jitter", JITTER))
+    check_options(
+        priors=priors, init=init, jitter=nuts_kwargs.get("jitter", JITTER), sampler=sampler
+    )
     if prior is not None and not isinstance(prior, dict):
         raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
     y = np.asarray(y)
@@ -107,6 +110,7 @@ def estimator_posterior(
                 progress_bar=progress_bar,
                 init=init,
                 priors=priors,
+                sampler=sampler,
                 **nuts_kwargs,
             )
         draws = (
