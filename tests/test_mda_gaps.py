@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import genprob
 from genprob.families.gaussian import mclust, mixture
 
 REFERENCES = Path(__file__).parent / "references" / "mclust"
@@ -54,3 +55,134 @@ def test_capped_warm_m_steps_give_the_full_fit(structure, monkeypatch):
     assert capped.log_likelihood == pytest.approx(full.log_likelihood, rel=1e-7)
     np.testing.assert_allclose(capped.means, full.means, atol=1e-3)
     assert np.all(np.diff(capped.trace) >= -1e-9 * abs(capped.trace[-1]))
+
+
+# -- (b) partial_fit and Dask: one structure, one Gaussian per class -----------------------------
+def _shuffled_iris():
+    X, y = _data("iris")
+    order = np.random.default_rng(0).permutation(len(y))
+    # far from the origin: the statistics' reference point matters
+    return X[order] + np.array([100.0, -50.0, 3.0, 1000.0]), y[order]
+
+
+def _assert_same_params(a, b, rtol=1e-10):
+    for name in ("class_prior", "means", "covariances"):
+        expected = np.asarray(b.params_[name])
+        np.testing.assert_allclose(
+            a.params_[name], expected, rtol=0, atol=rtol * np.abs(expected).max()
+        )
+
+
+@pytest.mark.parametrize("structure", ["EEE", "VVV", "VEV", "EVE"])
+def test_partial_fit_over_chunks_equals_fit(structure):
+    X, y = _shuffled_iris()
+    weight = np.where(np.arange(len(y)) % 4 == 0, 2.0, 1.0)
+    full = genprob.MixtureDiscriminantAnalysis(structure=structure).fit(X, y, weight)
+    model = genprob.MixtureDiscriminantAnalysis(structure=structure)
+    for rows in np.array_split(np.arange(len(y)), 3):
+        model.partial_fit(X[rows], y[rows], classes=[0, 1, 2], sample_weight=weight[rows])
+    _assert_same_params(model, full)
+    np.testing.assert_allclose(model.predict_proba(X), full.predict_proba(X), atol=1e-10)
+    assert model.structure_.tolist() == [structure] * 3
+    assert model.bic(X) == pytest.approx(full.bic(X), rel=1e-12)
+    # partial_fit after fit continues from fit's rows
+    first = genprob.MixtureDiscriminantAnalysis(structure=structure).fit(
+        X[:60], y[:60], weight[:60]
+    )
+    first.partial_fit(X[60:], y[60:], sample_weight=weight[60:])
+    _assert_same_params(first, full)
+    with pytest.raises(AttributeError, match="no BIC table: partial_fit"):
+        model.bic_table_  # noqa: B018
+
+
+def test_partial_fit_statistics_are_saved_and_continued(tmp_path):
+    X, y = _shuffled_iris()
+    model = genprob.MixtureDiscriminantAnalysis(structure="VEE").partial_fit(
+        X[:70], y[:70], classes=[0, 1, 2]
+    )
+    loaded = genprob.load(model.save(tmp_path / "mda"))
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    loaded.partial_fit(X[70:], y[70:])
+    _assert_same_params(loaded, genprob.MixtureDiscriminantAnalysis(structure="VEE").fit(X, y))
+
+
+def test_partial_fit_refuses_what_needs_every_row():
+    X, y = _shuffled_iris()
+    with pytest.raises(ValueError, match="one structure only, got 2 candidates"):
+        genprob.MixtureDiscriminantAnalysis(structure=["EEE", "VVV"]).partial_fit(
+            X, y, classes=[0, 1, 2]
+        )
+    with pytest.raises(ValueError, match=r"n_components=1\) only.*EM over the components"):
+        genprob.MixtureDiscriminantAnalysis(structure="VVV", n_components=range(1, 3)).partial_fit(
+            X, y, classes=[0, 1, 2]
+        )
+    partly = np.where(np.arange(len(y)) % 5 == 0, -1, y)
+    with pytest.raises(ValueError, match="30 unlabeled rows"):
+        genprob.MixtureDiscriminantAnalysis(structure="VVV").partial_fit(
+            X, partly, classes=[0, 1, 2]
+        )
+    holed = X.copy()
+    holed[3, 1] = np.nan
+    with pytest.raises(ValueError, match="finite values only"):
+        genprob.MixtureDiscriminantAnalysis(structure="VVV", missing="marginalize").partial_fit(
+            holed, y, classes=[0, 1, 2]
+        )
+    with pytest.raises(ValueError, match="classes must be passed"):
+        genprob.MixtureDiscriminantAnalysis(structure="VVV").partial_fit(X, y)
+    # a class without rows yet: the chunk is kept, the parameters wait for it
+    model = genprob.MixtureDiscriminantAnalysis(structure="VEV")
+    with pytest.warns(UserWarning, match="class 2 has no rows yet"):
+        model.partial_fit(X[y < 2], y[y < 2], classes=[0, 1, 2])
+    assert not hasattr(model, "params_")
+    model.partial_fit(X[y == 2], y[y == 2])
+    _assert_same_params(model, genprob.MixtureDiscriminantAnalysis(structure="VEV").fit(X, y))
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        host="127.0.0.1",
+        worker_dashboard_address=None,
+    )
+    with distributed.Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+def test_dask_fit_equals_fit_on_a_local_cluster(client):
+    da = pytest.importorskip("dask.array")
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    X, y = _shuffled_iris()
+    weight = np.where(np.arange(len(y)) % 4 == 0, 2.0, 1.0)
+    sizes = (1, 60, 0, 89)  # a single row, an empty block, boundaries inside classes
+    Xd = da.from_array(X, chunks=(sizes, X.shape[1]))
+    yd = da.from_array(y, chunks=(sizes,))
+    wd = da.from_array(weight, chunks=(sizes,))
+    for structure in ("VVV", "VEV"):
+        full = genprob.MixtureDiscriminantAnalysis(structure=structure).fit(X, y, weight)
+        fitted = genprob.MixtureDiscriminantAnalysis(structure=structure).fit(
+            Xd, yd, sample_weight=wd
+        )
+        _assert_same_params(fitted, full)
+        np.testing.assert_array_equal(fitted.predict(X), full.predict(X))
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"]).assign(label=y)
+    ddf = dd.from_pandas(frame, npartitions=3)
+    fitted = genprob.MixtureDiscriminantAnalysis(structure="EVE").fit(
+        ddf[["a", "b", "c", "d"]], ddf["label"]
+    )
+    _assert_same_params(fitted, genprob.MixtureDiscriminantAnalysis(structure="EVE").fit(X, y))
+    assert fitted.feature_names_in_.tolist() == ["a", "b", "c", "d"]
+    partly = np.where(np.arange(len(y)) % 5 == 0, -1, y)
+    with pytest.raises(ValueError, match="unlabeled rows"):
+        genprob.MixtureDiscriminantAnalysis(structure="VVV").fit(
+            Xd, da.from_array(partly, chunks=(sizes,))
+        )
+    with pytest.raises(ValueError, match="Dask collection fits one structure only"):
+        genprob.MixtureDiscriminantAnalysis(structure="all").fit(Xd, yd)
