@@ -33,7 +33,7 @@ import numpy as np
 from genprob import streaming
 from genprob._validation import validate_params
 
-__all__ = ["fit", "predict", "partitions"]
+__all__ = ["class_labels", "fit", "map_reduce", "predict", "partitions"]
 
 
 def _dask():
@@ -94,6 +94,21 @@ def _classes(y, unlabeled_label=-1):
     values = y.unique() if _is_frame(y) else da.unique(y)
     (values,) = dask.compute(values)
     return streaming.collect_classes([np.asarray(values)], unlabeled_label)
+
+
+def class_labels(y, unlabeled_label=-1) -> np.ndarray:
+    """Sorted distinct labels of Dask labels ``y``, the unlabeled marker excluded."""
+    return _classes(y, unlabeled_label)
+
+
+def map_reduce(payload, X, y, part, merge, sample_weight=None):
+    """``part(payload, X_i, y_i, w_i)`` on every partition (on the workers), reduced by
+    ``merge`` in a tree of tasks: for estimators whose statistics add without a story
+    (:class:`~genprob.MixtureDiscriminantAnalysis`). Returns the reduced value and the row
+    count of the input (None for a DataFrame)."""
+    dask, _ = _dask()
+    parts, expected = partitions(X, y, sample_weight)
+    return _reduce(dask, payload, parts, part, merge), expected
 
 
 # -- per-partition work (runs on the workers) ------------------------------------------------------

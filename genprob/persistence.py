@@ -408,8 +408,10 @@ def _recomputed_params(estimator, stats) -> dict:
 
     from genprob._dtype import numpy_dtype, precision
 
-    story = estimator.story_
-    if not story.has_closed_form or not isinstance(stats, dict) or "emission" not in stats:
+    story = getattr(estimator, "story_", None)  # None: MixtureDiscriminantAnalysis
+    if story is None or not story.has_closed_form or not isinstance(stats, dict):
+        return {}
+    if "emission" not in stats:
         return {}
     from genprob import execution
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import warnings
 
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -25,6 +25,9 @@ from genprob._validation import (
     EM_PARAMETER_CONSTRAINTS,
     MISSING_PARAMETER_CONSTRAINTS,
     NumberInterval,
+    check_known_labels,
+    check_num_classes,
+    check_partial_fit_classes,
     check_real_numbers,
     check_sample_weight,
     check_unlabeled_label,
@@ -100,9 +103,16 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         n_iter_: EM's iterations of the chosen fit (absent after a closed-form fit).
         converged_: whether that EM reached ``em_tol``.
         log_likelihood_trace_: EM's objective after each iteration (never decreasing).
+        stats_: ``class_counts`` and the ``emission``'s per-class counts, sums and second
+            moments (about its ``shift``) of a one-structure EDDA fit of labeled rows, which
+            ``partial_fit`` adds to.
 
-    ``partial_fit`` and Dask collections are not supported: EM over components does not work
-    on statistics that add over chunks (the responsibilities depend on the parameters).
+    ``partial_fit`` and Dask collections (``fit`` on a ``dask.array`` or ``dask.dataframe``)
+    fit one Gaussian per class of one structure (``n_components=1``, one name) on labeled rows
+    without NaN cells: its M-step reads per-class counts, sums and scatter matrices, which add
+    over chunks (:attr:`stats_`). Mixtures, structure lists and unlabeled or NaN cells need EM
+    over every row (or each candidate's log-likelihood at its own parameters) and are refused,
+    naming the reason. Such fits keep no criterion table and no ``log_likelihood_``.
     """
 
     _parameter_constraints: dict = {
@@ -188,9 +198,9 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         """Checked features (and labels when fitting: ``reset``)."""
         if is_dask_collection(X):
             raise TypeError(
-                "MixtureDiscriminantAnalysis does not take Dask collections: EM over components "
-                "needs every row at each iteration (its statistics do not add over chunks); "
-                "compute the collection first."
+                "MixtureDiscriminantAnalysis predicts on NumPy or pandas data only: compute the "
+                "Dask collection first (fit takes Dask collections for one structure with "
+                "n_components=1)."
             )
         nan = "allow-nan" if self.missing == "marginalize" else True
         X = check_real_numbers(X, "X")
@@ -215,6 +225,8 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         """
         if self.criterion not in ("bic", "icl"):
             raise ValueError(f"criterion must be 'bic' or 'icl'; got {self.criterion!r}.")
+        if is_dask_collection(X):
+            return self._fit_dask(X, y, sample_weight)
         X, y = self._features(X, reset=True, y=y)
         structures = self._candidate_structures()
         components = self._candidate_components()
@@ -242,7 +254,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             raise ValueError(f"n_samples={n}: a Gaussian fit needs at least 2 rows.")
         observed = self._observed(X) if self.missing == "marginalize" else None
         semi = bool(np.any(unlabeled & (row_weight > 0)))
-        for name in ("n_iter_", "converged_", "log_likelihood_trace_"):
+        for name in ("n_iter_", "converged_", "log_likelihood_trace_", "stats_"):
             self.__dict__.pop(name, None)
         settings = dict(
             observed=observed,
@@ -256,6 +268,9 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         else:
             fit = self._fit_per_class(X, codes, row_weight, structures, components, settings)
         self._set_fit(fit, X, codes, row_weight, observed, semi)
+        if components == (1,) and len(structures) == 1 and not semi and observed is None:
+            # partial_fit continues from these
+            self.stats_ = _chunk_statistics(X, codes, row_weight, len(self.classes_))
         return self
 
     def _fit_common(self, X, codes, row_weight, structures, components, semi, settings):
@@ -369,6 +384,17 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         return text
 
     def _set_fit(self, fit, X, codes, row_weight, observed, semi):
+        self._set_params(fit)
+        if semi:
+            self.log_likelihood_ = fit.log_likelihood
+        else:
+            self.log_likelihood_ = mixture.mixture_log_likelihood(fit, X, row_weight, observed)
+        if fit.n_iter:
+            self.n_iter_ = fit.n_iter
+            self.converged_ = fit.converged
+            self.log_likelihood_trace_ = np.asarray(fit.trace)
+
+    def _set_params(self, fit):
         self._structures = tuple(str(s) for s in fit.structures)
         self._groups = tuple(tuple(int(j) for j in g) for g in fit.groups)
         K = len(self.classes_)
@@ -385,25 +411,26 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             "covariances": fit.covariances,
             "component_class": fit.cell_class,
         }
-        if semi:
-            self.log_likelihood_ = fit.log_likelihood
-        else:
-            self.log_likelihood_ = mixture.mixture_log_likelihood(fit, X, row_weight, observed)
-        if fit.n_iter:
-            self.n_iter_ = fit.n_iter
-            self.converged_ = fit.converged
-            self.log_likelihood_trace_ = np.asarray(fit.trace)
 
     # -- the fitted model ------------------------------------------------------------------------
+    def _table(self, name):
+        if getattr(self, "_tables", None) is None:
+            raise AttributeError(
+                f"no {name} table: partial_fit and Dask fits fit one structure from statistics "
+                "that add over chunks, and a criterion needs the mixture log-likelihood of every "
+                "row at the fitted parameters (score them with bic(X))."
+            )
+        return _frame(self._tables[name], name)
+
     @property
     def bic_table_(self):
         """BIC of every candidate (mclust's sign, larger is better), a pandas DataFrame."""
-        return _frame(self._tables["BIC"], "BIC")
+        return self._table("BIC")
 
     @property
     def icl_table_(self):
         """ICL of every candidate (mclust's sign, larger is better), a pandas DataFrame."""
-        return _frame(self._tables["ICL"], "ICL")
+        return self._table("ICL")
 
     @property
     def criterion_table_(self):
@@ -423,16 +450,145 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             groups=self._groups,
         )
 
-    def _refuse_partial_fit(self):
-        raise AttributeError(
-            "MixtureDiscriminantAnalysis has no partial_fit: EM over the components of a class "
-            "needs every row at each iteration (the responsibilities, and so the statistics, "
-            "depend on the current parameters and do not add over chunks); call fit on all rows."
-        )
+    # -- fits over chunks -------------------------------------------------------------------------
+    def _streamed_structure(self, action: str) -> str:
+        """The one structure of an EDDA fit whose statistics add over chunks; a ValueError
+        naming the reason for any other setting."""
+        components = self._candidate_components()
+        if components != (1,):
+            raise ValueError(
+                f"{action} fits one Gaussian per class (n_components=1) only, got "
+                f"n_components={self.n_components!r}: EM over the components of a class needs "
+                "every row at each iteration (the responsibilities, and so the statistics, "
+                "depend on the current parameters and do not add over chunks). Call fit on all "
+                "rows."
+            )
+        structures = self._candidate_structures()
+        if len(structures) != 1:
+            raise ValueError(
+                f"{action} fits one structure only, got {len(structures)} candidates: choosing "
+                "among them by BIC needs each candidate's mixture log-likelihood "
+                "sum_i log sum_k pi_k p(x_i | k) at its own fitted parameters, which does not "
+                "add over chunks seen before those parameters. Pass one name (structure='VEV'), "
+                "or call fit on all rows."
+            )
+        return structures[0]
 
-    @available_if(_refuse_partial_fit)
+    def _fit_from_statistics(self, structure):
+        """Parameters from ``stats_``; a warning and no parameters while a class has too few
+        rows for the structure (a later chunk may fix it)."""
+        self.__dict__.pop("log_likelihood_", None)
+        self._tables = None
+        try:
+            fit = _edda_from_statistics(structure, self.stats_)
+        except ValueError as error:
+            # the M-step names a group by its index: here the group is a class
+            error = re.sub(
+                r"(?:group|class code) (\d+)",
+                lambda found: f"class {_label(self.classes_[int(found.group(1))])!r}",
+                str(error),
+            )
+            self.__dict__.pop("params_", None)
+            warnings.warn(
+                f"the chunk was added, but the parameters are not estimable yet: {error}",
+                UserWarning,
+                stacklevel=3,
+            )
+            return self
+        self._set_params(fit)
+        return self
+
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Not available (see the error): kept so that the attribute explains itself."""
+        """Add a chunk of labeled rows to the running statistics and refit (EDDA only).
+
+        One Gaussian per class of one structure (``n_components=1``, one name): the M-step
+        reads the classes' counts, sums and scatter matrices, which add over chunks
+        (:attr:`stats_`, combined about a common reference point), so any split of the rows
+        gives :meth:`fit`'s parameters (to rounding); the iterative structures rerun their
+        M-step on the totals. ``partial_fit`` after such a ``fit`` continues from its rows.
+
+        Args:
+            X: features of the chunk (n_chunk, D), no NaN cells.
+            y: labels of the chunk, each one of ``classes`` (no unlabeled rows).
+            classes: every class label; required on the first call.
+            sample_weight: optional non-negative row weights.
+
+        Raises:
+            ValueError: several structures or components (naming why they need every row),
+                unlabeled rows or NaN cells (EM), missing ``classes`` on the first call, labels
+                outside them.
+        """
+        self._validate_params()
+        structure = self._streamed_structure("partial_fit")
+        first = not hasattr(self, "stats_")
+        marker = check_unlabeled_label(self.unlabeled_label)
+        if first:
+            if classes is None:
+                raise ValueError(
+                    "classes must be passed on the first call to partial_fit: every class "
+                    "label, e.g. classes=np.unique(y_all)."
+                )
+            new_classes = check_partial_fit_classes(classes, None, marker)
+            check_num_classes(new_classes, 2)
+        elif classes is not None:
+            check_partial_fit_classes(classes, self.classes_, marker)
+        X = check_real_numbers(X, "X")
+        X, y = validate_data(self, X, y, reset=first, dtype=np.float64, ensure_all_finite=False)
+        if not np.all(np.isfinite(X)):
+            raise ValueError(
+                "partial_fit takes finite values only: marginalizing NaN cells needs EM over "
+                "every row (the conditional means depend on the current parameters); use fit "
+                "with missing='marginalize'."
+            )
+        unlabeled = unlabeled_mask(y, marker)
+        if unlabeled.any():
+            raise ValueError(
+                f"y contains {int(unlabeled.sum())} unlabeled rows ({marker!r}): partial_fit "
+                "adds labeled statistics only; unlabeled rows need EM over every row "
+                "(MclustSSC): use fit(X, y)."
+            )
+        if first:
+            self.classes_ = new_classes
+            for name in ("n_iter_", "converged_", "log_likelihood_trace_"):
+                self.__dict__.pop(name, None)
+        check_known_labels(y, self.classes_)
+        codes = np.searchsorted(self.classes_, y)
+        weight = check_sample_weight(sample_weight, X.shape[0])
+        weight = np.ones(X.shape[0]) if weight is None else weight
+        stats = _chunk_statistics(X, codes, weight, len(self.classes_))
+        self.stats_ = stats if first else _combine_statistics(self.stats_, stats)
+        return self._fit_from_statistics(structure)
+
+    def _fit_dask(self, X, y, sample_weight):
+        """``fit`` on a Dask collection: each partition's statistics on the workers, added by
+        :func:`genprob.distributed.map_reduce`, the M-step on the driver (EDDA only)."""
+        from genprob import distributed
+
+        structure = self._streamed_structure("A fit on a Dask collection")
+        if y is None:
+            raise ValueError("y is required with a Dask X: a Dask array or Series of labels.")
+        marker = check_unlabeled_label(self.unlabeled_label)
+        classes = distributed.class_labels(y, marker)
+        check_num_classes(classes, 2)
+        total, expected = distributed.map_reduce(
+            (classes, marker), X, y, _partition_statistics, _merge_partitions, sample_weight
+        )
+        if total is None:
+            raise ValueError("the data has no rows: every partition is empty.")
+        stats, rows, features = total
+        if expected is not None and rows != expected:
+            raise RuntimeError(
+                f"the reduction counted {rows} rows but the input has {expected}: a partition's "
+                "statistics were lost."
+            )
+        for name in ("n_iter_", "converged_", "log_likelihood_trace_", "feature_names_in_"):
+            self.__dict__.pop(name, None)
+        self.classes_ = classes
+        self.n_features_in_ = int(stats["emission"]["sums"].shape[1])
+        if features is not None:
+            self.feature_names_in_ = features
+        self.stats_ = stats
+        return self._fit_from_statistics(structure)
 
     def save(self, path):
         """Write the fitted estimator to ``path`` (``.npz``, no pickle; :mod:`genprob.persistence`).
@@ -532,3 +688,84 @@ def _combine(fits, class_prior):
         converged=all(f.converged for f in fits),
         trace=[],
     )
+
+
+# -- statistics that add over chunks (EDDA) ------------------------------------------------------
+def _scatter_story():
+    """The Gaussian story whose statistics (per-class counts, sums and scatter matrices about a
+    reference point, combined by re-centering) every structure's M-step reads."""
+    from genprob.families.gaussian.story import GaussianStory
+
+    return GaussianStory(covariance="full", shared=False)
+
+
+def _chunk_statistics(X, codes, weight, num_classes) -> dict:
+    """The statistics (NumPy) of labeled rows with class codes ``codes`` and row weights, laid
+    out as the story estimators' ``stats_``: ``class_counts`` and the ``emission``'s."""
+    R = np.zeros((X.shape[0], num_classes))
+    R[np.arange(X.shape[0]), codes] = weight
+    stats = _scatter_story().sufficient_statistics(np.asarray(X, dtype=np.float64), R)
+    emission = {k: np.asarray(v, dtype=np.float64) for k, v in stats.items()}
+    return {"class_counts": emission["counts"].copy(), "emission": emission}
+
+
+def _combine_statistics(a, b) -> dict:
+    emission = _scatter_story().combine_statistics(a["emission"], b["emission"])
+    emission = {k: np.asarray(v) for k, v in emission.items()}
+    return {"class_counts": a["class_counts"] + b["class_counts"], "emission": emission}
+
+
+def _edda_from_statistics(structure, stats) -> mixture.MixtureFit:
+    """One Gaussian per class of ``structure`` from the classes' statistics."""
+    from genprob.families.gaussian import mclust
+
+    counts = np.asarray(stats["class_counts"], dtype=np.float64)
+    empty = np.flatnonzero(~(counts > 0))
+    if empty.size:
+        raise ValueError(f"class code {int(empty[0])} has no rows yet")
+    with np.errstate(all="ignore"):
+        fitted = _scatter_story().maximize(stats["emission"])
+    scatter = np.asarray(fitted["covariance"]) * counts[:, None, None]
+    num_classes = len(counts)
+    return mixture.MixtureFit(
+        class_prior=counts / counts.sum(),
+        weights=np.ones(num_classes),
+        means=np.asarray(fitted["means"], dtype=np.float64),
+        covariances=mclust.covariances(structure, scatter, counts),
+        cell_class=np.arange(num_classes),
+        structures=(structure,),
+        groups=(tuple(range(num_classes)),),
+    )
+
+
+def _partition_statistics(setting, X, y, w):
+    """A Dask partition's statistics, row count and feature names (runs on a worker)."""
+    classes, marker = setting
+    features = None
+    if hasattr(X, "columns"):
+        features = np.asarray([str(c) for c in X.columns], dtype=object)
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[0] == 0:
+        return None
+    if not np.all(np.isfinite(X)):
+        raise ValueError(
+            "a fit on a Dask collection takes finite values only: marginalizing NaN cells needs "
+            "EM over every row; compute the collection and use missing='marginalize'."
+        )
+    y = np.asarray(y).reshape(-1)
+    unlabeled = unlabeled_mask(y, marker)
+    if unlabeled.any():
+        raise ValueError(
+            f"a fit on a Dask collection adds labeled statistics only, but a partition has "
+            f"{int(unlabeled.sum())} unlabeled rows ({marker!r}): unlabeled rows need EM over "
+            "every row; compute the collection first."
+        )
+    codes = np.searchsorted(classes, y)
+    weight = np.ones(X.shape[0]) if w is None else np.asarray(w, dtype=np.float64).reshape(-1)
+    return _chunk_statistics(X, codes, weight, len(classes)), X.shape[0], features
+
+
+def _merge_partitions(a, b):
+    if a is None or b is None:
+        return b if a is None else a
+    return _combine_statistics(a[0], b[0]), a[1] + b[1], a[2]

@@ -34,7 +34,11 @@ The iterations stop when no parameter changes by more than ``tol`` between two u
 1e-13, on log shapes, log volumes or the orientation's entries; not on Q, which near the maximum
 moves with the square of the parameters' error) or after ``max_iter`` updates (default
 10000). They start from mclust's starting point (unit volumes and shapes, identity orientation)
-and, for EVE and VVE, also from the pooled scatter's eigenvectors, keeping the higher Q.
+and, for EVE and VVE, also from the pooled scatter's eigenvectors, keeping the higher Q; or, given
+``start`` (covariances of the structure, say the previous EM iteration's), from its shape,
+volumes or orientation alone: inside EM the parameters move little between iterations, so a
+warm start needs a few updates where a cold one needs hundreds, and Q still does not decrease
+from ``start``'s value.
 A group whose covariance is not identified (zero weight, or a scatter too singular for the
 structure) raises a ``ValueError`` naming the group and the structure: never a NaN.
 
@@ -78,6 +82,8 @@ STRUCTURES = (
     "VVV",
 )
 
+#: The structures whose M-step iterates.
+ITERATIVE = ("VEI", "VEE", "EVE", "VVE", "VEV")
 #: Default largest change of the parameters (log shapes or volumes, orientation entries)
 #: between two updates at which the iterative M-steps stop.
 TOL = 1e-13
@@ -116,10 +122,21 @@ def _objective(W, n, sigma, xp):
     return -0.5 * xp.sum(n * logdet + xp.trace(solved, axis1=-2, axis2=-1))
 
 
-def covariances(structure: str, scatter, weights, *, tol: float = TOL, max_iter: int = MAX_ITER):
+def covariances(
+    structure: str,
+    scatter,
+    weights,
+    *,
+    tol: float = TOL,
+    max_iter: int = MAX_ITER,
+    start=None,
+):
     """The covariances ``(G, D, D)`` of ``structure`` maximizing the complete-data likelihood
     given the weighted scatter matrices ``scatter`` (G, D, D) about each group's mean and the
     weights ``weights`` (G,) (see the module docstring).
+
+    ``start``: covariances (G, D, D) of the structure whose shape, volumes or orientation the
+    iterative structures start from (a warm start; the closed forms ignore it).
 
     NumPy in, NumPy out, with the checks; JAX arrays (traced in a program) in, JAX out, the
     iterations as ``lax.while_loop`` and no checks: a degenerate group gives a non-finite
@@ -137,17 +154,24 @@ def covariances(structure: str, scatter, weights, *, tol: float = TOL, max_iter:
                 )
     else:
         W, n = _symmetric(scatter), weights
-    sigma = _STEPS[structure](W, n, _Context(structure, float(tol), int(max_iter), xp))
+    if start is not None:
+        start = _symmetric(np.asarray(start, dtype=float) if xp is np else start)
+        if start.shape != W.shape:
+            raise ValueError(f"start must have the scatter's shape {W.shape}, got {start.shape}")
+    context = _Context(structure, float(tol), int(max_iter), xp, start)
+    sigma = _STEPS[structure](W, n, context)
     if xp is np:
         _check_definite(sigma, structure)
     return sigma
 
 
 class _Context:
-    """The structure's name (for messages), the iterations' settings and the namespace."""
+    """The structure's name (for messages), the iterations' settings, the namespace and the
+    warm start's covariances (or None)."""
 
-    def __init__(self, name, tol, max_iter, xp):
+    def __init__(self, name, tol, max_iter, xp, start=None):
         self.name, self.tol, self.max_iter, self.xp = name, tol, max_iter, xp
+        self.start = start
 
     def positive(self, values, what, pooled=False):
         if self.xp is np:
@@ -240,7 +264,8 @@ def _vei(W, n, c):
     diag = _diagonal(W, c.xp)
     c.positive(c.xp.trace(W, axis1=1, axis2=2), "has zero scatter")
     c.positive(diag.sum(axis=0).min(), "", pooled=True)
-    return _diagonal_matrices(_volumes_and_common_shape(diag, n, c), c)
+    start = None if c.start is None else _diagonal(c.start, c.xp)
+    return _diagonal_matrices(_volumes_and_common_shape(diag, n, c, start), c)
 
 
 def _vev(W, n, c):
@@ -248,14 +273,21 @@ def _vev(W, n, c):
     c.positive(values[:, 0], "has zero scatter")
     pooled = values.sum(axis=0)
     c.positive(pooled[-1] - _SINGULAR * pooled[0], "", pooled=True)
-    return _compose(vectors, _volumes_and_common_shape(values, n, c), c.xp)
+    start = None if c.start is None else _eigen_decreasing(c.start, c.xp)[0]
+    return _compose(vectors, _volumes_and_common_shape(values, n, c, start), c.xp)
 
 
-def _volumes_and_common_shape(values, n, c):
+def _volumes_and_common_shape(values, n, c, start=None):
     """``lambda_g a`` (G, D) maximizing Q for scatter eigenvalues (or diagonals) ``values``
-    (G, D), a common shape ``a`` with product 1: alternate exact updates of volumes and shape."""
+    (G, D), a common shape ``a`` with product 1: alternate exact updates of volumes and shape,
+    from a unit shape or from the shape of ``start``'s ``lambda_g a`` (G, D)."""
     xp = c.xp
     D = values.shape[1]
+    if start is None:
+        shape = xp.ones(D, dtype=values.dtype)
+    else:
+        shape = _geometric_mean(start.T, xp)
+        shape = shape / _geometric_mean(shape, xp)
 
     def update(shape):
         volume = (values / shape).sum(axis=1) / (D * n)
@@ -263,7 +295,7 @@ def _volumes_and_common_shape(values, n, c):
         new = new / _geometric_mean(new, xp)
         return new, xp.max(xp.abs(xp.log(new) - xp.log(shape)))
 
-    shape = c.iterate(update, xp.ones(D, dtype=values.dtype))
+    shape = c.iterate(update, shape)
     volume = (values / shape).sum(axis=1) / (D * n)
     return volume[:, None] * shape
 
@@ -284,7 +316,11 @@ def _vee(W, n, c):
         new = xp.einsum("gij,ji->g", W, inverse) / (D * n)
         return new, xp.max(xp.abs(xp.log(new) - xp.log(volume)))
 
-    volume = c.iterate(update, xp.ones(G, dtype=W.dtype))
+    if c.start is None:
+        volume = xp.ones(G, dtype=W.dtype)
+    else:
+        volume = xp.exp(xp.linalg.slogdet(c.start)[1] / D)
+    volume = c.iterate(update, volume)
     common = common_of(volume)
     volume = xp.einsum("gij,ji->g", W, xp.linalg.inv(common)) / (D * n)
     return volume[:, None, None] * common
@@ -318,8 +354,14 @@ def _common_orientation(W, n, c, equal_volume):
         new = _procrustes(F, xp)
         return new, xp.max(xp.abs(new - orientation))
 
+    if c.start is None:
+        starts = (xp.eye(W.shape[1], dtype=W.dtype), xp.linalg.eigh(W.sum(axis=0))[1])
+    else:
+        # the common orientation of ``start``: the eigenvectors of a generic combination
+        weights = xp.asarray(1.0 + np.arange(W.shape[0]) / (W.shape[0] + 1.0), dtype=W.dtype)
+        starts = (xp.linalg.eigh(xp.einsum("g,gij->ij", weights, c.start))[1],)
     best, best_q = None, None
-    for start in (xp.eye(W.shape[1], dtype=W.dtype), xp.linalg.eigh(W.sum(axis=0))[1]):
+    for start in starts:
         orientation = c.iterate(update, start)
         diagonals = _orientation_diagonals(W, n, orientation, equal_volume, xp)
         sigma = _compose(xp.broadcast_to(orientation, W.shape), diagonals, xp)

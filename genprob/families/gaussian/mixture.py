@@ -40,6 +40,9 @@ _LOG_2PI = math.log(2.0 * math.pi)
 #: Smallest ratio of a covariance's smallest to largest eigenvalue that is not a collapse
 #: (mclust's default ``eps`` of ``emControl`` is the machine epsilon: the same order).
 _COLLAPSE_RATIO = 1e3 * np.finfo(np.float64).eps
+#: Updates of an iterative structure's M-step per EM iteration, warm-started from the previous
+#: iteration's covariances, until EM first converges (then the M-steps run to their tolerance).
+WARM_MAX_ITER = 5
 
 
 class CollapsedComponentWarning(UserWarning):
@@ -228,8 +231,9 @@ def _conditional_rows(X, observed, mean, cov, patterns):
     return filled, cond, index
 
 
-def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns=None):
-    """New proportions, means and (structured) covariances from responsibilities ``R``."""
+def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns=None, warm=False):
+    """New proportions, means and (structured) covariances from responsibilities ``R``; ``warm``:
+    the iterative structures start from the current covariances (EM's previous iteration)."""
     WR = R * row_weight[:, None]
     counts = WR.sum(axis=0)  # (J,)
     num_classes = len(fit.class_prior)
@@ -269,7 +273,12 @@ def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns
         group = np.asarray(group)
         try:
             covariances[group] = mclust.covariances(
-                structure, scatter[group], counts[group], tol=tol, max_iter=max_iter
+                structure,
+                scatter[group],
+                counts[group],
+                tol=tol,
+                max_iter=max_iter,
+                start=fit.covariances[group] if warm else None,
             )
         except ValueError as error:
             found = re.search(r"group (\d+)", str(error))
@@ -340,21 +349,30 @@ def _run_em(fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, c
     multi = len(fit.cell_class) > len(fit.class_prior)
     first_rows = row_weight * (codes >= 0)
     patterns = None if observed is None else _patterns(observed)
-    _m_step(fit, X, R, first_rows, observed, cov_tol, cov_max_iter, patterns)
+    iterative = unlabeled or multi or (observed is not None and not observed.all())
+    # iterative M-steps: a few warm updates per EM iteration (generalized EM, still
+    # monotone) until EM converges, then full M-steps until it converges again
+    caps = [cov_max_iter]
+    if any(s in _mclust().ITERATIVE for s in fit.structures) and WARM_MAX_ITER < cov_max_iter:
+        caps.insert(0, WARM_MAX_ITER)
+    # EM's first M-step is only a starting point; without EM it is the fit
+    first_cap = caps[0] if iterative else cov_max_iter
+    _m_step(fit, X, R, first_rows, observed, cov_tol, first_cap, patterns)
     R, log_lik = _e_step(fit, X, codes, row_weight, observed, patterns)
     fit.trace = [log_lik]
-    iterative = unlabeled or multi or (observed is not None and not observed.all())
     fit.n_iter, fit.converged = 0, True
     if iterative:
         fit.converged = False
         for it in range(1, max_iter + 1):
-            _m_step(fit, X, R, row_weight, observed, cov_tol, cov_max_iter, patterns)
+            _m_step(fit, X, R, row_weight, observed, cov_tol, caps[0], patterns, warm=True)
             R, log_lik = _e_step(fit, X, codes, row_weight, observed, patterns)
             fit.trace.append(log_lik)
             fit.n_iter = it
             if abs(fit.trace[-1] - fit.trace[-2]) <= tol * max(1.0, abs(fit.trace[-1])):
-                fit.converged = True
-                break
+                if len(caps) == 1:
+                    fit.converged = True
+                    break
+                caps.pop(0)
     fit.log_likelihood = fit.trace[-1]
     fit.responsibilities = R
     return fit
