@@ -143,6 +143,15 @@ def test_one_group_every_structure_of_its_kind_agrees(structure):
     np.testing.assert_allclose(sigma, covariances(kind, W, n), rtol=1e-7, atol=1e-10)
 
 
+@pytest.mark.parametrize("structure", ["VEI", "VEE", "EVE", "VVE", "VEV"])
+def test_one_group_shortcut_equals_the_iterations_on_two_equal_groups(structure):
+    # one group takes the closed form; two equal groups run the iterations to the same answer
+    W, n = _scatter(3, G=1, n=(40.0,))
+    one = covariances(structure, W, n)
+    two = covariances(structure, np.concatenate([W, W]), np.concatenate([n, n]))
+    np.testing.assert_allclose(two, np.concatenate([one, one]), rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("structure", STRUCTURES)
 def test_degenerate_group_raises_naming_group_and_structure(structure):
     W, n = _scatter(3)

@@ -159,7 +159,11 @@ def covariances(
         if start.shape != W.shape:
             raise ValueError(f"start must have the scatter's shape {W.shape}, got {start.shape}")
     context = _Context(structure, float(tol), int(max_iter), xp, start)
-    sigma = _STEPS[structure](W, n, context)
+    step = structure
+    if W.shape[0] == 1 and structure in ITERATIVE:
+        # one group: "equal across groups" constrains nothing, the closed form is exact
+        step = "VVI" if structure.endswith("I") else "VVV"
+    sigma = _STEPS[step](W, n, context)
     if xp is np:
         _check_definite(sigma, structure)
     return sigma
