@@ -651,7 +651,8 @@ def _posterior(
             feature_names=names[1],
             started_at_fit=isinstance(init, str) and init == "mle",
         )
-        prior_dominance(story, mle, aligned, Xj, codes, names=names)
+        with np.errstate(divide="ignore"):  # a class's lone weight of 1 has no curvature
+            prior_dominance(story, mle, aligned, Xj, codes, names=names)
         return to_arviz(
             aligned,
             story,
