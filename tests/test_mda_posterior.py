@@ -153,17 +153,21 @@ def test_a_mode_the_chains_do_not_share_is_named():
     assert ("means", 0, 1) in {row[:3] for row in checks["components"]}
 
 
+@pytest.mark.parametrize("n_components", [1, 2])
 @pytest.mark.parametrize("structure", STRUCTURES)
-def test_chains_start_at_the_mle(structure):
+def test_chains_start_at_the_mle(structure, n_components):
     """The prior's sites at the MLE (``latent_of``) give back the MLE's covariances, for every
-    structure, so that ``init="mle"`` starts the chains at the fit."""
+    structure, within classes (MclustDA) or across them (EDDA), so that ``init="mle"`` starts
+    the chains at the fit."""
     from genprob._dtype import precision
     from genprob.em import params_from_latent
 
     X, y = _blobs(seed=3)
     y = np.where(y >= 0, y, np.repeat([0, 0, 1, 1], 40))  # fully labeled: a quick fit
-    model = genprob.MixtureDiscriminantAnalysis(structure=structure, n_components=2).fit(X, y)
+    model = genprob.MixtureDiscriminantAnalysis(structure=structure, n_components=n_components)
+    model.fit(X, y)
     fit = model._fitted()
+    assert len(fit.groups) == (1 if n_components == 1 else 2)
     story = ClassMixtureStory(fit.cell_class, fit.structures, fit.groups)
     latent = story.latent_of(model.params_)
     with precision("float64"):
@@ -209,6 +213,26 @@ def test_missing_cells_score_the_observed_marginal():
             )
             expected[i, k] = np.log(density)
     np.testing.assert_allclose(scores, expected, rtol=1e-10)
+
+
+@pytest.mark.slow
+def test_posterior_with_missing_cells():
+    """NaN cells (missing="marginalize") through NUTS: the posterior sits at the MLE and every
+    row has a finite log-likelihood."""
+    X, y = _blobs()
+    X = X.copy()
+    X[np.random.default_rng(5).random(X.shape) < 0.05] = np.nan
+    model = genprob.MixtureDiscriminantAnalysis(
+        structure="VVV", n_components=2, missing="marginalize"
+    )
+    model.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplingWarning)
+        idata = model.posterior(X, y, num_samples=300, num_warmup=300, random_state=0)
+    assert np.all(np.isfinite(idata.log_likelihood["obs"].values))
+    draws = idata.posterior["means"]
+    gap = np.abs(draws.mean(("chain", "draw")).values - model.params_["means"])
+    assert np.all(gap <= 4 * draws.std(("chain", "draw")).values)
 
 
 def test_exact_method_is_refused():
