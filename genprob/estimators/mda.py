@@ -605,10 +605,12 @@ def _posterior(
     codes = np.full(X.shape[0], -1, dtype=np.int32)
     codes[~unlabeled] = np.searchsorted(classes, y[~unlabeled])
     fit = estimator._fitted()
-    index = [int(np.sum(fit.cell_class[:j] == k)) for j, k in enumerate(fit.cell_class)]
-    labels = [f"{_label(classes[k])}:{g}" for k, g in zip(fit.cell_class, index, strict=True)]
+    index = mixture._cell_index(fit.cell_class)
+    component_labels = [
+        f"{_label(classes[k])}:{g}" for k, g in zip(fit.cell_class, index, strict=True)
+    ]
     mixture_story = ClassMixtureStory(
-        fit.cell_class, fit.structures, fit.groups, component_labels=labels
+        fit.cell_class, fit.structures, fit.groups, component_labels=component_labels
     )
     mixture_story = with_prior(mixture_story, **(prior or {}))
     if priors == "data":
@@ -760,7 +762,7 @@ def _component_checks(story, draws, rhat_max):
     if chains < 2:
         return []
     cell_class = np.asarray(story.cell_class)
-    index = [int(np.sum(cell_class[:j] == k)) for j, k in enumerate(cell_class)]
+    index = mixture._cell_index(cell_class)
     variables, owners = {}, {}
     for name, value in draws.items():
         value = np.asarray(value, dtype=np.float64)
@@ -786,7 +788,7 @@ def _component_checks(story, draws, rhat_max):
                 key = (name, position[0], None)
             else:
                 j = position[0]
-                key = (name, int(cell_class[j]), index[j])
+                key = (name, int(cell_class[j]), int(index[j]))
             value = float(values[e]) if np.isfinite(values[e]) else float("nan")
             old = flagged.get(key)
             if old is None or value > old[0]:

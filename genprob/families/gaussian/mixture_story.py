@@ -20,6 +20,7 @@ import numpy as np
 
 from genprob._lazy import LazyModule
 from genprob.families.gaussian import mclust
+from genprob.families.gaussian.mixture import _cell_index, num_parameters
 from genprob.story import Story, align_components
 
 jax = LazyModule("jax")
@@ -81,7 +82,8 @@ class ClassMixtureStory(Story):
         self.covariance_prior_scale = _setting(covariance_prior_scale)
         self.weight_concentration = float(weight_concentration)
         if component_labels is None:
-            component_labels = [f"{k}:{g}" for k, g in self._cell_index()]
+            index = _cell_index(np.asarray(cell_class))
+            component_labels = [f"{k}:{g}" for k, g in zip(cell_class, index, strict=True)]
         self.component_labels = tuple(str(label) for label in component_labels)
 
     # -- layout ----------------------------------------------------------------------------------
@@ -92,15 +94,6 @@ class ClassMixtureStory(Story):
     def cells(self, k: int) -> np.ndarray:
         """The cells of class ``k``, in order."""
         return np.flatnonzero(np.asarray(self.cell_class) == k)
-
-    def _cell_index(self):
-        """``(class, index within the class)`` of each cell."""
-        seen: dict = {}
-        out = []
-        for k in self.cell_class:
-            out.append((k, seen.get(k, 0)))
-            seen[k] = seen.get(k, 0) + 1
-        return out
 
     def _padding(self):
         """``(index (K, G_max), present (K, G_max))``: each class's cells, padded by cell 0."""
@@ -216,8 +209,6 @@ class ClassMixtureStory(Story):
         return {"component": list(self.component_labels)}
 
     def num_parameters(self, num_classes, num_features):
-        from genprob.families.gaussian.mixture import num_parameters
-
         return num_parameters(self.structures, self.groups, num_classes, num_features)
 
     def align_parameters(self, params, reference):
