@@ -608,6 +608,67 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             fit.structures, fit.groups, len(self.classes_), fit.means.shape[1]
         )
 
+    def posterior(
+        self,
+        X,
+        y,
+        method="nuts",
+        num_samples=1000,
+        num_warmup=1000,
+        num_chains=2,
+        random_state=None,
+        progress_bar=False,
+        prior=None,
+        init="mle",
+        priors="data",
+    ):
+        """Posterior of the chosen model's parameters by NUTS, as an ArviZ result, the MLE
+        alongside.
+
+        NUTS runs on the chosen structures and numbers of components with the components summed
+        out (:class:`~genprob.families.gaussian.mixture_story.ClassMixtureStory`): a labeled row
+        scores ``log(pi_k sum_g tau_kg f_kg(x))``, an unlabeled one (``y = -1``, weight 1) the
+        log-sum-exp over classes and components; NaN cells are summed out with
+        ``missing="marginalize"``. Within a class the components are exchangeable: every draw's
+        components are permuted to best match the MLE's (:func:`align_draws`) before R-hat,
+        ESS and the result are computed, and a component on which the chains still disagree is
+        named in a :class:`genprob.mcmc.SamplingWarning`. An unfitted estimator is first fitted.
+
+        Args:
+            X: features (n, D) the posterior conditions on.
+            y: labels in ``classes_``; the unlabeled marker (-1) for unlabeled rows.
+            method: ``"nuts"`` (the only one: a mixture has no conjugate posterior).
+            num_samples: draws per chain.
+            num_warmup: warm-up iterations per chain.
+            num_chains: chains.
+            random_state: seed, ``numpy.random.RandomState`` or None.
+            progress_bar: accepted for compatibility (the compiled chains show none).
+            prior: story settings overriding the prior (``mean_prior_scale``,
+                ``covariance_prior_scale``, ``weight_concentration``, ``class_concentration``).
+            init: ``"mle"`` (chains jittered about ``params_``), ``"uniform"``, a dict of
+                parameters named as ``params_``, or one such dict per chain.
+            priors: ``"data"`` (scales from each feature's location and spread) or ``"fixed"``.
+
+        Returns:
+            ``arviz.InferenceData`` (``xarray.DataTree`` on ArviZ 1.x) with ``posterior``
+            (aligned draws of ``class_prior``, ``weights``, ``means``, ``covariances``; dim
+            ``component`` labeled ``"class:index"``), ``mle``, ``sample_stats``,
+            ``log_likelihood``, ``posterior_predictive``, ``prior`` and ``observed_data``.
+        """
+        return _posterior(
+            self,
+            X,
+            y,
+            method=method,
+            num_samples=num_samples,
+            num_warmup=num_warmup,
+            num_chains=num_chains,
+            random_state=random_state,
+            prior=prior,
+            init=init,
+            priors=priors,
+        )
+
     def predict_joint_log_proba(self, X):
         """``log pi_k + log p(x | k)`` (n, K); NaN cells summed out (``missing="marginalize"``)."""
         fit = self._fitted()
@@ -642,6 +703,264 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
 
 
 register_estimator(MixtureDiscriminantAnalysis)  # loadable by qualified name (genprob.load)
+
+
+def _posterior(
+    estimator,
+    X,
+    y,
+    *,
+    method,
+    num_samples,
+    num_warmup,
+    num_chains,
+    random_state,
+    prior,
+    init,
+    priors,
+):
+    """Implementation of :meth:`MixtureDiscriminantAnalysis.posterior` (see there)."""
+    import jax.numpy as jnp
+    from sklearn.utils import check_random_state
+
+    from genprob._dtype import precision
+    from genprob._limits import check_count, check_posterior_size
+    from genprob.arviz_io import to_arviz
+    from genprob.families.gaussian.mixture_story import ClassMixtureStory
+    from genprob.masking import has_missing, marginalized
+    from genprob.mcmc import check_options, params_from_samples, prior_dominance, run_nuts
+    from genprob.posterior import with_prior
+
+    if not isinstance(method, str) or method != "nuts":
+        raise ValueError(
+            f"method must be 'nuts' for a mixture within classes (no conjugate, exact "
+            f"posterior), got {method!r}."
+        )
+    num_samples = check_count(num_samples, "num_samples")
+    num_chains = check_count(num_chains, "num_chains")
+    num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
+    check_options(priors=priors, init=init)
+    if prior is not None and not isinstance(prior, dict):
+        raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
+    y = np.asarray(y)
+    sizes = dict(num_chains=num_chains, num_samples=num_samples, num_warmup=num_warmup)
+    check_posterior_size(parameter_entries=0, num_rows=int(y.shape[0]) if y.ndim else 0, **sizes)
+    if not hasattr(estimator, "params_"):
+        estimator.fit(X, y)
+    X = estimator._features(X, reset=False)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
+    unlabeled = unlabeled_mask(y, check_unlabeled_label(estimator.unlabeled_label))
+    classes = estimator.classes_
+    known = np.isin(y[~unlabeled], classes)
+    if not np.all(known):
+        raise ValueError(
+            f"y holds labels {np.unique(y[~unlabeled][~known]).tolist()} that are not among "
+            f"classes_ {classes.tolist()}."
+        )
+    codes = np.full(X.shape[0], -1, dtype=np.int32)
+    codes[~unlabeled] = np.searchsorted(classes, y[~unlabeled])
+    fit = estimator._fitted()
+    index = mixture._cell_index(fit.cell_class)
+    component_labels = [
+        f"{_label(classes[k])}:{g}" for k, g in zip(fit.cell_class, index, strict=True)
+    ]
+    mixture_story = ClassMixtureStory(
+        fit.cell_class, fit.structures, fit.groups, component_labels=component_labels
+    )
+    mixture_story = with_prior(mixture_story, **(prior or {}))
+    if priors == "data":
+        mixture_story = mixture_story.scaled_to_data(X)
+    story = marginalized(mixture_story) if has_missing(X) else mixture_story
+    mle = {k: np.asarray(v) for k, v in estimator.params_.items()}
+    if isinstance(init, dict):
+        init = mixture_story.latent_of(init)
+    elif isinstance(init, list | tuple):
+        init = [mixture_story.latent_of(start) for start in init]
+    seed = int(check_random_state(random_state).randint(0, 2**31 - 1))
+    feature_names = getattr(estimator, "feature_names_in_", None)
+    columns = [f"x{j}" for j in range(X.shape[1])] if feature_names is None else feature_names
+    names = ([_label(c) for c in classes], [str(c) for c in columns])
+    with precision("float64"):
+        Xj = jnp.asarray(X)
+        run = run_nuts(
+            story,
+            Xj,
+            codes,
+            num_classes=len(classes),
+            num_warmup=num_warmup,
+            num_samples=num_samples,
+            num_chains=num_chains,
+            seed=seed,
+            init=init,
+            fit=mixture_story.latent_of(mle) if isinstance(init, str) and init == "mle" else None,
+            priors="fixed",  # the data's scales are already in the story
+            check=False,  # diagnosed below, on aligned draws
+        )
+        draws = params_from_samples(story, run.get_samples(group_by_chain=True), X.shape[1])
+        extra = run.get_extra_fields(group_by_chain=True)
+        aligned, _ = align_draws(
+            mixture_story,
+            {k: np.asarray(v) for k, v in draws.items()},
+            mle,
+            np.asarray(extra["potential_energy"]),
+            labels="all" if not np.any(unlabeled) else "every class",
+            class_names=names[0],
+            feature_names=names[1],
+            started_at_fit=isinstance(init, str) and init == "mle",
+        )
+        with np.errstate(divide="ignore"):  # a class's lone weight of 1 has no curvature
+            prior_dominance(story, mle, aligned, Xj, codes, names=names)
+        return to_arviz(
+            aligned,
+            story,
+            Xj,
+            codes,
+            mle=mle,
+            classes=classes,
+            feature_names=feature_names,
+            sample_stats={k: np.asarray(v) for k, v in extra.items()},
+            method="nuts",
+        )
+
+
+#: Within-chain sds between two chains' means (of one aligned entry) beyond which the chains
+#: are said to sit in different modes.
+CHAIN_GAP_SD = 3.0
+
+
+def align_draws(
+    story,
+    draws: dict,
+    reference: dict,
+    potential_energy=None,
+    *,
+    labels: str = "every class",
+    class_names=None,
+    feature_names=None,
+    warn: bool = True,
+    started_at_fit: bool = True,
+):
+    """Draws of a mixture within classes aligned to ``reference`` (the MLE), and their checks.
+
+    Every draw's components are permuted, class by class, to best match the reference's
+    (:meth:`ClassMixtureStory.align_parameters`); R-hat, ESS and the chains' modes are then
+    computed on the aligned draws (:func:`genprob.mcmc.diagnose`). An entry whose R-hat exceeds
+    :data:`genprob.mcmc.RHAT_MAX`, or whose chains' means lie more than :data:`CHAIN_GAP_SD`
+    within-chain sds apart, names its parameter, class and component in one
+    :class:`genprob.mcmc.SamplingWarning`: chains in modes that alignment cannot reconcile.
+
+    Args:
+        story: the :class:`~genprob.families.gaussian.mixture_story.ClassMixtureStory`.
+        draws: ``class_prior``, ``weights``, ``means``, ``covariances`` with leading axes
+            ``(chains, draws)``.
+        reference: the parameters to align to (``params_``).
+        potential_energy: ``(chains, draws)`` negative log densities, or None.
+        labels: as :func:`genprob.mcmc.diagnose` takes it.
+        class_names, feature_names: labels for the messages (default: codes and ``x<j>``).
+        warn: emit the warnings.
+        started_at_fit: the chains started at the fit (the advice does not repeat it).
+
+    Returns:
+        ``(aligned draws, diagnostics)``: the dict of :func:`genprob.mcmc.diagnose` plus
+        ``components``, one ``(parameter, class, component, max R-hat, chains disagree)`` per
+        flagged parameter of a component (``component`` None for ``class_prior``).
+    """
+    from genprob.families.gaussian.mixture_story import MIXTURE_PARAMETERS
+    from genprob.mcmc import RHAT_MAX, SamplingWarning, diagnose
+    from genprob.story import CLASS_PRIOR
+
+    aligned = story.align_parameters(draws, reference)
+    checked = {n: np.asarray(aligned[n]) for n in (CLASS_PRIOR, *MIXTURE_PARAMETERS)}
+    diagnostics = diagnose(
+        checked, potential_energy, warn=False, labels=labels, started_at_fit=started_at_fit
+    )
+    flagged = _component_checks(story, checked, RHAT_MAX)
+    problems = list(diagnostics["problems"])
+    if flagged:
+        classes = list(range(story.num_classes)) if class_names is None else list(class_names)
+        features = feature_names
+
+        def where(name, k, g, entry):
+            owner = f"class {classes[k]!r}" + ("" if g is None else f", component {g}")
+            detail = _entry(name, entry, features)
+            return f"{name} of {owner}{detail}"
+
+        shown = "; ".join(
+            f"{where(name, k, g, entry)}: R-hat {rhat:.3f}"
+            + (", chains' means apart" if apart else "")
+            for name, k, g, rhat, apart, entry in flagged
+        )
+        # the named check replaces diagnose's R-hat line, which names a parameter only
+        problems = [p for p in problems if not p.startswith("max R-hat")]
+        problems.insert(
+            0,
+            f"after aligning each class's components to the MLE's, the chains disagree on "
+            f"{shown} (R-hat > {RHAT_MAX} or chains' means more than {CHAIN_GAP_SD:g} "
+            f"within-chain sds apart): the chains sit in modes they do not share (a component "
+            f"placed differently), or have not mixed. Run more warm-up and draws, or fit "
+            f"fewer components.",
+        )
+    diagnostics["components"] = [row[:5] for row in flagged]
+    diagnostics["problems"] = problems
+    for problem in problems if warn else ():
+        warnings.warn("NUTS diagnostics: " + problem, SamplingWarning, stacklevel=3)
+    return aligned, diagnostics
+
+
+def _component_checks(story, draws, rhat_max):
+    """``(parameter, class, component, worst R-hat, chains apart, worst entry)`` for each
+    parameter of a class or component with an entry failing the checks."""
+    from genprob import _arviz_compat as compat
+    from genprob.story import CLASS_PRIOR
+
+    chains = np.shape(draws[CLASS_PRIOR])[0]
+    if chains < 2:
+        return []
+    cell_class = np.asarray(story.cell_class)
+    index = mixture._cell_index(cell_class)
+    variables, owners = {}, {}
+    for name, value in draws.items():
+        value = np.asarray(value, dtype=np.float64)
+        event = value.shape[2:]
+        flat = value.reshape(value.shape[:2] + (-1,))
+        keep = np.ptp(flat, axis=(0, 1)) > 0  # constant entries have no R-hat
+        if not np.any(keep):
+            continue
+        variables[name] = flat[:, :, keep]
+        positions = np.argwhere(np.ones(event, dtype=bool))[keep]
+        owners[name] = positions
+    rhat = compat.rhat(compat.dataset(variables, {}, {}))
+    flagged = {}
+    for name, flat in variables.items():
+        values = np.asarray(rhat[name])
+        means = flat.mean(axis=1)
+        within = np.sqrt(flat.var(axis=1, ddof=1).mean(axis=0))
+        apart = np.ptp(means, axis=0) > CHAIN_GAP_SD * within
+        bad = (values > rhat_max) | apart
+        for e in np.flatnonzero(bad):
+            position = tuple(int(i) for i in owners[name][e])
+            if name == CLASS_PRIOR:
+                key = (name, position[0], None)
+            else:
+                j = position[0]
+                key = (name, int(cell_class[j]), int(index[j]))
+            value = float(values[e]) if np.isfinite(values[e]) else float("nan")
+            old = flagged.get(key)
+            if old is None or value > old[0]:
+                flagged[key] = (value, bool(apart[e]) or (old is not None and old[1]), position)
+            else:
+                flagged[key] = (old[0], old[1] or bool(apart[e]), old[2])
+    return [(*key, value, apart, position) for key, (value, apart, position) in flagged.items()]
+
+
+def _entry(name, position, features):
+    """`` (x0)`` or `` (x0, x1)``: the feature(s) of an entry of ``means`` or ``covariances``."""
+    coordinates = position[1:]
+    if not coordinates:
+        return ""
+    names = [str(features[i]) if features is not None else f"x{i}" for i in coordinates]
+    return f" ({', '.join(names)})"
 
 
 def _label(value):

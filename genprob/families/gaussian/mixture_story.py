@@ -1,0 +1,250 @@
+"""The mixtures within classes (:mod:`.mixture`) as a story: NUTS with the components summed out.
+
+Class ``k`` is a mixture of the cells ``j`` with ``cell_class[j] = k``: ``x | k ~ sum_g tau_kg
+N(mu_kg, Sigma_kg)``. The prior: ``tau_k ~ Dirichlet(weight_concentration)`` per class with
+several components, ``mu_j ~ N(mean_prior_loc, mean_prior_scale^2)``, and each group's
+covariances through the eigen parametrization of its structure
+(:class:`~.structures.NamedStructure`'s prior on :func:`.mclust.latent_shapes`), sites prefixed
+``group<g>_``. ``core.model`` then scores a labeled row ``log(pi_k sum_g tau_kg f_kg(x))`` and an
+unlabeled one ``log sum_k pi_k sum_g tau_kg f_kg(x)``: no discrete site is left.
+
+Within a class the components are exchangeable: :meth:`ClassMixtureStory.align_parameters`
+permutes each draw's components to those of a reference (the MLE) before any summary.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from genprob._lazy import LazyModule
+from genprob.families.gaussian import mclust
+from genprob.families.gaussian.mixture import _cell_index, num_parameters
+from genprob.story import Story, align_components
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
+numpyro = LazyModule("numpyro")
+dist = LazyModule("numpyro.distributions")
+handlers = LazyModule("numpyro.handlers")
+gaussian_missing = LazyModule("genprob.families.gaussian.missing")
+
+__all__ = ["ClassMixtureStory", "MIXTURE_PARAMETERS"]
+
+#: The mixture's parameters besides the class prior, as ``params_`` names them.
+MIXTURE_PARAMETERS = ("weights", "means", "covariances")
+
+
+class ClassMixtureStory(Story):
+    """Gaussian mixtures within classes (cells ``j`` of class ``cell_class[j]``).
+
+    Args:
+        cell_class: class code of each cell (component), in cell order.
+        structures: mclust's name of each group's covariance structure.
+        groups: the cells of each group (the components of a class, or one cell per class).
+        mean_prior_loc, mean_prior_scale: Normal prior of the means (a float or one per feature).
+        covariance_prior_scale: scale of the covariances' prior (a float or one per feature).
+        weight_concentration: Dirichlet concentration of each class's mixing proportions.
+        component_labels: a name per cell (the ``component`` coordinate).
+
+    Parameters (``params`` keys, as the estimator's ``params_``): ``weights`` (J,), ``means``
+    (J, D), ``covariances`` (J, D, D).
+    """
+
+    name = "class_mixtures"
+
+    def __init__(
+        self,
+        cell_class,
+        structures,
+        groups,
+        mean_prior_loc=0.0,
+        mean_prior_scale=10.0,
+        covariance_prior_scale=1.0,
+        weight_concentration: float = 1.0,
+        component_labels=None,
+    ):
+        cell_class = tuple(int(k) for k in cell_class)
+        groups = tuple(tuple(int(j) for j in group) for group in groups)
+        structures = tuple(str(s) for s in structures)
+        if len(structures) != len(groups) or sorted(j for g in groups for j in g) != list(
+            range(len(cell_class))
+        ):
+            raise ValueError("groups must partition the cells, with one structure per group.")
+        for s in structures:
+            mclust.num_covariance_parameters(s, 1, 1)  # refuses an unknown name
+        self.cell_class = cell_class
+        self.structures = structures
+        self.groups = groups
+        self.mean_prior_loc = _setting(mean_prior_loc)
+        self.mean_prior_scale = _setting(mean_prior_scale)
+        self.covariance_prior_scale = _setting(covariance_prior_scale)
+        self.weight_concentration = float(weight_concentration)
+        if component_labels is None:
+            index = _cell_index(np.asarray(cell_class))
+            component_labels = [f"{k}:{g}" for k, g in zip(cell_class, index, strict=True)]
+        self.component_labels = tuple(str(label) for label in component_labels)
+
+    # -- layout ----------------------------------------------------------------------------------
+    @property
+    def num_classes(self) -> int:
+        return max(self.cell_class) + 1
+
+    def cells(self, k: int) -> np.ndarray:
+        """The cells of class ``k``, in order."""
+        return np.flatnonzero(np.asarray(self.cell_class) == k)
+
+    def _padding(self):
+        """``(index (K, G_max), present (K, G_max))``: each class's cells, padded by cell 0."""
+        sizes = [len(self.cells(k)) for k in range(self.num_classes)]
+        index = np.zeros((self.num_classes, max(sizes)), dtype=np.int32)
+        present = np.zeros(index.shape, dtype=bool)
+        for k, size in enumerate(sizes):
+            index[k, :size] = self.cells(k)
+            present[k, :size] = True
+        return index, present
+
+    # -- the story -------------------------------------------------------------------------------
+    def prior(self, num_classes, num_features):
+        from genprob.families.gaussian.structures import NamedStructure
+
+        J, D = len(self.cell_class), int(num_features)
+        means = numpyro.sample(
+            "means",
+            dist.Normal(self.mean_prior_loc, self.mean_prior_scale).expand([J, D]).to_event(2),
+        )
+        weights = jnp.ones(J, dtype=means.dtype)
+        for k in range(num_classes):
+            cells = self.cells(k)
+            if len(cells) > 1:
+                concentration = jnp.full(len(cells), self.weight_concentration, means.dtype)
+                tau = numpyro.sample(f"weights_{k}", dist.Dirichlet(concentration))
+                weights = weights.at[cells].set(tau)
+        covariances = jnp.zeros((J, D, D), dtype=means.dtype)
+        for g, (structure, group) in enumerate(zip(self.structures, self.groups, strict=True)):
+            # every structure, EEE and VVV included, through its eigen parametrization
+            with handlers.scope(prefix=f"group{g}", divider="_"):
+                sigma = NamedStructure(structure).prior(len(group), D, self.covariance_prior_scale)
+            covariances = covariances.at[np.asarray(group)].set(sigma)
+        return {"weights": weights, "means": means, "covariances": covariances}
+
+    def emission(self, params):
+        index, present = self._padding()
+        weights = params["weights"][index]
+        # the padding's weight is 0: the dtype's lowest logit (-inf fails NumPyro's validation)
+        logits = jnp.where(present, jnp.log(weights), jnp.finfo(weights.dtype).min)
+        components = dist.MultivariateNormal(
+            params["means"][index], covariance_matrix=params["covariances"][index]
+        )
+        return dist.MixtureSameFamily(dist.Categorical(logits=logits), components)
+
+    def latent_of(self, params) -> dict:
+        """The prior's sites at parameters ``params`` (e.g. the MLE, where chains start)."""
+        from genprob.families.gaussian.structures import NamedStructure
+
+        covariances = np.asarray(params["covariances"], dtype=np.float64)
+        weights = np.asarray(params["weights"], dtype=np.float64)
+        latent = {"means": np.asarray(params["means"], dtype=np.float64)}
+        if "class_prior" in params:
+            latent["class_prior"] = np.asarray(params["class_prior"], dtype=np.float64)
+        for k in range(self.num_classes):
+            cells = self.cells(k)
+            if len(cells) > 1:
+                latent[f"weights_{k}"] = weights[cells] / weights[cells].sum()
+        for g, (structure, group) in enumerate(zip(self.structures, self.groups, strict=True)):
+            sites = NamedStructure(structure).latent_of(covariances[np.asarray(group)])
+            latent.update({f"group{g}_{name}": value for name, value in sites.items()})
+        return latent
+
+    def scaled_to_data(self, X):
+        """Prior on the data's scale, as :meth:`GaussianStory.scaled_to_data` sets it: means about
+        each feature's mean with ``mean_prior_scale`` sds, covariance scale
+        ``covariance_prior_scale s_j / 10``; NaN cells left out."""
+        settings = (self.mean_prior_scale, self.covariance_prior_scale, self.mean_prior_loc)
+        if any(np.ndim(v) for v in settings):
+            return self
+        values = np.asarray(X, dtype=np.float64)
+        location = np.nan_to_num(np.nanmean(values, axis=0))
+        spread = np.nanstd(values, axis=0)
+        spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+        return self.replace(
+            mean_prior_loc=location,
+            mean_prior_scale=self.mean_prior_scale * spread,
+            covariance_prior_scale=self.covariance_prior_scale * spread / 10.0,
+        )
+
+    # -- missing cells ---------------------------------------------------------------------------
+    @property
+    def supports_missing(self) -> bool:
+        return True
+
+    def observed_log_prob(self, params, X, observed):
+        """``log sum_g tau_kg N(x_o; mu_kg,o, Sigma_kg,oo)`` (n, K): each cell's marginal of
+        the observed coordinates (the Gaussian story's, cells as its classes)."""
+        from genprob.families.gaussian.story import GaussianStory
+
+        cells = gaussian_missing.observed_log_prob(
+            GaussianStory(covariance="full", shared=False),
+            {"means": params["means"], "covariance": params["covariances"]},
+            X,
+            observed,
+        )
+        index, present = self._padding()
+        joint = jnp.where(present, cells[:, index] + jnp.log(params["weights"][index]), -jnp.inf)
+        return jax.nn.logsumexp(joint, axis=-1)
+
+    # -- summaries -------------------------------------------------------------------------------
+    def parameter_dims(self, name, shape, num_classes, num_features):
+        dims = {
+            "weights": ("component",),
+            "means": ("component", "feature"),
+            "covariances": ("component", "feature", "feature2"),
+        }
+        if name in dims and len(dims[name]) == len(shape):
+            return dims[name]
+        return super().parameter_dims(name, shape, num_classes, num_features)
+
+    def coords(self, feature_names):
+        return {"component": list(self.component_labels)}
+
+    def num_parameters(self, num_classes, num_features):
+        return num_parameters(self.structures, self.groups, num_classes, num_features)
+
+    def align_parameters(self, params, reference):
+        """``params`` (any leading batch shape, e.g. chains x draws) with each class's
+        components permuted to best match ``reference``'s (:func:`align_components` per draw,
+        on the weights, and means and covariances in units of the reference's spread)."""
+        ref = {n: np.asarray(reference[n], dtype=np.float64) for n in MIXTURE_PARAMETERS}
+        J, D = ref["means"].shape
+        batch = np.shape(params["means"])[:-2]
+        size = math.prod(batch)
+        flat = {
+            n: np.asarray(params[n], dtype=np.float64).reshape((size, *ref[n].shape))
+            for n in MIXTURE_PARAMETERS
+        }
+        spread = np.sqrt(np.mean(np.diagonal(ref["covariances"], axis1=-2, axis2=-1), axis=0))
+        # a power of two: scaling and unscaling are exact, so aligned draws are the draws
+        unit = 2.0 ** np.round(np.log2(np.where(spread > 0, spread, 1.0)))
+        factor = {"weights": 1.0, "means": unit, "covariances": np.outer(unit, unit)}
+        out = {n: flat[n].copy() for n in MIXTURE_PARAMETERS}
+        for k in range(self.num_classes):
+            cells = self.cells(k)
+            if len(cells) < 2:
+                continue
+            part = {n: flat[n][:, cells] / factor[n] for n in MIXTURE_PARAMETERS}
+            target = {
+                n: np.broadcast_to(ref[n][cells] / factor[n], part[n].shape)
+                for n in MIXTURE_PARAMETERS
+            }
+            aligned = align_components(part, target, MIXTURE_PARAMETERS, axis=1)
+            for n in MIXTURE_PARAMETERS:
+                out[n][:, cells] = aligned[n] * factor[n]
+        result = dict(params)
+        result.update({n: out[n].reshape((*batch, *ref[n].shape)) for n in MIXTURE_PARAMETERS})
+        return result
+
+
+def _setting(value):
+    array = np.asarray(value, dtype=np.float64)
+    return float(array) if array.ndim == 0 else array
