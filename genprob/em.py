@@ -523,19 +523,26 @@ def fit_em(
             num_classes,
             num_rows,
         )
-    runs = _em_runs(
-        story,
-        X,
-        jax.device_put(codes),
-        row_weights,
-        initial_R,
-        latent,
-        np.asarray(tol, X.dtype),
-        class_prior,
-        np.asarray(max_iter),
-        capacity=_trace_capacity(max_iter),
-        fit_prior=bool(fit_prior),
-    )
+    # one initialization per call: every n_init shares the one-start program (a vmapped while
+    # loop compiles several times longer and runs every start until the slowest one stops)
+    codes_on_device = jax.device_put(codes)
+    runs = [
+        _em_runs(
+            story,
+            X,
+            codes_on_device,
+            row_weights,
+            initial_R[i : i + 1],
+            latent,
+            np.asarray(tol, X.dtype),
+            class_prior,
+            np.asarray(max_iter),
+            capacity=_trace_capacity(max_iter),
+            fit_prior=bool(fit_prior),
+        )
+        for i in range(initial_R.shape[0])
+    ]
+    runs = jax.tree_util.tree_map(lambda *a: np.concatenate([np.asarray(b) for b in a]), *runs)
     params, traces, n_iters, converged, finite, values, responsibilities, class_mass, drops = runs
     finite = np.asarray(finite)
     values = np.where(finite, np.asarray(values), np.nan)
@@ -596,9 +603,11 @@ def _initial_responsibilities(
         )
     num_random = n_init - len(first)
     if num_random > 0:
-        key = jax.random.PRNGKey(int(seed))
-        draws = jax.random.dirichlet(
-            key, jnp.ones(num_classes, dtype=X.dtype), (num_random, num_rows)
+        # NumPy's sampler: JAX's Dirichlet compiles for seconds per shape, for a few draws
+        draws = (
+            np.random.default_rng(int(seed))
+            .dirichlet(np.ones(num_classes), (num_random, num_rows))
+            .astype(X.dtype)
         )
         padding = np.zeros((num_random, X.shape[0] - num_rows, num_classes), X.dtype)
         draws = np.concatenate([np.asarray(draws), padding], axis=1)
