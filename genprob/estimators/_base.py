@@ -872,6 +872,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         prior=None,
         init="mle",
         priors="data",
+        predictive_draws=None,
     ):
         """Posterior of the story's parameters as an ArviZ result, the MLE alongside.
 
@@ -898,6 +899,10 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 ``"uniform"`` (random points) or a dict of parameter values.
             priors: ``"data"`` (weakly informative scales from each feature's location and
                 spread, see :meth:`Story.scaled_to_data`) or ``"fixed"`` (the story's own).
+            predictive_draws: posterior draws replicated for ``posterior_predictive`` (all
+                chains together, evenly thinned) and draws of ``prior``; None: 500
+                (:data:`genprob.arviz_io.PREDICTIVE_DRAWS`), fewer on data sets so large that
+                the replicas would exceed 5 million values; 0 leaves both groups out.
 
         Returns:
             ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x), the same
@@ -922,6 +927,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             prior=prior,
             init=init,
             priors=priors,
+            predictive_draws=predictive_draws,
         )
 
     # -- prediction (all from the joint log-probability) -----------------------------------------
