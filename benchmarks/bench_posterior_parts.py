@@ -29,7 +29,8 @@ Usage::
 
     python benchmarks/bench_posterior_parts.py                    # every case, issue defaults
     python benchmarks/bench_posterior_parts.py --quick            # 200 + 200 draws (smoke run)
-    python benchmarks/bench_posterior_parts.py --cli --json benchmarks/results/bench_posterior_parts.json
+    python benchmarks/bench_posterior_parts.py --cli \
+        --json benchmarks/results/bench_posterior_parts.json
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ def run_case(name: str, method: str, warmup: int, samples: int) -> dict:
     """First and repeat call of one case in this process, parts and total."""
     import warnings
 
+    from genprob import _arviz_compat as compat
+
     estimator, X, y = load_case(name)
     estimator.fit(X, y)
     calls = {}
@@ -130,8 +133,7 @@ def run_case(name: str, method: str, warmup: int, samples: int) -> dict:
             total = time.perf_counter() - start
         row = {"total": total, **seconds}
         row["other"] = total - sum(seconds.values())
-        groups = list(getattr(idata, "groups", lambda: list(idata.children))())
-        row["groups"] = [str(g).strip("/") for g in groups]
+        row["groups"] = compat.group_names(idata)
         calls[label] = row
     return calls
 
