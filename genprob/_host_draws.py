@@ -2,9 +2,10 @@
 
 JAX's Gamma, Dirichlet and Poisson samplers are rejection loops that take seconds to compile and
 run slowly on a CPU; the container needs a few hundred independent draws, for which NumPy's
-generators are fast and compile nothing. Only the distributions listed in ``_SAMPLERS`` (NumPyro's
-and genprob's own emissions) are drawn here; for anything else these functions return None and
-the caller draws with JAX, as before.
+generators are fast and compile nothing. Only NumPyro's distributions listed in ``_SAMPLERS`` and
+emissions that define ``host_parameters`` and ``host_sample`` (genprob's diagonal normal and
+Bernoulli features) are drawn here; for anything else these functions return None and the caller
+draws with JAX, as before.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from genprob.families.bernoulli_emission import BernoulliFeatures
-from genprob.families.gaussian.normals import DiagonalNormal
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["host_prior_sites", "host_replicate"]
@@ -81,12 +80,18 @@ _SAMPLERS = {
     dist.Dirichlet: (("concentration",), lambda rng, a, shape: _dirichlet(rng, a, shape)),
     dist.Poisson: (("rate",), lambda rng, rate, shape: rng.poisson(rate, shape)),
     dist.BernoulliProbs: (("probs",), lambda rng, p, shape: rng.random(shape) < p),
-    DiagonalNormal: (
-        ("loc", "variances"),
-        lambda rng, loc, var, shape: rng.normal(loc, np.sqrt(np.maximum(var, 0.0)), shape),
-    ),
-    BernoulliFeatures: (("probs",), lambda rng, p, shape: rng.random(shape) < p),
 }
+
+
+def _sampler(base):
+    """``(parameter names, NumPy draw)`` of a distribution type: NumPyro's from the table, an
+    emission's own (``host_parameters`` and ``host_sample``), or None."""
+    kind = type(base)
+    if kind in _SAMPLERS:
+        return _SAMPLERS[kind]
+    if hasattr(kind, "host_sample") and hasattr(kind, "host_parameters"):
+        return tuple(kind.host_parameters), kind.host_sample
+    return None
 
 
 def _base(fn):
@@ -99,7 +104,7 @@ def _base(fn):
 def _draw(fn, rng, shape):
     """A NumPy draw of ``shape`` from ``fn``'s parameters (broadcast to ``shape``), or None."""
     base = _base(fn)
-    entry = _SAMPLERS.get(type(base))
+    entry = _sampler(base)
     if entry is None:
         return None
     names, sample = entry
@@ -140,7 +145,7 @@ def host_prior_sites(story: Story, num_classes: int, num_features: int, num_draw
     samples = {}
     for name, site in first.items():
         fn = site["fn"]
-        if name not in second or type(_base(fn)) not in _SAMPLERS:
+        if name not in second or _sampler(_base(fn)) is None:
             return None
         this, other = _parameters(fn), _parameters(second[name]["fn"])
         if len(this) != len(other) or any(
@@ -159,7 +164,7 @@ def host_replicate(story: Story, flat: dict, n: int, rng):
     emission (no draws for the other classes). None when the emission has no NumPy sampler here.
     """
     first = {k: v[0] for k, v in flat.items()}
-    entry = _SAMPLERS.get(type(_base(story.emission(first))))
+    entry = _sampler(_base(story.emission(first)))
     if entry is None:
         return None
     base = _base(jax.vmap(story.emission)(flat))  # parameters (draws, K, ...)
