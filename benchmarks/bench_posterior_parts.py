@@ -23,7 +23,10 @@ the exact path also runs in a fresh process of its own for its first call.
 
 ``--cli`` also times ``genprob demo --quick`` and ``genprob compare gaussian_nb`` on wine with
 its defaults, each a fresh process from interpreter start to exit, against the targets of issue
-46 (60 s and 30 s on a quiet 2-core machine); the demo's own progress lines give its steps.
+46 (60 s and 30 s on a quiet 2-core machine); the demo's own progress lines give its steps. Each
+command runs twice: "cold" with the command line's compilation cache off
+(``GENPROB_CLI_CACHE=0``: every program compiled, as on a first run) and "warm" with the cache as
+installed (filled by the cold run's programs, as on every later run).
 
 Usage::
 
@@ -175,7 +178,16 @@ def show(name: str, method: str, calls: dict) -> None:
 
 
 def time_cli(quick: bool) -> dict:
-    """Wall times of ``genprob demo --quick`` and ``genprob compare gaussian_nb`` on wine."""
+    """Wall times of ``genprob demo --quick`` and ``genprob compare gaussian_nb`` on wine, with
+    the command line's compilation cache off ("cold") and on ("warm")."""
+    times = {}
+    for cache in ("cold", "warm"):
+        env = {**os.environ, "GENPROB_CLI_CACHE": "0" if cache == "cold" else "1"}
+        times[cache] = _time_commands(quick, env, cache)
+    return times
+
+
+def _time_commands(quick: bool, env: dict, cache: str) -> dict:
     from sklearn.datasets import load_wine
 
     times = {}
@@ -194,7 +206,7 @@ def time_cli(quick: bool) -> dict:
         for label, argv in commands.items():
             start = time.perf_counter()
             done = subprocess.run(
-                [sys.executable, "-m", "genprob", *argv], capture_output=True, text=True
+                [sys.executable, "-m", "genprob", *argv], capture_output=True, text=True, env=env
             )
             seconds = time.perf_counter() - start
             # the demo's progress lines: "[i/n] step (elapsed s)"
@@ -209,7 +221,8 @@ def time_cli(quick: bool) -> dict:
             }
             verdict = "within" if seconds <= TARGETS[label] else "OVER"
             print(
-                f"genprob {label}: {seconds:.1f} s ({verdict} the {TARGETS[label]:.0f} s target"
+                f"genprob {label} ({cache}): {seconds:.1f} s ({verdict} the "
+                f"{TARGETS[label]:.0f} s target"
                 f"{'' if not quick else ', quick settings'}; exit {done.returncode})"
                 + (f"; posterior call {sampled[0]} s" if sampled else ""),
                 flush=True,
