@@ -144,7 +144,7 @@ def run_case(name: str, method: str, warmup: int, samples: int) -> dict:
 def fresh_exact(name: str, samples: int) -> float:
     """Seconds of the first exact-posterior call in a fresh process (imports excluded)."""
     code = (
-        "import sys, time, json; sys.path.insert(0, sys.argv[1])\n"
+        "import sys, time, json\n"
         "import bench_posterior_parts as b\n"
         "e, X, y = b.load_case(sys.argv[2]); e.fit(X, y)\n"
         "t = time.perf_counter()\n"
@@ -152,11 +152,14 @@ def fresh_exact(name: str, samples: int) -> float:
         "print(json.dumps(time.perf_counter() - t))\n"
     )
     here = str(Path(__file__).resolve().parent)
+    # run in this directory: the genprob the parent imported (PYTHONPATH or installed), not one
+    # in the caller's working directory
     done = subprocess.run(
-        [sys.executable, "-c", code, here, name, str(samples)],
+        [sys.executable, "-c", code, name, str(samples)],
         capture_output=True,
         text=True,
         check=True,
+        cwd=here,
     )
     return float(done.stdout.strip().splitlines()[-1])
 
@@ -205,8 +208,12 @@ def _time_commands(quick: bool, env: dict, cache: str) -> dict:
             commands["compare gaussian_nb wine"] += ["--num-warmup", "50", "--num-samples", "50"]
         for label, argv in commands.items():
             start = time.perf_counter()
-            done = subprocess.run(
-                [sys.executable, "-m", "genprob", *argv], capture_output=True, text=True, env=env
+            done = subprocess.run(  # in tmp: `-m` puts the working directory on sys.path
+                [sys.executable, "-m", "genprob", *argv],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=tmp,
             )
             seconds = time.perf_counter() - start
             # the demo's progress lines: "[i/n] step (elapsed s)"
