@@ -146,9 +146,9 @@ def fresh_exact(name: str, samples: int) -> float:
     code = (
         "import sys, time, json\n"
         "import bench_posterior_parts as b\n"
-        "e, X, y = b.load_case(sys.argv[2]); e.fit(X, y)\n"
+        "e, X, y = b.load_case(sys.argv[1]); e.fit(X, y)\n"
         "t = time.perf_counter()\n"
-        "e.posterior(X, y, method='exact', num_samples=int(sys.argv[3]), random_state=0)\n"
+        "e.posterior(X, y, method='exact', num_samples=int(sys.argv[2]), random_state=0)\n"
         "print(json.dumps(time.perf_counter() - t))\n"
     )
     here = str(Path(__file__).resolve().parent)
