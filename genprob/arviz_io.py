@@ -48,10 +48,18 @@ __all__ = [
     "plot_predictive_vs_plugin",
     "predictive_vs_plugin",
     "LOG_LIKELIHOOD_NAME",
+    "PREDICTIVE_DRAWS",
+    "PREDICTIVE_MAX_VALUES",
 ]
 
 #: Name of the pointwise log-likelihood variable (group ``log_likelihood``).
 LOG_LIKELIHOOD_NAME = "obs"
+#: Posterior draws (all chains together) replicated for ``posterior_predictive``, and draws of
+#: the ``prior`` group: enough for ``az.plot_ppc`` and prior checks at a small cost beside NUTS.
+PREDICTIVE_DRAWS = 500
+#: Most values (draws x rows x (features + 1)) replicated for ``posterior_predictive``: a wide
+#: or long data set keeps fewer draws (at least one per chain).
+PREDICTIVE_MAX_VALUES = 5_000_000
 #: Probability mass of the highest-density intervals in tables and plots (ArviZ's default).
 HDI_PROB = 0.94
 #: NumPyro's extra-field names -> ArviZ's ``sample_stats`` names.
@@ -149,7 +157,7 @@ def to_arviz(
     feature_names=None,
     sample_stats: dict | None = None,
     method: str | None = None,
-    predictive_draws: int = 200,
+    predictive_draws: int | None = None,
     predictive_seed: int | None = None,
 ):
     """Posterior draws of a story's parameters as an ArviZ result (see module docstring).
@@ -168,8 +176,10 @@ def to_arviz(
         sample_stats: NumPyro extra fields (``(chains, draws)`` arrays), taken from the MCMC
             object when it is given.
         method: ``"nuts"`` or ``"exact"``, recorded as ``attrs["inference_method"]``.
-        predictive_draws: draws per chain kept (evenly thinned) for ``posterior_predictive``,
-            and draws of the ``prior`` group (one chain); 0 leaves both groups out.
+        predictive_draws: posterior draws kept in total (evenly thinned, spread over the
+            chains) for ``posterior_predictive``, at most :data:`PREDICTIVE_MAX_VALUES`
+            replicated values and at least one draw per chain; also the draws of the ``prior``
+            group (one chain). None: :data:`PREDICTIVE_DRAWS`; 0 leaves both groups out.
         predictive_seed: seed of the predictive and prior draws (default: fixed by the data).
 
     Returns:
@@ -222,8 +232,17 @@ def to_arviz(
         dims["X"] = ["row", "feature"]
     seed = 0 if predictive_seed is None else int(predictive_seed)
     predictive = None
+    if predictive_draws is None:
+        predictive_draws = PREDICTIVE_DRAWS
     if predictive_draws:
-        predictive = _posterior_predictive(story, draws, n, predictive_draws, seed, dense)
+        per_chain = predictive_per_chain(
+            draws[CLASS_PRIOR].shape[0],
+            draws[CLASS_PRIOR].shape[1],
+            n,
+            num_features,
+            int(predictive_draws),
+        )
+        predictive = _posterior_predictive(story, draws, n, per_chain, seed, dense)
         predictive["y"] = _class_names(classes, predictive["y"])
     prior_draws = (
         _prior_draws(story, num_classes, num_features, predictive_draws, seed)
@@ -324,6 +343,14 @@ def _thin(draws: dict, per_chain: int) -> dict:
     return {k: v[:, index] for k, v in draws.items()}
 
 
+def predictive_per_chain(num_chains: int, num_draws: int, n: int, num_features: int, total: int):
+    """Draws per chain kept for ``posterior_predictive``: ``total`` spread evenly over the chains,
+    at most :data:`PREDICTIVE_MAX_VALUES` replicated values, at least one draw per chain."""
+    per_chain = max(total // max(num_chains, 1), 1)
+    values = max(num_chains * n * (num_features + 1), 1)  # X and y of one draw per chain
+    return max(min(per_chain, PREDICTIVE_MAX_VALUES // values, num_draws), 1)
+
+
 def _replicate_rows(story, flat, keys, n):
     """``(X, y)`` of ``n`` rows from the story at every draw of ``flat`` (compiled once per
     story structure and shapes: new draws, seeds and hyperparameters reuse it)."""
@@ -349,17 +376,24 @@ _draw_prior = jax.jit(_prior_sites, static_argnums=(2, 3, 4))
 
 
 def _posterior_predictive(story: Story, draws: dict, n: int, per_chain: int, seed, features):
-    """Replicated ``(y, X)`` of ``n`` rows from the story at (thinned) posterior draws."""
+    """Replicated ``(y, X)`` of ``n`` rows from the story at (thinned) posterior draws: drawn by
+    NumPy where the emission has a host sampler (:mod:`genprob._host_draws`), else by JAX."""
     import jax
+
+    from genprob._host_draws import host_replicate
 
     thinned = _thin(draws, per_chain)
     batch = thinned[CLASS_PRIOR].shape[:2]
-    flat = {k: jax.numpy.asarray(v.reshape((-1,) + v.shape[2:])) for k, v in thinned.items()}
-    keys = jax.random.split(jax.random.PRNGKey(int(seed)), int(np.prod(batch)))
-    try:
-        X_rep, y_rep = _replicate(story, flat, keys, n)
-    except jax.errors.ConcretizationTypeError:  # a sampler that needs a setting's value
-        X_rep, y_rep = _replicate_rows(story, flat, keys, n)
+    flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in thinned.items()}
+    replicated = host_replicate(story, flat, n, np.random.default_rng(int(seed)))
+    if replicated is None:
+        flat = {k: jax.numpy.asarray(v) for k, v in flat.items()}
+        keys = jax.random.split(jax.random.PRNGKey(int(seed)), int(np.prod(batch)))
+        try:
+            replicated = _replicate(story, flat, keys, n)
+        except jax.errors.ConcretizationTypeError:  # a sampler that needs a setting's value
+            replicated = _replicate_rows(story, flat, keys, n)
+    X_rep, y_rep = replicated
     out = {"y": np.asarray(y_rep).reshape(batch + (n,))}
     if features:
         out["X"] = np.asarray(X_rep).reshape(batch + X_rep.shape[1:])
@@ -367,16 +401,21 @@ def _posterior_predictive(story: Story, draws: dict, n: int, per_chain: int, see
 
 
 def _prior_draws(story: Story, num_classes: int, num_features: int, num_draws: int, seed):
-    """Draws of the story's parameters from its prior, one chain: ``(1, num_draws, ...)``."""
+    """Draws of the story's parameters from its prior, one chain: ``(1, num_draws, ...)``;
+    drawn by NumPy where every prior site has a host sampler, else by JAX."""
     import jax
 
+    from genprob._host_draws import host_prior_sites
     from genprob.mcmc import params_from_samples
 
-    key = jax.random.PRNGKey(int(seed) + 1)
-    try:
-        samples = _draw_prior(story, key, num_classes, num_features, int(num_draws))
-    except jax.errors.ConcretizationTypeError:  # a prior that needs a setting's value
-        samples = _prior_sites(story, key, num_classes, num_features, int(num_draws))
+    rng = np.random.default_rng(int(seed) + 1)
+    samples = host_prior_sites(story, num_classes, num_features, int(num_draws), rng)
+    if samples is None:
+        key = jax.random.PRNGKey(int(seed) + 1)
+        try:
+            samples = _draw_prior(story, key, num_classes, num_features, int(num_draws))
+        except jax.errors.ConcretizationTypeError:  # a prior that needs a setting's value
+            samples = _prior_sites(story, key, num_classes, num_features, int(num_draws))
     params = params_from_samples(story, samples, num_features)
     return {k: np.asarray(v)[None] for k, v in params.items()}
 

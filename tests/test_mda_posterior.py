@@ -242,3 +242,8 @@ def test_exact_method_is_refused():
     model = genprob.MixtureDiscriminantAnalysis(structure="VVV", n_components=2).fit(X, y)
     with pytest.raises(ValueError, match="method must be 'nuts'"):
         model.posterior(X, y, method="exact")
+    # the other estimators' options, checked by the same rules
+    with pytest.raises(ValueError, match="sampler must be one of"):
+        model.posterior(X, y, sampler="stan")
+    with pytest.raises(ValueError, match="predictive_draws"):
+        model.posterior(X, y, predictive_draws=-1)

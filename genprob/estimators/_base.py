@@ -873,6 +873,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         init="mle",
         priors="data",
         sampler="numpyro",
+        predictive_draws=None,
     ):
         """Posterior of the story's parameters as an ArviZ result, the MLE alongside.
 
@@ -901,6 +902,10 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 spread, see :meth:`Story.scaled_to_data`) or ``"fixed"`` (the story's own).
             sampler: the NUTS implementation: ``"numpyro"`` (default) or ``"blackjax"``
                 (needs ``pip install 'genprob[blackjax]'``); see :func:`genprob.mcmc.run_nuts`.
+            predictive_draws: posterior draws replicated for ``posterior_predictive`` (all
+                chains together, evenly thinned) and draws of ``prior``; None: 500
+                (:data:`genprob.arviz_io.PREDICTIVE_DRAWS`), fewer on data sets so large that
+                the replicas would exceed 5 million values; 0 leaves both groups out.
 
         Returns:
             ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x), the same
@@ -926,6 +931,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             init=init,
             priors=priors,
             sampler=sampler,
+            predictive_draws=predictive_draws,
         )
 
     # -- prediction (all from the joint log-probability) -----------------------------------------

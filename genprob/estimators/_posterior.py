@@ -41,6 +41,7 @@ def estimator_posterior(
     init="mle",
     priors: str = "data",
     sampler: str = "numpyro",
+    predictive_draws: int | None = None,
     **nuts_kwargs,
 ):
     """Implementation of :meth:`GenerativeClassifierBase.posterior` (see there)."""
@@ -49,6 +50,8 @@ def estimator_posterior(
     num_samples = check_count(num_samples, "num_samples")
     num_chains = check_count(num_chains, "num_chains")
     num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
+    if predictive_draws is not None:
+        predictive_draws = check_count(predictive_draws, "predictive_draws", minimum=0)
     # the exact path ignores them, but a typo there must not pass unnoticed
     check_options(
         priors=priors, init=init, jitter=nuts_kwargs.get("jitter", JITTER), sampler=sampler
@@ -133,4 +136,5 @@ def estimator_posterior(
             classes=estimator.classes_,
             feature_names=feature_names,
             method=method,
+            predictive_draws=predictive_draws,
         )

@@ -621,6 +621,8 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         prior=None,
         init="mle",
         priors="data",
+        sampler="numpyro",
+        predictive_draws=None,
     ):
         """Posterior of the chosen model's parameters by NUTS, as an ArviZ result, the MLE
         alongside.
@@ -648,6 +650,9 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             init: ``"mle"`` (chains jittered about ``params_``), ``"uniform"``, a dict of
                 parameters named as ``params_``, or one such dict per chain.
             priors: ``"data"`` (scales from each feature's location and spread) or ``"fixed"``.
+            sampler: ``"numpyro"`` or ``"blackjax"``, as for the other estimators.
+            predictive_draws: draws replicated for ``posterior_predictive`` and drawn for
+                ``prior`` (None: :data:`genprob.arviz_io.PREDICTIVE_DRAWS`; 0: neither group).
 
         Returns:
             ``arviz.InferenceData`` (``xarray.DataTree`` on ArviZ 1.x) with ``posterior``
@@ -667,6 +672,8 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             prior=prior,
             init=init,
             priors=priors,
+            sampler=sampler,
+            predictive_draws=predictive_draws,
         )
 
     def predict_joint_log_proba(self, X):
@@ -718,6 +725,8 @@ def _posterior(
     prior,
     init,
     priors,
+    sampler,
+    predictive_draws,
 ):
     """Implementation of :meth:`MixtureDiscriminantAnalysis.posterior` (see there)."""
     import jax.numpy as jnp
@@ -739,7 +748,9 @@ def _posterior(
     num_samples = check_count(num_samples, "num_samples")
     num_chains = check_count(num_chains, "num_chains")
     num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
-    check_options(priors=priors, init=init)
+    check_options(priors=priors, init=init, sampler=sampler)
+    if predictive_draws is not None:
+        predictive_draws = check_count(predictive_draws, "predictive_draws", minimum=0)
     if prior is not None and not isinstance(prior, dict):
         raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
     y = np.asarray(y)
@@ -796,6 +807,7 @@ def _posterior(
             fit=mixture_story.latent_of(mle) if isinstance(init, str) and init == "mle" else None,
             priors="fixed",  # the data's scales are already in the story
             check=False,  # diagnosed below, on aligned draws
+            sampler=sampler,
         )
         draws = params_from_samples(story, run.get_samples(group_by_chain=True), X.shape[1])
         extra = run.get_extra_fields(group_by_chain=True)
@@ -821,6 +833,7 @@ def _posterior(
             feature_names=feature_names,
             sample_stats={k: np.asarray(v) for k, v in extra.items()},
             method="nuts",
+            predictive_draws=predictive_draws,
         )
 
 

@@ -25,6 +25,13 @@ class BernoulliFeatures(dist.Distribution):
     arg_constraints = {"probs": constraints.unit_interval}
     support = constraints.independent(constraints.boolean, 1)
     pytree_data_fields = ("probs",)
+    #: what :meth:`host_sample` reads (the ArviZ container's replicas are drawn by NumPy)
+    host_parameters = ("probs",)
+
+    @staticmethod
+    def host_sample(rng, probs, shape):
+        """A NumPy draw of ``shape`` (``numpy.random.Generator`` ``rng``; ``probs`` broadcast)."""
+        return rng.random(shape) < probs
 
     def __init__(self, probs, *, validate_args=None):
         self.probs = probs

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
@@ -111,6 +112,13 @@ class DiagonalNormal(dist.Distribution):
     support = constraints.real_vector
     reparametrized_params = ["loc", "variances"]
     pytree_data_fields = ("loc", "variances")
+    #: what :meth:`host_sample` reads (the ArviZ container's replicas are drawn by NumPy)
+    host_parameters = ("loc", "variances")
+
+    @staticmethod
+    def host_sample(rng, loc, variances, shape):
+        """A NumPy draw of ``shape`` (``numpy.random.Generator`` ``rng``; parameters broadcast)."""
+        return rng.normal(loc, np.sqrt(np.maximum(variances, 0.0)), shape)
 
     def __init__(self, loc, variances, *, validate_args=None):
         self.loc = loc
