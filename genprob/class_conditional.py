@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-__all__ = ["ClassConditional"]
+__all__ = ["ClassConditional", "unlabeled_log_likelihood"]
 
 
 class ClassConditional(dist.Distribution):
@@ -60,3 +60,32 @@ class ClassConditional(dist.Distribution):
         index = jnp.broadcast_to(self.labels, shape)
         index = index.reshape(shape + (1,) * (1 + len(self.event_shape)))
         return jnp.take_along_axis(draws, index, axis=len(shape))[..., 0, :]
+
+
+def unlabeled_log_likelihood(emission, class_log_prior, blocks, num_unlabeled):
+    """``sum_i log sum_k pi_k p(x_i | k)`` over the first ``num_unlabeled`` rows of ``blocks``.
+
+    Args:
+        emission: distribution with batch shape ``(K,)`` and event shape ``(D,)``.
+        class_log_prior: log class probabilities (K,).
+        blocks: rows in equal blocks (B, c, D), the unlabeled ones first.
+        num_unlabeled: traced int: the rows that count; the blocks after the last of them are
+            skipped at run time (so the compiled program serves any number of labels).
+    """
+    size = blocks.shape[1]
+
+    def block_total(start, block):
+        by_class = emission.log_prob(block[:, None, :])  # (c, K)
+        marginal = jax.nn.logsumexp(by_class + class_log_prior, axis=-1)
+        return jnp.sum(jnp.where(start + jnp.arange(size) < num_unlabeled, marginal, 0.0))
+
+    def skipped(start, block):
+        return jnp.zeros((), jnp.result_type(class_log_prior))
+
+    def step(total, item):
+        start, block = item
+        return total + jax.lax.cond(start < num_unlabeled, block_total, skipped, start, block), None
+
+    starts = jnp.arange(blocks.shape[0], dtype=jnp.int32) * size
+    total, _ = jax.lax.scan(step, jnp.zeros((), jnp.result_type(class_log_prior)), (starts, blocks))
+    return total

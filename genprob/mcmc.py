@@ -205,7 +205,8 @@ def run_nuts(
         log_likelihood=False,
     )
     sites = [CLASS_PRIOR, *latent]
-    args = (story, X, codes)
+    # the sampler's potential: labeled rows through their statistics where the emission has them
+    args = (story, X, codes, core.labeled_summary(story, X, codes, num_classes))
     static = dict(
         num_classes=num_classes,
         num_warmup=int(num_warmup),
