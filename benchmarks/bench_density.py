@@ -84,8 +84,8 @@ def main(argv=None):
 
     import jax
     import jax.numpy as jnp
-
     from bench_nuts import K, make_data
+
     from genprob import core
     from genprob.families.gaussian.story import GaussianStory
 

@@ -25,12 +25,12 @@ from genprob._limits import check_count, check_traced_size, check_working_set, c
 from genprob._validation import (
     UNLABELED,
     all_concrete,
-    is_bcoo,
     check_class_codes,
     check_class_prior,
     check_features,
     check_responsibilities,
     core_label_codes,
+    is_bcoo,
     is_concrete,
 )
 from genprob.execution import class_prior_from_counts, combine_statistics

@@ -93,7 +93,9 @@ class WhitenedNormal(dist.Distribution):
         """Counts, means and scatter matrices about the means (K, D, D) of each class's
         labeled rows ``X`` (m, D), labels ``one_hot`` (m, K) (NumPy, once per data set)."""
         counts, means = _class_means(X, one_hot)
-        scatter = np.stack([(X - m).T @ ((X - m) * w[:, None]) for m, w in zip(means, one_hot.T)])
+        scatter = np.stack(
+            [(X - m).T @ ((X - m) * w[:, None]) for m, w in zip(means, one_hot.T, strict=True)]
+        )
         return {"means": means, "scatter": scatter}
 
     def labeled_log_prob(self, stats):
@@ -163,7 +165,7 @@ class DiagonalNormal(dist.Distribution):
         """Counts, means and squared deviations from the means (K, D) of each class's labeled
         rows ``X`` (m, D), labels ``one_hot`` (m, K) (NumPy, once per data set)."""
         counts, means = _class_means(X, one_hot)
-        squares = np.stack([w @ (X - m) ** 2 for m, w in zip(means, one_hot.T)])
+        squares = np.stack([w @ (X - m) ** 2 for m, w in zip(means, one_hot.T, strict=True)])
         return {"means": means, "squares": squares}
 
     def labeled_log_prob(self, stats):
