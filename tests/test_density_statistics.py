@@ -61,11 +61,13 @@ def _densities(story, X, y, values):
     free = unconstrain_fn(core.model, (story, X, y), kwargs, values)
     summary = core.labeled_summary(story, X, y, K)
     assert summary is not None
+    # one compiled program per density: op by op, the scan over blocks would dispatch slowly
+    evaluate = jax.jit(
+        jax.value_and_grad(lambda z, args: potential_energy(core.model, args, kwargs, z))
+    )
     results = []
     for args in ((story, X, y), (story, X, y, summary)):
-        value, grad = jax.value_and_grad(
-            lambda z, args=args: potential_energy(core.model, args, kwargs, z)
-        )(free)
+        value, grad = evaluate(free, args)
         results.append((float(value), jax.tree_util.tree_map(np.asarray, grad)))
     return results
 
@@ -107,8 +109,8 @@ def test_statistics_density_in_float32(name):
         values = {k: np.asarray(v, np.float32) for k, v in values.items()}
         (reference, _), _ = _densities(STORIES[name], jnp.asarray(X), y, values)
     (rows, _), (stats, _) = _densities(STORIES[name], jnp.asarray(X, jnp.float32), y, values)
-    # both sums of N float32 terms: within a few ulps of each term's size of the float64 value
-    tolerance = 50 * N * np.finfo(np.float32).eps * abs(reference)
+    # float32 rounding of the float64 value at the same point, for both densities alike
+    tolerance = 64 * np.finfo(np.float32).eps * abs(reference)
     assert abs(stats - reference) <= tolerance
     assert abs(rows - reference) <= tolerance
 
