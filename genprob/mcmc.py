@@ -206,7 +206,11 @@ def run_nuts(
     )
     sites = [CLASS_PRIOR, *latent]
     # the sampler's potential: labeled rows through their statistics where the emission has them
-    args = (story, X, codes, core.labeled_summary(story, X, codes, num_classes))
+    # (its unlabeled part is differentiated in reverse mode only)
+    summary = None
+    if not nuts_kwargs.get("forward_mode_differentiation"):
+        summary = core.labeled_summary(story, X, codes, num_classes)
+    args = (story, X, codes, summary)
     static = dict(
         num_classes=num_classes,
         num_warmup=int(num_warmup),

@@ -152,3 +152,22 @@ def test_stories_without_statistics_keep_the_row_by_row_density():
     assert core.labeled_summary(story, X, y, K) is None
     missing = X.at[0, 0].set(jnp.nan)
     assert core.labeled_summary(GaussianStory(covariance="diag"), missing, y, K) is None
+
+
+@pytest.mark.parametrize("chain_method", ["vectorized", "forward mode"])
+def test_nuts_runs_vectorized_and_in_forward_mode(chain_method):
+    """Vectorized chains take the summary's reverse-mode gradient batched; forward-mode
+    differentiation, which that gradient does not offer, samples the row-by-row density."""
+    from genprob.mcmc import run_nuts
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 2)) + np.repeat([[0.0, 0.0], [3.0, 1.0]], 20, axis=0)
+    y = np.where(rng.random(40) < 0.5, -1, np.repeat([0, 1], 20))
+    options = dict(num_classes=2, num_warmup=20, num_samples=20, num_chains=2, check=False)
+    if chain_method == "vectorized":
+        options["chain_method"] = "vectorized"
+    else:
+        options["forward_mode_differentiation"] = True
+    run = run_nuts(STORIES["gaussian_nb"], X, y, **options)
+    means = np.asarray(run.get_samples()["means"])
+    assert means.shape == (40, 2, 2) and np.all(np.isfinite(means))
