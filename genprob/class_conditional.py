@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpyro.distributions as dist
 from numpyro.distributions import constraints
 
-__all__ = ["ClassConditional"]
+__all__ = ["ClassConditional", "unlabeled_log_likelihood"]
 
 
 class ClassConditional(dist.Distribution):
@@ -60,3 +60,58 @@ class ClassConditional(dist.Distribution):
         index = jnp.broadcast_to(self.labels, shape)
         index = index.reshape(shape + (1,) * (1 + len(self.event_shape)))
         return jnp.take_along_axis(draws, index, axis=len(shape))[..., 0, :]
+
+
+def unlabeled_log_likelihood(emission, class_log_prior, blocks, num_unlabeled):
+    """``sum_i log sum_k pi_k p(x_i | k)`` over the first ``num_unlabeled`` rows of ``blocks``.
+
+    Each block's value and gradient are taken together, so reverse mode keeps the gradient (the
+    size of the parameters) instead of per-row intermediates; its derivative is reverse-mode
+    only (a sampler asked for forward mode gets no summary, :func:`genprob.mcmc.run_nuts`).
+
+    Args:
+        emission: distribution with batch shape ``(K,)`` and event shape ``(D,)``.
+        class_log_prior: log class probabilities (K,).
+        blocks: rows in equal blocks (B, c, D), the unlabeled ones first.
+        num_unlabeled: traced int: the rows that count; the blocks after the last of them are
+            skipped at run time (so the compiled program serves any number of labels).
+    """
+    leaves, treedef = jax.tree_util.tree_flatten(emission)
+    inexact = [jnp.issubdtype(jnp.result_type(leaf), jnp.inexact) for leaf in leaves]
+    pairs = list(zip(leaves, inexact, strict=True))
+    size = blocks.shape[1]
+    dtype = jnp.result_type(class_log_prior)
+
+    def block_total(params, start, block):
+        floats = iter(params[0])
+        rebuilt = [next(floats) if keep else leaf for leaf, keep in pairs]
+        by_class = jax.tree_util.tree_unflatten(treedef, rebuilt).log_prob(block[:, None, :])
+        marginal = jax.nn.logsumexp(by_class + params[1], axis=-1)
+        return jnp.sum(jnp.where(start + jnp.arange(size) < num_unlabeled, marginal, 0.0))
+
+    def value_and_grad(params):
+        zero = jax.tree_util.tree_map(jnp.zeros_like, params)
+
+        def scored(start, block):
+            return jax.value_and_grad(block_total)(params, start, block)
+
+        def skipped(start, block):
+            return jnp.zeros((), dtype), zero
+
+        def step(carry, item):
+            value, grad = jax.lax.cond(item[0] < num_unlabeled, scored, skipped, *item)
+            return (carry[0] + value, jax.tree_util.tree_map(jnp.add, carry[1], grad)), None
+
+        starts = jnp.arange(blocks.shape[0], dtype=jnp.int32) * size
+        return jax.lax.scan(step, (jnp.zeros((), dtype), zero), (starts, blocks))[0]
+
+    @jax.custom_vjp
+    def total(params):
+        return value_and_grad(params)[0]
+
+    def backward(grad, cotangent):
+        return (jax.tree_util.tree_map(lambda g: cotangent * g, grad),)
+
+    total.defvjp(value_and_grad, backward)
+    floats = [leaf for leaf, keep in pairs if keep]
+    return total((floats, class_log_prior))

@@ -30,6 +30,7 @@ from genprob._validation import (
     check_features,
     check_responsibilities,
     core_label_codes,
+    is_bcoo,
     is_concrete,
 )
 from genprob.execution import class_prior_from_counts, combine_statistics
@@ -55,6 +56,7 @@ __all__ = [
     "fit_closed_form",
     "class_prior_from_counts",
     "model",
+    "labeled_summary",
     "sample",
 ]
 
@@ -236,7 +238,16 @@ def _core_class_prior(class_prior, num_classes: int):
     return class_prior
 
 
-def model(story: Story, X=None, y=None, *, num_classes: int, num_features=None, num_samples=None):
+def model(
+    story: Story,
+    X=None,
+    y=None,
+    summary=None,
+    *,
+    num_classes: int,
+    num_features=None,
+    num_samples=None,
+):
     """The story as a NumPyro model.
 
     It reads as the generative process: draw the parameters from their prior, then for each row
@@ -251,6 +262,11 @@ def model(story: Story, X=None, y=None, *, num_classes: int, num_features=None, 
         num_classes: K.
         num_features: D, needed only when ``X`` is None.
         num_samples: n, needed only when both ``X`` and ``y`` are None.
+        summary: :func:`labeled_summary` of ``X`` and ``y``, or None. Given, the rows enter
+            through two factors of the same value (to rounding) instead of the ``y`` and ``x``
+            sites: the labeled rows through their statistics, the unlabeled ones through one
+            log-sum-exp over classes each. Only the sampler's potential uses it; pointwise
+            log-likelihoods and predictive draws read the row-by-row sites.
     """
     num_features = X.shape[-1] if X is not None else num_features
     if X is not None and has_missing(X):
@@ -267,6 +283,19 @@ def model(story: Story, X=None, y=None, *, num_classes: int, num_features=None, 
     )
     params = story.prior(num_classes, num_features)
     emission = story.emission({**params, CLASS_PRIOR: class_prior})
+    if summary is not None:
+        stats = summary["statistics"]
+        label_log_prob = class_distribution(class_prior).log_prob(jnp.arange(num_classes))
+        numpyro.factor(
+            "labeled", stats["counts"] @ label_log_prob + emission.labeled_log_prob(stats)
+        )
+        numpyro.factor(
+            "unlabeled",
+            class_conditional.unlabeled_log_likelihood(
+                emission, jnp.log(class_prior), summary["blocks"], summary["num_unlabeled"]
+            ),
+        )
+        return
     with numpyro.plate("data", num_samples):
         if y is None:
             labels = numpyro.sample("y", class_distribution(class_prior))
@@ -286,6 +315,77 @@ def model(story: Story, X=None, y=None, *, num_classes: int, num_features=None, 
             ),
             obs=X,
         )
+
+
+#: Blocks of the unlabeled rows in :func:`labeled_summary` (those past the last unlabeled row
+#: are skipped at run time: the density's cost follows the number of unlabeled rows).
+SUMMARY_BLOCKS = 8
+
+
+def labeled_summary(story: Story, X, y, num_classes: int):
+    """The data of :func:`model`'s cheaper density, or None when the story's emission has none.
+
+    Labeled rows enter the density through per-class statistics computed here once (on the
+    host): an emission offers them with ``labeled_statistics(X, one_hot)`` (NumPy, data only)
+    and ``labeled_log_prob(stats)`` (``sum_i log p(x_i | y_i)`` from them, O(K D) or
+    O(K D^2) per evaluation). The unlabeled rows are kept, first, in :data:`SUMMARY_BLOCKS`
+    blocks. Every leaf has a shape set by ``X``'s shape alone, so new data values (and any
+    number of labels) reuse a compiled sampler. None for sparse or missing entries and for
+    emissions without the two methods (mixed stories, user emissions): the row-by-row sites
+    then serve.
+
+    Args:
+        story: the story. X: features (n, D), dense. y: class codes (n,), -1 unlabeled.
+        num_classes: K.
+    """
+    if not (is_concrete(X) and is_concrete(y)) or scipy.sparse.issparse(X) or is_bcoo(X):
+        return None
+    if has_missing(X):
+        return None
+    dtype = jnp.result_type(X)
+    X_host = np.asarray(X)
+    codes = np.asarray(y)
+    labeled = codes >= 0
+    one_hot = (codes[labeled, None] == np.arange(num_classes)).astype(np.float64)
+    found = []
+
+    def probe():
+        with numpyro.handlers.seed(rng_seed=0):
+            params = story.prior(num_classes, X_host.shape[1])
+        prior = jnp.full(num_classes, 1.0 / num_classes, dtype)
+        emission = story.emission({**params, CLASS_PRIOR: prior})
+        if _summarizes(type(emission)):  # NumPy on the data: concrete inside the trace
+            found.append(emission.labeled_statistics(X_host[labeled].astype(np.float64), one_hot))
+        return 0
+
+    jax.eval_shape(probe)
+    if not found:
+        return None
+    stats = {"counts": one_hot.sum(axis=0), **found[0]}
+    num_rows = X_host.shape[0]
+    num_blocks = max(1, min(SUMMARY_BLOCKS, num_rows))
+    size = -(-num_rows // num_blocks)
+    order = np.argsort(labeled, kind="stable")  # unlabeled rows first
+    rows = np.pad(X_host[order], ((0, num_blocks * size - num_rows), (0, 0)), mode="edge")
+    return {
+        "statistics": {k: jnp.asarray(v, dtype) for k, v in stats.items()},
+        "blocks": jnp.asarray(rows.reshape(num_blocks, size, -1), dtype),
+        "num_unlabeled": jnp.asarray(np.sum(~labeled), jnp.int32),
+    }
+
+
+def _summarizes(emission_type) -> bool:
+    """The emission offers labeled statistics, defined with its log density (a subclass that
+    changes ``log_prob`` alone keeps the row-by-row density)."""
+
+    def owner(name):
+        return next((c for c in emission_type.__mro__ if name in vars(c)), None)
+
+    return (
+        owner("labeled_log_prob") is not None
+        and owner("labeled_log_prob") is owner("log_prob")
+        and owner("labeled_statistics") is owner("log_prob")
+    )
 
 
 #: Rows beyond which a draw's shapes may overflow JAX's int64 sizes when traced (2**48: room for

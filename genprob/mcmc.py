@@ -215,7 +215,12 @@ def run_nuts(
         log_likelihood=False,
     )
     sites = [CLASS_PRIOR, *latent]
-    args = (story, X, codes)
+    # the sampler's potential: labeled rows through their statistics where the emission has them
+    # (its unlabeled part is differentiated in reverse mode only)
+    summary = None
+    if not nuts_kwargs.get("forward_mode_differentiation"):
+        summary = core.labeled_summary(story, X, codes, num_classes)
+    args = (story, X, codes, summary)
     static = dict(
         num_classes=num_classes,
         num_warmup=int(num_warmup),

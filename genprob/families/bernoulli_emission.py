@@ -45,6 +45,16 @@ class BernoulliFeatures(dist.Distribution):
         weights, offset = self.linear_form()
         return linear_log_prob(value, weights, offset)
 
+    def labeled_statistics(self, X, one_hot):
+        """Ones per class and feature of labeled rows ``X`` (m, D), labels ``one_hot`` (m, K)
+        (NumPy, once per data set)."""
+        return {"feature_counts": one_hot.T @ X}
+
+    def labeled_log_prob(self, stats):
+        """``sum_i log p(x_i | y_i)`` over the labeled rows, from their statistics: O(K D)."""
+        weights, offset = self.linear_form()
+        return jnp.sum(stats["feature_counts"] * weights) + stats["counts"] @ offset
+
     def sample(self, key, sample_shape=()):
         draws = dist.Bernoulli(probs=self.probs).sample(key, sample_shape)
         return draws.astype(jnp.result_type(self.probs))

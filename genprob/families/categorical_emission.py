@@ -220,6 +220,18 @@ class CategoricalFeatures(dist.Distribution):
             return by_feature.sum(axis=-2)
         return log_probs[jnp.arange(num_classes)[:, None], feature, codes].sum(axis=-1)
 
+    def labeled_statistics(self, X, one_hot):
+        """Rows per class, feature and code (K, D, M) of labeled rows ``X`` (m, D), labels
+        ``one_hot`` (m, K) (NumPy; of the emission only its table's width is read)."""
+        codes = X.astype(np.int64)
+        # (m, D, M) indicators: each labeled row is read once, outside the sampler
+        indicators = codes[..., None] == np.arange(jnp.shape(self.probs)[-1])
+        return {"category_counts": np.einsum("mk,mdc->kdc", one_hot, indicators)}
+
+    def labeled_log_prob(self, stats):
+        """``sum_i log p(x_i | y_i)`` over the labeled rows, from their statistics: O(K D M)."""
+        return jnp.sum(stats["category_counts"] * floor_log(self.probs))
+
     def sample(self, key, sample_shape=()):
         draws = dist.Categorical(probs=self.probs).sample(key, sample_shape)
         return draws.astype(jnp.result_type(self.probs))

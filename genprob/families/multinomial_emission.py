@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpyro.distributions as dist
 import scipy.sparse
+import scipy.special
 from jax.scipy.special import gammaln
 from numpyro.distributions import constraints
 
@@ -48,6 +49,19 @@ class MultinomialFeatures(dist.Distribution):
         log_factorials = _map_stored(value, lambda v: gammaln(v + 1.0)) @ ones
         # length and log_factorials have shape (..., 1) or (..., K): they broadcast over classes.
         return linear_log_prob(value, weights, offset) + gammaln(length + 1.0) - log_factorials
+
+    def labeled_statistics(self, X, one_hot):
+        """Word counts per class of labeled rows ``X`` (m, D), labels ``one_hot`` (m, K), and
+        the rows' multinomial coefficients ``sum_i log n_i! - sum_ij log x_ij!`` (no parameter
+        in them: summed once)."""
+        coefficients = scipy.special.gammaln(X.sum(axis=-1) + 1.0).sum()
+        coefficients -= scipy.special.gammaln(X + 1.0).sum()
+        return {"feature_counts": one_hot.T @ X, "coefficients": coefficients}
+
+    def labeled_log_prob(self, stats):
+        """``sum_i log p(x_i | y_i)`` over the labeled rows, from their statistics: O(K D)."""
+        weights, _ = self.linear_form()
+        return jnp.sum(stats["feature_counts"] * weights) + stats["coefficients"]
 
     def sample(self, key, sample_shape=()):
         if self.total_count is None:

@@ -35,6 +35,7 @@ special = LazyModule("jax.scipy.special")
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
+_emission = LazyModule("genprob.families.poisson_emission")
 
 
 __all__ = ["FAMILY", "PoissonStory", "VAGUE_RATE"]
@@ -73,7 +74,7 @@ class PoissonStory(Story):
         return {"rates": rates}
 
     def emission(self, params):
-        return dist.Poisson(params["rates"]).to_event(1)
+        return _emission.PoissonFeatures(params["rates"])
 
     def sufficient_statistics(self, X, R):
         return {"counts": R.sum(axis=0), "feature_sums": R.T @ X}

@@ -89,6 +89,31 @@ class WhitenedNormal(dist.Distribution):
             z = jnp.einsum("...kd,...kde->...ke", value - self.loc, self.whitening)
         return -0.5 * jnp.sum(z * z, axis=-1) + self._class_constant()
 
+    def labeled_statistics(self, X, one_hot):
+        """Counts, means and scatter matrices about the means (K, D, D) of each class's
+        labeled rows ``X`` (m, D), labels ``one_hot`` (m, K) (NumPy, once per data set)."""
+        counts, means = _class_means(X, one_hot)
+        scatter = np.stack(
+            [(X - m).T @ ((X - m) * w[:, None]) for m, w in zip(means, one_hot.T, strict=True)]
+        )
+        return {"means": means, "scatter": scatter}
+
+    def labeled_log_prob(self, stats):
+        """``sum_i log p(x_i | y_i)`` over the labeled rows from their statistics, O(K D^2 r):
+        ``sum_i ||(x_i - mu) W||^2 = tr(W^T S W) + n ||(m - mu) W||^2`` about the class means
+        ``m`` (no cancellation: the scatter ``S`` is centered)."""
+        counts, scatter = stats["counts"], stats["scatter"]
+        offset = stats["means"] - self.loc  # (K, D)
+        if self.shared:
+            spread = jnp.sum((jnp.sum(scatter, axis=0) @ self.whitening) * self.whitening)
+            between = jnp.sum(counts * jnp.sum((offset @ self.whitening) ** 2, axis=-1))
+        else:
+            spread = jnp.sum((scatter @ self.whitening) * self.whitening)
+            moved = jnp.einsum("kd,kdr->kr", offset, self.whitening)
+            between = jnp.sum(counts * jnp.sum(moved * moved, axis=-1))
+        constant = jnp.broadcast_to(self._class_constant(), counts.shape)
+        return -0.5 * (spread + between) + counts @ constant
+
     def sample(self, key, sample_shape=()):
         # the coloring is (D, r) on a retained subspace of r dimensions
         shape = tuple(sample_shape) + self.batch_shape + jnp.shape(self.coloring)[-1:]
@@ -143,7 +168,28 @@ class DiagonalNormal(dist.Distribution):
         quadratic = jnp.sum((value - self.loc) ** 2 / self.variances, axis=-1)
         return self._log_normalizer() - 0.5 * quadratic
 
+    def labeled_statistics(self, X, one_hot):
+        """Counts, means and squared deviations from the means (K, D) of each class's labeled
+        rows ``X`` (m, D), labels ``one_hot`` (m, K) (NumPy, once per data set)."""
+        counts, means = _class_means(X, one_hot)
+        squares = np.stack([w @ (X - m) ** 2 for m, w in zip(means, one_hot.T, strict=True)])
+        return {"means": means, "squares": squares}
+
+    def labeled_log_prob(self, stats):
+        """``sum_i log p(x_i | y_i)`` over the labeled rows from their statistics, O(K D)."""
+        counts = stats["counts"]
+        deviation = stats["squares"] + counts[:, None] * (stats["means"] - self.loc) ** 2
+        return counts @ self._log_normalizer() - 0.5 * jnp.sum(deviation / self.variances)
+
     def sample(self, key, sample_shape=()):
         shape = tuple(sample_shape) + self.batch_shape + self.event_shape
         noise = jax.random.normal(key, shape, dtype=jnp.result_type(self.loc))
         return self.loc + jnp.sqrt(self.variances) * noise
+
+
+def _class_means(X, one_hot):
+    """Rows per class (K,) and class means (K, D) of rows ``X`` (NumPy); 0 for a class without
+    rows."""
+    counts = one_hot.sum(axis=0)
+    means = (one_hot.T @ X) / np.maximum(counts, 1.0)[:, None]
+    return counts, means
