@@ -164,8 +164,20 @@ def _trace_prior(story: Story, num_classes: int, num_features: int):
 
 
 def _latent_sites(story: Story, num_classes: int, num_features: int) -> dict:
-    """The prior's latent sample sites (name -> NumPyro site), in the order the prior draws them."""
-    return _trace_prior(story, num_classes, num_features)[1]
+    """The prior's latent sample sites in the order the prior draws them, as name -> ``{"value":
+    zeros of the site's shape and dtype}``, from an abstract trace: a draw would compile the
+    prior's samplers (JAX's Gamma alone takes about a second) on a posterior's first call."""
+    names = []
+
+    def values():
+        sites = _trace_prior(story, num_classes, num_features)[1]
+        names.extend(sites)
+        return [site["value"] for site in sites.values()]
+
+    shapes = jax.eval_shape(values)
+    return {
+        name: {"value": np.zeros(s.shape, s.dtype)} for name, s in zip(names, shapes, strict=True)
+    }
 
 
 def params_from_latent(story: Story, latent: dict, num_classes: int, num_features: int) -> dict:
