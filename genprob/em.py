@@ -273,7 +273,7 @@ def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) ->
     prior_args = (num_classes, num_features)
 
     def unconstrained_draw():
-        latent = {name: site["value"] for name, site in _latent_sites(story, *prior_args).items()}
+        latent = {name: site["value"] for name, site in _trace_prior(story, *prior_args)[1].items()}
         return infer_util.unconstrain_fn(story.prior, prior_args, {}, latent)
 
     # shapes only (an abstract trace: no draw from the prior is compiled or run)

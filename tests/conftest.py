@@ -57,3 +57,20 @@ def _bounded_compiled_programs():
 
         jax.clear_caches()
         gc.collect()
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A real two-process Dask ``LocalCluster`` for a module's tests (skipped without Dask)."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        host="127.0.0.1",
+        worker_dashboard_address=None,
+    )
+    with distributed.Client(cluster) as client:
+        yield client
+    cluster.close()

@@ -17,21 +17,6 @@ from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 from genprob.estimators import GaussianNB, GenerativeClassifier  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        host="127.0.0.1",
-        worker_dashboard_address=None,
-    )
-    with distributed.Client(cluster) as client:
-        yield client
-    cluster.close()
-
-
 def _dask_arrays(X, y, w=None, chunks=(1, 60, 0, 79, 100)):
     """Row blocks of uneven sizes: a single row, an empty block, boundaries inside classes."""
     sizes = list(chunks[:-1]) + [len(y) - sum(chunks[:-1])]

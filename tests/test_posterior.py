@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.stats
+from _conjugate_case import BERNOULLI_POISSON, assert_matches_exact, bernoulli_poisson_data
 
 import genprob
 from genprob import _arviz_compat as compat
@@ -19,26 +20,11 @@ from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
 from genprob.posterior import exact_posterior, with_prior
 
+
 # One story holds both conjugate families checked against NUTS, so one NUTS run covers them.
-BERNOULLI_POISSON = MixedStory(
-    [("coin", BernoulliStory(alpha=1.0), (0, 1)), ("count", PoissonStory(1.0, 1.0), (2,))]
-)
-
-
 def _one_hot(codes, K):
     with jax.enable_x64(True):
         return core.one_hot_responsibilities(jnp.asarray(codes), K, dtype=jnp.float64)
-
-
-def _bernoulli_poisson_data(n, seed):
-    rng = np.random.default_rng(seed)
-    y = np.r_[0, 1, rng.integers(0, 2, n - 2)]
-    probs = np.array([[0.2, 0.7], [0.6, 0.4]])
-    rates = np.array([1.5, 4.0])
-    X = np.column_stack(
-        [(rng.random((n, 2)) < probs[y]).astype(float), rng.poisson(rates[y]).astype(float)]
-    )
-    return X, y
 
 
 def _discrete_cases():
@@ -180,7 +166,7 @@ def test_simulation_based_calibration_of_exact_posteriors():
 def test_posterior_mean_approaches_the_mle_as_data_grow():
     gaps, sds = [], []
     for n in (40, 4000):
-        X, y = _bernoulli_poisson_data(n, seed=5)
+        X, y = bernoulli_poisson_data(n, seed=5)
         with jax.enable_x64(True):
             post = exact_posterior(BERNOULLI_POISSON, X, y)
             fit = core.fit_closed_form(BERNOULLI_POISSON, jnp.asarray(X), _one_hot(y, 2))
@@ -194,7 +180,7 @@ def test_posterior_mean_approaches_the_mle_as_data_grow():
 # -- NUTS against the exact posterior --------------------------------------------------------
 @pytest.fixture(scope="module")
 def nuts_and_exact():
-    X, y = _bernoulli_poisson_data(30, seed=1)
+    X, y = bernoulli_poisson_data(30, seed=1)
     estimator = genprob.GenerativeClassifier(BERNOULLI_POISSON)
     common = dict(num_samples=400, num_chains=2, random_state=0)
     nuts = estimator.posterior(X, y, method="nuts", num_warmup=300, **common)
@@ -207,22 +193,10 @@ def test_nuts_matches_the_exact_posterior(nuts_and_exact):
     import arviz as az
 
     estimator, X, y, nuts, exact = nuts_and_exact
-    with jax.enable_x64(True):
-        truth = exact_posterior(BERNOULLI_POISSON, X, y)
-        mean, sd = truth.mean(), truth.sd()
-    mcse_mean = az.mcse(nuts, method="mean")
-    mcse_sd = az.mcse(nuts, method="sd")
-    for name, values in nuts.posterior.data_vars.items():
-        draws = values.values
-        assert draws.shape == (2, 400) + estimator.params_[name].shape
-        estimate_mean = draws.mean(axis=(0, 1))
-        estimate_sd = draws.std(axis=(0, 1), ddof=1)
-        assert np.all(np.abs(estimate_mean - mean[name]) <= 4 * mcse_mean[name].values), name
-        assert np.all(np.abs(estimate_sd - sd[name]) <= 4 * mcse_sd[name].values), name
+    assert_matches_exact(nuts, estimator, X, y, 400)
     # the exact draws are independent: their bulk ESS is close to the number of draws
     ess = az.ess(exact, method="bulk")
     assert min(float(v.min()) for v in ess.data_vars.values()) > 500
-    assert not np.any(nuts.sample_stats["diverging"].values)
 
 
 @pytest.mark.arviz

@@ -2,36 +2,17 @@
 
 import sys
 
-import jax
 import numpy as np
 import pytest
+from _conjugate_case import BERNOULLI_POISSON, assert_matches_exact, bernoulli_poisson_data
 
 import genprob
 from genprob import _arviz_compat as compat
 from genprob.app import cli
-from genprob.families.bernoulli import BernoulliStory
 from genprob.families.gaussian import GaussianStory
-from genprob.families.mixed import MixedStory
-from genprob.families.poisson import PoissonStory
 from genprob.mcmc import run_nuts
-from genprob.posterior import exact_posterior
 
-# the conjugate story of tests/test_posterior.py: one NUTS run checks two exact posteriors
-BERNOULLI_POISSON = MixedStory(
-    [("coin", BernoulliStory(alpha=1.0), (0, 1)), ("count", PoissonStory(1.0, 1.0), (2,))]
-)
 STORY = GaussianStory(covariance="diag", shared=False)
-
-
-def _bernoulli_poisson_data(n, seed):
-    rng = np.random.default_rng(seed)
-    y = np.r_[0, 1, rng.integers(0, 2, n - 2)]
-    probs = np.array([[0.2, 0.7], [0.6, 0.4]])
-    rates = np.array([1.5, 4.0])
-    X = np.column_stack(
-        [(rng.random((n, 2)) < probs[y]).astype(float), rng.poisson(rates[y]).astype(float)]
-    )
-    return X, y
 
 
 def _semi_supervised_rows(seed, n=60):
@@ -43,7 +24,7 @@ def _semi_supervised_rows(seed, n=60):
 
 @pytest.fixture(scope="module")
 def blackjax_and_numpyro():
-    X, y = _bernoulli_poisson_data(30, seed=1)
+    X, y = bernoulli_poisson_data(30, seed=1)
     estimator = genprob.GenerativeClassifier(BERNOULLI_POISSON).fit(X, y)
     common = dict(num_warmup=300, num_samples=400, num_chains=2, random_state=0)
     blackjax = estimator.posterior(X, y, sampler="blackjax", **common)
@@ -56,19 +37,7 @@ def test_blackjax_matches_the_exact_posterior(blackjax_and_numpyro):
     import arviz as az
 
     estimator, X, y, draws, _ = blackjax_and_numpyro
-    with jax.enable_x64(True):
-        truth = exact_posterior(BERNOULLI_POISSON, X, y)
-        mean, sd = truth.mean(), truth.sd()
-    mcse_mean = az.mcse(draws, method="mean")
-    mcse_sd = az.mcse(draws, method="sd")
-    for name, values in draws.posterior.data_vars.items():
-        values = values.values
-        assert values.shape == (2, 400) + estimator.params_[name].shape
-        estimate_mean = values.mean(axis=(0, 1))
-        estimate_sd = values.std(axis=(0, 1), ddof=1)
-        assert np.all(np.abs(estimate_mean - mean[name]) <= 4 * mcse_mean[name].values), name
-        assert np.all(np.abs(estimate_sd - sd[name]) <= 4 * mcse_sd[name].values), name
-    assert not np.any(draws.sample_stats["diverging"].values)
+    assert_matches_exact(draws, estimator, X, y, 400)
     ess = az.ess(draws, method="bulk")
     assert min(float(v.min()) for v in ess.data_vars.values()) > 400
 

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -498,6 +499,15 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         self._set_params(fit)
         return self
 
+    def _partial_fit_settings(self):
+        # scikit-learn's checks (and hasattr) see partial_fit only where the statistics add
+        try:
+            self._streamed_structure("partial_fit")
+        except ValueError as error:
+            raise AttributeError(str(error)) from None
+        return True
+
+    @available_if(_partial_fit_settings)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Add a chunk of labeled rows to the running statistics and refit (EDDA only).
 
