@@ -1068,12 +1068,15 @@ def _run_demo(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         path = report.write_report(args.out, settings, progress)
-    for text in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
+    # the library's advice (UserWarning), not the dependencies' deprecation notices
+    advice = (w for w in caught if issubclass(w.category, UserWarning))
+    for text in dict.fromkeys(" ".join(str(w.message).split()) for w in advice):
         # one line each, no source path; advice naming Python arguments has no flag here
-        sentences = [s for s in text.split(". ") if not re.search(r"\b[a-z]+_[a-z_]+\b", s)]
-        if len(sentences) < len(text.split(". ")):
-            sentences[-1] = sentences[-1].rstrip(".") + " (run without --quick for more draws)."
-        _note("demo", f"warning: {'. '.join(sentences)}")
+        sentences = text.split(". ")
+        kept = [s for s in sentences if not re.search(r"\b[a-z]+_[a-z_]+\b", s)]
+        if kept and len(kept) < len(sentences):
+            kept[-1] = kept[-1].rstrip(".") + " (run without --quick for more draws)."
+        _note("demo", f"warning: {'. '.join(kept or sentences)}")
     figures = sorted(name for name in os.listdir(args.out) if name.endswith(".png"))
     print(
         f"report written to {path} with {len(figures)} figures "
