@@ -32,6 +32,7 @@ import os
 import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -61,6 +62,8 @@ __all__ = [
     "params_from_samples",
     "sample_labels",
     "diagnose",
+    "Problem",
+    "PROBLEM_KINDS",
     "start_values",
     "best_start",
     "SamplingWarning",
@@ -94,6 +97,28 @@ class SamplingWarning(UserWarning):
 
 class PriorWarning(UserWarning):
     """A parameter whose posterior the prior holds far from a sharp likelihood's maximum."""
+
+
+#: Kinds of :class:`Problem`: chains' class priors permuted, chains in different modes, R-hat
+#: above :data:`RHAT_MAX`, bulk or tail ESS below :data:`ESS_MIN`, and (mixture discriminant
+#: analysis) components the chains disagree on after alignment.
+PROBLEM_KINDS = ("label_switching", "different_modes", "rhat", "ess_bulk", "ess_tail", "components")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One failed check of :func:`diagnose`: its ``kind`` (:data:`PROBLEM_KINDS`) and the
+    ``message`` shown to the user (``str(problem)``)."""
+
+    kind: str
+    message: str
+
+    def __post_init__(self):
+        if self.kind not in PROBLEM_KINDS:
+            raise ValueError(f"kind must be one of {PROBLEM_KINDS}, got {self.kind!r}.")
+
+    def __str__(self) -> str:
+        return self.message
 
 
 #: Posterior sds (and likelihood sds) between the MLE and the posterior mean beyond which the
@@ -784,7 +809,8 @@ def diagnose(
         dict with ``max_rhat`` (NaN with one chain), ``min_ess_bulk``, ``min_ess_tail``,
         ``worst_rhat`` (entry label), ``chain_log_density`` (per-chain means, or None),
         ``different_modes``, ``label_switching`` (chains' class priors are permutations of
-        one another) and ``problems`` (messages, empty when every check passes).
+        one another) and ``problems`` (a list of :class:`Problem`, each a ``kind`` and a
+        ``message``; empty when every check passes).
     """
     from genprob import _arviz_compat as compat
 
@@ -827,18 +853,32 @@ def diagnose(
     problems = []
     if switched and not different_modes:
         problems.append(
-            "the chains' class priors are permutations of each other: label switching (the "
-            "chains found the same fit under different class labels). "
-            + ("Label" if started_at_fit else "Start the chains at the fit (init='mle') or label")
-            + " some rows of every class."
+            Problem(
+                "label_switching",
+                "the chains' class priors are permutations of each other: label switching (the "
+                "chains found the same fit under different class labels). "
+                + (
+                    "Label"
+                    if started_at_fit
+                    else "Start the chains at the fit (init='mle') or label"
+                )
+                + " some rows of every class.",
+            )
         )
     if different_modes:
         problems.append(
-            f"the chains sit in different modes (mean log density per chain: "
-            f"{', '.join(f'{v:.1f}' for v in chain_means)}): likely label switching, a chain "
-            f"settled on a permutation of the classes. "
-            + ("Label" if started_at_fit else "Start the chains at the fit (init='mle') or label")
-            + " more rows."
+            Problem(
+                "different_modes",
+                f"the chains sit in different modes (mean log density per chain: "
+                f"{', '.join(f'{v:.1f}' for v in chain_means)}): likely label switching, a chain "
+                f"settled on a permutation of the classes. "
+                + (
+                    "Label"
+                    if started_at_fit
+                    else "Start the chains at the fit (init='mle') or label"
+                )
+                + " more rows.",
+            )
         )
     if np.isfinite(max_rhat) and max_rhat > RHAT_MAX:
         by_class_prior = labels == "partial" and worst_rhat_name == CLASS_PRIOR
@@ -849,17 +889,23 @@ def diagnose(
         )
         advice = start_advice + ("run" if start_advice else "Run")
         problems.append(
-            f"max R-hat {max_rhat:.3f} > {RHAT_MAX} (on {worst_rhat_name!r}): {cause}. "
-            f"{advice} more warm-up and draws."
+            Problem(
+                "rhat",
+                f"max R-hat {max_rhat:.3f} > {RHAT_MAX} (on {worst_rhat_name!r}): {cause}. "
+                f"{advice} more warm-up and draws.",
+            )
         )
     for kind, value in (("bulk", min_bulk), ("tail", min_tail)):
         if np.isfinite(value) and value < ESS_MIN:
             problems.append(
-                f"min {kind} ESS {value:.0f} < {ESS_MIN}: too few draws for stable estimates. "
-                f"Increase num_samples (or num_chains)."
+                Problem(
+                    f"ess_{kind}",
+                    f"min {kind} ESS {value:.0f} < {ESS_MIN}: too few draws for stable "
+                    f"estimates. Increase num_samples (or num_chains).",
+                )
             )
     for problem in problems if warn else ():  # one warning per problem: one line each
-        warnings.warn("NUTS diagnostics: " + problem, SamplingWarning, stacklevel=3)
+        warnings.warn(f"NUTS diagnostics: {problem}", SamplingWarning, stacklevel=3)
     return {
         "max_rhat": max_rhat,
         "min_ess_bulk": min_bulk,

@@ -151,8 +151,10 @@ def test_a_mode_the_chains_do_not_share_is_named():
     assert "means of class 0, component 1 (x0)" in text
     assert "means of class 0, component 0" not in text
     assert ("means", 0, 1) in {row[:3] for row in checks["components"]}
-    # the named line replaces the sampler's generic one (filtered by its wording in mda.py)
+    # the named line replaces the sampler's generic one (filtered by its kind in mda.py)
     assert not [w for w in named if "max R-hat" in str(w.message)]
+    kinds = [p.kind for p in checks["problems"]]
+    assert kinds[0] == "components" and "rhat" not in kinds
 
 
 @pytest.mark.parametrize("n_components", [1, 2])

@@ -145,7 +145,8 @@ def test_diagnose_flags_permuted_chains_and_passes_agreeing_ones():
     switched = diagnose({"class_prior": draws}, -rng.standard_normal((2, 500)))
     assert switched["label_switching"]
     assert switched["max_rhat"] > 1.5
-    assert any("label switching" in p for p in switched["problems"])
+    assert "label_switching" in [p.kind for p in switched["problems"]]
+    assert any("label switching" in p.message for p in switched["problems"])
     # chains whose log densities sit apart are in different modes
     lp = rng.standard_normal((2, 500))
     lp[1] += 50.0
@@ -307,12 +308,14 @@ def test_fully_labeled_data_never_reports_label_switching():
         verdict = diagnose({"class_prior": draws}, -rng.standard_normal((2, 500)), labels=labels)
         assert not verdict["label_switching"] and not verdict["different_modes"]
         assert verdict["max_rhat"] > 1.5
-        assert not any("label switching" in p for p in verdict["problems"])
+        kinds = {p.kind for p in verdict["problems"]}
+        assert "rhat" in kinds and not kinds & {"label_switching", "different_modes"}
+        assert not any("label switching" in p.message for p in verdict["problems"])
     # every class labeled, chains agree but mix slowly on the class prior: not label switching
     walk = 0.3 + 0.02 * np.cumsum(rng.standard_normal((2, 200, 3)), axis=1)
     slow = diagnose({"class_prior": walk}, None, labels="every class")
     assert slow["max_rhat"] > RHAT_MAX
-    assert not any("label switching" in p for p in slow["problems"])
+    assert not any("label switching" in p.message for p in slow["problems"])
 
 
 def test_advice_does_not_repeat_the_default_start():
@@ -320,8 +323,8 @@ def test_advice_does_not_repeat_the_default_start():
     walk = 0.3 + 0.02 * np.cumsum(rng.standard_normal((2, 200, 3)), axis=1)
     at_fit = diagnose({"class_prior": walk}, None, started_at_fit=True)
     elsewhere = diagnose({"class_prior": walk}, None, started_at_fit=False)
-    assert at_fit["problems"] and not any("init='mle'" in p for p in at_fit["problems"])
-    assert any("init='mle'" in p for p in elsewhere["problems"])
+    assert at_fit["problems"] and not any("init='mle'" in str(p) for p in at_fit["problems"])
+    assert any("init='mle'" in str(p) for p in elsewhere["problems"])
 
 
 # -- the prior trap ------------------------------------------------------------------------------
@@ -372,3 +375,17 @@ def test_a_story_of_ones_own_reads_the_data_scale():
 
     story = BernoulliStory()
     assert story.scaled_to_data(X) is story
+
+
+def test_problems_carry_their_kind():
+    """Each problem is a kind (for code) and a message (for people): callers filter by kind."""
+    from genprob.mcmc import PROBLEM_KINDS, Problem
+
+    rng = np.random.default_rng(1)
+    walk = 0.5 + 0.01 * np.cumsum(rng.standard_normal((2, 60, 2)), axis=1)
+    problems = diagnose({"class_prior": walk}, None, labels="all")["problems"]
+    assert [p.kind for p in problems] == ["rhat", "ess_bulk", "ess_tail"]
+    assert str(problems[0]) == problems[0].message and problems[0].message.startswith("max R-hat")
+    assert set(p.kind for p in problems) <= set(PROBLEM_KINDS)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Problem("slow", "a kind nobody filters on")

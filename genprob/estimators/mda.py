@@ -890,7 +890,7 @@ def align_draws(
         flagged parameter of a component (``component`` None for ``class_prior``).
     """
     from genprob.families.gaussian.mixture_story import MIXTURE_PARAMETERS
-    from genprob.mcmc import RHAT_MAX, SamplingWarning, diagnose
+    from genprob.mcmc import RHAT_MAX, Problem, SamplingWarning, diagnose
     from genprob.story import CLASS_PRIOR
 
     aligned = story.align_parameters(draws, reference)
@@ -915,19 +915,22 @@ def align_draws(
             for name, k, g, rhat, apart, entry in flagged
         )
         # the named check replaces diagnose's R-hat line, which names a parameter only
-        problems = [p for p in problems if not p.startswith("max R-hat")]
+        problems = [p for p in problems if p.kind != "rhat"]
         problems.insert(
             0,
-            f"after aligning each class's components to the MLE's, the chains disagree on "
-            f"{shown} (R-hat > {RHAT_MAX} or chains' means more than {CHAIN_GAP_SD:g} "
-            f"within-chain sds apart): the chains sit in modes they do not share (a component "
-            f"placed differently), or have not mixed. Run more warm-up and draws, or fit "
-            f"fewer components.",
+            Problem(
+                "components",
+                f"after aligning each class's components to the MLE's, the chains disagree on "
+                f"{shown} (R-hat > {RHAT_MAX} or chains' means more than {CHAIN_GAP_SD:g} "
+                f"within-chain sds apart): the chains sit in modes they do not share (a component "
+                f"placed differently), or have not mixed. Run more warm-up and draws, or fit "
+                f"fewer components.",
+            ),
         )
     diagnostics["components"] = [row[:5] for row in flagged]
     diagnostics["problems"] = problems
     for problem in problems if warn else ():
-        warnings.warn("NUTS diagnostics: " + problem, SamplingWarning, stacklevel=3)
+        warnings.warn(f"NUTS diagnostics: {problem}", SamplingWarning, stacklevel=3)
     return aligned, diagnostics
 
 
