@@ -249,3 +249,5 @@ def test_exact_method_is_refused():
         model.posterior(X, y, sampler="stan")
     with pytest.raises(ValueError, match="predictive_draws"):
         model.posterior(X, y, predictive_draws=-1)
+    with pytest.raises(TypeError, match="unknown NUTS setting 'dense'"):
+        model.posterior(X, y, dense=True)

@@ -389,3 +389,21 @@ def test_problems_carry_their_kind():
     assert set(p.kind for p in problems) <= set(PROBLEM_KINDS)
     with pytest.raises(ValueError, match="kind must be one of"):
         Problem("slow", "a kind nobody filters on")
+
+
+def test_posterior_passes_nuts_settings_and_refuses_unknown_ones():
+    X, y = _partly_labeled("wine", 0.5, seed=0)
+    model = genprob.GaussianNB().fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplingWarning)  # 30 draws a chain: ESS notices expected
+        deep = model.posterior(X, y, num_samples=30, num_warmup=30, random_state=0)
+        shallow = model.posterior(
+            X, y, num_samples=30, num_warmup=30, random_state=0, max_tree_depth=1
+        )
+    steps = compat.get_group(shallow, "sample_stats")["n_steps"].values
+    assert steps.max() <= 1 < compat.get_group(deep, "sample_stats")["n_steps"].values.max()
+    with pytest.raises(TypeError, match="unknown NUTS setting 'dense'"):
+        model.posterior(X, y, dense=True)
+    labeled = y >= 0
+    with pytest.raises(ValueError, match="apply to method='nuts' only"):
+        model.posterior(X[labeled], y[labeled], method="exact", dense_mass=True)

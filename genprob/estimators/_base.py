@@ -874,6 +874,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         priors="data",
         sampler="numpyro",
         predictive_draws=None,
+        **nuts_settings,
     ):
         """Posterior of the story's parameters as an ArviZ result, the MLE alongside.
 
@@ -906,6 +907,11 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 chains together, evenly thinned) and draws of ``prior``; None: 500
                 (:data:`genprob.arviz_io.PREDICTIVE_DRAWS`), fewer on data sets so large that
                 the replicas would exceed 5 million values; 0 leaves both groups out.
+            **nuts_settings: NUTS settings for ``method="nuts"``
+                (:data:`genprob.mcmc.KERNEL_SETTINGS`: ``dense_mass``, ``target_accept_prob``,
+                ``max_tree_depth`` ...), as NumPyro's ``NUTS`` takes them; an unknown name is a
+                ``TypeError`` and any setting with ``method="exact"`` a ``ValueError``, before
+                any work.
 
         Returns:
             ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x), the same
@@ -932,6 +938,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             priors=priors,
             sampler=sampler,
             predictive_draws=predictive_draws,
+            **nuts_settings,
         )
 
     # -- prediction (all from the joint log-probability) -----------------------------------------

@@ -14,7 +14,13 @@ from genprob._dtype import precision
 from genprob._limits import check_count, check_posterior_size
 from genprob.arviz_io import to_arviz
 from genprob.masking import has_missing, marginalized
-from genprob.mcmc import JITTER, check_options, params_from_samples, prior_dominance, run_nuts
+from genprob.mcmc import (
+    _kernel_settings,
+    check_options,
+    params_from_samples,
+    prior_dominance,
+    run_nuts,
+)
 from genprob.posterior import (
     METHODS,
     _no_exact_posterior_error,
@@ -42,20 +48,23 @@ def estimator_posterior(
     priors: str = "data",
     sampler: str = "numpyro",
     predictive_draws: int | None = None,
-    **nuts_kwargs,
+    **nuts_settings,
 ):
     """Implementation of :meth:`GenerativeClassifierBase.posterior` (see there)."""
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be 'nuts' or 'exact', got {method!r}.")
+    _kernel_settings(nuts_settings, sampler)  # an unknown NUTS setting: TypeError, before work
+    if method == "exact" and nuts_settings:
+        raise ValueError(
+            f"NUTS settings ({', '.join(sorted(nuts_settings))}) apply to method='nuts' only."
+        )
     num_samples = check_count(num_samples, "num_samples")
     num_chains = check_count(num_chains, "num_chains")
     num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
     if predictive_draws is not None:
         predictive_draws = check_count(predictive_draws, "predictive_draws", minimum=0)
     # the exact path ignores them, but a typo there must not pass unnoticed
-    check_options(
-        priors=priors, init=init, jitter=nuts_kwargs.get("jitter", JITTER), sampler=sampler
-    )
+    check_options(priors=priors, init=init, sampler=sampler)
     if prior is not None and not isinstance(prior, dict):
         raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
     y = np.asarray(y)
@@ -95,9 +104,15 @@ def estimator_posterior(
             exact = exact_posterior(story, Xj, codes, num_classes=num_classes)
             posterior = exact.sample(seed, (num_chains, num_samples))
         else:
-            nuts_kwargs.setdefault(
-                "extra_fields",
-                ("diverging", "accept_prob", "num_steps", "energy", "potential_energy"),
+            nuts_kwargs = dict(
+                nuts_settings,
+                extra_fields=(
+                    "diverging",
+                    "accept_prob",
+                    "num_steps",
+                    "energy",
+                    "potential_energy",
+                ),
             )
             if isinstance(init, str) and init == "mle":
                 nuts_kwargs["fit"] = estimator.params_  # the fit already made: no second EM run

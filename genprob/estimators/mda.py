@@ -633,6 +633,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         priors="data",
         sampler="numpyro",
         predictive_draws=None,
+        **nuts_settings,
     ):
         """Posterior of the chosen model's parameters by NUTS, as an ArviZ result, the MLE
         alongside.
@@ -663,6 +664,9 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             sampler: ``"numpyro"`` or ``"blackjax"``, as for the other estimators.
             predictive_draws: draws replicated for ``posterior_predictive`` and drawn for
                 ``prior`` (None: :data:`genprob.arviz_io.PREDICTIVE_DRAWS`; 0: neither group).
+            **nuts_settings: NUTS settings (:data:`genprob.mcmc.KERNEL_SETTINGS`, e.g.
+                ``dense_mass``), as for the other estimators; an unknown name is a
+                ``TypeError`` before any work.
 
         Returns:
             ``arviz.InferenceData`` (``xarray.DataTree`` on ArviZ 1.x) with ``posterior``
@@ -684,6 +688,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             priors=priors,
             sampler=sampler,
             predictive_draws=predictive_draws,
+            **nuts_settings,
         )
 
     def predict_joint_log_proba(self, X):
@@ -737,6 +742,7 @@ def _posterior(
     priors,
     sampler,
     predictive_draws,
+    **nuts_settings,
 ):
     """Implementation of :meth:`MixtureDiscriminantAnalysis.posterior` (see there)."""
     import jax.numpy as jnp
@@ -747,7 +753,13 @@ def _posterior(
     from genprob.arviz_io import to_arviz
     from genprob.families.gaussian.mixture_story import ClassMixtureStory
     from genprob.masking import has_missing, marginalized
-    from genprob.mcmc import check_options, params_from_samples, prior_dominance, run_nuts
+    from genprob.mcmc import (
+        _kernel_settings,
+        check_options,
+        params_from_samples,
+        prior_dominance,
+        run_nuts,
+    )
     from genprob.posterior import with_prior
 
     if not isinstance(method, str) or method != "nuts":
@@ -759,6 +771,7 @@ def _posterior(
     num_chains = check_count(num_chains, "num_chains")
     num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
     check_options(priors=priors, init=init, sampler=sampler)
+    _kernel_settings(nuts_settings, sampler)  # an unknown NUTS setting: TypeError, before work
     if predictive_draws is not None:
         predictive_draws = check_count(predictive_draws, "predictive_draws", minimum=0)
     if prior is not None and not isinstance(prior, dict):
@@ -818,6 +831,7 @@ def _posterior(
             priors="fixed",  # the data's scales are already in the story
             check=False,  # diagnosed below, on aligned draws
             sampler=sampler,
+            **nuts_settings,
         )
         draws = params_from_samples(story, run.get_samples(group_by_chain=True), X.shape[1])
         extra = run.get_extra_fields(group_by_chain=True)
