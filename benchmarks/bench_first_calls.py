@@ -3,10 +3,11 @@
 Every measurement is a fresh Python process that imports what it needs, then times one call
 from inside (``time.perf_counter`` around the call, the script's own imports excluded) and
 prints the seconds as JSON. ``import genprob`` does not import JAX: the first call that compiles
-does, inside the timed call, so the floor times ``import jax`` as well. Each process runs twice per repeat: as installed (every process compiles what it runs,
-"cold") and with JAX's own persistent compilation cache switched on as the docs show
-(``JAX_COMPILATION_CACHE_DIR`` and its two thresholds at 0), "warm" (a private directory filled
-by one earlier process of the same code). Rows:
+does, inside the timed call, so the floor times ``import jax`` as well. Each process runs twice
+per repeat: as installed (every process compiles what it runs, "cold") and with JAX's own
+persistent compilation cache switched on as the docs show (``JAX_COMPILATION_CACHE_DIR`` and its
+two thresholds at 0), "warm" (a private directory filled by one earlier process of the same
+code). Rows:
 
 * ``sample``, ``EM fit``, ``log_likelihood``, ``crosscheck``: README snippet 1 on iris (LDA's
   ``sample``; GaussianNB on one label in four, whose fit runs EM; that fit's
