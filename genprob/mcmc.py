@@ -31,6 +31,7 @@ import math
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -135,6 +136,7 @@ def run_nuts(
     check: bool = True,
     fit: dict | None = None,
     sampler: str = "numpyro",
+    while_compiling: Callable[[], object] | None = None,
     **nuts_kwargs,
 ) -> NutsRun:
     """Run NUTS on ``core.model``: a :class:`NutsRun` with the draws (NumPyro's ``MCMC`` reading).
@@ -178,6 +180,9 @@ def run_nuts(
             ``"blackjax"`` (``blackjax.window_adaptation`` then ``blackjax.nuts``, from the same
             starting points and chain keys; needs ``pip install 'genprob[blackjax]'``). Both
             return the same :class:`NutsRun` (draws, ``diverging``, ``num_steps`` ...).
+        while_compiling: work that needs no draws, called on the caller's thread once the
+            starting points are found, while a first call's chain compiles in the background
+            (an estimator computes its likelihood's curvature there).
         **nuts_kwargs: NUTS settings (:data:`KERNEL_SETTINGS`, e.g. ``target_accept_prob``,
             ``max_tree_depth``, ``dense_mass``), as NumPyro's :class:`~numpyro.infer.NUTS`
             takes them.
@@ -257,6 +262,13 @@ def run_nuts(
     free = _chain_starts(
         story, X, codes, num_classes, starts, num_chains, jitter, seed, sites, strict
     )
+    # what needs no draws runs on this thread while the chain compiles in the background
+    if check:
+        from genprob import _arviz_compat
+
+        _arviz_compat.arviz()  # the checks read the draws with ArviZ
+    if while_compiling is not None:
+        while_compiling()
     mcmc = _run_chains(
         args,
         free,
@@ -1019,7 +1031,23 @@ def _curvature(story, params, free, X, codes):
     return unravel(jnp.diag(jax.hessian(log_lik)(flat)))
 
 
-def prior_dominance(story: Story, mle: dict, draws: dict, X, y, *, names=None, warn=True) -> list:
+def likelihood_curvature(story: Story, mle: dict, X, y, names=None) -> dict:
+    """Diagonal of the log-likelihood's Hessian at ``mle`` in the entries of ``names`` (default:
+    every parameter but the class prior), the others held fixed: name -> array of its shape.
+    Empty past :data:`CURVATURE_MAX_ENTRIES` entries (the Hessian is dense)."""
+    names = [k for k in mle if k != CLASS_PRIOR] if names is None else list(names)
+    if sum(int(np.size(mle[k])) for k in names) > CURVATURE_MAX_ENTRIES:
+        return {}
+    params = {k: jnp.asarray(v, X.dtype) for k, v in mle.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        free = {k: params[k] for k in names}
+        return _curvature(story, params, free, X, jnp.asarray(y, jnp.int32))
+
+
+def prior_dominance(
+    story: Story, mle: dict, draws: dict, X, y, *, names=None, warn=True, curvature=None
+) -> list:
     """Parameter entries whose MLE lies far outside their posterior while the likelihood is sharp.
 
     An entry is named when its MLE is more than :data:`PRIOR_DOMINANCE_SD` posterior sds from
@@ -1035,6 +1063,7 @@ def prior_dominance(story: Story, mle: dict, draws: dict, X, y, *, names=None, w
         X: features (n, D); y: class codes (n,), -1 for unlabeled rows.
         names: ``(class names, feature names)`` for the entries' labels, or None.
         warn: emit one :class:`PriorWarning` naming the entries.
+        curvature: :func:`likelihood_curvature` at ``mle`` if already computed, else None.
 
     Returns:
         ``(label, mle, posterior mean, posterior sd)`` per flagged entry, largest gap first.
@@ -1051,11 +1080,8 @@ def prior_dominance(story: Story, mle: dict, draws: dict, X, y, *, names=None, w
     axes = tuple(range(batch))
     mean = {k: np.asarray(draws[k], np.float64).mean(axis=axes) for k in shared}
     sd = {k: np.asarray(draws[k], np.float64).std(axis=axes) for k in shared}
-    params = {k: jnp.asarray(v, X.dtype) for k, v in mle.items()}
-    free = {k: params[k] for k in shared}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        curvature = _curvature(story, params, free, X, jnp.asarray(y, jnp.int32))
+    if curvature is None or not set(shared) <= set(curvature):
+        curvature = likelihood_curvature(story, mle, X, y, shared)
     flagged = []
     for name in shared:
         value = np.asarray(mle[name], np.float64)
