@@ -10,8 +10,7 @@ sums the unlabeled rows' classes out and uses the same prior: genprob's data-sca
   num_chains=2, ...)`` (the whole ArviZ container: draws, predictive, prior draws, pointwise
   log-likelihood), NumPyro's NUTS (the default ``sampler``).
 * **blackjax**: the same call with ``sampler="blackjax"`` (BlackJAX's window adaptation and
-  NUTS on the same log density, starts and chain keys). Its first call comes second in the
-  process: the fit, the predictive and the ArviZ container are compiled by then, the chain is not.
+  NUTS on the same log density, starts and chain keys).
 * **nutpie**: PyMC + nutpie, ``nutpie.compile_pymc_model(model, backend=...)`` then
   ``nutpie.sample`` (ArviZ data), as a user calls it.
 * **nutpie-density**: nutpie's sampler on genprob's own log density (NumPyro's unconstrained
@@ -23,12 +22,14 @@ A side whose package is not importable here is skipped, with a line saying so: t
 environment has genprob's two samplers; an environment with pymc and nutpie (``pip install -e
 .[peers,blackjax]``) runs every side.
 
-"first" is the first call in the process (tracing and compilation included); "repeat" is the
-same call again with a new seed and new data values of the same shapes (a second data set drawn
-the same way). ESS per second is the smallest bulk ESS (ArviZ) over every scalar parameter
-divided by the call's wall time; every ratio is the other side's ESS/s over genprob's NumPyro
-row (> 1: the other side ahead; the existing ``ess_per_s_ratio`` keeps genprob / nutpie). The
-posterior means are compared entry by entry in units of their combined Monte Carlo error.
+Every side runs in a fresh Python process of its own: "first" is its first call (its library
+imported before the timer, as a user's script does; whatever the call imports on first use,
+tracing and compilation included), "repeat" the same call again in that process with a new
+seed and new data values of the same shapes (a second data set drawn the same way). ESS per
+second is the smallest bulk ESS (ArviZ) over every scalar parameter divided by the call's wall
+time; every ratio is the other side's ESS/s over genprob's NumPyro row (> 1: the other side
+ahead; the existing ``ess_per_s_ratio`` keeps genprob / nutpie). The posterior means are
+compared entry by entry in units of their combined Monte Carlo error.
 
 Also (``--cli``): the wall time of ``genprob demo --quick`` and of ``genprob compare gaussian_nb``
 on wine with its defaults, each in a fresh process.
@@ -181,25 +182,33 @@ def run_nutpie_density(X, y, warmup, samples, seed):
     return time.perf_counter() - start, idata
 
 
-def pymc_model(X, y):
+def prior_constants(X) -> dict:
+    """genprob's data-scaled prior for the diagonal Gaussian story, as NumPy constants."""
+    from genprob.families.gaussian import GaussianStory
+
+    story = GaussianStory(covariance="diag", shared=False).scaled_to_data(X)
+    return {
+        "loc": np.asarray(story.mean_prior_loc, float),
+        "mean_scale": np.asarray(story.mean_prior_scale, float),
+        "var_scale": np.asarray(story.covariance_prior_scale, float),
+    }
+
+
+def pymc_model(X, y, prior):
     """The same posterior in PyMC: the unlabeled rows' classes summed out by a logsumexp."""
     import pymc as pm
     import pytensor.tensor as pt
 
-    from genprob.families.gaussian import GaussianStory
-
-    story = GaussianStory(covariance="diag", shared=False).scaled_to_data(X)
-    loc = np.asarray(story.mean_prior_loc, float)
-    mean_scale = np.asarray(story.mean_prior_scale, float)
-    var_scale = np.asarray(story.covariance_prior_scale, float)
     labeled = y >= 0
     XL, yL, XU = X[labeled], y[labeled], X[~labeled]
     with pm.Model() as model:
-        prior = pm.Dirichlet("class_prior", a=np.ones(K))
-        means = pm.Normal("means", mu=loc, sigma=mean_scale, shape=(K, D))
-        variances = pm.InverseGamma("variances", alpha=2.0, beta=var_scale**2, shape=(K, D))
+        class_prior = pm.Dirichlet("class_prior", a=np.ones(K))
+        means = pm.Normal("means", mu=prior["loc"], sigma=prior["mean_scale"], shape=(K, D))
+        variances = pm.InverseGamma(
+            "variances", alpha=2.0, beta=prior["var_scale"] ** 2, shape=(K, D)
+        )
         sd = pt.sqrt(variances)
-        log_prior = pt.log(prior)
+        log_prior = pt.log(class_prior)
         labeled_part = pm.logp(pm.Normal.dist(means[yL], sd[yL]), XL).sum() + log_prior[yL].sum()
         joint = pm.logp(pm.Normal.dist(means[None], sd[None]), XU[:, None, :]).sum(-1)
         unlabeled_part = pm.math.logsumexp(joint + log_prior[None], axis=1).sum()
@@ -209,10 +218,12 @@ def pymc_model(X, y):
 
 def run_nutpie(X, y, warmup, samples, seed, backend):
     import nutpie
+    import pymc  # noqa: F401  (a user's own import, before the call)
 
+    prior = prior_constants(X)  # the same prior's numbers: not the peer's work
     start = time.perf_counter()
     compiled = nutpie.compile_pymc_model(
-        pymc_model(X, y),
+        pymc_model(X, y, prior),
         backend=backend,
         **({"gradient_backend": "jax"} if backend == "jax" else {}),
     )
@@ -231,9 +242,8 @@ def compare_means(a, b) -> float:
     return worst
 
 
-def bench_case(n, warmup, samples, backend) -> dict:
-    """Every available side on the same data, first and repeat calls; ratios against genprob's
-    NumPyro row."""
+def side_runners(warmup, samples, backend) -> dict:
+    """Name -> ``run(X, y, seed) -> (seconds, idata)`` for every side importable here."""
     sides = {"genprob": lambda X, y, seed: run_genprob(X, y, warmup, samples, seed)}
     if importable("blackjax"):
         sides["blackjax"] = lambda X, y, seed: run_genprob(
@@ -243,28 +253,61 @@ def bench_case(n, warmup, samples, backend) -> dict:
         sides["nutpie"] = lambda X, y, seed: run_nutpie(X, y, warmup, samples, seed, backend)
     if importable("nutpie"):
         sides["nutpie_density"] = lambda X, y, seed: run_nutpie_density(X, y, warmup, samples, seed)
-    row = {"n": n}
+    return sides
+
+
+def run_side(name, n, warmup, samples, backend) -> dict:
+    """One side's first call, then its repeat call, in this process: seconds, ESS, summaries."""
+    run = side_runners(warmup, samples, backend)[name]
+    out = {}
     for call, seed in (("first", 0), ("repeat", 1)):
         X, y = make_data(n, seed)
+        seconds, idata = run(X, y, seed)
+        out[call] = {
+            "seconds": seconds,
+            "ess": min_bulk_ess(idata),
+            "summaries": {k: [m.tolist(), e.tolist()] for k, (m, e) in summaries(idata).items()},
+        }
+    return out
+
+
+def run_side_fresh(name, n, warmup, samples, backend) -> dict:
+    """:func:`run_side` in a fresh interpreter: every side's first call pays its own imports,
+    tracing and compilation, whatever ran before it."""
+    argv = [sys.executable, __file__, "--side", name, "--ns", str(n), "--warmup", str(warmup)]
+    argv += ["--samples", str(samples), "--backend", backend]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    for call in result.values():
+        call["summaries"] = {
+            k: (np.asarray(m), np.asarray(e)) for k, (m, e) in call["summaries"].items()
+        }
+    return result
+
+
+def bench_case(n, warmup, samples, backend) -> dict:
+    """Every available side on the same data, each in its own fresh process (its first call,
+    then its repeat); ratios against genprob's NumPyro row."""
+    sides = list(side_runners(warmup, samples, backend))
+    results = {name: run_side_fresh(name, n, warmup, samples, backend) for name in sides}
+    row = {"n": n}
+    for call in ("first", "repeat"):
         r = row[call] = {}
-        results = {}
-        for name, run in sides.items():
-            seconds, idata = run(X, y, seed)
-            ess = min_bulk_ess(idata)
-            results[name] = (seconds, ess, summaries(idata))
+        for name in sides:
+            seconds, ess = results[name][call]["seconds"], results[name][call]["ess"]
             r[f"{name}_s"], r[f"{name}_min_bulk_ess"] = seconds, ess
             r[f"{name}_ess_per_s"] = ess / seconds
         base = r["genprob_ess_per_s"]
-        parts = [_side("genprob", *results["genprob"][:2])]
-        for name in sides:
-            if name == "genprob":
-                continue
+        parts = [_side("genprob", r["genprob_s"], r["genprob_min_bulk_ess"])]
+        for name in sides[1:]:
             r[f"{name}_vs_genprob_ess_per_s"] = r[f"{name}_ess_per_s"] / base
-            apart = compare_means(results["genprob"][2], results[name][2])
+            apart = compare_means(
+                results["genprob"][call]["summaries"], results[name][call]["summaries"]
+            )
             r[f"{name}_means_apart_in_mcse"] = apart
             parts.append(
-                f"{_side(name, *results[name][:2])} ESS/s x{r[f'{name}_vs_genprob_ess_per_s']:.2f}"
-                f" (means apart {apart:.1f} MCSE)"
+                f"{_side(name, r[f'{name}_s'], r[f'{name}_min_bulk_ess'])} ESS/s "
+                f"x{r[f'{name}_vs_genprob_ess_per_s']:.2f} (means apart {apart:.1f} MCSE)"
             )
         if "nutpie" in sides:  # the rows of earlier runs: genprob / nutpie
             r["ess_per_s_ratio"] = base / r["nutpie_ess_per_s"]
@@ -321,7 +364,12 @@ def main(argv=None):
     parser.add_argument("--backend", choices=("jax", "numba"), default="jax")
     parser.add_argument("--cli", action="store_true", help="also time demo --quick and compare")
     parser.add_argument("--json", default=None, help="also write the rows, date and machine here")
+    parser.add_argument("--side", default=None, help=argparse.SUPPRESS)  # one side, as JSON
     args = parser.parse_args(argv)
+    if args.side:
+        result = run_side(args.side, args.ns[0], args.warmup, args.samples, args.backend)
+        print(json.dumps(result))
+        return
     if args.quick:
         args.ns, args.warmup, args.samples = [300], 200, 200
     load_before = os.getloadavg()

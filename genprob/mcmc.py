@@ -31,6 +31,7 @@ import math
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -160,6 +161,7 @@ def run_nuts(
     check: bool = True,
     fit: dict | None = None,
     sampler: str = "numpyro",
+    while_compiling: Callable[[], object] | None = None,
     **nuts_kwargs,
 ) -> NutsRun:
     """Run NUTS on ``core.model``: a :class:`NutsRun` with the draws (NumPyro's ``MCMC`` reading).
@@ -203,6 +205,9 @@ def run_nuts(
             ``"blackjax"`` (``blackjax.window_adaptation`` then ``blackjax.nuts``, from the same
             starting points and chain keys; needs ``pip install 'genprob[blackjax]'``). Both
             return the same :class:`NutsRun` (draws, ``diverging``, ``num_steps`` ...).
+        while_compiling: work that needs no draws, called on the caller's thread once the
+            starting points are found, while a first call's chain compiles in the background
+            (an estimator computes its likelihood's curvature there).
         **nuts_kwargs: NUTS settings (:data:`KERNEL_SETTINGS`, e.g. ``target_accept_prob``,
             ``max_tree_depth``, ``dense_mass``), as NumPyro's :class:`~numpyro.infer.NUTS`
             takes them.
@@ -282,10 +287,17 @@ def run_nuts(
     free = _chain_starts(
         story, X, codes, num_classes, starts, num_chains, jitter, seed, sites, strict
     )
+    # what needs no draws runs on this thread while the chain compiles in the background
+    if check:
+        from genprob import _arviz_compat
+
+        _arviz_compat.arviz()  # the checks read the draws with ArviZ
+    if while_compiling is not None:
+        while_compiling()
     mcmc = _run_chains(
         args,
         free,
-        jax.random.split(jax.random.PRNGKey(int(seed)), num_chains),
+        _chain_keys(seed, num_chains),
         chain_method=chain_method,
         extra_fields=tuple(extra_fields),
         **static,
@@ -445,15 +457,16 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
 def _chain_starts(
     story, X, codes, num_classes, starts, num_chains, jitter, seed, sites, strict=False
 ):
-    """Unconstrained starting points ``(num_chains, ...)``: each dict of ``starts`` mapped to
-    NumPyro's unconstrained coordinates and moved by a Normal(0, jitter) step; a site without a
-    value, or whose value maps to a non-finite point (a probability of exactly 0, say), or every
-    site when ``starts`` is None, starts like ``init_to_uniform`` (uniform on (-2, 2))."""
+    """Unconstrained starting points ``(num_chains, ...)`` (NumPy): each dict of ``starts``
+    mapped to NumPyro's unconstrained coordinates and moved by a Normal(0, jitter) step; a site
+    without a value, or whose value maps to a non-finite point (a probability of exactly 0, say),
+    or every site when ``starts`` is None, starts like ``init_to_uniform`` (uniform on (-2, 2))."""
     args = (story, X, codes)
     abstract = _free_shapes(args, num_classes)
     shapes = {name: jnp.shape(free) for name, (_, free) in abstract.items()}
     value_shapes = {name: jnp.shape(value) for name, (value, _) in abstract.items()}
-    key = jax.random.PRNGKey(int(seed) + 1)
+    # drawn by NumPy: JAX's samplers would be programs of their own to compile on a first call
+    rng = np.random.default_rng([int(seed), 1])
     points = []
     for start in starts if starts is not None else [None] * num_chains:
         given = {} if start is None else start
@@ -467,24 +480,25 @@ def _chain_starts(
             if name in given
         }
         free = _unconstrain(args, values, num_classes) if values else {}
-        # a site without a value is NaN here, so it starts like init_to_uniform below
-        free = {name: free.get(name, jnp.full(shapes[name], jnp.nan, X.dtype)) for name in sites}
-        key, chain_key = jax.random.split(key)
-        points.append(_moved(free, chain_key, jitter))
-    return jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *points)
+        point = {}
+        for name in sites:  # a site without a value is NaN here: it starts like init_to_uniform
+            leaf = np.asarray(free[name]) if name in free else np.full(shapes[name], np.nan)
+            noise = rng.standard_normal(leaf.shape)
+            fallback = rng.uniform(-2.0, 2.0, leaf.shape)
+            moved = np.where(np.isfinite(leaf), leaf + jitter * noise, fallback)
+            point[name] = moved.astype(np.dtype(X.dtype))
+        points.append(point)
+    return {name: np.stack([point[name] for point in points]) for name in sites}
 
 
-@jax.jit
-def _moved(free, key, jitter):
-    """Each site moved by a Normal(0, jitter) step; non-finite sites uniform on (-2, 2)."""
-    leaves, treedef = jax.tree_util.tree_flatten(free)
-    keys = jax.random.split(key, 2 * len(leaves))
-    moved = []
-    for i, leaf in enumerate(leaves):
-        noise = jax.random.normal(keys[2 * i], jnp.shape(leaf), leaf.dtype)
-        fallback = jax.random.uniform(keys[2 * i + 1], jnp.shape(leaf), leaf.dtype, -2.0, 2.0)
-        moved.append(jnp.where(jnp.isfinite(leaf), leaf + jitter * noise, fallback))
-    return jax.tree_util.tree_unflatten(treedef, moved)
+def _chain_keys(seed, num_chains):
+    """One PRNG key per chain, as raw key data drawn by NumPy (of the shape and type the
+    default PRNG implementation uses, found abstractly: nothing is compiled)."""
+    key = jax.eval_shape(jax.random.PRNGKey, 0)
+    bits = np.random.default_rng([int(seed), 0]).integers(
+        0, np.iinfo(key.dtype).max, (num_chains, *key.shape), dtype=key.dtype, endpoint=True
+    )
+    return bits
 
 
 @partial(jax.jit, static_argnums=2)
@@ -705,7 +719,7 @@ def _abstract_inputs(args, num_classes, num_chains, chain_method):
         name: jax.ShapeDtypeStruct(lead + tuple(shape.shape), dtype)
         for name, (_, shape) in _free_shapes(args, num_classes).items()
     }
-    key = jax.random.PRNGKey(0)
+    key = jax.eval_shape(jax.random.PRNGKey, 0)
     key = jax.ShapeDtypeStruct(lead + tuple(key.shape), key.dtype)
     return args, free, key
 
@@ -722,13 +736,15 @@ def _run_chains(args, free, keys, *, chain_method, extra_fields, **static):
         raise ValueError(f"chain_method must be one of {CHAIN_METHODS}, got {chain_method!r}.")
     num_chains = int(keys.shape[0])
     # as jit would see them (the precision in force): the compiled program's argument types
-    args, free = jax.tree_util.tree_map(jnp.asarray, (args, free))
+    args = jax.tree_util.tree_map(jnp.asarray, args)
     if chain_method == "vectorized":
+        free, keys = jax.tree_util.tree_map(jnp.asarray, (free, keys))
         compiled = _compiled_chain((args, free, keys), True, **static).result()
         draws, stats = jax.block_until_ready(compiled(args, free, keys))
     else:
+        # each chain's inputs cut on the host (NumPy): no slicing program to compile
         one = [
-            jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], (free, keys))
+            jax.tree_util.tree_map(lambda leaf, i=i: jnp.asarray(np.asarray(leaf)[i]), (free, keys))
             for i in range(num_chains)
         ]
         compiled = _compiled_chain((args, *one[0]), False, **static).result()
@@ -742,7 +758,7 @@ def _run_chains(args, free, keys, *, chain_method, extra_fields, **static):
                 results = list(pool.map(run, range(num_chains)))
         else:
             results = [run(i) for i in range(num_chains)]
-        draws, stats = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *results)
+        draws, stats = jax.tree_util.tree_map(lambda *leaves: np.stack(leaves), *results)
     unknown = sorted(set(extra_fields) - set(_FIELDS))
     if unknown:
         raise ValueError(f"extra_fields {unknown} are not recorded; known: {_FIELDS}.")
@@ -1061,7 +1077,23 @@ def _curvature(story, params, free, X, codes):
     return unravel(jnp.diag(jax.hessian(log_lik)(flat)))
 
 
-def prior_dominance(story: Story, mle: dict, draws: dict, X, y, *, names=None, warn=True) -> list:
+def likelihood_curvature(story: Story, mle: dict, X, y, names=None) -> dict:
+    """Diagonal of the log-likelihood's Hessian at ``mle`` in the entries of ``names`` (default:
+    every parameter but the class prior), the others held fixed: name -> array of its shape.
+    Empty past :data:`CURVATURE_MAX_ENTRIES` entries (the Hessian is dense)."""
+    names = [k for k in mle if k != CLASS_PRIOR] if names is None else list(names)
+    if sum(int(np.size(mle[k])) for k in names) > CURVATURE_MAX_ENTRIES:
+        return {}
+    params = {k: jnp.asarray(v, X.dtype) for k, v in mle.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        free = {k: params[k] for k in names}
+        return _curvature(story, params, free, X, jnp.asarray(y, jnp.int32))
+
+
+def prior_dominance(
+    story: Story, mle: dict, draws: dict, X, y, *, names=None, warn=True, curvature=None
+) -> list:
     """Parameter entries whose MLE lies far outside their posterior while the likelihood is sharp.
 
     An entry is named when its MLE is more than :data:`PRIOR_DOMINANCE_SD` posterior sds from
@@ -1077,6 +1109,7 @@ def prior_dominance(story: Story, mle: dict, draws: dict, X, y, *, names=None, w
         X: features (n, D); y: class codes (n,), -1 for unlabeled rows.
         names: ``(class names, feature names)`` for the entries' labels, or None.
         warn: emit one :class:`PriorWarning` naming the entries.
+        curvature: :func:`likelihood_curvature` at ``mle`` if already computed, else None.
 
     Returns:
         ``(label, mle, posterior mean, posterior sd)`` per flagged entry, largest gap first.
@@ -1093,11 +1126,8 @@ def prior_dominance(story: Story, mle: dict, draws: dict, X, y, *, names=None, w
     axes = tuple(range(batch))
     mean = {k: np.asarray(draws[k], np.float64).mean(axis=axes) for k in shared}
     sd = {k: np.asarray(draws[k], np.float64).std(axis=axes) for k in shared}
-    params = {k: jnp.asarray(v, X.dtype) for k, v in mle.items()}
-    free = {k: params[k] for k in shared}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        curvature = _curvature(story, params, free, X, jnp.asarray(y, jnp.int32))
+    if curvature is None or not set(shared) <= set(curvature):
+        curvature = likelihood_curvature(story, mle, X, y, shared)
     flagged = []
     for name in shared:
         value = np.asarray(mle[name], np.float64)

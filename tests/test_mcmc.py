@@ -151,3 +151,31 @@ def test_chains_side_by_side_equal_chains_one_after_the_other():
         np.testing.assert_array_equal(value, sequential.get_samples(group_by_chain=True)[name])
     first, second = parallel.get_samples(group_by_chain=True)["means"]
     assert not np.array_equal(first, second)  # two chains, not one run twice
+
+
+def test_work_without_draws_runs_on_the_callers_thread_before_the_chains(monkeypatch):
+    """``while_compiling`` runs once, on the caller's thread, before any chain has run; starting
+    points and chain keys come from the seed alone (NumPy), so a rerun gives the same draws."""
+    import threading
+
+    import genprob.mcmc as mcmc
+
+    X, y = _semi_supervised_rows(4)
+    options = dict(num_classes=2, num_warmup=20, num_samples=20, num_chains=2, seed=5, check=False)
+    calls, chains_run = [], []
+    original = mcmc._run_chains
+
+    def recording(*args, **kwargs):
+        chains_run.append(True)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(mcmc, "_run_chains", recording)
+
+    def hook():
+        calls.append((threading.get_ident(), len(chains_run)))
+
+    first = run_nuts(STORY, X, y, while_compiling=hook, **options)
+    assert calls == [(threading.get_ident(), 0)] and chains_run == [True]
+    again = run_nuts(STORY, X, y, **options)
+    for name, value in first.get_samples(group_by_chain=True).items():
+        np.testing.assert_array_equal(value, again.get_samples(group_by_chain=True)[name])

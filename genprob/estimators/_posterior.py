@@ -17,6 +17,7 @@ from genprob.masking import has_missing, marginalized
 from genprob.mcmc import (
     _kernel_settings,
     check_options,
+    likelihood_curvature,
     params_from_samples,
     prior_dominance,
     run_nuts,
@@ -96,6 +97,7 @@ def estimator_posterior(
     feature_names = getattr(estimator, "feature_names_in_", None)
     if feature_names is not None and len(feature_names) != X.shape[1]:
         feature_names = None
+    curvature = {}
     with precision(estimator._dtype):
         if method == "nuts" and scipy.sparse.issparse(X):
             X = X.toarray()  # the NumPyro model scores dense rows
@@ -116,6 +118,11 @@ def estimator_posterior(
             )
             if isinstance(init, str) and init == "mle":
                 nuts_kwargs["fit"] = estimator.params_  # the fit already made: no second EM run
+
+            def while_compiling():  # needs the fit only: runs while the chain compiles
+                curvature.update(likelihood_curvature(story, estimator.params_, Xj, codes))
+
+            nuts_kwargs["while_compiling"] = while_compiling
             posterior = run_nuts(
                 story,
                 Xj,
@@ -141,7 +148,9 @@ def estimator_posterior(
             list(estimator.classes_),
             [f"x{j}" for j in columns] if feature_names is None else list(columns),
         )
-        prior_dominance(story, estimator.params_, draws, Xj, codes, names=names)
+        prior_dominance(
+            story, estimator.params_, draws, Xj, codes, names=names, curvature=curvature or None
+        )
         return to_arviz(
             posterior,
             story,

@@ -153,11 +153,11 @@ class FullCovariance(CovarianceStructure):
 
     def prior(self, num_classes, num_features, scale):
         copies = self.copies(num_classes)
-        identity = np.eye(num_features) * scale**2
-        return numpyro.sample(
-            "covariance",
-            dist.InverseWishart(num_features + 2.0, identity).expand(copies).to_event(len(copies)),
+        # scale matrix diag(scale^2) given by its Cholesky factor: no factorization per trace
+        prior = dist.InverseWishart(
+            num_features + 2.0, scale_tril=np.eye(num_features) * scale, validate_args=False
         )
+        return numpyro.sample("covariance", prior.expand(copies).to_event(len(copies)))
 
     def emission(self, means, spread, rank_tol, factors=None):
         return full_gaussian(means, spread, rank_tol, factors)
