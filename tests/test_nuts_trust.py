@@ -72,10 +72,20 @@ def test_semi_supervised_chains_agree_fast(name, fraction):
         *[("breast_cancer", 0.05, s) for s in (0, 1, 2)],
     ],
 )
-def test_semi_supervised_rhat_with_defaults(name, fraction, seed):
+def test_semi_supervised_chains_agree_with_defaults(name, fraction, seed):
+    """Defaults (2 chains x (1000 + 1000)) find one mode: no chain trapped apart, R-hat far
+    below the 1.3+ of a trapped or label-swapped chain, ESS above 400. Not R-hat <= 1.01 itself:
+    2 x 1000-draw windows of healthy long chains on wine (8 x 10,000 draws agree to 1.0003)
+    exceed 1.01 in 5.5% of windows (largest 1.0143, never above 1.015; how-to "posterior")."""
     X, y = _partly_labeled(name, fraction, seed)
     _, idata, _ = _posterior(X, y, seed=seed)
-    assert _max_rhat(idata) <= RHAT_MAX
+    assert _max_rhat(idata) <= 1.02
+    posterior = compat.get_group(idata, "posterior")
+    samples = {name: posterior[name].values for name in ("class_prior", "means", "variances")}
+    lp = compat.get_group(idata, "sample_stats")["lp"].values
+    checks = diagnose(samples, -lp)
+    assert not checks["different_modes"] and not checks["label_switching"]
+    assert checks["min_ess_bulk"] >= 400
 
 
 def _start_check(X, y, seed):
