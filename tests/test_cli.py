@@ -417,6 +417,9 @@ def test_demo_quick_writes_the_report(tmp_path, capsys):
     for step in range(1, 6):
         assert f"[{step}/5]" in captured.err
     assert "report written to" in captured.out
+    shown = [line for line in captured.err.splitlines() if ": warning: " in line]
+    assert any("NUTS diagnostics" in line for line in shown)  # the library's advice is kept
+    assert not any("deprecated" in line for line in shown)  # a dependency's notice is not
     report_md = (out_dir / "report.md").read_text()
     for title in (
         "Built-in stories on real data",

@@ -1068,8 +1068,13 @@ def _run_demo(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         path = report.write_report(args.out, settings, progress)
-    # the library's advice (UserWarning), not the dependencies' deprecation notices
-    advice = (w for w in caught if issubclass(w.category, UserWarning))
+    # the library's advice (a UserWarning raised in genprob's code), not a dependency's notices
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    advice = (
+        w
+        for w in caught
+        if issubclass(w.category, UserWarning) and os.path.abspath(w.filename).startswith(package)
+    )
     for text in dict.fromkeys(" ".join(str(w.message).split()) for w in advice):
         # one line each, no source path; advice naming Python arguments has no flag here
         sentences = text.split(". ")
