@@ -866,6 +866,9 @@ def diagnose(
     if labels == "all":  # every label known: the classes cannot trade places
         switched = different_modes = False
     start_advice = "" if started_at_fit else "Start the chains at the fit (init='mle'), and "
+    label_advice = (
+        "Label" if started_at_fit else "Start the chains at the fit (init='mle') or label"
+    )
     problems = []
     if switched and not different_modes:
         problems.append(
@@ -873,12 +876,7 @@ def diagnose(
                 "label_switching",
                 "the chains' class priors are permutations of each other: label switching (the "
                 "chains found the same fit under different class labels). "
-                + (
-                    "Label"
-                    if started_at_fit
-                    else "Start the chains at the fit (init='mle') or label"
-                )
-                + " some rows of every class.",
+                f"{label_advice} some rows of every class.",
             )
         )
     if different_modes:
@@ -887,13 +885,7 @@ def diagnose(
                 "different_modes",
                 f"the chains sit in different modes (mean log density per chain: "
                 f"{', '.join(f'{v:.1f}' for v in chain_means)}): likely label switching, a chain "
-                f"settled on a permutation of the classes. "
-                + (
-                    "Label"
-                    if started_at_fit
-                    else "Start the chains at the fit (init='mle') or label"
-                )
-                + " more rows.",
+                f"settled on a permutation of the classes. {label_advice} more rows.",
             )
         )
     if np.isfinite(max_rhat) and max_rhat > RHAT_MAX:
