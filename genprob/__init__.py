@@ -10,6 +10,10 @@ Three faces over one functional core:
 
 import typing as _typing
 
+from genprob._lazy import load_stand_ins as _load_stand_ins
+
+_load_stand_ins()  # before any import below: ArviZ 1.x, imported first, leaves lazy jax/numpyro
+
 from genprob import datasets
 from genprob._mappings import CompiledProgramsDropped
 from genprob.core import (

@@ -10,6 +10,12 @@ imported where they are built; the modules that need JAX throughout are attribut
 Story classes are JAX pytrees. A class defined before JAX is imported waits in a queue
 (:func:`when_jax`) that is emptied as soon as genprob sees JAX imported: by :func:`jax`, every
 lazy import, :func:`jax_imported` and the construction of a story.
+
+Another library may have left a lazily loaded stand-in for ``jax`` or ``numpyro`` in
+``sys.modules`` (ArviZ 1.x does, through ``lazy_loader``): a submodule imported through such a
+stand-in runs twice, and the second copy lacks its own submodules (``numpyro.distributions``
+without ``distribution``). :func:`load_stand_ins` loads them in place before genprob imports
+from them: at ``import genprob`` and at each of the entries above.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ __all__ = [
     "when_jax",
     "jax_context",
     "jitted",
+    "load_stand_ins",
 ]
 
 #: calls waiting for JAX's import (pytree registrations of story classes defined before it)
@@ -50,6 +57,15 @@ def when_jax(call) -> None:
         call(sys.modules["jax"])
     else:
         _WAITING.append(call)
+
+
+def load_stand_ins() -> None:
+    """Load a lazy stand-in for ``jax`` or ``numpyro`` in ``sys.modules`` in place (a no-op on a
+    module already loaded): reading any attribute of a stand-in executes its module."""
+    for name in ("jax", "numpyro"):
+        module = sys.modules.get(name)
+        if module is not None:
+            getattr(module, "__name__", None)
 
 
 def _run_waiting() -> None:
@@ -85,6 +101,7 @@ def jax_context(make):
 
 def jax():
     """The ``jax`` module, imported now, with every waiting story class registered."""
+    load_stand_ins()
     import jax as module
 
     if _WAITING or _BLOCKS.waiting:
@@ -97,6 +114,7 @@ def jax_imported() -> bool:
     waiting story classes the first time it sees it."""
     if "jax" not in sys.modules:
         return False
+    load_stand_ins()
     if _WAITING or _BLOCKS.waiting:
         _run_waiting()
     return True
@@ -116,6 +134,7 @@ class LazyModule:
         self._name = name
 
     def __getattr__(self, attribute: str):
+        load_stand_ins()
         module = importlib.import_module(self._name)
         jax_imported()
         return getattr(module, attribute)
@@ -130,6 +149,7 @@ def lazy_attribute(module_name: str, names: dict[str, str]):
 
     def __getattr__(name: str):
         if name in names:
+            load_stand_ins()
             module = importlib.import_module(names[name])
             jax_imported()
             return module if names[name] == f"{module_name}.{name}" else getattr(module, name)
