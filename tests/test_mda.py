@@ -190,7 +190,7 @@ def test_refit_recovers_sampled_parameters():
 def test_collapsing_component_is_named():
     X, y = _two_component_data(4, n=40)
     X, y = X[np.r_[0:3, 40:80]], y[np.r_[0:3, 40:80]]  # class 0 keeps 3 rows
-    with pytest.raises(ValueError, match="class 0: no candidate.*class 0, component"):
+    with pytest.raises(ValueError, match="class 0: no candidate.*G=3: component"):
         genprob.MixtureDiscriminantAnalysis(structure="VVV", n_components=3).fit(X, y)
     with pytest.warns(mixture.CollapsedComponentWarning, match="class 0: VVV with G=3"):
         model = genprob.MixtureDiscriminantAnalysis(structure="VVV", n_components=[1, 3])

@@ -1147,8 +1147,12 @@ def _run_fit(args) -> int:
         text = ", ".join(f"{c}: {s} x {g}" for c, s, g in chosen)
         print(f"  chosen:         {text} (structure x components, by {estimator.criterion})")
     print(f"  train accuracy: {accuracy:.4f} (labeled rows)")
-    marginal = "; marginal on unlabeled rows" if unlabeled.any() else ""
-    print(f"  log-likelihood: {loglik:.6g} ({loglik / len(y):.4g} per row{marginal})")
+    marginal = ", marginal on unlabeled rows" if unlabeled.any() else ""
+    # which call gives the number: without y, log_likelihood(X) is the mixture's log p(x)
+    print(
+        f"  log-likelihood: {loglik:.6g} ({loglik / len(y):.4g} per row; with the labels, "
+        f"est.log_likelihood(X, y){marginal})"
+    )
     print(f"  criteria:       {_criteria_text(estimator, features, y)}")
     print(f"  saved:          {path}")
     return 0
@@ -1157,7 +1161,7 @@ def _run_fit(args) -> int:
 def _criteria_text(estimator, features, y) -> str:
     """BIC and AIC of the fit on its rows (the log-likelihood above), smaller is better."""
     bic, aic = estimator.bic(features, y), estimator.aic(features, y)
-    return f"BIC {bic:.6g}, AIC {aic:.6g} (smaller is better)"
+    return f"BIC {bic:.6g}, AIC {aic:.6g} (est.bic(X, y), est.aic(X, y); smaller is better)"
 
 
 def _run_fit_streaming(args) -> int:

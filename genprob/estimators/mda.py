@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -35,6 +36,7 @@ from genprob._validation import (
     unlabeled_mask,
 )
 from genprob.estimators._criteria import CriteriaMixin
+from genprob.execution import refuse_unscored
 from genprob.families.gaussian import mixture
 from genprob.persistence import register_estimator
 from genprob.streaming import is_dask_collection
@@ -307,7 +309,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
                 bic[a, b] = 2.0 * log_lik - df * math.log(n)
                 icl[a, b] = bic[a, b] + 2.0 * mixture.icl_penalty(fit.responsibilities, row_weight)
                 fits[a, b] = fit
-        self._report(failures, len(structures) * len(components))
+        self._warn_left_out(self._report(failures, len(structures) * len(components)))
         table = bic if self.criterion == "bic" else icl
         a, b = np.unravel_index(np.nanargmax(table), table.shape)
         rows = list(structures)
@@ -318,7 +320,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
 
     def _fit_per_class(self, X, codes, row_weight, structures, components, settings):
         """MclustDA: each class's structure and G chosen by BIC on its own rows."""
-        chosen, bic_frames, icl_frames = [], [], []
+        chosen, bic_frames, icl_frames, left_out = [], [], [], []
         for k in range(len(self.classes_)):
             rows = codes == k
             Xk, wk = X[rows], row_weight[rows]
@@ -347,12 +349,13 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
                     bic[a, b] = 2.0 * fit.log_likelihood - df * math.log(n_k)
                     icl[a, b] = bic[a, b] + 2.0 * mixture.icl_penalty(fit.responsibilities, wk)
                     fits[a, b] = fit
-            self._report(failures, len(structures) * len(components), self.classes_[k])
+            left_out += self._report(failures, len(structures) * len(components), self.classes_[k])
             table = bic if self.criterion == "bic" else icl
             a, b = np.unravel_index(np.nanargmax(table), table.shape)
             chosen.append(fits[a, b])
             bic_frames.append(bic)
             icl_frames.append(icl)
+        self._warn_left_out(left_out)
         rows = [[_label(c), s] for c in self.classes_ for s in structures]
         self._tables = {
             name: _table(np.vstack(v), rows, components)
@@ -361,27 +364,41 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         counts = np.bincount(codes[codes >= 0], weights=row_weight[codes >= 0])
         return _combine(chosen, counts / counts.sum())
 
-    def _report(self, failures, total, cls=None):
+    def _report(self, failures, total, cls=None) -> list[str]:
+        """Raise when no candidate could be fitted; else the left-out ones, a line each."""
         where = "" if cls is None else f"class {_label(cls)!r}: "
         if len(failures) == total:
             first = failures[0][2]
             raise ValueError(
                 f"{where}no candidate model could be fitted; the first, {failures[0][0]} with "
-                f"G={failures[0][1]}: {self._named(first)}"
+                f"G={failures[0][1]}: {self._named(first, cls is not None)}"
             )
-        for structure, G, error in failures:
+        return [
+            f"{where}{structure} with G={G} ({self._named(error, cls is not None)})"
+            for structure, G, error in failures
+        ]
+
+    @staticmethod
+    def _warn_left_out(lines) -> None:
+        """One warning per fit, as mclust records NA in its BIC table and says nothing."""
+        if lines:
+            shown = "; ".join(lines[:3]) + (
+                f"; and {len(lines) - 3} more" if len(lines) > 3 else ""
+            )
             warnings.warn(
-                f"{where}{structure} with G={G} left out: {self._named(error)}",
+                f"{len(lines)} candidate model(s) left out, their components collapsed (missing "
+                f"in bic_table_ and icl_table_): {shown}",
                 mixture.CollapsedComponentWarning,
-                stacklevel=3,
+                stacklevel=5,
             )
 
-    def _named(self, error) -> str:
-        """The error's message with the class code replaced by its label."""
+    def _named(self, error, per_class: bool = False) -> str:
+        """The error's message with the class code replaced by its label; a per-class fit's
+        message drops it (its code counts within the one class, the caller names the class)."""
         text = str(error)
         if getattr(error, "cls", -1) >= 0 and error.cls < len(self.classes_):
-            label = _label(self.classes_[error.cls])
-            text = text.replace(f"class {error.cls},", f"class {label!r},", 1)
+            label = "" if per_class else f"class {_label(self.classes_[error.cls])!r}, "
+            text = text.replace(f"class {error.cls}, ", label, 1)
         return text
 
     def _set_fit(self, fit, X, codes, row_weight, observed, semi):
@@ -394,6 +411,13 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             self.n_iter_ = fit.n_iter
             self.converged_ = fit.converged
             self.log_likelihood_trace_ = np.asarray(fit.trace)
+            if not fit.converged and fit.n_iter >= self.max_iter:
+                warnings.warn(
+                    f"EM did not converge in max_iter={self.max_iter} iterations (relative "
+                    f"change of the log-likelihood above em_tol={self.em_tol}); raise max_iter.",
+                    ConvergenceWarning,
+                    stacklevel=4,
+                )
 
     def _set_params(self, fit):
         self._structures = tuple(str(s) for s in fit.structures)
@@ -695,7 +719,11 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         """``log pi_k + log p(x | k)`` (n, K); NaN cells summed out (``missing="marginalize"``)."""
         fit = self._fitted()
         X = self._features(X, reset=False)
-        return mixture.class_log_density(fit, np.nan_to_num(X), self._observed(X))
+        values = np.nan_to_num(X)
+        with np.errstate(over="ignore", invalid="ignore"):  # such rows are refused just below
+            joint = mixture.class_log_density(fit, values, self._observed(X))
+        refuse_unscored(joint, values)  # the other estimators' check: no NaN probabilities
+        return joint
 
     def predict_log_proba(self, X):
         """Log class posteriors ``log p(k | x)`` (n, K)."""

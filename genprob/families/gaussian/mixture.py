@@ -343,8 +343,35 @@ def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed):
     return R
 
 
-def _run_em(fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, cov_max_iter):
-    """EM from responsibilities ``R`` (M-step first)."""
+#: EM's first M-step: from the labeled rows' responsibilities; when they cannot identify the
+#: structure, the better of two starts from every row: "diagonal" (the first diagonal structure
+#: they identify, then one E-step) and "uniform" (unlabeled rows spread evenly, MclustSSC's start)
+STARTS = ("labeled", "diagonal", "uniform")
+_IDENTIFIABLE = ("VVI", "EEI", "EII")
+
+
+def _every_row_start(fit, X, codes, row_weight, observed, R, start, cov_tol, cap):
+    """Responsibilities of every row for the first M-step of a ``start`` from every row."""
+    unlabeled = codes < 0
+    if start == "uniform":
+        return np.where(unlabeled[:, None], 1.0 / R.shape[1], R)
+    asked, labeled = fit.structures, row_weight * ~unlabeled
+    try:
+        for simpler in _IDENTIFIABLE:
+            fit.structures = (simpler,) * len(asked)
+            try:
+                _m_step(fit, X, R, labeled, observed, cov_tol, cap)
+                break
+            except CollapsedComponentError:
+                if simpler == _IDENTIFIABLE[-1]:
+                    raise
+    finally:
+        fit.structures = asked
+    return _e_step(fit, X, codes, row_weight, observed)[0]
+
+
+def _run_em(fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, cov_max_iter, start):
+    """EM from responsibilities ``R`` (M-step first; ``start``: see :data:`STARTS`)."""
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
     multi = len(fit.cell_class) > len(fit.class_prior)
     first_rows = row_weight * (codes >= 0)
@@ -353,11 +380,17 @@ def _run_em(fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, c
     # iterative M-steps: a few warm updates per EM iteration (generalized EM, still
     # monotone) until EM converges, then full M-steps until it converges again
     caps = [cov_max_iter]
-    if any(s in _mclust().ITERATIVE for s in fit.structures) and WARM_MAX_ITER < cov_max_iter:
+    # the starts from every row take full M-steps, as mclust: capped ones led EVE lower there
+    warm = start == "labeled" and any(s in _mclust().ITERATIVE for s in fit.structures)
+    if warm and WARM_MAX_ITER < cov_max_iter:
         caps.insert(0, WARM_MAX_ITER)
     # EM's first M-step is only a starting point; without EM it is the fit
     first_cap = caps[0] if iterative else cov_max_iter
-    _m_step(fit, X, R, first_rows, observed, cov_tol, first_cap, patterns)
+    if start == "labeled":
+        _m_step(fit, X, R, first_rows, observed, cov_tol, first_cap, patterns)
+    else:
+        R = _every_row_start(fit, X, codes, row_weight, observed, R, start, cov_tol, first_cap)
+        _m_step(fit, X, R, row_weight, observed, cov_tol, first_cap, patterns)
     R, log_lik = _e_step(fit, X, codes, row_weight, observed, patterns)
     fit.trace = [log_lik]
     fit.n_iter, fit.converged = 0, True
@@ -433,44 +466,56 @@ def fit_mixture(
     num_classes = len(num_components)
     starts = n_init if any(g > 1 for g in num_components) else 1
     best, error = None, None
-    for start in range(starts):
-        fit = MixtureFit(
-            class_prior=np.full(num_classes, 1.0 / num_classes),
-            weights=np.ones(len(cell_class)),
-            means=np.zeros((len(cell_class), X.shape[1])),
-            covariances=np.broadcast_to(np.eye(X.shape[1]), (len(cell_class),) + (X.shape[1],) * 2),
-            cell_class=cell_class,
-            structures=structures,
-            groups=groups,
-        )
-        try:
-            R = _initial_responsibilities(
-                X, codes, row_weight, cell_class, observed, random_state + start
+    unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
+    for seed in range(starts):
+        R = None
+        for start in STARTS:
+            fit = MixtureFit(
+                class_prior=np.full(num_classes, 1.0 / num_classes),
+                weights=np.ones(len(cell_class)),
+                means=np.zeros((len(cell_class), X.shape[1])),
+                covariances=np.broadcast_to(
+                    np.eye(X.shape[1]), (len(cell_class),) + (X.shape[1],) * 2
+                ),
+                cell_class=cell_class,
+                structures=structures,
+                groups=groups,
             )
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                _run_em(
-                    fit,
-                    X,
-                    codes,
-                    row_weight,
-                    observed,
-                    R,
-                    max_iter=max_iter,
-                    tol=tol,
-                    cov_tol=cov_tol,
-                    cov_max_iter=cov_max_iter,
+            try:
+                if R is None:
+                    R = _initial_responsibilities(
+                        X, codes, row_weight, cell_class, observed, random_state + seed
+                    )
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    _run_em(
+                        fit,
+                        X,
+                        codes,
+                        row_weight,
+                        observed,
+                        R,
+                        max_iter=max_iter,
+                        tol=tol,
+                        cov_tol=cov_tol,
+                        cov_max_iter=cov_max_iter,
+                        start=start,
+                    )
+            except (CollapsedComponentError, np.linalg.LinAlgError) as caught:
+                if not isinstance(caught, CollapsedComponentError):
+                    caught = CollapsedComponentError(f"the fit failed: {caught}", -1, -1)
+                error = error or caught
+                if start == "labeled" and unlabeled and R is not None:
+                    continue  # the labeled rows cannot start it: the starts from every row
+                break
+            if not np.isfinite(fit.log_likelihood):
+                error = error or CollapsedComponentError(
+                    "the log-likelihood is not finite.", -1, -1
                 )
-        except (CollapsedComponentError, np.linalg.LinAlgError) as caught:
-            if not isinstance(caught, CollapsedComponentError):
-                caught = CollapsedComponentError(f"the fit failed: {caught}", -1, -1)
-            error = error or caught
-            continue
-        if not np.isfinite(fit.log_likelihood):
-            error = error or CollapsedComponentError("the log-likelihood is not finite.", -1, -1)
-            continue
-        if best is None or fit.log_likelihood > best.log_likelihood:
-            best = fit
+            elif best is None or fit.log_likelihood > best.log_likelihood:
+                best = fit
+            if start == "labeled":
+                break
     if best is None:
         raise error
     return best
