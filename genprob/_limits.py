@@ -21,6 +21,9 @@ MAX_ARRAY_BYTES = 2**32
 # Largest total (bytes) of the arrays a model file may declare: genprob.load refuses a file beyond
 # it before inflating anything.
 MAX_LOAD_BYTES = 2**32
+# Largest metadata document (bytes of its .npy member, 4 per character) a model file may declare:
+# it is read before the arrays, so its size bounds a load that the metadata then refuses.
+MAX_METADATA_BYTES = 2**26
 
 #: Most chains a posterior may run: each is a copy of the sampler's state, scored on every row.
 MAX_CHAINS = 1024
@@ -37,6 +40,7 @@ __all__ = [
     "SizeLimitError",
     "MAX_ARRAY_BYTES",
     "MAX_LOAD_BYTES",
+    "MAX_METADATA_BYTES",
     "check_count",
     "check_traced_size",
     "compact",

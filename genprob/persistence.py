@@ -309,6 +309,8 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
     Raises:
         sklearn.exceptions.NotFittedError: if the estimator is not fitted.
         TypeError: if a hyperparameter or attribute cannot be stored without pickle.
+        ValueError: ``path`` is (or links to) a directory, FIFO, socket or device: it is left
+            untouched, where replacing it would destroy it.
     """
     from sklearn.utils.validation import check_is_fitted
 
@@ -350,6 +352,8 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
     }
     if derived_attributes:
         metadata["derived_attributes"] = sorted(derived_attributes)
+    # what each member holds, so a load checks the sizes the zip declares before reading any
+    metadata["arrays"] = {name: [a.dtype.str, list(a.shape)] for name, a in arrays.items()}
     metadata["sha256"] = _digest(metadata, arrays)
     if key is not None:
         metadata["hmac_sha256"] = _signature(key, metadata["sha256"])
@@ -370,13 +374,11 @@ def _write_atomically(path: Path, write) -> None:
 
     A failure anywhere (a full disk, ``File too large``, an interrupt) removes the new file and
     leaves whatever was at ``path`` as it was. A symbolic link is followed, so the link stays and
-    its target is replaced; a file already there keeps its permission bits.
+    its target is replaced; a file already there keeps its permission bits. Only a regular file
+    is replaced: a directory, FIFO, socket or device (or a link to one) is refused untouched.
     """
     target = Path(os.path.realpath(path))
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = None
+    mode = _writable_target(path, target)
     for _ in range(100):
         temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
         try:
@@ -394,11 +396,42 @@ def _write_atomically(path: Path, write) -> None:
             os.fsync(stream.fileno())
         if mode is not None:
             os.chmod(temporary, mode)
+        _writable_target(path, target)  # again: something else may have taken its place
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def save_target_error(path) -> str | None:
+    """What ``path`` is when a saved model must not replace it (``"it is a FIFO (named
+    pipe)"``, ``"it links to T, which is a directory"``: a directory, FIFO, socket or device),
+    or None: a regular file or a new path."""
+    target = os.path.realpath(path)
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:  # a new path (or one the write itself reports)
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    where = f"it links to {target}, which is" if os.path.islink(path) else "it is"
+    return f"{where} {_file_kind(mode)}"
+
+
+def _writable_target(path, target: Path) -> int | None:
+    """The permission bits of the regular file at ``target`` (None: a new path); ValueError
+    when it is anything else."""
+    what = save_target_error(path)
+    if what is not None:
+        raise ValueError(
+            f"cannot save to {path}: {what}, not a regular file; a model is saved to a regular "
+            f"file or a new path (nothing was written)."
+        )
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        return None
 
 
 def _recomputed_params(estimator, stats) -> dict:
@@ -467,8 +500,8 @@ def load(path, *, key: bytes | str | None = None):
     path = Path(path)
     if key is not None:
         _signature(key, "")  # a bad key is refused before the file is read
-    contents = _read_archive(path)
-    metadata = _read_metadata(path, contents, key)
+    metadata, contents = _read_archive(path)
+    metadata = _check_metadata(path, metadata, contents, key)
     try:
         estimator, derivation = _rebuild(path, metadata, contents)
         _check_consistent(path, estimator, derivation)
@@ -643,10 +676,15 @@ def _has_no_story(metadata) -> bool:
     return cls is not None and not getattr(cls, "_has_story", True)
 
 
+def _file_kind(mode: int) -> str:
+    return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+
+
 def _refuse_unless_regular(path: Path, mode: int) -> None:
     if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
-        raise ModelFileError(f"{path} is {kind}, not a regular file: give a model file's path.")
+        raise ModelFileError(
+            f"{path} is {_file_kind(mode)}, not a regular file: give a model file's path."
+        )
 
 
 def _open_regular(path: Path):
@@ -665,12 +703,15 @@ def _open_regular(path: Path):
     return os.fdopen(fd, "rb")
 
 
-def _read_archive(path: Path) -> dict:
-    """Every member of the zip archive as an array, read without pickle and size-checked.
+def _read_archive(path: Path) -> tuple[dict, dict]:
+    """The metadata document and the arrays it names, read without pickle and size-checked.
 
     The sizes the archive declares are checked, per member and in total, before anything is
-    inflated; each member is then read into its array directly (no second copy), and a member
-    cannot inflate beyond its declared size (zipfile stops there and checks the CRC).
+    inflated; then the metadata is read and its format checked, and only the members it names
+    are read (any other member is refused unread), each after its declared size was found to
+    match the dtype and shape the metadata gives it (files written before the metadata listed
+    them: bounded by the limits only). Each member is read into its array directly (no second
+    copy) and cannot inflate beyond its declared size (zipfile stops there and checks the CRC).
     """
     from genprob import _limits
 
@@ -684,8 +725,26 @@ def _read_archive(path: Path) -> dict:
             with zipfile.ZipFile(stream) as archive:
                 members = archive.infolist()
                 _check_members(path, members, _limits)
-                return {
-                    info.filename[: -len(".npy")]: _read_member(archive, info) for info in members
+                members = {info.filename[: -len(".npy")]: info for info in members}
+                info = members.pop("metadata", None)
+                if info is None or info.file_size > _limits.MAX_METADATA_BYTES:
+                    size = "" if info is None else f" ({_limits.compact(info.file_size)} bytes)"
+                    raise ModelFileError(f"{path} has no valid genprob metadata{size}.")
+                metadata = _parse_metadata(path, _read_member(archive, info))
+                named = _named_arrays(path, metadata)
+                unnamed = sorted(set(members) - set(named))
+                if unnamed:
+                    raise ModelFileError(
+                        f"{path} holds {len(unnamed)} array(s) its metadata does not name "
+                        f"({', '.join(repr(name + '.npy') for name in unnamed[:3])}"
+                        f"{', ...' if len(unnamed) > 3 else ''}): not a file genprob wrote, "
+                        f"refused unread."
+                    )
+                for name, info in members.items():
+                    _check_declared_size(path, info, named[name])
+                return metadata, {
+                    name: _read_member(archive, info, named[name])
+                    for name, info in members.items()
                 }
         except ModelFileError:
             raise
@@ -693,6 +752,64 @@ def _read_archive(path: Path) -> dict:
             raise ModelFileError(
                 f"{path} is not a readable genprob model file ({type(error).__name__}: {error})."
             ) from error
+
+
+def _named_arrays(path: Path, metadata: dict) -> dict:
+    """Member name -> ``(dtype, shape)`` the metadata gives it (its ``arrays``), or -> None for
+    a file written before (the parameters it lists and the arrays it refers to)."""
+    listed = metadata.get("arrays")
+    if listed is None:
+        params, derived = metadata.get("params"), metadata.get("derived")
+        named = dict.fromkeys(
+            f"param.{name}"
+            for name in (params if isinstance(params, list) else [])
+            if isinstance(name, str) and name not in (derived if isinstance(derived, list) else [])
+        )
+        pending = [metadata]
+        while pending:  # every {"__array__": name} anywhere in the document
+            value = pending.pop()
+            if isinstance(value, dict):
+                if isinstance(value.get("__array__"), str):
+                    named[value["__array__"]] = None
+                pending.extend(value.values())
+            elif isinstance(value, list):
+                pending.extend(value)
+        return named
+    try:
+        if not isinstance(listed, dict):
+            raise TypeError
+        named = {}
+        for name, (dtype, shape) in listed.items():
+            dtype = np.dtype(dtype)
+            if (
+                not isinstance(shape, list)
+                or not all(type(d) is int and d >= 0 for d in shape)
+                or dtype.hasobject
+            ):
+                raise TypeError
+            named[name] = (dtype, tuple(shape))
+    except (TypeError, ValueError):
+        raise ModelFileError(
+            f"{path}: metadata field 'arrays' must map names to [dtype, shape]."
+        ) from None
+    return named
+
+
+#: Most bytes of a .npy member's header (magic, version, length and the header text).
+_NPY_HEADER_BYTES = 12 + (1 << 16)
+
+
+def _check_declared_size(path: Path, info: zipfile.ZipInfo, spec) -> None:
+    """The member's declared size against the ``(dtype, shape)`` the metadata gives it."""
+    if spec is None:
+        return
+    dtype, shape = spec
+    data = dtype.itemsize * math.prod(shape)
+    if not data + 10 <= info.file_size <= data + _NPY_HEADER_BYTES:
+        raise ModelFileError(
+            f"{path}: member {info.filename!r} declares {info.file_size} bytes; its metadata "
+            f"gives it dtype {dtype.str} and shape {shape} ({data} bytes of data)."
+        )
 
 
 def _check_members(path: Path, members, limits) -> None:
@@ -736,8 +853,9 @@ def _check_members(path: Path, members, limits) -> None:
 _CHUNK = 1 << 20
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
-    """A ``.npy`` member as an array; its header must describe exactly the bytes that follow."""
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, spec=None) -> np.ndarray:
+    """A ``.npy`` member as an array; its header must describe exactly the bytes that follow
+    (and the ``(dtype, shape)`` of ``spec``, when given)."""
     with archive.open(info) as member:
         version = np.lib.format.read_magic(member)
         if version == (1, 0):
@@ -749,6 +867,11 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
         if dtype.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape):
             raise ModelFileError(
                 f"array header with dtype {dtype} and shape {shape} is not allowed."
+            )
+        if spec is not None and (dtype, tuple(shape)) != spec:
+            raise ModelFileError(
+                f"array {info.filename!r} has dtype {dtype.str} and shape {shape}; the metadata "
+                f"gives it {spec[0].str} and {spec[1]}."
             )
         count = int(np.prod(shape, dtype=object))
         if count * dtype.itemsize != info.file_size - member.tell():
@@ -767,10 +890,10 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
     return array.reshape(shape, order="F" if fortran else "C")
 
 
-def _read_metadata(path: Path, contents: dict, key=None) -> dict:
-    """The metadata document, its schema and integrity checked before any field is used."""
-    raw = contents.pop("metadata", None)
-    if raw is None or raw.shape != () or raw.dtype.kind != "U":
+def _parse_metadata(path: Path, raw: np.ndarray) -> dict:
+    """The metadata document of a genprob model file of a version this genprob reads (its
+    other fields are checked with the arrays, by :func:`_check_metadata`)."""
+    if raw.shape != () or raw.dtype.kind != "U":
         raise ModelFileError(f"{path} has no valid genprob metadata.")
     try:
         metadata = json.loads(str(raw))
@@ -788,6 +911,11 @@ def _read_metadata(path: Path, contents: dict, key=None) -> dict:
             f"{path} was written with model format version {version!r}; this genprob reads "
             f"versions up to {FORMAT_VERSION}. Upgrade genprob to load it."
         )
+    return metadata
+
+
+def _check_metadata(path: Path, metadata: dict, contents: dict, key=None) -> dict:
+    """The metadata's integrity (digest, signature) and schema, before any field is used."""
     expected = metadata.pop("sha256", None)
     signature = metadata.pop("hmac_sha256", None)
     if not isinstance(expected, str) or expected != _digest(metadata, contents):

@@ -1113,7 +1113,13 @@ def _add_fit(commands):
 
 
 def _run_fit(args) -> int:
-    _check_out_file(args.out if args.out.endswith(".npz") else args.out + ".npz")
+    out = args.out if args.out.endswith(".npz") else args.out + ".npz"
+    _check_out_file(out)
+    from genprob.persistence import save_target_error
+
+    what = save_target_error(out)
+    if what:  # a FIFO or a device: refused before the fit, and left as it is
+        raise UserError(f"--out {out}: {what}, not a regular file; give a model file's name.")
     _positionals(args)
     if os.path.isdir(args.data):
         return _run_fit_streaming(args)
