@@ -554,7 +554,7 @@ def _check_consistent(path: Path, estimator, derivation=None) -> None:
     names = getattr(estimator, "feature_names_in_", None)
     if names is not None and (not isinstance(names, np.ndarray) or names.shape != (features,)):
         raise ModelFileError(
-            f"{path}: feature_names_in_ must name the {features} features, got "
+            f"{path}: feature_names_in_ must name the {features} features of n_features_in_, got "
             f"{type(names).__name__} {np.shape(names)}."
         )
     stats = getattr(estimator, "stats_", None)
@@ -602,6 +602,35 @@ def _derived_from(estimator, derivation) -> bool:
     )
 
 
+def _fitted_attribute(path: Path, cls, init_params: dict, name, value) -> str:
+    """``name`` of a fitted attribute in the file, checked: not one that :func:`save` never
+    writes, nor a method, property or constant of ``cls`` (an entry ``predict_proba: 3`` would
+    hide the method), and of the kind ``cls._fitted_kinds`` gives it, if any."""
+    name = _attribute_name(name)
+    if name in init_params or name in ("params_", "story_", *_TRANSIENT):
+        raise ModelFileError(f"{path}: the entry {name!r} is not a fitted attribute.")
+    try:
+        defined = inspect.getattr_static(cls, name)
+    except AttributeError:
+        pass
+    else:
+        method = callable(defined) or isinstance(defined, classmethod)
+        kind = "a property" if isinstance(defined, property) else "a method" if method else ""
+        raise ModelFileError(
+            f"{path}: the entry {name!r} would replace {kind or 'an attribute'} of "
+            f"{cls.__name__} with a "
+            f"{type(value).__name__}; it is not a fitted attribute."
+        )
+    kinds = getattr(cls, "_fitted_kinds", {}).get(name)
+    if kinds is not None and not isinstance(value, kinds):
+        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+        expected = " or ".join(kind.__name__ for kind in kinds)
+        raise ModelFileError(
+            f"{path}: the entry {name!r} must be a {expected}, got {type(value).__name__}."
+        )
+    return name
+
+
 def _rebuild(path: Path, metadata: dict, contents: dict):
     """The estimator described by checked ``metadata`` and its arrays, and ``(story, stats,
     parameters)`` of the M-step that recomputed its derived parameters (None without any)."""
@@ -620,6 +649,8 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
     story = _decode(metadata["story"], contents)
     if not isinstance(init_params, dict):
         raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
+    if not isinstance(story, Story) and not (story is None and _has_no_story(metadata)):
+        raise ModelFileError(f"{path}: the story must be a Story, got {type(story).__name__}.")
     try:
         estimator = cls(**{_attribute_name(k): v for k, v in init_params.items()})
     except (TypeError, ValueError) as error:
@@ -647,7 +678,7 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
     if not isinstance(attributes, dict):
         raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
     for name, value in attributes.items():
-        setattr(estimator, _attribute_name(name), value)
+        setattr(estimator, _fitted_attribute(path, cls, init_params, name, value), value)
     estimator.params_ = {name: contents[f"param.{name}"] for name in metadata["params"]}
     derived_attributes = metadata.get("derived_attributes", [])
     if derived_attributes:
@@ -743,8 +774,7 @@ def _read_archive(path: Path) -> tuple[dict, dict]:
                 for name, info in members.items():
                     _check_declared_size(path, info, named[name])
                 return metadata, {
-                    name: _read_member(archive, info, named[name])
-                    for name, info in members.items()
+                    name: _read_member(archive, info, named[name]) for name, info in members.items()
                 }
         except ModelFileError:
             raise
@@ -795,8 +825,8 @@ def _named_arrays(path: Path, metadata: dict) -> dict:
     return named
 
 
-#: Most bytes of a .npy member's header (magic, version, length and the header text).
-_NPY_HEADER_BYTES = 12 + (1 << 16)
+#: Most bytes of a .npy member's header: NumPy writes 64 to 256 for the arrays a model holds.
+_NPY_HEADER_BYTES = 4096
 
 
 def _check_declared_size(path: Path, info: zipfile.ZipInfo, spec) -> None:

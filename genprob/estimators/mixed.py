@@ -139,6 +139,15 @@ class MixedNB(GenerativeClassifierBase):
     """
 
     _prior_parameter = "class_prior"
+    #: kinds of the fitted attributes its predictions read (checked when a model file loads)
+    _fitted_kinds = {
+        "_columns": list,
+        "_block_positions": dict,
+        "_fitted_on_frame": bool,
+        "_context": dict,
+        "blocks_": dict,
+        "categories_": dict,
+    }
     _parameter_constraints = {
         **GenerativeClassifierBase._parameter_constraints,
         # a mapping checked column by column when the table is read, naming the column
