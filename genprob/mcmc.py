@@ -28,6 +28,7 @@ keeps the story's own prior.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import threading
 import warnings
@@ -218,7 +219,10 @@ def run_nuts(
         ``check``, ``genprob_diagnostics`` (the dict from :func:`diagnose`).
 
     Raises:
-        ValueError: unknown ``init``, ``priors`` or ``sampler``, or a negative ``jitter``.
+        ValueError: unknown ``init``, ``priors`` or ``sampler``, a negative ``jitter``, or a
+            NUTS setting outside its valid values (``target_accept_prob`` in (0, 1),
+            ``step_size`` > 0, ``max_tree_depth`` an int in [1, 30], flags True or False),
+            named before any work.
         ImportError: ``sampler="blackjax"`` without the blackjax package (names the extra).
         TypeError: ``num_samples``, ``num_chains`` or ``num_warmup`` not an int.
         genprob._limits.SizeLimitError: more than ``MAX_CHAINS`` chains, more than
@@ -226,6 +230,7 @@ def run_nuts(
             chains) beyond ``MAX_ARRAY_BYTES``, refused before any work.
     """
     check_options(priors=priors, init=init, jitter=jitter, sampler=sampler)
+    settings = _kernel_settings(nuts_kwargs, sampler)
     num_samples = check_count(num_samples, "num_samples")
     num_chains = check_count(num_chains, "num_chains")
     num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
@@ -255,7 +260,7 @@ def run_nuts(
         num_classes=num_classes,
         num_warmup=int(num_warmup),
         num_samples=int(num_samples),
-        settings=_kernel_settings(nuts_kwargs, sampler),
+        settings=settings,
         sampler=sampler,
     )
     if chain_method in CHAIN_METHODS:  # compiles while the starting points are found
@@ -557,12 +562,68 @@ _FIELDS = ("diverging", "accept_prob", "num_steps", "energy", "potential_energy"
 BLACKJAX_SETTINGS = ("step_size", "target_accept_prob", "max_tree_depth", "dense_mass")
 
 
+def _flag(value) -> bool:
+    return isinstance(value, bool | np.bool_)
+
+
+def _number(value) -> bool:
+    return isinstance(value, numbers.Real) and not _flag(value)
+
+
+def _depth(value) -> bool:
+    return isinstance(value, numbers.Integral) and not _flag(value) and 1 <= value <= 30
+
+
+#: Each NUTS setting's valid values (a test and its words), checked before any work.
+_SETTING_VALUES = {
+    "step_size": (lambda v: _number(v) and 0 < v < math.inf, "a finite number > 0"),
+    "target_accept_prob": (
+        lambda v: _number(v) and 0 < v < 1,
+        "a number strictly between 0 and 1 (0.8 by default; 0.9 to 0.99 for smaller steps)",
+    ),
+    "max_tree_depth": (
+        lambda v: _depth(v) or (isinstance(v, tuple) and len(v) == 2 and all(map(_depth, v))),
+        "an int in [1, 30] (at most 2**depth - 1 leapfrog steps per draw), or NumPyro's pair "
+        "(warm-up depth, sampling depth) of such ints",
+    ),
+    "dense_mass": (
+        lambda v: (
+            _flag(v)
+            or (
+                isinstance(v, list | tuple)
+                and all(
+                    isinstance(b, list | tuple) and all(isinstance(s, str) for s in b) for b in v
+                )
+            )
+        ),
+        "True, False, or NumPyro's list of tuples of site names (dense blocks)",
+    ),
+    **dict.fromkeys(
+        (
+            "adapt_step_size",
+            "adapt_mass_matrix",
+            "find_heuristic_step_size",
+            "regularize_mass_matrix",
+            "forward_mode_differentiation",
+        ),
+        (_flag, "True or False"),
+    ),
+}
+
+
 def _kernel_settings(nuts_kwargs: dict, sampler: str = "numpyro") -> tuple:
+    """The NUTS settings as a hashable tuple, each name and value checked (before any work)."""
     unknown = sorted(set(nuts_kwargs) - set(KERNEL_SETTINGS))
     if unknown:
         raise TypeError(
             f"unknown NUTS setting {unknown[0]!r}; known: {', '.join(KERNEL_SETTINGS)}."
         )
+    for name, value in nuts_kwargs.items():
+        valid, words = _SETTING_VALUES[name]
+        if sampler == "blackjax" and name == "max_tree_depth":
+            valid, words = _depth, "an int in [1, 30] (at most 2**depth - 1 leapfrog steps)"
+        if not valid(value):
+            raise ValueError(f"{name} must be {words}, got {value!r}.")
     if sampler == "blackjax":
         unsupported = sorted(set(nuts_kwargs) - set(BLACKJAX_SETTINGS))
         dense = nuts_kwargs.get("dense_mass", False)

@@ -742,7 +742,6 @@ def _fit_features(args):
     _marker_hint(frame, args.target, args.unlabeled, args.command)
     text_allowed = user_story is None and registry.get(name).takes_text
     features = _check_features(features, args.data, text_allowed=text_allowed, missing=args.missing)
-    _column_warnings(features, args.command)
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
     args.terms = {"columns": [str(c) for c in features.columns]}
@@ -758,6 +757,8 @@ def _fit_features(args):
             estimator.fit(features, y)
         except ValueError as error:
             raise UserError(_param_message(estimator, error, args.terms)) from None
+    # after the fit, which checked every column (a Parquet list column has no distinct count)
+    _column_warnings(features, args.command)
     args.terms["classes"] = list(estimator.classes_)
     for warning in caught:
         if issubclass(warning.category, ConvergenceWarning):

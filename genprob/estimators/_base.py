@@ -910,8 +910,9 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             **nuts_settings: NUTS settings for ``method="nuts"``
                 (:data:`genprob.mcmc.KERNEL_SETTINGS`: ``dense_mass``, ``target_accept_prob``,
                 ``max_tree_depth`` ...), as NumPyro's ``NUTS`` takes them; an unknown name is a
-                ``TypeError`` and any setting with ``method="exact"`` a ``ValueError``, before
-                any work.
+                ``TypeError``, and a value outside its range (``target_accept_prob`` in (0, 1),
+                ``step_size`` > 0, ``max_tree_depth`` an int in [1, 30], flags True or False)
+                or any setting with ``method="exact"`` a ``ValueError``, before any work.
 
         Returns:
             ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x), the same

@@ -690,7 +690,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
                 ``prior`` (None: :data:`genprob.arviz_io.PREDICTIVE_DRAWS`; 0: neither group).
             **nuts_settings: NUTS settings (:data:`genprob.mcmc.KERNEL_SETTINGS`, e.g.
                 ``dense_mass``), as for the other estimators; an unknown name is a
-                ``TypeError`` before any work.
+                ``TypeError`` and a value outside its range a ``ValueError``, before any work.
 
         Returns:
             ``arviz.InferenceData`` (``xarray.DataTree`` on ArviZ 1.x) with ``posterior``

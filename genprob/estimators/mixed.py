@@ -9,6 +9,7 @@ categories in later chunks: their tables grow).
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from numbers import Real
 
@@ -56,10 +57,26 @@ def _column_keys(X) -> list:
     return list(range(shape[1]))
 
 
-def _column(X, position: int) -> np.ndarray:
-    if _is_frame(X):
-        return X.iloc[:, position].to_numpy()
-    return np.asarray(X)[:, position]
+def _column(X, position: int, key) -> np.ndarray:
+    """The values of column ``key``; dates, times and durations are refused by name (read as
+    numbers they would be nanoseconds, and a model file cannot store them as categories)."""
+    values = X.iloc[:, position].to_numpy() if _is_frame(X) else np.asarray(X)[:, position]
+    if values.dtype.kind in "mM":
+        _refuse_dates(key, values[0] if values.size else values.dtype)
+    return values
+
+
+#: What a category may be: what a model file stores exactly.
+_CATEGORY_TYPES = (str, int, float, np.integer, np.floating, np.bool_)
+_DATE_TYPES = (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)
+
+
+def _refuse_dates(key, example):
+    raise ValueError(
+        f"column {key!r} holds dates, times or durations (like {example!r}); MixedNB takes "
+        f"numbers and categories (strings, numbers, booleans): convert it, e.g. a date to days "
+        f"since a start or to its year, a duration to seconds, or leave it out."
+    )
 
 
 def _shown(known, limit: int = 20) -> str:
@@ -73,7 +90,7 @@ def _categories_of(X, position: int, key, known=None, skip_missing=False) -> np.
 
     Missing values (None, NaN, pandas' NA) are refused, or left out with ``skip_missing``.
     """
-    values = _column(X, position).astype(object)
+    values = _column(X, position, key).astype(object)
     absent = pd.isna(values)
     if absent.any() and not skip_missing:
         raise ValueError(
@@ -81,6 +98,19 @@ def _categories_of(X, position: int, key, known=None, skip_missing=False) -> np.
             "those rows, or pass missing='marginalize' to sum them out."
         )
     values = values[~absent]
+    odd = {
+        kind
+        for kind in set(map(type, values))
+        if issubclass(kind, _DATE_TYPES) or not issubclass(kind, _CATEGORY_TYPES)
+    }
+    if odd:  # a list, a dict (Parquet's list and struct columns), bytes, a date ...
+        example = next(v for v in values if type(v) in odd)
+        if isinstance(example, _DATE_TYPES):
+            _refuse_dates(key, example)
+        raise ValueError(
+            f"categorical column {key!r} holds {type(example).__name__} values (like "
+            f"{_shown([example])[1:-1]}); a category is a string, a number or a boolean."
+        )
     if known is not None:
         values = np.concatenate([np.asarray(known, dtype=object), values])
     try:
@@ -280,7 +310,7 @@ class MixedNB(GenerativeClassifierBase):
         encoded = np.empty((np.shape(X)[0], len(keys)), dtype=np.float64)
         family_of = {p: f for f, ps in self._block_positions.items() for p in ps}
         for position, key in enumerate(self._columns):
-            values = _column(X, position)
+            values = _column(X, position, key)
             if key in self.categories_:
                 known = self.categories_[key]
                 values = values.astype(object)
@@ -306,6 +336,9 @@ class MixedNB(GenerativeClassifierBase):
                 try:
                     encoded[:, position] = np.asarray(values, dtype=np.float64)
                 except (TypeError, ValueError) as error:
+                    date = next((v for v in values if isinstance(v, _DATE_TYPES)), None)
+                    if date is not None:
+                        _refuse_dates(key, date)
                     # a wrong type (TypeError) stays a TypeError, as in NumPy/scikit-learn
                     kind = TypeError if isinstance(error, TypeError) else ValueError
                     raise kind(
