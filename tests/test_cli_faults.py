@@ -5,6 +5,7 @@ import io
 import os
 import pathlib
 import re
+import stat
 import struct
 import subprocess
 import sys
@@ -61,6 +62,19 @@ def files(tmp_path_factory):
     frame.drop(columns=["d"]).to_csv(lacking, index=False)
     a_file = root / "plain.txt"
     a_file.write_text("not a directory")
+    # issue 60: a FIFO as --out (directly and through a link), Parquet columns MixedNB refuses
+    fifo, link = root / "pipe.npz", root / "link.npz"
+    os.mkfifo(fifo)
+    link.symlink_to(fifo)
+    rows = len(frame)
+    parquet = {
+        "struct": [{"x": i} for i in range(rows)],
+        "list": [[i, 1] for i in range(rows)],
+        "datetime": pd.date_range("2020-01-01", periods=rows),
+        "timedelta": pd.to_timedelta(np.arange(rows), unit="s"),
+    }
+    for kind, column in parquet.items():
+        frame.assign(odd=column).to_parquet(root / f"{kind}.parquet")
     return {
         "root": root,
         "data": str(data),
@@ -71,6 +85,9 @@ def files(tmp_path_factory):
         "one_class": str(one_class),
         "lacking": str(lacking),
         "file": str(a_file),
+        "fifo": str(fifo),
+        "link": str(link),
+        **{kind: str(root / f"{kind}.parquet") for kind in parquet},
     }
 
 
@@ -110,6 +127,23 @@ def _cases(f):
         "predict missing columns": (["predict", f["model"], f["lacking"]], ["lacks", "d"]),
         "predict text features": (["predict", f["model"], f["text"]], ["non-numeric"]),
         "fit one labeled class": ([*fit, f["one_class"], *target], ["single class", "setosa"]),
+        # Parquet columns MixedNB cannot hold: named, with what was expected
+        "fit mixed struct column": (
+            ["fit", "mixed", f["struct"], *target],
+            ["column 'odd' holds dict values", "a category is a string, a number or a boolean"],
+        ),
+        "fit mixed list column": (
+            ["fit", "mixed", f["list"], *target],
+            ["column 'odd' holds ndarray values", "a category is a string"],
+        ),
+        "fit mixed datetime column": (
+            ["fit", "mixed", f["datetime"], *target],
+            ["column 'odd' holds dates, times or durations", "convert it"],
+        ),
+        "fit mixed timedelta column": (
+            ["fit", "mixed", f["timedelta"], *target],
+            ["column 'odd' holds dates, times or durations"],
+        ),
         # bad model files
         "predict corrupt model": (["predict", f["corrupt"], f["data"]], ["corrupt.npz"]),
         "predict csv as model": (["predict", f["data"], f["data"]], ["not a genprob model"]),
@@ -133,6 +167,14 @@ def _cases(f):
         "predict out is a directory": (
             ["predict", f["model"], f["data"], "--out", str(f["root"])],
             ["--out", "is a directory"],
+        ),
+        "fit out is a fifo": (
+            [*fit, f["data"], *target, "--out", f["fifo"]],
+            ["--out", "pipe.npz: it is a FIFO (named pipe), not a regular file"],
+        ),
+        "fit out links to a fifo": (
+            [*fit, f["data"], *target, "--out", f["link"][: -len(".npz")]],
+            ["--out", "link.npz: it links to", "pipe.npz, which is a FIFO (named pipe)"],
         ),
         "compare out is a file": ([*compare, f["data"], *target, "--out", f["file"]], ["--out"]),
         "compare out under a file": (
@@ -172,8 +214,8 @@ def _cases(f):
 
 
 _PLACEHOLDERS = dict.fromkeys(
-    ("data", "model", "corrupt", "garbage", "text", "one_class", "lacking", "file"), ""
-)
+    ("data", "model", "corrupt", "garbage", "text", "one_class", "lacking", "file", "fifo"), ""
+) | dict.fromkeys(("link", "struct", "list", "datetime", "timedelta"), "")
 CASE_NAMES = list(_cases({**_PLACEHOLDERS, "root": pathlib.Path("/")}))
 
 
@@ -186,6 +228,17 @@ def test_fault_is_one_line_and_exit_2(case, files, capsys, monkeypatch):
         monkeypatch.setattr(cli, "_load_model", _must_not_run)
         monkeypatch.setattr("genprob.app.report.write_report", _must_not_run)
     _fails_cleanly(capsys, argv, *fragments)
+
+
+def test_a_fifo_out_is_left_a_fifo(files, capsys):
+    """The FIFO cases above leave the FIFO and the link to it as they were (nothing written)."""
+    for out in (files["fifo"], files["link"]):
+        argv = ["fit", "gaussian_nb", files["data"], "--target", "species", "--out", out]
+        assert cli.main(argv) == 2
+    capsys.readouterr()
+    assert stat.S_ISFIFO(os.lstat(files["fifo"]).st_mode)
+    assert os.readlink(files["link"]) == files["fifo"]
+    assert not [p for p in files["root"].iterdir() if p.name.endswith(".tmp")]
 
 
 def _must_not_run(*args, **kwargs):

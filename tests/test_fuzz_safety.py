@@ -17,8 +17,10 @@ Profiles as in tests/test_fuzz_estimators.py: ``genprob-fuzz`` (fixed seed, ``ma
 file stays under about a minute) and ``genprob-fuzz-slow`` (``pytest -m slow``).
 """
 
+import datetime
 import io
 import os
+import re
 import shutil
 import tempfile
 import tracemalloc
@@ -454,3 +456,111 @@ def test_damaged_cache_entries_are_compiled_again_and_dropped(filled_cache, dama
 @given(damage=cache_damages())
 def test_damaged_cache_entries_at_length(filled_cache, damage):
     _check_cache(filled_cache, damage, refill=True)
+
+
+# -- issue 60: NUTS setting values checked before any work ----------------------------------------
+BAD_NUTS_SETTINGS = [
+    *[("target_accept_prob", v) for v in (1.5, 0, -1, float("nan"), 1, True, "0.9", None)],
+    *[("step_size", v) for v in (0, -0.1, float("inf"), float("nan"), False, "1")],
+    *[("max_tree_depth", v) for v in (0, -1, 2.5, 31, True, (5, 0), (5,), "10", 10.0)],
+    ("dense_mass", "yes"),
+    ("dense_mass", 1),
+    ("dense_mass", [("class_prior", 2)]),
+    *[(flag, v) for flag in ("adapt_step_size", "forward_mode_differentiation") for v in (1, "no")],
+    ("regularize_mass_matrix", None),
+]
+
+
+@pytest.fixture
+def no_sampling(monkeypatch):
+    """Any start of the sampler's work fails the test."""
+    from genprob import mcmc
+
+    def never(*args, **kwargs):
+        raise AssertionError("NUTS work started before its settings were checked")
+
+    for name in ("_prepare", "start_values", "_compiled_chain", "_run_chains"):
+        monkeypatch.setattr(mcmc, name, never)
+
+
+@pytest.mark.parametrize(("name", "value"), BAD_NUTS_SETTINGS, ids=repr)
+def test_nuts_setting_values_are_refused_before_any_work(name, value, no_sampling):
+    from genprob import mcmc
+
+    estimator = genprob.GaussianNB().fit(X_BASE, Y_BASE)
+    message = rf"^{name} must be .*, got {re.escape(repr(value))}\.$"
+    with pytest.raises(ValueError, match=message):
+        estimator.posterior(X_BASE, Y_BASE, num_samples=10, num_warmup=10, **{name: value})
+    with pytest.raises(ValueError, match=message):
+        mcmc.run_nuts(estimator.story_, X_BASE, Y_BASE, **{name: value})
+
+
+def test_nuts_setting_ranges_name_the_valid_values(no_sampling):
+    from genprob import mcmc
+
+    estimator = genprob.MixtureDiscriminantAnalysis(n_components=1).fit(X_BASE, Y_BASE)
+    with pytest.raises(ValueError, match=r"target_accept_prob must be a number strictly between"):
+        estimator.posterior(X_BASE, Y_BASE, target_accept_prob=1.5)
+    expected = {
+        "step_size": "a finite number > 0",
+        "max_tree_depth": "an int in [1, 30]",
+        "adapt_mass_matrix": "True or False",
+    }
+    for name, words in expected.items():
+        with pytest.raises(ValueError, match=re.escape(f"{name} must be {words}")):
+            mcmc._kernel_settings({name: -1})
+    # the edges of each range, and NumPyro's other forms, are accepted
+    settings_ = {
+        "target_accept_prob": 0.999,
+        "step_size": 1e-300,
+        "max_tree_depth": (1, 30),
+        "dense_mass": [("class_prior", "means")],
+        "adapt_step_size": np.bool_(False),
+    }
+    assert dict(mcmc._kernel_settings(settings_))["max_tree_depth"] == (1, 30)
+    with pytest.raises(ValueError, match="max_tree_depth must be an int in"):  # BlackJAX: an int
+        mcmc._kernel_settings({"max_tree_depth": (5, 10)}, "blackjax")
+
+
+# -- issue 60: columns a model file cannot hold are refused at fit, by name ------------------------
+DATE_COLUMNS = {
+    "datetime64": pandas.date_range("2020-01-01", periods=12, freq="D"),
+    "tz-aware": pandas.date_range("2020-01-01", periods=12, freq="h", tz="UTC"),
+    "timedelta64": pandas.to_timedelta(np.arange(12), unit="s"),
+    "date objects": [datetime.date(2020, 1, 1 + i) for i in range(12)],
+    "time objects": [datetime.time(i) for i in range(12)],
+}
+
+
+@pytest.mark.parametrize("family", ["gaussian", "categorical"])
+@pytest.mark.parametrize("kind", list(DATE_COLUMNS))
+def test_date_columns_are_refused_at_fit_by_name(kind, family):
+    frame = pandas.DataFrame({"x": X_BASE[:, 0], "when": DATE_COLUMNS[kind]})
+    with pytest.raises(ValueError, match="^column 'when' holds dates, times or durations"):
+        genprob.MixedNB({"x": "gaussian", "when": family}).fit(frame, Y_BASE)
+    values = np.empty((12, 2), dtype=object)  # an array: the column named by position
+    values[:, 0], values[:, 1] = X_BASE[:, 0], list(frame["when"])
+    with pytest.raises(ValueError, match="^column 1 holds dates, times or durations"):
+        genprob.MixedNB({0: "gaussian", 1: family}).fit(values, Y_BASE)
+
+
+def test_a_date_column_is_not_read_as_nanoseconds_at_predict():
+    estimator = genprob.MixedNB().fit(pandas.DataFrame({"x": X_BASE[:, 0]}), Y_BASE)
+    dates = pandas.DataFrame({"x": DATE_COLUMNS["datetime64"]})
+    with pytest.raises(ValueError, match="^column 'x' holds dates, times or durations"):
+        estimator.predict(dates)
+
+
+@pytest.mark.parametrize(
+    ("values", "kind"),
+    [
+        ([{"a": i % 2} for i in range(12)], "dict"),
+        ([[i % 2, 1] for i in range(12)], "list"),
+        ([b"a", b"b"] * 6, "bytes"),
+    ],
+)
+def test_categories_that_a_file_cannot_hold_are_refused_by_name(values, kind):
+    frame = pandas.DataFrame({"x": X_BASE[:, 0], "odd": values})
+    message = f"^categorical column 'odd' holds {kind} values .*a category is a string, a number"
+    with pytest.raises(ValueError, match=message):
+        genprob.MixedNB({"x": "gaussian", "odd": "categorical"}).fit(frame, Y_BASE)
