@@ -3,8 +3,8 @@
 A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) holding
 
 * ``metadata``: one JSON document (format name and version, genprob version, estimator class,
-  constructor parameters, the story's class and configuration, scalar fitted attributes, and a
-  SHA-256 digest of everything else);
+  constructor parameters, the story's class and configuration, scalar fitted attributes, the
+  dtype and shape of every other member (``arrays``), and a SHA-256 digest of everything else);
 * ``param.<name>``: the story's named parameters (``params_``), except large ones that the
   story's closed form recomputes bit for bit from the stored statistics (``derived`` in the
   metadata: an LDA on D features keeps its D x D scatter, not a second D x D covariance);
@@ -20,8 +20,14 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) holding
 
 Caches (a factorization kept for scoring) are not stored; they are rebuilt after loading.
 
-Loading uses ``numpy.load(..., allow_pickle=False)`` and rebuilds objects only from classes
-registered in this process: estimator classes register when they are defined (subclasses of
+Loading reads the metadata first and then only the members it names, each checked against the
+size, dtype and shape the metadata gives it before it is inflated (a member it does not name is
+refused unread); every fitted attribute is checked for its kind (none may hide a method). A save
+replaces only a regular file: a directory, FIFO, socket or device at the path (or behind a link)
+is refused untouched.
+
+Arrays are read without pickle, and objects are rebuilt only from classes registered in this
+process: estimator classes register when they are defined (subclasses of
 ``GenerativeClassifierBase``), stories too (every :class:`~genprob.story.Story` subclass, a
 user's own included). A class is found by its qualified name; loading never imports a module or
 unpickles, so a crafted file cannot execute code, and a story class that is not defined yet must be
