@@ -136,6 +136,10 @@ def _cases(f):
             ["fit", "mixed", f["list"], *target],
             ["column 'odd' holds ndarray values", "a category is a string"],
         ),
+        "check mixed struct column": (
+            ["check", "mixed", "--data", f["struct"], *target],
+            ["column 'odd' holds dict values"],
+        ),
         "fit mixed datetime column": (
             ["fit", "mixed", f["datetime"], *target],
             ["column 'odd' holds dates, times or durations", "convert it"],

@@ -209,14 +209,13 @@ def _read_labeled_table(path: str, target: str | None, args=None, text: bool = F
         )
     features = _feature_columns(frame, target, path)
     features = _check_features(features, path, text_allowed=text)
-    _column_warnings(features, "check")
     classes, codes = np.unique(labels.astype(str).to_numpy(), return_inverse=True)
     if len(classes) < 2:
         raise UserError(f"target column {target!r} has a single class ({classes[0]!r}).")
     codes = codes.astype(np.int64)
-    if not text:
-        return features.to_numpy(), codes, None
-    return _coded_table(features, codes)
+    table = _coded_table(features, codes) if text else (features.to_numpy(), codes, None)
+    _column_warnings(features, "check")  # after the table's column checks (text: the fit's)
+    return table
 
 
 def _coded_table(features, codes):
