@@ -764,9 +764,14 @@ def _read_archive(path: Path) -> tuple[dict, dict]:
                 _check_members(path, members, _limits)
                 members = {info.filename[: -len(".npy")]: info for info in members}
                 info = members.pop("metadata", None)
-                if info is None or info.file_size > _limits.MAX_METADATA_BYTES:
-                    size = "" if info is None else f" ({_limits.compact(info.file_size)} bytes)"
-                    raise ModelFileError(f"{path} has no valid genprob metadata{size}.")
+                if info is None:
+                    raise ModelFileError(f"{path} has no valid genprob metadata.")
+                if info.file_size > _limits.MAX_METADATA_BYTES:
+                    raise ModelFileError(
+                        f"{path}: its metadata declares {_limits.compact(info.file_size)} bytes; "
+                        f"the limit is {_limits.compact(_limits.MAX_METADATA_BYTES)} bytes "
+                        f"(genprob._limits.MAX_METADATA_BYTES)."
+                    )
                 metadata = _parse_metadata(path, _read_member(archive, info))
                 named = _named_arrays(path, metadata)
                 unnamed = sorted(set(members) - set(named))

@@ -402,6 +402,20 @@ def test_a_declared_size_unlike_the_metadata_is_refused_unread(tiny_model, tmp_p
         genprob.load(path)
 
 
+def test_metadata_beyond_its_limit_is_refused_unread(tiny_model, tmp_path, monkeypatch):
+    from genprob import _limits
+
+    _, data = tiny_model
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        size = archive.getinfo("metadata.npy").file_size
+    monkeypatch.setattr(_limits, "MAX_METADATA_BYTES", size - 1)
+    opened = _opened(monkeypatch)
+    message = rf"its metadata declares {size} bytes; the limit is {size - 1} bytes"
+    with pytest.raises(ModelFileError, match=message):
+        _load_bytes(tmp_path, data)
+    assert opened == []
+
+
 def test_a_file_written_before_arrays_were_listed_still_loads(tiny_model, tmp_path):
     """Files of earlier versions (no 'arrays' in the metadata) load; a member they do not refer
     to is refused all the same."""
