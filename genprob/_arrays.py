@@ -91,6 +91,39 @@ def column_sums(array):
     return namespace(array).ones(array.shape[0], dtype=array.dtype) @ array
 
 
+def hard_labels(R):
+    """``(codes, weights)`` of NumPy responsibilities ``R`` (n, K) with at most one nonzero per
+    row (labels times sample weights: row i is ``weights[i]`` at ``codes[i]``), else None (soft
+    rows, JAX arrays or tracers)."""
+    if type(R) is not np.ndarray or R.ndim != 2 or not R.shape[1]:
+        return None
+    codes = R.argmax(axis=1)
+    weights = np.take_along_axis(R, codes[:, None], axis=1)[:, 0]
+    return (codes, weights) if np.count_nonzero(R) == np.count_nonzero(weights) else None
+
+
+def class_sums(R, X):
+    """``R.T @ X`` (K, D): rows ``X`` (n, D) summed per class with responsibilities ``R`` (n, K).
+
+    Hard NumPy responsibilities (:func:`hard_labels`) are reduced over the rows sorted by class,
+    segment by segment: BLAS's product of a one-hot matrix starts threads that wait for a busy
+    core (17 times slower beside another process). Soft rows, JAX and sparse ``X`` keep it.
+    """
+    hard = hard_labels(R) if type(X) is np.ndarray and X.ndim == 2 else None
+    if hard is None:
+        return R.T @ X
+    codes, weights = hard
+    order = np.argsort(codes, kind="stable")
+    rows = X[order] * weights[order, None]
+    starts = np.searchsorted(codes[order], np.arange(R.shape[1]))
+    empty = starts == np.append(starts[1:], X.shape[0])
+    if not X.shape[0]:
+        return np.zeros((R.shape[1], X.shape[1]), rows.dtype)
+    sums = np.add.reduceat(rows, np.minimum(starts, X.shape[0] - 1), axis=0)
+    sums[empty] = 0
+    return sums
+
+
 def row_sums(array):
     """``array.sum(axis=1)`` of a 2-D float array as a product with ones (see
     :func:`column_sums`: NumPy's row sums of a narrow array are as slow)."""
