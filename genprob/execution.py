@@ -20,8 +20,9 @@ import math
 
 import numpy as np
 import scipy.sparse
+import scipy.special
 
-from genprob._arrays import column_sums, row_sums, tree_leaves, tree_map
+from genprob._arrays import column_sums, namespace, row_sums, tree_leaves, tree_map
 from genprob._lazy import LazyModule, is_jax_array, jax_context, jitted
 from genprob._limits import check_working_set, compact
 from genprob._validation import check_feature_width, describe, is_concrete
@@ -365,9 +366,10 @@ def _em_step(story, params, X, codes, row_weights):
 def rows_log_likelihood(joint, codes):
     """Each row's log-likelihood from its joint (n, K): ``joint[i, y_i]`` on labeled rows, the
     log-sum-exp over classes on rows of code -1."""
-    labeled = codes >= 0
-    chosen = jnp.take_along_axis(joint, jnp.where(labeled, codes, 0)[:, None], axis=-1)[:, 0]
-    return jnp.where(labeled, chosen, jax.nn.logsumexp(joint, axis=-1))
+    xp, labeled = namespace(joint, codes), codes >= 0
+    chosen = xp.take_along_axis(joint, xp.where(labeled, codes, 0)[:, None], axis=-1)[:, 0]
+    logsumexp = scipy.special.logsumexp if xp is np else jax.nn.logsumexp
+    return xp.where(labeled, chosen, logsumexp(joint, axis=-1))
 
 
 # -- parameters ------------------------------------------------------------------------------------
@@ -426,9 +428,8 @@ def _check_width(emission, X) -> None:
 
 @jitted
 def _joint(story: Story, params: dict, X):
-    emission = story.emission(params)
-    _check_width(emission, X)
-    return jnp.log(params[CLASS_PRIOR]) + emission.log_prob(X[:, None, :])
+    _check_width(story.emission(params), X)
+    return jnp.log(params[CLASS_PRIOR]) + story.log_density(params, X)
 
 
 @jitted
@@ -439,11 +440,16 @@ def _scores(story: Story, params: dict, X):
 
 def joint_log_prob(story: Story, params: dict, X):
     """``log pi_k + log p(x_i | k)`` (n, K) of checked features; SciPy sparse rows are scored on
-    the host by the emission's own sparse products."""
+    the host by the emission's own sparse products, host rows of a story with its own
+    :meth:`~genprob.story.Story.log_density` by it."""
     if scipy.sparse.issparse(X):
         emission = story.emission(params)
         _check_width(emission, X)
         return np.log(np.asarray(params[CLASS_PRIOR])) + np.asarray(emission.log_prob(X))
+    if on_host(story, X) and type(story).log_density is not Story.log_density:
+        params = _host_tree(params)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            return np.log(params[CLASS_PRIOR]) + story.log_density(params, X)
     return _rows_of(_joint, story, params, X)
 
 
