@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 import scipy.sparse
-import scipy.special
 
 from genprob._arrays import column_sums, namespace, row_sums, tree_leaves, tree_map
 from genprob._lazy import LazyModule, is_jax_array, jax_context, jitted
@@ -368,8 +367,13 @@ def rows_log_likelihood(joint, codes):
     log-sum-exp over classes on rows of code -1."""
     xp, labeled = namespace(joint, codes), codes >= 0
     chosen = xp.take_along_axis(joint, xp.where(labeled, codes, 0)[:, None], axis=-1)[:, 0]
-    logsumexp = scipy.special.logsumexp if xp is np else jax.nn.logsumexp
-    return xp.where(labeled, chosen, logsumexp(joint, axis=-1))
+    if xp is np:
+        top = _row_max(joint)
+        top = np.where(np.isfinite(top), top, 0.0)
+        marginal = np.log(row_sums(np.exp(joint - top[:, None]))) + top
+    else:
+        marginal = jax.nn.logsumexp(joint, axis=-1)
+    return xp.where(labeled, chosen, marginal)
 
 
 # -- parameters ------------------------------------------------------------------------------------
@@ -521,6 +525,8 @@ def class_posteriors(story: Story, params: dict, X, kind: str = "log") -> np.nda
 def _row_max(scores) -> np.ndarray:
     """Each row's maximum, class by class: K vectorized passes over the columns beat NumPy's
     row-wise reduction of a narrow (n, K) array."""
+    if scores.shape[1] > 64:  # wide enough for NumPy's own reduction
+        return scores.max(axis=1)
     top = scores[:, 0].copy()
     for k in range(1, scores.shape[1]):
         np.maximum(top, scores[:, k], out=top)

@@ -705,3 +705,42 @@ def test_first_semi_supervised_fit_of_a_closed_form_imports_no_jax():
     no_jax, no_numpyro, iterated, accuracy = run.stdout.split()
     assert (no_jax, no_numpyro, iterated) == ("False", "False", "True")
     assert float(accuracy) > 0.9
+
+
+_MANY_CLASSES = """
+import resource, sys, numpy as np
+limit = int(sys.argv[2]) << 30
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+X = np.random.default_rng(0).normal(size=(4000, 3))
+if sys.argv[1] == "numpy":
+    from genprob.estimators import GaussianNB
+    model = GaussianNB(max_iter=2).fit(X, np.full(4000, -1), classes=np.arange(2000))
+    print(model.n_iter_, model.theta_.shape[0])
+else:
+    import jax
+    from genprob._dtype import precision
+    from genprob.em import fit_em
+    from genprob.families.gaussian import GaussianStory
+    story = GaussianStory(covariance="diag", shared=False, var_smoothing=1e-9)
+    with precision("float64"):
+        result = fit_em(story, jax.device_put(X), np.full(4000, -1), num_classes=2000, max_iter=2)
+    print(result.n_iter, result.params["means"].shape[0])
+"""
+
+
+@pytest.mark.parametrize(
+    "route, gigabytes",
+    [("numpy", 2), pytest.param("jax", 3, marks=pytest.mark.slow)],
+)
+def test_em_with_two_thousand_classes_fits_within_a_memory_limit(route, gigabytes):
+    # issue 60: 5 GB and std::bad_alloc under 6 GB, the compiled program unrolled per class
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", _MANY_CLASSES, route, str(gigabytes)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["2", "2000"]
