@@ -113,14 +113,16 @@ def class_sums(R, X):
     if hard is None:
         return R.T @ X
     codes, weights = hard
-    order = np.argsort(codes, kind="stable")
+    num_classes = R.shape[1]
+    # rows of weight 0 (unlabeled, padding) sort last, into no class: they change no sum
+    order = np.argsort(np.where(weights != 0, codes, num_classes), kind="stable")
+    order = order[: np.count_nonzero(weights)]
     rows = X[order] * weights[order, None]
-    starts = np.searchsorted(codes[order], np.arange(R.shape[1]))
-    empty = starts == np.append(starts[1:], X.shape[0])
-    if not X.shape[0]:
-        return np.zeros((R.shape[1], X.shape[1]), rows.dtype)
-    sums = np.add.reduceat(rows, np.minimum(starts, X.shape[0] - 1), axis=0)
-    sums[empty] = 0
+    starts = np.searchsorted(codes[order], np.arange(num_classes))
+    if not len(order):
+        return np.zeros((num_classes, X.shape[1]), rows.dtype)
+    sums = np.add.reduceat(rows, np.minimum(starts, len(order) - 1), axis=0)
+    sums[starts == np.append(starts[1:], len(order))] = 0  # classes without rows
     return sums
 
 

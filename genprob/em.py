@@ -53,7 +53,7 @@ from genprob._validation import (
     encode_partial_labels,
     unlabeled_mask,
 )
-from genprob.execution import check_statistics_size, pad_with_first_row, row_padding
+from genprob.execution import check_statistics_size, padded
 from genprob.story import CLASS_PRIOR, Story
 
 jax = LazyModule("jax")
@@ -546,13 +546,10 @@ def fit_em(
         class_prior = np.asarray(check_class_prior(class_prior, range(num_classes)), X.dtype)
 
     num_rows = X.shape[0]
-    extra = 0 if host else row_padding(X, passes="many")
-    if extra:
-        # unlabeled rows of weight 0 up to a bucket size: a new row count reuses the compiled EM
-        X = jax.device_put(pad_with_first_row(X, extra))
-        codes = np.concatenate([codes, np.full(extra, -1, dtype=codes.dtype)])
-        real = np.ones(num_rows) if weights is None else weights
-        weights = np.concatenate([real, np.zeros(extra)]).astype(X.dtype)
+    if not host:  # rows of weight 0 up to a bucket size: a new row count reuses the compiled EM
+        real = np.ones(num_rows, X.dtype) if weights is None else weights
+        padded_X, codes, weights = padded(X, codes, real)
+        X = X if padded_X is X else jax.device_put(padded_X)
     labeled = codes >= 0
     row_weights = _row_weights(codes, unlabeled_weight, weights, xp=np)
     labeled_mass = np.bincount(codes[labeled], weights=row_weights[labeled], minlength=num_classes)

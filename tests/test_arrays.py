@@ -152,3 +152,15 @@ def test_class_sums_of_labels_equal_the_product_and_soft_rows_keep_it(dtype):
     np.testing.assert_array_equal(class_sums(R, X), R.T @ X)
     # no rows: zero sums of every class
     assert class_sums(R[:0], X[:0]).shape == (5, 4)
+
+
+def test_padding_rows_of_weight_zero_leave_class_sums_bit_for_bit():
+    from genprob.execution import padded
+
+    rng = np.random.default_rng(4)
+    X, codes = rng.normal(size=(37, 3)), rng.integers(0, 3, 37)
+    R = (codes[:, None] == np.arange(3)) * rng.uniform(0.5, 2.0, (37, 1))
+    X_padded, R_padded, codes_padded = padded(X, R, codes)
+    assert X_padded.shape[0] > 37 and not R_padded[37:].any() and np.all(codes_padded[37:] == -1)
+    np.testing.assert_array_equal(X_padded[37:], np.broadcast_to(X[0], (X_padded.shape[0] - 37, 3)))
+    np.testing.assert_array_equal(class_sums(R_padded, X_padded), class_sums(R, X))
