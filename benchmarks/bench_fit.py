@@ -284,11 +284,44 @@ def bench_multinomial(n_docs, vocabulary, words_per_doc, repeats, sms=False):
         row(name, fit, None, floor, predict, "SciPy X^T R")
 
 
+def bench_busy(repeats):
+    """Fits on digits (1797 x 64) while a second process keeps the other core busy (``yes``):
+    a BLAS product that starts threads waits for the busy core; scikit-learn's fits start none."""
+    import subprocess
+
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    pairs = [
+        ("GaussianNB", sknb.GaussianNB(), genprob.GaussianNB()),
+        (
+            "QDA reg_param=0.1",
+            skda.QuadraticDiscriminantAnalysis(reg_param=0.1),
+            genprob.QuadraticDiscriminantAnalysis(reg_param=0.1),
+        ),
+        ("MultinomialNB", sknb.MultinomialNB(), genprob.MultinomialNB()),
+    ]
+    header("digits 1797 x 64, a second process busy on the other core (yes > /dev/null)")
+    busy = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
+    try:
+        for name, theirs, ours in pairs:
+            sk, gp, ratio = timed_pair(
+                lambda t=theirs: t.fit(X, y), lambda o=ours: o.fit(X, y), repeats
+            )
+            print(f"{name:<20} sklearn {sk * 1e3:8.2f} ms  genprob {gp * 1e3:8.2f} ms  "
+                  f"genprob/sklearn {1 / ratio:.2f}x")  # fmt: skip
+            RESULTS.append({"shape": "digits busy", "model": name, "sklearn fit": sk,
+                            "genprob fit": gp, "genprob / sklearn": 1 / ratio})  # fmt: skip
+    finally:
+        busy.kill()
+        busy.wait()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small shapes (smoke run)")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["gaussian", "multinomial"], default=None)
+    parser.add_argument("--only", choices=["gaussian", "multinomial", "busy"], default=None)
     parser.add_argument("--json", default=None, help="also write the rows, date and machine here")
     args = parser.parse_args(argv)
     LOAD[0] = os.getloadavg()[0]
@@ -308,6 +341,8 @@ def main(argv=None):
         )
         for n, d, k in shapes:
             bench_gaussian(n, d, k, args.repeats)
+    if args.only in (None, "busy"):
+        bench_busy(args.repeats)
     if args.only in (None, "multinomial"):
         bench_multinomial(0, 0, 0, args.repeats, sms=True)
         if args.quick:

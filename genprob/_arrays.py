@@ -117,7 +117,8 @@ def class_sums(R, X):
     # rows of weight 0 (unlabeled, padding) sort last, into no class: they change no sum
     order = np.argsort(np.where(weights != 0, codes, num_classes), kind="stable")
     order = order[: np.count_nonzero(weights)]
-    rows = X[order] * weights[order, None]
+    rows = X.take(order, axis=0).astype(np.result_type(X, weights), copy=False)
+    rows *= weights[order, None]  # in place: one (n, D) temporary
     starts = np.searchsorted(codes[order], np.arange(num_classes))
     if not len(order):
         return np.zeros((num_classes, X.shape[1]), rows.dtype)
