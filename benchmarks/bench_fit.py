@@ -12,6 +12,8 @@ compilation):
   faster of NumPy's and a jitted one), one NumPy pass over X (its column sums) for Gaussian
   naive Bayes, one SciPy product ``X.T @ R`` for the sparse naive Bayes fits;
 * predict_proba for both libraries.
+* ``--only busy``: GaussianNB, QDA and MultinomialNB fits on digits while a second process keeps
+  the other core busy (``yes``), paired with scikit-learn's (``busy`` in the JSON file).
 
 Ratios printed: ``speedup = sklearn / genprob`` (fit and predict; scikit-learn and genprob run in
 turn and the speed-up is the median of the pairwise ratios, which keeps it meaningful on a busy
@@ -27,6 +29,7 @@ Usage::
 
     python benchmarks/bench_fit.py            # the published shapes (1e6 x 20, 1e5 x 50)
     python benchmarks/bench_fit.py --quick    # small shapes, for a smoke run
+    python benchmarks/bench_fit.py --only busy --json benchmarks/results/bench_fit_busy.json
 """
 
 from __future__ import annotations
@@ -172,6 +175,8 @@ def row(name, fit, core_fit, floor, predict, floor_kind="X^T X"):
 SHAPE = [""]
 #: Load average (1 min) when the run started.
 LOAD = [None]
+#: Fits beside a busy core (:func:`bench_busy`), kept apart from the timed shapes' rows
+BUSY = []
 
 
 def header(title):
@@ -301,7 +306,7 @@ def bench_busy(repeats):
         ),
         ("MultinomialNB", sknb.MultinomialNB(), genprob.MultinomialNB()),
     ]
-    header("digits 1797 x 64, a second process busy on the other core (yes > /dev/null)")
+    print("\ndigits 1797 x 64, a second process busy on the other core (yes > /dev/null)")
     busy = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
     try:
         for name, theirs, ours in pairs:
@@ -310,8 +315,8 @@ def bench_busy(repeats):
             )
             print(f"{name:<20} sklearn {sk * 1e3:8.2f} ms  genprob {gp * 1e3:8.2f} ms  "
                   f"genprob/sklearn {1 / ratio:.2f}x")  # fmt: skip
-            RESULTS.append({"shape": "digits busy", "model": name, "sklearn fit": sk,
-                            "genprob fit": gp, "genprob / sklearn": 1 / ratio})  # fmt: skip
+            BUSY.append({"estimator": name, "sklearn fit": sk, "genprob fit": gp,
+                         "genprob / sklearn": 1 / ratio})  # fmt: skip
     finally:
         busy.kill()
         busy.wait()
@@ -375,6 +380,7 @@ def write_json(path, args):
         "repeats": args.repeats,
         "quick": args.quick,
         "rows": RESULTS,
+        "busy": BUSY,
     }
     with open(path, "w") as f:
         json.dump(record, f, indent=1)
