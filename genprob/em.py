@@ -419,10 +419,10 @@ def _em_host(story, X, codes, row_weights, R0, tol, class_prior, max_iter, fit_p
     eps, trace = float(np.finfo(X.dtype).eps), np.full(_trace_capacity(max_iter), np.nan, X.dtype)
     params = joint = None
     value, iteration, converged, finite, drop, old_penalty = -np.inf, 0, False, True, 0.0, 0.0
-    R = R0
+    R = R0.astype(X.dtype, copy=False)
     while iteration < max_iter and not converged and finite and not drop > 0:
         if iteration:
-            R = labeled_R + unlabeled_weights[:, None] * _softmax(joint)
+            R = (labeled_R + unlabeled_weights[:, None] * _softmax(joint)).astype(X.dtype)
         stats = core.sufficient_statistics(story, X, R)
         new_params = core.maximize(story, stats, class_prior, fit_prior)
         penalty = float(story.log_penalty(new_params, stats["emission"]))
