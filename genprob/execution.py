@@ -410,8 +410,10 @@ def _rows_of(compiled, story, params, X):
     """``compiled(story, params, X)`` on ``X`` padded to a bucket size, padding rows dropped."""
     rows = padded(X)[0]
     values = compiled(story, params, rows)
-    # sliced on the host: a device slice compiles a program per row count
-    return values if rows is X else np.asarray(values)[: X.shape[0]]
+    if rows is X:
+        return values
+    # concrete values sliced on the host: a device slice compiles a program per row count
+    return (np.asarray(values) if is_concrete(values) else values)[: X.shape[0]]
 
 
 def _check_width(emission, X) -> None:
