@@ -514,7 +514,9 @@ def fit_em(
             None when every label is a class (every row labeled).
 
     Returns:
-        :class:`EMResult`.
+        :class:`EMResult`: NumPy arrays when NumPy rows of a closed form written in the array
+        namespace (:attr:`~genprob.story.Story.array_api`) ran in NumPy, step by step, with
+        nothing compiled; JAX arrays from the one compiled program otherwise.
 
     Raises:
         ValueError: bad labels, λ outside [0, 1], bad controls, a class with no mass to learn it
