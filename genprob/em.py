@@ -408,13 +408,11 @@ def _em_runs(
     return jax.vmap(run)(initial_R)
 
 
-def _em_host(story, X, codes, row_weights, R0, tol, class_prior, max_iter, fit_prior):
+def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
     """:func:`_em_runs` of one start on NumPy rows, eagerly: the same steps and stopping rules,
-    each iteration's joint log density giving both its objective and the next E-step."""
-    labeled = codes >= 0
-    one_hot, labeled_R, unlabeled_weights = _labeled_responsibilities(
-        codes, row_weights, R0.shape[-1], X.dtype, xp=np
-    )
+    each iteration's joint log density giving both its objective and the next E-step;
+    ``fixed`` are :func:`_labeled_responsibilities`."""
+    labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
     total_weight = max(float(row_weights.sum()), float(np.finfo(X.dtype).tiny))
     eps, trace = float(np.finfo(X.dtype).eps), np.full(_trace_capacity(max_iter), np.nan, X.dtype)
     params = joint = None
@@ -569,9 +567,8 @@ def fit_em(
     )
     if isinstance(init, dict) and not story.has_closed_form:
         latent = {**latent, **{k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}}
-    _, labeled_R, unlabeled_weights = _labeled_responsibilities(
-        codes, row_weights, num_classes, X.dtype, xp=np
-    )
+    fixed = _labeled_responsibilities(codes, row_weights, num_classes, X.dtype, xp=np)
+    _, labeled_R, unlabeled_weights = fixed
 
     if unlabeled_mass <= 0:
         # Nothing to impute: EM is the supervised closed form (or gradient fit), in one step.
@@ -594,7 +591,7 @@ def fit_em(
     # loop compiles several times longer and runs every start until the slowest one stops)
     if host:
         runs = [
-            _em_host(story, X, codes, row_weights, R0, tol, class_prior, max_iter, fit_prior)
+            _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior)
             for R0 in initial_R
         ]
         put = np.asarray
