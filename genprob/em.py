@@ -427,7 +427,7 @@ def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter
         before = value - old_penalty
         if params is not None:
             before += float(story.log_penalty(params, stats["emission"]))
-        new_joint = np.asarray(execution.joint_log_prob(story, new_params, X))
+        new_joint = np.asarray(execution.joint_log_prob(story, new_params, X, eager=True))
         with np.errstate(invalid="ignore"):
             rows = execution.rows_log_likelihood(new_joint, codes)
             new_value = float(np.sum(np.where(row_weights > 0, row_weights * rows, 0.0))) + penalty

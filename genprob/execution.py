@@ -437,15 +437,17 @@ def _scores(story: Story, params: dict, X):
     return jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
 
 
-def joint_log_prob(story: Story, params: dict, X):
+def joint_log_prob(story: Story, params: dict, X, *, eager: bool = False):
     """``log pi_k + log p(x_i | k)`` (n, K) of checked features; SciPy sparse rows are scored on
-    the host by the emission's own sparse products, host rows of a story with its own
-    :meth:`~genprob.story.Story.log_density` by it."""
+    the host by the emission's own sparse products; ``eager`` (EM on the host) scores host rows
+    of a story with its own :meth:`~genprob.story.Story.log_density` by it, without compiling
+    (other calls keep the compiled density: a complete row scores the same bit for bit whether
+    or not other rows of its batch miss entries)."""
     if scipy.sparse.issparse(X):
         emission = story.emission(params)
         _check_width(emission, X)
         return np.log(np.asarray(params[CLASS_PRIOR])) + np.asarray(emission.log_prob(X))
-    if on_host(story, X) and type(story).log_density is not Story.log_density:
+    if eager and on_host(story, X) and type(story).log_density is not Story.log_density:
         params = _host_tree(params)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             return np.log(params[CLASS_PRIOR]) + story.log_density(params, X)
