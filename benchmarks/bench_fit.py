@@ -12,6 +12,8 @@ compilation):
   faster of NumPy's and a jitted one), one NumPy pass over X (its column sums) for Gaussian
   naive Bayes, one SciPy product ``X.T @ R`` for the sparse naive Bayes fits;
 * predict_proba for both libraries.
+* ``--only busy``: GaussianNB, QDA and MultinomialNB fits on digits while a second process keeps
+  the other core busy (``yes``), paired with scikit-learn's (``busy`` in the JSON file).
 
 Ratios printed: ``speedup = sklearn / genprob`` (fit and predict; scikit-learn and genprob run in
 turn and the speed-up is the median of the pairwise ratios, which keeps it meaningful on a busy
@@ -27,6 +29,7 @@ Usage::
 
     python benchmarks/bench_fit.py            # the published shapes (1e6 x 20, 1e5 x 50)
     python benchmarks/bench_fit.py --quick    # small shapes, for a smoke run
+    python benchmarks/bench_fit.py --only busy --json benchmarks/results/bench_fit_busy.json
 """
 
 from __future__ import annotations
@@ -172,6 +175,8 @@ def row(name, fit, core_fit, floor, predict, floor_kind="X^T X"):
 SHAPE = [""]
 #: Load average (1 min) when the run started.
 LOAD = [None]
+#: Fits beside a busy core (:func:`bench_busy`), kept apart from the timed shapes' rows
+BUSY = []
 
 
 def header(title):
@@ -284,11 +289,44 @@ def bench_multinomial(n_docs, vocabulary, words_per_doc, repeats, sms=False):
         row(name, fit, None, floor, predict, "SciPy X^T R")
 
 
+def bench_busy(repeats):
+    """Fits on digits (1797 x 64) while a second process keeps the other core busy (``yes``):
+    a BLAS product that starts threads waits for the busy core; scikit-learn's fits start none."""
+    import subprocess
+
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    pairs = [
+        ("GaussianNB", sknb.GaussianNB(), genprob.GaussianNB()),
+        (
+            "QDA reg_param=0.1",
+            skda.QuadraticDiscriminantAnalysis(reg_param=0.1),
+            genprob.QuadraticDiscriminantAnalysis(reg_param=0.1),
+        ),
+        ("MultinomialNB", sknb.MultinomialNB(), genprob.MultinomialNB()),
+    ]
+    print("\ndigits 1797 x 64, a second process busy on the other core (yes > /dev/null)")
+    busy = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
+    try:
+        for name, theirs, ours in pairs:
+            sk, gp, ratio = timed_pair(
+                lambda t=theirs: t.fit(X, y), lambda o=ours: o.fit(X, y), repeats
+            )
+            print(f"{name:<20} sklearn {sk * 1e3:8.2f} ms  genprob {gp * 1e3:8.2f} ms  "
+                  f"genprob/sklearn {1 / ratio:.2f}x")  # fmt: skip
+            BUSY.append({"estimator": name, "sklearn fit": sk, "genprob fit": gp,
+                         "genprob / sklearn": 1 / ratio})  # fmt: skip
+    finally:
+        busy.kill()
+        busy.wait()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small shapes (smoke run)")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", choices=["gaussian", "multinomial"], default=None)
+    parser.add_argument("--only", choices=["gaussian", "multinomial", "busy"], default=None)
     parser.add_argument("--json", default=None, help="also write the rows, date and machine here")
     args = parser.parse_args(argv)
     LOAD[0] = os.getloadavg()[0]
@@ -308,6 +346,8 @@ def main(argv=None):
         )
         for n, d, k in shapes:
             bench_gaussian(n, d, k, args.repeats)
+    if args.only in (None, "busy"):
+        bench_busy(args.repeats)
     if args.only in (None, "multinomial"):
         bench_multinomial(0, 0, 0, args.repeats, sms=True)
         if args.quick:
@@ -340,6 +380,7 @@ def write_json(path, args):
         "repeats": args.repeats,
         "quick": args.quick,
         "rows": RESULTS,
+        "busy": BUSY,
     }
     with open(path, "w") as f:
         json.dump(record, f, indent=1)

@@ -91,6 +91,29 @@ def column_sums(array):
     return namespace(array).ones(array.shape[0], dtype=array.dtype) @ array
 
 
+def hard_labels(R):
+    """``(codes, weights)`` of NumPy responsibilities ``R`` (n, K) with at most one nonzero per
+    row (labels times sample weights: row i is ``weights[i]`` at ``codes[i]``), else None (soft
+    rows, JAX arrays or tracers)."""
+    if type(R) is not np.ndarray or R.ndim != 2 or not R.shape[1]:
+        return None
+    codes = R.argmax(axis=1)
+    weights = np.take_along_axis(R, codes[:, None], axis=1)[:, 0]
+    return (codes, weights) if np.count_nonzero(R) == np.count_nonzero(weights) else None
+
+
+def class_sums(R, X):
+    """``R.T @ X`` (K, D): rows ``X`` (n, D) summed per class with responsibilities ``R`` (n, K).
+
+    NumPy arrays are contracted by NumPy's own loop (``einsum``), never by BLAS: a BLAS product
+    starts threads, and one that waits for a core busy with another process made a GaussianNB
+    fit on digits 17 times slower. JAX arrays, tracers and sparse ``X`` keep the product.
+    """
+    if type(R) is np.ndarray and type(X) is np.ndarray and X.ndim == 2:
+        return np.einsum("nk,nd->kd", R, X)
+    return R.T @ X
+
+
 def row_sums(array):
     """``array.sum(axis=1)`` of a 2-D float array as a product with ones (see
     :func:`column_sums`: NumPy's row sums of a narrow array are as slow)."""

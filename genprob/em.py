@@ -36,15 +36,13 @@ for discrete stories), more labeled rows, or a smaller ``unlabeled_weight``.
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from genprob import core
-from genprob._lazy import LazyModule
+from genprob import core, execution
+from genprob._arrays import tree_leaves, tree_map
+from genprob._lazy import LazyModule, jitted
 from genprob._validation import (
     check_class_prior,
     check_features,
@@ -55,9 +53,11 @@ from genprob._validation import (
     encode_partial_labels,
     unlabeled_mask,
 )
-from genprob.execution import check_statistics_size, pad_with_first_row, row_padding
+from genprob.execution import check_statistics_size, padded
 from genprob.story import CLASS_PRIOR, Story
 
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
 numpyro = LazyModule("numpyro")
 infer_util = LazyModule("numpyro.infer.util")
 
@@ -106,7 +106,7 @@ def _row_weights(codes, unlabeled_weight, sample_weight, xp=jnp):
     ``xp`` (JAX, or NumPy on the host)."""
     labeled = codes >= 0
     w = (
-        xp.ones(codes.shape, dtype=jnp.result_type(float))
+        xp.ones(codes.shape, dtype=xp.result_type(float))
         if sample_weight is None
         else sample_weight
     )
@@ -311,7 +311,7 @@ def _trace_capacity(max_iter: int) -> int:
     return max(128, 1 << (int(max_iter) - 1).bit_length())
 
 
-@functools.partial(jax.jit, static_argnames=("capacity", "fit_prior"))
+@jitted(static_argnames=("capacity", "fit_prior"))
 def _em_runs(
     story,
     X,
@@ -408,6 +408,56 @@ def _em_runs(
     return jax.vmap(run)(initial_R)
 
 
+def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
+    """:func:`_em_runs` of one start on NumPy rows, eagerly: the same steps and stopping rules,
+    each iteration's joint log density giving both its objective and the next E-step;
+    ``fixed`` are :func:`_labeled_responsibilities`."""
+    labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
+    total_weight = max(float(row_weights.sum()), float(np.finfo(X.dtype).tiny))
+    eps, trace = float(np.finfo(X.dtype).eps), np.full(_trace_capacity(max_iter), np.nan, X.dtype)
+    params = joint = None
+    value, iteration, converged, finite, drop, old_penalty = -np.inf, 0, False, True, 0.0, 0.0
+    R = R0.astype(X.dtype, copy=False)
+    while iteration < max_iter and not converged and finite and not drop > 0:
+        if iteration:
+            R = (labeled_R + unlabeled_weights[:, None] * _softmax(joint)).astype(X.dtype)
+        stats = core.sufficient_statistics(story, X, R)
+        new_params = core.maximize(story, stats, class_prior, fit_prior)
+        penalty = float(story.log_penalty(new_params, stats["emission"]))
+        before = value - old_penalty
+        if params is not None:
+            before += float(story.log_penalty(params, stats["emission"]))
+        new_joint = np.asarray(execution.joint_log_prob(story, new_params, X, eager=True))
+        with np.errstate(invalid="ignore"):
+            rows = execution.rows_log_likelihood(new_joint, codes)
+            new_value = float(np.sum(np.where(row_weights > 0, row_weights * rows, 0.0))) + penalty
+        finite = np.isfinite(new_value) and all(
+            np.all(np.isfinite(a)) for a in tree_leaves(new_params)
+        )
+        converged = bool(em_converged(new_value, value, total_weight, tol, eps))
+        decreased = finite and bool(em_decreased(new_value, before, total_weight, tol, eps))
+        drop = before - new_value if decreased else 0.0
+        if not decreased:
+            trace[iteration] = new_value
+            iteration += 1
+        if (finite and not decreased) or params is None:  # a first step's output, kept or not
+            params, joint = new_params, new_joint
+            value, old_penalty = (new_value, penalty) if finite else (value, old_penalty)
+        converged = converged and not decreased
+    responsibilities = np.where(labeled[:, None], one_hot, _softmax(joint))
+    outputs = (params, trace, iteration, converged, finite, value, responsibilities, R.sum(0), drop)
+    return tree_map(
+        lambda a: np.asarray(a, X.dtype if isinstance(a, float) else None)[None], outputs
+    )
+
+
+def _softmax(joint):
+    """Class posteriors (n, K) of joint log densities, normalized per row."""
+    top = np.max(joint, axis=1, keepdims=True)
+    exp = np.exp(joint - np.where(np.isfinite(top), top, 0.0))
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
 def fit_em(
     story: Story,
     X,
@@ -462,7 +512,9 @@ def fit_em(
             None when every label is a class (every row labeled).
 
     Returns:
-        :class:`EMResult`.
+        :class:`EMResult`: NumPy arrays when NumPy rows of a closed form written in the array
+        namespace (:attr:`~genprob.story.Story.array_api`) ran in NumPy, step by step, with
+        nothing compiled; JAX arrays from the one compiled program otherwise.
 
     Raises:
         ValueError: bad labels, λ outside [0, 1], bad controls, a class with no mass to learn it
@@ -471,7 +523,11 @@ def fit_em(
     codes, num_classes = encode_partial_labels(
         y, num_classes=num_classes, classes=classes, unlabeled_label=unlabeled_label
     )
-    X = check_features(X, keep_sparse=True, to_device=True)
+    X = check_features(X, keep_sparse=True)
+    # closed forms written in the array namespace run EM on NumPy rows eagerly: no compiler
+    host = story.has_closed_form and story.array_api and isinstance(X, np.ndarray)
+    if not host:
+        X = check_features(X, keep_sparse=True, to_device=True)
     if X.shape[0] != codes.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}.")
     story.validate(X)
@@ -490,13 +546,10 @@ def fit_em(
         class_prior = np.asarray(check_class_prior(class_prior, range(num_classes)), X.dtype)
 
     num_rows = X.shape[0]
-    extra = row_padding(X, passes="many")
-    if extra:
-        # unlabeled rows of weight 0 up to a bucket size: a new row count reuses the compiled EM
-        X = jax.device_put(pad_with_first_row(X, extra))
-        codes = np.concatenate([codes, np.full(extra, -1, dtype=codes.dtype)])
-        real = np.ones(num_rows) if weights is None else weights
-        weights = np.concatenate([real, np.zeros(extra)]).astype(X.dtype)
+    if not host:  # rows of weight 0 up to a bucket size: a new row count reuses the compiled EM
+        real = np.ones(num_rows, X.dtype) if weights is None else weights
+        padded_X, codes, weights = padded(X, codes, real)
+        X = X if padded_X is X else jax.device_put(padded_X)
     labeled = codes >= 0
     row_weights = _row_weights(codes, unlabeled_weight, weights, xp=np)
     labeled_mass = np.bincount(codes[labeled], weights=row_weights[labeled], minlength=num_classes)
@@ -514,9 +567,8 @@ def fit_em(
     )
     if isinstance(init, dict) and not story.has_closed_form:
         latent = {**latent, **{k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}}
-    _, labeled_R, unlabeled_weights = _labeled_responsibilities(
-        codes, row_weights, num_classes, X.dtype, xp=np
-    )
+    fixed = _labeled_responsibilities(codes, row_weights, num_classes, X.dtype, xp=np)
+    _, labeled_R, unlabeled_weights = fixed
 
     if unlabeled_mass <= 0:
         # Nothing to impute: EM is the supervised closed form (or gradient fit), in one step.
@@ -537,24 +589,32 @@ def fit_em(
         )
     # one initialization per call: every n_init shares the one-start program (a vmapped while
     # loop compiles several times longer and runs every start until the slowest one stops)
-    codes_on_device = jax.device_put(codes)
-    runs = [
-        _em_runs(
-            story,
-            X,
-            codes_on_device,
-            row_weights,
-            initial_R[i : i + 1],
-            latent,
-            np.asarray(tol, X.dtype),
-            class_prior,
-            np.asarray(max_iter),
-            capacity=_trace_capacity(max_iter),
-            fit_prior=bool(fit_prior),
-        )
-        for i in range(initial_R.shape[0])
-    ]
-    runs = jax.tree_util.tree_map(lambda *a: np.concatenate([np.asarray(b) for b in a]), *runs)
+    if host:
+        runs = [
+            _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior)
+            for R0 in initial_R
+        ]
+        put = np.asarray
+    else:
+        codes_on_device = jax.device_put(codes)
+        runs = [
+            _em_runs(
+                story,
+                X,
+                codes_on_device,
+                row_weights,
+                initial_R[i : i + 1],
+                latent,
+                np.asarray(tol, X.dtype),
+                class_prior,
+                np.asarray(max_iter),
+                capacity=_trace_capacity(max_iter),
+                fit_prior=bool(fit_prior),
+            )
+            for i in range(initial_R.shape[0])
+        ]
+        put = jax.device_put
+    runs = tree_map(lambda *a: np.concatenate([np.asarray(b) for b in a]), *runs)
     params, traces, n_iters, converged, finite, values, responsibilities, class_mass, drops = runs
     finite = np.asarray(finite)
     values = np.where(finite, np.asarray(values), np.nan)
@@ -576,12 +636,12 @@ def fit_em(
     # sliced on the host and put back with device_put: slicing a device array, like jnp.asarray
     # of a host array, compiles a program per shape (row count, n_iter)
     return EMResult(
-        params=jax.tree_util.tree_map(lambda a: jax.device_put(np.asarray(a)[best]), params),
-        log_likelihood=jax.device_put(np.asarray(traces)[best, :n_iter]),
+        params=tree_map(lambda a: put(np.asarray(a)[best]), params),
+        log_likelihood=put(np.asarray(traces)[best, :n_iter]),
         n_iter=n_iter,
         converged=bool(np.asarray(converged)[best]) or unlabeled_mass <= 0,
-        responsibilities=jax.device_put(np.asarray(responsibilities)[best, :num_rows]),
-        init_log_likelihoods=jax.device_put(values),
+        responsibilities=put(np.asarray(responsibilities)[best, :num_rows]),
+        init_log_likelihoods=put(values),
     )
 
 
@@ -592,10 +652,10 @@ def _initial_responsibilities(
     for the ``num_rows`` real rows only, so padding rows do not change them."""
     every_class_labeled = bool(np.all(labeled_mass > 0))
     if isinstance(init, dict):
-        params = {k: jnp.asarray(v, X.dtype) for k, v in init.items()}
+        params = {k: np.asarray(v, X.dtype) for k, v in init.items()}
         if CLASS_PRIOR not in params:
             raise ValueError("init parameters must include 'class_prior'.")
-        posterior = np.asarray(core.predict_proba(story, params, X))
+        posterior = execution.class_posteriors(story, params, X, "proba")
         first = [labeled_R + unlabeled_weights[:, None] * posterior]
     elif init is None:
         first = [labeled_R] if every_class_labeled else []

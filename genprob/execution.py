@@ -21,7 +21,7 @@ import math
 import numpy as np
 import scipy.sparse
 
-from genprob._arrays import column_sums, row_sums, tree_leaves, tree_map
+from genprob._arrays import column_sums, namespace, row_sums, tree_leaves, tree_map
 from genprob._lazy import LazyModule, is_jax_array, jax_context, jitted
 from genprob._limits import check_working_set, compact
 from genprob._validation import check_feature_width, describe, is_concrete
@@ -42,8 +42,7 @@ __all__ = [
     "check_host_width",
     "refuse_unscored",
     "padded_rows",
-    "row_padding",
-    "pad_with_first_row",
+    "padded",
 ]
 
 jax = LazyModule("jax")
@@ -58,8 +57,9 @@ _MIN_BLOCK_ROWS = 256
 #: a small fraction of their run time and are not copied.
 PAD_LIMIT = 1 << 16
 PAD_ENTRY_LIMIT = 1 << 21
-#: Entries (rows x features) of the smallest bucket of one-pass inputs.
-_SMALLEST_BUCKET_ENTRIES = 1 << 12
+#: Entries (rows x features) of the smallest bucket: iris's folds, test sets and refits share
+#: one of 256 rows (an optimizer's refit on 1024 padded rows took 3.5 times one on 150).
+_SMALLEST_BUCKET_ENTRIES = 1 << 10
 
 
 # -- where a pass runs -----------------------------------------------------------------------------
@@ -82,35 +82,32 @@ def padded_rows(num_rows: int, num_features: int | None = None) -> int:
     return -(-num_rows // 4096) * 4096
 
 
-def row_padding(X, *, passes: str = "one") -> int:
-    """Rows to append to the concrete dense 2-D ``X`` to reach its bucket size; 0 for sparse,
-    traced or large inputs. ``passes="many"`` (EM reads the rows at every step) keeps the
-    power-of-two buckets from 16 rows up."""
-    if not (isinstance(X, np.ndarray) or is_jax_array(X)) or X.ndim != 2 or not is_concrete(X):
-        return 0
-    if not (0 < X.shape[0] <= PAD_LIMIT and X.shape[0] * X.shape[1] <= PAD_ENTRY_LIMIT):
-        return 0
-    return padded_rows(X.shape[0], X.shape[1] if passes == "one" else None) - X.shape[0]
+def padded(X, *rows):
+    """``(X, *rows)`` with the rows of a concrete dense ``X`` (up to ``PAD_LIMIT`` rows and
+    ``PAD_ENTRY_LIMIT`` entries) padded to their bucket size (:func:`padded_rows`): the one
+    padding rule of compiled passes, so that a new row count inside a bucket compiles nothing.
 
-
-def pad_with_first_row(X, extra: int):
-    """``X`` with ``extra`` copies of its first row appended (real values, inside the support of
-    every story, so padding rows score finitely wherever real rows do)."""
+    ``X`` gets copies of its first row (inside the support of every story: padding rows score
+    finitely wherever real rows do), as NumPy; each array of ``rows`` (aligned with X's rows)
+    gets rows of weight 0: zeros, or -1 (an unlabeled row) in an integer array of label codes.
+    Padding rows therefore change no statistic, objective or gradient; scores drop them.
+    """
+    shape = np.shape(X)
+    if not (isinstance(X, np.ndarray) or is_jax_array(X)) or len(shape) != 2:
+        return (X, *rows)
+    if not (is_concrete(X) and 0 < shape[0] <= PAD_LIMIT and math.prod(shape) <= PAD_ENTRY_LIMIT):
+        return (X, *rows)
+    extra = padded_rows(*shape) - shape[0]
     if not extra:
-        return X
-    X = np.asarray(X)  # on the host: an eager JAX concatenation compiles per shape
-    return np.concatenate([X, np.broadcast_to(X[:1], (extra, X.shape[1]))])
+        return (X, *rows)
 
+    def pad(array, fill):
+        array = np.asarray(array)  # on the host: an eager JAX concatenation compiles per shape
+        tail = np.broadcast_to(fill, (extra, *array.shape[1:])).astype(array.dtype)
+        return np.concatenate([array, tail])
 
-def _padded(X, R=None):
-    """``(X, R)`` padded to a bucket size, R with zero rows (they add nothing)."""
-    extra = row_padding(X)
-    if not extra:
-        return X, R
-    if R is not None:
-        R = np.asarray(R)
-        R = np.concatenate([R, np.zeros((extra, R.shape[1]), R.dtype)])
-    return pad_with_first_row(X, extra), R
+    fills = [-1 if np.asarray(r).dtype.kind in "iu" else 0 for r in rows]
+    return (pad(X, np.asarray(X)[:1]), *(pad(r, f) for r, f in zip(rows, fills, strict=True)))
 
 
 def _host_tree(tree):
@@ -264,8 +261,8 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     """
     check_statistics_size(story, R.shape[1], X.shape[1], X.dtype)
     if not on_host(story, X):
-        if pad and is_concrete(X) and is_concrete(R):
-            X, R = _padded(X, R)
+        if pad and is_concrete(R):
+            X, R = padded(X, R)
         return _statistics(story, X, R)
     R = np.asarray(R)
     num_rows = X.shape[0]
@@ -336,15 +333,10 @@ _combined = jitted(_combine)
 def em_statistics(story: Story, params: dict, X, codes, row_weights):
     """``(stats, objective)`` of one E-step over rows ``X``: the statistics of the
     responsibilities (one-hot on labeled rows, class posteriors on rows of code -1, each row
-    scaled by ``row_weights``) and the weighted log-likelihood. One compiled program; NumPy
-    rows are padded to a bucket size with rows of weight 0."""
+    scaled by ``row_weights``) and the weighted log-likelihood. One compiled program per
+    bucket of rows (:func:`padded`)."""
     check_statistics_size(story, np.shape(params[CLASS_PRIOR])[-1], X.shape[1], X.dtype)
-    codes, row_weights = np.asarray(codes), np.asarray(row_weights)
-    if isinstance(X, np.ndarray):
-        extra = padded_rows(X.shape[0]) - X.shape[0]
-        X = pad_with_first_row(X, extra)
-        codes = np.concatenate([codes, np.full(extra, -1, codes.dtype)])
-        row_weights = np.concatenate([row_weights, np.zeros(extra, row_weights.dtype)])
+    X, codes, row_weights = padded(X, np.asarray(codes), np.asarray(row_weights))
     return _em_step(story, params, X, codes, row_weights.astype(X.dtype))
 
 
@@ -365,9 +357,15 @@ def _em_step(story, params, X, codes, row_weights):
 def rows_log_likelihood(joint, codes):
     """Each row's log-likelihood from its joint (n, K): ``joint[i, y_i]`` on labeled rows, the
     log-sum-exp over classes on rows of code -1."""
-    labeled = codes >= 0
-    chosen = jnp.take_along_axis(joint, jnp.where(labeled, codes, 0)[:, None], axis=-1)[:, 0]
-    return jnp.where(labeled, chosen, jax.nn.logsumexp(joint, axis=-1))
+    xp, labeled = namespace(joint, codes), codes >= 0
+    chosen = xp.take_along_axis(joint, xp.where(labeled, codes, 0)[:, None], axis=-1)[:, 0]
+    if xp is np:
+        top = _row_max(joint)
+        top = np.where(np.isfinite(top), top, 0.0)
+        marginal = np.log(row_sums(np.exp(joint - top[:, None]))) + top
+    else:
+        marginal = jax.nn.logsumexp(joint, axis=-1)
+    return xp.where(labeled, chosen, marginal)
 
 
 # -- parameters ------------------------------------------------------------------------------------
@@ -411,9 +409,12 @@ def parameters(story: Story, stats: dict, class_prior=None, fit_prior: bool = Tr
 # -- scores and posteriors -------------------------------------------------------------------------
 def _rows_of(compiled, story, params, X):
     """``compiled(story, params, X)`` on ``X`` padded to a bucket size, padding rows dropped."""
-    padded, _ = _padded(X)
-    values = compiled(story, params, padded)
-    return values if padded is X else values[: X.shape[0]]
+    rows = padded(X)[0]
+    values = compiled(story, params, rows)
+    if rows is X:
+        return values
+    # concrete values sliced on the host: a device slice compiles a program per row count
+    return (np.asarray(values) if is_concrete(values) else values)[: X.shape[0]]
 
 
 def _check_width(emission, X) -> None:
@@ -426,9 +427,8 @@ def _check_width(emission, X) -> None:
 
 @jitted
 def _joint(story: Story, params: dict, X):
-    emission = story.emission(params)
-    _check_width(emission, X)
-    return jnp.log(params[CLASS_PRIOR]) + emission.log_prob(X[:, None, :])
+    _check_width(story.emission(params), X)
+    return jnp.log(params[CLASS_PRIOR]) + story.log_density(params, X)
 
 
 @jitted
@@ -437,13 +437,20 @@ def _scores(story: Story, params: dict, X):
     return jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
 
 
-def joint_log_prob(story: Story, params: dict, X):
+def joint_log_prob(story: Story, params: dict, X, *, eager: bool = False):
     """``log pi_k + log p(x_i | k)`` (n, K) of checked features; SciPy sparse rows are scored on
-    the host by the emission's own sparse products."""
+    the host by the emission's own sparse products; ``eager`` (EM on the host) scores host rows
+    of a story with its own :meth:`~genprob.story.Story.log_density` by it, without compiling
+    (other calls keep the compiled density: a complete row scores the same bit for bit whether
+    or not other rows of its batch miss entries)."""
     if scipy.sparse.issparse(X):
         emission = story.emission(params)
         _check_width(emission, X)
         return np.log(np.asarray(params[CLASS_PRIOR])) + np.asarray(emission.log_prob(X))
+    if eager and on_host(story, X) and type(story).log_density is not Story.log_density:
+        params = _host_tree(params)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            return np.log(params[CLASS_PRIOR]) + story.log_density(params, X)
     return _rows_of(_joint, story, params, X)
 
 
@@ -515,6 +522,8 @@ def class_posteriors(story: Story, params: dict, X, kind: str = "log") -> np.nda
 def _row_max(scores) -> np.ndarray:
     """Each row's maximum, class by class: K vectorized passes over the columns beat NumPy's
     row-wise reduction of a narrow (n, K) array."""
+    if scores.shape[1] > 64:  # wide enough for NumPy's own reduction
+        return scores.max(axis=1)
     top = scores[:, 0].copy()
     for k in range(1, scores.shape[1]):
         np.maximum(top, scores[:, k], out=top)

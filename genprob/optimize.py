@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from genprob import core
+from genprob import core, execution
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob._lazy import LazyModule
 from genprob._validation import (
@@ -465,10 +465,13 @@ def _validated_problem(
         weights = weights * sample_weight
     if not weights.sum() > 0:
         raise ValueError("the rows' total weight is zero: there is nothing to fit.")
-    Xj = jnp.asarray(X)
-    story.validate(Xj)
-    row_weights = jnp.asarray(weights, dtype=Xj.dtype)
-    codes = jnp.asarray(y, dtype=jnp.int32)
+    story.validate(X)
+    # unlabeled rows of weight 0 up to a bucket size: a new row count reuses the compiled fit
+    X, y, weights = execution.padded(X, y.astype(np.int32), weights)
+    labeled = y >= 0
+    Xj = jax.device_put(X)
+    row_weights = jax.device_put(np.asarray(weights, dtype=Xj.dtype))
+    codes = jax.device_put(y)
     if penalized and penalty_stats is None and story.has_closed_form:
         R = core.one_hot_responsibilities(np.where(labeled, y, 0), num_classes, dtype=Xj.dtype)
         R = R * jnp.where(codes >= 0, row_weights, 0.0)[:, None]

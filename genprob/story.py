@@ -375,6 +375,12 @@ class Story(metaclass=_StoryType):
         override it to drop a per-row term that would overflow (a Gaussian's ``x^T P x`` beyond
         |x| ~ 1e154), reusing their own density code. The default is the exact log density.
         """
+        return self.log_density(params, X)
+
+    def log_density(self, params: dict, X):
+        """``log p(x_i | k)`` (n, K), exact: the emission's ``log_prob``. An :attr:`array_api`
+        story may compute it in the namespace of NumPy rows, which are then scored (and fitted
+        by EM) without JAX."""
         return self.emission(params).log_prob(X[:, None, :])
 
     # -- optional closed form --------------------------------------------------------------------

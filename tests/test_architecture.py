@@ -252,10 +252,11 @@ def _story_public_names() -> list[str]:
 
 
 def test_story_contract_stays_small():
-    """The story contract is statistics plus genuine model hooks: at most 25 overridable
-    public names (engine steering lives in genprob.execution)."""
+    """The story contract is statistics plus genuine model hooks: at most 26 overridable
+    public names (engine steering lives in genprob.execution); the 26th, ``log_density``, is
+    the exact density that host rows are scored and fitted by EM with (issue 57)."""
     names = _story_public_names()
-    assert len(names) <= 25, sorted(names)
+    assert len(names) <= 26, sorted(names)
 
 
 # -- only public APIs of dependencies ------------------------------------------------------------

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from genprob._arrays import encode_labels, placed, without_duplicates
+from genprob._arrays import class_sums, encode_labels, hard_labels, placed, without_duplicates
 
 
 @settings(max_examples=60, deadline=None)
@@ -130,3 +130,37 @@ def test_scoring_parameters_and_factors_are_read_only(name):
     )
     before = estimator.predict_proba(X)
     np.testing.assert_array_equal(estimator.predict_proba(X), before)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_class_sums_equal_the_product_and_hard_labels_are_found(dtype):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 4)).astype(dtype)
+    codes = rng.integers(0, 5, 50)
+    codes[:7] = -1  # rows of zeros (unlabeled rows of a labeled fit)
+    codes[codes == 3] = 4  # class 3 empty
+    weights = rng.uniform(0.5, 2.0, 50).astype(dtype)
+    R = (codes[:, None] == np.arange(5)).astype(dtype) * weights[:, None]
+    found = hard_labels(R)
+    assert found is not None and np.all(found[0][codes >= 0] == codes[codes >= 0])
+    sums = class_sums(R, X)
+    assert sums.dtype == dtype and not sums[3].any()
+    np.testing.assert_allclose(sums, R.T @ X, rtol=1e-12 if dtype == np.float64 else 1e-5)
+    R[0, :2] = 0.5  # a soft row
+    assert hard_labels(R) is None
+    np.testing.assert_allclose(
+        class_sums(R, X), R.T @ X, rtol=1e-12 if dtype == np.float64 else 1e-5
+    )
+    assert class_sums(R[:0], X[:0]).shape == (5, 4)
+
+
+def test_padding_rows_of_weight_zero_leave_class_sums_unchanged():
+    from genprob.execution import padded
+
+    rng = np.random.default_rng(4)
+    X, codes = rng.normal(size=(37, 3)), rng.integers(0, 3, 37)
+    R = (codes[:, None] == np.arange(3)) * rng.uniform(0.5, 2.0, (37, 1))
+    X_padded, R_padded, codes_padded = padded(X, R, codes)
+    assert X_padded.shape[0] > 37 and not R_padded[37:].any() and np.all(codes_padded[37:] == -1)
+    np.testing.assert_array_equal(X_padded[37:], np.broadcast_to(X[0], (X_padded.shape[0] - 37, 3)))
+    np.testing.assert_array_equal(class_sums(R_padded, X_padded), class_sums(R, X))

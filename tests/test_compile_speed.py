@@ -356,3 +356,64 @@ def test_the_command_line_cache_can_be_switched_off_and_leaves_a_user_cache(tmp_
     own = tmp_path / "mine"
     assert _cli_process(tmp_path, JAX_COMPILATION_CACHE_DIR=str(own))[0] == str(own)
     assert not (tmp_path / "genprob").exists()
+
+
+class _StudentTStory(genprob.Story):
+    """The README's user story: no closed form, fitted by the optimizer."""
+
+    name = "student_t_compile_test"
+
+    def prior(self, num_classes, num_features):
+        import jax.numpy as jnp
+        import numpyro
+        import numpyro.distributions as dist
+
+        shape = [num_classes, num_features]
+        loc, scale = self.data_scales(num_features)
+        means = dist.Normal(loc, 10 * scale).expand(shape).to_event(2)
+        scales = dist.LogNormal(jnp.log(scale), 2).expand(shape).to_event(2)
+        return {
+            "means": numpyro.sample("means", means),
+            "scales": numpyro.sample("scales", scales),
+        }
+
+    def emission(self, params):
+        import numpyro.distributions as dist
+
+        return dist.StudentT(4.0, params["means"], params["scales"]).to_event(1)
+
+
+def test_cross_validation_of_a_user_story_compiles_the_fit_once(compilations):  # noqa: F811
+    """5 folds of unequal sizes and a refit on every row: one bucket of rows, so only the first
+    fold compiles (the optimizer's program, the scores) and the refit compiles nothing."""
+    X, y = load_iris(return_X_y=True)
+    X, y = X[:147], y[:147]
+    folds = list(KFold(5, shuffle=True, random_state=0).split(X))
+    assert len({len(train) for train, _ in folds}) > 1
+    per_fold = []
+    for train, test in folds:
+        compilations.count = 0
+        fitted = genprob.GenerativeClassifier(_StudentTStory()).fit(X[train], y[train])
+        assert fitted.score(X[test], y[test]) > 0.8
+        per_fold.append(compilations.count)
+    assert per_fold[0] > 0 and per_fold[1:] == [0] * 4
+    compilations.count = 0
+    scores = cross_val_score(genprob.GenerativeClassifier(_StudentTStory()), X, y, cv=folds)
+    genprob.GenerativeClassifier(_StudentTStory()).fit(X, y)
+    assert compilations.count == 0 and np.all(scores > 0.8)
+    _assert_counter_sees_compilations(compilations)
+
+
+def test_padding_rows_leave_the_optimizer_fit_bit_for_bit(monkeypatch):
+    """The optimizer on rows padded with rows of weight 0 and on the unpadded rows (padding
+    switched off) reaches the same optimum."""
+    X, y = load_iris(return_X_y=True)
+    X, y = X[:131], y[:131]
+    assert padded_rows(*X.shape) > len(y)
+    padded = genprob.fit_optimizer(_StudentTStory(), X, y)
+    monkeypatch.setattr(execution, "PAD_LIMIT", 0)
+    plain = genprob.fit_optimizer(_StudentTStory(), X, y)
+    # the sums of another program round otherwise: L-BFGS takes another path to the optimum
+    np.testing.assert_allclose(padded.objective, plain.objective, rtol=1e-12)
+    for name, value in plain.params.items():
+        np.testing.assert_allclose(padded.params[name], value, rtol=1e-9, atol=1e-12)

@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import genprob
 from genprob import core
+from genprob._dtype import precision
 from genprob.datasets import load_digits, load_iris
 from genprob.em import encode_partial_labels, fit_em, weighted_log_likelihood
 from genprob.families.bernoulli import BernoulliStory
@@ -32,6 +33,7 @@ LDA = GaussianStory(covariance="full", shared=True)
 QDA = GaussianStory(covariance="full", shared=False)
 GNB = GaussianStory(covariance="diag", shared=False)
 DIAG_SHARED = GaussianStory(covariance="diag", shared=True)
+QDA_REG = QDA.replace(reg_param=0.1)
 
 
 def _hide(y, fraction, seed=0):
@@ -658,3 +660,87 @@ def test_estimator_labels_classes_and_errors(iris):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         genprob.GaussianNB().fit(X, y_partial)
+
+
+@pytest.mark.parametrize(
+    "story",
+    [LDA, QDA_REG, GNB, DIAG_SHARED, BernoulliStory(alpha=1.0)],
+    ids=["lda", "qda", "gnb", "diag-shared", "bernoulli"],
+)
+def test_em_on_numpy_rows_runs_eagerly_and_equals_the_compiled_route(story, iris):
+    X, _, y_partial = iris
+    X = (X > X.mean(axis=0)).astype(float) if isinstance(story, BernoulliStory) else X
+    with precision("float64"):
+        host = fit_em(story, X, y_partial, num_classes=3, max_iter=40)
+        compiled = fit_em(story, jnp.asarray(X), y_partial, num_classes=3, max_iter=40)
+    assert isinstance(host.params["class_prior"], np.ndarray)  # no device round trip
+    assert isinstance(compiled.params["class_prior"], jax.Array)
+    trace = np.asarray(host.log_likelihood)
+    if story is not QDA_REG:  # reg_param's penalty scales with the soft counts (fit_em's caveat)
+        assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:]))  # EM never decreases
+    n = min(host.n_iter, compiled.n_iter)
+    assert abs(host.n_iter - compiled.n_iter) <= 1  # a stop at rounding level may differ by one
+    np.testing.assert_allclose(trace[:n], np.asarray(compiled.log_likelihood)[:n], rtol=1e-10)
+    for name, value in host.params.items():
+        np.testing.assert_allclose(value, np.asarray(compiled.params[name]), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(
+        host.responsibilities, np.asarray(compiled.responsibilities), atol=1e-8
+    )
+
+
+def test_first_semi_supervised_fit_of_a_closed_form_imports_no_jax():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from sklearn.datasets import load_wine\n"
+        "from genprob.estimators import LinearDiscriminantAnalysis\n"
+        "X, y = load_wine(return_X_y=True)\n"
+        "partial = np.where(np.arange(len(y)) % 4 == 0, y, -1)\n"
+        "m = LinearDiscriminantAnalysis(max_iter=30).fit(X, partial)\n"
+        "print('jax' in sys.modules, 'numpyro' in sys.modules, m.n_iter_ > 1, m.score(X, y))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    no_jax, no_numpyro, iterated, accuracy = run.stdout.split()
+    assert (no_jax, no_numpyro, iterated) == ("False", "False", "True")
+    assert float(accuracy) > 0.9
+
+
+_MANY_CLASSES = """
+import resource, sys, numpy as np
+limit = int(sys.argv[2]) << 30
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+X = np.random.default_rng(0).normal(size=(4000, 3))
+if sys.argv[1] == "numpy":
+    from genprob.estimators import GaussianNB
+    model = GaussianNB(max_iter=2).fit(X, np.full(4000, -1), classes=np.arange(2000))
+    print(model.n_iter_, model.theta_.shape[0])
+else:
+    import jax
+    from genprob._dtype import precision
+    from genprob.em import fit_em
+    from genprob.families.gaussian import GaussianStory
+    story = GaussianStory(covariance="diag", shared=False, var_smoothing=1e-9)
+    with precision("float64"):
+        result = fit_em(story, jax.device_put(X), np.full(4000, -1), num_classes=2000, max_iter=2)
+    print(result.n_iter, result.params["means"].shape[0])
+"""
+
+
+@pytest.mark.parametrize(
+    "route, gigabytes",
+    [("numpy", 2), pytest.param("jax", 3, marks=pytest.mark.slow)],
+)
+def test_em_with_two_thousand_classes_fits_within_a_memory_limit(route, gigabytes):
+    # issue 60: 5 GB and std::bad_alloc under 6 GB, the compiled program unrolled per class
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", _MANY_CLASSES, route, str(gigabytes)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["2", "2000"]

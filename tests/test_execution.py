@@ -80,7 +80,7 @@ def test_padding_rows_change_nothing():
     """Compiled statistics of a small input run on padded rows of zero responsibility."""
     story = BernoulliStory()
     X, codes, weights = _data("bernoulli", 37)
-    assert execution.row_padding(X) > 0
+    assert execution.padded(X)[0].shape[0] > X.shape[0]
     with jax.enable_x64(True):
         R = execution.responsibilities(codes, 3, weights)
         padded = execution.statistics(story, jnp.asarray(X), R, pad=True)

@@ -740,6 +740,8 @@ def first_calls_table() -> str:
         "peer warm",
         "refit",
         "peer refit",
+        "refit, new rows",
+        "peer, new rows",
     ]
     body = []
     for row in rows:
@@ -754,6 +756,8 @@ def first_calls_table() -> str:
                 _s(row.get("peer warm")) if row.get("peer") else "-",
                 _s(row["warm refit"]) if "warm refit" in row else "-",
                 _s(row["peer warm refit"]) if "peer warm refit" in row else "-",
+                _s(row["cold new rows"]) if "cold new rows" in row else "-",
+                _s(row["peer cold new rows"]) if "peer cold new rows" in row else "-",
             ]
         )
     verdicts = [
@@ -770,3 +774,27 @@ def first_calls_table() -> str:
         + _table(header, body)
         + html_table(["call", "target", "measured", "verdict"], verdicts)
     )
+
+
+# -- fits beside a busy core (bench_fit.py --only busy) --------------------------------------
+
+
+BUSY_COMMAND = (
+    "python benchmarks/bench_fit.py --only busy --json benchmarks/results/bench_fit_busy.json"
+)
+
+
+def busy_table() -> str:
+    """Closed-form fits on digits beside a busy core, each beside scikit-learn's."""
+    record = results("bench_fit_busy")
+    body = [
+        [
+            row["estimator"],
+            _ms(row["sklearn fit"]),
+            _ms(row["genprob fit"]),
+            _x(row["genprob / sklearn"]),
+        ]
+        for row in record.get("busy", [])
+    ]
+    header = ["fit on digits, other core busy", "scikit-learn (ms)", "genprob (ms)", "ratio"]
+    return _run_note(record, BUSY_COMMAND) + (_table(header, body) if body else "")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from genprob._arrays import namespace
+from genprob._arrays import class_sums, namespace
 from genprob._lazy import LazyModule
 from genprob._validation import is_bcoo
 
@@ -152,7 +152,7 @@ def row_counts(counts):
 def observed_sums(X, R, observed):
     """``(R^T observed, R^T X)``: rows and feature sums per class over observed entries (``X``
     filled with 0 where missing)."""
-    return R.T @ observed.astype(R.dtype), R.T @ X
+    return class_sums(R, observed.astype(R.dtype)), class_sums(R, X)
 
 
 def weighted_sums(X, R):
@@ -160,7 +160,7 @@ def weighted_sums(X, R):
     SciPy on the host (never densified); only the dense (K, D) result is returned."""
     if scipy.sparse.issparse(X):
         return np.asarray(X.T @ np.asarray(R, dtype=X.dtype)).T
-    return R.T @ X
+    return class_sums(R, X)
 
 
 def scipy_linear_scores(X, weights, offset) -> np.ndarray:

@@ -312,6 +312,22 @@ class GaussianStory(Story):
             _mark_overflowed_rows(X, scores)
         return scores
 
+    def log_density(self, params, X):
+        """NumPy rows: the discriminant, plus for a shared spread the term of the row that its
+        linear scores leave out, ``-1/2 (x - c)^T P (x - c)``; other rows: the emission's."""
+        if not isinstance(X, np.ndarray):
+            return super().log_density(params, X)
+        scores = self.discriminant(params, X)
+        if not self.shared:
+            return scores  # the per-class log density itself
+        params = tree_map(np.asarray, params)
+        terms = (params.get(FACTORS) or {}).get(LINEAR_TERMS)
+        center = np.mean(params["means"], axis=0) if terms is None else terms["center"]
+        whitening = self._whitening_and_constant(params)[0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = (X - center) * whitening if whitening.ndim == 1 else (X - center) @ whitening
+            return scores - 0.5 * np.einsum("ij,ij->i", z, z)[:, None]
+
     def _whitening_and_constant(self, params):
         """``(W, c)``: the whitening of a full spread (D, r) or (K, D, r) and the class
         constants; for a diagonal spread the inverse sds (D,) when shared, else the variances

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from genprob._arrays import namespace, row_sums
+from genprob._arrays import class_sums, hard_labels, namespace, row_sums
 from genprob._lazy import LazyModule
 from genprob.families.gaussian import mclust
 from genprob.families.gaussian.distributions import full_factors, full_gaussian
@@ -167,12 +167,16 @@ class FullCovariance(CovarianceStructure):
 
     def moments(self, X, R, shift, class_scatter):
         Z = X - shift
-        sums = R.T @ Z
+        sums = class_sums(R, Z)
         if not class_scatter:
             return {"squares": _weighted_gram(Z, row_sums(R)), "sums": sums}
-        # class by class: no (n, K, D) temporary
-        xp = namespace(Z, R)
-        class_squares = xp.stack([_weighted_gram(Z, R[:, k]) for k in range(R.shape[1])])
+        # class by class: no (n, K, D) temporary; labeled rows each in their own class only
+        xp, hard, classes = namespace(Z, R), hard_labels(R), range(R.shape[1])
+        if hard is None:
+            class_squares = xp.stack([_weighted_gram(Z, R[:, k]) for k in classes])
+        else:
+            rows = [hard[0] == k for k in classes]
+            class_squares = np.stack([_weighted_gram(Z[m], hard[1][m]) for m in rows])
         stats = {"sums": sums, "squares": self.group(class_squares)}
         if self.shared:
             stats["class_squares"] = class_squares
@@ -234,7 +238,7 @@ class DiagonalCovariance(CovarianceStructure):
 
     def moments(self, X, R, shift, class_scatter):
         Z = X - shift
-        return {"sums": R.T @ Z, "squares": self.group(R.T @ (Z * Z))}
+        return {"sums": class_sums(R, Z), "squares": self.group(class_sums(R, Z * Z))}
 
     def move(self, squares, sums, counts, offset):
         return squares + 2.0 * sums * offset + counts[..., None] * offset**2
