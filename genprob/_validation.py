@@ -467,7 +467,7 @@ def check_class_prior(prior, classes, *, name: str = "class_prior", renormalize:
     """
     if prior is None:
         return None
-    values = np.asarray(prior, dtype=np.float64)
+    values = np.array(prior, dtype=np.float64)  # a copy: the user's array may change later
     classes = list(classes)
     num_classes = len(classes)
     if values.ndim != 1 or values.shape[0] != num_classes:
