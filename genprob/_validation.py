@@ -429,6 +429,14 @@ def class_codes(y, num_samples: int, num_classes=None, unlabeled_label=UNLABELED
 
 
 # -- sample weights -------------------------------------------------------------------------------
+#: Where the largest sample weight must lie (the square root of the smallest normal double and
+#: its inverse): weight x feature products then stay normal for features of 1e-154 to 1e77.
+WEIGHT_RANGE = (
+    float(np.sqrt(np.finfo(np.float64).tiny)),
+    float(1 / np.sqrt(np.finfo(np.float64).tiny)),
+)
+
+
 def check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool = True):
     """Row weights as float64 (n,), or None; a scalar weighs every row alike.
 
@@ -452,6 +460,19 @@ def check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool
         raise ValueError("sample_weight must be finite and non-negative.")
     if not allow_all_zero and not sample_weight.sum() > 0:
         raise ValueError("every sample_weight is zero: at least one row needs a positive weight.")
+    largest = float(sample_weight.max(initial=0.0))
+    if largest > 0 and not WEIGHT_RANGE[0] <= largest <= WEIGHT_RANGE[1]:
+        # the statistics multiply weights by features (and their squares): out of this range
+        # the products leave the normal doubles and the fit goes wrong without a sign
+        raise ValueError(
+            f"sample_weight's largest value is {largest:.3g}: weights that "
+            f"{'small underflow' if largest < 1 else 'large overflow'} in the fit's statistics "
+            f"(weight x feature products leave the range of normal doubles), which would give "
+            f"a wrong fit. Multiply the weights by one constant so that the largest lies in "
+            f"[{WEIGHT_RANGE[0]:.3g}, {WEIGHT_RANGE[1]:.3g}], e.g. divide them by their "
+            f"largest value: a Gaussian fit does not change; for smoothed counts (alpha, "
+            f"beta) scale those by the same constant."
+        )
     return sample_weight
 
 

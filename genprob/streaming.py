@@ -52,6 +52,7 @@ from genprob import core
 from genprob._dtype import numpy_dtype, precision
 from genprob._lazy import LazyModule
 from genprob._validation import (
+    check_sample_weight,
     check_unlabeled_label,
     check_unlabeled_label_type,
     unlabeled_mask,
@@ -368,7 +369,7 @@ def chunk_weights(w, num_rows):
             f"a chunk's sample_weight must be finite, non-negative and of shape ({num_rows},); "
             f"got shape {w.shape}."
         )
-    return w
+    return check_sample_weight(w, num_rows)  # and a largest weight that cannot underflow
 
 
 def add_contexts(a: dict, b: dict) -> dict:

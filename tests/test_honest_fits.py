@@ -91,3 +91,104 @@ def test_qda_singular_class_covariance_raises_linalgerror_as_scikit_learn_does()
     # features; here scikit-learn fits it too) and both agree
     ours = genprob.QuadraticDiscriminantAnalysis(reg_param=0.1).fit(X, Y).predict_proba(X)
     np.testing.assert_allclose(ours, SkQDA(reg_param=0.1).fit(X, Y).predict_proba(X), atol=1e-10)
+
+
+# -- weights that underflow -----------------------------------------------------------------------
+W = np.random.default_rng(7).uniform(0.2, 3.0, size=60)
+X_BINARY = (X_REAL > 1.0).astype(float)
+X_MIXED = np.column_stack([X_REAL[:, :2], X_COUNTS[:, 0]])
+
+
+def _scale_free_cases():
+    """Fits that depend on the weights' ratios only: their fit equals the fit at any scale."""
+    return [
+        (genprob.GaussianNB, {}, X_REAL),
+        (genprob.LinearDiscriminantAnalysis, {}, X_REAL),
+        (genprob.QuadraticDiscriminantAnalysis, {"reg_param": 0.1}, X_REAL),
+    ]
+
+
+def _smoothed_cases(c):
+    """(cls, options at weight scale 1, the same options at weight scale c, X): pseudo-counts
+    are in the units of the weights, so ``fit(c w, c alpha) = fit(w, alpha)``."""
+    return [
+        (genprob.MultinomialNB, {"alpha": 0.5}, {"alpha": 0.5 * c}, X_COUNTS),
+        (genprob.BernoulliNB, {"alpha": 0.5}, {"alpha": 0.5 * c}, X_BINARY),
+        (genprob.CategoricalNB, {"alpha": 0.5}, {"alpha": 0.5 * c}, X_COUNTS),
+        (
+            genprob.PoissonNB,
+            {"alpha": 0.5, "beta": 2.0},
+            {"alpha": 0.5 * c, "beta": 2.0 * c},
+            X_COUNTS,
+        ),
+        (
+            genprob.MixedNB,
+            {"families": {0: "gaussian", 1: "gaussian", 2: "poisson"}, "alpha": 0.5, "beta": 2.0},
+            {"families": {0: "gaussian", 1: "gaussian", 2: "poisson"}, "alpha": 0.5 * c, "beta": 2.0 * c},
+            X_MIXED,
+        ),
+    ]
+
+
+# powers of two: w * c is exact, so any difference is the fit's, not the input's
+@pytest.mark.parametrize(
+    "c", [2.0**-480, 2.0**-40, 2.0**40, 2.0**480], ids=["tiny", "small", "large", "huge"]
+)
+def test_fit_with_weights_times_a_constant_is_the_same_fit(c):
+    for cls, options, X in _scale_free_cases():
+        reference = cls(**options).fit(X, Y, sample_weight=W)
+        scaled = cls(**options).fit(X, Y, sample_weight=W * c)
+        np.testing.assert_allclose(
+            scaled.predict_proba(X),
+            reference.predict_proba(X),
+            rtol=0,
+            atol=1e-12,
+            err_msg=cls.__name__,
+        )
+        for name in ("theta_", "means_", "var_", "class_prior_", "priors_"):
+            if hasattr(reference, name):
+                np.testing.assert_allclose(
+                    getattr(scaled, name), getattr(reference, name), rtol=1e-12, err_msg=name
+                )
+    for cls, options, scaled_options, X in _smoothed_cases(c):
+        reference = cls(**options).fit(X, Y, sample_weight=W)
+        scaled = cls(**scaled_options).fit(X, Y, sample_weight=W * c)
+        np.testing.assert_allclose(
+            scaled.predict_proba(X),
+            reference.predict_proba(X),
+            rtol=0,
+            atol=1e-12,
+            err_msg=cls.__name__,
+        )
+
+
+def _every_estimator():
+    return (
+        [(cls, options, X) for cls, options, X in _scale_free_cases()]
+        + [(cls, options, X) for cls, options, _, X in _smoothed_cases(1.0)]
+        + [(genprob.MixtureDiscriminantAnalysis, {}, X_REAL)]
+    )
+
+
+@pytest.mark.parametrize("scale", [5e-324, 1e-300, 1e300], ids=["subnormal", "tiny", "huge"])
+def test_weights_that_leave_the_normal_doubles_are_refused(scale):
+    """Issue 60: weights of 5e-324 gave GaussianNB means off by 0.07 and probabilities off by
+    0.35, silently; every estimator, fit and partial_fit, now refuses them and says how to
+    rescale."""
+    weights = np.where(np.arange(60) % 3 == 0, scale, 0.0)  # the issue's case: the rest weigh 0
+    for cls, options, X in _every_estimator():
+        with pytest.raises(
+            ValueError,
+            match=r"sample_weight's largest value is .*divide them by their\s+largest value",
+        ):
+            cls(**options).fit(X, Y, sample_weight=weights)
+        if hasattr(cls(**options), "partial_fit"):
+            with pytest.raises(ValueError, match="sample_weight's largest value"):
+                cls(**options).partial_fit(X, Y, classes=[0, 1, 2], sample_weight=weights)
+    with pytest.raises(ValueError, match="sample_weight's largest value"):  # chunked input
+        genprob.GaussianNB().fit(iter([(X_REAL, Y, weights)]), classes=[0, 1, 2])
+    # rescaled, the weights fit the weighted means exactly (the issue's check)
+    model = genprob.GaussianNB().fit(X_REAL, Y, sample_weight=weights / weights.max())
+    kept = weights > 0
+    expected = [X_REAL[kept & (Y == k)].mean(axis=0) for k in range(3)]
+    np.testing.assert_allclose(model.theta_, expected, rtol=1e-12)
