@@ -97,6 +97,7 @@ def test_qda_singular_class_covariance_raises_linalgerror_as_scikit_learn_does()
 W = np.random.default_rng(7).uniform(0.2, 3.0, size=60)
 X_BINARY = (X_REAL > 1.0).astype(float)
 X_MIXED = np.column_stack([X_REAL[:, :2], X_COUNTS[:, 0]])
+MIXED_FAMILIES = {0: "gaussian", 1: "gaussian", 2: "poisson"}
 
 
 def _scale_free_cases():
@@ -123,8 +124,8 @@ def _smoothed_cases(c):
         ),
         (
             genprob.MixedNB,
-            {"families": {0: "gaussian", 1: "gaussian", 2: "poisson"}, "alpha": 0.5, "beta": 2.0},
-            {"families": {0: "gaussian", 1: "gaussian", 2: "poisson"}, "alpha": 0.5 * c, "beta": 2.0 * c},
+            {"families": MIXED_FAMILIES, "alpha": 0.5, "beta": 2.0},
+            {"families": MIXED_FAMILIES, "alpha": 0.5 * c, "beta": 2.0 * c},
             X_MIXED,
         ),
     ]
