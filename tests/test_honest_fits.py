@@ -193,3 +193,64 @@ def test_weights_that_leave_the_normal_doubles_are_refused(scale):
     kept = weights > 0
     expected = [X_REAL[kept & (Y == k)].mean(axis=0) for k in range(3)]
     np.testing.assert_allclose(model.theta_, expected, rtol=1e-12)
+
+
+# -- unlabeled_weight="auto" ----------------------------------------------------------------------
+def _few_labels(seed=0, num_classes=4, num_features=8, num_rows=400, labels=3):
+    """Gaussian classes with a shared covariance, ``labels`` rows a class labeled: a fold of the
+    cross-validation keeps 2 a class, whose pooled covariance has rank 4 of 8."""
+    rng = np.random.default_rng(seed)
+    means = rng.normal(0.0, 1.6, size=(num_classes, num_features))
+    y = np.arange(num_rows) % num_classes
+    X = means[y] + rng.normal(size=(num_rows, num_features))
+    partly = np.full(num_rows, -1)
+    for k in range(num_classes):
+        partly[np.flatnonzero(y == k)[:labels]] = k
+    return X, y, partly
+
+
+def test_em_goes_past_a_start_of_lower_rank():
+    """The labeled rows' fit (rank 4 of 8) is a density on a subspace: its objective exceeds the
+    full-rank fit's, which stopped EM at its first E-step with the labeled-only parameters."""
+    import warnings
+
+    X, y, partly = _few_labels()
+    labeled = np.flatnonzero(partly >= 0)
+    keep = np.ones(len(y), dtype=bool)
+    keep[labeled[::3]] = False  # 2 labeled rows a class, as in a fold
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "EM stopped at iteration 2"
+        model = genprob.LinearDiscriminantAnalysis(unlabeled_weight=0.1, max_iter=300)
+        model.fit(X[keep], partly[keep])
+    assert model.n_iter_ > 2
+    labeled_only = genprob.LinearDiscriminantAnalysis(unlabeled_weight=0).fit(X[keep], partly[keep])
+    assert model.score(X, y) > labeled_only.score(X, y) + 0.3  # 0.98 against 0.52 at seed 0
+
+
+def test_auto_keeps_unlabeled_rows_that_help_on_a_few_label_split():
+    """Issue 60: every λ scored alike (each fold's EM stopped at its start) and the tie went
+    to λ = 0; on this split λ = 0 scores 0.52 on the true labels, λ = 0.1 0.98."""
+    X, y, partly = _few_labels()
+    model = genprob.LinearDiscriminantAnalysis(unlabeled_weight="auto", random_state=0)
+    model.fit(X, partly)
+    table = model.unlabeled_weight_scores_
+    assert table.attrs["compared"]
+    assert model.unlabeled_weight_ > 0
+    assert table["log_lik"][model.unlabeled_weight_] > table["log_lik"][0.0] + 1.0
+    assert model.score(X, y) > 0.95
+
+
+def test_a_table_of_equal_rows_is_reported_as_a_failed_comparison():
+    """Unlabeled rows of weight 0 change no fold's fit: the table's rows are equal, which is
+    no evidence for λ = 0; the fit says so and fits plain EM (λ = 1)."""
+    from genprob.estimators import UnlabeledWeightTieWarning
+
+    X, y, partly = _few_labels(labels=5)
+    weights = np.where(partly >= 0, 1.0, 0.0)
+    model = genprob.LinearDiscriminantAnalysis(unlabeled_weight="auto", random_state=0)
+    with pytest.warns(UnlabeledWeightTieWarning, match="could not compare the weights"):
+        model.fit(X, partly, sample_weight=weights)
+    table = model.unlabeled_weight_scores_
+    assert not table.attrs["compared"]
+    assert table["log_lik"].nunique() == 1 and len(table) == 4
+    assert model.unlabeled_weight_ == 1.0

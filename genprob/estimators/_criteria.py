@@ -26,6 +26,7 @@ __all__ = [
     "AUTO_WEIGHT_GRID",
     "CriteriaMixin",
     "UnlabeledRowsHurtWarning",
+    "UnlabeledWeightTieWarning",
     "fit_with_chosen_weight",
 ]
 
@@ -41,6 +42,12 @@ HURT_MARGIN = 2.0
 class UnlabeledRowsHurtWarning(UserWarning):
     """The unlabeled rows make the held-out labeled rows worse than ignoring them: the story
     probably does not describe the data (EM fits the mixture, not the classes)."""
+
+
+class UnlabeledWeightTieWarning(UserWarning):
+    """``unlabeled_weight="auto"`` could not compare the weights: every λ gave every fold the
+    same held-out scores, so the unlabeled rows changed no fold's fit (a failed comparison,
+    not evidence for any λ)."""
 
 
 def _num_rows(X) -> int:
@@ -118,7 +125,9 @@ class CriteriaMixin:
         import pandas as pd
 
         frame = pd.DataFrame({k: np.asarray(v, dtype=float) for k, v in table.items()})
-        return frame.set_index("unlabeled_weight")
+        frame = frame.set_index("unlabeled_weight")
+        frame.attrs["compared"] = not _all_equal(frame)  # False: the weights tied everywhere
+        return frame
 
     # -- class prior under a shift ---------------------------------------------------------------
     def adjust_class_prior(self, X_new, max_iter: int = 1000, tol: float = 1e-10):
@@ -286,6 +295,12 @@ def weight_scores(estimator, X, y, sample_weight=None, classes=None, grid=AUTO_W
     return table
 
 
+def _all_equal(table) -> bool:
+    """Every λ (two or more) scored every fold alike: the comparison failed."""
+    folds = table[[c for c in table.columns if c.startswith("fold_")]].to_numpy()
+    return len(folds) > 1 and bool(np.all(np.abs(folds - folds[0]) <= 1e-12 * np.abs(folds[0])))
+
+
 def choose_weight(table) -> tuple[float, bool]:
     """The λ of the best mean score (the smallest λ among ties), and whether the unlabeled rows
     hurt: λ = 0 beats every λ > 0 by more than :data:`HURT_MARGIN` standard errors of the
@@ -325,9 +340,12 @@ def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
             "and y as arrays (or a DataFrame), or a number for unlabeled_weight."
         )
     y_array = np.asarray(y)
+    tied = False
     if _unlabeled(estimator, y_array).any():
         table = weight_scores(estimator, X, y_array, sample_weight, classes)
         weight, hurts = choose_weight(table)
+        if _all_equal(table):  # no evidence for any λ: plain EM, as without "auto"
+            weight, hurts, tied = 1.0, False, True
     else:
         table = pd.DataFrame(columns=["log_lik", "log_lik_se", "joint_log_lik", "accuracy"])
         weight, hurts = 1.0, False
@@ -348,6 +366,17 @@ def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
             **{name: table[name].to_numpy(dtype=float) for name in table.columns},
         },
     }
+    if tied:
+        warnings.warn(
+            f'unlabeled_weight="auto" could not compare the weights: every λ in '
+            f"{tuple(float(w) for w in table.index)} gave every fold the same held-out scores "
+            f"(mean log p(y | x) {table['log_lik'].iloc[0]:.4g}), so the unlabeled rows changed "
+            f"no fold's fit (see each fold's EM: a fit that stopped at its start, or unlabeled "
+            f"rows of weight 0). Fitted with unlabeled_weight=1 (plain EM); pass a number to "
+            f"choose. unlabeled_weight_scores_.attrs['compared'] is False.",
+            UnlabeledWeightTieWarning,
+            stacklevel=4,
+        )
     if hurts:
         best_other = table["log_lik"][table.index > 0].max()
         warnings.warn(
