@@ -34,6 +34,8 @@ __all__ = [
 AUTO_WEIGHT_GRID = (0.0, 0.1, 0.3, 1.0)
 #: Folds of the cross-validation over the labeled rows (fewer when a class has fewer rows).
 AUTO_WEIGHT_FOLDS = 5
+#: Floor of a held-out row's log p(y | x): log of float64's epsilon (scikit-learn's log_loss).
+LOG_EPS = math.log(np.finfo(np.float64).eps)
 #: Standard errors (of the fold-wise score difference) by which λ = 0 must beat every λ > 0
 #: for the unlabeled rows to be reported as hurting (a difference within the folds' noise is not).
 HURT_MARGIN = 2.0
@@ -236,7 +238,10 @@ def weight_scores(estimator, X, y, sample_weight=None, classes=None, grid=AUTO_W
 
     Each fold holds out a stratified share of the labeled rows and fits on the other labeled
     rows and every unlabeled row; the score is the held-out rows' mean conditional
-    log-likelihood ``log p(y | x)`` (the labels are what λ trades against the density of x).
+    log-likelihood ``log p(y | x)`` (the labels are what λ trades against the density of x),
+    each row's probability floored at the double's epsilon as scikit-learn's ``log_loss``
+    clips it: a fit on two labeled rows a class can call a held-out row impossible
+    (``log p = -1e7``), and one such row would otherwise decide for every fold.
     Columns: ``log_lik`` (mean over folds), ``log_lik_se`` (its standard error), ``joint_log_lik``
     (mean held-out ``log p(x, y)`` per row), ``accuracy``, and one ``fold_i`` column per fold.
     """
@@ -279,7 +284,8 @@ def weight_scores(estimator, X, y, sample_weight=None, classes=None, grid=AUTO_W
             X_test, y_test = _rows(X, labeled_at[test]), labels[test]
             log_proba = np.asarray(model.predict_log_proba(X_test))
             codes = np.searchsorted(model.classes_, y_test)
-            fold_scores.append(float(log_proba[np.arange(len(codes)), codes].mean()))
+            held_out = np.maximum(log_proba[np.arange(len(codes)), codes], LOG_EPS)
+            fold_scores.append(float(held_out.mean()))
             joint.append(model.log_likelihood(X_test, y_test) / len(codes))
             correct.append(float(np.mean(model.classes_[log_proba.argmax(axis=1)] == y_test)))
         scores = np.asarray(fold_scores)
