@@ -290,12 +290,18 @@ def check_num_classes(classes, minimum: int) -> None:
 
 def check_partial_fit_classes(classes, previous, unlabeled_label=UNLABELED) -> np.ndarray:
     """``classes`` of a ``partial_fit`` call, checked against the first call's (None: first)."""
-    checked = check_classes(classes, unlabeled_label)
-    if previous is not None and not np.array_equal(checked, previous):
+    try:
+        checked, problem = check_classes(classes, unlabeled_label), ""
+    except ValueError as error:
+        if previous is None:
+            raise
+        checked, problem = None, f" {error}"
+    if previous is not None and (checked is None or not np.array_equal(checked, previous)):
+        # scikit-learn's message first (its own tests match it), even for a malformed list
         raise ValueError(
             f"`classes={classes!r}` is not the same as on last call to partial_fit, was: "
             f"{previous!r}. (classes={classes!r} differs from the classes of the first "
-            f"partial_fit call, {previous.tolist()}.)"
+            f"partial_fit call, {previous.tolist()}.){problem}"
         )
     return checked
 

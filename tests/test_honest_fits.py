@@ -254,3 +254,24 @@ def test_a_table_of_equal_rows_is_reported_as_a_failed_comparison():
     assert not table.attrs["compared"]
     assert table["log_lik"].nunique() == 1 and len(table) == 4
     assert model.unlabeled_weight_ == 1.0
+
+
+def test_negative_codes_at_predict_are_refused_in_scikit_learns_words():
+    """scikit-learn's test_categoricalnb matches this text at predict as at fit."""
+    model = genprob.CategoricalNB().fit(X_COUNTS, Y)
+    X = X_COUNTS[:2].copy()
+    X[1, 2] = -1
+    with pytest.raises(
+        ValueError,
+        match=r"Negative values in data passed to CategoricalNB \(input X\)\. .*feature 2 \(row 1",
+    ):
+        model.predict(X)
+
+
+def test_partial_fit_with_other_classes_is_refused_in_scikit_learns_words():
+    model = genprob.MultinomialNB().partial_fit(X_COUNTS, Y, classes=[0, 1, 2])
+    # duplicates too: scikit-learn's message first, then what is wrong with the list
+    with pytest.raises(
+        ValueError, match=r"is not the same as on last call to partial_fit.*duplicates"
+    ):
+        model.partial_fit(X_COUNTS, Y, classes=[0, 1, 1])
