@@ -435,15 +435,18 @@ def class_codes(y, num_samples: int, num_classes=None, unlabeled_label=UNLABELED
 
 
 # -- sample weights -------------------------------------------------------------------------------
-#: Where the largest sample weight must lie (the square root of the smallest normal double and
-#: its inverse): weight x feature products then stay normal for features of 1e-154 to 1e77.
-WEIGHT_RANGE = (
-    float(np.sqrt(np.finfo(np.float64).tiny)),
-    float(1 / np.sqrt(np.finfo(np.float64).tiny)),
-)
+def weight_range(dtype=np.float64) -> tuple[float, float]:
+    """Where the largest sample weight must lie in a fit of ``dtype``: the square root of the
+    smallest normal number and its inverse (1.5e-154 to 6.7e153 in float64, 1.1e-19 to 9.2e18
+    in float32), so weight x feature products stay normal for features of sqrt(tiny) to
+    sqrt(1 / sqrt(tiny))."""
+    root = float(np.sqrt(np.finfo(dtype).tiny))
+    return root, 1.0 / root
 
 
-def check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool = True):
+def check_sample_weight(
+    sample_weight, num_samples: int, *, allow_all_zero: bool = True, dtype=np.float64
+):
     """Row weights as float64 (n,), or None; a scalar weighs every row alike.
 
     Args:
@@ -451,6 +454,7 @@ def check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool
         num_samples: rows of X.
         allow_all_zero: accept weights that are all zero (a chunk of ``partial_fit``, an EM
             whose unlabeled rows carry the mass); a fit needs a positive one.
+        dtype: the fit's precision, which bounds the largest weight (:func:`weight_range`).
     """
     if sample_weight is None:
         return None
@@ -467,7 +471,8 @@ def check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool
     if not allow_all_zero and not sample_weight.sum() > 0:
         raise ValueError("every sample_weight is zero: at least one row needs a positive weight.")
     largest = float(sample_weight.max(initial=0.0))
-    if largest > 0 and not WEIGHT_RANGE[0] <= largest <= WEIGHT_RANGE[1]:
+    low, high = weight_range(dtype)
+    if largest > 0 and not low <= largest <= high:
         # the statistics multiply weights by features (and their squares): out of this range
         # the products leave the normal doubles and the fit goes wrong without a sign
         raise ValueError(
@@ -475,7 +480,7 @@ def check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool
             f"{'small underflow' if largest < 1 else 'large overflow'} in the fit's statistics "
             f"(weight x feature products leave the range of normal doubles), which would give "
             f"a wrong fit. Multiply the weights by one constant so that the largest lies in "
-            f"[{WEIGHT_RANGE[0]:.3g}, {WEIGHT_RANGE[1]:.3g}], e.g. divide them by their "
+            f"[{low:.3g}, {high:.3g}] ({np.dtype(dtype).name}), e.g. divide them by their "
             f"largest value: a Gaussian fit does not change; for smoothed counts (alpha, "
             f"beta) scale those by the same constant."
         )

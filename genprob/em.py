@@ -487,7 +487,7 @@ def fit_em(
     n_init = check_positive_int("n_init", n_init)
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol!r}.")
-    weights = check_sample_weight(sample_weight, codes.shape[0])
+    weights = check_sample_weight(sample_weight, codes.shape[0], dtype=X.dtype)
     # Everything before the loop is (n, K) work done in NumPy: a JAX operation outside the
     # compiled EM would trace, compile (or load) and run a program of its own per shape.
     if weights is not None:

@@ -275,3 +275,18 @@ def test_partial_fit_with_other_classes_is_refused_in_scikit_learns_words():
         ValueError, match=r"is not the same as on last call to partial_fit.*duplicates"
     ):
         model.partial_fit(X_COUNTS, Y, classes=[0, 1, 1])
+
+
+def test_the_weight_range_follows_the_fits_precision():
+    """float32 fits: weights of 1e-40 are subnormal there (probabilities were off by 3.6e-6)."""
+    with pytest.raises(ValueError, match=r"largest value is 1e-40.*\(float32\)"):
+        genprob.GaussianNB(dtype="float32").fit(X_REAL, Y, sample_weight=np.full(60, 1e-40))
+    with pytest.raises(ValueError, match=r"largest value is 1e\+30.*\(float32\)"):
+        genprob.LinearDiscriminantAnalysis(dtype="float32").partial_fit(
+            X_REAL, Y, classes=[0, 1, 2], sample_weight=np.full(60, 1e30)
+        )
+    reference = genprob.GaussianNB(dtype="float32").fit(X_REAL, Y, sample_weight=W)
+    scaled = genprob.GaussianNB(dtype="float32").fit(X_REAL, Y, sample_weight=W * 2.0**-40)
+    np.testing.assert_allclose(
+        scaled.predict_proba(X_REAL), reference.predict_proba(X_REAL), atol=1e-6
+    )
