@@ -290,12 +290,18 @@ def check_num_classes(classes, minimum: int) -> None:
 
 def check_partial_fit_classes(classes, previous, unlabeled_label=UNLABELED) -> np.ndarray:
     """``classes`` of a ``partial_fit`` call, checked against the first call's (None: first)."""
-    checked = check_classes(classes, unlabeled_label)
-    if previous is not None and not np.array_equal(checked, previous):
+    try:
+        checked, problem = check_classes(classes, unlabeled_label), ""
+    except ValueError as error:
+        if previous is None:
+            raise
+        checked, problem = None, f" {error}"
+    if previous is not None and (checked is None or not np.array_equal(checked, previous)):
+        # scikit-learn's message first (its own tests match it), even for a malformed list
         raise ValueError(
             f"`classes={classes!r}` is not the same as on last call to partial_fit, was: "
             f"{previous!r}. (classes={classes!r} differs from the classes of the first "
-            f"partial_fit call, {previous.tolist()}.)"
+            f"partial_fit call, {previous.tolist()}.){problem}"
         )
     return checked
 
@@ -429,7 +435,18 @@ def class_codes(y, num_samples: int, num_classes=None, unlabeled_label=UNLABELED
 
 
 # -- sample weights -------------------------------------------------------------------------------
-def check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool = True):
+def weight_range(dtype=np.float64) -> tuple[float, float]:
+    """Where the largest sample weight must lie in a fit of ``dtype``: the square root of the
+    smallest normal number and its inverse (1.5e-154 to 6.7e153 in float64, 1.1e-19 to 9.2e18
+    in float32), so weight x feature products stay normal for features of sqrt(tiny) to
+    sqrt(1 / sqrt(tiny))."""
+    root = float(np.sqrt(np.finfo(dtype).tiny))
+    return root, 1.0 / root
+
+
+def check_sample_weight(
+    sample_weight, num_samples: int, *, allow_all_zero: bool = True, dtype=np.float64
+):
     """Row weights as float64 (n,), or None; a scalar weighs every row alike.
 
     Args:
@@ -437,6 +454,7 @@ def check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool
         num_samples: rows of X.
         allow_all_zero: accept weights that are all zero (a chunk of ``partial_fit``, an EM
             whose unlabeled rows carry the mass); a fit needs a positive one.
+        dtype: the fit's precision, which bounds the largest weight (:func:`weight_range`).
     """
     if sample_weight is None:
         return None
@@ -452,6 +470,20 @@ def check_sample_weight(sample_weight, num_samples: int, *, allow_all_zero: bool
         raise ValueError("sample_weight must be finite and non-negative.")
     if not allow_all_zero and not sample_weight.sum() > 0:
         raise ValueError("every sample_weight is zero: at least one row needs a positive weight.")
+    largest = float(sample_weight.max(initial=0.0))
+    low, high = weight_range(dtype)
+    if largest > 0 and not low <= largest <= high:
+        # the statistics multiply weights by features (and their squares): out of this range
+        # the products leave the normal doubles and the fit goes wrong without a sign
+        raise ValueError(
+            f"sample_weight's largest value is {largest:.3g}: weights that "
+            f"{'small underflow' if largest < 1 else 'large overflow'} in the fit's statistics "
+            f"(weight x feature products leave the range of normal doubles), which would give "
+            f"a wrong fit. Multiply the weights by one constant so that the largest lies in "
+            f"[{low:.3g}, {high:.3g}] ({np.dtype(dtype).name}), e.g. divide them by their "
+            f"largest value: a Gaussian fit does not change; for smoothed counts (alpha, "
+            f"beta) scale those by the same constant."
+        )
     return sample_weight
 
 
@@ -467,7 +499,7 @@ def check_class_prior(prior, classes, *, name: str = "class_prior", renormalize:
     """
     if prior is None:
         return None
-    values = np.asarray(prior, dtype=np.float64)
+    values = np.array(prior, dtype=np.float64)  # a copy: the user's array may change later
     classes = list(classes)
     num_classes = len(classes)
     if values.ndim != 1 or values.shape[0] != num_classes:

@@ -80,9 +80,11 @@ class EMResult(NamedTuple):
     Attributes:
         params: fitted parameters (dict of arrays, ``class_prior`` included).
         log_likelihood: trace (n_iter,) of the λ-weighted objective after every M-step, for the
-            kept initialization; it never decreases (to rounding): a step that would lower it
-            stops EM with a ``ConvergenceWarning`` naming the iteration and the drop, keeping
-            the previous parameters (``converged`` False).
+            kept initialization; from its second entry on it never decreases (to rounding): a
+            step that would lower it stops EM with a ``ConvergenceWarning`` naming the iteration
+            and the drop, keeping the previous parameters (``converged`` False). The first entry
+            is the start's (the labeled rows' fit, or random responsibilities'), which can be a
+            density on a subspace (a rank-deficient covariance) and then exceed the next.
         n_iter: number of M-steps of the kept initialization.
         converged: whether the change of the mean per-row objective fell below ``tol``.
         responsibilities: final E-step (n, K): class posteriors ``p(k | x_i)`` at ``params`` on
@@ -377,9 +379,13 @@ def _em_runs(
             converged = em_converged(new_value, value, total_weight, tol, eps)
             # EM's ascent holds with the penalty at the step's own statistics (a prior scaled by
             # the soft counts moves with them): a step that lowers that objective is neither
-            # recorded nor kept, and EM stops before it
+            # recorded nor kept, and EM stops before it. Not the first E-step's: the start's
+            # parameters (the labeled rows' fit) may be a density on a subspace (a covariance of
+            # lower rank), whose values do not compare with a density on every dimension
             before = value - old_penalty + penalty_before
-            decreased = finite & em_decreased(new_value, before, total_weight, tol, eps)
+            decreased = (
+                finite & (iteration > 1) & em_decreased(new_value, before, total_weight, tol, eps)
+            )
             drop = jnp.where(decreased, before - new_value, 0.0).astype(X.dtype)
             trace = jnp.where(decreased, trace, trace.at[iteration].set(new_value))
             # a degenerate step is recorded (NaN/inf in the trace) but its parameters are not kept
@@ -537,7 +543,7 @@ def fit_em(
     n_init = check_positive_int("n_init", n_init)
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol!r}.")
-    weights = check_sample_weight(sample_weight, codes.shape[0])
+    weights = check_sample_weight(sample_weight, codes.shape[0], dtype=X.dtype)
     # Everything before the loop is (n, K) work done in NumPy: a JAX operation outside the
     # compiled EM would trace, compile (or load) and run a program of its own per shape.
     if weights is not None:

@@ -52,6 +52,7 @@ from genprob import core
 from genprob._dtype import numpy_dtype, precision
 from genprob._lazy import LazyModule
 from genprob._validation import (
+    check_sample_weight,
     check_unlabeled_label,
     check_unlabeled_label_type,
     unlabeled_mask,
@@ -368,7 +369,7 @@ def chunk_weights(w, num_rows):
             f"a chunk's sample_weight must be finite, non-negative and of shape ({num_rows},); "
             f"got shape {w.shape}."
         )
-    return w
+    return check_sample_weight(w, num_rows)  # and a largest weight that cannot underflow
 
 
 def add_contexts(a: dict, b: dict) -> dict:
@@ -595,8 +596,9 @@ def run_em(estimator, one_pass, num_unlabeled: int):
         # the change of the mean per-row objective (the E-step's soft counts sum to the weight)
         total = max(float(np.sum(np.asarray(part.stats["class_counts"]))), np.finfo(float).tiny)
         eps = np.finfo(part.dtype).eps
-        if finite and previous is not None:
-            # EM's ascent, with the penalty at the statistics this step maximized (as fit_em)
+        if finite and len(trace) > 1:
+            # EM's ascent, with the penalty at the statistics this step maximized (as fit_em),
+            # from the first E-step's parameters on (the labeled fit's may live on a subspace)
             before = previous[1] + penalty_of(previous[0], stats, part.dtype)
             if _em.em_decreased(objective, before, total, tol, eps):
                 _em.warn_decrease(n_iter, before - objective, before)

@@ -1075,19 +1075,41 @@ def _run_demo(args) -> int:
         for w in caught
         if issubclass(w.category, UserWarning) and os.path.abspath(w.filename).startswith(package)
     )
-    for text in dict.fromkeys(" ".join(str(w.message).split()) for w in advice):
-        # one line each, no source path; advice naming Python arguments has no flag here
-        sentences = text.split(". ")
-        kept = [s for s in sentences if not re.search(r"\b[a-z]+_[a-z_]+\b", s)]
-        if kept and len(kept) < len(sentences):
-            kept[-1] = kept[-1].rstrip(".") + " (run without --quick for more draws)."
-        _note("demo", f"warning: {'. '.join(kept or sentences)}")
+    for line in demo_advice([str(w.message) for w in advice], settings):
+        _note("demo", f"warning: {line}")
     figures = sorted(name for name in os.listdir(args.out) if name.endswith(".png"))
     print(
         f"report written to {path} with {len(figures)} figures "
         f"({', '.join(figures)}) in {time.perf_counter() - start:.0f} s"
     )
     return 0
+
+
+def demo_advice(messages, settings) -> list[str]:
+    """The library's warnings as the demo's lines: one line each, without the sentences that
+    name Python arguments (no flag of the demo sets them), which are replaced by the remedy of
+    the mode the user ran (``settings``: the demo's :class:`~genprob.app.report.Settings`)."""
+    if settings.quick:
+        remedy = "run without --quick for more draws"
+    else:
+        remedy = (
+            f"this was the full demo, {settings.nuts_chains} chains x {settings.nuts_samples} "
+            f"draws at --seed {settings.seed}: try another --seed, or genprob compare with "
+            f"more --num-samples and --chains"
+        )
+    lines = []
+    for text in dict.fromkeys(" ".join(message.split()) for message in messages):
+        sentences = text.split(". ")
+        # an argument is a snake_case word outside quotes ('class_prior' names a parameter)
+        kept = [s for s in sentences if not re.search(r"\b[a-z]+_[a-z_]+\b", _unquoted(s))]
+        if kept and (len(kept) < len(sentences) or re.search(r"\b(draws|chains)\b", text)):
+            kept[-1] = kept[-1].rstrip(".") + f" ({remedy})."
+        lines.append(". ".join(kept or sentences))
+    return lines
+
+
+def _unquoted(text: str) -> str:
+    return re.sub(r"'[^']*'", "", text)
 
 
 # -- genprob fit -----------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from genprob.estimators.generic import GenerativeClassifier
 
 # -- end any-story estimator --
 # -- criteria (issue 45) --
-from genprob.estimators._criteria import UnlabeledRowsHurtWarning
+from genprob.estimators._criteria import UnlabeledRowsHurtWarning, UnlabeledWeightTieWarning
 
 # -- end criteria --
 

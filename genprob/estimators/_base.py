@@ -389,7 +389,9 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
 
     def _fit_rows(self, X, y, sample_weight, classes):
         """:meth:`fit` on validated rows."""
-        sample_weight = check_sample_weight(sample_weight, X.shape[0], allow_all_zero=False)
+        sample_weight = check_sample_weight(
+            sample_weight, X.shape[0], allow_all_zero=False, dtype=self._dtype
+        )
         for name in _EM_ATTRIBUTES + _PARTIAL_FIT_STATE:
             self.__dict__.pop(name, None)
         unlabeled = self._unlabeled_rows(y)
@@ -552,7 +554,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         check_known_labels(y, self.classes_)
         codes = np.searchsorted(self.classes_, y)
-        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        sample_weight = check_sample_weight(sample_weight, X.shape[0], dtype=self._dtype)
         self._class_prior_argument()  # a bad fixed prior is refused before any work
         X = self._validate_X(X, fitting=True)
         previous = None if first else self.story_

@@ -446,7 +446,15 @@ class CategoricalNB(_DiscreteNB):
             check_non_negative(X, "CategoricalNB", expected)
             check_values(X, lambda v: v != np.round(v), expected)
             return X
-        return super()._validate_X(X, fitting=False)  # the fitted story's codes
+        try:
+            return super()._validate_X(X, fitting=False)  # the fitted story's codes
+        except ValueError as error:
+            if not np.any(np.asarray(X) < 0):
+                raise
+            # scikit-learn's words first, as at fit (user code may match them)
+            raise ValueError(
+                f"Negative values in data passed to CategoricalNB (input X). {error}"
+            ) from None
 
     def _n_categories(self, X) -> np.ndarray:
         check_table_size(X.max(axis=0) + 1.0)  # before the int cast: a code of 1e300 would wrap

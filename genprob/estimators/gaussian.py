@@ -14,7 +14,11 @@ scikit-learn, all deliberate:
   ones, and warns. A regular covariance (full rank, or any ``shrinkage`` > 0) gives
   scikit-learn's posteriors for every solver.
 * QDA's ``reg_param`` with ``solver="eigen"`` is refused (scikit-learn silently ignores it);
-  a one-sample class is accepted when ``reg_param > 0`` makes its covariance regular.
+  a one-sample class is accepted when ``reg_param > 0`` makes its covariance regular. A class
+  with fewer rows than features is fitted when ``reg_param > 0`` (``(1 - r) Sigma_k + r I`` is
+  regular); scikit-learn's svd solver raises ``LinAlgError`` there, since its SVD of the class's
+  rows has no singular value for the missing directions. Without ``reg_param`` both raise it,
+  with scikit-learn's message.
 * LDA refuses a single class with QDA's message (scikit-learn 1.9.1's LDA fits one class into a
   degenerate model); GaussianNB fits it, predicting that class with probability 1.
 * ``priors`` not summing to 1 are renormalized with a warning by LDA and QDA (scikit-learn's
@@ -257,6 +261,11 @@ class _DiscriminantBase(_GaussianBase):
 
     #: The solvers that take shrinkage or a covariance estimator, for messages.
     _other_solvers = "solver='lsqr' or 'eigen'"
+    #: scikit-learn's words (its LDA and QDA word it differently), which user code may match.
+    _svd_estimator_message = (
+        "covariance estimator is not supported with svd solver. Try another solver "
+        "(solver='lsqr' or 'eigen')."
+    )
 
     def _check_hyperparameters(self):
         """Checks across parameters (each one alone is checked by _parameter_constraints)."""
@@ -265,10 +274,7 @@ class _DiscriminantBase(_GaussianBase):
                 f"shrinkage not supported with 'svd' solver: use {self._other_solvers}."
             )
         if self.solver == "svd" and self.covariance_estimator is not None:
-            raise ValueError(
-                f"covariance estimator is not supported with svd solver. Try "
-                f"{self._other_solvers} instead."
-            )
+            raise ValueError(self._svd_estimator_message)
         if self.covariance_estimator is not None and self.shrinkage not in (None, 0):
             raise ValueError(
                 "covariance_estimator and shrinkage parameters are not None. Only one of the "
@@ -761,6 +767,9 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         self.unlabeled_label = unlabeled_label
 
     _other_solvers = "solver='eigen'"
+    _svd_estimator_message = (
+        "covariance_estimator is not supported with solver='svd'. Try solver='eigen' instead."
+    )
 
     def _check_hyperparameters(self):
         super()._check_hyperparameters()
