@@ -441,7 +441,12 @@ def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter
             np.all(np.isfinite(a)) for a in tree_leaves(new_params)
         )
         converged = bool(em_converged(new_value, value, total_weight, tol, eps))
-        decreased = finite and bool(em_decreased(new_value, before, total_weight, tol, eps))
+        # as the compiled loop: no ascent check on the first E-step's step (see ``_em_runs``)
+        decreased = (
+            finite
+            and iteration > 1
+            and bool(em_decreased(new_value, before, total_weight, tol, eps))
+        )
         drop = before - new_value if decreased else 0.0
         if not decreased:
             trace[iteration] = new_value
