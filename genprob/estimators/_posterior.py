@@ -26,6 +26,7 @@ from genprob.posterior import (
     METHODS,
     _no_exact_posterior_error,
     _unlabeled_rows_error,
+    conjugate_story,
     exact_posterior,
     with_prior,
 )
@@ -88,6 +89,8 @@ def estimator_posterior(
         **sizes,
     )
     story = with_prior(estimator.story_, **(prior or {}))
+    if priors == "conjugate":
+        story = conjugate_story(story)
     if estimator._marginalizes and has_missing(X):
         story = marginalized(story)  # NaN entries are missing for the model and log-likelihoods
     if method == "exact" and not story.has_exact_posterior:
