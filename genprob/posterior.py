@@ -220,7 +220,8 @@ def with_prior(story: Story, **overrides) -> Story:
     Raises:
         ValueError: for a name the story does not have, or a non-positive class concentration.
     """
-    settable = set(story.fields()) | set(inspect.signature(type(story)).parameters)
+    settable = set(story.fields()) | set(inspect.signature(type(story).__init__).parameters)
+    settable.discard("self")
     unknown = sorted(set(overrides) - settable - {"class_concentration"})
     if unknown:
         known = ", ".join(["class_concentration", *sorted(settable)])
