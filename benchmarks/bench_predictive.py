@@ -36,7 +36,8 @@ from genprob import datasets
 
 MODELS = {
     "Gaussian NB": lambda: genprob.GaussianNB(),
-    "QDA": lambda: genprob.QuadraticDiscriminantAnalysis(),
+    # tol: the plug-in rule wherever the covariances are nonsingular, collinear or not
+    "QDA": lambda: genprob.QuadraticDiscriminantAnalysis(tol=1e-12),
 }
 DATA = {
     "iris": datasets.load_iris,
