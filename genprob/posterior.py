@@ -204,7 +204,7 @@ def conjugate_story(story: Story) -> Story:
     """The story under its conjugate prior (``priors="conjugate"``): a family whose prior is
     conjugate under some settings only (``conjugate_prior``, the Gaussian's) gets its conjugate
     prior scaled to the data; a story whose prior is conjugate already is returned as is."""
-    if story._has_conjugate_prior or not hasattr(story, "conjugate_prior"):
+    if story.has_exact_posterior or not hasattr(story, "conjugate_prior"):
         return story
     return story.replace(conjugate_prior="data")
 

@@ -63,9 +63,7 @@ def predictive_log_joint(estimator, X, method, prior=None) -> np.ndarray:
     """``log p(y = k, x | data)`` (n, K) under ``method`` ``"predictive"`` or ``"debiased"``
     (class scores up to a term of the row, for ``"debiased"``)."""
     if not isinstance(method, str) or method not in PREDICT_METHODS:
-        raise ValueError(
-            f"method must be 'plugin', 'predictive' or 'debiased', got {method!r}."
-        )
+        raise ValueError(f"method must be 'plugin', 'predictive' or 'debiased', got {method!r}.")
     check_is_fitted(estimator, "params_")
     X = estimator._check_X(X)
     if has_missing(X):
