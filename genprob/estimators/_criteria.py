@@ -102,7 +102,7 @@ class CriteriaMixin:
         story = conjugate_story(with_prior(self.story_, **(prior or {})))
         codes = self._label_codes(y, self._unlabeled_rows(y))
         with precision(self._dtype):
-            return log_evidence(story, self._as_array(X), codes, num_classes=len(self.classes_))
+            return log_evidence(story, self._as_features(X), codes, num_classes=len(self.classes_))
 
     def aic(self, X, y=None) -> float:
         """Akaike information criterion ``-2 log L + 2 df`` (smaller is better); see :meth:`bic`.
