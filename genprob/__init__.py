@@ -89,7 +89,7 @@ if _typing.TYPE_CHECKING:  # served on first use (_LAZY): they need JAX
         to_arviz,
     )
     from genprob.draws import pointwise_log_likelihood, posterior_predict_proba
-    from genprob.posterior import ExactPosterior, exact_posterior, with_prior
+    from genprob.posterior import ExactPosterior, exact_posterior, log_evidence, with_prior
 
 # -- end posteriors and ArviZ --
 
@@ -130,7 +130,9 @@ _LAZY = {
         "genprob.arviz_io",
     ),
     **dict.fromkeys(["pointwise_log_likelihood", "posterior_predict_proba"], "genprob.draws"),
-    **dict.fromkeys(["ExactPosterior", "exact_posterior", "with_prior"], "genprob.posterior"),
+    **dict.fromkeys(
+        ["ExactPosterior", "exact_posterior", "log_evidence", "with_prior"], "genprob.posterior"
+    ),
 }
 __getattr__ = lazy_attribute(__name__, _LAZY)
 

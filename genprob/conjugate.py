@@ -45,12 +45,17 @@ class ConjugateFactor:
         concentration: first shape parameter (array shaped like the parameter).
         second: ``concentration0`` (beta) or ``rate`` (gamma); None for a Dirichlet.
         n_categories: category count of each row of a padded table, else None.
+        columns: the columns of ``X`` the parameter's features are (a mixed table's block),
+            None for all.
+
+    A family's subclass gives the posterior predictive of new rows (:meth:`log_predictive`).
     """
 
     kind: str
     concentration: np.ndarray
     second: np.ndarray | None = None
     n_categories: tuple | None = None
+    columns: tuple | None = None
 
     def __post_init__(self):
         concentration = np.asarray(self.concentration)
@@ -85,6 +90,21 @@ class ConjugateFactor:
         if self.n_categories is not None:
             raise NotImplementedError("a padded Dirichlet factor comes from its family")
         return dist.Dirichlet(a).to_event(a.ndim - 1)
+
+    def log_prob(self, value) -> float:
+        """Posterior log density at the parameter value ``value``."""
+        return float(self.distribution().log_prob(np.asarray(value, self.concentration.dtype)))
+
+    def log_predictive(self, X) -> np.ndarray:
+        """``log p(x | y = k, data)`` (n, K) of new rows ``X`` (dense or SciPy sparse, on the
+        host), their features' posterior predictive under this factor."""
+        X = X if self.columns is None else X[:, list(self.columns)]
+        return self._log_predictive(X)
+
+    def _log_predictive(self, X) -> np.ndarray:
+        raise NotImplementedError(
+            f"{type(self).__name__} has no posterior predictive: its family gives none."
+        )
 
     def mean(self) -> np.ndarray:
         """Posterior mean."""

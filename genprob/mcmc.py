@@ -22,7 +22,8 @@ fails and the likely cause.
 
 Priors. ``priors="data"`` (the default) replaces the story's fixed prior scales by ones set from
 each feature's location and spread (:meth:`genprob.story.Story.scaled_to_data`); ``"fixed"``
-keeps the story's own prior.
+keeps the story's own prior; ``"conjugate"`` is the story's conjugate prior
+(:func:`genprob.posterior.conjugate_story`) on the data's scales, the one the exact posterior has.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ RHAT_MAX = 1.01
 #: Smallest acceptable bulk and tail effective sample size (all chains together).
 ESS_MIN = 400
 #: Accepted values of ``priors``: scales from the data (default) or the story's fixed ones.
-PRIORS = ("data", "fixed")
+PRIORS = ("data", "fixed", "conjugate")
 #: NUTS implementations of ``sampler=``: NumPyro's kernel (default) or BlackJAX's (the
 #: ``genprob[blackjax]`` extra), both with Stan's windowed warm-up adaptation.
 SAMPLERS = ("numpyro", "blackjax")
@@ -236,7 +237,11 @@ def run_nuts(
     num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
     X, codes, num_classes = _prepare(story, X, y, num_classes)
     fitted_story = story
-    if priors == "data":
+    if priors == "conjugate":
+        from genprob.posterior import conjugate_story
+
+        story = conjugate_story(story)
+    if priors != "fixed":
         story = story.scaled_to_data(X)
     latent = _latent_sites(story, num_classes, X.shape[1])
     check_posterior_size(
@@ -351,7 +356,7 @@ def check_options(*, priors="data", init="mle", jitter=JITTER, sampler="numpyro"
                 "sampler='blackjax' needs the blackjax package: pip install 'genprob[blackjax]'."
             ) from error
     if not isinstance(priors, str) or priors not in PRIORS:
-        raise ValueError(f"priors must be 'data' or 'fixed', got {priors!r}.")
+        raise ValueError(f"priors must be 'data', 'fixed' or 'conjugate', got {priors!r}.")
     if not (isinstance(init, dict | list | tuple) or (isinstance(init, str) and init in INITS)):
         raise ValueError(
             f"init must be 'mle', 'uniform', a dict of parameters or one dict per chain, got "

@@ -26,6 +26,7 @@ Exact posteriors only: the conjugate update of each family is its
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 
@@ -33,6 +34,7 @@ import jax
 import numpy as np
 
 from genprob import core
+from genprob._lazy import LazyModule
 from genprob._limits import check_count, check_posterior_size
 from genprob._validation import check_features
 from genprob.conjugate import ConjugateFactor, _numpy_rng, dirichlet
@@ -41,12 +43,17 @@ from genprob.em import encode_partial_labels
 from genprob.masking import reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story
 
+dist = LazyModule("numpyro.distributions")
+
 __all__ = [
     "ConjugateFactor",
     "ExactPosterior",
     "exact_posterior",
+    "posterior_from_statistics",
+    "log_evidence",
     "has_exact_posterior",
     "with_prior",
+    "conjugate_story",
     "pointwise_log_likelihood",
     "posterior_predict_proba",
     "flatten_draws",
@@ -68,8 +75,13 @@ def _no_exact_posterior_error(story: Story) -> ValueError:
     held = "" if lacking is story else f" (it holds a {type(lacking).__name__})"
     return ValueError(
         f"{type(story).__name__} has no exact (conjugate) posterior{held}: "
-        f"{type(lacking).__name__} does not provide a conjugate update (conjugate_factors). "
-        f"Use method='nuts' (genprob.fit_nuts) instead."
+        f"{type(lacking).__name__} does not provide a conjugate update (conjugate_factors)"
+        + (
+            " under its default prior; priors='conjugate' chooses its conjugate prior"
+            if hasattr(lacking, "conjugate_prior")
+            else ""
+        )
+        + ". Use method='nuts' (genprob.fit_nuts) instead."
     )
 
 
@@ -107,27 +119,56 @@ class ExactPosterior:
     names: tuple = field(init=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "names", tuple(self.factors))
+        names = [n for key in self.factors for n in (key if isinstance(key, tuple) else (key,))]
+        object.__setattr__(self, "names", tuple(names))
+
+    def _each(self, method) -> dict:
+        """``method(factor)`` of every factor by parameter name (a joint factor gives a dict)."""
+        out = {}
+        for key, factor in self.factors.items():
+            value = method(factor)
+            out.update(value if isinstance(key, tuple) else {key: value})
+        return out
 
     def distributions(self) -> dict:
         """Parameter name -> NumPyro distribution (event shape = the parameter's shape)."""
-        return {name: factor.distribution() for name, factor in self.factors.items()}
+        return self._each(lambda factor: factor.distribution())
 
     def parameters(self) -> dict:
-        """Parameter name -> the posterior distribution's parameters (``concentration`` ...)."""
-        return {name: factor.parameters() for name, factor in self.factors.items()}
+        """Factor name -> the posterior distribution's parameters (``concentration`` ...)."""
+        return {key: factor.parameters() for key, factor in self.factors.items()}
 
     def mean(self) -> dict:
         """Posterior means (the smoothed closed-form fit when ``smoothing_as="mean"``)."""
-        return {name: factor.mean() for name, factor in self.factors.items()}
+        return self._each(lambda factor: factor.mean())
 
     def mode(self) -> dict:
         """Posterior modes (the smoothed closed-form fit when ``smoothing_as="mode"``)."""
-        return {name: factor.mode() for name, factor in self.factors.items()}
+        return self._each(lambda factor: factor.mode())
 
     def sd(self) -> dict:
         """Posterior standard deviations."""
-        return {name: np.sqrt(factor.variance()) for name, factor in self.factors.items()}
+        return {k: np.sqrt(v) for k, v in self._each(lambda factor: factor.variance()).items()}
+
+    def log_density(self, params: dict) -> float:
+        """Posterior log density at ``params`` (class prior included)."""
+        total = 0.0
+        for key, factor in self.factors.items():
+            value = {n: params[n] for n in key} if isinstance(key, tuple) else params[key]
+            total += factor.log_prob(value)
+        return total
+
+    def predictive_log_joint(self, X) -> np.ndarray:
+        """``log p(y = k, x | data)`` (n, K) of new rows: the class prior's predictive (the
+        Dirichlet mean) plus each factor's closed-form posterior predictive of the features
+        (Beta-Bernoulli, Dirichlet-categorical and -multinomial, negative binomial, Student-t).
+        Its softmax over k is the predictive class probability p(y = k | x, data)."""
+        class_prior = self.factors[CLASS_PRIOR].mean()
+        joint = np.log(class_prior)[None, :]
+        for key, factor in self.factors.items():
+            if key != CLASS_PRIOR:
+                joint = joint + factor.log_predictive(X)
+        return joint
 
     def sample(self, key, num_samples=1000) -> dict:
         """Independent posterior draws with the names and shapes of the closed-form parameters.
@@ -147,15 +188,25 @@ class ExactPosterior:
         """
         shape = (num_samples,) if np.ndim(num_samples) == 0 else tuple(num_samples)
         shape = tuple(check_count(n, "num_samples") for n in shape)
+        means = self.mean()
         check_posterior_size(
             num_chains=math.prod(shape[:-1]),
             num_samples=shape[-1] if shape else 1,
-            parameter_entries=sum(int(np.size(f.concentration)) for f in self.factors.values()),
-            itemsize=max(np.asarray(f.concentration).dtype.itemsize for f in self.factors.values()),
+            parameter_entries=sum(int(np.size(v)) for v in means.values()),
+            itemsize=max(np.asarray(v).dtype.itemsize for v in means.values()),
             nuts=False,
         )
         rng = _numpy_rng(key)
-        return {name: factor.sample(rng, shape) for name, factor in self.factors.items()}
+        return self._each(lambda factor: factor.sample(rng, shape))
+
+
+def conjugate_story(story: Story) -> Story:
+    """The story under its conjugate prior (``priors="conjugate"``): a family whose prior is
+    conjugate under some settings only (``conjugate_prior``, the Gaussian's) gets its conjugate
+    prior scaled to the data; a story whose prior is conjugate already is returned as is."""
+    if story.has_exact_posterior or not hasattr(story, "conjugate_prior"):
+        return story
+    return story.replace(conjugate_prior="data")
 
 
 def with_prior(story: Story, **overrides) -> Story:
@@ -169,9 +220,11 @@ def with_prior(story: Story, **overrides) -> Story:
     Raises:
         ValueError: for a name the story does not have, or a non-positive class concentration.
     """
-    unknown = sorted(set(overrides) - set(story.fields()) - {"class_concentration"})
+    settable = set(story.fields()) | set(inspect.signature(type(story).__init__).parameters)
+    settable.discard("self")
+    unknown = sorted(set(overrides) - settable - {"class_concentration"})
     if unknown:
-        known = ", ".join(["class_concentration", *sorted(story.fields())])
+        known = ", ".join(["class_concentration", *sorted(settable)])
         raise ValueError(
             f"{type(story).__name__} has no prior setting {unknown[0]!r}; known: {known}."
         )
@@ -225,6 +278,14 @@ def exact_posterior(
         story = with_prior(story, class_concentration=class_concentration)
     if not has_exact_posterior(story):
         raise _no_exact_posterior_error(story)
+    X, codes, num_classes = _labeled(story, X, y, num_classes)
+    R = core.one_hot_responsibilities(codes, num_classes, dtype=X.dtype)
+    stats = core.sufficient_statistics(story, X, R)
+    return posterior_from_statistics(story, stats, int(X.shape[1]), smoothing_as)
+
+
+def _labeled(story, X, y, num_classes=None):
+    """Checked features, label codes (every row labeled) and K."""
     X = check_features(X, keep_sparse=True, to_device=True, allow_nan=reads_nan_as_missing(story))
     codes, num_classes = encode_partial_labels(np.asarray(y), num_classes=num_classes)
     if codes.shape[0] != X.shape[0]:
@@ -232,14 +293,26 @@ def exact_posterior(
     if np.any(codes < 0):
         raise _unlabeled_rows_error(int(np.sum(codes < 0)))
     story.validate(X)
+    return X, codes, num_classes
+
+
+def posterior_from_statistics(
+    story: Story, stats: dict, num_features: int, smoothing_as: str = "mode"
+) -> ExactPosterior:
+    """The exact posterior from labeled statistics ``{"class_counts", "emission"}`` (as
+    :func:`genprob.core.sufficient_statistics` and a fitted estimator's ``stats_`` hold them)."""
+    if not has_exact_posterior(story):
+        raise _no_exact_posterior_error(story)
     offset = 1.0 if smoothing_as == "mode" else 0.0
-    R = core.one_hot_responsibilities(codes, num_classes, dtype=X.dtype)
-    stats = jax.tree_util.tree_map(np.asarray, core.sufficient_statistics(story, X, R))
+    stats = jax.tree_util.tree_map(np.asarray, stats)
+    num_classes = int(np.shape(stats["class_counts"])[0])
     # Dirichlet(a) prior on the class prior: mode reading a, mean reading a - 1 pseudo-counts
     class_pseudo_counts = float(story.class_concentration) - 1.0 + offset
     factors = {CLASS_PRIOR: dirichlet(stats["class_counts"] + class_pseudo_counts)}
     factors.update(story.conjugate_factors(stats["emission"], offset))
     for name, factor in factors.items():
+        if not isinstance(factor, ConjugateFactor):
+            continue  # a joint factor checks itself
         values = [factor.concentration] + ([] if factor.second is None else [factor.second])
         mask = factor._mask
         if not all(np.all(np.where(mask, v > 0, True)) for v in values):
@@ -248,4 +321,35 @@ def exact_posterior(
                 f"where the data has none): it is improper. Use smoothing_as='mode' or a "
                 f"positive alpha / class_concentration."
             )
-    return ExactPosterior(story, factors, num_classes, int(X.shape[1]), smoothing_as)
+    return ExactPosterior(story, factors, num_classes, num_features, smoothing_as)
+
+
+def log_evidence(story: Story, X, y, *, num_classes: int | None = None) -> float:
+    r"""Exact log marginal likelihood ``log p(X, y)`` of labeled rows under the story's prior
+    (the Dirichlet on the class prior included), for a story with an exact posterior.
+
+    By Bayes' rule at any parameter value theta (the posterior mean here),
+    ``log p(X, y) = log p(X, y | theta) + log p(theta) - log p(theta | X, y)``: the likelihood
+    on the one scoring path, the prior's log density from the story's NumPyro prior and the
+    closed-form posterior's (Chib 1995). It does not depend on the order of the rows.
+
+    Raises:
+        ValueError: as :func:`exact_posterior`.
+    """
+    from numpyro.infer.util import log_density
+
+    if not has_exact_posterior(story):
+        raise _no_exact_posterior_error(story)
+    X, codes, num_classes = _labeled(story, X, y, num_classes)
+    R = core.one_hot_responsibilities(codes, num_classes, dtype=X.dtype)
+    exact = posterior_from_statistics(story, core.sufficient_statistics(story, X, R), X.shape[1])
+    theta = {k: np.asarray(v, np.float64) for k, v in exact.mean().items()}
+    dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
+    likelihood = core.log_likelihood(
+        story, {k: v.astype(dtype) for k, v in theta.items()}, X, codes
+    )
+    class_prior = theta.pop(CLASS_PRIOR)
+    concentration = np.full(num_classes, float(story.class_concentration))
+    log_prior = float(dist.Dirichlet(concentration).log_prob(class_prior))
+    log_prior += float(log_density(story.prior, (num_classes, X.shape[1]), {}, theta)[0])
+    return float(likelihood) + log_prior - exact.log_density({**theta, CLASS_PRIOR: class_prior})

@@ -330,7 +330,9 @@ class Story(metaclass=_StoryType):
         if not changes:
             return self
         current = vars(self)
-        settable = set(current) | {"class_concentration"}
+        parameters = _init_parameters(type(self))
+        # an __init__ setting kept as a class default until given is settable too
+        settable = set(current) | {"class_concentration"} | {p.name for p in parameters or ()}
         unknown = sorted(set(changes) - settable)
         if unknown:
             known = ", ".join(sorted(settable))
@@ -338,7 +340,6 @@ class Story(metaclass=_StoryType):
                 f"{type(self).__name__} has no setting {unknown[0]!r}; known: {known}."
             )
         merged = {**current, **changes}
-        parameters = _init_parameters(type(self))
         if parameters is not None and all(
             p.name in merged or p.default is not inspect.Parameter.empty for p in parameters
         ):
@@ -657,9 +658,17 @@ class Story(metaclass=_StoryType):
     def has_exact_posterior(self) -> bool:
         """True when :meth:`conjugate_factors` gives the exact posterior (conjugate prior), for
         this story and every story nested in its attributes."""
-        return type(self).conjugate_factors is not Story.conjugate_factors and all(
-            story.has_exact_posterior for story in self.nested_stories()
+        return (
+            type(self).conjugate_factors is not Story.conjugate_factors
+            and self._has_conjugate_prior
+            and all(story.has_exact_posterior for story in self.nested_stories())
         )
+
+    @property
+    def _has_conjugate_prior(self) -> bool:
+        """Whether this instance's prior is conjugate (a family whose prior is conjugate under
+        some settings only says which)."""
+        return True
 
     def conjugate_factors(self, stats: dict, offset: float) -> dict:
         """Exact posterior factors of the emission parameters from sufficient statistics.
@@ -670,7 +679,10 @@ class Story(metaclass=_StoryType):
                 the prior whose posterior mean the smoothed fit is.
 
         Returns:
-            Parameter name -> :class:`genprob.conjugate.ConjugateFactor`.
+            Parameter name -> :class:`genprob.conjugate.ConjugateFactor`; a factor of several
+            parameters jointly is keyed by the tuple of their names and its methods return
+            dicts. Each factor's ``log_predictive(X)`` (n, K) is the posterior predictive log
+            density of rows in each class (:meth:`ExactPosterior.predictive_log_joint`).
         """
         raise NotImplementedError
 

@@ -568,8 +568,8 @@ def test_item1_functional_entries_check_sizes():
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"priors": "dat"}, "priors must be 'data' or 'fixed'"),
-        ({"priors": None}, "priors must be 'data' or 'fixed'"),
+        ({"priors": "dat"}, "priors must be 'data', 'fixed' or 'conjugate'"),
+        ({"priors": None}, "priors must be 'data', 'fixed' or 'conjugate'"),
         ({"init": "best"}, "init must be 'mle', 'uniform'"),
         ({"init": 3}, "init must be 'mle', 'uniform'"),
     ],

@@ -969,3 +969,138 @@ def mda_benchmark_table() -> str:
         "<code>benchmarks/results/semi_supervised_mda.json</code>.</p>"
     )
     return note + html_table(["data", "labels per class", *methods], rows, bold)
+
+
+# -- Bayes in closed form (issue 59) --------------------------------------------------------------
+PREDICTIVE_SIZES = (5, 10, 20, 50, 200)
+PREDICTIVE_SPLITS = 8
+
+
+@functools.cache
+def _predictive_runs():
+    """Test log-loss of plug-in and predictive rules on breast cancer as rows per class grow,
+    and the pooled test probabilities of Gaussian NB at 10 rows a class."""
+    import warnings
+
+    X, y = genprob.datasets.load_breast_cancer()
+    losses, pooled = {}, {"plugin": [], "predictive": [], "y": []}
+    for size in PREDICTIVE_SIZES:
+        for seed in range(PREDICTIVE_SPLITS):
+            rng = np.random.default_rng(seed)
+            train = np.concatenate(
+                [rng.choice(np.flatnonzero(y == k), size, replace=False) for k in (0, 1)]
+            )
+            test = np.setdiff1d(np.arange(len(y)), train)
+            for name, make in (
+                ("Gaussian NB", genprob.GaussianNB),
+                # tol: the plug-in rule wherever the covariances are nonsingular
+                ("QDA", lambda **k: genprob.QuadraticDiscriminantAnalysis(tol=1e-12, **k)),
+            ):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        model = make().fit(X[train], y[train])
+                        rules = ("plugin", "predictive")
+                    except ValueError:  # singular covariances: the plug-in rule is undefined
+                        model = make(reg_param=0.5).fit(X[train], y[train])  # same statistics
+                        rules = ("predictive",)
+                for rule in rules:
+                    log_proba = model.predict_log_proba(X[test], method=rule)
+                    loss = -np.mean(log_proba[np.arange(len(test)), y[test]])
+                    losses.setdefault((name, rule, size), []).append(loss)
+                    if name == "Gaussian NB" and size == 10:
+                        pooled[rule].append(np.exp(log_proba[:, 1]))
+            if size == 10:
+                pooled["y"].append(y[test])
+    pooled = {k: np.concatenate(v) for k, v in pooled.items()}
+    return losses, pooled
+
+
+def predictive_figure() -> str:
+    """Left: mean test log-loss against rows per class; right: reliability at 10 rows a class."""
+    from sklearn.calibration import calibration_curve
+
+    losses, pooled = _predictive_runs()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.2))
+    for i, name in enumerate(("Gaussian NB", "QDA")):
+        for rule, style in (("plugin", "--"), ("predictive", "-")):
+            sizes = [s for s in PREDICTIVE_SIZES if (name, rule, s) in losses]
+            values = [np.mean(losses[name, rule, s]) for s in sizes]
+            left.plot(sizes, values, style, marker="o", color=COLORS[i], label=f"{name}, {rule}")
+    left.set(xscale="log", yscale="log", xlabel="training rows per class",
+             ylabel="mean test log-loss")  # fmt: skip
+    left.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    left.set_xticks(PREDICTIVE_SIZES)
+    left.legend(frameon=False, fontsize=7)
+    right.plot([0, 1], [0, 1], ":", color="grey")
+    for rule, style in (("plugin", "--"), ("predictive", "-")):
+        observed, predicted = calibration_curve(pooled["y"], pooled[rule], n_bins=8)
+        right.plot(predicted, observed, style, marker="o", color=COLORS[0], label=rule)
+    right.set(xlabel="predicted p(benign)", ylabel="observed frequency",
+              title="Gaussian NB, 10 rows a class")  # fmt: skip
+    right.legend(frameon=False, fontsize=7)
+    return img(fig, "test log-loss against rows per class, and reliability curves")
+
+
+def predictive_table() -> str:
+    """The numbers behind the figure's left panel."""
+    losses, _ = _predictive_runs()
+    rows = []
+    for size in PREDICTIVE_SIZES:
+        cells = [size]
+        for name in ("Gaussian NB", "QDA"):
+            for rule in ("plugin", "predictive"):
+                values = losses.get((name, rule, size))
+                cells.append(f"{np.mean(values):.3f}" if values else "no fit")
+        rows.append(cells)
+    header = ["rows per class", "Gaussian NB plug-in", "Gaussian NB predictive",
+              "QDA plug-in", "QDA predictive"]  # fmt: skip
+    return html_table(header, rows)
+
+
+def bayes_factor_table() -> str:
+    """log evidence and BIC of Gaussian NB, LDA and QDA on iris and wine (every row)."""
+    rows = []
+    for data in ("iris", "wine"):
+        X, y = getattr(genprob.datasets, f"load_{data}")()
+        fits = {}
+        for name, make in (
+            ("Gaussian NB", genprob.GaussianNB),
+            ("LDA", genprob.LinearDiscriminantAnalysis),
+            ("QDA", genprob.QuadraticDiscriminantAnalysis),
+        ):
+            model = make().fit(X, y)
+            fits[name] = (model.log_evidence(X, y), model.bic(X, y))
+        best = max(v[0] for v in fits.values())
+        for name, (evidence, bic) in fits.items():
+            rows.append([data, name, f"{evidence:,.1f}", f"{evidence - best:,.1f}",
+                         f"{bic:,.1f}", f"{-bic / 2:,.1f}"])  # fmt: skip
+    header = ["data", "story", "log evidence", "log Bayes factor to the best", "BIC",
+              "-BIC / 2"]  # fmt: skip
+    return html_table(header, rows)
+
+
+def predictive_benchmark_table() -> str:
+    """The committed output of benchmarks/bench_predictive.py, whatever it shows."""
+    import json
+
+    result = json.loads((ROOT / "benchmarks" / "results" / "bench_predictive.json").read_text())
+    rows = []
+    for r in result["rows"]:
+        fmt = lambda v: "—" if v is None else f"{v:.3f}"  # noqa: E731
+        better = r["predictive_better"]
+        rows.append([
+            r["data"], r["model"], r["features"], fmt(r["plugin"]),
+            fmt(r["predictive_where_plugin"]), fmt(r["predictive"]),
+            f"{r['plugin_failed']} / {result['splits']}",
+            "—" if better is None else f"{100 * better:.0f}%",
+        ])  # fmt: skip
+    header = ["data", "model", "features", "plug-in", "predictive (same splits)",
+              "predictive (all splits)", "plug-in undefined", "predictive lower"]  # fmt: skip
+    note = (
+        f"<p>Mean test log-loss over {result['splits']} random splits with "
+        f"{result['rows_per_class']} training rows per class (the rest tested). Made by "
+        "<code>python benchmarks/bench_predictive.py</code>, committed in "
+        "<code>benchmarks/results/bench_predictive.json</code>.</p>"
+    )
+    return note + html_table(header, rows)

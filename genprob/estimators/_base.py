@@ -15,6 +15,7 @@ import weakref
 
 import numpy as np
 import scipy.sparse
+from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
@@ -954,29 +955,55 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             story, params = self._scoring_story(X), self._params_jax()
             return np.asarray(execution.joint_log_prob(story, params, self._as_features(X)))
 
-    def predict_log_proba(self, X):
-        """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp."""
+    def predict_log_proba(self, X, method="plugin", prior=None):
+        """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp; see
+        :meth:`predict_proba` for ``method`` and ``prior``."""
         if _is_dask(X):
-            return _dask_predict(self, "predict_log_proba", X)
-        return self._posteriors(X, "log")
+            return _dask_predict(self, "predict_log_proba", X, method, prior)
+        return self._posteriors(X, "log", method, prior)
 
-    def predict_proba(self, X):
-        """Class posteriors ``p(y = k | x)`` (n, K); rows sum to one."""
-        if _is_dask(X):
-            return _dask_predict(self, "predict_proba", X)
-        return self._posteriors(X, "proba")
+    def predict_proba(self, X, method="plugin", prior=None):
+        """Class posteriors ``p(y = k | x)`` (n, K); rows sum to one.
 
-    def predict(self, X):
-        """Most probable class of each row (Bayes' rule); lazy on a Dask collection."""
+        Args:
+            X: features (n, D).
+            method: ``"plugin"`` (default, scikit-learn's): Bayes' rule at the fitted
+                parameters. ``"predictive"``: ``p(y = k | x, data)``, the parameters integrated
+                out under the story's conjugate prior (``priors="conjugate"`` of
+                :meth:`posterior`; the Gaussian's normal-inverse-Wishart on the data's scales,
+                docs/bayes.md): the class prior's Dirichlet mean times each class's closed-form
+                posterior predictive density of ``x`` (Student-t, Beta-Bernoulli,
+                Dirichlet-categorical or -multinomial, negative binomial), from the fit's
+                statistics. ``"debiased"``: MASS's debiased rule (LDA only).
+            prior: for ``"predictive"``, a dict of story settings overriding the prior, as in
+                :meth:`posterior`.
+
+        Raises:
+            ValueError: an unknown method, a story without a conjugate prior, or a fit with
+                unlabeled rows or missing entries (no closed-form posterior).
+        """
         if _is_dask(X):
-            return _dask_predict(self, "predict", X)
-        values = self._posteriors(X, "scores")  # first: unfitted is a NotFittedError
+            return _dask_predict(self, "predict_proba", X, method, prior)
+        return self._posteriors(X, "proba", method, prior)
+
+    def predict(self, X, method="plugin", prior=None):
+        """Most probable class of each row (Bayes' rule; ``method`` and ``prior`` as in
+        :meth:`predict_proba`); lazy on a Dask collection."""
+        if _is_dask(X):
+            return _dask_predict(self, "predict", X, method, prior)
+        values = self._posteriors(X, "scores", method, prior)  # first: unfitted is NotFitted
         return self.classes_[np.argmax(values, axis=1)]
 
-    def _posteriors(self, X, kind):
+    def _posteriors(self, X, kind, method="plugin", prior=None):
         """Class scores (``kind="scores"``), log posteriors (``"log"``) or posteriors
         (``"proba"``) (n, K) of ``X`` (:func:`genprob.execution.class_posteriors`); a row
         without a finite score is refused by name."""
+        if method != "plugin" or prior is not None:
+            from genprob.estimators._posterior import predictive_log_joint
+
+            scores = predictive_log_joint(self, X, method, prior)
+            log_proba = scores - logsumexp(scores, axis=1, keepdims=True)
+            return {"scores": scores, "log": log_proba, "proba": np.exp(log_proba)}[kind]
         X = self._check_X(X)
         with precision(self._dtype):
             story, params = self._scoring_story(X), self._params_jax()

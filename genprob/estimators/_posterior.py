@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
 
 from genprob._dtype import precision
 from genprob._limits import check_count, check_posterior_size
@@ -26,11 +27,57 @@ from genprob.posterior import (
     METHODS,
     _no_exact_posterior_error,
     _unlabeled_rows_error,
+    conjugate_story,
     exact_posterior,
+    posterior_from_statistics,
     with_prior,
 )
 
-__all__ = ["estimator_posterior"]
+__all__ = ["estimator_posterior", "predictive_log_joint", "fitted_exact_posterior"]
+
+#: Rules of ``predict_proba(X, method=...)``: the plug-in rule at the fit (default), the
+#: posterior predictive under the conjugate prior, and MASS's debiased LDA rule.
+PREDICT_METHODS = ("plugin", "predictive", "debiased")
+
+
+def fitted_exact_posterior(estimator, prior=None):
+    """The exact posterior under the story's conjugate prior from the fit's labeled statistics
+    (``stats_``), ``prior`` overriding story settings as in ``posterior(prior=...)``."""
+    check_is_fitted(estimator, "params_")
+    if getattr(estimator, "_missing_fit", False) or hasattr(estimator, "label_distributions_"):
+        raise ValueError(
+            "the predictive rule needs a fit on fully labeled, complete rows: this fit has "
+            "unlabeled rows or missing entries, whose posterior has no closed form. Use "
+            "posterior(X, y, method='nuts') instead."
+        )
+    if prior is not None and not isinstance(prior, dict):
+        raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
+    story = conjugate_story(with_prior(estimator.story_, **(prior or {})))
+    stats = getattr(estimator, "stats_", None)
+    if not story.has_exact_posterior or stats is None:
+        raise _no_exact_posterior_error(story)
+    return posterior_from_statistics(story, stats, int(estimator.n_features_in_))
+
+
+def predictive_log_joint(estimator, X, method, prior=None) -> np.ndarray:
+    """``log p(y = k, x | data)`` (n, K) under ``method`` ``"predictive"`` or ``"debiased"``
+    (class scores up to a term of the row, for ``"debiased"``)."""
+    if not isinstance(method, str) or method not in PREDICT_METHODS:
+        raise ValueError(f"method must be 'plugin', 'predictive' or 'debiased', got {method!r}.")
+    check_is_fitted(estimator, "params_")
+    X = estimator._check_X(X)
+    if has_missing(X):
+        raise ValueError(f"method={method!r} needs complete rows: X has missing (NaN) entries.")
+    if method == "debiased":
+        rule = getattr(estimator, "_debiased_log_joint", None)
+        if rule is None or prior is not None:
+            raise ValueError(
+                f"method='debiased' is MASS's rule for linear discriminant analysis (with no "
+                f"prior settings); {type(estimator).__name__} has method='predictive'."
+            )
+        return rule(X)
+    exact = fitted_exact_posterior(estimator, prior)
+    return exact.predictive_log_joint(X)
 
 
 def estimator_posterior(
@@ -88,6 +135,8 @@ def estimator_posterior(
         **sizes,
     )
     story = with_prior(estimator.story_, **(prior or {}))
+    if priors == "conjugate":
+        story = conjugate_story(story)
     if estimator._marginalizes and has_missing(X):
         story = marginalized(story)  # NaN entries are missing for the model and log-likelihoods
     if method == "exact" and not story.has_exact_posterior:

@@ -467,6 +467,12 @@ class LinearDiscriminantAnalysis(
             covariance_weights=weights,
         )
 
+    def _debiased_log_joint(self, X):
+        """MASS's ``predict.lda(method = "debiased")`` scores at the fit's statistics."""
+        from genprob.families.gaussian.conjugate import debiased_log_scores
+
+        return debiased_log_scores(self.stats_["emission"], self.params_["class_prior"], X)
+
     def _set_fitted_attributes(self, stats):
         self._check_class_counts(stats)
         self._check_overflow()

@@ -23,6 +23,7 @@ __all__ = [
     "class_feature_shapes",
     "check_non_negative_values",
     "check_values",
+    "entry_sums",
     "floor_log",
     "floor_log1m",
     "host_if_host_rows",
@@ -167,6 +168,19 @@ def scipy_linear_scores(X, weights, offset) -> np.ndarray:
     """``X W^T + b`` (n, K) for a SciPy sparse ``X`` (n, D), by SciPy's sparse product."""
     weights = np.asarray(weights, dtype=X.dtype)
     return np.asarray(X @ np.ascontiguousarray(weights.T)) + np.asarray(offset, dtype=X.dtype)
+
+
+def entry_sums(X, terms) -> np.ndarray:
+    """``sum_j terms_k(j, x_ij)`` over the nonzero entries of each row, (n, K): a posterior
+    predictive's terms, computed on the stored entries only (a sparse row stays sparse).
+
+    Args:
+        X: dense array or SciPy sparse matrix (n, D), on the host.
+        terms: ``terms(columns, values) -> (K, nnz)``, the terms of the nonzero entries.
+    """
+    coo = scipy.sparse.coo_matrix(X)
+    values = terms(coo.col, coo.data.astype(np.float64))
+    return np.stack([np.bincount(coo.row, v, minlength=X.shape[0]) for v in values], axis=1)
 
 
 def host_rows(X) -> bool:

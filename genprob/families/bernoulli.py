@@ -27,6 +27,7 @@ The helpers shared by every discrete family live in :mod:`genprob.families._disc
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse
 
 from genprob._arrays import column_sums, namespace
 from genprob._lazy import LazyModule, lazy_attribute
@@ -41,6 +42,7 @@ from genprob.families._discrete import (
     linear_discriminant,
     observed_sums,
     row_counts,
+    scipy_linear_scores,
     weighted_sums,
 )
 from genprob.families._registry import Block, Command, Family
@@ -66,6 +68,13 @@ def bernoulli_linear_form(probs):
     log_on = floor_log(probs)
     log_off = floor_log1m(probs)
     return log_on - log_off, log_off.sum(axis=-1)
+
+
+class BetaFactor(ConjugateFactor):
+    """Beta posterior of the probabilities: a new row's predictive is Bernoulli at its mean."""
+
+    def _log_predictive(self, X):
+        return scipy_linear_scores(scipy.sparse.csr_matrix(X), *bernoulli_linear_form(self.mean()))
 
 
 # -- the story -----------------------------------------------------------------------------------
@@ -124,7 +133,7 @@ class BernoulliStory(Story):
         on = stats["feature_counts"]
         counts = row_counts(stats["counts"])
         alpha = np.asarray(self.alpha, on.dtype) + offset
-        return {"probs": ConjugateFactor("beta", on + alpha, counts - on + alpha)}
+        return {"probs": BetaFactor("beta", on + alpha, counts - on + alpha)}
 
     def validate(self, X):
         check_values(

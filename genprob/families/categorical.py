@@ -169,6 +169,12 @@ class PaddedDirichletFactor(ConjugateFactor):
         a = self.concentration
         return _emission.PaddedDirichlet(a, self.n_categories).to_event(a.ndim - 2)
 
+    def _log_predictive(self, X):
+        """Dirichlet-categorical: each code's probability is its posterior mean."""
+        log_mean = np.log(np.where(self._mask, self.mean(), 1.0))  # (K, D, M)
+        codes = np.asarray(_dense(X)).astype(np.int64)
+        return log_mean[:, np.arange(codes.shape[1]), codes].sum(axis=-1).T
+
 
 # -- the story -----------------------------------------------------------------------------------
 #: entries of ``X`` checked at a time by :meth:`CategoricalStory.validate` (256 KiB of float64)

@@ -16,6 +16,8 @@ Block names therefore may not contain dots.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from genprob._lazy import LazyModule, lazy_attribute
@@ -234,9 +236,10 @@ class MixedStory(Story):
 
     def conjugate_factors(self, stats, offset):
         factors = {}
-        for name, story, _ in self.blocks:
-            inner = story.conjugate_factors(stats[name], offset)
-            factors.update({f"{name}.{key}": value for key, value in inner.items()})
+        for name, story, columns in self.blocks:
+            inner = story.conjugate_factors(stats[name], offset)  # a block's features by column
+            columns = tuple(int(c) for c in columns)
+            factors.update({f"{name}.{k}": replace(v, columns=columns) for k, v in inner.items()})
         return factors
 
     def parameter_dims(self, name, shape, num_classes, num_features):

@@ -41,10 +41,11 @@ import scipy.special
 from genprob._arrays import namespace, without_duplicates
 from genprob._lazy import LazyModule, lazy_attribute
 from genprob._validation import check_alpha, is_bcoo
-from genprob.conjugate import dirichlet
+from genprob.conjugate import ConjugateFactor
 from genprob.families._discrete import (
     alpha_array,
     check_non_negative_values,
+    entry_sums,
     floor_log,
     host_if_host_rows,
     linear_discriminant,
@@ -68,6 +69,26 @@ __all__ = ["FAMILY", "MultinomialStory"]
 __getattr__ = lazy_attribute(
     __name__, {"MultinomialFeatures": "genprob.families.multinomial_emission"}
 )
+
+
+class DirichletMultinomialFactor(ConjugateFactor):
+    """Dirichlet posterior of the word probabilities: a new row's predictive is
+    Dirichlet-multinomial (its multinomial coefficient included)."""
+
+    def _log_predictive(self, X):
+        a = np.asarray(self.concentration, np.float64)
+        length = np.asarray(X.sum(axis=1), np.float64).reshape(-1, 1)
+        total = a.sum(axis=1)
+        words = entry_sums(
+            X,
+            lambda j, x: (
+                scipy.special.gammaln(a[:, j] + x)
+                - scipy.special.gammaln(a[:, j])
+                - scipy.special.gammaln(x + 1.0)
+            ),
+        )
+        scale = scipy.special.gammaln(total) - scipy.special.gammaln(total + length)
+        return words + scale + scipy.special.gammaln(length + 1.0)
 
 
 def _map_stored(value, fn):
@@ -152,7 +173,7 @@ class MultinomialStory(Story):
         """``Dirichlet(c + alpha + offset)`` per class."""
         counts = stats["feature_counts"]
         alpha = np.asarray(self.alpha, counts.dtype) + offset
-        return {"probs": dirichlet(counts + alpha)}
+        return {"probs": DirichletMultinomialFactor("dirichlet", counts + alpha)}
 
     @property
     def supports_missing(self):

@@ -23,10 +23,11 @@ density, while the NumPyro prior (for prior draws and NUTS) uses the vague prope
 from __future__ import annotations
 
 import numpy as np
+import scipy.special
 
 from genprob._lazy import LazyModule
 from genprob.conjugate import ConjugateFactor
-from genprob.families._discrete import check_values, observed_sums, row_counts
+from genprob.families._discrete import check_values, entry_sums, observed_sums, row_counts
 from genprob.families._registry import Block, Command, Family
 from genprob.story import Story
 
@@ -96,7 +97,7 @@ class PoissonStory(Story):
             shape, rate = self.alpha + 1.0, _proper_rate(self.beta)
         else:
             shape, rate = self.alpha, self.beta
-        return {"rates": ConjugateFactor("gamma", sums + shape, counts + rate)}
+        return {"rates": GammaPoissonFactor("gamma", sums + shape, counts + rate)}
 
     def validate(self, X):
         check_values(
@@ -116,6 +117,24 @@ class PoissonStory(Story):
 
     def num_parameters(self, num_classes, num_features):
         return (num_classes - 1) + num_classes * num_features
+
+
+class GammaPoissonFactor(ConjugateFactor):
+    """Gamma posterior of the rates: a new count's predictive is negative binomial."""
+
+    def _log_predictive(self, X):
+        a, b = (np.asarray(v, np.float64) for v in (self.concentration, self.second))
+        zeros = np.sum(a * np.log(b / (b + 1.0)), axis=1)  # every count's share at x = 0
+        counts = entry_sums(
+            X,
+            lambda j, x: (
+                scipy.special.gammaln(a[:, j] + x)
+                - scipy.special.gammaln(a[:, j])
+                - scipy.special.gammaln(x + 1.0)
+                - x * np.log1p(b[:, j])
+            ),
+        )
+        return counts + zeros
 
 
 def _proper_rate(beta):

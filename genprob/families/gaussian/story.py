@@ -80,6 +80,15 @@ class GaussianStory(Story):
             weight by the class priors); None is the pooled MLE (weights N_k).
         mean_prior_loc: center of the Normal prior on the means (NUTS only); a float or one
             value per feature (:meth:`scaled_to_data` sets the features' means).
+        conjugate_prior: None (independent priors on means and spreads), ``"data"`` or
+            ``"fixed"``: the conjugate normal-inverse-Wishart (-gamma when diagonal) prior
+            ``Sigma ~ IW(covariance_prior_dof, diag(covariance_prior_scale^2))``, ``means |
+            Sigma ~ N(mean_prior_loc, Sigma / mean_prior_rows)``, with closed-form posteriors
+            (:mod:`genprob.families.gaussian.conjugate`); ``"data"`` centers it at the features'
+            means with ``covariance_prior_scale`` in units of each feature's sd.
+        mean_prior_rows: kappa0 >= 0 of the conjugate prior (rows its means are worth).
+        covariance_prior_dof: nu0 of the conjugate prior; None: D + 2 (full) or 4 (diagonal),
+            the weakest with a finite mean (that mean is ``diag(covariance_prior_scale^2)``).
 
     Parameters (``params`` keys): ``means`` (K, D) and ``covariance`` ((D, D) shared or
     (K, D, D)) for ``"full"``; ``means`` and ``variances`` ((D,) shared or (K, D)) for ``"diag"``.
@@ -89,6 +98,10 @@ class GaussianStory(Story):
     array_api = True
     #: mclust's name of the structure when given (``structure=``), else None
     structure = None
+    #: the conjugate prior's settings (class defaults: set on an instance only when given)
+    conjugate_prior = None
+    mean_prior_rows = 0.01
+    covariance_prior_dof = None
     # the public home of the class, which is also the name saved model files know it by
     __module__ = "genprob.families.gaussian"
 
@@ -106,6 +119,9 @@ class GaussianStory(Story):
         covariance_weights=None,
         mean_prior_loc=0.0,
         structure: str | None = None,
+        conjugate_prior: str | None = None,
+        mean_prior_rows: float = 0.01,
+        covariance_prior_dof: float | None = None,
     ):
         covariance, shared = _resolve_structure(structure, covariance, shared)
         if structure in NAMED_STRUCTURES and (
@@ -166,9 +182,31 @@ class GaussianStory(Story):
         self.shrinkage = shrinkage if isinstance(shrinkage, str) else float(shrinkage)
         self.var_smoothing = float(var_smoothing)
         self.mean_prior_scale = _prior_setting("mean_prior_scale", mean_prior_scale, positive=True)
+        if conjugate_prior not in (None, "data", "fixed"):
+            raise ValueError(
+                f"conjugate_prior must be None, 'data' or 'fixed', got {conjugate_prior!r}."
+            )
+        if conjugate_prior is not None and structure in NAMED_STRUCTURES:
+            raise ValueError(
+                f"structure={structure!r} has no conjugate prior: it applies to EEE, VVV, EEI "
+                "and VVI (LDA, QDA and the naive Bayes stories)."
+            )
         self.covariance_prior_scale = _prior_setting(
-            "covariance_prior_scale", covariance_prior_scale, positive=True
+            "covariance_prior_scale", covariance_prior_scale, positive=conjugate_prior is None
         )
+        # only when given: saved files and compiled-code keys of the default story unchanged
+        if conjugate_prior is not None:
+            self.conjugate_prior = conjugate_prior
+        if float(mean_prior_rows) != 0.01:
+            if not (np.isfinite(float(mean_prior_rows)) and float(mean_prior_rows) >= 0):
+                raise ValueError(f"mean_prior_rows must be >= 0, got {mean_prior_rows!r}.")
+            self.mean_prior_rows = float(mean_prior_rows)
+        if covariance_prior_dof is not None:
+            if not np.isfinite(float(covariance_prior_dof)):
+                raise ValueError(
+                    f"covariance_prior_dof must be a finite number, got {covariance_prior_dof!r}."
+                )
+            self.covariance_prior_dof = float(covariance_prior_dof)
         self.rank_tol = rank_tol
         self.covariance_weights = covariance_weights
         self.mean_prior_loc = _prior_setting("mean_prior_loc", mean_prior_loc, positive=False)
@@ -238,6 +276,18 @@ class GaussianStory(Story):
 
     # -- the generative story --------------------------------------------------------------------
     def prior(self, num_classes, num_features):
+        if self.conjugate_prior is not None:
+            spread = self.covariance_structure.prior(
+                num_classes, num_features, self.covariance_prior_scale,
+                self.conjugate_dof(num_features),
+            )  # fmt: skip
+            means = numpyro.sample(
+                "means",
+                self.covariance_structure.conditional_means(
+                    self.mean_prior_loc, spread, self.mean_prior_rows, num_classes, num_features
+                ),
+            )
+            return {"means": means, self.spread_name: spread}
         means = numpyro.sample(
             "means",
             dist.Normal(self.mean_prior_loc, self.mean_prior_scale)
@@ -255,12 +305,18 @@ class GaussianStory(Story):
         ``covariance_prior_scale s_j / 10`` (docs/bayes.md). A story whose prior settings are
         already per-feature arrays is returned unchanged."""
         settings = (self.mean_prior_scale, self.covariance_prior_scale, self.mean_prior_loc)
-        if any(np.ndim(v) for v in settings):
+        if any(np.ndim(v) for v in settings) or self.conjugate_prior == "fixed":
             return self
         values = np.asarray(X, dtype=np.float64)
         location = values.mean(axis=0)
         spread = values.std(axis=0)
         spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+        if self.conjugate_prior == "data":  # the spread's prior mean: each feature's variance
+            return self.replace(
+                conjugate_prior="fixed",
+                mean_prior_loc=location,
+                covariance_prior_scale=self.covariance_prior_scale * spread,
+            )
         return self.replace(
             mean_prior_loc=location,
             mean_prior_scale=self.mean_prior_scale * spread,
@@ -339,6 +395,23 @@ class GaussianStory(Story):
             return (1.0 / xp.sqrt(spread) if self.shared else spread), constant
         factors = params.get(FACTORS) or self.covariance_structure.factorize(spread, self.rank_tol)
         return factors["whitening"], class_constant(factors["rank"], factors["log_normalizer"])
+
+    def conjugate_dof(self, num_features: int) -> float:
+        """nu0 of the conjugate prior: ``covariance_prior_dof``, else D + 2 (full) or 4."""
+        if self.covariance_prior_dof is not None:
+            return float(self.covariance_prior_dof)
+        return num_features + 2.0 if self.covariance_structure.full else 4.0
+
+    @property
+    def _has_conjugate_prior(self):
+        return self.conjugate_prior is not None
+
+    def conjugate_factors(self, stats, offset):
+        """The joint normal-inverse-Wishart posterior of means and spread (one factor keyed by
+        both names); ``offset`` (the smoothing's reading) does not apply."""
+        from genprob.families.gaussian.conjugate import conjugate_posterior
+
+        return {("means", self.spread_name): conjugate_posterior(self, stats)}
 
     # -- closed form -----------------------------------------------------------------------------
     def sufficient_statistics(self, X, R):

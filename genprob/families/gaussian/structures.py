@@ -67,7 +67,12 @@ class CovarianceStructure:
         raise NotImplementedError
 
     # -- full or diagonal ----------------------------------------------------------------------
-    def prior(self, num_classes, num_features, scale):
+    def prior(self, num_classes, num_features, scale, dof=None):
+        """The spread's prior; ``dof`` (nu0) None: the default of the independent prior."""
+        raise NotImplementedError
+
+    def conditional_means(self, loc, spread, rows, num_classes, num_features):
+        """The conjugate prior of the means given the spread: ``N(loc, spread / rows)``."""
         raise NotImplementedError
 
     def emission(self, means, spread, rank_tol, factors=None):
@@ -151,13 +156,20 @@ class FullCovariance(CovarianceStructure):
     full = True
     spread_name = "covariance"
 
-    def prior(self, num_classes, num_features, scale):
+    def prior(self, num_classes, num_features, scale, dof=None):
         copies = self.copies(num_classes)
         # scale matrix diag(scale^2) given by its Cholesky factor: no factorization per trace
         prior = dist.InverseWishart(
-            num_features + 2.0, scale_tril=np.eye(num_features) * scale, validate_args=False
+            num_features + 2.0 if dof is None else dof,
+            scale_tril=np.eye(num_features) * scale,
+            validate_args=False,
         )
         return numpyro.sample("covariance", prior.expand(copies).to_event(len(copies)))
+
+    def conditional_means(self, loc, spread, rows, num_classes, num_features):
+        chol = jnp.linalg.cholesky(spread) / jnp.sqrt(rows)
+        loc = jnp.broadcast_to(jnp.asarray(loc, chol.dtype), (num_classes, num_features))
+        return dist.MultivariateNormal(loc, scale_tril=chol).to_event(1)
 
     def emission(self, means, spread, rank_tol, factors=None):
         return full_gaussian(means, spread, rank_tol, factors)
@@ -221,14 +233,18 @@ class DiagonalCovariance(CovarianceStructure):
     full = False
     spread_name = "variances"
 
-    def prior(self, num_classes, num_features, scale):
+    def prior(self, num_classes, num_features, scale, dof=None):
         copies = self.copies(num_classes)
         return numpyro.sample(
             "variances",
-            dist.InverseGamma(2.0, scale**2)
+            dist.InverseGamma(2.0 if dof is None else dof / 2.0, scale**2)
             .expand(copies + [num_features])
             .to_event(len(copies) + 1),
         )
+
+    def conditional_means(self, loc, spread, rows, num_classes, num_features):
+        scale = jnp.broadcast_to(jnp.sqrt(spread / rows), (num_classes, num_features))
+        return dist.Normal(loc, scale).to_event(2)
 
     def emission(self, means, spread, rank_tol, factors=None):
         return normals.DiagonalNormal(means, namespace(spread).broadcast_to(spread, means.shape))
