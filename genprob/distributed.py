@@ -240,7 +240,7 @@ def _fit_parts(dask, parts, expected, classes, estimator):
 
 
 # -- prediction ------------------------------------------------------------------------------------
-def _block(estimator, method, X, *args, **kwargs):
+def _block(estimator, method, X, /, *args, **kwargs):
     if np.shape(X)[0] == 0:
         num_classes = len(estimator.classes_)
         if method == "predict":
@@ -251,21 +251,22 @@ def _block(estimator, method, X, *args, **kwargs):
     return np.asarray(getattr(estimator, method)(X, *args, **kwargs))
 
 
-def _block_y(estimator, method, X, y, **kwargs):
+def _block_y(estimator, method, X, y, /, **kwargs):
     return _block(estimator, method, X, np.asarray(y).reshape(-1), **kwargs)
 
 
-def predict(estimator, method, X, y=None, pointwise=False):
+def predict(estimator, method, X, /, y=None, pointwise=False, **settings):
     """``estimator.<method>`` over the blocks of a Dask collection, as a lazy Dask collection.
 
     ``predict`` and pointwise ``log_likelihood`` give one value per row, the probability
     methods (n, K); ``log_likelihood`` without ``pointwise`` is a lazy scalar (the sum).
+    ``settings`` (the prediction rule: ``method=``, ``prior=``) go to every block's call.
     """
     dask, da = _dask()
     num_classes = len(estimator.classes_)
     per_row = method in ("predict", "log_likelihood")
     dtype = estimator.classes_.dtype if method == "predict" else np.float64
-    kwargs = {"pointwise": True} if method == "log_likelihood" else {}
+    kwargs = {"pointwise": True} if method == "log_likelihood" else settings
     if _is_frame(X):
         import pandas as pd
 

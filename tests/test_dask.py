@@ -157,6 +157,11 @@ def test_dask_prediction_is_lazy(client):
     np.testing.assert_allclose(
         fitted.predict_log_proba(Xd).compute(), fitted.predict_log_proba(X), rtol=1e-12
     )
+    predictive = fitted.predict_proba(Xd, method="predictive")  # the rule reaches each block
+    np.testing.assert_allclose(
+        predictive.compute(), fitted.predict_proba(X, method="predictive"), rtol=1e-12
+    )
+    assert not np.allclose(predictive.compute(), fitted.predict_proba(X), rtol=1e-6)
     pointwise = fitted.log_likelihood(Xd, pointwise=True)
     assert isinstance(pointwise, da.Array)
     np.testing.assert_allclose(

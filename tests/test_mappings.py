@@ -95,13 +95,18 @@ def test_dropping_returns_the_mappings_of_compiled_programs():
         """
         import warnings
         import numpy as np
-        from genprob import QuadraticDiscriminantAnalysis as QDA, _mappings
+        import jax.numpy as jnp
+        import genprob
+        from genprob import _mappings
+        from genprob.families.gaussian import GaussianStory
         rng = np.random.default_rng(0)
         before = _mappings.mapping_count()
-        y = np.where(np.arange(60) % 2 == 0, np.repeat([0, 1], 30), -1)  # EM: compiled
+        codes = np.where(np.arange(60) % 2 == 0, np.repeat([0, 1], 30), -1)
+        story = GaussianStory(covariance="full", reg_param=0.1)
         for d in range(2, 22):
             X = rng.normal(size=(60, d)) + np.repeat([0.0, 3.0], 30)[:, None]
-            QDA(reg_param=0.1).fit(X, y).predict_proba(X)
+            # EM on JAX rows is compiled (on NumPy rows it runs eagerly)
+            genprob.fit_em(story, jnp.asarray(X), codes, num_classes=2)
         grown = _mappings.mapping_count()
         _mappings.FRACTION = 0.0
         with warnings.catch_warnings(record=True) as caught:

@@ -864,23 +864,25 @@ def test_item12_a_prior_scaled_by_the_counts_is_not_a_decrease():
 
 
 def test_item12_streaming_em_stops_as_the_in_memory_fit():
-    """Out-of-core EM keeps the same guard: the same warning, iterations and parameters."""
-    from sklearn.exceptions import ConvergenceWarning
-
+    """Out-of-core EM keeps the same guard: the same warnings, iterations and parameters. Here
+    the labeled fit (one row a class) is a density on a line; its value does not compare with
+    the first E-step's full-rank fit, which EM therefore keeps (issue 60), then converges."""
     from genprob import streaming
 
     y = np.array([0, 1, 2, 3, -1, -1])
-    with pytest.warns(ConvergenceWarning, match=r"EM stopped at iteration 2: its objective"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         memory = genprob.LinearDiscriminantAnalysis().fit(X_DEGENERATE, y)
+    assert not [w for w in caught if "EM" in str(w.message)]
     chunks = streaming.Chunks([(X_DEGENERATE[:3], y[:3]), (X_DEGENERATE[3:], y[3:])])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         streamed = streaming.fit(genprob.LinearDiscriminantAnalysis(), chunks)
-    messages = [str(warning.message) for warning in caught]
-    assert any(m.startswith("EM stopped at iteration 2: its objective") for m in messages)
-    assert not any("did not converge in max_iter" in m for m in messages), messages
-    assert streamed.converged_ is False and streamed.n_iter_ == memory.n_iter_ == 1
-    np.testing.assert_allclose(streamed.log_likelihood_trace_, memory.log_likelihood_trace_)
+    assert not [w for w in caught if "EM" in str(w.message)]
+    trace = memory.log_likelihood_trace_
+    assert trace[1] < trace[0] and np.all(np.diff(trace[1:]) >= -1e-12 * np.abs(trace[2:]))
+    assert streamed.converged_ and memory.converged_ and streamed.n_iter_ == memory.n_iter_ == 3
+    np.testing.assert_allclose(streamed.log_likelihood_trace_, trace)
     for name, value in memory.params_.items():
         np.testing.assert_allclose(streamed.params_[name], value, rtol=1e-9, atol=1e-12)
 

@@ -107,7 +107,7 @@ def jax_key(random_state) -> jax.Array:
     return jax.random.PRNGKey(seed)
 
 
-def _dask_predict(estimator, method, X, *args, **kwargs):
+def _dask_predict(estimator, method, X, /, *args, **kwargs):
     """A prediction method mapped over the blocks of a Dask collection (lazy)."""
     from genprob.distributed import predict
 
@@ -959,7 +959,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         """Log class posteriors ``log p(y = k | x)`` (n, K), computed with a log-sum-exp; see
         :meth:`predict_proba` for ``method`` and ``prior``."""
         if _is_dask(X):
-            return _dask_predict(self, "predict_log_proba", X, method, prior)
+            return _dask_predict(self, "predict_log_proba", X, method=method, prior=prior)
         return self._posteriors(X, "log", method, prior)
 
     def predict_proba(self, X, method="plugin", prior=None):
@@ -983,14 +983,14 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 unlabeled rows or missing entries (no closed-form posterior).
         """
         if _is_dask(X):
-            return _dask_predict(self, "predict_proba", X, method, prior)
+            return _dask_predict(self, "predict_proba", X, method=method, prior=prior)
         return self._posteriors(X, "proba", method, prior)
 
     def predict(self, X, method="plugin", prior=None):
         """Most probable class of each row (Bayes' rule; ``method`` and ``prior`` as in
         :meth:`predict_proba`); lazy on a Dask collection."""
         if _is_dask(X):
-            return _dask_predict(self, "predict", X, method, prior)
+            return _dask_predict(self, "predict", X, method=method, prior=prior)
         values = self._posteriors(X, "scores", method, prior)  # first: unfitted is NotFitted
         return self.classes_[np.argmax(values, axis=1)]
 
