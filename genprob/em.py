@@ -417,7 +417,8 @@ def _em_runs(
 def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
     """:func:`_em_runs` of one start on NumPy rows, eagerly: the same steps and stopping rules,
     each iteration's joint log density giving both its objective and the next E-step;
-    ``fixed`` are :func:`_labeled_responsibilities`."""
+    ``fixed`` are :func:`_labeled_responsibilities`. A second loop beside the compiled one, so
+    that a semi-supervised fit of NumPy rows imports neither JAX nor NumPyro (issue 57)."""
     labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
     total_weight = max(float(row_weights.sum()), float(np.finfo(X.dtype).tiny))
     eps, trace = float(np.finfo(X.dtype).eps), np.full(_trace_capacity(max_iter), np.nan, X.dtype)

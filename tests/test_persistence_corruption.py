@@ -13,6 +13,7 @@ import zipfile
 import numpy as np
 import pandas as pd
 import pytest
+from test_safety import _opened_members  # the zip members a load opens
 
 import genprob
 from genprob import persistence
@@ -363,23 +364,11 @@ def _with_member(data: bytes, name: str, array, listed=None) -> bytes:
     return buffer.getvalue()
 
 
-def _opened(monkeypatch):
-    opened = []
-    real = zipfile.ZipFile.open
-
-    def tracking(self, name, *args, **kwargs):
-        opened.append(getattr(name, "filename", name))
-        return real(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(zipfile.ZipFile, "open", tracking)
-    return opened
-
-
 def test_a_member_the_metadata_does_not_name_is_refused_unread(tiny_model, tmp_path, monkeypatch):
     _, data = tiny_model
     path = tmp_path / "extra.npz"
     path.write_bytes(_with_member(data, "config.attr.extra", np.zeros(1000)))
-    opened = _opened(monkeypatch)
+    opened = _opened_members(monkeypatch)
     with pytest.raises(ModelFileError, match=r"1 array\(s\) its metadata does not name"):
         genprob.load(path)
     assert opened == ["metadata.npy"]
@@ -391,7 +380,7 @@ def test_a_declared_size_unlike_the_metadata_is_refused_unread(tiny_model, tmp_p
     _, data = tiny_model
     path = tmp_path / "bigger.npz"
     path.write_bytes(_with_member(data, "config.attr.extra", np.zeros(1000), ["<f8", [3]]))
-    opened = _opened(monkeypatch)
+    opened = _opened_members(monkeypatch)
     message = r"'config.attr.extra.npy' declares 8128 bytes; its metadata gives it dtype <f8"
     with pytest.raises(ModelFileError, match=message + r" and shape \(3,\) \(24 bytes of data\)"):
         genprob.load(path)
@@ -409,7 +398,7 @@ def test_metadata_beyond_its_limit_is_refused_unread(tiny_model, tmp_path, monke
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         size = archive.getinfo("metadata.npy").file_size
     monkeypatch.setattr(_limits, "MAX_METADATA_BYTES", size - 1)
-    opened = _opened(monkeypatch)
+    opened = _opened_members(monkeypatch)
     message = rf"its metadata declares {size} bytes; the limit is {size - 1} bytes"
     with pytest.raises(ModelFileError, match=message):
         _load_bytes(tmp_path, data)
