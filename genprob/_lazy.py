@@ -134,7 +134,8 @@ class LazyModule:
         self._name = name
 
     def __getattr__(self, attribute: str):
-        load_stand_ins()
+        if self._name not in sys.modules:  # every attribute read passes here: settle once
+            load_stand_ins()
         module = importlib.import_module(self._name)
         jax_imported()
         return getattr(module, attribute)
@@ -149,7 +150,8 @@ def lazy_attribute(module_name: str, names: dict[str, str]):
 
     def __getattr__(name: str):
         if name in names:
-            load_stand_ins()
+            if names[name] not in sys.modules:
+                load_stand_ins()
             module = importlib.import_module(names[name])
             jax_imported()
             return module if names[name] == f"{module_name}.{name}" else getattr(module, name)
