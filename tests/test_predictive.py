@@ -242,9 +242,6 @@ def test_estimator_log_evidence_ranks_stories_and_ignores_row_order():
 
 
 # -- the Gaussian conjugate posterior against NUTS on the same prior -----------------------------
-# slow: under the oldest dependency versions the Gaussian NB variances' NUTS means lie 2-6.5
-# MCSE above the exact ones (all entries one way): an open question of issue 59, not CI noise
-@pytest.mark.slow
 @pytest.mark.arviz
 @pytest.mark.parametrize("make", [genprob.GaussianNB, genprob.QuadraticDiscriminantAnalysis])
 def test_nuts_matches_the_exact_gaussian_posterior(make):
@@ -259,17 +256,26 @@ def test_nuts_matches_the_exact_gaussian_posterior(make):
     with jax.enable_x64(True):
         exact = exact_posterior(_conjugate(estimator), X, y)
         mean, sd = exact.mean(), exact.sd()
-    mcse_mean, mcse_sd = az.mcse(nuts, method="mean"), az.mcse(nuts, method="sd")
+        many = exact.sample(3, 100_000)
+    mcse_mean = az.mcse(nuts, method="mean")
+    # the spread is checked by quantiles: a variance's sd from 1,200 draws follows its right
+    # tail, which its MCSE understates (2-3.5 MCSE off at 20,000 draws; docs/changelog.md)
+    probs = (0.1, 0.5, 0.9)
+    mcse_quantile = [az.mcse(nuts, method="quantile", prob=p) for p in probs]
     for name, values in nuts.posterior.data_vars.items():
         values = values.values
         assert values.shape == (2, 600) + estimator.params_[name].shape
         assert np.all(np.abs(values.mean(axis=(0, 1)) - mean[name]) <= 4 * mcse_mean[name].values)
-        # a covariance's posterior is heavy-tailed: its sd's Monte Carlo error is itself rough
-        spread = values.std(axis=(0, 1), ddof=1)
-        assert np.all(np.abs(spread - sd[name]) <= 5 * mcse_sd[name].values), name
+        expected = np.quantile(np.asarray(many[name]), probs, axis=0)
+        found = np.quantile(values, probs, axis=(0, 1))
+        for i, p in enumerate(probs):
+            error = mcse_quantile[i][name].values
+            # 5 MCSE: seeds 1-5 reach 4.1 on some entry; spreads 10% too wide reach 10 or more
+            assert np.all(np.abs(found[i] - expected[i]) <= 5 * error), (name, p)
         # the exact draws: their moments are the closed form's (within 4 standard errors)
         draws = exact_draws.posterior[name].values
         assert np.all(np.abs(draws.mean(axis=(0, 1)) - mean[name]) <= 4 * sd[name] / np.sqrt(1200))
+        np.testing.assert_allclose(np.asarray(many[name]).std(axis=0), sd[name], rtol=0.05)
     assert not np.any(nuts.sample_stats["diverging"].values)
 
 
