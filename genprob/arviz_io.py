@@ -37,6 +37,7 @@ from genprob import _posterior_figures as figures
 from genprob._validation import check_features
 from genprob.draws import pointwise_log_likelihood, posterior_predict_proba
 from genprob.em import encode_partial_labels
+from genprob.execution import padded_rows
 from genprob.masking import reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story
 
@@ -242,7 +243,7 @@ def to_arviz(
             num_features,
             int(predictive_draws),
         )
-        predictive = _posterior_predictive(story, draws, n, per_chain, seed, dense)
+        predictive = _posterior_predictive(story, draws, (n, num_features), per_chain, seed, dense)
         predictive["y"] = _class_names(classes, predictive["y"])
     prior_draws = (
         _prior_draws(story, num_classes, num_features, predictive_draws, seed)
@@ -375,13 +376,15 @@ _replicate = jax.jit(_replicate_rows, static_argnums=3)
 _draw_prior = jax.jit(_prior_sites, static_argnums=(2, 3, 4))
 
 
-def _posterior_predictive(story: Story, draws: dict, n: int, per_chain: int, seed, features):
-    """Replicated ``(y, X)`` of ``n`` rows from the story at (thinned) posterior draws: drawn by
-    NumPy where the emission has a host sampler (:mod:`genprob._host_draws`), else by JAX."""
+def _posterior_predictive(story: Story, draws: dict, shape, per_chain: int, seed, features):
+    """Replicated ``(y, X)`` of ``shape = (n, D)`` rows from the story at (thinned) posterior
+    draws: drawn by NumPy where the emission has a host sampler (:mod:`genprob._host_draws`),
+    else by JAX."""
     import jax
 
     from genprob._host_draws import host_replicate
 
+    n = shape[0]
     thinned = _thin(draws, per_chain)
     batch = thinned[CLASS_PRIOR].shape[:2]
     flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in thinned.items()}
@@ -389,10 +392,12 @@ def _posterior_predictive(story: Story, draws: dict, n: int, per_chain: int, see
     if replicated is None:
         flat = {k: jax.numpy.asarray(v) for k, v in flat.items()}
         keys = jax.random.split(jax.random.PRNGKey(int(seed)), int(np.prod(batch)))
+        size = padded_rows(*shape)  # a bucket's row counts share one program; the extra rows go
         try:
-            replicated = _replicate(story, flat, keys, n)
+            replicated = _replicate(story, flat, keys, size)
         except jax.errors.ConcretizationTypeError:  # a sampler that needs a setting's value
-            replicated = _replicate_rows(story, flat, keys, n)
+            replicated = _replicate_rows(story, flat, keys, size)
+        replicated = tuple(np.asarray(v)[:, :n] for v in replicated)
     X_rep, y_rep = replicated
     out = {"y": np.asarray(y_rep).reshape(batch + (n,))}
     if features:

@@ -243,6 +243,7 @@ def model(
     X=None,
     y=None,
     summary=None,
+    rows=None,
     *,
     num_classes: int,
     num_features=None,
@@ -267,6 +268,8 @@ def model(
             sites: the labeled rows through their statistics, the unlabeled ones through one
             log-sum-exp over classes each. Only the sampler's potential uses it; pointwise
             log-likelihoods and predictive draws read the row-by-row sites.
+        rows: boolean (n,), False on the rows that padding added (:func:`execution.padded`),
+            which then add nothing to the density; None: every row is data.
     """
     num_features = X.shape[-1] if X is not None else num_features
     if X is not None and has_missing(X):
@@ -296,7 +299,7 @@ def model(
             ),
         )
         return
-    with numpyro.plate("data", num_samples):
+    with numpyro.plate("data", num_samples), numpyro.handlers.mask(mask=_row_mask(rows)):
         if y is None:
             labels = numpyro.sample("y", class_distribution(class_prior))
             labeled = None
@@ -315,6 +318,10 @@ def model(
             ),
             obs=X,
         )
+
+
+def _row_mask(rows):
+    return True if rows is None else jnp.asarray(rows)
 
 
 #: Blocks of the unlabeled rows in :func:`labeled_summary` (those past the last unlabeled row
@@ -362,11 +369,13 @@ def labeled_summary(story: Story, X, y, num_classes: int):
     if not found:
         return None
     stats = {"counts": one_hot.sum(axis=0), **found[0]}
-    num_rows = X_host.shape[0]
+    order = np.argsort(labeled, kind="stable")  # unlabeled rows first
+    # the blocks hold the rows' padded count: a new row count in its bucket compiles nothing
+    (rows,) = execution.padded(X_host[order])
+    num_rows = rows.shape[0]
     num_blocks = max(1, min(SUMMARY_BLOCKS, num_rows))
     size = -(-num_rows // num_blocks)
-    order = np.argsort(labeled, kind="stable")  # unlabeled rows first
-    rows = np.pad(X_host[order], ((0, num_blocks * size - num_rows), (0, 0)), mode="edge")
+    rows = np.pad(rows, ((0, num_blocks * size - num_rows), (0, 0)), mode="edge")
     return {
         "statistics": {k: jnp.asarray(v, dtype) for k, v in stats.items()},
         "blocks": jnp.asarray(rows.reshape(num_blocks, size, -1), dtype),

@@ -13,8 +13,9 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from genprob import core
+from genprob import core, execution
 from genprob._validation import check_features
 from genprob.story import CLASS_PRIOR, Story
 
@@ -63,7 +64,7 @@ def pointwise_log_likelihood(story: Story, draws: dict, X, y=None) -> jax.Array:
         y: class codes (n,) with -1 for unlabeled rows, or None.
 
     Returns:
-        Array of shape ``batch_shape + (n,)``.
+        NumPy array of shape ``batch_shape + (n,)``.
     """
     X = check_features(
         X, keep_sparse=True, to_device=True, allow_nan=core.reads_nan_as_missing(story)
@@ -71,8 +72,11 @@ def pointwise_log_likelihood(story: Story, draws: dict, X, y=None) -> jax.Array:
     codes = jnp.full(X.shape[0], -1, jnp.int32) if y is None else jnp.asarray(y, jnp.int32)
     flat, batch_shape = flatten_draws(draws)
     size = math.prod(batch_shape)
-    values = _map_log_likelihood(story, flat, X, codes, min(DRAW_BATCH, max(size, 1)))
-    return values.reshape(batch_shape + (X.shape[0],))
+    # rows padded to their bucket (a new row count compiles nothing); the padding's are cut off
+    padded_X, padded_codes = execution.padded(X, codes)
+    values = _map_log_likelihood(story, flat, padded_X, padded_codes, min(DRAW_BATCH, max(size, 1)))
+    # cut on the host: a slice of a JAX array compiles per row count
+    return np.asarray(values)[:, : X.shape[0]].reshape(batch_shape + (X.shape[0],))
 
 
 def posterior_predict_proba(story: Story, draws: dict, X) -> jax.Array:

@@ -43,7 +43,7 @@ import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 
-from genprob import core
+from genprob import core, execution
 from genprob._lazy import LazyModule
 from genprob._limits import check_count, check_posterior_size
 from genprob._validation import check_features
@@ -140,7 +140,19 @@ def _prepare(story: Story, X, y, num_classes):
     if codes.shape[0] != X.shape[0]:
         raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
     (marginalized(story) if has_missing(X) else story).validate(X)
-    return X, jnp.asarray(codes), num_classes
+    return (
+        X,
+        np.asarray(codes, np.int32),
+        num_classes,
+    )  # NumPy: staging a JAX copy compiles per row count
+
+
+def _chain_args(story, X, codes, summary):
+    """The chain's model arguments, rows padded to their bucket (:func:`execution.padded`, the
+    padding rows masked out of the density): a new row count in the bucket compiles nothing."""
+    padded_X, padded_codes = execution.padded(X, codes)
+    rows = np.arange(padded_X.shape[0]) < X.shape[0]
+    return story, padded_X, padded_codes, summary, rows
 
 
 def run_nuts(
@@ -260,7 +272,7 @@ def run_nuts(
     summary = None
     if not nuts_kwargs.get("forward_mode_differentiation"):
         summary = core.labeled_summary(story, X, codes, num_classes)
-    args = (story, X, codes, summary)
+    args = _chain_args(story, X, codes, summary)
     static = dict(
         num_classes=num_classes,
         num_warmup=int(num_warmup),
@@ -431,7 +443,7 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
     def log_posterior(params):
         # in NumPyro's unconstrained coordinates (Jacobian included), where the chains move
         values = {name: jnp.asarray(params[name], X.dtype) for name in sites}
-        args = (prior_story, X, jnp.asarray(codes))
+        args = _chain_args(prior_story, X, codes, None)
         return float(_log_density(args, values, num_classes))
 
     with warnings.catch_warnings():
@@ -440,7 +452,7 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
             result = fit_em(
                 story,
                 X,
-                jnp.asarray(codes),
+                codes,
                 num_classes=num_classes,
                 n_init=1 + START_RESTARTS,
                 init={k: v for k, v in start.items() if k in sites},
@@ -471,7 +483,7 @@ def _chain_starts(
     mapped to NumPyro's unconstrained coordinates and moved by a Normal(0, jitter) step; a site
     without a value, or whose value maps to a non-finite point (a probability of exactly 0, say),
     or every site when ``starts`` is None, starts like ``init_to_uniform`` (uniform on (-2, 2))."""
-    args = (story, X, codes)
+    args = _chain_args(story, X, codes, None)
     abstract = _free_shapes(args, num_classes)
     shapes = {name: jnp.shape(free) for name, (_, free) in abstract.items()}
     value_shapes = {name: jnp.shape(value) for name, (value, _) in abstract.items()}
@@ -1125,12 +1137,14 @@ def _permuted(chain_class_priors, tol: float = 0.05) -> bool:
 
 
 @jax.jit
-def _curvature(story, params, free, X, codes):
-    """Diagonal of the log-likelihood's Hessian in the entries of ``free`` (the rest fixed)."""
+def _curvature(story, params, free, X, codes, rows):
+    """Diagonal of the log-likelihood's Hessian in the entries of ``free`` (the rest fixed);
+    ``rows`` masks out the padding rows."""
     flat, unravel = jax.flatten_util.ravel_pytree(free)
 
     def log_lik(vector):
-        return core.log_likelihood(story, {**params, **unravel(vector)}, X, codes)
+        values = core.log_likelihood(story, {**params, **unravel(vector)}, X, codes, pointwise=True)
+        return jnp.sum(jnp.where(rows, values, 0.0))
 
     return unravel(jnp.diag(jax.hessian(log_lik)(flat)))
 
@@ -1146,7 +1160,8 @@ def likelihood_curvature(story: Story, mle: dict, X, y, names=None) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         free = {k: params[k] for k in names}
-        return _curvature(story, params, free, X, jnp.asarray(y, jnp.int32))
+        _, padded_X, codes, _, rows = _chain_args(story, X, jnp.asarray(y, jnp.int32), None)
+        return _curvature(story, params, free, padded_X, codes, rows)
 
 
 def prior_dominance(

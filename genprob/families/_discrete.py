@@ -16,6 +16,7 @@ from genprob._lazy import LazyModule
 from genprob._validation import is_bcoo
 
 jnp = LazyModule("jax.numpy")
+jax_special = LazyModule("jax.scipy.special")
 jsparse = LazyModule("jax.experimental.sparse")
 
 __all__ = [
@@ -98,6 +99,16 @@ def check_non_negative_values(X, expected: str) -> None:
     if values.size == 0 or (values.min() >= 0 and np.isfinite(values.max())):
         return
     check_values(X, lambda v: v < 0, expected)
+
+
+def special_functions(*arrays):
+    """SciPy's special functions for host arrays, JAX's for the others (the same names): an
+    M-step or penalty on NumPy rows then needs no JAX import."""
+    if namespace(*arrays) is np:
+        import scipy.special
+
+        return scipy.special
+    return jax_special
 
 
 def floor_log(p):

@@ -43,13 +43,13 @@ from genprob.families._discrete import (
     observed_sums,
     row_counts,
     scipy_linear_scores,
+    special_functions,
     weighted_sums,
 )
 from genprob.families._registry import Block, Command, Family
 from genprob.story import CLASS_PRIOR, Story
 
 jnp = LazyModule("jax.numpy")
-special = LazyModule("jax.scipy.special")
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
@@ -115,6 +115,12 @@ class BernoulliStory(Story):
         """The linear form less class 0's (K - 1 products; the same posteriors)."""
         return linear_discriminant(X, *bernoulli_linear_form(host_if_host_rows(X, params["probs"])))
 
+    def log_density(self, params, X):
+        """NumPy rows: the linear form itself, on the host (EM there needs no JAX)."""
+        if not isinstance(X, np.ndarray):
+            return super().log_density(params, X)
+        return scipy_linear_scores(X, *bernoulli_linear_form(np.asarray(params["probs"])))
+
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]
         xp = namespace(feature_counts, stats["counts"])
@@ -125,8 +131,9 @@ class BernoulliStory(Story):
     def log_penalty(self, params, stats):
         """``sum_kj alpha_j (log p_kj + log(1 - p_kj))``: the Beta(alpha+1, alpha+1) log density."""
         probs = params["probs"]
-        alpha = alpha_array(self.alpha, probs.shape[-1], probs.dtype)
-        return jnp.sum(special.xlogy(alpha, probs) + special.xlog1py(alpha, -probs))
+        xp, special = namespace(probs), special_functions(probs)
+        alpha = alpha_array(self.alpha, probs.shape[-1], probs.dtype, xp=xp)
+        return xp.sum(special.xlogy(alpha, probs) + special.xlog1py(alpha, -probs))
 
     def conjugate_factors(self, stats, offset):
         """``Beta(c + alpha + offset, N - c + alpha + offset)`` per class and feature."""

@@ -49,6 +49,8 @@ from genprob.families._discrete import (
     floor_log,
     host_if_host_rows,
     linear_discriminant,
+    scipy_linear_scores,
+    special_functions,
     weighted_sums,
 )
 from genprob.families._registry import Block, Command, Family
@@ -56,7 +58,6 @@ from genprob.story import CLASS_PRIOR, Story, Unsupported
 
 jnp = LazyModule("jax.numpy")
 jsparse = LazyModule("jax.experimental.sparse")
-special = LazyModule("jax.scipy.special")
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
@@ -157,6 +158,16 @@ class MultinomialStory(Story):
         probs = host_if_host_rows(X, params["probs"])
         return linear_discriminant(X, *multinomial_linear_form(probs))
 
+    def log_density(self, params, X):
+        """NumPy rows: ``x . log probs[k]`` plus the multinomial coefficient, on the host (EM
+        there needs no JAX)."""
+        if not isinstance(X, np.ndarray):
+            return super().log_density(params, X)
+        weights, offset = multinomial_linear_form(np.asarray(params["probs"]))
+        coefficient = scipy.special.gammaln(X.sum(axis=1, keepdims=True) + 1.0)
+        coefficient -= scipy.special.gammaln(X + 1.0).sum(axis=1, keepdims=True)
+        return scipy_linear_scores(X, weights, offset) + coefficient
+
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]
         xp = namespace(feature_counts)
@@ -167,7 +178,9 @@ class MultinomialStory(Story):
     def log_penalty(self, params, stats):
         """``sum_kj alpha_j log p_kj``: the Dirichlet(alpha + 1) log density up to a constant."""
         probs = params["probs"]
-        return jnp.sum(special.xlogy(alpha_array(self.alpha, probs.shape[-1], probs.dtype), probs))
+        xp = namespace(probs)
+        alpha = alpha_array(self.alpha, probs.shape[-1], probs.dtype, xp=xp)
+        return xp.sum(special_functions(probs).xlogy(alpha, probs))
 
     def conjugate_factors(self, stats, offset):
         """``Dirichlet(c + alpha + offset)`` per class."""
