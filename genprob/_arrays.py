@@ -114,6 +114,17 @@ def gram_form(stats: dict, force: bool = False) -> dict:
     return dense
 
 
+def statistics_layout(stats):
+    """The nested names of statistics, rows counted as their Gram matrix (:func:`gram_form`):
+    equal for statistics that add up."""
+    if isinstance(stats, list | tuple):
+        return tuple(statistics_layout(item) for item in stats)
+    if not isinstance(stats, dict):
+        return None
+    names = set(stats) - {ROWS, ROOT_WEIGHTS} | ({"squares"} if ROWS in stats else set())
+    return {name: statistics_layout(stats.get(name)) for name in sorted(names)}
+
+
 def column_sums(array):
     """``array.sum(axis=0)`` of a 2-D float array, NumPy or JAX, as a product with ones:
     NumPy's axis-0 sum of a narrow C-ordered array (an (n, K) responsibility matrix) is many
