@@ -656,7 +656,10 @@ class GaussianStory(Story):
         projected = between @ right.T
         inner = symmetrize(xp.diag(singular * singular) - projected.T @ projected)
         values, vectors = xp.linalg.eigh(inner)
-        values = xp.where(values > 0, values, 0.0) / counts.sum()
+        # the subtraction leaves rounding noise (eps times the largest second moment) where the
+        # class means' directions were: an exact 0 there, as the pooled scatter's rank says
+        noise = inner.shape[-1] * np.finfo(inner.dtype).eps * xp.max(singular) ** 2
+        values = xp.where(values > noise, values, 0.0) / counts.sum()
         covariance_rows = xp.sqrt(values)[:, None] * (vectors.T @ right)
         # features constant within their classes get an exact 0, as the D x D path snaps them
         magnitude = xp.sum(rows * rows, axis=0)
