@@ -244,7 +244,9 @@ def check_statistics_size(
 ) -> None:
     """Refuse, before anything is allocated, a fit whose statistics (a full covariance's
     D x D, K x D x D per class) exceed ``genprob._limits.MAX_ARRAY_BYTES``, or whose working set
-    (``FIT_COPIES`` arrays of that size) exceeds the machine's physical memory.
+    (``FIT_COPIES`` arrays of that size) exceeds the machine's physical memory. With
+    ``num_rows``, statistics a story keeps as rows (:func:`~genprob._arrays.keeps_rows`: LDA on
+    fewer rows than features) are measured as the (n, D) rows they are.
 
     Raises:
         genprob._limits.SizeLimitError: naming the statistic, its shape, the limit and the way
@@ -252,34 +254,35 @@ def check_statistics_size(
     """
     if not story.has_closed_form:
         return  # no statistics: a gradient M-step's arrays are the parameters'
-    size, name, shape = _largest_statistic(
+
+    def check(size, name, shape):
+        check_working_set(
+            size,
+            FIT_COPIES,
+            what=f"the statistics of {type(story).__name__} on {compact(num_features)} features "
+            f"and {compact(num_classes)} classes",
+            sizes=f"{name}: {' x '.join(map(compact, shape))} x {np.dtype(dtype).itemsize} bytes",
+            advice="Fit fewer features (feature selection, PCA), or a story with smaller "
+            "statistics (for a full covariance, a diagonal one: GaussianNB, or "
+            "GaussianStory(covariance='diag')), or raise the limit on a machine with the memory.",
+        )
+
+    measured = _largest_statistic(
         story, int(num_classes), int(num_features), np.dtype(dtype), num_rows
     )
-    if num_rows is not None and keeps_rows(num_rows, num_features):
-        with contextlib.suppress(SizeLimitError):
-            _check_statistics_working_set(story, num_features, num_classes, dtype, size, name, shape)
-            return
+    if num_rows is None or not keeps_rows(num_rows, num_features):
+        return check(*measured)
+    try:
+        return check(*measured)
+    except SizeLimitError:
         # measured with traced settings, which cannot say whether the story keeps its rows:
-        # measured again with this story's own (rarely: only a fit that would be refused)
+        # measured again with this story's own (only for a fit that would be refused)
         X = jax.ShapeDtypeStruct((int(num_rows), int(num_features)), np.dtype(dtype))
         R = jax.ShapeDtypeStruct((int(num_rows), int(num_classes)), np.dtype(dtype))
-        shapes = jax.eval_shape(story.sufficient_statistics, X, R)
-        leaves = jax.tree_util.tree_flatten_with_path(shapes)[0]
-        size, name, shape = _largest((jax.tree_util.keystr(path), leaf) for path, leaf in leaves)
-    _check_statistics_working_set(story, num_features, num_classes, dtype, size, name, shape)
-
-
-def _check_statistics_working_set(story, num_features, num_classes, dtype, size, name, shape):
-    check_working_set(
-        size,
-        FIT_COPIES,
-        what=f"the statistics of {type(story).__name__} on {compact(num_features)} features "
-        f"and {compact(num_classes)} classes",
-        sizes=f"{name}: {' x '.join(map(compact, shape))} x {np.dtype(dtype).itemsize} bytes",
-        advice="Fit fewer features (feature selection, PCA), or a story with smaller statistics "
-        "(for a full covariance, a diagonal one: GaussianNB, or "
-        "GaussianStory(covariance='diag')), or raise the limit on a machine with the memory.",
-    )
+        leaves = jax.tree_util.tree_flatten_with_path(
+            jax.eval_shape(story.sufficient_statistics, X, R)
+        )[0]
+        check(*_largest((jax.tree_util.keystr(path), leaf) for path, leaf in leaves))
 
 
 def statistics(story: Story, X, R, *, pad: bool = False) -> dict:

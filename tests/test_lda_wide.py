@@ -405,7 +405,8 @@ def test_rows_stack_until_there_are_half_as_many_as_features():
     num_features = 100
     X, y = _wide(90, num_features, seed=11)
     estimator = genprob.LinearDiscriminantAnalysis()
-    for start, end, kept in ((0, 30, "rows"), (30, 50, "rows"), (50, 70, "squares"), (70, 90, "squares")):
+    stages = ((0, 30, "rows"), (30, 50, "rows"), (50, 70, "squares"), (70, 90, "squares"))
+    for start, end, kept in stages:
         estimator.partial_fit(X[start:end], y[start:end], classes=[0, 1, 2])
         assert kept in estimator.stats_["emission"], end
         whole = genprob.LinearDiscriminantAnalysis().fit(X[:end], y[:end])
