@@ -501,3 +501,19 @@ def test_eight_thousand_features_ten_rows_cost_what_scikit_learn_does():
     assert peak <= 5 * sk_peak, (peak, sk_peak)
     assert grown < 8000**2 * 8 / 8, grown  # one D x D float64 matrix is 512 MB
     assert seconds < 5 * sk_seconds + 0.2, (seconds, sk_seconds)  # 0.2 s: a busy machine
+
+
+def test_rules_that_read_the_statistics_take_rows():
+    """The predictive rule reads the fit's statistics: kept as rows, it gives what their D x D
+    form gives."""
+    X, y = _wide(20, 100, seed=12)
+    estimator = genprob.LinearDiscriminantAnalysis().fit(X, y)
+    assert "rows" in estimator.stats_["emission"]
+    dense = _dense_twin(estimator)
+    rows = _wide(10, 100, seed=13)[0]
+    np.testing.assert_allclose(
+        estimator.predict_log_proba(rows, method="predictive"),
+        dense.predict_log_proba(rows, method="predictive"),
+        rtol=1e-9,
+        atol=1e-9,
+    )

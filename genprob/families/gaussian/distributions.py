@@ -24,9 +24,9 @@ __all__ = [
     "full_factors",
     "full_gaussian",
     "linear_scores",
-    "row_factors",
     "linear_terms",
     "quadratic_scores",
+    "row_factors",
     "whiten_twice",
 ]
 

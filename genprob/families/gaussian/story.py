@@ -468,6 +468,8 @@ class GaussianStory(Story):
         both names); ``offset`` (the smoothing's reading) does not apply."""
         from genprob.families.gaussian.conjugate import conjugate_posterior
 
+        # a fit's statistics kept as rows: the posterior's scale matrix needs their D x D form
+        stats = gram_form(stats, force=True)
         return {("means", self.spread_name): conjugate_posterior(self, stats)}
 
     # -- closed form -----------------------------------------------------------------------------
