@@ -517,3 +517,13 @@ def test_rules_that_read_the_statistics_take_rows():
         rtol=1e-9,
         atol=1e-9,
     )
+
+
+def test_nuts_starts_at_a_fit_kept_as_rows():
+    """NUTS samples the D x D covariance: a fit kept as rows gives its start and its mle."""
+    X, y = _wide(8, 20, seed=14)
+    estimator = genprob.LinearDiscriminantAnalysis().fit(X, y)
+    assert COVARIANCE_ROWS in estimator.params_
+    idata = estimator.posterior(X, y, num_samples=20, num_warmup=20, num_chains=1, random_state=0)
+    draws = np.asarray(idata.posterior["covariance"])
+    assert draws.shape == (1, 20, 20, 20) and np.all(np.isfinite(draws))
