@@ -473,11 +473,13 @@ else:
     from genprob import LinearDiscriminantAnalysis
     LinearDiscriminantAnalysis().fit(X[:, :50], y)  # the rest of the imports
 before = peak()
-start = time.perf_counter()
-estimator = LinearDiscriminantAnalysis().fit(X, y)
-estimator.predict_proba(X)
-seconds = time.perf_counter() - start
-print(seconds, peak(), peak() - before)
+seconds = []
+for _ in range(3):  # the least of three: other processes on the machine only add to it
+    start = time.perf_counter()
+    estimator = LinearDiscriminantAnalysis().fit(X, y)
+    estimator.predict_proba(X)
+    seconds.append(time.perf_counter() - start)
+print(min(seconds), peak(), peak() - before)
 """
 
 
@@ -500,7 +502,7 @@ def test_eight_thousand_features_ten_rows_cost_what_scikit_learn_does():
     (sk_seconds, sk_peak, _), (seconds, peak, grown) = measured["sklearn"], measured["genprob"]
     assert peak <= 5 * sk_peak, (peak, sk_peak)
     assert grown < 8000**2 * 8 / 8, grown  # one D x D float64 matrix is 512 MB
-    assert seconds < 5 * sk_seconds + 0.2, (seconds, sk_seconds)  # 0.2 s: a busy machine
+    assert seconds < 5 * sk_seconds + 0.1, (seconds, sk_seconds)  # 0.1 s: a busy machine
 
 
 def test_rules_that_read_the_statistics_take_rows():
