@@ -21,9 +21,17 @@ import math
 import numpy as np
 import scipy.sparse
 
-from genprob._arrays import column_sums, namespace, row_sums, tree_leaves, tree_map
+from genprob._arrays import (
+    column_sums,
+    gram_form,
+    keeps_rows,
+    namespace,
+    row_sums,
+    tree_leaves,
+    tree_map,
+)
 from genprob._lazy import LazyModule, is_jax_array, jax_context, jitted
-from genprob._limits import check_working_set, compact
+from genprob._limits import SizeLimitError, check_working_set, compact
 from genprob._validation import check_feature_width, describe, is_concrete
 from genprob.story import CLASS_PRIOR, Story, structure_key
 
@@ -177,29 +185,36 @@ _PROBED_SIZES: dict = {}
 PROBE_BYTES = 1 << 22
 
 
-def _largest_statistic(story: Story, num_classes: int, num_features: int, dtype) -> tuple:
-    """(bytes, name, shape) of the largest array of ``story``'s statistics, which do not depend
-    on the number of rows: computed for two rows in NumPy when they are surely small, else
+def _largest_statistic(
+    story: Story, num_classes: int, num_features: int, dtype, num_rows=None
+) -> tuple:
+    """(bytes, name, shape) of the largest array of ``story``'s statistics of ``num_rows`` rows
+    (None: many). They do not depend on the number of rows, except statistics kept as rows
+    while there are few (:func:`~genprob._arrays.keeps_rows`): measured on that many rows
+    then, else on more rows than features. Computed in NumPy when they are surely small, else
     traced abstractly (nothing allocated)."""
+    few = num_rows is not None and keeps_rows(num_rows, num_features)
+    rows = int(num_rows) if few else max(2, num_features)
     if story.array_api and num_classes * num_features**2 * dtype.itemsize <= PROBE_BYTES:
 
         def probe(story):
-            X, R = np.zeros((2, num_features), dtype), np.full((2, num_classes), 0.5, dtype)
+            X = np.zeros((rows, num_features), dtype)
+            R = np.full((rows, num_classes), 0.5, dtype)
             with np.errstate(all="ignore"):
                 return _largest(_named_leaves(story.sufficient_statistics(X, R)))
 
-        key = (structure_key(story), num_classes, num_features, dtype)
+        key = (structure_key(story), num_classes, num_features, dtype, rows)
         with contextlib.suppress(ValueError, ArithmeticError):  # rows of zeros it refuses
             return _once(_PROBED_SIZES, key, probe, story)
-    X = jax.ShapeDtypeStruct((2, num_features), dtype)
-    R = jax.ShapeDtypeStruct((2, num_classes), dtype)
+    X = jax.ShapeDtypeStruct((rows, num_features), dtype)
+    R = jax.ShapeDtypeStruct((rows, num_classes), dtype)
 
     def trace(story):
         shapes = jax.eval_shape(lambda s, X, R: s.sufficient_statistics(X, R), story, X, R)
         leaves = jax.tree_util.tree_flatten_with_path(shapes)[0]
         return _largest((jax.tree_util.keystr(path), leaf) for path, leaf in leaves)
 
-    return _traced_once(_STATISTIC_SIZES, trace, story, num_classes, num_features, dtype)
+    return _traced_once(_STATISTIC_SIZES, trace, story, num_classes, num_features, dtype, rows)
 
 
 def _named_leaves(tree, name: str = ""):
@@ -224,10 +239,14 @@ def _largest(named_leaves) -> tuple:
     return size, name, tuple(int(d) for d in shape)
 
 
-def check_statistics_size(story: Story, num_classes: int, num_features: int, dtype) -> None:
+def check_statistics_size(
+    story: Story, num_classes: int, num_features: int, dtype, num_rows=None
+) -> None:
     """Refuse, before anything is allocated, a fit whose statistics (a full covariance's
     D x D, K x D x D per class) exceed ``genprob._limits.MAX_ARRAY_BYTES``, or whose working set
-    (``FIT_COPIES`` arrays of that size) exceeds the machine's physical memory.
+    (``FIT_COPIES`` arrays of that size) exceeds the machine's physical memory. With
+    ``num_rows``, statistics a story keeps as rows (:func:`~genprob._arrays.keeps_rows`: LDA on
+    fewer rows than features) are measured as the (n, D) rows they are.
 
     Raises:
         genprob._limits.SizeLimitError: naming the statistic, its shape, the limit and the way
@@ -235,19 +254,35 @@ def check_statistics_size(story: Story, num_classes: int, num_features: int, dty
     """
     if not story.has_closed_form:
         return  # no statistics: a gradient M-step's arrays are the parameters'
-    size, name, shape = _largest_statistic(
-        story, int(num_classes), int(num_features), np.dtype(dtype)
+
+    def check(size, name, shape):
+        check_working_set(
+            size,
+            FIT_COPIES,
+            what=f"the statistics of {type(story).__name__} on {compact(num_features)} features "
+            f"and {compact(num_classes)} classes",
+            sizes=f"{name}: {' x '.join(map(compact, shape))} x {np.dtype(dtype).itemsize} bytes",
+            advice="Fit fewer features (feature selection, PCA), or a story with smaller "
+            "statistics (for a full covariance, a diagonal one: GaussianNB, or "
+            "GaussianStory(covariance='diag')), or raise the limit on a machine with the memory.",
+        )
+
+    measured = _largest_statistic(
+        story, int(num_classes), int(num_features), np.dtype(dtype), num_rows
     )
-    check_working_set(
-        size,
-        FIT_COPIES,
-        what=f"the statistics of {type(story).__name__} on {compact(num_features)} features "
-        f"and {compact(num_classes)} classes",
-        sizes=f"{name}: {' x '.join(map(compact, shape))} x {np.dtype(dtype).itemsize} bytes",
-        advice="Fit fewer features (feature selection, PCA), or a story with smaller statistics "
-        "(for a full covariance, a diagonal one: GaussianNB, or "
-        "GaussianStory(covariance='diag')), or raise the limit on a machine with the memory.",
-    )
+    if num_rows is None or not keeps_rows(num_rows, num_features):
+        return check(*measured)
+    try:
+        return check(*measured)
+    except SizeLimitError:
+        # measured with traced settings, which cannot say whether the story keeps its rows:
+        # measured again with this story's own (only for a fit that would be refused)
+        X = jax.ShapeDtypeStruct((int(num_rows), int(num_features)), np.dtype(dtype))
+        R = jax.ShapeDtypeStruct((int(num_rows), int(num_classes)), np.dtype(dtype))
+        leaves = jax.tree_util.tree_flatten_with_path(
+            jax.eval_shape(story.sufficient_statistics, X, R)
+        )[0]
+        check(*_largest((jax.tree_util.keystr(path), leaf) for path, leaf in leaves))
 
 
 def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
@@ -259,7 +294,7 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     so that a new row count reuses the program (the statistics are the same). An
     overflow gives inf or NaN as on the device, silently: the fit refuses it by name.
     """
-    check_statistics_size(story, R.shape[1], X.shape[1], X.dtype)
+    check_statistics_size(story, R.shape[1], X.shape[1], X.dtype, X.shape[0])
     if not on_host(story, X):
         if pad and is_concrete(R):
             X, R = padded(X, R)
@@ -275,7 +310,7 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     with x64, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         for _, X_block, R_block in _row_blocks(step, X, R):
             part = story.sufficient_statistics(X_block, R_block)
-            emission = part if emission is None else story.combine_statistics(emission, part)
+            emission = part if emission is None else add_emission_statistics(story, emission, part)
     return {"class_counts": column_sums(R), "emission": _host_tree(emission)}
 
 
@@ -323,8 +358,16 @@ def combine_statistics(story: Story, stats_a: dict, stats_b: dict) -> dict:
 def _combine(story: Story, stats_a: dict, stats_b: dict) -> dict:
     return {
         "class_counts": stats_a["class_counts"] + stats_b["class_counts"],
-        "emission": story.combine_statistics(stats_a["emission"], stats_b["emission"]),
+        "emission": add_emission_statistics(story, stats_a["emission"], stats_b["emission"]),
     }
+
+
+def add_emission_statistics(story: Story, emission_a: dict, emission_b: dict) -> dict:
+    """``story.combine_statistics`` of two chunks' emission statistics, the one place where
+    statistics add (row blocks, ``partial_fit``, streaming, Dask): statistics kept as rows
+    (:data:`~genprob._arrays.ROWS`, stacked by the story) become their Gram matrix once there
+    are too many rows to keep (:func:`~genprob._arrays.keeps_rows`)."""
+    return gram_form(story.combine_statistics(emission_a, emission_b))
 
 
 _combined = jitted(_combine)

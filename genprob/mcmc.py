@@ -299,6 +299,7 @@ def run_nuts(
     else:
         if init == "mle":
             start = start_values(fitted_story, X, codes, num_classes) if fit is None else fit
+            start = as_sample_sites(start)
             start, message = best_start(fitted_story, X, codes, num_classes, start, seed, story)
             if message:
                 warnings.warn(message, SamplingWarning, stacklevel=2)
@@ -442,6 +443,7 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
 
     def log_posterior(params):
         # in NumPyro's unconstrained coordinates (Jacobian included), where the chains move
+        params = as_sample_sites(params)
         values = {name: jnp.asarray(params[name], X.dtype) for name in sites}
         args = _chain_args(prior_story, X, codes, None)
         return float(_log_density(args, values, num_classes))
@@ -473,7 +475,17 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
         f"{new:.6g} against {old:.6g}), so the chains start at the restart's estimate. Refit "
         f"with n_init={1 + START_RESTARTS} (or more) to make it the fit."
     )
-    return {**dict(start), **result.params}, message
+    return {**dict(start), **as_sample_sites(result.params)}, message
+
+
+def as_sample_sites(params):
+    """Fit parameters as the model's sample sites: a covariance kept as rows (LDA on fewer rows
+    than features) as the D x D matrix its prior samples."""
+    from genprob.families.gaussian.story import COVARIANCE_ROWS, covariance_of
+
+    if COVARIANCE_ROWS not in params or "covariance" in params:
+        return params
+    return {**params, "covariance": covariance_of(params)}
 
 
 def _chain_starts(

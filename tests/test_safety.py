@@ -666,7 +666,13 @@ def test_item1_compare_refuses_huge_requests_before_sampling(tmp_path, capsys):
 WIDE = 200_000  # one 200,000 x 200,000 covariance: 320 GB, beyond any limit or machine
 
 WIDE_FITS = {
-    "LDA svd": (genprob.LinearDiscriminantAnalysis, {}, "['squares']: 200000 x 200000 x 8 bytes"),
+    # issue 60: LDA without shrinkage keeps fewer rows than features as rows, and fits these
+    # (test_item6_few_rows_of_wide_lda_fit); with shrinkage it needs the D x D matrix
+    "LDA shrinkage": (
+        lambda: genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.1),
+        {},
+        "['squares']: 200000 x 200000 x 8 bytes",
+    ),
     "LDA lsqr auto": (
         lambda: genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto"),
         {},
@@ -688,7 +694,11 @@ WIDE_FITS = {
         "200000 x 200000 x 8 bytes",
     ),
     "LDA EM": (genprob.LinearDiscriminantAnalysis, {"unlabeled": True}, "200000 x 200000"),
-    "LDA partial_fit": (genprob.LinearDiscriminantAnalysis, {"partial": True}, "200000 x 200000"),
+    "LDA partial_fit": (
+        lambda: genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.1),
+        {"partial": True},
+        "200000 x 200000",
+    ),
     "LDA missing": (
         lambda: genprob.LinearDiscriminantAnalysis(missing="marginalize"),
         {"missing": True},
@@ -726,6 +736,25 @@ def test_item6_wide_full_covariance_is_refused_before_allocating(case):
     assert not hasattr(estimator, "params_")
 
 
+def test_item6_few_rows_of_wide_lda_fit():
+    """Issue 60: six rows of 200,000 features, refused before by their D x D statistics, are
+    kept as rows: the fit and its predictions allocate no D x D array."""
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    X = np.random.default_rng(6).normal(size=(6, WIDE)).astype(np.float32)
+    y = np.array([0, 0, 0, 1, 1, 1])
+    tracemalloc.start()
+    try:
+        estimator = genprob.LinearDiscriminantAnalysis().fit(X, y)
+        probabilities = estimator.predict_proba(X)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * X.nbytes  # copies of the rows in float64, no D x D array
+    reference = LinearDiscriminantAnalysis().fit(X.astype(np.float64), y)
+    np.testing.assert_allclose(probabilities, reference.predict_proba(X), rtol=0, atol=1e-9)
+
+
 def test_item6_functional_fits_check_sizes_too():
     from genprob.families.gaussian import GaussianStory
 
@@ -748,8 +777,10 @@ def test_item6_working_set_beyond_physical_memory(monkeypatch):
         r"128000000 bytes \(\['squares'\]: 4000 x 4000 x 8 bytes\); working on it takes about 12"
     )
     with pytest.raises(_limits.SizeLimitError, match=message) as info:
-        genprob.LinearDiscriminantAnalysis().fit(X, y)
+        genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.5).fit(X, y)
     assert "1000000000 bytes of physical memory" in str(info.value)
+    # issue 60: without shrinkage the six rows are kept as rows (6 x 4000), and fit
+    genprob.LinearDiscriminantAnalysis().fit(X, y)
     monkeypatch.setattr(_limits, "physical_memory", lambda: None)  # unknown: the array limit only
     genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage=0.5).fit(X[:, :300], y)
 

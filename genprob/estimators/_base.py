@@ -23,7 +23,14 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from genprob import core, execution
-from genprob._arrays import encode_labels, is_integer_labels, placed, sparse_as_float, tree_map
+from genprob._arrays import (
+    encode_labels,
+    is_integer_labels,
+    placed,
+    sparse_as_float,
+    statistics_layout,
+    tree_map,
+)
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob._lazy import LazyModule, is_jax_array
 from genprob._limits import check_count
@@ -566,7 +573,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             if not first:
                 before = tree_map(self._as_array, self.stats_)
                 before = self._extend_statistics(before, previous, story)
-                if jax.tree_util.tree_structure(before) != jax.tree_util.tree_structure(stats):
+                if statistics_layout(before) != statistics_layout(stats):
                     raise ValueError(
                         "the hyperparameters changed between partial_fit calls in a way that "
                         "changes the statistics kept; call fit() to start afresh."

@@ -17,6 +17,7 @@ from genprob.arviz_io import to_arviz
 from genprob.masking import has_missing, marginalized
 from genprob.mcmc import (
     _kernel_settings,
+    as_sample_sites,
     check_options,
     likelihood_curvature,
     params_from_samples,
@@ -128,8 +129,9 @@ def estimator_posterior(
     if y.shape != (X.shape[0],):
         raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
     codes = estimator._label_codes(y, unlabeled)
+    fitted = as_sample_sites(estimator.params_)  # the fit as the draws hold it
     check_posterior_size(
-        parameter_entries=sum(int(np.size(value)) for value in estimator.params_.values()),
+        parameter_entries=sum(int(np.size(value)) for value in fitted.values()),
         num_classes=len(estimator.classes_),
         itemsize=np.dtype(estimator._dtype).itemsize,
         **sizes,
@@ -166,10 +168,10 @@ def estimator_posterior(
                 ),
             )
             if isinstance(init, str) and init == "mle":
-                nuts_kwargs["fit"] = estimator.params_  # the fit already made: no second EM run
+                nuts_kwargs["fit"] = fitted  # the fit already made: no second EM run
 
             def while_compiling():  # needs the fit only: runs while the chain compiles
-                curvature.update(likelihood_curvature(story, estimator.params_, Xj, codes))
+                curvature.update(likelihood_curvature(story, fitted, Xj, codes))
 
             nuts_kwargs["while_compiling"] = while_compiling
             posterior = run_nuts(
@@ -197,15 +199,13 @@ def estimator_posterior(
             list(estimator.classes_),
             [f"x{j}" for j in columns] if feature_names is None else list(columns),
         )
-        prior_dominance(
-            story, estimator.params_, draws, Xj, codes, names=names, curvature=curvature or None
-        )
+        prior_dominance(story, fitted, draws, Xj, codes, names=names, curvature=curvature or None)
         return to_arviz(
             posterior,
             story,
             Xj,
             codes,
-            mle=estimator.params_,
+            mle=fitted,
             classes=estimator.classes_,
             feature_names=feature_names,
             method=method,

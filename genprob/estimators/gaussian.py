@@ -44,11 +44,17 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, column_or_1d
 
 from genprob import core
-from genprob._arrays import placed, tree_map
+from genprob._arrays import gram_form, placed, tree_map
 from genprob._dtype import numpy_dtype, precision
 from genprob._lazy import LazyModule, jitted
 from genprob.estimators._base import GenerativeClassifierBase, fitted_cache
-from genprob.families.gaussian import FACTORS, GaussianStory, lda_projection
+from genprob.families.gaussian import (
+    COVARIANCE_ROWS,
+    FACTORS,
+    GaussianStory,
+    covariance_of,
+    lda_projection,
+)
 from genprob.masking import has_missing
 from genprob.streaming import is_out_of_core
 
@@ -471,7 +477,8 @@ class LinearDiscriminantAnalysis(
         """MASS's ``predict.lda(method = "debiased")`` scores at the fit's statistics."""
         from genprob.families.gaussian.conjugate import debiased_log_scores
 
-        return debiased_log_scores(self.stats_["emission"], self.params_["class_prior"], X)
+        emission = gram_form(self.stats_["emission"], force=True)
+        return debiased_log_scores(emission, self.params_["class_prior"], X)
 
     def _set_fitted_attributes(self, stats):
         self._check_class_counts(stats)
@@ -482,10 +489,15 @@ class LinearDiscriminantAnalysis(
             self.params_["covariance"] = np.einsum("k,kde->de", prior, class_covariances).astype(
                 self.params_["means"].dtype
             )
+            self.params_.pop(COVARIANCE_ROWS, None)
         self.priors_ = self.params_["class_prior"]
         self.means_ = self.params_["means"]
-        if self.solver != "svd" or self.store_covariance:
-            self.covariance_ = self.params_["covariance"]
+        if "covariance" in self.params_:
+            if self.solver != "svd" or self.store_covariance:
+                self.covariance_ = self.params_["covariance"]
+        elif self.store_covariance:  # asked for: the D x D matrix the rows give
+            self.covariance_ = covariance_of(self.params_)
+        # else (covariance rows, lsqr or eigen) covariance_ is formed on access (__getattr__)
         with precision(self._dtype):
             params = self._params_jax()
             coef, intercept = self.story_.linear_discriminants(params)
@@ -586,7 +598,7 @@ class LinearDiscriminantAnalysis(
     def _merged_total_statistics(self, stats, fourth_moment=None):
         """The fit's statistics as one class (device arrays); with the Ledoit–Wolf scalar
         ``fourth_moment`` (``shrinkage="auto"``), in the layout that shrinkage reads."""
-        emission = stats["emission"]
+        emission = gram_form(stats["emission"], force=True)
         merged = {
             "counts": np.sum(emission["counts"], keepdims=True),
             "shift": emission["shift"],
@@ -631,7 +643,17 @@ class LinearDiscriminantAnalysis(
         self._derived_from = (self.params_, self.stats_, None)
 
     def __getattr__(self, name):
-        # called only when the attribute is missing: scalings_ of a loaded eigen model
+        # called only when the attribute is missing: covariance_ of covariance rows (formed on
+        # each access, not kept: a model file holds the rows), scalings_ of a loaded eigen model
+        params = self.__dict__.get("params_")
+        if (
+            name == "covariance_"
+            and self.__dict__.get("solver") != "svd"
+            and params is not None
+            and "covariance" not in params
+            and COVARIANCE_ROWS in params
+        ):
+            return covariance_of(params)
         source = self.__dict__.get("_derived_from")
         if (
             name == "scalings_"

@@ -26,6 +26,7 @@ __all__ = [
     "linear_scores",
     "linear_terms",
     "quadratic_scores",
+    "row_factors",
     "whiten_twice",
 ]
 
@@ -163,17 +164,50 @@ def full_factors(covariance, rank_tol) -> dict:
             "rank": xp.full(log_normalizer.shape, float(num_features), covariance.dtype),
         }
     variances = xp.diagonal(covariance, axis1=-2, axis2=-1)
-    scale = xp.where(variances > 0, xp.sqrt(xp.where(variances > 0, variances, 1.0)), 1.0)
+    scale = _feature_scale(xp, variances)
     correlation = covariance / (scale[..., :, None] * scale[..., None, :])
     eigenvalues, eigenvectors = eigh(stop_gradient(correlation))
+    return _retained_factors(
+        xp, eigenvalues, eigenvectors, variances, scale, rank_tol,
+        lambda basis: xp.swapaxes(basis, -1, -2) @ covariance @ basis,
+    )  # fmt: skip
+
+
+def row_factors(rows, rank_tol) -> dict:
+    """:func:`full_factors` of the covariance ``rows^T rows`` given by its rows (m, D), m < D,
+    without forming it: the correlation's eigenpairs are the thin SVD of the standardized rows,
+    so the work is O(m^2 D) and the whitening is (D, m). With ``coloring`` ``Sigma W`` (D, m).
+    """
+    xp = namespace(rows)
+    _, _, _, stop_gradient = _linalg(xp)
+    variances = xp.sum(rows * rows, axis=0)
+    scale = _feature_scale(xp, variances)
+    _, singular, right = xp.linalg.svd(stop_gradient(rows / scale), full_matrices=False)
+    factors = _retained_factors(
+        xp, singular * singular, right.T, variances, scale, rank_tol,
+        lambda basis: (rows @ basis).T @ (rows @ basis),
+    )  # fmt: skip
+    return {**factors, "coloring": rows.T @ (rows @ factors["whitening"])}
+
+
+def _feature_scale(xp, variances):
+    """The features' sds, 1 where a variance is 0."""
+    return xp.where(variances > 0, xp.sqrt(xp.where(variances > 0, variances, 1.0)), 1.0)
+
+
+def _retained_factors(xp, eigenvalues, eigenvectors, variances, scale, rank_tol, inner_of):
+    """Whitening, log normalizer and rank of the subspace of correlation eigenvalues above
+    ``rank_tol^2`` (eigenvectors (..., D, m)); ``inner_of(B)`` is ``B^T Sigma B``."""
+    cholesky, solve, _, stop_gradient = _linalg(xp)
     keep = eigenvalues > rank_tol**2
     # a zero-variance coordinate is exactly 0 in every kept eigenvector: drop its rounding-level
     # entries, which the other coordinates' 1/scale would otherwise let dominate the basis
     varies = (variances > 0)[..., :, None]
     basis = stop_gradient(eigenvectors / scale[..., :, None] * varies * keep[..., None, :])
-    dropped = xp.where(keep, 0.0, 1.0).astype(covariance.dtype)[..., :, None] * identity
+    identity = xp.eye(eigenvalues.shape[-1], dtype=variances.dtype)
+    dropped = xp.where(keep, 0.0, 1.0).astype(variances.dtype)[..., :, None] * identity
     basis_t = xp.swapaxes(basis, -1, -2)
-    inner = basis_t @ covariance @ basis
+    inner = inner_of(basis)
     chol = cholesky(0.5 * (inner + xp.swapaxes(inner, -1, -2)) + dropped)
     gram_chol = cholesky(basis_t @ basis + dropped)
     inverse_chol = solve(chol, xp.broadcast_to(identity, chol.shape), lower=True)
@@ -185,7 +219,7 @@ def full_factors(covariance, rank_tol) -> dict:
     return {
         "whitening": basis @ xp.swapaxes(inverse_chol, -1, -2),
         "log_normalizer": log_normalizer,
-        "rank": xp.sum(keep, axis=-1).astype(covariance.dtype),
+        "rank": xp.sum(keep, axis=-1).astype(variances.dtype),
     }
 
 

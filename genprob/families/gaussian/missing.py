@@ -58,12 +58,14 @@ def _embedded(covariance, pattern_mask):
 
 
 def _class_covariances(story, params):
+    from genprob.families.gaussian.story import covariance_of
+
     means = params["means"]
-    spread = params[story.spread_name]
     shape = means.shape + means.shape[-1:]
     if not story.covariance_structure.full:
-        return means, None, jnp.broadcast_to(spread, means.shape)
-    return means, jnp.broadcast_to(spread, shape), None
+        return means, None, jnp.broadcast_to(params[story.spread_name], means.shape)
+    # rows with missing entries need the covariance's blocks: formed here, when they come
+    return means, jnp.broadcast_to(covariance_of(params), shape), None
 
 
 def observed_log_prob(story, params, X, observed):

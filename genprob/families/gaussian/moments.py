@@ -12,6 +12,7 @@ __all__ = [
     "reference_point",
     "snap_constant_features",
     "standardizing_scale",
+    "varying_features",
 ]
 
 #: scikit-learn detects constant features with float64 rounding bounds whatever the data dtype.
@@ -123,18 +124,26 @@ def snap_constant_features(scatter, squares, full: bool = True, floor=None):
     the squares are themselves rounding noise, and which noise depends on the summation order.
     """
     xp = namespace(scatter, squares)
-    eps = np.finfo(scatter.dtype).eps
     if full:
         diagonal = xp.diagonal(scatter, axis1=-2, axis2=-1)
         magnitude = xp.diagonal(squares, axis1=-2, axis2=-1)
     else:
         diagonal, magnitude = scatter, squares
+    live = varying_features(diagonal, magnitude, floor)
+    if full:
+        return scatter * live[..., :, None] * live[..., None, :]
+    return scatter * live
+
+
+def varying_features(diagonal, magnitude, floor=None):
+    """1 where a feature's scatter ``diagonal`` is more than the rounding noise of computing it
+    from second moments ``magnitude`` (and above the centering ``floor``), else 0 (the test of
+    :func:`snap_constant_features`), in the scatter's dtype."""
+    xp = namespace(diagonal, magnitude)
+    eps = np.finfo(diagonal.dtype).eps
     noise = diagonal <= 64 * eps * magnitude
     if floor is not None:  # per-feature centering floor of the group (:func:`centering_floor`)
         noise = noise | (diagonal <= floor)
     # an overflowed moment (inf, or inf - inf) is kept, for the overflow check to name it
     live = ~noise | ~xp.isfinite(diagonal) | ~xp.isfinite(magnitude)
-    live = live.astype(scatter.dtype)
-    if full:
-        return scatter * live[..., :, None] * live[..., None, :]
-    return scatter * live
+    return live.astype(diagonal.dtype)

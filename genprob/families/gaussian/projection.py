@@ -11,6 +11,7 @@ import numpy as np
 
 from genprob._dtype import precision
 from genprob.boundaries import parameters_dtype
+from genprob.families.gaussian.story import covariance_of
 from genprob.story import CLASS_PRIOR
 
 __all__ = ["lda_projection", "lda_transform"]
@@ -47,7 +48,7 @@ def lda_projection(story, params, *, total_covariance=None, tol: float = 1e-4):
         ratio = power / power.sum() if power.sum() > 0 else power
         rank = int(np.sum(singular > tol * singular[0])) if singular.size else 0
         return whitening @ right[:rank].T, ratio
-    between = np.asarray(total_covariance) - np.asarray(params["covariance"])
+    between = np.asarray(total_covariance) - np.asarray(covariance_of(params))
     eigenvalues, eigenvectors = np.linalg.eigh(whitening.T @ between @ whitening)
     order = np.argsort(eigenvalues)[::-1]
     eigenvalues = eigenvalues[order]

@@ -12,7 +12,18 @@ import math
 
 import numpy as np
 
-from genprob._arrays import column_sums, namespace, tree_leaves, tree_map
+from genprob._arrays import (
+    ROOT_WEIGHTS,
+    ROWS,
+    class_sums,
+    column_sums,
+    gram_form,
+    keeps_rows,
+    namespace,
+    row_sums,
+    tree_leaves,
+    tree_map,
+)
 from genprob._lazy import LazyModule
 from genprob._validation import all_concrete, check_feature_width, is_concrete
 from genprob.families.gaussian import missing as gaussian_missing
@@ -22,6 +33,7 @@ from genprob.families.gaussian.distributions import (
     linear_scores,
     linear_terms,
     quadratic_scores,
+    row_factors,
     whiten_twice,
 )
 from genprob.families.gaussian.mclust import STRUCTURES, num_covariance_parameters
@@ -33,6 +45,7 @@ from genprob.families.gaussian.moments import (
     snap_constant_features,
     standardizing_scale,
     symmetrize,
+    varying_features,
 )
 from genprob.families.gaussian.structures import (
     NAMED_STRUCTURES,
@@ -48,7 +61,7 @@ numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
 
 
-__all__ = ["GaussianStory", "FACTORS"]
+__all__ = ["GaussianStory", "FACTORS", "COVARIANCE_ROWS", "covariance_of"]
 
 #: Optional entry of ``params``: the spread's factorization (:meth:`GaussianStory.factorize`),
 #: which a fitted estimator computes once and passes with its parameters.
@@ -56,6 +69,19 @@ FACTORS = "factorization"
 #: Entry of ``params[FACTORS]`` of a shared full covariance: what linear class scores need
 #: (:func:`~genprob.families.gaussian.distributions.linear_terms`).
 LINEAR_TERMS = "linear_terms"
+#: Parameter of a shared full covariance fitted from fewer rows than features
+#: (:func:`~genprob._arrays.keeps_rows`), in place of ``covariance``: rows ``G`` (m, D) with
+#: ``covariance = G^T G`` (:func:`covariance_of` forms it on demand).
+COVARIANCE_ROWS = "covariance_rows"
+
+
+def covariance_of(params):
+    """The full covariance of ``params``: ``params["covariance"]``, or ``G^T G`` of their
+    :data:`COVARIANCE_ROWS` (a D x D matrix formed on demand, which scoring never needs)."""
+    if "covariance" in params or COVARIANCE_ROWS not in params:
+        return params["covariance"]
+    rows = params[COVARIANCE_ROWS]
+    return rows.T @ rows
 
 
 class GaussianStory(Story):
@@ -251,7 +277,11 @@ class GaussianStory(Story):
     def parameter_dims(self, name, shape, num_classes, num_features):
         """``means`` (class, feature); covariance (feature, feature2), variances (feature),
         each with a leading ``class`` when per class."""
-        spread = {"covariance": ("feature", "feature2"), "variances": ("feature",)}
+        spread = {
+            "covariance": ("feature", "feature2"),
+            "variances": ("feature",),
+            COVARIANCE_ROWS: ("row", "feature"),
+        }
         if name in _LATENT_DIMS:
             return (("class",) if len(shape) > len(_LATENT_DIMS[name]) else ()) + _LATENT_DIMS[name]
         if name in spread:
@@ -324,6 +354,9 @@ class GaussianStory(Story):
         )
 
     def emission(self, params):
+        if _has_rows(params):  # the factors hold the coloring: no (D, D) covariance
+            factors = params.get(FACTORS) or row_factors(params[COVARIANCE_ROWS], self.rank_tol)
+            return self.covariance_structure.emission(params["means"], None, self.rank_tol, factors)
         return self.covariance_structure.emission(
             params["means"], params[self.spread_name], self.rank_tol, params.get(FACTORS)
         )
@@ -334,7 +367,7 @@ class GaussianStory(Story):
         back as ``params[FACTORS]``, it spares every later scoring call the O(D^3) work."""
         if not self.covariance_structure.full:
             return {}  # diagonal spreads score from their variances
-        factors = self.covariance_structure.factorize(params[self.spread_name], self.rank_tol)
+        factors = self._factorized(params)
         if self.shared:
             # the class scores' (D, K) directions: predictions skip the (D, D) whitening
             constant = class_constant(factors["rank"], factors["log_normalizer"])
@@ -388,13 +421,37 @@ class GaussianStory(Story):
         """``(W, c)``: the whitening of a full spread (D, r) or (K, D, r) and the class
         constants; for a diagonal spread the inverse sds (D,) when shared, else the variances
         (K, D) (:func:`quadratic_scores`)."""
-        spread = params[self.spread_name]
         if not self.covariance_structure.full:
+            spread = params[self.spread_name]
             xp = namespace(spread)
             constant = diagonal_log_normalizer(xp.broadcast_to(spread, params["means"].shape))
             return (1.0 / xp.sqrt(spread) if self.shared else spread), constant
-        factors = params.get(FACTORS) or self.covariance_structure.factorize(spread, self.rank_tol)
+        factors = params.get(FACTORS) or self._factorized(params)
         return factors["whitening"], class_constant(factors["rank"], factors["log_normalizer"])
+
+    def _factorized(self, params) -> dict:
+        """The full spread's factorization, from its rows when the parameters hold them."""
+        if _has_rows(params):
+            return row_factors(params[COVARIANCE_ROWS], self.rank_tol)
+        return self.covariance_structure.factorize(params[self.spread_name], self.rank_tol)
+
+    @property
+    def _keeps_rows(self) -> bool:
+        """Whether a fit from fewer rows than features keeps them (:data:`ROWS`) instead of
+        their D x D second moments: a shared full covariance scored on its retained subspace,
+        maximum likelihood without a regularizer, prior or per-class scatter (each of those
+        needs the D x D matrix)."""
+        return (
+            self.covariance_structure.full
+            and self.shared
+            and self.structure in (None, "EEE")
+            and self.rank_tol is not None
+            and not self._needs_class_scatter
+            and self.estimator == "mle"
+            and self.conjugate_prior is None
+            and _known_zero(self.shrinkage)
+            and _known_zero(self.reg_param)
+        )
 
     def conjugate_dof(self, num_features: int) -> float:
         """nu0 of the conjugate prior: ``covariance_prior_dof``, else D + 2 (full) or 4."""
@@ -411,6 +468,8 @@ class GaussianStory(Story):
         both names); ``offset`` (the smoothing's reading) does not apply."""
         from genprob.families.gaussian.conjugate import conjugate_posterior
 
+        # a fit's statistics kept as rows: the posterior's scale matrix needs their D x D form
+        stats = gram_form(stats, force=True)
         return {("means", self.spread_name): conjugate_posterior(self, stats)}
 
     # -- closed form -----------------------------------------------------------------------------
@@ -426,7 +485,13 @@ class GaussianStory(Story):
         class means and sds: those statistics are therefore not additive over chunks.
         """
         shift = reference_point(X)
-        moments = self.covariance_structure.moments(X, R, shift, self._needs_class_scatter)
+        if self._keeps_rows and keeps_rows(*X.shape):
+            # the weighted rows about the shift, whose Gram matrix is the second moments
+            Z = X - shift
+            root = namespace(Z, R).sqrt(row_sums(R))
+            moments = {"sums": class_sums(R, Z), ROWS: Z * root[:, None], ROOT_WEIGHTS: root}
+        else:
+            moments = self.covariance_structure.moments(X, R, shift, self._needs_class_scatter)
         stats = {"counts": column_sums(R), "shift": shift, **moments}
         if self._auto_shrinkage:
             stats["fourth_moments"] = self._fourth_moments(X, R, stats)
@@ -453,9 +518,17 @@ class GaussianStory(Story):
         total = total_a + total_b
         fraction = xp.where(total > 0, total_b / xp.where(total > 0, total, 1.0), 0.5)
         shift = stats_a["shift"] + fraction * (stats_b["shift"] - stats_a["shift"])
+        if (ROWS in stats_a) != (ROWS in stats_b):  # rows and second moments: both as the latter
+            stats_a, stats_b = gram_form(stats_a, force=True), gram_form(stats_b, force=True)
         moved_a, moved_b = self._recenter(stats_a, shift), self._recenter(stats_b, shift)
+        stacked = {}
+        if ROWS in moved_a:  # rows add by stacking (the engine turns many into their Gram matrix)
+            stacked = {
+                name: xp.concatenate([moved_a.pop(name), moved_b.pop(name)])
+                for name in (ROWS, ROOT_WEIGHTS)
+            }
         combined = tree_map(lambda a, b: a + b, moved_a, moved_b)
-        combined["shift"] = shift
+        combined.update(stacked, shift=shift)
         return combined
 
     def _recenter(self, stats, shift):
@@ -465,6 +538,9 @@ class GaussianStory(Story):
         structure = self.covariance_structure
         moved = dict(stats)
         moved["sums"] = sums + counts[:, None] * offset
+        if ROWS in stats:  # each row moves by its root weight times the offset
+            moved[ROWS] = stats[ROWS] + stats[ROOT_WEIGHTS][:, None] * offset
+            return moved
         moved["squares"] = structure.move(
             stats["squares"], structure.group(sums), structure.group(counts), offset
         )
@@ -567,6 +643,33 @@ class GaussianStory(Story):
             "dof": denominator / kept,
         }
 
+    def _covariance_rows(self, stats) -> dict:
+        """``means`` and :data:`COVARIANCE_ROWS` of the pooled MLE covariance from statistics
+        holding the weighted rows ``F`` (m, D): the second moments ``F^T F`` less the between
+        part ``B^T B`` (class sums over the root counts, in the rows' span) is, in the basis
+        ``V`` of ``F``'s thin SVD, the m x m matrix ``S^2 - (B V)^T (B V)``; its eigenpairs give
+        the rows. O(m^2 D), the same covariance as :meth:`_spread_terms` to rounding."""
+        counts, sums, rows = stats["counts"], stats["sums"], stats[ROWS]
+        xp = namespace(*tree_leaves(stats))
+        centered_means = sums / counts[:, None]
+        means = centered_means + stats["shift"]
+        between = centered_means * xp.sqrt(counts)[:, None]
+        _, singular, right = xp.linalg.svd(rows, full_matrices=False)
+        projected = between @ right.T
+        inner = symmetrize(xp.diag(singular * singular) - projected.T @ projected)
+        values, vectors = xp.linalg.eigh(inner)
+        # the subtraction leaves rounding noise (eps times the largest second moment) where the
+        # class means' directions were: an exact 0 there, as the pooled scatter's rank says
+        noise = inner.shape[-1] * np.finfo(inner.dtype).eps * xp.max(singular) ** 2
+        values = xp.where(values > noise, values, 0.0) / counts.sum()
+        covariance_rows = xp.sqrt(values)[:, None] * (vectors.T @ right)
+        # features constant within their classes get an exact 0, as the D x D path snaps them
+        magnitude = xp.sum(rows * rows, axis=0)
+        diagonal = magnitude - xp.sum(between * between, axis=0)
+        floor = centering_floor(counts, means).sum(axis=0)
+        live = varying_features(diagonal, magnitude, floor)
+        return {"means": means, COVARIANCE_ROWS: covariance_rows * live}
+
     def _hyperparameters(self):
         """The numeric hyperparameters the closed form reads (traced ones make it JAX)."""
         values = (self.reg_param, self.shrinkage, self.var_smoothing)
@@ -595,6 +698,9 @@ class GaussianStory(Story):
     def maximize(self, stats):
         if np.ndim(stats["counts"]) == 2:  # per-feature counts: observed entries only
             return gaussian_missing.maximize_observed_diagonal(self, stats)
+        if ROWS in stats:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                return self._covariance_rows(stats)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             terms = self._spread_terms(stats)
         params = {"means": terms["means"], self.spread_name: terms["spread"]}
@@ -672,6 +778,10 @@ class GaussianStory(Story):
     def check_scale(self, params) -> None:
         """Refuse variances so small that the features' squares lose their precision (data on a
         tiny scale), asking to rescale; estimators call it before their own rank checks."""
+        if _has_rows(params):
+            variances = _row_variances(params)
+            _check_spread_scale(variances, np.asarray(params["means"]), False)
+            return
         _check_spread_scale(
             np.asarray(params[self.spread_name]),
             np.asarray(params["means"]),
@@ -737,10 +847,12 @@ class GaussianStory(Story):
         feature, instead of a failure further on (non-finite parameters, eigenvalues that do
         not converge, -inf log-likelihoods)."""
         means = np.asarray(params["means"])
-        spread = np.asarray(params[self.spread_name])
-        variances = (
-            np.diagonal(spread, axis1=-2, axis2=-1) if self.covariance_structure.full else spread
-        )
+        if _has_rows(params):
+            spread = variances = _row_variances(params)
+        else:
+            spread = np.asarray(params[self.spread_name])
+            full = self.covariance_structure.full
+            variances = np.diagonal(spread, axis1=-2, axis2=-1) if full else spread
         variances = np.broadcast_to(variances, means.shape)
         # a class without (weighted) rows has undefined moments: its own check names it
         if "class_prior" in params:
@@ -791,10 +903,14 @@ class GaussianStory(Story):
             ``whitening`` (D, D) with ``W^T Sigma W = I`` on the retained subspace.
         """
         means = params["means"]
-        spread = params[self.spread_name]
+        factors = params.get(FACTORS)
+        if _has_rows(params):
+            spread, factors = params[COVARIANCE_ROWS], factors or self._factorized(params)
+        else:
+            spread = params[self.spread_name]
         xp = namespace(means, spread)
         precision, normalizer, whitening = self.covariance_structure.summary(
-            means, spread, self.rank_tol, params.get(FACTORS)
+            means, spread, self.rank_tol, factors
         )
         linear = xp.einsum("kde,ke->kd", precision, means)
         linear, intercept = _linear_and_intercept(linear, params)
@@ -854,6 +970,17 @@ class GaussianStory(Story):
         if self.covariance_structure.full:
             return self._whitening_and_constant(params)[0]
         return self.emission_summary(params)["whitening"]
+
+
+def _has_rows(params) -> bool:
+    """Parameters holding their covariance as :data:`COVARIANCE_ROWS` (and not as a matrix)."""
+    return COVARIANCE_ROWS in params and "covariance" not in params
+
+
+def _row_variances(params) -> np.ndarray:
+    """The diagonal of ``G^T G`` of the parameters' covariance rows, on the host."""
+    rows = np.asarray(params[COVARIANCE_ROWS])
+    return np.einsum("ij,ij->j", rows, rows)
 
 
 def _linear_and_intercept(linear, params):
