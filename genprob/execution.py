@@ -23,8 +23,6 @@ import scipy.sparse
 
 from genprob._arrays import (
     column_sums,
-    gram_form,
-    keeps_rows,
     namespace,
     row_sums,
     tree_leaves,
@@ -33,7 +31,7 @@ from genprob._arrays import (
 from genprob._lazy import LazyModule, is_jax_array, jax_context, jitted
 from genprob._limits import SizeLimitError, check_working_set, compact
 from genprob._validation import check_feature_width, describe, is_concrete
-from genprob.story import CLASS_PRIOR, Story, structure_key
+from genprob.story import CLASS_PRIOR, Story, gram_form, keeps_rows, structure_key
 
 __all__ = [
     "on_host",
@@ -190,7 +188,7 @@ def _largest_statistic(
 ) -> tuple:
     """(bytes, name, shape) of the largest array of ``story``'s statistics of ``num_rows`` rows
     (None: many). They do not depend on the number of rows, except statistics kept as rows
-    while there are few (:func:`~genprob._arrays.keeps_rows`): measured on that many rows
+    while there are few (:func:`~genprob.story.keeps_rows`): measured on that many rows
     then, else on more rows than features. Computed in NumPy when they are surely small, else
     traced abstractly (nothing allocated)."""
     few = num_rows is not None and keeps_rows(num_rows, num_features)
@@ -245,7 +243,7 @@ def check_statistics_size(
     """Refuse, before anything is allocated, a fit whose statistics (a full covariance's
     D x D, K x D x D per class) exceed ``genprob._limits.MAX_ARRAY_BYTES``, or whose working set
     (``FIT_COPIES`` arrays of that size) exceeds the machine's physical memory. With
-    ``num_rows``, statistics a story keeps as rows (:func:`~genprob._arrays.keeps_rows`: LDA on
+    ``num_rows``, statistics a story keeps as rows (:func:`~genprob.story.keeps_rows`: LDA on
     fewer rows than features) are measured as the (n, D) rows they are.
 
     Raises:
@@ -365,8 +363,8 @@ def _combine(story: Story, stats_a: dict, stats_b: dict) -> dict:
 def add_emission_statistics(story: Story, emission_a: dict, emission_b: dict) -> dict:
     """``story.combine_statistics`` of two chunks' emission statistics, the one place where
     statistics add (row blocks, ``partial_fit``, streaming, Dask): statistics kept as rows
-    (:data:`~genprob._arrays.ROWS`, stacked by the story) become their Gram matrix once there
-    are too many rows to keep (:func:`~genprob._arrays.keeps_rows`)."""
+    (:data:`~genprob.story.ROWS`, stacked by the story) become their Gram matrix once there
+    are too many rows to keep (:func:`~genprob.story.keeps_rows`)."""
     return gram_form(story.combine_statistics(emission_a, emission_b))
 
 

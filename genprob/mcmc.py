@@ -54,7 +54,7 @@ from genprob.em import (
     params_from_latent,
 )
 from genprob.masking import has_missing, marginalized
-from genprob.story import CLASS_PRIOR, Story
+from genprob.story import CLASS_PRIOR, Story, as_sample_sites
 
 infer = LazyModule("numpyro.infer")
 transforms = LazyModule("numpyro.distributions.transforms")
@@ -476,16 +476,6 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
         f"with n_init={1 + START_RESTARTS} (or more) to make it the fit."
     )
     return {**dict(start), **as_sample_sites(result.params)}, message
-
-
-def as_sample_sites(params):
-    """Fit parameters as the model's sample sites: a covariance kept as rows (LDA on fewer rows
-    than features) as the D x D matrix its prior samples."""
-    from genprob.families.gaussian.story import COVARIANCE_ROWS, covariance_of
-
-    if COVARIANCE_ROWS not in params or "covariance" in params:
-        return params
-    return {**params, "covariance": covariance_of(params)}
 
 
 def _chain_starts(

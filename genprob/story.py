@@ -67,6 +67,62 @@ __getattr__ = lazy_attribute(__name__, {"ClassConditional": "genprob.class_condi
 #: Name of the class-prior parameter (a probability vector over the K classes).
 CLASS_PRIOR = "class_prior"
 
+#: Statistics may hold a Gram matrix ``squares`` = ``rows^T rows`` (D, D) as its ``rows``
+#: (m, D), with ``root_weights`` (m,) (each row's square-root weight, which moving the rows'
+#: reference point needs), while m is at most half of D (:func:`keeps_rows`): a wide fit then
+#: costs O(m D) memory, not O(D^2). :func:`gram_form` turns them into ``squares``.
+ROWS, ROOT_WEIGHTS = "rows", "root_weights"
+
+
+def keeps_rows(num_rows: int, num_features: int) -> bool:
+    """Whether ``num_rows`` weighted rows of ``num_features`` features are kept as rows rather
+    than as their Gram matrix: at most half as many rows as features (beyond that the Gram
+    matrix is no more than twice their size, and its factorization no slower than theirs)."""
+    return 2 * int(num_rows) <= int(num_features)
+
+
+def gram_form(stats: dict, force: bool = False) -> dict:
+    """``stats`` with their :data:`ROWS` replaced by the Gram matrix ``squares``, once the rows
+    are too many to keep (:func:`keeps_rows`) or when ``force``d; other statistics as they are
+    (nested statistics, a mixed story's blocks, each alike)."""
+    if not isinstance(stats, dict):
+        return stats
+    if ROWS not in stats:
+        return {name: gram_form(value, force) for name, value in stats.items()}
+    rows = stats[ROWS]
+    if not force and keeps_rows(*rows.shape):
+        return stats
+    dense = {k: v for k, v in stats.items() if k not in (ROWS, ROOT_WEIGHTS)}
+    dense["squares"] = rows.T @ rows
+    return dense
+
+
+def statistics_layout(stats):
+    """The nested names of statistics, rows counted as their Gram matrix (:func:`gram_form`):
+    equal for statistics that add up."""
+    if isinstance(stats, list | tuple):
+        return tuple(statistics_layout(item) for item in stats)
+    if not isinstance(stats, dict):
+        return None
+    names = set(stats) - {ROWS, ROOT_WEIGHTS} | ({"squares"} if ROWS in stats else set())
+    return {name: statistics_layout(stats.get(name)) for name in sorted(names)}
+
+
+#: A parameter kept as the rows G of its Gram matrix carries this suffix (``covariance_rows``:
+#: a wide LDA's covariance G^T G, which scoring never forms); :func:`as_sample_sites` forms it.
+PARAMETER_ROWS = "_rows"
+
+
+def as_sample_sites(params):
+    """``params`` with each parameter kept as rows (``<name>_rows``, 2-D) also as ``<name>``, the
+    matrix G^T G that the story's prior samples (NUTS starts, comparisons with draws)."""
+    out = dict(params)
+    for key, value in params.items():
+        name = key[: -len(PARAMETER_ROWS)]
+        if key.endswith(PARAMETER_ROWS) and name and name not in params and np.ndim(value) == 2:
+            out[name] = value.T @ value
+    return out
+
 
 class Unsupported:
     """A "no" from a capability hook (:attr:`Story.supports_missing`, :attr:`Story.adds_over_rows`)

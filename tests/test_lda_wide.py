@@ -332,7 +332,7 @@ def _dense_twin(estimator):
     rows (what the fit computed before issue 60, and what earlier model files hold)."""
     import copy
 
-    from genprob._arrays import gram_form
+    from genprob.story import gram_form
 
     twin = copy.deepcopy(estimator)
     twin.stats_ = {**twin.stats_, "emission": gram_form(twin.stats_["emission"], force=True)}

@@ -28,7 +28,6 @@ from genprob._arrays import (
     is_integer_labels,
     placed,
     sparse_as_float,
-    statistics_layout,
     tree_map,
 )
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
@@ -54,7 +53,7 @@ from genprob._validation import (
 from genprob.estimators._criteria import CriteriaMixin, fit_with_chosen_weight
 from genprob.masking import has_missing, marginalized
 from genprob.persistence import register_estimator
-from genprob.story import Story, why_not
+from genprob.story import Story, statistics_layout, why_not
 from genprob.streaming import ChunkStatistics, chunk_weights
 from genprob.streaming import fit as _fit_out_of_core
 from genprob.streaming import is_dask_collection as _is_dask

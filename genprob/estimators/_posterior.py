@@ -17,7 +17,6 @@ from genprob.arviz_io import to_arviz
 from genprob.masking import has_missing, marginalized
 from genprob.mcmc import (
     _kernel_settings,
-    as_sample_sites,
     check_options,
     likelihood_curvature,
     params_from_samples,
@@ -33,6 +32,7 @@ from genprob.posterior import (
     posterior_from_statistics,
     with_prior,
 )
+from genprob.story import as_sample_sites
 
 __all__ = ["estimator_posterior", "predictive_log_joint", "fitted_exact_posterior"]
 

@@ -44,7 +44,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, column_or_1d
 
 from genprob import core
-from genprob._arrays import gram_form, placed, tree_map
+from genprob._arrays import placed, tree_map
 from genprob._dtype import numpy_dtype, precision
 from genprob._lazy import LazyModule, jitted
 from genprob.estimators._base import GenerativeClassifierBase, fitted_cache
@@ -56,6 +56,7 @@ from genprob.families.gaussian import (
     lda_projection,
 )
 from genprob.masking import has_missing
+from genprob.story import gram_form
 from genprob.streaming import is_out_of_core
 
 jax = LazyModule("jax")

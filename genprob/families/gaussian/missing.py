@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from genprob._lazy import LazyModule
-from genprob.families.gaussian.moments import snap_constant_features
+from genprob.families.gaussian.moments import covariance_of, snap_constant_features
 
 __all__ = ["observed_log_prob", "observed_statistics", "maximize_observed_diagonal"]
 
@@ -58,8 +58,6 @@ def _embedded(covariance, pattern_mask):
 
 
 def _class_covariances(story, params):
-    from genprob.families.gaussian.story import covariance_of
-
     means = params["means"]
     shape = means.shape + means.shape[-1:]
     if not story.covariance_structure.full:

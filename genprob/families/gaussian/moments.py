@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from genprob._arrays import namespace
+from genprob.story import PARAMETER_ROWS, as_sample_sites
 
 __all__ = [
+    "COVARIANCE_ROWS",
+    "covariance_of",
     "ledoit_wolf_shrinkage",
     "reference_point",
     "snap_constant_features",
@@ -147,3 +150,15 @@ def varying_features(diagonal, magnitude, floor=None):
     # an overflowed moment (inf, or inf - inf) is kept, for the overflow check to name it
     live = ~noise | ~xp.isfinite(diagonal) | ~xp.isfinite(magnitude)
     return live.astype(diagonal.dtype)
+
+
+#: Parameter of a shared full covariance fitted from fewer rows than features
+#: (:func:`~genprob.story.keeps_rows`), in place of ``covariance``: rows ``G`` (m, D) with
+#: ``covariance = G^T G`` (:func:`covariance_of` forms it on demand).
+COVARIANCE_ROWS = "covariance" + PARAMETER_ROWS
+
+
+def covariance_of(params):
+    """The full covariance of ``params``: ``params["covariance"]``, or ``G^T G`` of their
+    :data:`COVARIANCE_ROWS` (a D x D matrix formed on demand, which scoring never needs)."""
+    return as_sample_sites(params)["covariance"]

@@ -11,7 +11,7 @@ import numpy as np
 
 from genprob._dtype import precision
 from genprob.boundaries import parameters_dtype
-from genprob.families.gaussian.story import covariance_of
+from genprob.families.gaussian.moments import covariance_of
 from genprob.story import CLASS_PRIOR
 
 __all__ = ["lda_projection", "lda_transform"]

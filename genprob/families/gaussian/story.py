@@ -13,12 +13,8 @@ import math
 import numpy as np
 
 from genprob._arrays import (
-    ROOT_WEIGHTS,
-    ROWS,
     class_sums,
     column_sums,
-    gram_form,
-    keeps_rows,
     namespace,
     row_sums,
     tree_leaves,
@@ -38,7 +34,9 @@ from genprob.families.gaussian.distributions import (
 )
 from genprob.families.gaussian.mclust import STRUCTURES, num_covariance_parameters
 from genprob.families.gaussian.moments import (
+    COVARIANCE_ROWS,
     centering_floor,
+    covariance_of,
     ledoit_wolf_shrinkage,
     per_group,
     reference_point,
@@ -55,7 +53,7 @@ from genprob.families.gaussian.structures import (
     pseudo_scatter,
     structure_of,
 )
-from genprob.story import Story, Unsupported
+from genprob.story import ROOT_WEIGHTS, ROWS, Story, Unsupported, gram_form, keeps_rows
 
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
@@ -69,19 +67,6 @@ FACTORS = "factorization"
 #: Entry of ``params[FACTORS]`` of a shared full covariance: what linear class scores need
 #: (:func:`~genprob.families.gaussian.distributions.linear_terms`).
 LINEAR_TERMS = "linear_terms"
-#: Parameter of a shared full covariance fitted from fewer rows than features
-#: (:func:`~genprob._arrays.keeps_rows`), in place of ``covariance``: rows ``G`` (m, D) with
-#: ``covariance = G^T G`` (:func:`covariance_of` forms it on demand).
-COVARIANCE_ROWS = "covariance_rows"
-
-
-def covariance_of(params):
-    """The full covariance of ``params``: ``params["covariance"]``, or ``G^T G`` of their
-    :data:`COVARIANCE_ROWS` (a D x D matrix formed on demand, which scoring never needs)."""
-    if "covariance" in params or COVARIANCE_ROWS not in params:
-        return params["covariance"]
-    rows = params[COVARIANCE_ROWS]
-    return rows.T @ rows
 
 
 class GaussianStory(Story):
