@@ -441,11 +441,12 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
     if any(name not in start for name in sites):
         return start, None
 
+    args = _chain_args(prior_story, X, codes, None)  # padded once for both evaluations
+
     def log_posterior(params):
         # in NumPyro's unconstrained coordinates (Jacobian included), where the chains move
         params = as_sample_sites(params)
         values = {name: jnp.asarray(params[name], X.dtype) for name in sites}
-        args = _chain_args(prior_story, X, codes, None)
         return float(_log_density(args, values, num_classes))
 
     with warnings.catch_warnings():

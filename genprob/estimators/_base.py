@@ -23,13 +23,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from genprob import core, execution
-from genprob._arrays import (
-    encode_labels,
-    is_integer_labels,
-    placed,
-    sparse_as_float,
-    tree_map,
-)
+from genprob._arrays import encode_labels, is_integer_labels, placed, sparse_as_float, tree_map
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob._lazy import LazyModule, is_jax_array
 from genprob._limits import check_count
