@@ -35,6 +35,7 @@ from genprob.families.gaussian.distributions import (
 from genprob.families.gaussian.mclust import STRUCTURES, num_covariance_parameters
 from genprob.families.gaussian.moments import (
     COVARIANCE_ROWS,
+    about,
     centering_floor,
     covariance_of,
     ledoit_wolf_shrinkage,
@@ -472,7 +473,7 @@ class GaussianStory(Story):
         shift = reference_point(X)
         if self._keeps_rows and keeps_rows(*X.shape):
             # the weighted rows about the shift, whose Gram matrix is the second moments
-            Z = X - shift
+            Z = about(X, shift)
             root = namespace(Z, R).sqrt(row_sums(R))
             moments = {"sums": class_sums(R, Z), ROWS: Z * root[:, None], ROOT_WEIGHTS: root}
         else:

@@ -17,6 +17,7 @@ from genprob._lazy import LazyModule
 from genprob.families.gaussian import mclust
 from genprob.families.gaussian.distributions import full_factors, full_gaussian
 from genprob.families.gaussian.moments import (
+    about,
     per_group,
     snap_constant_features,
     symmetrize,
@@ -178,7 +179,7 @@ class FullCovariance(CovarianceStructure):
         return full_factors(spread, rank_tol)
 
     def moments(self, X, R, shift, class_scatter):
-        Z = X - shift
+        Z = about(X, shift)
         sums = class_sums(R, Z)
         if not class_scatter:
             return {"squares": _weighted_gram(Z, row_sums(R)), "sums": sums}
@@ -253,7 +254,7 @@ class DiagonalCovariance(CovarianceStructure):
         return {}
 
     def moments(self, X, R, shift, class_scatter):
-        Z = X - shift
+        Z = about(X, shift)
         return {"sums": class_sums(R, Z), "squares": self.group(class_sums(R, Z * Z))}
 
     def move(self, squares, sums, counts, offset):
