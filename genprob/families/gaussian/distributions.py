@@ -1,8 +1,9 @@
-"""Gaussian class scores and the factorization of full covariances, one implementation each,
-written against the array namespace of their inputs (NumPy in, NumPy out; JAX under ``jit``).
+"""Gaussian class scores, the factorization of full covariances, the density of observed
+coordinates and the conditional-mean fill of missing ones, one implementation each, written
+against the array namespace of their inputs (NumPy in, NumPy out; JAX under ``jit``).
 
 The derivations (retained-subspace density, the linear scores of a shared spread) are in
-docs/gaussian.md.
+docs/gaussian.md; those of missing coordinates in docs/howto/missing.md.
 """
 
 from __future__ import annotations
@@ -20,11 +21,15 @@ jax = LazyModule("jax")
 
 __all__ = [
     "class_constant",
+    "conditional_fill",
     "diagonal_log_normalizer",
     "full_factors",
     "full_gaussian",
     "linear_scores",
     "linear_terms",
+    "observed_factors",
+    "observed_log_density",
+    "observed_patterns",
     "quadratic_scores",
     "row_factors",
     "whiten_twice",
@@ -38,6 +43,8 @@ NUMPYRO_CLASSES = {
 __getattr__ = lazy_attribute(__name__, NUMPYRO_CLASSES)
 
 _LOG_2PI = math.log(2.0 * math.pi)
+#: Largest feature count whose traced patterns are coded as integers (beyond it, one per row).
+_MAX_CODED_FEATURES = 30
 
 
 def whiten_twice(vectors, whitening):
@@ -239,3 +246,91 @@ def full_gaussian(means, covariance, rank_tol, factors=None) -> normals.Whitened
     return normals.WhitenedNormal(
         means, whitening, coloring, factors["log_normalizer"], factors["rank"]
     )
+
+
+# -- missing coordinates -------------------------------------------------------------------------
+def observed_patterns(observed):
+    """``(patterns (P, D), index (n,))``: the distinct rows of the mask ``observed`` (n, D) and
+    each row's pattern. NumPy: the P distinct rows; JAX: ``P = min(n, 2^D)`` static, unused
+    slots repeating a real pattern (they get no rows), one pattern per row beyond 30 features."""
+    xp = namespace(observed)
+    if xp is np:
+        unique, index = np.unique(observed, axis=0, return_inverse=True)
+        return unique, index.reshape(-1)
+    num_rows, num_features = observed.shape
+    if num_features > _MAX_CODED_FEATURES:
+        return observed, xp.arange(num_rows)
+    bits = xp.arange(num_features, dtype=xp.int32)
+    code = observed.astype(xp.int32) @ (xp.int32(1) << bits)
+    size = min(num_rows, 2**num_features)
+    unique, index = xp.unique(code, size=size, fill_value=code[0], return_inverse=True)
+    return ((unique[:, None] >> bits) & 1).astype(bool), index.reshape(-1)
+
+
+def observed_factors(covariance, pattern_mask) -> dict:
+    """:func:`full_factors` (P, K) of ``Sigma~ = P Sigma P + (I - P)`` for each pattern ``P``
+    (P, D) and covariance (K, D, D): ``Sigma_oo`` on the observed block and the identity on the
+    missing one, so ``det Sigma~ = det Sigma_oo`` and ``Sigma~^-1`` holds ``Sigma_oo^-1``."""
+    xp = namespace(covariance, pattern_mask)
+    mask = xp.asarray(pattern_mask).astype(covariance.dtype)
+    outer = mask[:, :, None] * mask[:, None, :]
+    eye = xp.eye(covariance.shape[-1], dtype=covariance.dtype)
+    embedded = covariance[None] * outer[:, None] + (eye * (1.0 - mask)[:, None, :])[:, None]
+    return full_factors(embedded, None)
+
+
+def _by_pattern(vectors, matrices, index, transpose=False):
+    """``v_i W_p(i)`` (or ``W_p(i) v_i``) (n, K, D) for vectors (n, K, D) and each row's
+    pattern's matrices (P, K, D, D): NumPy pattern by pattern, JAX by gathering each row's."""
+    subscripts = "nke,nkde->nkd" if transpose else "nkd,nkde->nke"
+    xp = namespace(vectors, matrices)
+    if xp is not np:
+        return xp.einsum(subscripts, vectors, matrices[index])
+    out = np.empty(vectors.shape, np.result_type(vectors, matrices))
+    for p in range(matrices.shape[0]):
+        rows = index == p
+        out[rows] = np.einsum(subscripts.replace("nkde", "kde"), vectors[rows], matrices[p])
+    return out
+
+
+def observed_log_density(rows, observed, loc, factors, patterns):
+    """``log N(x_o; mu_k,o, Sigma_k,oo)`` (n, K) of the observed coordinates of rows (n, D)
+    (0 for a row with none), from the :func:`observed_factors` of the ``patterns``
+    (:func:`observed_patterns`); NaN where an observed block is singular."""
+    pattern_mask, index = patterns
+    xp = namespace(rows, loc, factors["whitening"])
+    count = xp.sum(xp.asarray(pattern_mask), axis=-1).astype(rows.dtype)[:, None]  # (P, 1)
+    constant = class_constant(count, factors["log_normalizer"])  # (P, K)
+    if xp is np:  # the score of complete rows, pattern by pattern (missing coordinates 0)
+        out = np.empty((rows.shape[0], loc.shape[0]), rows.dtype)
+        for p, mask in enumerate(pattern_mask):
+            where = index == p
+            out[where] = quadratic_scores(
+                np.where(mask, rows[where], 0.0), np.where(mask, loc, 0.0),
+                factors["whitening"][p], constant[p],
+            )  # fmt: skip
+        return out
+    centered = xp.where(observed[:, None, :], rows[:, None, :] - loc, 0.0)
+    z = _by_pattern(centered, factors["whitening"], index)
+    return -0.5 * xp.sum(z * z, axis=-1) + constant[index]
+
+
+def conditional_fill(rows, observed, loc, covariance, factors, patterns):
+    """``(filled (n, K, D), conditional (P, K, D, D))``: under each class, each row with its
+    missing block replaced by its conditional mean ``mu_m + Sigma_mo Sigma_oo^-1 (x_o - mu_o)``,
+    and each pattern's conditional covariance ``Sigma_mm - Sigma_mo Sigma_oo^-1 Sigma_om`` on
+    the missing block (0 elsewhere); ``factors``: :func:`observed_factors` of the patterns."""
+    pattern_mask, index = patterns
+    xp = namespace(rows, loc, covariance)
+    whitening = factors["whitening"]  # W W^T = Sigma~^-1
+    deviation = xp.where(observed[:, None, :], rows[:, None, :] - loc, 0.0)
+    solved = _by_pattern(_by_pattern(deviation, whitening, index), whitening, index, True)
+    predicted = loc + xp.einsum("kde,nke->nkd", covariance, solved)
+    filled = xp.where(observed[:, None, :], rows[:, None, :], predicted)
+    # Sigma P Sigma~^-1 P Sigma, with P Sigma~^-1 P = Sigma~^-1 less the identity's missing block
+    eye = xp.eye(rows.shape[-1], dtype=covariance.dtype)
+    missing = (1.0 - xp.asarray(pattern_mask).astype(covariance.dtype))[:, None, :]  # (P, 1, D)
+    inner = whitening @ xp.swapaxes(whitening, -1, -2) - eye * missing[..., None, :]
+    explained = covariance[None] @ inner @ covariance[None]
+    block = missing[..., :, None] * missing[..., None, :]
+    return filled, (covariance[None] - explained) * block

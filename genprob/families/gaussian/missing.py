@@ -18,43 +18,19 @@ docs/howto/missing.md):
 
 from __future__ import annotations
 
-import math
-
 from genprob._lazy import LazyModule
+from genprob.families.gaussian.distributions import (
+    conditional_fill,
+    observed_factors,
+    observed_log_density,
+    observed_patterns,
+)
 from genprob.families.gaussian.moments import covariance_of, snap_constant_features
 
 __all__ = ["observed_log_prob", "observed_statistics", "maximize_observed_diagonal"]
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
-linalg = LazyModule("jax.scipy.linalg")
-
-_LOG_2PI = math.log(2.0 * math.pi)
-#: Largest feature count whose patterns are coded as integers (beyond it, one per row).
-_MAX_CODED_FEATURES = 30
-
-
-def patterns(observed):
-    """``(patterns (P, D), index (n,))``: the distinct rows of the mask and each row's pattern.
-
-    ``P = min(n, 2^D)`` is static; unused slots repeat a real pattern (they get no rows).
-    """
-    num_rows, num_features = observed.shape
-    if num_features > _MAX_CODED_FEATURES:
-        return observed, jnp.arange(num_rows)
-    bits = jnp.arange(num_features, dtype=jnp.int32)
-    code = observed.astype(jnp.int32) @ (jnp.int32(1) << bits)
-    size = min(num_rows, 2**num_features)
-    unique, index = jnp.unique(code, size=size, fill_value=code[0], return_inverse=True)
-    return ((unique[:, None] >> bits) & 1).astype(bool), index.reshape(-1)
-
-
-def _embedded(covariance, pattern_mask):
-    """``Sigma~`` (P, K, D, D): the observed block of each class covariance, identity elsewhere."""
-    mask = pattern_mask.astype(covariance.dtype)  # (P, D)
-    outer = mask[:, :, None] * mask[:, None, :]
-    eye = jnp.eye(covariance.shape[-1], dtype=covariance.dtype)
-    return covariance[None] * outer[:, None] + (eye * (1.0 - mask)[:, None, :])[:, None]
 
 
 def _class_covariances(story, params):
@@ -74,13 +50,9 @@ def observed_log_prob(story, params, X, observed):
             (X[:, None, :] - means) ** 2 / variances + jnp.log(2.0 * jnp.pi * variances)
         )
         return jnp.sum(jnp.where(observed[:, None, :], by_feature, 0.0), axis=-1)
-    pattern_mask, index = patterns(observed)
-    chol = jnp.linalg.cholesky(_embedded(covariance, pattern_mask))  # (P, K, D, D)
-    half_log_det = jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)  # (P, K)
-    centered = jnp.where(observed[:, None, :], X[:, None, :] - means, 0.0)  # (n, K, D)
-    z = linalg.solve_triangular(chol[index], centered[..., None], lower=True)[..., 0]
-    count = observed.sum(axis=-1).astype(X.dtype)[:, None]
-    return -0.5 * jnp.sum(z * z, axis=-1) - half_log_det[index] - 0.5 * count * _LOG_2PI
+    patterns = observed_patterns(observed)
+    factors = observed_factors(covariance, patterns[0])
+    return observed_log_density(X, observed, means, factors, patterns)
 
 
 def _shift(X, observed):
@@ -116,21 +88,11 @@ def observed_statistics(story, X, R, observed, params=None):
         conditional = jnp.zeros((R.shape[1], num_features, num_features), R.dtype)
     else:
         means, covariance, _ = _class_covariances(story, params)
-        pattern_mask, index = patterns(observed)
-        chol = jnp.linalg.cholesky(_embedded(covariance, pattern_mask))
-        deviation = jnp.where(observed[:, None, :], X[:, None, :] - means, 0.0)
-        solved = linalg.cho_solve((chol[index], True), deviation[..., None])[..., 0]  # Sigma~^-1 d
-        predicted = means + jnp.einsum("kde,nke->nkd", covariance, solved)
-        completed = jnp.where(observed[:, None, :], X[:, None, :], predicted) - shift
-        # Sigma - Sigma P Sigma~^-1 P Sigma on the missing block, per pattern and class
-        eye = jnp.eye(num_features, dtype=X.dtype)
-        inverse = linalg.cho_solve((chol, True), jnp.broadcast_to(eye, chol.shape))
-        missing = (1.0 - pattern_mask.astype(X.dtype))[:, None, :]  # (P, 1, D)
-        inner = inverse - eye * missing[..., None, :]
-        explained = covariance[None] @ inner @ covariance[None]
-        block = missing[..., :, None] * missing[..., None, :]
-        per_pattern = (covariance[None] - explained) * block  # (P, K, D, D)
-        pattern_weights = jax.ops.segment_sum(R, index, num_segments=pattern_mask.shape[0])
+        patterns = observed_patterns(observed)
+        factors = observed_factors(covariance, patterns[0])
+        completed, per_pattern = conditional_fill(X, observed, means, covariance, factors, patterns)
+        completed = completed - shift
+        pattern_weights = jax.ops.segment_sum(R, patterns[1], num_segments=patterns[0].shape[0])
         conditional = jnp.einsum("pk,pkde->kde", pattern_weights, per_pattern)
     sums = jnp.einsum("nk,nkd->kd", R, completed)
     class_squares = jnp.einsum("nk,nkd,nke->kde", R, completed, completed) + conditional

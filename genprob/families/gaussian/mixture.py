@@ -13,18 +13,25 @@ NaN cell is summed out: ``f_kg`` is then the density of the observed coordinates
 fills the missing block by its conditional mean and adds its conditional covariance to the
 scatter (Little & Rubin ch. 11), so EM maximizes the observed-data likelihood exactly.
 
-Everything here is NumPy (the fits are small dense linear algebra, called per candidate model).
+Everything here is NumPy (the fits are small dense linear algebra, called per candidate model);
+the densities and the conditional-mean fill are the Gaussian family's (:mod:`.distributions`).
 """
 
 from __future__ import annotations
 
-import math
 import re
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import logsumexp
+
+from genprob.families.gaussian.distributions import (
+    conditional_fill,
+    observed_factors,
+    observed_log_density,
+)
+from genprob.families.gaussian.distributions import observed_patterns as _patterns
 
 __all__ = [
     "CollapsedComponentError",
@@ -36,7 +43,6 @@ __all__ = [
     "num_parameters",
 ]
 
-_LOG_2PI = math.log(2.0 * math.pi)
 #: Smallest ratio of a covariance's smallest to largest eigenvalue that is not a collapse
 #: (mclust's default ``eps`` of ``emControl`` is the machine epsilon: the same order).
 _COLLAPSE_RATIO = 1e3 * np.finfo(np.float64).eps
@@ -120,24 +126,6 @@ def num_parameters(structures, groups, num_classes: int, num_features: int) -> i
 
 
 # -- densities -----------------------------------------------------------------------------------
-def _patterns(observed):
-    """The distinct rows of the mask and each row's index into them."""
-    unique, index = np.unique(observed, axis=0, return_inverse=True)
-    return unique, index.reshape(-1)
-
-
-def _cholesky(cov, j, cell_class, cell_index):
-    try:
-        return np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        k, g = int(cell_class[j]), int(cell_index[j])
-        raise CollapsedComponentError(
-            f"class {k}, component {g}: its covariance is singular (the component collapsed).",
-            k,
-            g,
-        ) from None
-
-
 def _cell_index(cell_class):
     """Index of each cell within its class."""
     index = np.zeros(len(cell_class), dtype=int)
@@ -152,27 +140,28 @@ def cell_log_density(X, means, covariances, cell_class=None, observed=None, patt
     ``observed`` (n, D) bool, the density of the observed coordinates (0 for a row with none);
     ``patterns``: :func:`_patterns` of ``observed`` when already found."""
     X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
-    num_cells = means.shape[0]
-    cell_class = np.zeros(num_cells, dtype=int) if cell_class is None else cell_class
+    observed = np.ones(X.shape, dtype=bool) if observed is None else observed
+    patterns = _patterns(observed) if patterns is None else patterns
+    factors = observed_factors(covariances, patterns[0])
+    if np.isnan(factors["log_normalizer"]).any():
+        _refuse_singular(covariances, patterns[0], cell_class)
+    return observed_log_density(X, observed, means, factors, patterns)
+
+
+def _refuse_singular(covariances, pattern_mask, cell_class):
+    """Names the first cell whose covariance, on an observed block, has no Cholesky factor."""
+    cell_class = np.zeros(len(covariances), dtype=int) if cell_class is None else cell_class
     cell_index = _cell_index(cell_class)
-    out = np.zeros((n, num_cells))
-    if observed is None or observed.all():
-        row_sets = [(np.ones(d, dtype=bool), np.arange(n))]
-    else:
-        unique, index = _patterns(observed) if patterns is None else patterns
-        row_sets = [(unique[p], np.flatnonzero(index == p)) for p in range(len(unique))]
-    for mask, rows in row_sets:
-        num_obs = int(mask.sum())
-        if num_obs == 0 or len(rows) == 0:
-            continue
-        Xo = X[np.ix_(rows, mask)]
-        for j in range(num_cells):
-            chol = _cholesky(covariances[j][np.ix_(mask, mask)], j, cell_class, cell_index)
-            z = np.linalg.solve(chol, (Xo - means[j, mask]).T)
-            log_det = 2.0 * np.sum(np.log(np.diag(chol)))
-            out[rows, j] = -0.5 * (num_obs * _LOG_2PI + log_det + np.sum(z * z, axis=0))
-    return out
+    for mask in pattern_mask:
+        for j, covariance in enumerate(covariances):
+            if np.isnan(observed_factors(covariance[None], mask[None])["log_normalizer"]).any():
+                k, g = int(cell_class[j]), int(cell_index[j])
+                raise CollapsedComponentError(
+                    f"class {k}, component {g}: its covariance is singular (the component "
+                    "collapsed).",
+                    k,
+                    g,
+                )
 
 
 def _joint(fit: MixtureFit, log_f):
@@ -208,27 +197,10 @@ def _e_step(fit: MixtureFit, X, codes, row_weight, observed, patterns=None):
 
 
 def _conditional_rows(X, observed, mean, cov, patterns):
-    """Rows with their missing block filled by its conditional mean, and the sum of the rows'
-    conditional covariances weighted later per row: returns (filled (n, D), cond (P, D, D),
-    pattern index (n,))."""
-    filled = np.where(observed, X, 0.0)
-    unique, index = patterns
-    cond = np.zeros((len(unique), X.shape[1], X.shape[1]))
-    for p, mask in enumerate(unique):
-        rows = np.flatnonzero(index == p)
-        miss = ~mask
-        if not miss.any():
-            continue
-        if not mask.any():
-            filled[rows] = mean
-            cond[p] = cov
-            continue
-        S_oo = cov[np.ix_(mask, mask)]
-        S_mo = cov[np.ix_(miss, mask)]
-        B = np.linalg.solve(S_oo, S_mo.T).T  # Sigma_mo Sigma_oo^-1
-        filled[np.ix_(rows, miss)] = mean[miss] + (X[np.ix_(rows, mask)] - mean[mask]) @ B.T
-        cond[np.ix_([p], miss, miss)] = (cov[np.ix_(miss, miss)] - B @ S_mo.T)[None]
-    return filled, cond, index
+    """One cell's :func:`conditional_fill`: (filled (n, D), cond (P, D, D), pattern index (n,))."""
+    factors = observed_factors(cov[None], patterns[0])
+    filled, cond = conditional_fill(X, observed, mean[None], cov[None], factors, patterns)
+    return filled[:, 0], cond[:, 0], patterns[1]
 
 
 def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns=None, warm=False):

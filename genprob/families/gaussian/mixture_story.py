@@ -20,6 +20,7 @@ import numpy as np
 
 from genprob._lazy import LazyModule
 from genprob.families.gaussian import mclust
+from genprob.families.gaussian.distributions import full_gaussian
 from genprob.families.gaussian.mixture import _cell_index, num_parameters
 from genprob.story import Story, align_components
 
@@ -134,9 +135,8 @@ class ClassMixtureStory(Story):
         weights = params["weights"][index]
         # the padding's weight is 0: the dtype's lowest logit (-inf fails NumPyro's validation)
         logits = jnp.where(present, jnp.log(weights), jnp.finfo(weights.dtype).min)
-        components = dist.MultivariateNormal(
-            params["means"][index], covariance_matrix=params["covariances"][index]
-        )
+        # the family's whitened Gaussian (NumPyro's mixture needs a distribution object)
+        components = full_gaussian(params["means"][index], params["covariances"][index], None)
         return dist.MixtureSameFamily(dist.Categorical(logits=logits), components)
 
     def latent_of(self, params) -> dict:

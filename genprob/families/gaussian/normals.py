@@ -1,6 +1,9 @@
 """The Gaussian emissions as NumPyro distributions: the whitening form (full covariances) and the
 diagonal form. Imported on first use, with NumPyro; the arithmetic is in
-:mod:`genprob.families.gaussian.distributions`."""
+:mod:`genprob.families.gaussian.distributions`.
+
+Their ``log_prob`` stays beside ``distributions.quadratic_scores``: NumPyro's sites score any
+batch of sample and plate dimensions, not only rows by classes."""
 
 from __future__ import annotations
 

@@ -8,14 +8,17 @@ structure-dependent step to ``story.covariance_structure`` instead of branching 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from genprob._arrays import class_sums, hard_labels, namespace, row_sums
 from genprob._lazy import LazyModule
 from genprob.families.gaussian import mclust
-from genprob.families.gaussian.distributions import full_factors, full_gaussian
+from genprob.families.gaussian.distributions import (
+    class_constant,
+    diagonal_log_normalizer,
+    full_factors,
+    full_gaussian,
+)
 from genprob.families.gaussian.moments import (
     about,
     per_group,
@@ -39,8 +42,6 @@ __all__ = [
     "NamedStructure",
     "named_structure",
 ]
-
-_LOG_2PI = math.log(2.0 * math.pi)
 
 
 class CovarianceStructure:
@@ -216,7 +217,7 @@ class FullCovariance(CovarianceStructure):
         whitening = factors["whitening"]
         precision = whitening @ xp.swapaxes(whitening, -1, -2)
         precision = xp.broadcast_to(precision, means.shape[:1] + 2 * means.shape[1:])
-        normalizer = factors["log_normalizer"] - 0.5 * factors["rank"] * _LOG_2PI
+        normalizer = class_constant(factors["rank"], factors["log_normalizer"])
         normalizer = xp.broadcast_to(normalizer, means.shape[:1])
         return precision, normalizer, whitening if self.shared else None
 
@@ -273,7 +274,7 @@ class DiagonalCovariance(CovarianceStructure):
         xp = namespace(means, spread)
         variances = xp.broadcast_to(spread, means.shape)
         precision = (1.0 / variances)[..., :, None] * xp.eye(means.shape[-1], dtype=variances.dtype)
-        normalizer = -0.5 * xp.sum(xp.log(2.0 * np.pi * variances), axis=-1)
+        normalizer = diagonal_log_normalizer(variances)
         whitening = xp.diag(1.0 / xp.sqrt(spread)) if self.shared else None
         return precision, normalizer, whitening
 
