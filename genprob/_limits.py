@@ -2,11 +2,14 @@
 
 JAX aborts the whole interpreter (not a Python exception) when XLA cannot allocate a buffer of an
 absurd size, so requests such as ``sample(10**10)`` are measured first: the computation is traced
-abstractly (no memory used) and its largest intermediate array is compared with a limit.
+abstractly (no memory used) and its largest intermediate array is compared with a limit. A
+fit's statistics (a full covariance's D x D) are measured the same way, once per story structure
+(:func:`check_statistics_size`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import os
@@ -14,6 +17,8 @@ import os
 import numpy as np
 
 from genprob._lazy import jax
+from genprob.capabilities import capability, has_closed_form
+from genprob.story import keeps_rows, structure_key
 
 # Largest single array (bytes) that sampling or a category table may allocate; a module attribute
 # so that a user with a large machine can raise it.
@@ -43,6 +48,9 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "check_count",
     "check_traced_size",
+    "check_statistics_size",
+    "traced_once",
+    "FIT_COPIES",
     "compact",
 ]
 
@@ -231,3 +239,142 @@ def check_working_set(array_bytes: int, copies: int, *, what: str, sizes: str, a
     raise SizeLimitError(
         f"{what} would allocate {compact(array_bytes)} bytes ({sizes}); {limit}. {advice}"
     )
+
+
+# -- a story's statistics --------------------------------------------------------------------------
+#: Arrays the size of its largest statistic that a closed-form fit holds at its peak (measured
+#: with tracemalloc for a full covariance: the scatter, its centred, snapped and symmetrized
+#: copies, the closed form and its factorization; 12 for LDA, 7 per class for QDA).
+FIT_COPIES = 12
+#: Bytes of K x D x D entries up to which an ``array_api`` story's statistics (at most of that
+#: order: :data:`genprob.capabilities.DEFAULTS`) are measured on NumPy rows, without JAX.
+PROBE_BYTES = 1 << 22
+_STATISTIC_SIZES: dict = {}
+_PROBED_SIZES: dict = {}
+
+
+def traced_once(cache: dict, trace, tree, *static):
+    """``trace(tree)`` (an abstract evaluation) once per pytree structure, leaf shapes and dtypes
+    and ``static`` values: new hyperparameter values and data do not trace again."""
+    leaves, structure = jax().tree_util.tree_flatten(tree)
+    key = (
+        structure,
+        tuple((np.shape(leaf), getattr(leaf, "dtype", type(leaf))) for leaf in leaves),
+        *static,
+    )
+    return _once(cache, key, trace, tree)
+
+
+def _once(cache: dict, key, compute, value):
+    """``cache[key]``, ``compute(value)`` the first time; computed every time for a key holding
+    unhashable settings."""
+    try:
+        known = key in cache
+    except TypeError:
+        return compute(value)
+    if not known:
+        cache[key] = compute(value)
+    return cache[key]
+
+
+def _largest_statistic(
+    story, num_classes: int, num_features: int, dtype, num_rows=None, own: bool = False
+) -> tuple:
+    """(bytes, name, shape) of the largest array of ``story``'s statistics of ``num_rows`` rows
+    (None: many). They do not depend on the number of rows, except statistics kept as rows
+    while there are few (:func:`~genprob.story.keeps_rows`): measured on that many rows
+    then, else on more rows than features. Computed in NumPy when they are surely small, else
+    traced abstractly (nothing allocated), the story's settings as traced values (one trace
+    per structure) or, ``own``, as the story's own (whether it keeps rows may depend on them)."""
+    few = num_rows is not None and keeps_rows(num_rows, num_features)
+    rows = int(num_rows) if few else max(2, num_features)
+    small = num_classes * num_features**2 * dtype.itemsize <= PROBE_BYTES
+    if not own and small and capability(story, "array_api"):
+
+        def probe(story):
+            X = np.zeros((rows, num_features), dtype)
+            R = np.full((rows, num_classes), 0.5, dtype)
+            with np.errstate(all="ignore"):
+                return _largest(_named_leaves(story.sufficient_statistics(X, R)))
+
+        key = (structure_key(story), num_classes, num_features, dtype, rows)
+        with contextlib.suppress(ValueError, ArithmeticError):  # rows of zeros it refuses
+            return _once(_PROBED_SIZES, key, probe, story)
+    X = jax().ShapeDtypeStruct((rows, num_features), dtype)
+    R = jax().ShapeDtypeStruct((rows, num_classes), dtype)
+
+    def trace(statistics, *args):
+        shapes = jax().tree_util.tree_flatten_with_path(jax().eval_shape(statistics, *args))[0]
+        return _largest((jax().tree_util.keystr(path), leaf) for path, leaf in shapes)
+
+    if own:
+        return trace(story.sufficient_statistics, X, R)
+    return traced_once(
+        _STATISTIC_SIZES,
+        lambda story: trace(lambda s, X, R: s.sufficient_statistics(X, R), story, X, R),
+        story,
+        num_classes,
+        num_features,
+        dtype,
+        rows,
+    )
+
+
+def _named_leaves(tree, name: str = ""):
+    """``(keystr, leaf)`` of a tree of dicts, lists and tuples (JAX's key string)."""
+    if isinstance(tree, dict):
+        for key in sorted(tree):
+            yield from _named_leaves(tree[key], f"{name}[{key!r}]")
+    elif isinstance(tree, list | tuple):
+        for i, item in enumerate(tree):
+            yield from _named_leaves(item, f"{name}[{i}]")
+    elif tree is not None:
+        yield name, tree
+
+
+def _largest(named_leaves) -> tuple:
+    """(bytes, name, shape) of the largest of ``(name, array)`` pairs."""
+    sizes = [
+        (math.prod(np.shape(a)) * np.dtype(a.dtype).itemsize, name, np.shape(a))
+        for name, a in named_leaves
+    ]
+    size, name, shape = max(sizes, key=lambda entry: entry[0], default=(0, "", ()))
+    return size, name, tuple(int(d) for d in shape)
+
+
+def check_statistics_size(story, num_classes: int, num_features: int, dtype, num_rows=None):
+    """Refuse, before anything is allocated, a fit whose statistics (a full covariance's
+    D x D, K x D x D per class) exceed :data:`MAX_ARRAY_BYTES`, or whose working set
+    (:data:`FIT_COPIES` arrays of that size) exceeds the machine's physical memory. With
+    ``num_rows``, statistics a story keeps as rows (:func:`~genprob.story.keeps_rows`: LDA on
+    fewer rows than features) are measured as the (n, D) rows they are.
+
+    Raises:
+        SizeLimitError: naming the statistic, its shape, the limit and the way out.
+    """
+    if not has_closed_form(story):
+        return  # no statistics: a gradient M-step's arrays are the parameters'
+
+    def check(own=False):
+        size, name, shape = _largest_statistic(
+            story, int(num_classes), int(num_features), np.dtype(dtype), num_rows, own
+        )
+        check_working_set(
+            size,
+            FIT_COPIES,
+            what=f"the statistics of {type(story).__name__} on {compact(num_features)} features "
+            f"and {compact(num_classes)} classes",
+            sizes=f"{name}: {' x '.join(map(compact, shape))} x {np.dtype(dtype).itemsize} bytes",
+            advice="Fit fewer features (feature selection, PCA), or a story with smaller "
+            "statistics (for a full covariance, a diagonal one: GaussianNB, or "
+            "GaussianStory(covariance='diag')), or raise the limit on a machine with the memory.",
+        )
+
+    if num_rows is None or not keeps_rows(num_rows, num_features):
+        return check()
+    try:
+        return check()
+    except SizeLimitError:
+        # measured with traced settings, which cannot say whether the story keeps its rows:
+        # measured again with this story's own (only for a fit that would be refused)
+        check(own=True)

@@ -33,6 +33,7 @@ from genprob._validation import (
     is_bcoo,
     is_concrete,
 )
+from genprob.capabilities import capability, has_closed_form
 from genprob.execution import class_prior_from_counts, combine_statistics
 from genprob.masking import has_missing, marginalized, reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story, class_distribution
@@ -64,8 +65,9 @@ __all__ = [
 def joint_log_prob(story: Story, params: dict, X) -> jax.Array:
     """Log joint density ``log pi_k + log p(x_i | k)`` of every row and class, shape (n, K).
 
-    ``X`` may be a SciPy sparse matrix when the story takes one (``accepts_scipy_sparse``): it is
-    then scored on the host by the emission's own sparse products, never densified.
+    ``X`` may be a SciPy sparse matrix when the story takes one (its capability
+    ``accepts_scipy_sparse``): it is then scored on the host by the emission's own sparse
+    products, never densified.
 
     Raises:
         ValueError: ``X`` not 2-D, with another feature count than the parameters, holding
@@ -82,12 +84,12 @@ def _check_features(story: Story, X, num_rows=None) -> None:
     support (:meth:`Story.validate`), on the host, before any compiled program runs (inside
     ``jit``/``vmap`` only shapes are checked); NaN passes when the story reads it as missing."""
     hint = "impute or drop those entries"
-    if story.supports_missing:
+    if capability(story, "supports_missing"):
         hint = "genprob.masking.marginalized(story) reads NaN as a missing value (summed out)"
     check_features(
         X, as_given=True, num_rows=num_rows, allow_nan=reads_nan_as_missing(story), nan_hint=hint
     )
-    if scipy.sparse.issparse(X) and not story.accepts_scipy_sparse:
+    if scipy.sparse.issparse(X) and not capability(story, "accepts_scipy_sparse"):
         raise TypeError(
             f"{type(story).__name__} does not take SciPy sparse input; pass X.toarray() or a "
             f"jax.experimental.sparse.BCOO matrix."
@@ -184,7 +186,7 @@ def sufficient_statistics(story: Story, X, R) -> dict:
     """Additive statistics of ``(X, R)``: class counts plus the story's own statistics
     (:func:`genprob.execution.statistics`: NumPy for host rows of an ``array_api`` story or
     SciPy sparse rows, else computed by a compiled program)."""
-    if scipy.sparse.issparse(X) and not story.accepts_scipy_sparse:
+    if scipy.sparse.issparse(X) and not capability(story, "accepts_scipy_sparse"):
         _check_features(story, X)
     return execution.statistics(story, X, R)
 
@@ -211,7 +213,7 @@ def fit_closed_form(story: Story, X, R, class_prior=None, fit_prior: bool = True
             story's support, or fitted parameters that define no distribution
             (:meth:`Story.check_parameters`).
     """
-    if not story.has_closed_form:
+    if not has_closed_form(story):
         raise NotImplementedError(
             f"{type(story).__name__} has no closed form; fit it with genprob.fit_optimizer."
         )

@@ -15,12 +15,13 @@ objective of a smoothed or regularized closed form; 0 for plain MLE):
 * **parameters** (max absolute and relative difference of every named parameter) and the
   **gradient norm** of ``objective / n`` in the optimizer's unconstrained coordinates, at the
   checked fit (it vanishes at an interior maximum: the sharp, independent check) and at the
-  optimizer's answer (it converged). These decide only when the likelihood is smooth
-  (:attr:`genprob.story.Story.smooth_likelihood`): a Laplace location's likelihood has a kink
-  at every data point and is maximized by any weighted median, so there two correct answers
-  may differ and the gradient need not vanish. They are reported either way. The optimizer's
-  parameters are first relabeled by :meth:`genprob.story.Story.align_parameters`, so that a
-  restart returning a mixture's components in another order compares like with like.
+  optimizer's answer (it converged). These decide only when the likelihood is smooth (the
+  capability ``smooth_likelihood``, :mod:`genprob.capabilities`): a Laplace location's
+  likelihood has a kink at every data point and is maximized by any weighted median, so there
+  two correct answers may differ and the gradient need not vanish. They are reported either
+  way. The optimizer's parameters are first relabeled by
+  :meth:`genprob.story.Story.align_parameters`, so that a restart returning a mixture's
+  components in another order compares like with like.
 
 A wrong derivation cannot hide: dividing a variance by ``n - 1`` where the maximizer needs ``n``,
 or dropping a smoothing term that the penalty says is there, moves the closed form off the
@@ -45,6 +46,7 @@ from genprob import core
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
 from genprob._lazy import LazyModule
 from genprob._validation import check_class_prior, check_features, check_sample_weight, class_codes
+from genprob.capabilities import capability, has_closed_form
 from genprob.story import CLASS_PRIOR, Story
 
 jax = LazyModule("jax")
@@ -117,8 +119,8 @@ class CrosscheckResult:
         num_starts: number of optimizer runs (poor starts) made for the comparison.
         reference: ``"closed form"`` or ``"fit"`` (a story fitted by the optimizer, checked
             against a restart).
-        smooth: the story's :attr:`~genprob.story.Story.smooth_likelihood` (whether parameter
-            and gradient rows decide).
+        smooth: the story's capability ``smooth_likelihood`` (whether parameter and gradient
+            rows decide).
     """
 
     def __init__(
@@ -224,8 +226,8 @@ class CrosscheckResult:
                 lines.append(f"      -> {row.note}")
         if not self.smooth:
             lines.append(
-                "  the likelihood is not smooth (Story.smooth_likelihood is False): the objective "
-                "decides; parameter and gradient rows are (info)"
+                "  the likelihood is not smooth (capability smooth_likelihood is False): the "
+                "objective decides; parameter and gradient rows are (info)"
             )
         lines.append("  " + ("PASSED" if self.passed else f"FAILED: {len(self.failures)} row(s)"))
         return "\n".join(lines)
@@ -381,7 +383,7 @@ def crosscheck(
 
     The verdict (``.passed``) needs the checked fit's objective to be no lower than the
     optimizer's, up to the relative ``objective`` tolerance; when the likelihood is smooth
-    (:attr:`~genprob.story.Story.smooth_likelihood`), also the parameters to agree and the
+    (the capability ``smooth_likelihood``), also the parameters to agree and the
     gradients to vanish. Every row is reported either way.
 
     Args:
@@ -421,7 +423,7 @@ def crosscheck(
     limits.update(tolerances or {})
     if not isinstance(story, Story):
         raise TypeError(f"story must be a genprob Story, got {type(story).__name__}.")
-    closed_form = story.has_closed_form
+    closed_form = has_closed_form(story)
     if not closed_form and type(story).prior is Story.prior:
         raise ValueError(
             f"{type(story).__name__} has no closed form to check and no prior to fit by "
@@ -493,7 +495,7 @@ def crosscheck(
             break
     num_starts = start_index + 1
     seconds = time.perf_counter() - start
-    smooth = bool(story.smooth_likelihood)
+    smooth = bool(capability(story, "smooth_likelihood"))
     # a restart may return a mixture's components in another order: compare like with like
     aligned = story.align_parameters(dict(found.params), checked)
     rows = _parameter_rows(checked, aligned, limits["parameters"], smooth)

@@ -43,6 +43,7 @@ import numpy as np
 from genprob import core, execution
 from genprob._arrays import tree_leaves, tree_map
 from genprob._lazy import LazyModule, jitted
+from genprob._limits import check_statistics_size
 from genprob._validation import (
     check_class_prior,
     check_features,
@@ -53,7 +54,8 @@ from genprob._validation import (
     encode_partial_labels,
     unlabeled_mask,
 )
-from genprob.execution import check_statistics_size, padded
+from genprob.capabilities import capability, has_closed_form
+from genprob.execution import padded
 from genprob.story import CLASS_PRIOR, Story
 
 jax = LazyModule("jax")
@@ -288,7 +290,7 @@ def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) ->
 def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps, previous=None):
     """One M-step from weighted responsibilities ``R``; returns (params, latent, penalty), and
     with ``previous`` parameters also their penalty at these statistics."""
-    if story.has_closed_form:
+    if has_closed_form(story):
         stats = core.sufficient_statistics(story, X, R)
         params = core.maximize(story, stats, class_prior, fit_prior)
         penalty = story.log_penalty(params, stats["emission"])
@@ -525,7 +527,7 @@ def fit_em(
 
     Returns:
         :class:`EMResult`: NumPy arrays when NumPy rows of a closed form written in the array
-        namespace (:attr:`~genprob.story.Story.array_api`) ran in NumPy, step by step, with
+        namespace (the capability ``array_api``) ran in NumPy, step by step, with
         nothing compiled; JAX arrays from the one compiled program otherwise.
 
     Raises:
@@ -537,7 +539,7 @@ def fit_em(
     )
     X = check_features(X, keep_sparse=True)
     # closed forms written in the array namespace run EM on NumPy rows eagerly: no compiler
-    host = story.has_closed_form and story.array_api and isinstance(X, np.ndarray)
+    host = has_closed_form(story) and capability(story, "array_api") and isinstance(X, np.ndarray)
     if not host:
         X = check_features(X, keep_sparse=True, to_device=True)
     if X.shape[0] != codes.shape[0]:
@@ -575,9 +577,9 @@ def fit_em(
 
     num_features = X.shape[1]
     latent = (
-        {} if story.has_closed_form else _neutral_latent(story, num_classes, num_features, X.dtype)
+        {} if has_closed_form(story) else _neutral_latent(story, num_classes, num_features, X.dtype)
     )
-    if isinstance(init, dict) and not story.has_closed_form:
+    if isinstance(init, dict) and not has_closed_form(story):
         latent = {**latent, **{k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}}
     fixed = _labeled_responsibilities(codes, row_weights, num_classes, X.dtype, xp=np)
     _, labeled_R, unlabeled_weights = fixed

@@ -6,8 +6,8 @@ times sample weights, soft rows in EM, zero rows for unlabeled rows) -> the stor
 counts ``R.sum(0)`` -> ``maximize`` -> parameters -> ``log pi_k + discriminant(params, X)`` ->
 normalized per row into (log) posteriors, a row without a finite score refused by name.
 
-One rule picks where a pass runs: concrete NumPy rows of a story that declares
-:attr:`~genprob.story.Story.array_api` (and SciPy sparse rows, which only stories taking them
+One rule picks where a pass runs: concrete NumPy rows of a story with the capability
+``array_api`` (:mod:`genprob.capabilities`; and SciPy sparse rows, which only stories taking them
 receive) run the story's methods eagerly in NumPy; everything else runs the same methods inside
 ``jax.jit``, small dense inputs padded to a few bucket sizes so that new row counts reuse
 compiled code.
@@ -29,9 +29,10 @@ from genprob._arrays import (
     tree_map,
 )
 from genprob._lazy import LazyModule, is_jax_array, jax_context, jitted
-from genprob._limits import SizeLimitError, check_working_set, compact
+from genprob._limits import check_statistics_size, traced_once
 from genprob._validation import check_feature_width, describe, is_concrete
-from genprob.story import CLASS_PRIOR, Story, gram_form, keeps_rows, structure_key
+from genprob.capabilities import capability
+from genprob.story import CLASS_PRIOR, Story, gram_form
 
 __all__ = [
     "on_host",
@@ -72,7 +73,9 @@ _SMALLEST_BUCKET_ENTRIES = 1 << 10
 def on_host(story: Story, X) -> bool:
     """True when the pass over ``X`` runs eagerly in NumPy: SciPy sparse rows, or concrete
     NumPy rows of a story written against the array namespace of its inputs."""
-    return scipy.sparse.issparse(X) or (story.array_api and isinstance(X, np.ndarray))
+    return scipy.sparse.issparse(X) or (
+        capability(story, "array_api") and isinstance(X, np.ndarray)
+    )
 
 
 def padded_rows(num_rows: int, num_features: int | None = None) -> int:
@@ -146,143 +149,6 @@ def responsibilities(codes, num_classes: int, weights=None, dtype=np.float64) ->
     return R
 
 
-#: Arrays the size of its largest statistic that a closed-form fit holds at its peak (measured
-#: with tracemalloc for a full covariance: the scatter, its centred, snapped and symmetrized
-#: copies, the closed form and its factorization; 12 for LDA, 7 per class for QDA).
-FIT_COPIES = 12
-
-
-def _traced_once(cache: dict, trace, tree, *static):
-    """``trace(tree)`` (an abstract evaluation) once per pytree structure, leaf shapes and dtypes
-    and ``static`` values: new hyperparameter values and data do not trace again."""
-    leaves, structure = jax.tree_util.tree_flatten(tree)
-    key = (
-        structure,
-        tuple((np.shape(leaf), getattr(leaf, "dtype", type(leaf))) for leaf in leaves),
-        *static,
-    )
-    return _once(cache, key, trace, tree)
-
-
-def _once(cache: dict, key, compute, value):
-    """``cache[key]``, ``compute(value)`` the first time; computed every time for a key holding
-    unhashable settings."""
-    try:
-        known = key in cache
-    except TypeError:
-        return compute(value)
-    if not known:
-        cache[key] = compute(value)
-    return cache[key]
-
-
-_STATISTIC_SIZES: dict = {}
-_PROBED_SIZES: dict = {}
-#: Bytes of K x D x D entries up to which an ``array_api`` story's statistics (at most of that
-#: order, :attr:`~genprob.story.Story.array_api`) are measured on two NumPy rows, without JAX.
-PROBE_BYTES = 1 << 22
-
-
-def _largest_statistic(
-    story: Story, num_classes: int, num_features: int, dtype, num_rows=None
-) -> tuple:
-    """(bytes, name, shape) of the largest array of ``story``'s statistics of ``num_rows`` rows
-    (None: many). They do not depend on the number of rows, except statistics kept as rows
-    while there are few (:func:`~genprob.story.keeps_rows`): measured on that many rows
-    then, else on more rows than features. Computed in NumPy when they are surely small, else
-    traced abstractly (nothing allocated)."""
-    few = num_rows is not None and keeps_rows(num_rows, num_features)
-    rows = int(num_rows) if few else max(2, num_features)
-    if story.array_api and num_classes * num_features**2 * dtype.itemsize <= PROBE_BYTES:
-
-        def probe(story):
-            X = np.zeros((rows, num_features), dtype)
-            R = np.full((rows, num_classes), 0.5, dtype)
-            with np.errstate(all="ignore"):
-                return _largest(_named_leaves(story.sufficient_statistics(X, R)))
-
-        key = (structure_key(story), num_classes, num_features, dtype, rows)
-        with contextlib.suppress(ValueError, ArithmeticError):  # rows of zeros it refuses
-            return _once(_PROBED_SIZES, key, probe, story)
-    X = jax.ShapeDtypeStruct((rows, num_features), dtype)
-    R = jax.ShapeDtypeStruct((rows, num_classes), dtype)
-
-    def trace(story):
-        shapes = jax.eval_shape(lambda s, X, R: s.sufficient_statistics(X, R), story, X, R)
-        leaves = jax.tree_util.tree_flatten_with_path(shapes)[0]
-        return _largest((jax.tree_util.keystr(path), leaf) for path, leaf in leaves)
-
-    return _traced_once(_STATISTIC_SIZES, trace, story, num_classes, num_features, dtype, rows)
-
-
-def _named_leaves(tree, name: str = ""):
-    """``(keystr, leaf)`` of a tree of dicts, lists and tuples (JAX's key string)."""
-    if isinstance(tree, dict):
-        for key in sorted(tree):
-            yield from _named_leaves(tree[key], f"{name}[{key!r}]")
-    elif isinstance(tree, list | tuple):
-        for i, item in enumerate(tree):
-            yield from _named_leaves(item, f"{name}[{i}]")
-    elif tree is not None:
-        yield name, tree
-
-
-def _largest(named_leaves) -> tuple:
-    """(bytes, name, shape) of the largest of ``(name, array)`` pairs."""
-    sizes = [
-        (math.prod(np.shape(a)) * np.dtype(a.dtype).itemsize, name, np.shape(a))
-        for name, a in named_leaves
-    ]
-    size, name, shape = max(sizes, key=lambda entry: entry[0], default=(0, "", ()))
-    return size, name, tuple(int(d) for d in shape)
-
-
-def check_statistics_size(
-    story: Story, num_classes: int, num_features: int, dtype, num_rows=None
-) -> None:
-    """Refuse, before anything is allocated, a fit whose statistics (a full covariance's
-    D x D, K x D x D per class) exceed ``genprob._limits.MAX_ARRAY_BYTES``, or whose working set
-    (``FIT_COPIES`` arrays of that size) exceeds the machine's physical memory. With
-    ``num_rows``, statistics a story keeps as rows (:func:`~genprob.story.keeps_rows`: LDA on
-    fewer rows than features) are measured as the (n, D) rows they are.
-
-    Raises:
-        genprob._limits.SizeLimitError: naming the statistic, its shape, the limit and the way
-            out.
-    """
-    if not story.has_closed_form:
-        return  # no statistics: a gradient M-step's arrays are the parameters'
-
-    def check(size, name, shape):
-        check_working_set(
-            size,
-            FIT_COPIES,
-            what=f"the statistics of {type(story).__name__} on {compact(num_features)} features "
-            f"and {compact(num_classes)} classes",
-            sizes=f"{name}: {' x '.join(map(compact, shape))} x {np.dtype(dtype).itemsize} bytes",
-            advice="Fit fewer features (feature selection, PCA), or a story with smaller "
-            "statistics (for a full covariance, a diagonal one: GaussianNB, or "
-            "GaussianStory(covariance='diag')), or raise the limit on a machine with the memory.",
-        )
-
-    measured = _largest_statistic(
-        story, int(num_classes), int(num_features), np.dtype(dtype), num_rows
-    )
-    if num_rows is None or not keeps_rows(num_rows, num_features):
-        return check(*measured)
-    try:
-        return check(*measured)
-    except SizeLimitError:
-        # measured with traced settings, which cannot say whether the story keeps its rows:
-        # measured again with this story's own (only for a fit that would be refused)
-        X = jax.ShapeDtypeStruct((int(num_rows), int(num_features)), np.dtype(dtype))
-        R = jax.ShapeDtypeStruct((int(num_rows), int(num_classes)), np.dtype(dtype))
-        leaves = jax.tree_util.tree_flatten_with_path(
-            jax.eval_shape(story.sufficient_statistics, X, R)
-        )[0]
-        check(*_largest((jax.tree_util.keystr(path), leaf) for path, leaf in leaves))
-
-
 def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     """``{"class_counts": R.sum(0), "emission": story.sufficient_statistics(X, R)}``.
 
@@ -299,7 +165,7 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
         return _statistics(story, X, R)
     R = np.asarray(R)
     num_rows = X.shape[0]
-    step = _block_rows(X) if story.adds_over_rows else max(num_rows, 1)
+    step = _block_rows(X) if capability(story, "adds_over_rows") else max(num_rows, 1)
     emission = None
     # a combine written in jax.numpy keeps float64 blocks in float64
     x64 = contextlib.nullcontext()
@@ -348,7 +214,7 @@ def labeled_statistics(story: Story, X, codes, num_classes: int, weights=None) -
 def combine_statistics(story: Story, stats_a: dict, stats_b: dict) -> dict:
     """Statistics of two data chunks together: ``parameters(story, combine(s_a, s_b))`` is the
     fit on both, which incremental (``partial_fit``) and distributed fits rest on."""
-    if story.array_api and _all_host((stats_a, stats_b)):
+    if capability(story, "array_api") and _all_host((stats_a, stats_b)):
         return _host_tree(_combine(story, stats_a, stats_b))
     return _combined(story, stats_a, stats_b)
 
@@ -425,7 +291,7 @@ def emission_parameters(story: Story, emission_stats) -> dict:
     """The story's M-step: eagerly for host statistics of an ``array_api`` story (or a story
     whose M-step needs concrete values), else one compiled program, the same wherever
     parameters are derived from statistics, so that they agree bit for bit."""
-    if story.array_api and _all_host(emission_stats):
+    if capability(story, "array_api") and _all_host(emission_stats):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             return dict(story.maximize(emission_stats))
     try:
@@ -458,23 +324,23 @@ def _rows_of(compiled, story, params, X):
     return (np.asarray(values) if is_concrete(values) else values)[: X.shape[0]]
 
 
-def _check_width(emission, X) -> None:
-    """Shapes only: runs once per compilation, not per call."""
+def _check_width(event_shape, X) -> None:
+    """Shapes only: inside a compiled program it runs once per compilation, not per call."""
     if np.ndim(X) != 2:
         raise ValueError(f"X must be 2-D (n, D), got shape {np.shape(X)}.")
-    if emission.event_shape:
-        check_feature_width(X, emission.event_shape[-1])
+    if event_shape:
+        check_feature_width(X, event_shape[-1])
 
 
 @jitted
 def _joint(story: Story, params: dict, X):
-    _check_width(story.emission(params), X)
+    _check_width(story.emission(params).event_shape, X)
     return jnp.log(params[CLASS_PRIOR]) + story.log_density(params, X)
 
 
 @jitted
 def _scores(story: Story, params: dict, X):
-    _check_width(story.emission(params), X)  # the unused emission is not computed
+    _check_width(story.emission(params).event_shape, X)  # the unused emission is not computed
     return jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
 
 
@@ -486,7 +352,7 @@ def joint_log_prob(story: Story, params: dict, X, *, eager: bool = False):
     or not other rows of its batch miss entries)."""
     if scipy.sparse.issparse(X):
         emission = story.emission(params)
-        _check_width(emission, X)
+        _check_width(emission.event_shape, X)
         return np.log(np.asarray(params[CLASS_PRIOR])) + np.asarray(emission.log_prob(X))
     if eager and on_host(story, X) and type(story).log_density is not Story.log_density:
         params = _host_tree(params)
@@ -510,11 +376,7 @@ def check_host_width(story: Story, params: dict, X) -> None:
         jax.eval_shape(lambda s, p: shapes.append(s.emission(p).event_shape), *tree)
         return shapes[0]
 
-    event_shape = _traced_once(_EVENT_SHAPES, trace, (story, params))
-    if np.ndim(X) != 2:
-        raise ValueError(f"X must be 2-D (n, D), got shape {np.shape(X)}.")
-    if event_shape:
-        check_feature_width(X, event_shape[-1])
+    _check_width(traced_once(_EVENT_SHAPES, trace, (story, params)), X)
 
 
 def class_scores(story: Story, params: dict, X):

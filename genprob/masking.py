@@ -1,8 +1,8 @@
 """NaN entries of X read as missing values: the story wrapper that sums them out.
 
-:class:`Marginalized` wraps a story that declares how to leave entries out
-(:attr:`genprob.story.Story.supports_missing`) so that every generic path — scoring, the NumPyro
-model, closed-form statistics — reads NaN as "not observed". Fitting is in
+:class:`Marginalized` wraps a story that declares how to leave entries out (the capability
+``supports_missing``, :mod:`genprob.capabilities`) so that every generic path — scoring, the
+NumPyro model, closed-form statistics — reads NaN as "not observed". Fitting is in
 :mod:`genprob.missing`; the maths in docs/howto/missing.md.
 """
 
@@ -13,6 +13,7 @@ import scipy.sparse
 
 from genprob._lazy import LazyModule, is_jax_array, lazy_attribute
 from genprob._validation import is_concrete
+from genprob.capabilities import capability, has_closed_form
 from genprob.story import Story, why_not
 
 jax = LazyModule("jax")
@@ -52,7 +53,7 @@ class Marginalized(Story):
     change. Build it with :func:`marginalized`.
 
     Args:
-        story: a story with :attr:`Story.supports_missing`.
+        story: a story with the capability ``supports_missing``.
 
     Raises:
         ValueError: the story cannot leave out missing entries (its reason is given).
@@ -63,7 +64,7 @@ class Marginalized(Story):
     def __init__(self, story: Story):
         if isinstance(story, Marginalized):
             story = story.story
-        supported = story.supports_missing
+        supported = capability(story, "supports_missing")
         if not supported:
             default = (
                 f"{type(story).__name__} does not declare how to leave out missing entries "
@@ -87,8 +88,11 @@ class Marginalized(Story):
         return self.story.log_penalty(params, stats)
 
     @property
-    def adds_over_rows(self) -> bool:
-        return self.has_closed_form and self.story.adds_over_rows
+    def capabilities(self):
+        return {
+            "supports_missing": True,
+            "adds_over_rows": has_closed_form(self) and capability(self.story, "adds_over_rows"),
+        }
 
     # hooks -----------------------------------------------------------------------------------
     def check_parameters(self, params, class_names=None, feature_names=None):
@@ -109,10 +113,6 @@ class Marginalized(Story):
         filled, _ = fill_missing(jnp.asarray(X))
         self.story.validate(filled)
         return X
-
-    @property
-    def supports_missing(self) -> bool:
-        return True
 
     def observed_log_prob(self, params, X, observed):
         return self.story.observed_log_prob(params, X, observed)
@@ -153,8 +153,8 @@ def marginalized(story: Story) -> Marginalized:
     if isinstance(story, Marginalized):
         return story
     if (
-        story.has_closed_form
-        and not story.missing_needs_em
+        has_closed_form(story)
+        and not capability(story, "missing_needs_em")
         and type(story).observed_statistics is not Story.observed_statistics
     ):
         return ObservedClosedForm(story)

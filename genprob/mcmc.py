@@ -47,6 +47,7 @@ from genprob import core, execution
 from genprob._lazy import LazyModule
 from genprob._limits import check_count, check_posterior_size
 from genprob._validation import check_features
+from genprob.capabilities import capability, has_closed_form
 from genprob.em import (
     _latent_sites,
     _trace_prior,
@@ -133,7 +134,9 @@ CURVATURE_MAX_ENTRIES = 2000
 
 def _prepare(story: Story, X, y, num_classes):
     # NaN: missing, summed out by the model
-    X = check_features(X, keep_sparse=True, to_device=True, allow_nan=story.supports_missing)
+    X = check_features(
+        X, keep_sparse=True, to_device=True, allow_nan=capability(story, "supports_missing")
+    )
     if y is None:
         y = np.full(X.shape[0], -1)
     codes, num_classes = encode_partial_labels(y, num_classes=num_classes)
@@ -399,7 +402,7 @@ def start_values(story: Story, X, y, num_classes: int) -> dict:
     from genprob.em import fit_em
 
     codes = np.asarray(y)
-    if story.has_closed_form:
+    if has_closed_form(story):
         if np.all(codes >= 0):
             R = core.one_hot_responsibilities(jnp.asarray(codes), num_classes, dtype=X.dtype)
             return core.fit_closed_form(story, X, R)
@@ -434,7 +437,7 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
     from genprob.em import fit_em
 
     codes = np.asarray(codes)
-    if not story.has_closed_form or np.all(codes >= 0):
+    if not has_closed_form(story) or np.all(codes >= 0):
         return start, None
     prior_story = story if prior_story is None else prior_story
     sites = [CLASS_PRIOR, *_latent_sites(prior_story, num_classes, X.shape[1])]

@@ -57,6 +57,7 @@ from genprob._validation import (
     check_unlabeled_weight,
     class_codes,
 )
+from genprob.capabilities import has_closed_form
 from genprob.masking import reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story
 
@@ -472,7 +473,7 @@ def _validated_problem(
     Xj = jax.device_put(X)
     row_weights = jax.device_put(np.asarray(weights, dtype=Xj.dtype))
     codes = jax.device_put(y)
-    if penalized and penalty_stats is None and story.has_closed_form:
+    if penalized and penalty_stats is None and has_closed_form(story):
         R = core.one_hot_responsibilities(np.where(labeled, y, 0), num_classes, dtype=Xj.dtype)
         R = R * jnp.where(codes >= 0, row_weights, 0.0)[:, None]
         penalty_stats = core.sufficient_statistics(story, Xj, R)["emission"]

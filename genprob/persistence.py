@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from genprob._version import __version__
+from genprob.capabilities import has_closed_form
 from genprob.story import Story, qualified_name, story_class
 
 FORMAT_NAME = "genprob-model"
@@ -448,7 +449,7 @@ def _recomputed_params(estimator, stats) -> dict:
     from genprob._dtype import numpy_dtype, precision
 
     story = getattr(estimator, "story_", None)  # None: MixtureDiscriminantAnalysis
-    if story is None or not story.has_closed_form or not isinstance(stats, dict):
+    if story is None or not has_closed_form(story) or not isinstance(stats, dict):
         return {}
     if "emission" not in stats:
         return {}

@@ -37,11 +37,12 @@ from genprob import core
 from genprob._lazy import LazyModule
 from genprob._limits import check_count, check_posterior_size
 from genprob._validation import check_features
+from genprob.capabilities import has_exact_posterior
 from genprob.conjugate import ConjugateFactor, _numpy_rng, dirichlet
 from genprob.draws import flatten_draws, pointwise_log_likelihood, posterior_predict_proba
 from genprob.em import encode_partial_labels
 from genprob.masking import reads_nan_as_missing
-from genprob.story import CLASS_PRIOR, Story
+from genprob.story import CLASS_PRIOR, Story, nested_stories
 
 dist = LazyModule("numpyro.distributions")
 
@@ -70,7 +71,7 @@ def _no_exact_posterior_error(story: Story) -> ValueError:
     """The error naming the story (``story`` or one it holds, a mixed table's block) without
     a conjugate update."""
     lacking = story
-    while inner := [s for s in lacking.nested_stories() if not s.has_exact_posterior]:
+    while inner := [s for s in nested_stories(lacking) if not has_exact_posterior(s)]:
         lacking = inner[0]
     held = "" if lacking is story else f" (it holds a {type(lacking).__name__})"
     return ValueError(
@@ -91,11 +92,6 @@ def _unlabeled_rows_error(count: int) -> ValueError:
         f"mixture with no closed form, so there is no exact posterior. Use method='nuts' "
         f"(estimator.posterior(X, y, method='nuts') or genprob.fit_nuts)."
     )
-
-
-def has_exact_posterior(story: Story) -> bool:
-    """True when :func:`exact_posterior` supports the story (:attr:`Story.has_exact_posterior`)."""
-    return bool(story.has_exact_posterior)
 
 
 # -- the exact posterior -------------------------------------------------------------------------
@@ -204,7 +200,7 @@ def conjugate_story(story: Story) -> Story:
     """The story under its conjugate prior (``priors="conjugate"``): a family whose prior is
     conjugate under some settings only (``conjugate_prior``, the Gaussian's) gets its conjugate
     prior scaled to the data; a story whose prior is conjugate already is returned as is."""
-    if story.has_exact_posterior or not hasattr(story, "conjugate_prior"):
+    if has_exact_posterior(story) or not hasattr(story, "conjugate_prior"):
         return story
     return story.replace(conjugate_prior="data")
 

@@ -20,9 +20,10 @@ and, optionally, a closed form:
 
 Everything else (scoring, prediction, sampling, the NumPyro model, parameter counts) is generic
 and lives in :mod:`genprob.core`; a user-written story that only gives a prior and an emission
-still gets all of it. Family knowledge that generic code needs (ArviZ dimensions, an exact
-posterior, whether statistics add over rows, validation, the parameter count) comes from hooks on
-the story with generic defaults.
+still gets all of it. Family knowledge that generic code needs (ArviZ dimensions, validation,
+the parameter count) comes from hooks on the story with generic defaults; what the engine may do
+with it (run it in NumPy, add its statistics over chunks, leave missing entries out) is derived
+or read from one declaration, :attr:`Story.capabilities`, by :mod:`genprob.capabilities`.
 
 A story is an immutable value and a JAX pytree. Its attributes, set once in ``__init__``, are
 sorted into *traced* leaves (numeric hyperparameters: a new value reuses compiled code) and
@@ -39,6 +40,7 @@ import math
 import operator
 import typing
 import warnings
+from types import MappingProxyType
 
 import numpy as np
 
@@ -59,6 +61,7 @@ __all__ = [
     "align_components",
     "Unsupported",
     "why_not",
+    "nested_stories",
 ]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
@@ -125,10 +128,10 @@ def as_sample_sites(params):
 
 
 class Unsupported:
-    """A "no" from a capability hook (:attr:`Story.supports_missing`, :attr:`Story.adds_over_rows`)
-    that says why: falsy, and its reason goes into the error the user sees.
+    """A "no" in :attr:`Story.capabilities` (``supports_missing``, ``adds_over_rows``) that says
+    why: falsy, and its reason goes into the error the user sees.
 
-    ``return Unsupported("a missing count leaves the document length undefined")``
+    ``{"supports_missing": Unsupported("a missing count leaves the document length undefined")}``
     """
 
     __slots__ = ("reason",)
@@ -144,7 +147,7 @@ class Unsupported:
 
 
 def why_not(answer, default: str) -> str:
-    """The reason a capability hook gave with its "no", else ``default``."""
+    """The reason a capability gave with its "no", else ``default``."""
     return answer.reason if isinstance(answer, Unsupported) else default
 
 
@@ -287,16 +290,10 @@ class Story(metaclass=_StoryType):
     name = "story"
     #: a setting, not a hook: ``story.replace(class_concentration=...)`` changes it per story
     class_concentration: typing.Final = 1.0
-    #: True when :meth:`sufficient_statistics`, :meth:`discriminant` and the emission's
-    #: ``log_prob`` take a SciPy sparse matrix (n, D), computed on the host without densifying it.
-    accepts_scipy_sparse = False
-    #: True when :meth:`sufficient_statistics`, :meth:`maximize` and :meth:`discriminant` are
-    #: written against the array namespace of their inputs (``xp = genprob._arrays.namespace(X)``:
-    #: NumPy in, NumPy out; JAX or tracers in, JAX out). NumPy rows then run them eagerly in
-    #: NumPy, with no compilation and without importing JAX; otherwise they always run inside
-    #: ``jax.jit``. Such statistics hold at most of the order of K x D x D numbers: the fit-time
-    #: size check computes small ones for two NumPy rows instead of tracing them.
-    array_api = False
+    #: What the engine may do with the story beyond its hooks, one declaration for all of it
+    #: (``{"array_api": True, "supports_missing": True}``; a property where the answers depend
+    #: on settings): keys and defaults in :data:`genprob.capabilities.DEFAULTS`.
+    capabilities: typing.ClassVar = MappingProxyType({})
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -435,7 +432,7 @@ class Story(metaclass=_StoryType):
         return self.log_density(params, X)
 
     def log_density(self, params: dict, X):
-        """``log p(x_i | k)`` (n, K), exact: the emission's ``log_prob``. An :attr:`array_api`
+        """``log p(x_i | k)`` (n, K), exact: the emission's ``log_prob``. An ``array_api``
         story may compute it in the namespace of NumPy rows, which are then scored (and fitted
         by EM) without JAX."""
         return self.emission(params).log_prob(X[:, None, :])
@@ -468,42 +465,6 @@ class Story(metaclass=_StoryType):
         """
         return 0.0
 
-    @property
-    @typing.final
-    def has_closed_form(self) -> bool:
-        """True when the story overrides both :meth:`sufficient_statistics` and :meth:`maximize`
-        and every story nested in its attributes (a mixed table's blocks) has a closed form."""
-        cls = type(self)
-        return (
-            cls.sufficient_statistics is not Story.sufficient_statistics
-            and cls.maximize is not Story.maximize
-            and all(story.has_closed_form for story in self.nested_stories())
-        )
-
-    @typing.final
-    def nested_stories(self) -> list:
-        """The stories held in this story's attributes (directly, or in tuples and lists): a
-        mixed table's blocks, say. Not a hook: the story's layout decides."""
-        fields = vars(self)
-        nested = []
-        for key, kind in self._layout:
-            if kind is _HOLE and isinstance(fields[key], Story):
-                nested.append(fields[key])
-            elif kind is not None and kind is not _HOLE:
-                nested.extend(_stories_in(fields[key], kind, []))
-        return nested
-
-    @property
-    def smooth_likelihood(self) -> bool:
-        """True when the log-likelihood is differentiable in the parameters near its maximum.
-
-        Then the gradient vanishes at the maximizer and the maximizer is locally unique, so the
-        cross-check (:func:`genprob.crosscheck`) also judges parameter distances and gradient
-        norms; otherwise (a Laplace location, whose maximizer is any weighted median) it judges
-        the objective alone and reports the rest.
-        """
-        return True
-
     # -- optional hooks --------------------------------------------------------------------------
     def check_parameters(self, params: dict, class_names=None, feature_names=None) -> None:
         """Raise ``ValueError`` naming the problem when fitted parameters define no distribution.
@@ -533,23 +494,7 @@ class Story(metaclass=_StoryType):
         return X
 
     # -- missing feature values (NaN entries, marginalized; see genprob.missing) -------------------
-    @property
-    def supports_missing(self) -> bool:
-        """True when the story scores (and fits) rows by leaving out their missing entries.
-
-        A story opts in by returning True and, unless its emission is an ``Independent``
-        distribution (``.to_event(1)``), overriding :meth:`observed_log_prob`; a closed form also
-        needs :meth:`observed_statistics`. A story that cannot may say why with
-        :class:`Unsupported`.
-        """
-        return False
-
-    @property
-    def missing_needs_em(self) -> bool:
-        """True when :meth:`observed_statistics` depend on the current parameters (expected
-        statistics of the missing entries), so that a fit with missing entries iterates."""
-        return False
-
+    # a story opts in with the capability "supports_missing" (genprob.capabilities)
     def observed_log_prob(self, params: dict, X, observed):
         """``log p(x_obs | k)`` of the observed entries of every row, shape (n, K).
 
@@ -577,7 +522,7 @@ class Story(metaclass=_StoryType):
             X: features (n, D), missing entries filled with a value of the support.
             R: responsibilities (n, K).
             observed: boolean mask (n, D).
-            params: current parameters, for stories with :attr:`missing_needs_em` (expected
+            params: current parameters, for stories with ``missing_needs_em`` (expected
                 statistics of the missing entries); None for the first iteration.
         """
         raise NotImplementedError(
@@ -661,16 +606,6 @@ class Story(metaclass=_StoryType):
             return jnp.zeros(num_features), jnp.ones(num_features)
         return jnp.asarray(location), jnp.asarray(self.data_scale)
 
-    @property
-    def adds_over_rows(self) -> bool:
-        """True when statistics of data chunks combine into those of their union.
-
-        ``partial_fit``, streaming and distributed fits read this; the default is
-        :attr:`has_closed_form` (closed-form statistics are sums over rows). A story whose
-        statistics do not add up may say why with :class:`Unsupported`.
-        """
-        return self.has_closed_form
-
     def align_parameters(self, params: dict, reference: dict) -> dict:
         """``params`` relabeled to match ``reference`` where the likelihood cannot tell them apart.
 
@@ -709,23 +644,6 @@ class Story(metaclass=_StoryType):
         """
         return {}
 
-    @property
-    @typing.final
-    def has_exact_posterior(self) -> bool:
-        """True when :meth:`conjugate_factors` gives the exact posterior (conjugate prior), for
-        this story and every story nested in its attributes."""
-        return (
-            type(self).conjugate_factors is not Story.conjugate_factors
-            and self._has_conjugate_prior
-            and all(story.has_exact_posterior for story in self.nested_stories())
-        )
-
-    @property
-    def _has_conjugate_prior(self) -> bool:
-        """Whether this instance's prior is conjugate (a family whose prior is conjugate under
-        some settings only says which)."""
-        return True
-
     def conjugate_factors(self, stats: dict, offset: float) -> dict:
         """Exact posterior factors of the emission parameters from sufficient statistics.
 
@@ -755,6 +673,18 @@ class Story(metaclass=_StoryType):
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({fields})"
+
+
+def nested_stories(story: Story) -> list:
+    """The stories held in ``story``'s attributes (directly, or in tuples and lists): a mixed
+    table's blocks, say. Not a hook: the story's layout decides."""
+    fields, nested = vars(story), []
+    for key, kind in story._layout:
+        if kind is _HOLE and isinstance(fields[key], Story):
+            nested.append(fields[key])
+        elif kind is not None and kind is not _HOLE:
+            nested.extend(_stories_in(fields[key], kind, []))
+    return nested
 
 
 _PLAIN = (str, bool, int, type(None))

@@ -58,6 +58,7 @@ from genprob._validation import (
     unlabeled_mask,
     validate_params,
 )
+from genprob.capabilities import capability, has_closed_form
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
@@ -69,7 +70,6 @@ __all__ = [
     "ParquetSource",
     "parquet",
     "check_additive",
-    "adds_over_rows",
     "is_out_of_core",
     "fit",
     "fit_or_keep",
@@ -81,23 +81,19 @@ _PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 # -- which stories stream --------------------------------------------------------------------------
-def adds_over_rows(story) -> bool:
-    """Whether the story's statistics add over rows (its ``adds_over_rows``, else closed form)."""
-    return bool(getattr(story, "adds_over_rows", story.has_closed_form))
-
-
 def check_additive(story) -> None:
     """Raise ``ValueError`` naming the reason when ``story`` cannot be fitted chunk by chunk."""
     name = type(story).__name__
-    if not story.has_closed_form:
+    if not has_closed_form(story):
         raise ValueError(
             f"{name} has no closed form (no sufficient statistics): a streaming or distributed "
             f"fit adds statistics over chunks. Fit it in memory with fit(X, y)."
         )
-    if not adds_over_rows(story):
+    if not capability(story, "adds_over_rows"):
         raise ValueError(
-            f"{name}'s statistics do not add over rows (adds_over_rows is False), so chunks "
-            f"cannot be fitted separately and combined. Fit it in memory with fit(X, y)."
+            f"{name}'s statistics do not add over rows (its capability adds_over_rows is "
+            f"False), so chunks cannot be fitted separately and combined. Fit it in memory with "
+            f"fit(X, y)."
         )
 
 

@@ -30,9 +30,7 @@ class LaplaceNoClosedForm(Story):
 
     name = "laplace_no_closed_form"
 
-    @property
-    def smooth_likelihood(self):
-        return False  # |x - loc| has a kink at every data point
+    capabilities = {"smooth_likelihood": False}  # |x - loc| has a kink at every data point
 
     def prior(self, num_classes, num_features):
         return _loc_scale_prior(num_classes, num_features)

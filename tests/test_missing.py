@@ -343,12 +343,10 @@ def test_a_user_story_opts_in_with_an_independent_emission():
             scale = numpyro.sample("scale", dist.HalfNormal(5.0).expand(shape).to_event(2))
             return {"loc": loc, "scale": scale}
 
+        capabilities = {"supports_missing": True}
+
         def emission(self, params):
             return dist.Laplace(params["loc"], params["scale"]).to_event(1)
-
-        @property
-        def supports_missing(self):
-            return True
 
     rng = np.random.default_rng(9)
     params = {
@@ -479,9 +477,7 @@ def test_a_story_without_closed_form_fits_the_observed_data_likelihood():
     from tests._optim_stories import GaussianNoClosedForm
 
     class MaskableGaussian(GaussianNoClosedForm):
-        @property
-        def supports_missing(self):
-            return True
+        capabilities = {"supports_missing": True}
 
     X, y = _iris()
     Xm = _mcar(X, 0.15, 12)

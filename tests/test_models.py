@@ -84,9 +84,10 @@ def test_kde_naive_bayes_bandwidth_is_u_shaped():
     import jax
 
     import genprob
+    from genprob.capabilities import has_closed_form
 
     story = module.ParzenNaiveBayesStory(bandwidth=0.5)
-    assert story.has_closed_form
+    assert has_closed_form(story)
     X = np.array([[0.0, 1.0], [0.2, 0.8], [3.0, -1.0]])
     y = np.array([0, 0, 1])
     with jax.enable_x64(True):

@@ -10,6 +10,7 @@ import pytest
 from _scaling_cases import CASES, as_frame, assert_same_fit, make_data, make_estimator
 
 from genprob import streaming
+from genprob.capabilities import capability
 from genprob.estimators import GaussianNB, GenerativeClassifier
 from genprob.families.gaussian import GaussianStory
 from genprob.streaming import Chunks, parquet
@@ -132,7 +133,9 @@ def test_refit_starts_afresh():
 class NotAdditive(GaussianStory):
     """A closed form whose statistics (say, a weighted median) do not add over rows."""
 
-    adds_over_rows = False
+    @property
+    def capabilities(self):
+        return {**super().capabilities, "adds_over_rows": False}
 
 
 class CombineRaises(GaussianStory):
@@ -167,7 +170,7 @@ def test_non_additive_story_refuses_streaming(story, message):
     X, y, _ = make_data("gaussian_nb")
     with pytest.raises(ValueError, match=message):
         GenerativeClassifier(story=story).fit(Chunks(_chunks(X, y)))
-    assert not streaming.adds_over_rows(story) or message.startswith("weighted")
+    assert not capability(story, "adds_over_rows") or message.startswith("weighted")
 
 
 def test_ledoit_wolf_shrinkage_refuses_streaming():

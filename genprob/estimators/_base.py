@@ -44,6 +44,7 @@ from genprob._validation import (
     unlabeled_mask,
     validate_params,
 )
+from genprob.capabilities import capability, has_closed_form
 from genprob.estimators._criteria import CriteriaMixin, fit_with_chosen_weight
 from genprob.masking import has_missing, marginalized
 from genprob.persistence import register_estimator
@@ -293,7 +294,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         X = self._checked_features(X, fitting=True)
         story = self._make_story(np.where(np.isnan(X), 0, X))
         marginalized(story)  # refuses stories that cannot leave entries out, saying why
-        if not story.has_closed_form:
+        if not has_closed_form(story):
             return self._fit_missing_by_optimizer(story, X, codes, unlabeled, sample_weight)
         options = self._em_options()
         with precision(self._dtype):
@@ -450,9 +451,9 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     # -- incremental fitting ---------------------------------------------------------------------
     def _check_partial_fit_supported(self, story):
         """Raise ``ValueError`` when the story's statistics do not add up over chunks."""
-        if not story.has_closed_form:
+        if not has_closed_form(story):
             reason = f"{type(story).__name__} has no closed form (no sufficient statistics)"
-        elif not (adds := story.adds_over_rows):
+        elif not (adds := capability(story, "adds_over_rows")):
             reason = why_not(adds, f"the statistics of {story!r} do not add up over chunks")
         else:
             return
@@ -801,7 +802,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 xp=np,
             )
             R = np.asarray(result.responsibilities) * weights[:, None]
-            if story.has_closed_form:
+            if has_closed_form(story):
                 stats = execution.statistics(story, self._as_array(X), R.astype(Xj.dtype), pad=True)
             else:
                 stats = {"class_counts": R.sum(axis=0), "emission": None}
@@ -815,7 +816,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
         self._set_fitted_attributes(stats)
         self._check_parameters()
-        if story.has_closed_form:
+        if has_closed_form(story):
             self.stats_ = stats
         if not self.converged_ and self.n_iter_ >= options["max_iter"]:  # else EM said why
             warnings.warn(
@@ -1090,7 +1091,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             )
         class_prior, fit_prior = fitted._class_prior_argument()
         kwargs.setdefault("label", type(self).__name__)
-        if not fitted.story_.has_closed_form:  # check the fit made, against a restart
+        if not has_closed_form(fitted.story_):  # check the fit made, against a restart
             kwargs.setdefault("params", fitted.params_)
         return crosscheck(
             fitted.story_,

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from genprob._dtype import precision
 from genprob._limits import check_count, check_posterior_size
 from genprob.arviz_io import to_arviz
+from genprob.capabilities import has_exact_posterior
 from genprob.masking import has_missing, marginalized
 from genprob.mcmc import (
     _kernel_settings,
@@ -55,7 +56,7 @@ def fitted_exact_posterior(estimator, prior=None):
         raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
     story = conjugate_story(with_prior(estimator.story_, **(prior or {})))
     stats = getattr(estimator, "stats_", None)
-    if not story.has_exact_posterior or stats is None:
+    if not has_exact_posterior(story) or stats is None:
         raise _no_exact_posterior_error(story)
     return posterior_from_statistics(story, stats, int(estimator.n_features_in_))
 
@@ -141,7 +142,7 @@ def estimator_posterior(
         story = conjugate_story(story)
     if estimator._marginalizes and has_missing(X):
         story = marginalized(story)  # NaN entries are missing for the model and log-likelihoods
-    if method == "exact" and not story.has_exact_posterior:
+    if method == "exact" and not has_exact_posterior(story):
         raise _no_exact_posterior_error(story)
     num_classes = len(estimator.classes_)
     seed = int(check_random_state(random_state).randint(0, 2**31 - 1))

@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from genprob._dtype import numpy_dtype, precision
 from genprob._validation import NumberInterval
+from genprob.capabilities import has_closed_form
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.story import CLASS_PRIOR, Story
 
@@ -104,7 +105,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
 
     def _fit_labeled(self, story, X, codes, sample_weight):
         """Closed form when the story has one, else L-BFGS (:func:`genprob.fit_optimizer`)."""
-        if story.has_closed_form:
+        if has_closed_form(story):
             return super()._fit_labeled(story, X, codes, sample_weight)
         from genprob.optimize import fit_optimizer
 

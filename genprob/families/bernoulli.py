@@ -90,8 +90,7 @@ class BernoulliStory(Story):
     """
 
     name = "bernoulli"
-    accepts_scipy_sparse = True
-    array_api = True
+    capabilities = {"accepts_scipy_sparse": True, "array_api": True, "supports_missing": True}
 
     def __init__(self, alpha=1.0):
         self.alpha = check_alpha(alpha)
@@ -150,10 +149,6 @@ class BernoulliStory(Story):
             "(e.g. BernoulliNB(binarize=0.0))",
         )
         return X
-
-    @property
-    def supports_missing(self) -> bool:
-        return True
 
     def observed_log_prob(self, params, X, observed):
         """``sum_j o_ij (x_ij log p_kj + (1 - x_ij) log(1 - p_kj))``: two matrix products."""

@@ -209,6 +209,7 @@ class CategoricalStory(Story):
     """
 
     name = "categorical"
+    capabilities = {"supports_missing": True}
 
     def __init__(self, n_categories, alpha=1.0):
         self.n_categories = _check_n_categories(n_categories)
@@ -261,10 +262,6 @@ class CategoricalStory(Story):
             codes.T,
         )  # (D, M, K)
         return {"counts": R.sum(axis=0), "category_counts": jnp.transpose(per_feature, (2, 0, 1))}
-
-    @property
-    def supports_missing(self) -> bool:
-        return True
 
     def observed_log_prob(self, params, X, observed):
         log_probs = floor_log(params["probs"])  # (K, D, M)

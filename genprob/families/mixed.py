@@ -22,6 +22,7 @@ import numpy as np
 
 from genprob._lazy import LazyModule, lazy_attribute
 from genprob._validation import FeatureValueError
+from genprob.capabilities import capability
 from genprob.families._registry import Command, Family, families, load
 from genprob.families.categorical import CategoricalStory
 from genprob.families.gaussian import GaussianStory
@@ -180,12 +181,17 @@ class MixedStory(Story):
         }
 
     @property
-    def supports_missing(self):
-        return _every_block(self, "supports_missing", "leave out missing entries")
-
-    @property
-    def missing_needs_em(self) -> bool:
-        return any(story.missing_needs_em for _, story, _ in self.blocks)
+    def capabilities(self):
+        """Missing entries and chunks as every block allows; EM when a block's needs it."""
+        return {
+            "supports_missing": _every_block(self, "supports_missing", "leave out missing entries"),
+            "missing_needs_em": any(
+                capability(story, "missing_needs_em") for _, story, _ in self.blocks
+            ),
+            "adds_over_rows": _every_block(
+                self, "adds_over_rows", "add up its statistics over chunks"
+            ),
+        }
 
     def observed_log_prob(self, params, X, observed):
         total = 0.0
@@ -229,10 +235,6 @@ class MixedStory(Story):
             story.log_penalty(self.block_params(params, name), stats[name])
             for name, story, _ in self.blocks
         )
-
-    @property
-    def adds_over_rows(self):
-        return _every_block(self, "adds_over_rows", "add up its statistics over chunks")
 
     def conjugate_factors(self, stats, offset):
         factors = {}
@@ -358,11 +360,12 @@ FAMILY = Family(
 )
 
 
-def _every_block(story, capability: str, what: str):
-    """True when every block has ``capability``, else the first block's "no" with its reason."""
-    for name, block, _ in story.blocks:
-        answer = getattr(block, capability)
+def _every_block(story, name: str, what: str):
+    """True when every block has capability ``name``, else the first block's "no" with its
+    reason."""
+    for block_name, block, _ in story.blocks:
+        answer = capability(block, name)
         if not answer:
             default = f"{type(block).__name__} does not {what}"
-            return Unsupported(f"in block {name!r}, {why_not(answer, default)}")
+            return Unsupported(f"in block {block_name!r}, {why_not(answer, default)}")
     return True

@@ -128,8 +128,15 @@ class MultinomialStory(Story):
     """
 
     name = "multinomial"
-    accepts_scipy_sparse = True
-    array_api = True
+    capabilities = {
+        "accepts_scipy_sparse": True,
+        "array_api": True,
+        "supports_missing": Unsupported(
+            "a multinomial row is one document whose length is the sum of its counts; a missing "
+            "count leaves that length, and so the row's distribution, undefined (impute the "
+            "counts, or drop the rows)"
+        ),
+    }
 
     def __init__(self, alpha=1.0, total_count=None):
         self.alpha = check_alpha(alpha)
@@ -187,14 +194,6 @@ class MultinomialStory(Story):
         counts = stats["feature_counts"]
         alpha = np.asarray(self.alpha, counts.dtype) + offset
         return {"probs": DirichletMultinomialFactor("dirichlet", counts + alpha)}
-
-    @property
-    def supports_missing(self):
-        return Unsupported(
-            "a multinomial row is one document whose length is the sum of its counts; a missing "
-            "count leaves that length, and so the row's distribution, undefined (impute the "
-            "counts, or drop the rows)"
-        )
 
     def validate(self, X):
         check_non_negative_values(X, "non-negative counts for a multinomial story")

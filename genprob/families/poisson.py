@@ -56,6 +56,8 @@ class PoissonStory(Story):
     """
 
     name = "poisson"
+    # independent features: the default observed_log_prob masks them
+    capabilities = {"supports_missing": True}
 
     def __init__(self, alpha=1.0, beta=1.0):
         for label, value in (("alpha", alpha), ("beta", beta)):
@@ -106,10 +108,6 @@ class PoissonStory(Story):
             "non-negative integer counts for a Poisson story",
         )
         return X
-
-    @property
-    def supports_missing(self) -> bool:
-        return True  # independent features: the default observed_log_prob masks them
 
     def observed_statistics(self, X, R, observed, params=None):
         counts, feature_sums = observed_sums(X, R, observed)

@@ -54,6 +54,7 @@ class ClassMixtureStory(Story):
     """
 
     name = "class_mixtures"
+    capabilities = {"supports_missing": True}
 
     def __init__(
         self,
@@ -175,10 +176,6 @@ class ClassMixtureStory(Story):
         )
 
     # -- missing cells ---------------------------------------------------------------------------
-    @property
-    def supports_missing(self) -> bool:
-        return True
-
     def observed_log_prob(self, params, X, observed):
         """``log sum_g tau_kg N(x_o; mu_kg,o, Sigma_kg,oo)`` (n, K): each cell's marginal of
         the observed coordinates (the Gaussian story's, cells as its classes)."""

@@ -107,7 +107,6 @@ class GaussianStory(Story):
     """
 
     name = "gaussian"
-    array_api = True
     #: mclust's name of the structure when given (``structure=``), else None
     structure = None
     #: the conjugate prior's settings (class defaults: set on an instance only when given)
@@ -251,14 +250,23 @@ class GaussianStory(Story):
         return self.shrinkage == "auto"
 
     @property
-    def adds_over_rows(self):
-        """Moments combine over chunks, except Ledoit–Wolf's (``shrinkage="auto"``)."""
+    def capabilities(self):
+        """Moments combine over chunks, except Ledoit–Wolf's (``shrinkage="auto"``); with
+        rank_tol, a row with missing entries gets the full-rank marginal of its observed block
+        (refused by name at predict if that block is singular)."""
+        adds = True
         if self._auto_shrinkage:
-            return Unsupported(
+            adds = Unsupported(
                 "with shrinkage='auto' the Ledoit–Wolf statistics depend on each chunk's class "
                 "means and scales and do not add up over chunks (use a fixed shrinkage in [0, 1])"
             )
-        return True
+        return {
+            "array_api": True,
+            "adds_over_rows": adds,
+            "supports_missing": True,
+            "missing_needs_em": self.covariance_structure.full,
+            "exact_conjugate": self.conjugate_prior is not None,
+        }
 
     def parameter_dims(self, name, shape, num_classes, num_features):
         """``means`` (class, feature); covariance (feature, feature2), variances (feature),
@@ -444,10 +452,6 @@ class GaussianStory(Story):
         if self.covariance_prior_dof is not None:
             return float(self.covariance_prior_dof)
         return num_features + 2.0 if self.covariance_structure.full else 4.0
-
-    @property
-    def _has_conjugate_prior(self):
-        return self.conjugate_prior is not None
 
     def conjugate_factors(self, stats, offset):
         """The joint normal-inverse-Wishart posterior of means and spread (one factor keyed by
@@ -737,16 +741,6 @@ class GaussianStory(Story):
         return xp.sum(extra * factors["log_normalizer"] - 0.5 * trace)
 
     # -- missing entries (genprob.families.gaussian.missing) -------------------------------------
-    @property
-    def supports_missing(self) -> bool:
-        # with rank_tol, rows with missing entries get the full-rank marginal of their observed
-        # block (refused by name at predict if that block is singular)
-        return True
-
-    @property
-    def missing_needs_em(self) -> bool:
-        return self.covariance_structure.full
-
     def observed_log_prob(self, params, X, observed):
         return gaussian_missing.observed_log_prob(self, params, X, observed)
 
