@@ -42,6 +42,7 @@ import numpy as np
 
 from genprob import core, execution
 from genprob._arrays import tree_leaves, tree_map
+from genprob._labels import encode_partial_labels, unlabeled_mask
 from genprob._lazy import LazyModule, jitted
 from genprob._validation import (
     check_class_prior,
@@ -50,8 +51,6 @@ from genprob._validation import (
     check_sample_weight,
     check_unlabeled_weight,
     describe,
-    encode_partial_labels,
-    unlabeled_mask,
 )
 from genprob.execution import check_statistics_size, padded
 from genprob.story import CLASS_PRIOR, Story
