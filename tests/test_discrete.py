@@ -795,3 +795,21 @@ def test_poisson_rows_are_checked_once_by_the_story_naming_the_column(monkeypatc
     assert len(calls) == 2
     with pytest.raises(ValueError, match=r"column 'views': .*-2\.0 at row 1"):
         model.predict(frame)
+
+
+def test_checks_before_the_story_name_the_column_too():
+    """MultinomialNB's counts and CategoricalNB's codes are checked before their stories are
+    made from them; a fit on named columns names the column there too."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": [1.0, 2.0, 0.0, 3.0], "b": [1.0, -2.0, 0.0, 4.0]})
+    for make in (genprob.MultinomialNB, genprob.CategoricalNB):
+        name = make.__name__
+        with pytest.raises(
+            ValueError,
+            match=rf"^Negative values in data passed to {name} \(input X\)\. column 'b': "
+            r"expected non-negative .*-2\.0 at row 1, column 1 ",
+        ):
+            make().fit(frame, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"^column 'a': expected non-negative integer category"):
+        genprob.CategoricalNB().fit(frame.abs().assign(a=[0.5, 2.0, 0.0, 3.0]), [0, 1, 0, 1])

@@ -161,17 +161,21 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         """The names of ``X``'s columns in messages (None: their positions)."""
         return getattr(self, "feature_names_in_", None)
 
+    def _named(self, error):
+        """``error`` led by its column's name when it is a :class:`FeatureValueError` about a
+        column of a fit on named columns."""
+        names = self._column_names
+        if not isinstance(error, FeatureValueError) or names is None or error.feature is None:
+            return error
+        return FeatureValueError(f"column {str(names[error.feature])!r}: {error}", error.feature)
+
     def _validate_story(self, story: Story, X):
-        """``story.validate(X)``, the one family-specific check of the rows; a
-        :class:`FeatureValueError` names the column when ``X`` had names."""
+        """``story.validate(X)``, the one family-specific check of the rows, naming the column
+        (:meth:`_named`)."""
         try:
             story.validate(X)
         except FeatureValueError as error:
-            names = self._column_names
-            if names is None or error.feature is None:
-                raise
-            name = str(names[error.feature])
-            raise FeatureValueError(f"column {name!r}: {error}", error.feature) from None
+            raise self._named(error) from None
         return X
 
     def _class_prior_argument(self):

@@ -73,16 +73,6 @@ def _total(X) -> float:
     return float(X.data.sum() if scipy.sparse.issparse(X) else X.sum())
 
 
-def check_non_negative(X, estimator: str, expected: str) -> None:
-    """Raise scikit-learn's "Negative values in data passed to ..." error naming the entry."""
-    try:
-        check_non_negative_values(X, expected)
-    except ValueError as error:
-        raise ValueError(
-            f"Negative values in data passed to {estimator} (input X). {error}"
-        ) from None
-
-
 class _DiscreteNB(GenerativeClassifierBase):
     """Shared face: additive smoothing, class prior options, sparse input, class attributes."""
 
@@ -101,11 +91,24 @@ class _DiscreteNB(GenerativeClassifierBase):
         try:
             return super()._validate_story(story, X)
         except ValueError as error:
-            if not self._input_tags.get("positive_only") or not (stored_values(X) < 0).any():
-                raise
-            # scikit-learn's words first (its checks and user code match them)
-            message = f"Negative values in data passed to {type(self).__name__} (input X). {error}"
-            raise FeatureValueError(message, getattr(error, "feature", None)) from None
+            raise self._in_sklearn_words(error, X) from None
+
+    def _in_sklearn_words(self, error, X):
+        """``error`` led by scikit-learn's "Negative values in data passed to ..." when ``X``
+        holds negative values and the family takes none (its checks and user code match it)."""
+        if not self._input_tags.get("positive_only") or not (stored_values(X) < 0).any():
+            return error
+        message = f"Negative values in data passed to {type(self).__name__} (input X). {error}"
+        return FeatureValueError(message, getattr(error, "feature", None))
+
+    def _check_before_story(self, X, *checks):
+        """Checks of the values a story is made from (before it can check them itself)."""
+        try:
+            for check in checks:
+                check(X)
+        except ValueError as error:
+            raise self._in_sklearn_words(self._named(error), X) from None
+        return X
 
     #: scikit-learn input tags of the family's support (non-negative, integer codes)
     _input_tags: dict = {}
@@ -323,8 +326,9 @@ class MultinomialNB(_DiscreteNB):
 
     def _validate_X(self, X, *, fitting):
         # before the story, which is made from the counts' total
-        check_non_negative(X, "MultinomialNB", "non-negative counts")
-        return X
+        return self._check_before_story(
+            X, lambda X: check_non_negative_values(X, "non-negative counts")
+        )
 
     def _validate_story(self, story, X):
         if type(story) is MultinomialStory:
@@ -447,8 +451,11 @@ class CategoricalNB(_DiscreteNB):
                 "non-negative integer category codes for CategoricalNB (encode categories as "
                 "0..k-1, e.g. with OrdinalEncoder)"
             )
-            check_non_negative(X, "CategoricalNB", expected)
-            check_values(X, lambda v: v != np.round(v), expected)
+            return self._check_before_story(
+                X,
+                lambda X: check_non_negative_values(X, expected),
+                lambda X: check_values(X, lambda v: v != np.round(v), expected),
+            )
         return X
 
     def _n_categories(self, X) -> np.ndarray:
