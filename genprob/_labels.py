@@ -16,6 +16,7 @@ from genprob._validation import array_module, describe, is_concrete
 
 jnp = LazyModule("jax.numpy")
 
+
 # -- labels ---------------------------------------------------------------------------------------
 #: The label that marks unlabeled rows unless the caller names another (scikit-learn's convention).
 UNLABELED = -1
@@ -269,7 +270,7 @@ def class_codes(y, num_samples: int, num_classes=None, unlabeled_label=UNLABELED
     return codes, num_classes
 
 
-# -- the functional core: class codes and responsibilities -------------------------------
+# -- the functional core: class codes and responsibilities ----------------------------------------
 def check_class_codes(codes, num_classes: int, *, name: str = "y", unlabeled_label=UNLABELED):
     """Class codes must be integers in ``0..num_classes-1``, or the unlabeled marker (-1 unless
     ``unlabeled_label`` names another integer; None: every row is labeled)."""
