@@ -20,16 +20,13 @@ import numpy as np
 import scipy.sparse
 
 from genprob import execution
+from genprob._labels import UNLABELED, check_class_codes, check_responsibilities, core_label_codes
 from genprob._lazy import LazyModule, is_jax_array, jitted
 from genprob._limits import check_count, check_traced_size, check_working_set, compact
 from genprob._validation import (
-    UNLABELED,
     all_concrete,
-    check_class_codes,
     check_class_prior,
     check_features,
-    check_responsibilities,
-    core_label_codes,
     is_bcoo,
     is_concrete,
 )

@@ -44,8 +44,9 @@ import numpy as np
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob._labels import class_codes
 from genprob._lazy import LazyModule
-from genprob._validation import check_class_prior, check_features, check_sample_weight, class_codes
+from genprob._validation import check_class_prior, check_features, check_sample_weight
 from genprob.capabilities import capability, has_closed_form
 from genprob.story import CLASS_PRIOR, Story
 

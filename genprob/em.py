@@ -42,6 +42,7 @@ import numpy as np
 
 from genprob import core, execution
 from genprob._arrays import tree_leaves, tree_map
+from genprob._labels import encode_partial_labels, unlabeled_mask
 from genprob._lazy import LazyModule, jitted
 from genprob._limits import check_statistics_size
 from genprob._validation import (
@@ -51,8 +52,6 @@ from genprob._validation import (
     check_sample_weight,
     check_unlabeled_weight,
     describe,
-    encode_partial_labels,
-    unlabeled_mask,
 )
 from genprob.capabilities import capability, has_closed_form
 from genprob.execution import padded

@@ -50,13 +50,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from genprob import core, execution
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob._labels import class_codes
 from genprob._lazy import LazyModule
-from genprob._validation import (
-    check_features,
-    check_sample_weight,
-    check_unlabeled_weight,
-    class_codes,
-)
+from genprob._validation import check_features, check_sample_weight, check_unlabeled_weight
 from genprob.capabilities import has_closed_form
 from genprob.masking import reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story

@@ -50,14 +50,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision
+from genprob._labels import check_unlabeled_label, check_unlabeled_label_type, unlabeled_mask
 from genprob._lazy import LazyModule
-from genprob._validation import (
-    check_sample_weight,
-    check_unlabeled_label,
-    check_unlabeled_label_type,
-    unlabeled_mask,
-    validate_params,
-)
+from genprob._validation import check_sample_weight, validate_params
 from genprob.capabilities import capability, has_closed_form
 
 jax = LazyModule("jax")

@@ -219,8 +219,10 @@ def test_library_messages_name_flags_columns_and_classes(table, tmp_path, capsys
     assert cli.main(["fit", "bernoulli", path, *argv]) == 2
     _one_line_error(
         capsys.readouterr(),
-        "BernoulliNB with --param binarize=none; pass a threshold (--param binarize=0.0 maps",
-        "found 2.0 at row 0, column 'height' (23 such entries)",
+        "column 'height': expected binary features (0 or 1)",
+        "(BernoulliNB's --param binarize=0.0 maps every positive value to 1)",
+        "found 2.0 at row 0",
+        "(23 such entries)",
     )
     lonely = _write(table.iloc[:7], tmp_path, "lonely.csv")  # class b has a single row
     assert cli.main(["fit", "qda", lonely, *argv]) == 2
@@ -426,16 +428,17 @@ def test_story_option_errors(tmp_path, capsys, story, message):
             "no exact posterior. Use method='nuts' (genprob.fit_nuts) instead.",
             "no exact posterior. Use --method nuts (genprob.fit_nuts) instead.",
         ),
+        # the library names classes and columns itself: only the keyword arguments change
         (
-            "y has only 1 sample in class code 1 with var_smoothing=0.0; raise var_smoothing.",
+            "y has only 1 sample in class 'b' with var_smoothing=0.0; raise var_smoothing.",
             "y has only 1 sample in class 'b' with --param var_smoothing=0.0; raise --param "
             "var_smoothing.",
         ),
         (
-            "Input X contains NaN in column 1 (first at row 3); use unlabeled_weight=0.5",
-            "Input X contains NaN in column 'height' (first at row 3); use --unlabeled-weight 0.5",
+            "column 'height': NaN (first at row 3); use unlabeled_weight=0.5",
+            "column 'height': NaN (first at row 3); use --unlabeled-weight 0.5",
         ),
-        # quoted names, plain English words and positions beyond the table stay as they are
+        # quoted names, plain English words and positions stay as they are
         (
             "The 'var_smoothing' parameter of GaussianNB must be a float; solver column 7",
             "The 'var_smoothing' parameter of GaussianNB must be a float; solver column 7",
@@ -443,5 +446,5 @@ def test_story_option_errors(tmp_path, capsys, story, message):
     ],
 )
 def test_library_messages_in_the_command_lines_terms(message, expected):
-    terms = {"columns": ["width", "height"], "classes": ["a", "b"], "params": ["var_smoothing"]}
+    terms = {"params": ["var_smoothing"]}
     assert cli._cli_terms(message, terms) == expected

@@ -762,3 +762,54 @@ def test_count_and_binary_checks_pass_over_x_once(monkeypatch, sparse):
     )
     with pytest.raises(AssertionError, match="binary check ran"):
         genprob.GenerativeClassifier(BernoulliStory()).fit((dense != 0).astype(float), y)
+
+
+def test_poisson_rows_are_checked_once_by_the_story_naming_the_column(monkeypatch):
+    """PoissonNB's counts are checked by ``PoissonStory.validate`` alone, once per fit and per
+    prediction (issue 56: the estimator's copy is gone), in scikit-learn's words first, and a
+    fit on named columns names the column."""
+    import pandas as pd
+
+    from genprob.families.poisson import PoissonStory
+
+    frame = pd.DataFrame({"clicks": [1.0, 2.0, 0.0, 3.0], "views": [1.0, -2.0, 0.0, 4.0]})
+    expected = (
+        r"^Negative values in data passed to PoissonNB \(input X\)\. column 'views': expected "
+        r"non-negative integer counts for a Poisson story; found -2\.0 at row 1, column 1 "
+    )
+    with pytest.raises(ValueError, match=expected):
+        genprob.PoissonNB().fit(frame, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"^expected non-negative integer counts.*2\.5 at row 0"):
+        genprob.PoissonNB().fit(np.array([[2.5, 1.0], [1.0, 1.0]]), [0, 1])
+    calls = []
+    original = PoissonStory.validate
+
+    def counted(self, X):
+        calls.append(1)
+        return original(self, X)
+
+    monkeypatch.setattr(PoissonStory, "validate", counted)
+    model = genprob.PoissonNB().fit(frame.abs(), [0, 1, 0, 1])
+    assert len(calls) == 1
+    model.predict_proba(frame.abs())
+    assert len(calls) == 2
+    with pytest.raises(ValueError, match=r"column 'views': .*-2\.0 at row 1"):
+        model.predict(frame)
+
+
+def test_checks_before_the_story_name_the_column_too():
+    """MultinomialNB's counts and CategoricalNB's codes are checked before their stories are
+    made from them; a fit on named columns names the column there too."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": [1.0, 2.0, 0.0, 3.0], "b": [1.0, -2.0, 0.0, 4.0]})
+    for make in (genprob.MultinomialNB, genprob.CategoricalNB):
+        name = make.__name__
+        with pytest.raises(
+            ValueError,
+            match=rf"^Negative values in data passed to {name} \(input X\)\. column 'b': "
+            r"expected non-negative .*-2\.0 at row 1, column 1 ",
+        ):
+            make().fit(frame, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"^column 'a': expected non-negative integer category"):
+        genprob.CategoricalNB().fit(frame.abs().assign(a=[0.5, 2.0, 0.0, 3.0]), [0, 1, 0, 1])

@@ -273,3 +273,65 @@ def test_a_nan_row_among_overflowing_ones_is_refused_by_name(fitted, iris):
     rows[9, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         estimator.predict_proba(rows)
+
+
+# -- every exported estimator, on the issue-56 row (its mixtures included) ------------------------
+def _exported_estimators() -> dict:
+    """Every estimator class genprob exports, by name."""
+    return {
+        name: value
+        for name, value in vars(genprob).items()
+        if isinstance(value, type) and hasattr(value, "predict_proba") and hasattr(value, "fit")
+    }
+
+
+#: estimators whose rows' log-density overflows at 1e160 (squares, or a code no table holds):
+#: the row is refused; the others score it exactly (a shared spread's linear discriminant,
+#: counts' linear log-densities, binarized rows)
+REFUSE_1E160 = {
+    "CategoricalNB",
+    "GaussianNB",
+    "MixedNB",
+    "MixtureDiscriminantAnalysis",
+    "QuadraticDiscriminantAnalysis",
+}
+COUNTS = {"BernoulliNB", "CategoricalNB", "MultinomialNB", "PoissonNB"}
+
+
+def test_every_estimator_is_in_the_extreme_row_test():
+    assert len(_exported_estimators()) == 10, sorted(_exported_estimators())
+    assert REFUSE_1E160 | COUNTS <= set(_exported_estimators())
+
+
+@pytest.mark.parametrize("name", sorted(_exported_estimators()))
+def test_extreme_rows_are_refused_by_name_or_scored_exactly(name):
+    """``np.full((1, 4), 1e160)``: predict, predict_proba and score refuse the row naming it
+    (``row 0``) where its log-density is not finite under any class, and give finite posteriors
+    summing to 1 (and the class of largest posterior) elsewhere, mixtures within classes too."""
+    X, y = load_iris()
+    make = _exported_estimators()[name]
+    estimator = {
+        "MixtureDiscriminantAnalysis": lambda: make("VVV", n_components=1),
+        "GenerativeClassifier": lambda: make(genprob.GaussianStory(shared=False)),
+        "MixedNB": lambda: make(families=dict.fromkeys(range(4), "gaussian")),
+    }.get(name, make)()
+    if name in COUNTS:
+        X = np.round(X)
+    estimator.fit(X, y)
+    row = np.full((1, 4), 1e160)
+    refuses = name in REFUSE_1E160 or name == "GenerativeClassifier"  # per-class spreads
+    calls = {
+        "predict": lambda: estimator.predict(row),
+        "predict_proba": lambda: estimator.predict_proba(row),
+        "score": lambda: estimator.score(row, y[:1]),
+    }
+    for method, call in calls.items():
+        if refuses:
+            with pytest.raises(ValueError, match=r"\brows? 0\b") as info:
+                call()
+            assert "1e+160" in str(info.value), (method, str(info.value))
+            continue
+        proba = estimator.predict_proba(row)
+        assert np.all(np.isfinite(proba)) and np.isclose(proba.sum(), 1.0), proba
+        assert estimator.predict(row)[0] == estimator.classes_[np.argmax(proba[0])]
+        assert estimator.score(row, y[:1]) in (0.0, 1.0)

@@ -21,10 +21,12 @@ that registers its arguments and its handler, so new commands are added the same
 
 ``fit DATA --story MODULE:CLASS`` (and ``compare``, ``predict``) imports a story class of the
 user's own module, only when named. ``fit`` and ``compare`` fit a built-in story with its
-scikit-learn-style estimator, whose hyperparameters ``--param NAME=VALUE`` sets. Messages name
-flags, columns and classes (:func:`_cli_terms`). ``fit``, ``compare`` and ``check`` take
-``--features COL,...`` / ``--drop COL,...`` (which columns are features) and ``--sep CHAR`` (a
-CSV's separator; ``predict`` takes it too). ``python -m genprob`` runs this command line.
+scikit-learn-style estimator, whose hyperparameters ``--param NAME=VALUE`` sets. The library's
+messages name columns and classes by their names (the estimators are fitted on the table's
+columns); :func:`_cli_terms` names the flags of its keyword arguments. ``fit``, ``compare``
+and ``check`` take ``--features COL,...`` / ``--drop COL,...`` (which columns are features) and
+``--sep CHAR`` (a CSV's separator; ``predict`` takes it too). ``python -m genprob`` runs this
+command line.
 
 Exit codes: 0 success, 1 a check failed (``genprob check``), 2 a usage or input error: a missing
 or unreadable file, an unknown story, a bad column, a corrupt model file... (reported on one line
@@ -743,13 +745,9 @@ def _fit_features(args):
     features = _check_features(features, args.data, text_allowed=text_allowed, missing=args.missing)
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
-    args.terms = {"columns": [str(c) for c in features.columns]}
-    known = y[~unlabeled]
-    args.terms["classes"] = sorted(set(known.tolist()), key=lambda v: (str(type(v)), v))
     estimator = _make_estimator(name, features, args, user_story)
-    args.terms["params"] = [
-        k for k, v in estimator.get_params(deep=False).items() if _settable(k, v)
-    ]
+    params = estimator.get_params(deep=False)
+    args.terms = {"params": [k for k, v in params.items() if _settable(k, v)]}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         try:
@@ -758,7 +756,6 @@ def _fit_features(args):
             raise UserError(_param_message(estimator, error, args.terms)) from None
     # after the fit, which checked every column (a Parquet list column has no distinct count)
     _column_warnings(features, args.command)
-    args.terms["classes"] = list(estimator.classes_)
     for warning in caught:
         if issubclass(warning.category, ConvergenceWarning):
             text = _cli_terms(" ".join(str(warning.message).split()), args.terms)
@@ -923,15 +920,12 @@ _FLAGS = {
     "sampler": "--sampler",
 }
 _ASSIGNMENT = re.compile(r"(?<![\w.-])([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s,;:)]+)")
-_CODE = re.compile(r"\b(column|class code) (\d+)\b")
 
 
 def _cli_terms(message: str, terms) -> str:
     """``message`` in the command line's terms: keyword arguments as the flags that set them
-    (``max_iter=5`` -> ``--max-iter 5``, ``reg_param=0.1`` -> ``--param reg_param=0.1``),
-    column and class positions as the table's names (``column 0`` -> ``column 'width'``,
-    ``class code 1`` -> ``class 'b'``). ``terms``: the ``columns``, ``classes`` and estimator
-    ``params`` known so far (any may be missing)."""
+    (``max_iter=5`` -> ``--max-iter 5``, ``reg_param=0.1`` -> ``--param reg_param=0.1``).
+    ``terms``: the estimator ``params`` known so far (may be missing)."""
     terms = terms or {}
     params = set(terms.get("params", ()))
 
@@ -944,17 +938,9 @@ def _cli_terms(message: str, terms) -> str:
             return f"--param {name}={value}"
         return match.group(0)
 
-    def position(match):
-        kind, index = match.group(1), int(match.group(2))
-        names = terms.get("columns" if kind == "column" else "classes")
-        if names is None or index >= len(names):
-            return match.group(0)
-        return f"{'column' if kind == 'column' else 'class'} {str(names[index])!r}"
-
     # compare always starts the chains at the fit: no setting to name
     message = re.sub(r" \(init='mle'[^)]*\)", "", message)
     message = _ASSIGNMENT.sub(assignment, message)
-    message = _CODE.sub(position, message)
     # "solver" or "method" may be plain English; "num_samples" or "reg_param" are not
     bare = [(n, flag) for n, flag in _FLAGS.items() if "_" in n]
     bare += [(p, f"--param {p}") for p in params if "_" in p]
@@ -1364,12 +1350,8 @@ def _run_predict(args) -> int:
     if args.out:
         _check_out_file(args.out)
     model = _load_model(args.model, args.story_ref)
-    names = getattr(model, "feature_names_in_", None)
-    args.terms = {
-        "columns": None if names is None else [str(n) for n in names],
-        "classes": list(model.classes_),
-        "params": [k for k, v in model.get_params(deep=False).items() if _settable(k, v)],
-    }
+    params = model.get_params(deep=False)
+    args.terms = {"params": [k for k, v in params.items() if _settable(k, v)]}
     frame = _read_table(args.data, sep=_separator(args))
     if args.missing is not None:
         _predict_missing(model, args.missing)

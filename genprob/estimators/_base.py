@@ -20,11 +20,21 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from genprob import core, execution
-from genprob._arrays import encode_labels, is_integer_labels, placed, sparse_as_float, tree_map
+from genprob._arrays import encode_labels, is_integer_labels, placed, tree_map
 from genprob._dtype import numpy_dtype, precision, resolve_dtype
+from genprob._labels import (
+    check_classes,
+    check_known_labels,
+    check_num_classes,
+    check_partial_fit_classes,
+    check_unlabeled_label,
+    check_unlabeled_label_type,
+    encode_partial_labels,
+    unlabeled_mask,
+)
 from genprob._lazy import LazyModule, is_jax_array
 from genprob._limits import check_count
 from genprob._validation import (
@@ -32,16 +42,8 @@ from genprob._validation import (
     MISSING_PARAMETER_CONSTRAINTS,
     FeatureValueError,
     check_class_prior,
-    check_classes,
-    check_known_labels,
-    check_num_classes,
-    check_partial_fit_classes,
-    check_real_numbers,
+    check_rows,
     check_sample_weight,
-    check_unlabeled_label,
-    check_unlabeled_label_type,
-    encode_partial_labels,
-    unlabeled_mask,
     validate_params,
 )
 from genprob.capabilities import capability, has_closed_form
@@ -96,12 +98,6 @@ _EM_ATTRIBUTES = (
 _PARTIAL_FIT_STATE = ("stats_", "_pending_reason", "_missing_fit")
 
 
-def _real_features(X):
-    """``X`` for ``validate_data``: text and complex arrays refused by name (scikit-learn's
-    cast would read them), integer sparse values as floats."""
-    return sparse_as_float(check_real_numbers(X, "X"))
-
-
 def jax_key(random_state) -> jax.Array:
     """A JAX PRNG key from anything ``sklearn.utils.check_random_state`` accepts."""
     seed = check_random_state(random_state).randint(0, 2**31 - 1)
@@ -119,7 +115,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     """Base class: fit by closed form from one-hot responsibilities, predict by Bayes' rule.
 
     Subclasses implement :meth:`_make_story` (the story for the current hyperparameters and data)
-    and may override :meth:`_validate_X` (extra checks or conversions of the features),
+    and may override :meth:`_validate_X` (the estimator's conversions of the features),
     :meth:`_class_prior_argument` (a fixed class prior) and :meth:`_set_fitted_attributes`
     (scikit-learn's attribute names derived from ``params_``).
 
@@ -138,7 +134,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         super().__init_subclass__(**kwargs)
         register_estimator(cls)  # loadable by qualified name (genprob.load)
 
-    #: Keyword arguments for ``validate_data``; subclasses may allow sparse input, etc.
+    #: Keyword arguments for ``validate_data`` (:func:`~genprob._validation.check_rows`), such
+    #: as sparse input.
     _validate_kwargs: dict = {}
     #: scikit-learn's constraints on the constructor parameters, checked when fitting;
     #: subclasses add their own to these EM controls.
@@ -156,24 +153,30 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         raise NotImplementedError
 
     def _validate_X(self, X, *, fitting: bool):
-        """Checks or conversions of the features; at predict, the fitted story's own check
-        (:meth:`Story.validate`: e.g. a category code the story does not know), on the host.
-        Fitting checks ``X`` against the story once it is made (:meth:`_validate_story`)."""
-        if not fitting:
-            self._validate_story(self.story_, X)
+        """The estimator's conversions of checked rows (binarizing, say); the values are the
+        story's to check (:meth:`_validate_story`)."""
         return X
 
+    @property
+    def _column_names(self):
+        """The names of ``X``'s columns in messages (None: their positions)."""
+        return getattr(self, "feature_names_in_", None)
+
+    def _named(self, error):
+        """``error`` led by its column's name when it is a :class:`FeatureValueError` about a
+        column of a fit on named columns."""
+        names = self._column_names
+        if not isinstance(error, FeatureValueError) or names is None or error.feature is None:
+            return error
+        return FeatureValueError(f"column {str(names[error.feature])!r}: {error}", error.feature)
+
     def _validate_story(self, story: Story, X):
-        """``story.validate(X)``; a :class:`FeatureValueError` names the column when ``X`` had
-        names (``feature_names_in_``)."""
+        """``story.validate(X)``, the one family-specific check of the rows, naming the column
+        (:meth:`_named`)."""
         try:
             story.validate(X)
         except FeatureValueError as error:
-            names = getattr(self, "feature_names_in_", None)
-            if names is None or error.feature is None:
-                raise
-            name = str(names[error.feature])
-            raise FeatureValueError(f"column {name!r}: {error}", error.feature) from None
+            raise self._named(error) from None
         return X
 
     def _class_prior_argument(self):
@@ -249,22 +252,27 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     def _marginalizes(self) -> bool:
         return getattr(self, "missing", "error") == "marginalize"
 
-    @property
-    def _data_kwargs(self) -> dict:
-        """``validate_data`` keywords: the estimator's, letting NaN through when marginalizing."""
-        kwargs = dict(self._validate_kwargs)
-        if self._marginalizes:
-            kwargs["ensure_all_finite"] = "allow-nan"
-        return kwargs
+    def _rows(self, X, y="no_validation", *, reset: bool = False):
+        """The one row check of every public entry (:func:`~genprob._validation.check_rows`),
+        NaN let through when it marks missing entries."""
+        return check_rows(
+            self, X, y, reset=reset, allow_nan=self._marginalizes, **self._validate_kwargs
+        )
 
     def _checked_features(self, X, *, fitting: bool):
-        """:meth:`_validate_X` on the observed entries; NaN entries stay NaN (dense)."""
+        """:meth:`_validate_X` on the observed entries, and at predict the fitted story's check;
+        NaN entries stay NaN (dense)."""
+
+        def checked(X):
+            X = self._validate_X(X, fitting=fitting)
+            return X if fitting else self._validate_story(self.story_, X)
+
         if not (self._marginalizes and has_missing(X)):
-            return self._validate_X(X, fitting=fitting)
+            return checked(X)
         if scipy.sparse.issparse(X):
             X = X.toarray()
         missing = np.isnan(X)
-        X = np.array(self._validate_X(np.where(missing, 0, X).astype(X.dtype), fitting=fitting))
+        X = np.array(checked(np.where(missing, 0, X).astype(X.dtype)))
         X = X.astype(np.result_type(X.dtype, np.float32))
         X[missing] = np.nan
         return X
@@ -343,14 +351,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 f"more data first."
             )
         check_is_fitted(self, "params_")
-        X = validate_data(
-            self,
-            _real_features(X),
-            reset=False,
-            dtype=[np.float64, np.float32],
-            **self._data_kwargs,
-        )
-        return self._checked_features(X, fitting=False)
+        return self._checked_features(self._rows(X), fitting=False)
 
     # -- fitting ---------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -384,9 +385,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             return distributed.fit(self, X, y, sample_weight=sample_weight, classes=classes)
         if _out_of_core(X):
             return _fit_out_of_core(self, X, y, sample_weight=sample_weight, classes=classes)
-        X, y = validate_data(
-            self, _real_features(X), y, dtype=[np.float64, np.float32], **self._data_kwargs
-        )
+        X, y = self._rows(X, y, reset=True)
         return self._fit_rows(X, y, sample_weight, classes)
 
     def _fit_rows(self, X, y, sample_weight, classes):
@@ -528,14 +527,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             check_num_classes(new_classes, self._min_classes)
         elif classes is not None:
             check_partial_fit_classes(classes, self.classes_, self._unlabeled_label)
-        X, y = validate_data(
-            self,
-            _real_features(X),
-            y,
-            reset=first,
-            dtype=[np.float64, np.float32],
-            **self._data_kwargs,
-        )
+        X, y = self._rows(X, y, reset=first)
         if has_missing(X) or getattr(self, "_missing_fit", False):
             raise ValueError(
                 "partial_fit does not take missing entries (NaN) yet, nor continue a fit that "

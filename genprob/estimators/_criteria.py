@@ -20,7 +20,7 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 from sklearn.utils import check_random_state
 
-from genprob._validation import UNLABELED, check_unlabeled_label, unlabeled_mask
+from genprob._labels import UNLABELED, check_unlabeled_label, unlabeled_mask
 
 __all__ = [
     "AUTO_WEIGHT_GRID",

@@ -33,9 +33,9 @@ from sklearn.utils._param_validation import Interval
 from genprob._arrays import without_duplicates
 from genprob._dtype import numpy_dtype
 from genprob._lazy import LazyModule
-from genprob._validation import check_alpha
+from genprob._validation import FeatureValueError, check_alpha
 from genprob.estimators._base import GenerativeClassifierBase
-from genprob.families._discrete import check_non_negative_values, check_values
+from genprob.families._discrete import check_non_negative_values, check_values, stored_values
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.categorical import CategoricalStory, check_table_size
 from genprob.families.multinomial import MultinomialStory
@@ -73,25 +73,12 @@ def _total(X) -> float:
     return float(X.data.sum() if scipy.sparse.issparse(X) else X.sum())
 
 
-def check_non_negative(X, estimator: str, expected: str) -> None:
-    """Raise scikit-learn's "Negative values in data passed to ..." error naming the entry."""
-    try:
-        check_non_negative_values(X, expected)
-    except ValueError as error:
-        raise ValueError(
-            f"Negative values in data passed to {estimator} (input X). {error}"
-        ) from None
-
-
 class _DiscreteNB(GenerativeClassifierBase):
     """Shared face: additive smoothing, class prior options, sparse input, class attributes."""
 
     _accepts_sparse = False
     _alpha_per_feature = True
     _prior_parameter = "class_prior"
-    #: The story class whose own check of X the estimator's ``_validate_X`` covers: a fit skips
-    #: it (one pass over the values fewer); other stories keep their check.
-    _story_checked_by_validate_X: type | None = None
     _parameter_constraints = {
         **GenerativeClassifierBase._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="left"), "array-like"],
@@ -101,9 +88,27 @@ class _DiscreteNB(GenerativeClassifierBase):
     }
 
     def _validate_story(self, story, X):
-        if type(story) is self._story_checked_by_validate_X:
-            return X
-        return super()._validate_story(story, X)
+        try:
+            return super()._validate_story(story, X)
+        except ValueError as error:
+            raise self._in_sklearn_words(error, X) from None
+
+    def _in_sklearn_words(self, error, X):
+        """``error`` led by scikit-learn's "Negative values in data passed to ..." when ``X``
+        holds negative values and the family takes none (its checks and user code match it)."""
+        if not self._input_tags.get("positive_only") or not (stored_values(X) < 0).any():
+            return error
+        message = f"Negative values in data passed to {type(self).__name__} (input X). {error}"
+        return FeatureValueError(message, getattr(error, "feature", None))
+
+    def _check_before_story(self, X, *checks):
+        """Checks of the values a story is made from (before it can check them itself)."""
+        try:
+            for check in checks:
+                check(X)
+        except ValueError as error:
+            raise self._in_sklearn_words(self._named(error), X) from None
+        return X
 
     #: scikit-learn input tags of the family's support (non-negative, integer codes)
     _input_tags: dict = {}
@@ -183,8 +188,6 @@ class BernoulliNB(_DiscreteNB):
     """
 
     _accepts_sparse = True
-    # rows binarized by _validate_X, or refused there unless binary
-    _story_checked_by_validate_X = BernoulliStory
 
     _parameter_constraints = {
         **_DiscreteNB._parameter_constraints,
@@ -226,13 +229,7 @@ class BernoulliNB(_DiscreteNB):
         if scipy.sparse.issparse(X):
             X = without_duplicates(X)  # a value stored twice is binary only once summed
         if self.binarize is None:
-            check_values(
-                X,
-                lambda v: (v != 0) & (v != 1),
-                "binary features (0 or 1) for BernoulliNB with binarize=None; pass a threshold "
-                "(binarize=0.0 maps every positive value to 1)",
-            )
-            return X
+            return X  # the story refuses values other than 0 and 1
         threshold = float(self.binarize)
         if scipy.sparse.issparse(X) and X.format in ("csr", "csc"):
             # new values on the caller's indices (never changed in place); the zeros stay
@@ -248,6 +245,11 @@ class BernoulliNB(_DiscreteNB):
 
     def _make_story(self, X):
         return BernoulliStory(alpha=self._checked_alpha(X.shape[1]))
+
+    def _validate_story(self, story, X):
+        if self.binarize is not None and type(story) is BernoulliStory:
+            return X  # binarized rows: no pass over the values
+        return super()._validate_story(story, X)
 
     def _set_fitted_attributes(self, stats):
         super()._set_fitted_attributes(stats)
@@ -292,7 +294,6 @@ class MultinomialNB(_DiscreteNB):
     _accepts_sparse = True
     _input_tags = {"positive_only": True}
     # its own count check is the story's, in scikit-learn's words
-    _story_checked_by_validate_X = MultinomialStory
 
     def __init__(
         self,
@@ -324,8 +325,15 @@ class MultinomialNB(_DiscreteNB):
         self.unlabeled_label = unlabeled_label
 
     def _validate_X(self, X, *, fitting):
-        check_non_negative(X, "MultinomialNB", "non-negative counts")
-        return X
+        # before the story, which is made from the counts' total
+        return self._check_before_story(
+            X, lambda X: check_non_negative_values(X, "non-negative counts")
+        )
+
+    def _validate_story(self, story, X):
+        if type(story) is MultinomialStory:
+            return X  # its check is _validate_X's
+        return super()._validate_story(story, X)
 
     def _make_story(self, X):
         self._rows_seen, self._length_seen = X.shape[0], _total(X)
@@ -438,23 +446,17 @@ class CategoricalNB(_DiscreteNB):
         self.unlabeled_label = unlabeled_label
 
     def _validate_X(self, X, *, fitting):
-        if fitting:
+        if fitting:  # the story is made from the codes (at predict the fitted one checks them)
             expected = (
                 "non-negative integer category codes for CategoricalNB (encode categories as "
                 "0..k-1, e.g. with OrdinalEncoder)"
             )
-            check_non_negative(X, "CategoricalNB", expected)
-            check_values(X, lambda v: v != np.round(v), expected)
-            return X
-        try:
-            return super()._validate_X(X, fitting=False)  # the fitted story's codes
-        except ValueError as error:
-            if not np.any(np.asarray(X) < 0):
-                raise
-            # scikit-learn's words first, as at fit (user code may match them)
-            raise ValueError(
-                f"Negative values in data passed to CategoricalNB (input X). {error}"
-            ) from None
+            return self._check_before_story(
+                X,
+                lambda X: check_non_negative_values(X, expected),
+                lambda X: check_values(X, lambda v: v != np.round(v), expected),
+            )
+        return X
 
     def _n_categories(self, X) -> np.ndarray:
         check_table_size(X.max(axis=0) + 1.0)  # before the int cast: a code of 1e300 would wrap
@@ -578,11 +580,6 @@ class PoissonNB(_DiscreteNB):
         self.dtype = dtype
         self.missing = missing
         self.unlabeled_label = unlabeled_label
-
-    def _validate_X(self, X, *, fitting):
-        check_non_negative(X, "PoissonNB", "non-negative integer counts")
-        check_values(X, lambda v: v != np.round(v), "non-negative integer counts for PoissonNB")
-        return X
 
     def _make_story(self, X):
         return PoissonStory(alpha=self.alpha, beta=self.beta)

@@ -20,20 +20,22 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from genprob._arrays import encode_labels, is_integer_labels
+from genprob._labels import (
+    check_known_labels,
+    check_num_classes,
+    check_partial_fit_classes,
+    check_unlabeled_label,
+    unlabeled_mask,
+)
 from genprob._validation import (
     EM_PARAMETER_CONSTRAINTS,
     MISSING_PARAMETER_CONSTRAINTS,
     NumberInterval,
-    check_known_labels,
-    check_num_classes,
-    check_partial_fit_classes,
-    check_real_numbers,
+    check_rows,
     check_sample_weight,
-    check_unlabeled_label,
-    unlabeled_mask,
 )
 from genprob.estimators._criteria import CriteriaMixin
 from genprob.execution import refuse_unscored
@@ -197,7 +199,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         return tuple(sorted({int(g) for g in value}))
 
     # -- data ------------------------------------------------------------------------------------
-    def _features(self, X, *, reset: bool, y=None):
+    def _features(self, X, *, reset: bool, y="no_validation"):
         """Checked features (and labels when fitting: ``reset``)."""
         if is_dask_collection(X):
             raise TypeError(
@@ -205,11 +207,8 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
                 "Dask collection first (fit takes Dask collections for one structure with "
                 "n_components=1)."
             )
-        nan = "allow-nan" if self.missing == "marginalize" else True
-        X = check_real_numbers(X, "X")
-        if not reset:
-            return validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=nan)
-        return validate_data(self, X, y, dtype=np.float64, ensure_all_finite=nan)
+        nan = self.missing == "marginalize"
+        return check_rows(self, X, y, reset=reset, allow_nan=nan, dtype=np.float64)
 
     @staticmethod
     def _observed(X):
@@ -566,9 +565,8 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             check_num_classes(new_classes, 2)
         elif classes is not None:
             check_partial_fit_classes(classes, self.classes_, marker)
-        X = check_real_numbers(X, "X")
-        X, y = validate_data(self, X, y, reset=first, dtype=np.float64, ensure_all_finite=False)
-        if not np.all(np.isfinite(X)):
+        X, y = check_rows(self, X, y, reset=first, allow_nan=True, dtype=np.float64)
+        if np.isnan(X).any():
             raise ValueError(
                 "partial_fit takes finite values only: marginalizing NaN cells needs EM over "
                 "every row (the conditional means depend on the current parameters); use fit "

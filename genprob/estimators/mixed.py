@@ -457,18 +457,11 @@ class MixedNB(GenerativeClassifierBase):
             blocks.append((family, story, tuple(positions)))
         return MixedStory(blocks)
 
-    def _validate_X(self, X, *, fitting):
-        story = self._story() if fitting else self.story_
-        for family, block_story, positions in story.blocks:
-            try:
-                block_story.validate(np.asarray(X)[:, list(positions)])
-            except ValueError as error:
-                names = [self._columns[p] for p in positions]
-                raise ValueError(
-                    f"{family} columns {names} (positions in the message count within this "
-                    f"list): {error}"
-                ) from None
-        return X
+    @property
+    def _column_names(self):
+        """The columns' names (keys of a DataFrame), None for an array's positions."""
+        columns = getattr(self, "_columns", None)
+        return columns if columns and all(isinstance(c, str) for c in columns) else None
 
     def _set_fitted_attributes(self, stats):
         self.class_count_ = stats["class_counts"]

@@ -13,7 +13,7 @@ import scipy.sparse
 
 from genprob._arrays import class_sums, namespace
 from genprob._lazy import LazyModule
-from genprob._validation import is_bcoo
+from genprob._validation import FeatureValueError, is_bcoo
 
 jnp = LazyModule("jax.numpy")
 jax_special = LazyModule("jax.scipy.special")
@@ -87,9 +87,10 @@ def check_values(X, is_bad, expected: str) -> None:
         flat = np.flatnonzero(bad.ravel())
         row, col = _position(X, int(flat[0]))
         found = values.ravel()[flat[0]].item()
-        raise ValueError(
+        raise FeatureValueError(  # the column's position, which an estimator names
             f"expected {expected}; found {found!r} at row {row}, column {col} "
-            f"({flat.size} such entries)."
+            f"({flat.size} such entries).",
+            col,
         )
 
 

@@ -145,8 +145,8 @@ class BernoulliStory(Story):
         check_values(
             X,
             lambda v: (v != 0) & (v != 1),
-            "binary features (0 or 1) for a Bernoulli story; binarize the data first "
-            "(e.g. BernoulliNB(binarize=0.0))",
+            "binary features (0 or 1) for a Bernoulli story; binarize them first (BernoulliNB's "
+            "binarize=0.0 maps every positive value to 1)",
         )
         return X
 

@@ -1,0 +1,360 @@
+"""Labels: the unlabeled marker (``-1`` unless named), class labels and codes, and
+responsibilities (soft labels), checked for the estimators and the functional core alike.
+
+Every check raises ``ValueError`` naming the problem (:mod:`genprob._validation` checks the
+features, weights and priors).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from genprob._lazy import LazyModule
+from genprob._validation import array_module, describe, is_concrete
+
+jnp = LazyModule("jax.numpy")
+
+
+# -- labels ---------------------------------------------------------------------------------------
+#: The label that marks unlabeled rows unless the caller names another (scikit-learn's convention).
+UNLABELED = -1
+
+
+def check_unlabeled_label(value):
+    """The ``unlabeled_label`` parameter: a finite number, a string, or None (no marker)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+        if np.isfinite(value):
+            return value.item() if hasattr(value, "item") else value
+    raise ValueError(
+        f"unlabeled_label must be the label value that marks unlabeled rows (a finite number or "
+        f"a string), or None when every label is a class; got {value!r}."
+    )
+
+
+def marker_text(unlabeled_label) -> str:
+    """How messages name the unlabeled marker: ``-1`` or ``'?'``."""
+    return repr(unlabeled_label)
+
+
+def check_unlabeled_label_type(y, unlabeled_label) -> None:
+    """Refuse a marker of another type than the labels (no row could carry it).
+
+    A string marker needs string (or object) labels; a number other than the default -1 needs
+    numeric (or object) labels. The default -1 with string labels marks no row, as before.
+    """
+    if unlabeled_label is None:
+        return
+    kind = np.asarray(y).dtype.kind
+    if isinstance(unlabeled_label, str) and kind in "biuf":
+        raise ValueError(
+            f"unlabeled_label={unlabeled_label!r} is a string, but y holds numbers (dtype "
+            f"{np.asarray(y).dtype}), so no row can be marked unlabeled: pass the number that "
+            f"marks unlabeled rows, or None when every label is a class."
+        )
+    if not isinstance(unlabeled_label, str) and kind in "US" and unlabeled_label != UNLABELED:
+        raise ValueError(
+            f"unlabeled_label={unlabeled_label!r} is a number, but y holds strings (dtype "
+            f"{np.asarray(y).dtype}), so no row can be marked unlabeled: pass the string that "
+            f"marks unlabeled rows, or None when every label is a class."
+        )
+
+
+def unlabeled_mask(y, unlabeled_label=UNLABELED) -> np.ndarray:
+    """Boolean mask of the rows whose label is the unlabeled marker (``-1`` by default).
+
+    A numeric marker matches numbers only (scikit-learn's semi-supervised convention): in a
+    numeric array every entry equal to it; in an object array the entries that are that number
+    (so string labels can be mixed with ``-1`` in an object array); a string array has no
+    unlabeled rows (the string ``"-1"`` is an ordinary class name). A string marker matches
+    strings only. ``None`` marks no row: every label is a class.
+    """
+    y = np.asarray(y)
+    if unlabeled_label is None:
+        return np.zeros(y.shape, dtype=bool)
+    text = isinstance(unlabeled_label, str)
+    if y.dtype.kind in ("US" if text else "iuf"):
+        return y == unlabeled_label
+    if y.dtype.kind == "O":
+        kind = str if text else numbers.Real
+        return np.fromiter(
+            (
+                isinstance(v, kind) and not isinstance(v, bool) and v == unlabeled_label
+                for v in y.ravel()
+            ),
+            dtype=bool,
+            count=y.size,
+        ).reshape(y.shape)
+    return np.zeros(y.shape, dtype=bool)
+
+
+def unknown_labels(labels, classes) -> list:
+    """The distinct values of ``labels`` that are not in ``classes``, sorted by their repr."""
+    known = {c.item() if hasattr(c, "item") else c for c in np.asarray(classes).tolist()}
+    values = np.asarray(labels).tolist()
+    return sorted({v for v in values if v not in known}, key=repr)
+
+
+def check_classes(classes, unlabeled_label=UNLABELED) -> np.ndarray:
+    """The ``classes`` argument as sorted unique labels; the unlabeled marker and duplicates
+    raise."""
+    array = np.asarray(classes)
+    if array.ndim != 1 or array.size == 0 or np.any(unlabeled_mask(array, unlabeled_label)):
+        raise ValueError(
+            f"classes must be a non-empty 1-D sequence of labels without "
+            f"{marker_text(unlabeled_label)} (the unlabeled marker; unlabeled_label=None makes "
+            f"it a class); got {classes!r}."
+        )
+    unique = np.unique(array)
+    if len(unique) != len(array):
+        raise ValueError(f"classes contains duplicates: {classes!r}.")
+    return unique
+
+
+def check_num_classes(classes, minimum: int) -> None:
+    """Refuse fewer than ``minimum`` classes (2 for LDA and QDA) with scikit-learn's message."""
+    if len(classes) < minimum:
+        raise ValueError(
+            f"The number of classes has to be greater than one. Got {len(classes)} class. "
+            f"(a discriminant needs at least 2 classes to tell apart; classes: "
+            f"[{describe(classes)}].)"
+        )
+
+
+def check_partial_fit_classes(classes, previous, unlabeled_label=UNLABELED) -> np.ndarray:
+    """``classes`` of a ``partial_fit`` call, checked against the first call's (None: first)."""
+    try:
+        checked, problem = check_classes(classes, unlabeled_label), ""
+    except ValueError as error:
+        if previous is None:
+            raise
+        checked, problem = None, f" {error}"
+    if previous is not None and (checked is None or not np.array_equal(checked, previous)):
+        # scikit-learn's message first (its own tests match it), even for a malformed list
+        raise ValueError(
+            f"`classes={classes!r}` is not the same as on last call to partial_fit, was: "
+            f"{previous!r}. (classes={classes!r} differs from the classes of the first "
+            f"partial_fit call, {previous.tolist()}.){problem}"
+        )
+    return checked
+
+
+def check_known_labels(y, classes) -> None:
+    """Refuse labels of a ``partial_fit`` chunk that are not in the first call's ``classes``."""
+    unknown = unknown_labels(y, classes)
+    if unknown:
+        classes = np.asarray(classes)
+        raise ValueError(
+            f"The target label(s) {np.asarray(unknown)} in y do not exist in the initial classes "
+            f"{classes} (y contains labels {unknown[:5]} that are not in classes "
+            f"{classes.tolist()}, given on the first partial_fit call)."
+        )
+
+
+def encode_partial_labels(y, *, num_classes=None, classes=None, unlabeled_label=UNLABELED):
+    """Check partly labeled ``y`` and return ``(codes, num_classes)``.
+
+    Args:
+        y: labels (n,); ``unlabeled_label`` marks an unlabeled row. Without ``classes`` the
+            labels are class codes ``0..K-1``; with ``classes`` they are values of ``classes``.
+        num_classes: K, when the labels are codes and some class may have no labeled row.
+        classes: every class label, in code order (code k is ``classes[k]``).
+        unlabeled_label: the label of unlabeled rows (-1); None: every row is labeled.
+
+    Returns:
+        ``codes`` (n,) int32 NumPy array with -1 on unlabeled rows, and ``K``.
+
+    Raises:
+        ValueError: unknown labels, negative codes other than the marker, all rows unlabeled with
+            neither ``num_classes`` nor ``classes``, inconsistent ``num_classes``/``classes``,
+            or a marker of another type than the labels.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be one-dimensional, got shape {y.shape}.")
+    unlabeled_label = check_unlabeled_label(unlabeled_label)
+    check_unlabeled_label_type(y, unlabeled_label)
+    marker = f"{marker_text(unlabeled_label)} (unlabeled)" if unlabeled_label is not None else ""
+    unlabeled = unlabeled_mask(y, unlabeled_label)
+    if classes is not None:
+        classes = np.asarray(classes)
+        if classes.ndim != 1 or len(classes) < 1:
+            raise ValueError(f"classes must be a non-empty 1-D sequence, got {classes!r}.")
+        if np.any(unlabeled_mask(classes, unlabeled_label)):
+            raise ValueError(
+                f"classes contains {marker_text(unlabeled_label)}, which marks unlabeled rows; it "
+                f"cannot be a class (unless unlabeled_label=None: every label is a class)."
+            )
+        index = {c.item() if hasattr(c, "item") else c: k for k, c in enumerate(classes)}
+        if len(index) != len(classes):
+            raise ValueError(f"classes contains duplicates: {classes!r}.")
+        if num_classes is not None and int(num_classes) != len(classes):
+            raise ValueError(
+                f"num_classes={num_classes} disagrees with the {len(classes)} classes given."
+            )
+        labeled_values = [v.item() if hasattr(v, "item") else v for v in y[~unlabeled]]
+        unknown = unknown_labels(labeled_values, classes)
+        if unknown:
+            raise ValueError(
+                f"y contains labels that are neither {marker + ' nor ' if marker else ''}one of "
+                f"the classes [{describe(classes)}]: [{describe(unknown)}]."
+            )
+        codes = np.full(y.shape, -1, dtype=np.int32)
+        codes[~unlabeled] = [index[v] for v in labeled_values]
+        return codes, len(classes)
+
+    if y.dtype.kind not in "iuf":
+        raise ValueError(
+            f"y must hold integer class codes (0..K-1{', ' + marker if marker else ''}) unless "
+            f"classes= is given; got dtype {y.dtype}."
+        )
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError(
+            f"y contains NaN or infinite values; mark unlabeled rows with "
+            f"{marker_text(UNLABELED if unlabeled_label is None else unlabeled_label)}."
+        )
+    if y.dtype.kind == "f" and np.any(y != np.round(y)):
+        raise ValueError(f"y must hold integer class codes; got {describe(y[y != np.round(y)])}.")
+    labeled_codes = y[~unlabeled].astype(np.int64)
+    bad = labeled_codes[labeled_codes < 0]
+    if bad.size:
+        row = int(np.flatnonzero(~unlabeled & (y < 0))[0])
+        raise ValueError(
+            f"labels must be {marker + ' or ' if marker else ''}class codes 0..K-1; got "
+            f"{describe(np.unique(bad))} (found {describe(y[row : row + 1])} at row {row})"
+            f"{'' if marker else '; unlabeled_label=None: every row is labeled'}."
+        )
+    if num_classes is None:
+        if labeled_codes.size == 0:
+            raise ValueError(
+                f"every row is unlabeled (y = {marker_text(unlabeled_label)}) and the classes are "
+                f"unknown: pass num_classes= or classes= to fit without labels."
+            )
+        num_classes = int(labeled_codes.max()) + 1
+        missing = np.setdiff1d(np.arange(num_classes), labeled_codes)
+        if missing.size:
+            raise ValueError(
+                f"class codes {describe(missing)} have no labeled row, so K cannot be inferred "
+                f"from y alone; pass num_classes= (or classes=) to fit classes without labels."
+            )
+    num_classes = int(num_classes)
+    if num_classes < 1:
+        raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
+    too_big = labeled_codes[labeled_codes >= num_classes]
+    if too_big.size:
+        raise ValueError(
+            f"labels must be {marker + ' or ' if marker else ''}class codes "
+            f"0..{num_classes - 1}; got "
+            f"{describe(np.unique(too_big))} (y holds class code {int(too_big.max())} but "
+            f"num_classes is {num_classes})."
+        )
+    return np.where(unlabeled, -1, y).astype(np.int32), num_classes
+
+
+def class_codes(y, num_samples: int, num_classes=None, unlabeled_label=UNLABELED):
+    """Class codes (n,) of ``y`` for ``num_samples`` rows of X and K >= 2: ``(codes, K)``.
+
+    As :func:`encode_partial_labels` (codes 0..K-1, -1 unlabeled) with the row count checked.
+    """
+    y = np.asarray(y)
+    if y.shape != (num_samples,):
+        raise ValueError(f"y has shape {y.shape}; expected ({num_samples},) to match X.")
+    codes, num_classes = encode_partial_labels(
+        y, num_classes=num_classes, unlabeled_label=unlabeled_label
+    )
+    if num_classes < 2:
+        raise ValueError(f"num_classes must be >= 2, got {num_classes}.")
+    return codes, num_classes
+
+
+# -- the functional core: class codes and responsibilities ----------------------------------------
+def check_class_codes(codes, num_classes: int, *, name: str = "y", unlabeled_label=UNLABELED):
+    """Class codes must be integers in ``0..num_classes-1``, or the unlabeled marker (-1 unless
+    ``unlabeled_label`` names another integer; None: every row is labeled)."""
+    if unlabeled_label is not None and (
+        isinstance(unlabeled_label, bool)
+        or not isinstance(unlabeled_label, numbers.Integral)
+        or 0 <= unlabeled_label < num_classes
+    ):
+        raise ValueError(
+            f"unlabeled_label={unlabeled_label!r} cannot mark unlabeled rows of class codes "
+            f"0..{num_classes - 1}: it must be an integer outside them (-1), or None when every "
+            f"row is labeled."
+        )
+    if not is_concrete(codes):
+        return
+    codes = np.asarray(codes)
+    if codes.ndim != 1:
+        raise ValueError(f"{name} must be 1-D class codes, got shape {codes.shape}.")
+    if codes.size and not np.issubdtype(codes.dtype, np.integer):
+        raise ValueError(f"{name} must hold integer class codes, got dtype {codes.dtype}.")
+    valid = (codes >= 0) & (codes < num_classes)
+    if unlabeled_label is not None:
+        valid |= codes == unlabeled_label
+    bad = np.unique(codes[~valid])
+    if bad.size:
+        marker = (
+            "every row labeled: unlabeled_label=None"
+            if unlabeled_label is None
+            else f"and {unlabeled_label} for an unlabeled row"
+        )
+        raise ValueError(
+            f"{name} holds class codes {describe(bad)} outside 0..{num_classes - 1} ({marker})."
+        )
+
+
+def core_label_codes(codes, num_classes: int, unlabeled_label=UNLABELED):
+    """Class codes checked (:func:`check_class_codes`), with -1 on unlabeled rows."""
+    check_class_codes(codes, num_classes, unlabeled_label=unlabeled_label)
+    codes = jnp.asarray(codes)
+    if unlabeled_label is None or unlabeled_label == UNLABELED:
+        return codes
+    return jnp.where(codes == unlabeled_label, UNLABELED, codes)
+
+
+def check_responsibilities(R) -> None:
+    """A responsibility matrix R (n, K): 2-D and, where concrete, finite and non-negative.
+
+    Raises:
+        ValueError: the shape, or the entries that are NaN, infinite or negative, by class
+            (column of R) and first row.
+    """
+    if np.ndim(R) != 2:
+        raise ValueError(f"R must be a (n, K) responsibility matrix, got shape {np.shape(R)}.")
+    if not is_concrete(R):
+        return
+    xp = array_module(R)
+    values = R if xp is jnp else np.asarray(R)  # a CPU JAX array is read in place
+    valid = values >= 0
+    if np.dtype(values.dtype).kind == "f":
+        valid = valid & xp.isfinite(values)  # NaN fails ``R >= 0`` too; +inf passes it
+    if bool(valid.all()):
+        return
+    values = np.asarray(values)
+    found = []
+    for kind, mask in (
+        ("NaN", np.isnan(values)),
+        ("infinite", np.isinf(values)),
+        ("negative", values < 0),  # -inf is both infinite and negative
+    ):
+        if mask.any():
+            bad_rows, bad_cols = np.nonzero(mask)
+            row, col = int(bad_rows[0]), int(bad_cols[0])
+            classes = np.unique(bad_cols)
+            if classes.size == 1:
+                which, first = f"class {col} (column {col} of R", f"row {row}"
+            else:
+                which, first = (
+                    f"classes {describe(classes)} (columns of R",
+                    f"row {row}, class {col}",
+                )
+            found.append(
+                f"{kind} entries in {which}; first at {first}: {float(values[row, col])!r})"
+            )
+    raise ValueError(
+        f"R holds {' and '.join(found)}: responsibilities must be finite and non-negative "
+        f"(one-hot labels times sample weights, or class posteriors)."
+    )
