@@ -254,16 +254,20 @@ def observed_patterns(observed):
     each row's pattern. NumPy: the P distinct rows; JAX: ``P = min(n, 2^D)`` static, unused
     slots repeating a real pattern (they get no rows), one pattern per row beyond 30 features."""
     xp = namespace(observed)
-    if xp is np:
-        unique, index = np.unique(observed, axis=0, return_inverse=True)
-        return unique, index.reshape(-1)
     num_rows, num_features = observed.shape
     if num_features > _MAX_CODED_FEATURES:
-        return observed, xp.arange(num_rows)
+        if xp is not np:
+            return observed, xp.arange(num_rows)
+        unique, index = np.unique(observed, axis=0, return_inverse=True)
+        return unique, index.reshape(-1)
+    # each row's pattern as one integer: a 1-D unique (sorting rows of a mask is much slower)
     bits = xp.arange(num_features, dtype=xp.int32)
     code = observed.astype(xp.int32) @ (xp.int32(1) << bits)
-    size = min(num_rows, 2**num_features)
-    unique, index = xp.unique(code, size=size, fill_value=code[0], return_inverse=True)
+    if xp is np:
+        unique, index = np.unique(code, return_inverse=True)
+    else:
+        size = min(num_rows, 2**num_features)
+        unique, index = xp.unique(code, size=size, fill_value=code[0], return_inverse=True)
     return ((unique[:, None] >> bits) & 1).astype(bool), index.reshape(-1)
 
 
