@@ -15,9 +15,9 @@ may say why with :class:`genprob.story.Unsupported`.
 
 from __future__ import annotations
 
-from genprob.story import Story, nested_stories
+from genprob.story import Story, nested_stories, why_not
 
-__all__ = ["DEFAULTS", "capability", "has_closed_form", "has_exact_posterior"]
+__all__ = ["DEFAULTS", "capability", "has_closed_form", "has_exact_posterior", "chunk_refusal"]
 
 #: Each capability a story may declare, with its default; docs/story_hooks.md says what each
 #: means and when to declare it.
@@ -41,14 +41,12 @@ def capability(story: Story, name: str):
             capability as its own attribute (as releases before issue 56 read them).
     """
     declared = story.capabilities
-    unknown = sorted(set(declared) - DEFAULTS.keys())
-    stray = [key for key in DEFAULTS if hasattr(type(story), key)]
-    if unknown or stray:
+    unread = sorted(set(declared) - DEFAULTS.keys()) + [k for k in DEFAULTS if hasattr(story, k)]
+    if unread:
         raise TypeError(
-            f"{type(story).__name__}: "
-            + (f"unknown capabilities {unknown}; " if unknown else "")
-            + (f"{stray} are read from capabilities now, not attributes; " if stray else "")
-            + f"a story declares capabilities = {{name: value}} with names of {sorted(DEFAULTS)}."
+            f"{type(story).__name__} gives capabilities that genprob does not read, {unread}: a "
+            f"story declares them in one mapping, capabilities = {{name: value}}, with names "
+            f"of {sorted(DEFAULTS)}."
         )
     if name in declared:
         return declared[name]
@@ -64,6 +62,16 @@ def has_closed_form(story: Story) -> bool:
         and cls.maximize is not Story.maximize
         and all(map(has_closed_form, nested_stories(story)))
     )
+
+
+def chunk_refusal(story: Story) -> str | None:
+    """Why ``story``'s statistics cannot be added over chunks (``partial_fit``, streaming,
+    Dask), or None when they can."""
+    name = type(story).__name__
+    if not has_closed_form(story):
+        return f"{name} has no closed form (no sufficient statistics)"
+    adds = capability(story, "adds_over_rows")
+    return None if adds else why_not(adds, f"{name}'s statistics do not add over rows")
 
 
 def has_exact_posterior(story: Story) -> bool:

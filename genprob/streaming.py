@@ -53,7 +53,7 @@ from genprob._dtype import numpy_dtype, precision
 from genprob._labels import check_unlabeled_label, check_unlabeled_label_type, unlabeled_mask
 from genprob._lazy import LazyModule
 from genprob._validation import check_sample_weight, validate_params
-from genprob.capabilities import capability, has_closed_form
+from genprob.capabilities import chunk_refusal
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
@@ -78,17 +78,10 @@ _PARQUET_SUFFIXES = (".parquet", ".pq")
 # -- which stories stream --------------------------------------------------------------------------
 def check_additive(story) -> None:
     """Raise ``ValueError`` naming the reason when ``story`` cannot be fitted chunk by chunk."""
-    name = type(story).__name__
-    if not has_closed_form(story):
+    if reason := chunk_refusal(story):
         raise ValueError(
-            f"{name} has no closed form (no sufficient statistics): a streaming or distributed "
-            f"fit adds statistics over chunks. Fit it in memory with fit(X, y)."
-        )
-    if not capability(story, "adds_over_rows"):
-        raise ValueError(
-            f"{name}'s statistics do not add over rows (its capability adds_over_rows is "
-            f"False), so chunks cannot be fitted separately and combined. Fit it in memory with "
-            f"fit(X, y)."
+            f"{reason}: a streaming or distributed fit adds statistics over chunks. Fit it in "
+            f"memory with fit(X, y)."
         )
 
 

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from genprob import execution
-from genprob.capabilities import capability
+from genprob.capabilities import capability, chunk_refusal, has_exact_posterior
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.gaussian import GaussianStory
 from genprob.families.multinomial import MultinomialStory
+from genprob.story import Story
 
 
 def _data(kind, num_rows=500, num_features=4, seed=0):
@@ -101,3 +102,42 @@ def test_unscored_rows_are_refused_with_their_scale():
         execution.class_posteriors(story, params, rows)
     proba = execution.class_posteriors(story, params, np.delete(rows, 2, axis=0), "proba")
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_capabilities_come_from_one_checked_declaration():
+    """Execution decisions are read from ``Story.capabilities`` with defaults (adds_over_rows:
+    the closed form's); a flag still written as its own attribute, or an unknown key, is
+    refused by name instead of being silently ignored."""
+
+    class Declared(Story):
+        capabilities = {"supports_missing": True}
+
+    class Stale(Story):
+        supports_missing = True  # the spelling before issue 56
+
+    class Misspelled(Story):
+        capabilities = {"supports_mising": True}
+
+    assert capability(Declared(), "supports_missing") is True
+    assert capability(Declared(), "array_api") is False
+    assert capability(Declared(), "adds_over_rows") is False  # no closed form
+    assert capability(GaussianStory(), "adds_over_rows") is True
+    answer = capability(GaussianStory(covariance="full", shrinkage="auto"), "adds_over_rows")
+    assert not answer and "Ledoit" in answer.reason
+    assert chunk_refusal(GaussianStory()) is None
+    assert chunk_refusal(GaussianStory(covariance="full", shrinkage="auto")) == answer.reason
+    assert chunk_refusal(Declared()) == "Declared has no closed form (no sufficient statistics)"
+    assert capability(GaussianStory(covariance="full"), "missing_needs_em")
+    assert not capability(GaussianStory(covariance="diag"), "missing_needs_em")
+    assert not has_exact_posterior(GaussianStory())
+    assert has_exact_posterior(GaussianStory(conjugate_prior="fixed"))
+    with pytest.raises(
+        TypeError,
+        match=r"Stale gives capabilities that genprob does not read, \['supports_missing'\]",
+    ):
+        capability(Stale(), "array_api")
+    with pytest.raises(
+        TypeError,
+        match=r"does not read, \['supports_mising'\]: a story declares them in one mapping",
+    ):
+        capability(Misspelled(), "array_api")

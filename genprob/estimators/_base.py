@@ -46,11 +46,11 @@ from genprob._validation import (
     check_sample_weight,
     validate_params,
 )
-from genprob.capabilities import capability, has_closed_form
+from genprob.capabilities import chunk_refusal, has_closed_form
 from genprob.estimators._criteria import CriteriaMixin, fit_with_chosen_weight
 from genprob.masking import has_missing, marginalized
 from genprob.persistence import register_estimator
-from genprob.story import Story, statistics_layout, why_not
+from genprob.story import Story, statistics_layout
 from genprob.streaming import ChunkStatistics, chunk_weights
 from genprob.streaming import fit as _fit_out_of_core
 from genprob.streaming import is_dask_collection as _is_dask
@@ -450,16 +450,11 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     # -- incremental fitting ---------------------------------------------------------------------
     def _check_partial_fit_supported(self, story):
         """Raise ``ValueError`` when the story's statistics do not add up over chunks."""
-        if not has_closed_form(story):
-            reason = f"{type(story).__name__} has no closed form (no sufficient statistics)"
-        elif not (adds := capability(story, "adds_over_rows")):
-            reason = why_not(adds, f"the statistics of {story!r} do not add up over chunks")
-        else:
-            return
-        raise ValueError(
-            f"partial_fit is not available: {reason}, and partial_fit needs statistics that "
-            f"add up over chunks. Use fit() on all the data."
-        )
+        if reason := chunk_refusal(story):
+            raise ValueError(
+                f"partial_fit is not available: {reason}, and partial_fit needs statistics "
+                f"that add up over chunks. Use fit() on all the data."
+            )
 
     def _partial_fit_story(self, X, previous):
         """The story after a new chunk ``X``; ``previous`` is the story so far (None at first).
