@@ -54,6 +54,7 @@ from genprob._validation import (
     describe,
 )
 from genprob.capabilities import capability, has_closed_form
+from genprob.em_driver import em_converged, em_decreased, run_em_loop, warn_decrease
 from genprob.execution import padded
 from genprob.story import CLASS_PRIOR, Story
 
@@ -193,43 +194,6 @@ def params_from_latent(story: Story, latent: dict, num_classes: int, num_feature
         return dict(story.prior(num_classes, num_features))
 
 
-def em_converged(new_value, old_value, total_weight, tol, eps):
-    """EM's stopping rule, shared by in-memory and out-of-core fits (arrays or floats).
-
-    The change of the objective per unit of row weight (rescaling X shifts the objective by a
-    constant, so the rule is unit-free) is at most ``tol``, or, with ``tol > 0``, at the rounding
-    level of the objective (a float32 fit cannot resolve a tiny ``tol``).
-    """
-    change = abs(new_value - old_value) / total_weight
-    rounding = 4 * eps * abs(new_value) / total_weight
-    return (change <= tol) | ((tol > 0) & (change <= rounding))
-
-
-def em_decreased(new_value, old_value, total_weight, tol, eps):
-    """The objective went down by more than :func:`em_converged` forgives: not an ascent step
-    (an M-step that is not the exact maximizer, e.g. a rank-truncated covariance). EM stops there
-    and keeps the previous parameters (arrays or floats)."""
-    return (new_value < old_value) & ~em_converged(new_value, old_value, total_weight, tol, eps)
-
-
-def warn_decrease(iteration: int, drop: float, value: float) -> None:
-    """The warning of an EM stopped by :func:`em_decreased` at M-step ``iteration``."""
-    import warnings  # here: the rare warning keeps this module's imports short
-
-    from sklearn.exceptions import ConvergenceWarning
-
-    warnings.warn(
-        f"EM stopped at iteration {iteration}: its objective would go down by {drop:.3g} (from "
-        f"{value:.6g}), which an exact EM step never does (an M-step that only approximates "
-        f"the maximum: a rank-deficient covariance, or classes without the data to tell them "
-        f"apart). The parameters of iteration {iteration - 1} are kept and the fit is not "
-        f"converged. Regularize the story (reg_param, shrinkage, var_smoothing), label more "
-        f"rows, or ask for fewer classes.",
-        ConvergenceWarning,
-        stacklevel=3,
-    )
-
-
 def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
     """Generalized M-step: L-BFGS on Σ R_ik log p(x_i, k) over unconstrained latent values."""
     import optax  # imported on first use: closed-form fits never need it
@@ -329,7 +293,11 @@ def _em_runs(
     capacity,
     fit_prior,
 ):
-    """Run EM from every initial responsibility matrix (vmapped); one compiled program."""
+    """Run EM from every initial responsibility matrix (vmapped); one compiled program.
+
+    A second execution of the one driver's rule: a traced while_loop cannot call host callables;
+    it shares :func:`genprob.em_driver.em_converged` and :func:`~genprob.em_driver.em_decreased`.
+    """
     labeled = codes >= 0
     one_hot, labeled_R, unlabeled_weights = _labeled_responsibilities(
         codes, row_weights, initial_R.shape[-1], X.dtype
@@ -416,49 +384,49 @@ def _em_runs(
 
 
 def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
-    """:func:`_em_runs` of one start on NumPy rows, eagerly: the same steps and stopping rules,
-    each iteration's joint log density giving both its objective and the next E-step;
-    ``fixed`` are :func:`_labeled_responsibilities`. A second loop beside the compiled one, so
-    that a semi-supervised fit of NumPy rows imports neither JAX nor NumPyro (issue 57)."""
+    """:func:`_em_runs` of one start on NumPy rows, eagerly, through the one EM driver
+    (:func:`genprob.em_driver.run_em_loop`): each joint log density gives both its objective and
+    the next E-step; ``fixed`` are :func:`_labeled_responsibilities`. NumPy rows of a closed form
+    import neither JAX nor NumPyro (issue 57)."""
     labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
-    total_weight = max(float(row_weights.sum()), float(np.finfo(X.dtype).tiny))
-    eps, trace = float(np.finfo(X.dtype).eps), np.full(_trace_capacity(max_iter), np.nan, X.dtype)
-    params = joint = None
-    value, iteration, converged, finite, drop, old_penalty = -np.inf, 0, False, True, 0.0, 0.0
-    R = R0.astype(X.dtype, copy=False)
-    while iteration < max_iter and not converged and finite and not drop > 0:
-        if iteration:
-            R = (labeled_R + unlabeled_weights[:, None] * _softmax(joint)).astype(X.dtype)
-        stats = core.sufficient_statistics(story, X, R)
-        new_params = core.maximize(story, stats, class_prior, fit_prior)
-        penalty = float(story.log_penalty(new_params, stats["emission"]))
-        before = value - old_penalty
-        if params is not None:
-            before += float(story.log_penalty(params, stats["emission"]))
-        new_joint = np.asarray(execution.joint_log_prob(story, new_params, X, eager=True))
+    last = {}
+
+    def m_step(expectation):  # (weighted responsibilities, posteriors)
+        last["R"] = R = expectation[0].astype(X.dtype, copy=False)
+        last["stats"] = core.sufficient_statistics(story, X, R)
+        return core.maximize(story, last["stats"], class_prior, fit_prior)
+
+    def e_step(params):
+        penalty = float(story.log_penalty(params, last["stats"]["emission"]))
+        joint = np.asarray(execution.joint_log_prob(story, params, X, eager=True))
         with np.errstate(invalid="ignore"):
-            rows = execution.rows_log_likelihood(new_joint, codes)
-            new_value = float(np.sum(np.where(row_weights > 0, row_weights * rows, 0.0))) + penalty
-        finite = np.isfinite(new_value) and all(
-            np.all(np.isfinite(a)) for a in tree_leaves(new_params)
+            rows = execution.rows_log_likelihood(joint, codes)
+            value = float(np.sum(np.where(row_weights > 0, row_weights * rows, 0.0))) + penalty
+        if not all(np.all(np.isfinite(a)) for a in tree_leaves(params)):
+            value = np.nan
+        last[id(params)] = penalty
+        posterior = _softmax(joint)
+        return value, (labeled_R + unlabeled_weights[:, None] * posterior, posterior)
+
+    def ascent_base(previous, value):
+        # the penalty at this step's statistics: a prior scaled by the soft counts moves
+        return (
+            value
+            - last[id(previous)]
+            + float(story.log_penalty(previous, last["stats"]["emission"]))
         )
-        converged = bool(em_converged(new_value, value, total_weight, tol, eps))
-        # as the compiled loop: no ascent check on the first E-step's step (see ``_em_runs``)
-        decreased = (
-            finite
-            and iteration > 1
-            and bool(em_decreased(new_value, before, total_weight, tol, eps))
-        )
-        drop = before - new_value if decreased else 0.0
-        if not decreased:
-            trace[iteration] = new_value
-            iteration += 1
-        if (finite and not decreased) or params is None:  # a first step's output, kept or not
-            params, joint = new_params, new_joint
-            value, old_penalty = (new_value, penalty) if finite else (value, old_penalty)
-        converged = converged and not decreased
-    responsibilities = np.where(labeled[:, None], one_hot, _softmax(joint))
-    outputs = (params, trace, iteration, converged, finite, value, responsibilities, R.sum(0), drop)
+
+    loop = run_em_loop(
+        m_step, e_step, (R0, None), max_iter=max_iter, tol=tol,
+        eps=float(np.finfo(X.dtype).eps), ascent_base=ascent_base, warn=False,
+        scale=max(float(row_weights.sum()), float(np.finfo(X.dtype).tiny)),
+    )  # fmt: skip
+    trace = np.full(_trace_capacity(max_iter), np.nan, X.dtype)
+    trace[: len(loop.trace)] = loop.trace
+    value = loop.value if loop.finite or loop.n_iter > 1 else -np.inf
+    responsibilities = np.where(labeled[:, None], one_hot, loop.expectation[1])
+    outputs = (loop.params, trace, loop.n_iter, loop.converged, loop.finite, value,
+               responsibilities, last["R"].sum(0), loop.drop)  # fmt: skip
     return tree_map(
         lambda a: np.asarray(a, X.dtype if isinstance(a, float) else None)[None], outputs
     )

@@ -28,7 +28,7 @@ from genprob._lazy import lazy_attribute
 from genprob._limits import check_statistics_size, check_traced_size
 from genprob.capabilities import capability
 from genprob.core import class_prior_from_counts, joint_log_prob
-from genprob.em import em_converged
+from genprob.em_driver import run_em_loop
 from genprob.masking import Marginalized, fill_missing, has_missing, marginalized
 from genprob.story import CLASS_PRIOR, Story
 
@@ -156,12 +156,22 @@ def fit_observed(
     else:
         uniform = jnp.full_like(labels_R, 1.0 / num_classes)
         R = jnp.where(labeled_j[:, None], labels_R, uniform) * row_weights_j[:, None]
-    params, stats = _m_step(story, filled, observed, R, None, class_prior, scale)
     needs_em = capability(story, "missing_needs_em")
     iterate = needs_em or not labeled.all()
-    total = float(row_weights.sum())
-    eps = float(jnp.finfo(dtype).eps)
-    trace, converged, n_iter = [], not iterate, 1
+    last = {}
+
+    def m_step(expectation):  # the missing cells' expected statistics at the E-step's params
+        new, last["stats"] = _m_step(
+            story, filled, observed, expectation[0], last.get("params"), class_prior, scale
+        )
+        return new
+
+    def e_step(params):
+        last["params"] = params
+        R, value, posterior = _e_step(story, X, labels_R, labeled_j, row_weights_j, params)
+        return float(value), (R, posterior, last["stats"])
+
+    params = m_step((R,))
     if iterate and needs_em:  # a D x D matrix per row and class: measure first
         check_traced_size(
             _m_step, story, filled, observed, R, params, class_prior, scale,
@@ -169,19 +179,12 @@ def fit_observed(
             advice="Fit fewer rows or features, or a diagonal story (GaussianNB), whose "
             "missing entries need no per-row matrices.",
         )  # fmt: skip
-    R, value, posterior = _e_step(story, X, labels_R, labeled_j, row_weights_j, params)
-    trace.append(float(value))
-    while iterate and n_iter < max_iter:
-        new_params, new_stats = _m_step(story, filled, observed, R, params, class_prior, scale)
-        n_iter += 1
-        R_new, value, posterior_new = _e_step(
-            story, X, labels_R, labeled_j, row_weights_j, new_params
-        )
-        trace.append(float(value))
-        params, stats, R, posterior = new_params, new_stats, R_new, posterior_new
-        if bool(em_converged(trace[-1], trace[-2], total, tol, eps)):
-            converged = True
-            break
+    loop = run_em_loop(
+        m_step, e_step, None, params=params, max_iter=max_iter if iterate else 1, tol=tol,
+        eps=float(jnp.finfo(dtype).eps), scale=float(row_weights.sum()), check_ascent=False,
+    )  # fmt: skip
+    params, (_, posterior, stats) = loop.params, loop.expectation
+    trace, n_iter, converged = loop.trace, loop.n_iter, loop.converged or not iterate
     return MissingFitResult(
         params=params,
         stats=stats,

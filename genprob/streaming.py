@@ -37,6 +37,7 @@ on a copy of the estimator that takes its place only when the fit finishes
 from __future__ import annotations
 
 import copy
+import math
 import os
 import sys
 import time
@@ -46,7 +47,6 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from genprob import core
 from genprob._dtype import numpy_dtype, precision
@@ -54,10 +54,10 @@ from genprob._labels import check_unlabeled_label, check_unlabeled_label_type, u
 from genprob._lazy import LazyModule
 from genprob._validation import check_sample_weight, validate_params
 from genprob.capabilities import chunk_refusal
+from genprob.em_driver import run_em_loop, warn_max_iter
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
-_em = LazyModule("genprob.em")
 
 __all__ = [
     "ChunkStatistics",
@@ -533,9 +533,9 @@ def run_em(estimator, one_pass, num_unlabeled: int):
     """EM from the labeled fit; ``one_pass()`` returns the :class:`ChunkStatistics` of an
     E-step over all the data at ``estimator.params_``.
 
-    Mirrors :func:`genprob.fit_em` (same objective, stopping rule and final statistics) with one
-    pass over the data per iteration: the pass at parameters θ_t gives both F(θ_t) and the
-    statistics of the E-step that the next M-step needs.
+    The one EM driver (:func:`genprob.em_driver.run_em_loop`; :func:`genprob.fit_em`'s objective
+    and final statistics) with one pass over the data per E-step: the pass at parameters θ_t
+    gives both F(θ_t) and the statistics that the next M-step needs.
     """
     unlabeled_weight, max_iter, tol = (
         estimator.unlabeled_weight,
@@ -555,13 +555,9 @@ def run_em(estimator, one_pass, num_unlabeled: int):
             f"classes {absent.tolist()} have no labeled row: a streaming EM fit starts from the "
             f"labeled fit, which needs a labeled row of every class."
         )
-    params, stats = estimator.params_, estimator.stats_
-    value, trace, n_iter, converged = -np.inf, [], 1, False
     # nothing to impute (λ = 0): the labeled fit is the answer, as in memory
     nothing_to_impute = unlabeled_weight == 0
-    iterations = 1 if nothing_to_impute else max_iter
-    final = previous = None
-    decreased = False
+    last = {"stats": estimator.stats_}
 
     def penalty_of(params, stats, dtype):
         with precision(dtype):
@@ -572,50 +568,43 @@ def run_em(estimator, one_pass, num_unlabeled: int):
                 )
             )
 
-    while True:
+    def m_step(stats):
+        last["stats"] = stats
+        return estimator.parameters_from_statistics(stats)
+
+    def e_step(params):  # one pass at params: F(θ_t) and the next M-step's statistics
         estimator.params_ = params  # the pass (on workers too) scores with these
         part = one_pass()
-        objective = part.log_likelihood + penalty_of(params, stats, part.dtype)
-        finite = np.isfinite(objective) and all(np.all(np.isfinite(v)) for v in params.values())
-        # the change of the mean per-row objective (the E-step's soft counts sum to the weight)
-        total = max(float(np.sum(np.asarray(part.stats["class_counts"]))), np.finfo(float).tiny)
-        eps = np.finfo(part.dtype).eps
-        if finite and len(trace) > 1:
-            # EM's ascent, with the penalty at the statistics this step maximized (as fit_em),
-            # from the first E-step's parameters on (the labeled fit's may live on a subspace)
-            before = previous[1] + penalty_of(previous[0], stats, part.dtype)
-            if _em.em_decreased(objective, before, total, tol, eps):
-                _em.warn_decrease(n_iter, before - objective, before)
-                decreased, n_iter = True, n_iter - 1
-                break
-        trace.append(objective)
-        if not finite:
-            if final is None:
-                raise ValueError(
-                    "EM degenerated at its first step (the objective or the parameters are "
-                    "not finite): regularize the story or label more rows."
-                )
-            break
-        converged = bool(_em.em_converged(objective, value, total, tol, eps))
-        value, final, previous = objective, (params, part.stats), (params, part.log_likelihood)
-        if converged or n_iter >= iterations:
-            break
-        stats = part.stats
-        params = estimator.parameters_from_statistics(stats)
-        n_iter += 1
-    params, final_stats = final
-    converged = converged or nothing_to_impute
-    estimator.fit_statistics(final_stats, params=params)
-    estimator.n_iter_ = n_iter
-    estimator.converged_ = bool(converged)
-    estimator.log_likelihood_trace_ = np.asarray(trace, dtype=numpy_dtype(part.dtype))
-    if not converged and not decreased:
-        warnings.warn(
-            f"EM did not converge in max_iter={max_iter} iterations (change of the "
-            f"mean per-row objective above em_tol={tol}); raise max_iter.",
-            ConvergenceWarning,
-            stacklevel=3,
+        last["part"], last[id(params)] = part, part.log_likelihood
+        if not all(np.all(np.isfinite(v)) for v in params.values()):
+            return math.nan, part.stats
+        return part.log_likelihood + penalty_of(params, last["stats"], part.dtype), part.stats
+
+    def ascent_base(previous, value):
+        # EM's ascent with the penalty at the statistics this step maximized (as fit_em)
+        return last[id(previous)] + penalty_of(previous, last["stats"], last["part"].dtype)
+
+    # the change of the mean per-row objective (the E-step's soft counts sum to the weight)
+    loop = run_em_loop(
+        m_step, e_step, None, params=estimator.params_, ascent_base=ascent_base,
+        max_iter=1 if nothing_to_impute else max_iter, tol=tol,
+        eps=lambda: np.finfo(last["part"].dtype).eps,
+        scale=lambda _: max(
+            float(np.sum(np.asarray(last["part"].stats["class_counts"]))), np.finfo(float).tiny
+        ),
+    )  # fmt: skip
+    if not loop.finite and loop.n_iter == 1:
+        raise ValueError(
+            "EM degenerated at its first step (the objective or the parameters are not "
+            "finite): regularize the story or label more rows."
         )
+    converged = loop.converged or nothing_to_impute
+    estimator.fit_statistics(loop.expectation, params=loop.params)
+    estimator.n_iter_ = loop.n_iter
+    estimator.converged_ = bool(converged)
+    estimator.log_likelihood_trace_ = np.asarray(loop.trace, dtype=numpy_dtype(last["part"].dtype))
+    if not converged and loop.n_iter >= max_iter:
+        warn_max_iter(max_iter, tol, stacklevel=4)
     return estimator
 
 

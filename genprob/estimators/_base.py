@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
@@ -47,6 +47,7 @@ from genprob._validation import (
     validate_params,
 )
 from genprob.capabilities import chunk_refusal, has_closed_form
+from genprob.em_driver import warn_max_iter
 from genprob.estimators._criteria import CriteriaMixin, fit_with_chosen_weight
 from genprob.masking import has_missing, marginalized
 from genprob.persistence import register_estimator
@@ -334,12 +335,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         self._set_fitted_attributes(stats)
         self._check_parameters()
         if not result.converged and result.n_iter >= options["max_iter"]:  # else EM said why
-            warnings.warn(
-                f"EM over the missing entries did not converge in max_iter={options['max_iter']} "
-                f"iterations; raise max_iter.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+            warn_max_iter(options["max_iter"], options["tol"], 4, "EM over the missing entries")
         return self
 
     def _check_X(self, X):
@@ -806,12 +802,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         if has_closed_form(story):
             self.stats_ = stats
         if not self.converged_ and self.n_iter_ >= options["max_iter"]:  # else EM said why
-            warnings.warn(
-                f"EM did not converge in max_iter={options['max_iter']} iterations (change of "
-                f"the mean per-row objective above em_tol={options['tol']}); raise max_iter.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+            warn_max_iter(options["max_iter"], options["tol"], stacklevel=3)
         return self
 
     def log_likelihood(self, X, y=None, pointwise: bool = False):

@@ -13,11 +13,11 @@ import math
 import numbers
 import re
 import warnings
+from functools import partial
 
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
@@ -37,6 +37,7 @@ from genprob._validation import (
     check_rows,
     check_sample_weight,
 )
+from genprob.em_driver import warn_max_iter
 from genprob.estimators._criteria import CriteriaMixin
 from genprob.execution import refuse_unscored
 from genprob.families.gaussian import mixture
@@ -283,21 +284,38 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         icl = np.full_like(bic, np.nan)
         fits, failures = {}, []
         for a, structure in enumerate(structures):
-            for b, G in enumerate(components):
+            one = None  # the structure's one-component fit: a range's fallback start
+            for b, G in enumerate(components):  # increasing G (_candidate_components)
                 across = G == 1 and components == (1,)
+                fit_one = partial(
+                    mixture.fit_mixture,
+                    X,
+                    codes,
+                    (G,) * K,
+                    structure if across else (structure,) * K,
+                    across_classes=across,
+                    row_weight=row_weight,
+                    **settings,
+                )
                 try:
-                    fit = mixture.fit_mixture(
-                        X,
-                        codes,
-                        (G,) * K,
-                        structure if across else (structure,) * K,
-                        across_classes=across,
-                        row_weight=row_weight,
-                        **settings,
-                    )
+                    try:
+                        fit = fit_one()
+                    except mixture.CollapsedComponentError:
+                        if across or not semi:
+                            raise
+                        # a range never fails where its one-component fit succeeds: start G
+                        # components from that fit, split (mclust's hierarchical start)
+                        if one is None:
+                            one = mixture.fit_mixture(
+                                X, codes, (1,) * K, structure, across_classes=True,
+                                row_weight=row_weight, **settings,
+                            )  # fmt: skip
+                        fit = fit_one(start_from=self._split(X, one, G, row_weight, settings))
                 except mixture.CollapsedComponentError as error:
                     failures.append((structure, G, error))
                     continue
+                if G == 1 and one is None:
+                    one = fit
                 if semi:
                     log_lik = fit.log_likelihood
                 else:
@@ -316,6 +334,16 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             name: _table(v, rows, components) for name, v in (("BIC", bic), ("ICL", icl))
         }
         return fits[a, b]
+
+    @staticmethod
+    def _split(X, one, G, row_weight, settings):
+        """Responsibilities of every row for G components a class, from the one-component
+        fit ``one`` split (:func:`mixture.split_start`)."""
+        K = len(one.class_prior)
+        classes = np.stack(
+            [one.responsibilities[:, one.cell_class == k].sum(1) for k in range(K)], 1
+        )
+        return mixture.split_start(X, classes, (G,) * K, row_weight, settings["random_state"])
 
     def _fit_per_class(self, X, codes, row_weight, structures, components, settings):
         """MclustDA: each class's structure and G chosen by BIC on its own rows."""
@@ -411,12 +439,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             self.converged_ = fit.converged
             self.log_likelihood_trace_ = np.asarray(fit.trace)
             if not fit.converged and fit.n_iter >= self.max_iter:
-                warnings.warn(
-                    f"EM did not converge in max_iter={self.max_iter} iterations (relative "
-                    f"change of the log-likelihood above em_tol={self.em_tol}); raise max_iter.",
-                    ConvergenceWarning,
-                    stacklevel=4,
-                )
+                warn_max_iter(self.max_iter, self.em_tol, stacklevel=5)
 
     def _set_params(self, fit):
         self._structures = tuple(str(s) for s in fit.structures)

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.special import logsumexp
 
+from genprob.em_driver import run_em_loop
 from genprob.families.gaussian.distributions import (
     conditional_fill,
     observed_factors,
@@ -41,6 +42,7 @@ __all__ = [
     "class_log_density",
     "fit_mixture",
     "num_parameters",
+    "split_start",
 ]
 
 #: Smallest ratio of a covariance's smallest to largest eigenvalue that is not a collapse
@@ -325,6 +327,8 @@ _IDENTIFIABLE = ("VVI", "EEI", "EII")
 def _every_row_start(fit, X, codes, row_weight, observed, R, start, cov_tol, cap):
     """Responsibilities of every row for the first M-step of a ``start`` from every row."""
     unlabeled = codes < 0
+    if start == "given":  # a caller's responsibilities of every row (fit_mixture's start_from)
+        return R
     if start == "uniform":
         return np.where(unlabeled[:, None], 1.0 / R.shape[1], R)
     asked, labeled = fit.structures, row_weight * ~unlabeled
@@ -363,23 +367,28 @@ def _run_em(fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, c
     else:
         R = _every_row_start(fit, X, codes, row_weight, observed, R, start, cov_tol, first_cap)
         _m_step(fit, X, R, row_weight, observed, cov_tol, first_cap, patterns)
-    R, log_lik = _e_step(fit, X, codes, row_weight, observed, patterns)
-    fit.trace = [log_lik]
-    fit.n_iter, fit.converged = 0, True
-    if iterative:
-        fit.converged = False
-        for it in range(1, max_iter + 1):
-            _m_step(fit, X, R, row_weight, observed, cov_tol, caps[0], patterns, warm=True)
-            R, log_lik = _e_step(fit, X, codes, row_weight, observed, patterns)
-            fit.trace.append(log_lik)
-            fit.n_iter = it
-            if abs(fit.trace[-1] - fit.trace[-2]) <= tol * max(1.0, abs(fit.trace[-1])):
-                if len(caps) == 1:
-                    fit.converged = True
-                    break
-                caps.pop(0)
+
+    def m_step(expectation):  # from the E-step's fit: its covariances fill missing cells
+        R, previous = expectation
+        new = replace(previous)
+        _m_step(new, X, R, row_weight, observed, cov_tol, caps[0], patterns, warm=True)
+        return new
+
+    def e_step(params):
+        R, log_lik = _e_step(params, X, codes, row_weight, observed, patterns)
+        return log_lik, (R, params)
+
+    # the mclust rule: relative change; a finer cap of the iterative M-steps once it is met
+    loop = run_em_loop(
+        m_step, e_step, None, params=fit, max_iter=max_iter + 1 if iterative else 1, tol=tol,
+        eps=np.finfo(float).eps, scale=lambda value: max(1.0, abs(value)),
+        refine=lambda: len(caps) > 1 and caps.pop(0) > 0,
+    )  # fmt: skip
+    fit = loop.params
+    fit.trace, fit.n_iter = loop.trace, loop.n_iter - 1
+    fit.converged = loop.converged or not iterative
     fit.log_likelihood = fit.trace[-1]
-    fit.responsibilities = R
+    fit.responsibilities = loop.expectation[0]
     return fit
 
 
@@ -398,6 +407,7 @@ def fit_mixture(
     tol: float = 1e-8,
     cov_tol: float | None = None,
     cov_max_iter: int | None = None,
+    start_from=None,
 ) -> MixtureFit:
     """Fit class mixtures by EM (the partly labeled log-likelihood; see the module).
 
@@ -416,6 +426,9 @@ def fit_mixture(
         tol: EM's relative tolerance on the log-likelihood.
         cov_tol: the iterative structures' own M-step tolerance (None: their module's).
         cov_max_iter: their iterations (None: their module's default).
+        start_from: (n, J) responsibilities of every row for the first M-step (for example
+            :func:`split_start` of a one-component fit), the only start then; None: the
+            starts of :data:`STARTS`.
 
     Raises:
         CollapsedComponentError: every start collapsed a component (the message names the
@@ -439,9 +452,11 @@ def fit_mixture(
     starts = n_init if any(g > 1 for g in num_components) else 1
     best, error = None, None
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
+    if start_from is not None:
+        starts = 1
     for seed in range(starts):
-        R = None
-        for start in STARTS:
+        R = None if start_from is None else np.asarray(start_from, dtype=np.float64)
+        for start in STARTS if start_from is None else ("given",):
             fit = MixtureFit(
                 class_prior=np.full(num_classes, 1.0 / num_classes),
                 weights=np.ones(len(cell_class)),
@@ -460,7 +475,7 @@ def fit_mixture(
                     )
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
-                    _run_em(
+                    fit = _run_em(
                         fit,
                         X,
                         codes,
@@ -477,8 +492,8 @@ def fit_mixture(
                 if not isinstance(caught, CollapsedComponentError):
                     caught = CollapsedComponentError(f"the fit failed: {caught}", -1, -1)
                 error = error or caught
-                if start == "labeled" and unlabeled and R is not None:
-                    continue  # the labeled rows cannot start it: the starts from every row
+                if start != STARTS[-1] and unlabeled and R is not None:
+                    continue  # this start cannot start it: the next start from every row
                 break
             if not np.isfinite(fit.log_likelihood):
                 error = error or CollapsedComponentError(
@@ -491,6 +506,29 @@ def fit_mixture(
     if best is None:
         raise error
     return best
+
+
+def split_start(X, class_responsibilities, num_components, row_weight, seed=0):
+    """Responsibilities (n, J) of every row for ``num_components[k]`` components of class k: a
+    one-component fit's class responsibilities (n, K), each class's share split by weighted
+    k-means (mclust's start of G components from the one-component fit, split)."""
+    from sklearn.cluster import KMeans
+
+    R1 = np.asarray(class_responsibilities, dtype=np.float64)
+    X = np.where(np.isnan(X), np.nanmean(X, axis=0), X)  # missing cells: a start needs no more
+    cell_class = np.repeat(np.arange(len(num_components)), num_components)
+    R = np.zeros((R1.shape[0], len(cell_class)))
+    for k, G in enumerate(num_components):
+        cells, share = np.flatnonzero(cell_class == k), R1[:, k] * row_weight
+        rows = np.flatnonzero(share > 1e-8 * share.max())
+        if G == 1 or len(rows) < G:  # too few rows to split: the first M-step says which
+            R[:, cells[0]] = R1[:, k]
+            continue
+        labels = KMeans(G, n_init=1, random_state=seed).fit_predict(
+            X[rows], sample_weight=share[rows]
+        )
+        R[rows, cells[labels]] = R1[rows, k]
+    return R
 
 
 def mixture_log_likelihood(fit: MixtureFit, X, row_weight=None, observed=None) -> float:

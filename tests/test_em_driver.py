@@ -1,0 +1,58 @@
+"""The one EM driver (genprob.em_driver.run_em_loop): its stopping rule, ascent guard, refusal
+of non-finite steps, max_iter and refinement, on scripted objectives (parameters = step index)."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from genprob.em_driver import run_em_loop
+
+
+def _run(values, **options):
+    """EM whose step t has objective values[t]; the M-step advances t by one."""
+    settings = dict(max_iter=len(values) + 5, tol=1e-6, eps=np.finfo(float).eps, scale=1.0)
+    return run_em_loop(lambda t: t + 1, lambda t: (values[t], t), -1, **{**settings, **options})
+
+
+def test_stops_when_the_change_per_unit_of_scale_is_within_tol():
+    loop = _run([-10.0, -5.0, -4.0, -3.9999995, 0.0], scale=10.0)
+    # 5e-7 / 10 = 5e-8 <= 1e-6 stops; 1 / 10 did not
+    assert loop.converged and loop.n_iter == 4 and loop.params == 3
+    assert loop.trace == [-10.0, -5.0, -4.0, -3.9999995]
+    assert not _run([-10.0, -5.0, -4.0, -3.9999995, 0.0], scale=1e-3, max_iter=4).converged
+
+
+def test_a_step_that_lowers_the_objective_is_refused_and_warned():
+    with pytest.warns(ConvergenceWarning, match="EM stopped at iteration 4") as caught:
+        loop = _run([-10.0, -5.0, -4.0, -4.5, -1.0])
+    assert caught[0].filename == __file__
+    assert not loop.converged and loop.params == 2 and loop.n_iter == 3
+    assert loop.drop == pytest.approx(0.5) and loop.trace == [-10.0, -5.0, -4.0]
+
+
+def test_the_first_e_steps_step_is_not_judged_and_check_ascent_can_be_off():
+    # the start may be a density on a subspace: its value does not compare with the next
+    assert _run([5.0, -5.0, -4.0, -4.0]).converged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loop = _run([-10.0, -5.0, -5.5, -5.5], check_ascent=False)
+    assert loop.converged and loop.trace[-1] == -5.5
+
+
+def test_a_non_finite_step_stops_and_keeps_the_last_finite_one():
+    loop = _run([-10.0, -5.0, math.nan, 0.0])
+    assert not loop.finite and not loop.converged and loop.params == 1 and loop.value == -5.0
+    assert loop.n_iter == 3 and math.isnan(loop.trace[-1])
+
+
+def test_max_iter_counts_m_steps_and_refine_continues_once():
+    loop = _run([-10.0 + t for t in range(20)], max_iter=4)
+    assert not loop.converged and loop.n_iter == 4 and loop.trace == [-10.0, -9.0, -8.0, -7.0]
+    stages = [1]
+    loop = _run([-10.0, -5.0, -5.0, -4.0, -4.0], refine=lambda: stages and stages.pop() > 0)
+    assert loop.converged and loop.n_iter == 5 and loop.params == 4
+    loop = _run([-10.0], params=0, max_iter=1)  # from given parameters: their E-step first
+    assert loop.trace == [-10.0] and loop.params == 0
