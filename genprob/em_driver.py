@@ -59,13 +59,15 @@ def warn_decrease(iteration: int, drop: float, value: float, stacklevel: int = 3
     )
 
 
-def warn_max_iter(max_iter: int, tol: float, stacklevel: int = 3, what: str = "EM") -> None:
+def warn_max_iter(
+    max_iter: int, tol: float, stacklevel: int = 3, what: str = "EM", change="mean per-row"
+) -> None:
     """The one warning of an EM that reached ``max_iter`` without meeting :func:`em_converged`."""
     from sklearn.exceptions import ConvergenceWarning
 
     warnings.warn(
-        f"{what} did not converge in max_iter={max_iter} iterations (change of the objective "
-        f"above em_tol={tol}); raise max_iter.",
+        f"{what} did not converge in max_iter={max_iter} iterations (change of the {change} "
+        f"objective above em_tol={tol}); raise max_iter.",
         ConvergenceWarning,
         stacklevel=stacklevel,
     )

@@ -439,7 +439,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             self.converged_ = fit.converged
             self.log_likelihood_trace_ = np.asarray(fit.trace)
             if not fit.converged and fit.n_iter >= self.max_iter:
-                warn_max_iter(self.max_iter, self.em_tol, stacklevel=5)
+                warn_max_iter(self.max_iter, self.em_tol, stacklevel=5, change="relative")
 
     def _set_params(self, fit):
         self._structures = tuple(str(s) for s in fit.structures)
