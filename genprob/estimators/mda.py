@@ -16,8 +16,7 @@ import warnings
 from functools import partial
 
 import numpy as np
-from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import _fit_context
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
@@ -38,10 +37,8 @@ from genprob._validation import (
     check_sample_weight,
 )
 from genprob.em_driver import warn_max_iter
-from genprob.estimators._criteria import CriteriaMixin
-from genprob.execution import refuse_unscored
+from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.gaussian import mixture
-from genprob.persistence import register_estimator
 from genprob.streaming import is_dask_collection
 
 __all__ = ["MixtureDiscriminantAnalysis"]
@@ -56,7 +53,7 @@ def _structures():
     return tuple(mclust.STRUCTURES)
 
 
-class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator):
+class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
     """Gaussian mixtures within classes, structure and components chosen by BIC (mclust's
     MclustDA, EDDA and MclustSSC).
 
@@ -137,12 +134,10 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         "unlabeled_label": EM_PARAMETER_CONSTRAINTS["unlabeled_label"],
     }
 
-    #: no ``story_``: the mixtures within classes are not one story (genprob.persistence)
+    #: files of releases before issue 56 hold no story: ``story_`` is derived (genprob.persistence)
     _has_story = False
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        register_estimator(cls)
+    _validate_kwargs = {"dtype": np.float64}
+    _prior_parameter = None
 
     def __init__(
         self,
@@ -199,18 +194,6 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             raise ValueError(f"n_components must be integers >= 1; got {self.n_components!r}.")
         return tuple(sorted({int(g) for g in value}))
 
-    # -- data ------------------------------------------------------------------------------------
-    def _features(self, X, *, reset: bool, y="no_validation"):
-        """Checked features (and labels when fitting: ``reset``)."""
-        if is_dask_collection(X):
-            raise TypeError(
-                "MixtureDiscriminantAnalysis predicts on NumPy or pandas data only: compute the "
-                "Dask collection first (fit takes Dask collections for one structure with "
-                "n_components=1)."
-            )
-        nan = self.missing == "marginalize"
-        return check_rows(self, X, y, reset=reset, allow_nan=nan, dtype=np.float64)
-
     @staticmethod
     def _observed(X):
         observed = ~np.isnan(X)
@@ -230,7 +213,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             raise ValueError(f"criterion must be 'bic' or 'icl'; got {self.criterion!r}.")
         if is_dask_collection(X):
             return self._fit_dask(X, y, sample_weight)
-        X, y = self._features(X, reset=True, y=y)
+        X, y = self._rows(X, y, reset=True)
         structures = self._candidate_structures()
         components = self._candidate_components()
         n = X.shape[0]
@@ -398,10 +381,10 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             first = failures[0][2]
             raise ValueError(
                 f"{where}no candidate model could be fitted; the first, {failures[0][0]} with "
-                f"G={failures[0][1]}: {self._named(first, cls is not None)}"
+                f"G={failures[0][1]}: {self._named_class(first, cls is not None)}"
             )
         return [
-            f"{where}{structure} with G={G} ({self._named(error, cls is not None)})"
+            f"{where}{structure} with G={G} ({self._named_class(error, cls is not None)})"
             for structure, G, error in failures
         ]
 
@@ -419,7 +402,7 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
                 stacklevel=5,
             )
 
-    def _named(self, error, per_class: bool = False) -> str:
+    def _named_class(self, error, per_class: bool = False) -> str:
         """The error's message with the class code replaced by its label; a per-class fit's
         message drops it (its code counts within the one class, the caller names the class)."""
         text = str(error)
@@ -483,6 +466,20 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
     def criterion_table_(self):
         """The table of the criterion that chose the model (``criterion``)."""
         return self.bic_table_ if self.criterion == "bic" else self.icl_table_
+
+    @property
+    def story_(self):
+        """The fitted mixtures within classes as one story (derived from ``params_``)."""
+        if "params_" not in self.__dict__:
+            raise AttributeError("story_: the estimator is not fitted.")
+        from genprob.families.gaussian.mixture_story import GaussianMixtureStory
+
+        cell_class = np.asarray(self.params_["component_class"], dtype=int)
+        return GaussianMixtureStory(cell_class, self._structures, self._groups)
+
+    @story_.setter
+    def story_(self, story):
+        """A loaded file's story: the one ``params_`` and the structures give again."""
 
     def _fitted(self):
         check_is_fitted(self, "params_")
@@ -645,24 +642,6 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         self.stats_ = stats
         return self._fit_from_statistics(structure)
 
-    def save(self, path):
-        """Write the fitted estimator to ``path`` (``.npz``, no pickle; :mod:`genprob.persistence`).
-
-        Returns:
-            The path written (with the ``.npz`` suffix).
-        """
-        from genprob.persistence import save
-
-        return save(self, path)
-
-    def num_parameters(self) -> int:
-        """Free parameters (mclust >= 6.1.1's count: the K - 1 class proportions, each class's
-        G_k - 1 mixing proportions, the means and the structures' covariance parameters)."""
-        fit = self._fitted()
-        return mixture.num_parameters(
-            fit.structures, fit.groups, len(self.classes_), fit.means.shape[1]
-        )
-
     def posterior(
         self,
         X,
@@ -684,7 +663,8 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
         alongside.
 
         NUTS runs on the chosen structures and numbers of components with the components summed
-        out (:class:`~genprob.families.gaussian.mixture_story.ClassMixtureStory`): a labeled row
+        out (``story_``, a
+        :class:`~genprob.families.gaussian.mixture_story.GaussianMixtureStory`): a labeled row
         scores ``log(pi_k sum_g tau_kg f_kg(x))``, an unlabeled one (``y = -1``, weight 1) the
         log-sum-exp over classes and components; NaN cells are summed out with
         ``missing="marginalize"``. Within a class the components are exchangeable: every draw's
@@ -736,45 +716,6 @@ class MixtureDiscriminantAnalysis(CriteriaMixin, ClassifierMixin, BaseEstimator)
             **nuts_settings,
         )
 
-    def predict_joint_log_proba(self, X):
-        """``log pi_k + log p(x | k)`` (n, K); NaN cells summed out (``missing="marginalize"``)."""
-        fit = self._fitted()
-        X = self._features(X, reset=False)
-        values = np.nan_to_num(X)
-        with np.errstate(over="ignore", invalid="ignore"):  # such rows are refused just below
-            joint = mixture.class_log_density(fit, values, self._observed(X))
-        refuse_unscored(joint, values)  # the other estimators' check: no NaN probabilities
-        return joint
-
-    def predict_log_proba(self, X):
-        """Log class posteriors ``log p(k | x)`` (n, K)."""
-        joint = self.predict_joint_log_proba(X)
-        return joint - logsumexp(joint, axis=1, keepdims=True)
-
-    def predict_proba(self, X):
-        """Class posteriors ``p(k | x)`` (n, K)."""
-        return np.exp(self.predict_log_proba(X))
-
-    def predict(self, X):
-        """The class of largest posterior for each row."""
-        joint = self.predict_joint_log_proba(X)
-        return self.classes_[np.argmax(joint, axis=1)]
-
-    def log_likelihood(self, X, y=None) -> float:
-        """``sum_i log sum_k pi_k p(x_i | k)`` when ``y`` is None (mclust's BIC's); with labels,
-        labeled rows add ``log pi_y p(x | y)`` and rows marked -1 the mixture term."""
-        joint = self.predict_joint_log_proba(X)
-        if y is None:
-            return float(np.sum(logsumexp(joint, axis=1)))
-        y = np.asarray(y)
-        unlabeled = unlabeled_mask(y, check_unlabeled_label(self.unlabeled_label))
-        total = float(np.sum(logsumexp(joint[unlabeled], axis=1)))
-        index = np.searchsorted(self.classes_, y[~unlabeled])
-        return total + float(np.sum(joint[np.flatnonzero(~unlabeled), index]))
-
-
-register_estimator(MixtureDiscriminantAnalysis)  # loadable by qualified name (genprob.load)
-
 
 def _posterior(
     estimator,
@@ -800,7 +741,6 @@ def _posterior(
     from genprob._dtype import precision
     from genprob._limits import check_count, check_posterior_size
     from genprob.arviz_io import to_arviz
-    from genprob.families.gaussian.mixture_story import ClassMixtureStory
     from genprob.masking import has_missing, marginalized
     from genprob.mcmc import (
         _kernel_settings,
@@ -830,7 +770,7 @@ def _posterior(
     check_posterior_size(parameter_entries=0, num_rows=int(y.shape[0]) if y.ndim else 0, **sizes)
     if not hasattr(estimator, "params_"):
         estimator.fit(X, y)
-    X = estimator._features(X, reset=False)
+    X = estimator._rows(X)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
     unlabeled = unlabeled_mask(y, check_unlabeled_label(estimator.unlabeled_label))
@@ -843,14 +783,10 @@ def _posterior(
         )
     codes = np.full(X.shape[0], -1, dtype=np.int32)
     codes[~unlabeled] = np.searchsorted(classes, y[~unlabeled])
-    fit = estimator._fitted()
-    index = mixture._cell_index(fit.cell_class)
-    component_labels = [
-        f"{_label(classes[k])}:{g}" for k, g in zip(fit.cell_class, index, strict=True)
-    ]
-    mixture_story = ClassMixtureStory(
-        fit.cell_class, fit.structures, fit.groups, component_labels=component_labels
-    )
+    cells = estimator.story_.cell_class
+    index = mixture._cell_index(np.asarray(cells))
+    labels = tuple(f"{_label(classes[k])}:{g}" for k, g in zip(cells, index, strict=True))
+    mixture_story = estimator.story_.replace(component_labels=labels)
     mixture_story = with_prior(mixture_story, **(prior or {}))
     if priors == "data":
         mixture_story = mixture_story.scaled_to_data(X)
@@ -930,14 +866,14 @@ def align_draws(
     """Draws of a mixture within classes aligned to ``reference`` (the MLE), and their checks.
 
     Every draw's components are permuted, class by class, to best match the reference's
-    (:meth:`ClassMixtureStory.align_parameters`); R-hat, ESS and the chains' modes are then
+    (:meth:`GaussianMixtureStory.align_parameters`); R-hat, ESS and the chains' modes are then
     computed on the aligned draws (:func:`genprob.mcmc.diagnose`). An entry whose R-hat exceeds
     :data:`genprob.mcmc.RHAT_MAX`, or whose chains' means lie more than :data:`CHAIN_GAP_SD`
     within-chain sds apart, names its parameter, class and component in one
     :class:`genprob.mcmc.SamplingWarning`: chains in modes that alignment cannot reconcile.
 
     Args:
-        story: the :class:`~genprob.families.gaussian.mixture_story.ClassMixtureStory`.
+        story: the :class:`~genprob.families.gaussian.mixture_story.GaussianMixtureStory`.
         draws: ``class_prior``, ``weights``, ``means``, ``covariances`` with leading axes
             ``(chains, draws)``.
         reference: the parameters to align to (``params_``).
@@ -1099,12 +1035,13 @@ def _combine(fits, class_prior):
 
 
 # -- statistics that add over chunks (EDDA) ------------------------------------------------------
-def _scatter_story():
-    """The Gaussian story whose statistics (per-class counts, sums and scatter matrices about a
-    reference point, combined by re-centering) every structure's M-step reads."""
-    from genprob.families.gaussian.story import GaussianStory
+def _edda_story(num_classes, structure="VVV"):
+    """One Gaussian per class, ``structure`` across the classes (EDDA): the mixture story whose
+    statistics (per-class counts, sums and scatter about a reference point) add over chunks."""
+    from genprob.families.gaussian.mixture_story import GaussianMixtureStory
 
-    return GaussianStory(covariance="full", shared=False)
+    cells = tuple(range(num_classes))
+    return GaussianMixtureStory(cells, (structure,), (cells,))
 
 
 def _chunk_statistics(X, codes, weight, num_classes) -> dict:
@@ -1112,37 +1049,32 @@ def _chunk_statistics(X, codes, weight, num_classes) -> dict:
     out as the story estimators' ``stats_``: ``class_counts`` and the ``emission``'s."""
     R = np.zeros((X.shape[0], num_classes))
     R[np.arange(X.shape[0]), codes] = weight
-    stats = _scatter_story().sufficient_statistics(np.asarray(X, dtype=np.float64), R)
+    stats = _edda_story(num_classes).sufficient_statistics(np.asarray(X, dtype=np.float64), R)
     emission = {k: np.asarray(v, dtype=np.float64) for k, v in stats.items()}
     return {"class_counts": emission["counts"].copy(), "emission": emission}
 
 
 def _combine_statistics(a, b) -> dict:
-    emission = _scatter_story().combine_statistics(a["emission"], b["emission"])
+    story = _edda_story(len(a["class_counts"]))
+    emission = story.combine_statistics(a["emission"], b["emission"])
     emission = {k: np.asarray(v) for k, v in emission.items()}
     return {"class_counts": a["class_counts"] + b["class_counts"], "emission": emission}
 
 
 def _edda_from_statistics(structure, stats) -> mixture.MixtureFit:
-    """One Gaussian per class of ``structure`` from the classes' statistics."""
-    from genprob.families.gaussian import mclust
-
+    """One Gaussian per class of ``structure`` from the classes' statistics (the story's M-step)."""
     counts = np.asarray(stats["class_counts"], dtype=np.float64)
     empty = np.flatnonzero(~(counts > 0))
     if empty.size:
         raise ValueError(f"class code {int(empty[0])} has no rows yet")
-    with np.errstate(all="ignore"):
-        fitted = _scatter_story().maximize(stats["emission"])
-    scatter = np.asarray(fitted["covariance"]) * counts[:, None, None]
-    num_classes = len(counts)
+    story = _edda_story(len(counts), structure)
+    params = story.maximize(stats["emission"])
     return mixture.MixtureFit(
         class_prior=counts / counts.sum(),
-        weights=np.ones(num_classes),
-        means=np.asarray(fitted["means"], dtype=np.float64),
-        covariances=mclust.covariances(structure, scatter, counts),
-        cell_class=np.arange(num_classes),
-        structures=(structure,),
-        groups=(tuple(range(num_classes)),),
+        **params,
+        cell_class=np.asarray(story.cell_class),
+        structures=story.structures,
+        groups=story.groups,
     )
 
 

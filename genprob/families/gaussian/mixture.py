@@ -19,7 +19,6 @@ the densities and the conditional-mean fill are the Gaussian family's (:mod:`.di
 
 from __future__ import annotations
 
-import re
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -39,7 +38,6 @@ __all__ = [
     "CollapsedComponentWarning",
     "MixtureFit",
     "cell_log_density",
-    "class_log_density",
     "fit_mixture",
     "num_parameters",
     "split_start",
@@ -172,16 +170,6 @@ def _joint(fit: MixtureFit, log_f):
         return log_f + np.log(fit.class_prior)[fit.cell_class] + np.log(fit.weights)
 
 
-def class_log_density(fit: MixtureFit, X, observed=None):
-    """``log pi_k p(x | k)`` (n, K): the joint log density of each row and class."""
-    joint = _joint(fit, cell_log_density(X, fit.means, fit.covariances, fit.cell_class, observed))
-    num_classes = len(fit.class_prior)
-    out = np.empty((joint.shape[0], num_classes))
-    for k in range(num_classes):
-        out[:, k] = logsumexp(joint[:, fit.cell_class == k], axis=1)
-    return out
-
-
 # -- EM ------------------------------------------------------------------------------------------
 def _e_step(fit: MixtureFit, X, codes, row_weight, observed, patterns=None):
     """Responsibilities (n, J) over the cells of the row's class (labeled rows) or all cells
@@ -241,26 +229,17 @@ def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns
             scatter[j] = (centered * w[:, None]).T @ centered + np.tensordot(
                 per_pattern, cond, axes=1
             )
-    covariances = np.empty((num_cells, d, d))
-    mclust = _mclust()
-    for structure, group in zip(fit.structures, fit.groups, strict=True):
-        group = np.asarray(group)
-        try:
-            covariances[group] = mclust.covariances(
-                structure,
-                scatter[group],
-                counts[group],
-                tol=tol,
-                max_iter=max_iter,
-                start=fit.covariances[group] if warm else None,
-            )
-        except ValueError as error:
-            found = re.search(r"group (\d+)", str(error))
-            j = group[int(found.group(1))] if found else group[0]
-            k, g = int(fit.cell_class[j]), int(cell_index[j])
-            raise CollapsedComponentError(
-                f"class {k}, component {g}: {error} (the component collapsed).", k, g
-            ) from None
+    from genprob.families.gaussian.mixture_story import GaussianMixtureStory
+
+    story = GaussianMixtureStory(fit.cell_class, fit.structures, fit.groups)
+    start = fit.covariances if warm else None
+    try:
+        covariances = story.covariances(scatter, counts, tol=tol, max_iter=max_iter, start=start)
+    except ValueError as error:
+        k, g = int(fit.cell_class[error.cell]), int(cell_index[error.cell])
+        raise CollapsedComponentError(
+            f"class {k}, component {g}: {error} (the component collapsed).", k, g
+        ) from None
     for j in range(num_cells):
         eig = np.linalg.eigvalsh(covariances[j])
         if not np.all(np.isfinite(eig)) or eig[0] <= _COLLAPSE_RATIO * max(eig[-1], 0.0):
@@ -533,8 +512,8 @@ def split_start(X, class_responsibilities, num_components, row_weight, seed=0):
 
 def mixture_log_likelihood(fit: MixtureFit, X, row_weight=None, observed=None) -> float:
     """``sum_i w_i log sum_k pi_k p(x_i | k)``: the mixture log-likelihood (mclust's BIC's)."""
-    joint = class_log_density(fit, X, observed)
-    row_log = logsumexp(joint, axis=1)
+    log_f = cell_log_density(X, fit.means, fit.covariances, fit.cell_class, observed)
+    row_log = logsumexp(_joint(fit, log_f), axis=1)
     w = np.ones(len(row_log)) if row_weight is None else row_weight
     return float(np.sum(w * row_log))
 

@@ -1,4 +1,5 @@
-"""The mixtures within classes (:mod:`.mixture`) as a story: NUTS with the components summed out.
+"""The mixtures within classes (:mod:`.mixture`) as a story: the estimator's predictions, and NUTS
+with the components summed out.
 
 Class ``k`` is a mixture of the cells ``j`` with ``cell_class[j] = k``: ``x | k ~ sum_g tau_kg
 N(mu_kg, Sigma_kg)``. The prior: ``tau_k ~ Dirichlet(weight_concentration)`` per class with
@@ -8,20 +9,22 @@ covariances through the eigen parametrization of its structure
 ``group<g>_``. ``core.model`` then scores a labeled row ``log(pi_k sum_g tau_kg f_kg(x))`` and an
 unlabeled one ``log sum_k pi_k sum_g tau_kg f_kg(x)``: no discrete site is left.
 
-Within a class the components are exchangeable: :meth:`ClassMixtureStory.align_parameters`
+Within a class the components are exchangeable: :meth:`GaussianMixtureStory.align_parameters`
 permutes each draw's components to those of a reference (the MLE) before any summary.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
+from scipy.special import logsumexp
 
 from genprob._lazy import LazyModule
 from genprob.families.gaussian import mclust
 from genprob.families.gaussian.distributions import full_gaussian
-from genprob.families.gaussian.mixture import _cell_index, num_parameters
+from genprob.families.gaussian.mixture import _cell_index, cell_log_density, num_parameters
 from genprob.story import Story, align_components
 
 jax = LazyModule("jax")
@@ -31,14 +34,17 @@ dist = LazyModule("numpyro.distributions")
 handlers = LazyModule("numpyro.handlers")
 gaussian_missing = LazyModule("genprob.families.gaussian.missing")
 
-__all__ = ["ClassMixtureStory", "MIXTURE_PARAMETERS"]
+__all__ = ["ClassMixtureStory", "GaussianMixtureStory", "MIXTURE_PARAMETERS"]
 
 #: The mixture's parameters besides the class prior, as ``params_`` names them.
 MIXTURE_PARAMETERS = ("weights", "means", "covariances")
 
 
-class ClassMixtureStory(Story):
+class GaussianMixtureStory(Story):
     """Gaussian mixtures within classes (cells ``j`` of class ``cell_class[j]``).
+
+    NumPy rows are scored in NumPy by the family's one Gaussian density
+    (:func:`.mixture.cell_log_density`); traced rows (NUTS) by NumPyro's mixture of it.
 
     Args:
         cell_class: class code of each cell (component), in cell order.
@@ -54,7 +60,7 @@ class ClassMixtureStory(Story):
     """
 
     name = "class_mixtures"
-    capabilities = {"supports_missing": True}
+    capabilities = {"supports_missing": True, "array_api": True}
 
     def __init__(
         self,
@@ -139,6 +145,84 @@ class ClassMixtureStory(Story):
         # the family's whitened Gaussian (NumPyro's mixture needs a distribution object)
         components = full_gaussian(params["means"][index], params["covariances"][index], None)
         return dist.MixtureSameFamily(dist.Categorical(logits=logits), components)
+
+    def _within(self, params, X):
+        """``log tau_j f_j(x)`` (n, J) of NumPy rows and each class's log-sum-exp of them (n, K)."""
+        cell_class = np.asarray(self.cell_class)
+        log_f = cell_log_density(X, params["means"], params["covariances"], cell_class)
+        index, present = self._padding()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            joint = log_f + np.log(params["weights"])
+            return joint, logsumexp(np.where(present, joint[:, index], -np.inf), axis=-1)
+
+    def log_density(self, params, X):
+        if not isinstance(X, np.ndarray):
+            return super().log_density(params, X)
+        return self._within(params, X)[1]
+
+    # -- the closed form: statistics per cell, the structures' M-step per group -----------------
+    @staticmethod
+    def _cells():
+        """The Gaussian story with the cells as its classes: its statistics (counts, sums and
+        scatter about a reference point, combined by re-centering) are the cells'."""
+        from genprob.families.gaussian.story import GaussianStory
+
+        return GaussianStory(covariance="full", shared=False)
+
+    def cell_responsibilities(self, params, X, R):
+        """(n, J): each class's responsibilities ``R`` (n, K) shared among its cells by their
+        posterior at ``params``; the statistics need them (one cell per class: ``R`` itself)."""
+        cell_class = np.asarray(self.cell_class)
+        if params is None:
+            if len(cell_class) != self.num_classes:
+                raise ValueError("the statistics of several components a class need parameters.")
+            return np.asarray(R)[:, cell_class]
+        joint, own = self._within(params, X)
+        with np.errstate(invalid="ignore"):
+            return np.asarray(R)[:, cell_class] * np.exp(joint - own[:, cell_class])
+
+    def sufficient_statistics(self, X, R, params=None):
+        return self._cells().sufficient_statistics(X, self.cell_responsibilities(params, X, R))
+
+    def combine_statistics(self, stats_a, stats_b):
+        return self._cells().combine_statistics(stats_a, stats_b)
+
+    def covariances(self, scatter, counts, *, start=None, **settings):
+        """(J, D, D): each group's :func:`.mclust.covariances` of the cells' weighted scatter
+        ``scatter`` (J, D, D) and ``counts`` (J,); ``start``: (J, D, D) warm start. A
+        ``ValueError`` gets the failing cell as its attribute ``cell``."""
+        covariances = np.empty_like(scatter)
+        for structure, group in zip(self.structures, self.groups, strict=True):
+            group = list(group)
+            try:
+                covariances[group] = mclust.covariances(
+                    structure,
+                    scatter[group],
+                    counts[group],
+                    start=None if start is None else start[group],
+                    **settings,
+                )
+            except ValueError as error:  # mclust names the group's member: the cell
+                found = re.search(r"group (\d+)", str(error))
+                error.cell = group[int(found.group(1))] if found else group[0]
+                raise
+        return covariances
+
+    def maximize(self, stats, **settings):
+        """Means and each group's structured covariances (:func:`.mclust.covariances`, given
+        ``settings``: ``tol``, ``max_iter``, ``start``) from the cells' statistics."""
+        with np.errstate(all="ignore"):
+            fitted = self._cells().maximize(stats)
+        counts = np.asarray(stats["counts"], dtype=np.float64)
+        scatter = np.asarray(fitted["covariance"]) * counts[:, None, None]
+        covariances = self.covariances(scatter, counts, **settings)
+        cell_class = np.asarray(self.cell_class)
+        class_counts = np.bincount(cell_class, weights=counts, minlength=self.num_classes)
+        return {
+            "weights": counts / class_counts[cell_class],
+            "means": np.asarray(fitted["means"], dtype=np.float64),
+            "covariances": covariances,
+        }
 
     def latent_of(self, params) -> dict:
         """The prior's sites at parameters ``params`` (e.g. the MLE, where chains start)."""
@@ -245,3 +329,7 @@ class ClassMixtureStory(Story):
 def _setting(value):
     array = np.asarray(value, dtype=np.float64)
     return float(array) if array.ndim == 0 else array
+
+
+#: The name of releases before issue 56 (tests and user code import it).
+ClassMixtureStory = GaussianMixtureStory
