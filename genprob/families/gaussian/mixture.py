@@ -19,6 +19,7 @@ the densities and the conditional-mean fill are the Gaussian family's (:mod:`.di
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -229,12 +230,11 @@ def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns
             scatter[j] = (centered * w[:, None]).T @ centered + np.tensordot(
                 per_pattern, cond, axes=1
             )
-    from genprob.families.gaussian.mixture_story import GaussianMixtureStory
-
-    story = GaussianMixtureStory(fit.cell_class, fit.structures, fit.groups)
     start = fit.covariances if warm else None
     try:
-        covariances = story.covariances(scatter, counts, tol=tol, max_iter=max_iter, start=start)
+        covariances = group_covariances(
+            fit.structures, fit.groups, scatter, counts, tol=tol, max_iter=max_iter, start=start
+        )
     except ValueError as error:
         k, g = int(fit.cell_class[error.cell]), int(cell_index[error.cell])
         raise CollapsedComponentError(
@@ -254,6 +254,28 @@ def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns
     fit.weights = counts / class_counts[fit.cell_class]
     fit.means = means
     fit.covariances = covariances
+
+
+def group_covariances(structures, groups, scatter, counts, *, start=None, **settings):
+    """(J, D, D): each group's :func:`.mclust.covariances` of the cells' weighted scatter
+    ``scatter`` (J, D, D) and ``counts`` (J,); ``start``: (J, D, D) warm start. A
+    ``ValueError`` gets the failing cell as its attribute ``cell``."""
+    covariances = np.empty_like(scatter)
+    for structure, group in zip(structures, groups, strict=True):
+        group = list(group)
+        try:
+            covariances[group] = _mclust().covariances(
+                structure,
+                scatter[group],
+                counts[group],
+                start=None if start is None else start[group],
+                **settings,
+            )
+        except ValueError as error:  # mclust names the group's member: the cell
+            found = re.search(r"group (\d+)", str(error))
+            error.cell = group[int(found.group(1))] if found else group[0]
+            raise
+    return covariances
 
 
 def _layout(num_components, structures, across_classes: bool):

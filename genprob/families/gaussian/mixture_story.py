@@ -16,7 +16,6 @@ permutes each draw's components to those of a reference (the MLE) before any sum
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 from scipy.special import logsumexp
@@ -24,7 +23,12 @@ from scipy.special import logsumexp
 from genprob._lazy import LazyModule
 from genprob.families.gaussian import mclust
 from genprob.families.gaussian.distributions import full_gaussian
-from genprob.families.gaussian.mixture import _cell_index, cell_log_density, num_parameters
+from genprob.families.gaussian.mixture import (
+    _cell_index,
+    cell_log_density,
+    group_covariances,
+    num_parameters,
+)
 from genprob.story import Story, align_components
 
 jax = LazyModule("jax")
@@ -187,27 +191,6 @@ class GaussianMixtureStory(Story):
     def combine_statistics(self, stats_a, stats_b):
         return self._cells().combine_statistics(stats_a, stats_b)
 
-    def covariances(self, scatter, counts, *, start=None, **settings):
-        """(J, D, D): each group's :func:`.mclust.covariances` of the cells' weighted scatter
-        ``scatter`` (J, D, D) and ``counts`` (J,); ``start``: (J, D, D) warm start. A
-        ``ValueError`` gets the failing cell as its attribute ``cell``."""
-        covariances = np.empty_like(scatter)
-        for structure, group in zip(self.structures, self.groups, strict=True):
-            group = list(group)
-            try:
-                covariances[group] = mclust.covariances(
-                    structure,
-                    scatter[group],
-                    counts[group],
-                    start=None if start is None else start[group],
-                    **settings,
-                )
-            except ValueError as error:  # mclust names the group's member: the cell
-                found = re.search(r"group (\d+)", str(error))
-                error.cell = group[int(found.group(1))] if found else group[0]
-                raise
-        return covariances
-
     def maximize(self, stats, **settings):
         """Means and each group's structured covariances (:func:`.mclust.covariances`, given
         ``settings``: ``tol``, ``max_iter``, ``start``) from the cells' statistics."""
@@ -215,7 +198,7 @@ class GaussianMixtureStory(Story):
             fitted = self._cells().maximize(stats)
         counts = np.asarray(stats["counts"], dtype=np.float64)
         scatter = np.asarray(fitted["covariance"]) * counts[:, None, None]
-        covariances = self.covariances(scatter, counts, **settings)
+        covariances = group_covariances(self.structures, self.groups, scatter, counts, **settings)
         cell_class = np.asarray(self.cell_class)
         class_counts = np.bincount(cell_class, weights=counts, minlength=self.num_classes)
         return {
