@@ -194,11 +194,6 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             raise ValueError(f"n_components must be integers >= 1; got {self.n_components!r}.")
         return tuple(sorted({int(g) for g in value}))
 
-    @staticmethod
-    def _observed(X):
-        observed = ~np.isnan(X)
-        return None if observed.all() else observed
-
     # -- fitting ---------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -238,7 +233,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         row_weight = np.where(unlabeled, weight * self.unlabeled_weight, weight)
         if n < 2 or float(row_weight.sum()) <= 0:
             raise ValueError(f"n_samples={n}: a Gaussian fit needs at least 2 rows.")
-        observed = self._observed(X) if self.missing == "marginalize" else None
+        nan = np.isnan(X) if self.missing == "marginalize" else None
+        observed = ~nan if nan is not None and nan.any() else None
         semi = bool(np.any(unlabeled & (row_weight > 0)))
         for name in ("n_iter_", "converged_", "log_likelihood_trace_", "stats_"):
             self.__dict__.pop(name, None)
@@ -483,15 +479,10 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
     def _fitted(self):
         check_is_fitted(self, "params_")
-        p = self.params_
+        p = {k: np.asarray(v) for k, v in self.params_.items()}
+        cell_class = p.pop("component_class")
         return mixture.MixtureFit(
-            class_prior=np.asarray(p["class_prior"]),
-            weights=np.asarray(p["weights"]),
-            means=np.asarray(p["means"]),
-            covariances=np.asarray(p["covariances"]),
-            cell_class=np.asarray(p["component_class"]),
-            structures=self._structures,
-            groups=self._groups,
+            **p, cell_class=cell_class, structures=self._structures, groups=self._groups
         )
 
     # -- fits over chunks -------------------------------------------------------------------------

@@ -109,9 +109,6 @@ class MixtureFit:
     converged: bool = True
     responsibilities: np.ndarray | None = None
 
-    def components(self, k: int) -> int:
-        return int(np.sum(self.cell_class == k))
-
 
 def num_parameters(structures, groups, num_classes: int, num_features: int) -> int:
     """Free parameters: ``K - 1`` class proportions, ``G_k - 1`` mixing proportions per class,
