@@ -54,7 +54,7 @@ from genprob._validation import (
     describe,
 )
 from genprob.capabilities import capability, has_closed_form
-from genprob.em_driver import em_converged, em_decreased, run_em_loop, warn_decrease
+from genprob.em_driver import em_step, run_em_loop, warn_decrease
 from genprob.execution import padded
 from genprob.story import CLASS_PRIOR, Story
 
@@ -142,16 +142,13 @@ def _objective(story, params, X, codes, row_weights, penalty=0.0):
     return jnp.sum(jnp.where(row_weights > 0, row_weights * values, 0.0)) + penalty
 
 
-def _labeled_responsibilities(codes, row_weights, num_classes, dtype, xp=jnp):
-    """EM's fixed pieces: one-hot labels, labeled rows' weighted responsibilities, unlabeled
-    rows' weights (0 on labeled rows); computed by ``xp`` (JAX, or NumPy on the host)."""
+def _labeled_responsibilities(codes, row_weights, num_classes, dtype):
+    """EM's fixed pieces (NumPy, on the host): one-hot labels, labeled rows' weighted
+    responsibilities, unlabeled rows' weights (0 on labeled rows)."""
     labeled = codes >= 0
-    if xp is jnp:
-        one_hot = jax.nn.one_hot(jnp.where(labeled, codes, 0), num_classes, dtype=dtype)
-    else:
-        one_hot = (np.where(labeled, codes, 0)[:, None] == np.arange(num_classes)).astype(dtype)
-    labeled_R = xp.where(labeled[:, None], one_hot * row_weights[:, None], 0.0)
-    return one_hot, labeled_R, xp.where(labeled, 0.0, row_weights)
+    one_hot = (np.where(labeled, codes, 0)[:, None] == np.arange(num_classes)).astype(dtype)
+    labeled_R = np.where(labeled[:, None], one_hot * row_weights[:, None], 0.0)
+    return one_hot, labeled_R, np.where(labeled, 0.0, row_weights)
 
 
 # -- the gradient M-step -------------------------------------------------------------------------
@@ -251,21 +248,19 @@ def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) ->
 
 # -- the EM loop ----------------------------------------------------------------------------------
 def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps, previous=None):
-    """One M-step from weighted responsibilities ``R``; returns (params, latent, penalty), and
-    with ``previous`` parameters also their penalty at these statistics."""
+    """One M-step from weighted responsibilities ``R``: (params, latent, penalty, and that of
+    the ``previous`` parameters at these statistics)."""
     if has_closed_form(story):
         stats = core.sufficient_statistics(story, X, R)
         params = core.maximize(story, stats, class_prior, fit_prior)
-        penalty = story.log_penalty(params, stats["emission"])
-        if previous is None:
-            return params, latent, penalty
-        return params, latent, penalty, story.log_penalty(previous, stats["emission"])
+        before = 0.0 if previous is None else story.log_penalty(previous, stats["emission"])
+        return params, latent, story.log_penalty(params, stats["emission"]), before
     num_classes, num_features = R.shape[1], X.shape[1]
     prior = core.class_prior_from_counts(R.sum(axis=0), class_prior, fit_prior)
     latent = _gradient_m_step(story, X, R, latent, prior, num_steps)
     params = params_from_latent(story, latent, num_classes, num_features)
     params[CLASS_PRIOR] = prior
-    return (params, latent, 0.0) if previous is None else (params, latent, 0.0, 0.0)
+    return params, latent, 0.0, 0.0
 
 
 def _all_finite(tree):
@@ -284,7 +279,8 @@ def _em_runs(
     X,
     codes,
     row_weights,
-    initial_R,
+    fixed,
+    R0,
     latent,
     tol,
     class_prior,
@@ -293,15 +289,14 @@ def _em_runs(
     capacity,
     fit_prior,
 ):
-    """Run EM from every initial responsibility matrix (vmapped); one compiled program.
+    """Run EM from the initial weighted responsibilities ``R0`` (n, K) (``fixed``:
+    :func:`_labeled_responsibilities`); one compiled program.
 
-    A second execution of the one driver's rule: a traced while_loop cannot call host callables;
-    it shares :func:`genprob.em_driver.em_converged` and :func:`~genprob.em_driver.em_decreased`.
+    Apart from :func:`~genprob.em_driver.run_em_loop`: a traced while_loop cannot call Python
+    callables per step. Each step is judged by the driver's :func:`~genprob.em_driver.em_step`.
     """
     labeled = codes >= 0
-    one_hot, labeled_R, unlabeled_weights = _labeled_responsibilities(
-        codes, row_weights, initial_R.shape[-1], X.dtype
-    )
+    one_hot, labeled_R, unlabeled_weights = fixed
     total_weight = jnp.maximum(jnp.sum(row_weights), jnp.finfo(X.dtype).tiny)
 
     def e_step(params):
@@ -312,124 +307,108 @@ def _em_runs(
         # Parameters of the right structure for the loop's carry; iteration 0 ignores them.
         shapes = jax.eval_shape(
             lambda R: _m_step(story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS)[0],
-            initial_R[0],
+            R0,
         )
         return jax.tree_util.tree_map(lambda s: jnp.ones(s.shape, s.dtype), shapes)
 
-    def run(R0):
-        state = (
-            placeholder_params(),
-            latent,
-            jnp.asarray(-jnp.inf, X.dtype),
-            jnp.full(capacity, jnp.nan, dtype=X.dtype),
-            jnp.asarray(0),
-            jnp.asarray(False),
-            jnp.asarray(True),
-            R0.sum(axis=0),
-            jnp.asarray(0.0, X.dtype),
-            jnp.asarray(0.0, X.dtype),
+    state = (
+        placeholder_params(),
+        latent,
+        jnp.asarray(-jnp.inf, X.dtype),
+        jnp.full(capacity, jnp.nan, dtype=X.dtype),
+        jnp.asarray(0),
+        jnp.asarray(False),
+        jnp.asarray(True),
+        R0.sum(axis=0),
+        jnp.asarray(0.0, X.dtype),
+        jnp.asarray(0.0, X.dtype),
+    )
+
+    def keep_going(state):
+        _, _, _, _, iteration, converged, finite, _, drop, _ = state
+        return (iteration < max_iter) & ~converged & finite & ~(drop > 0)
+
+    def iterate(state):
+        params, latent, value, trace, iteration, _, _, _, _, old_penalty = state
+        # The first M-step starts from the initial responsibilities, later ones from the
+        # E-step (one M-step site in the program keeps compilation short).
+        R = jnp.where(iteration == 0, R0, e_step(params))
+        new_params, new_latent, penalty, penalty_before = _m_step(
+            story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS, previous=params
+        )
+        new_value = _objective(story, new_params, X, codes, row_weights, penalty)
+        new_value = jnp.where(_all_finite(new_params), new_value, jnp.nan)
+        # the floor: the last objective with the penalty at this step's statistics (the
+        # host's e_step gives it); the start's step is not judged (see run_em_loop)
+        floor = value - old_penalty + penalty_before
+        finite, decreased, converged = em_step(
+            new_value, value, floor, iteration > 1, total_weight, tol, jnp.finfo(X.dtype).eps
+        )
+        drop = jnp.where(decreased, floor - new_value, 0.0).astype(X.dtype)
+        trace = jnp.where(decreased, trace, trace.at[iteration].set(new_value))
+        # a degenerate step is recorded (NaN/inf in the trace) but its parameters are not kept
+        keep = finite & ~decreased
+        params, latent, value = jax.tree_util.tree_map(
+            lambda a, b: jnp.where(keep, a, b),
+            (new_params, new_latent, new_value),
+            (params, latent, value),
+        )
+        iteration = jnp.where(decreased, iteration, iteration + 1)
+        old_penalty = jnp.where(keep, penalty, old_penalty).astype(X.dtype)
+        return (
+            *(params, latent, value, trace, iteration, converged, finite, R.sum(0), drop),
+            old_penalty,
         )
 
-        def keep_going(state):
-            _, _, _, _, iteration, converged, finite, _, drop, _ = state
-            return (iteration < max_iter) & ~converged & finite & ~(drop > 0)
-
-        def iterate(state):
-            params, latent, value, trace, iteration, _, _, _, _, old_penalty = state
-            # The first M-step starts from the initial responsibilities, later ones from the
-            # E-step (one M-step site in the program keeps compilation short).
-            R = jnp.where(iteration == 0, R0, e_step(params))
-            new_params, new_latent, penalty, penalty_before = _m_step(
-                story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS, previous=params
-            )
-            new_value = _objective(story, new_params, X, codes, row_weights, penalty)
-            finite = jnp.isfinite(new_value) & _all_finite(new_params)
-            eps = jnp.finfo(X.dtype).eps
-            converged = em_converged(new_value, value, total_weight, tol, eps)
-            # EM's ascent holds with the penalty at the step's own statistics (a prior scaled by
-            # the soft counts moves with them): a step that lowers that objective is neither
-            # recorded nor kept, and EM stops before it. Not the first E-step's: the start's
-            # parameters (the labeled rows' fit) may be a density on a subspace (a covariance of
-            # lower rank), whose values do not compare with a density on every dimension
-            before = value - old_penalty + penalty_before
-            decreased = (
-                finite & (iteration > 1) & em_decreased(new_value, before, total_weight, tol, eps)
-            )
-            drop = jnp.where(decreased, before - new_value, 0.0).astype(X.dtype)
-            trace = jnp.where(decreased, trace, trace.at[iteration].set(new_value))
-            # a degenerate step is recorded (NaN/inf in the trace) but its parameters are not kept
-            params, latent, value = jax.tree_util.tree_map(
-                lambda a, b: jnp.where(finite & ~decreased, a, b),
-                (new_params, new_latent, new_value),
-                (params, latent, value),
-            )
-            iteration = jnp.where(decreased, iteration, iteration + 1)
-            converged = converged & ~decreased
-            old_penalty = jnp.where(finite & ~decreased, penalty, old_penalty).astype(X.dtype)
-            return (
-                *(params, latent, value, trace, iteration, converged, finite, R.sum(0), drop),
-                old_penalty,
-            )
-
-        final = jax.lax.while_loop(keep_going, iterate, state)
-        params, _, value, trace, n_iter, converged, finite, class_mass, drop, _ = final
-        posterior = core.predict_proba(story, params, X)
-        responsibilities = jnp.where(labeled[:, None], one_hot, posterior)
-        return params, trace, n_iter, converged, finite, value, responsibilities, class_mass, drop
-
-    if initial_R.shape[0] == 1:
-        # one start (the default): no batching transform to trace, half the tracing time
-        return jax.tree_util.tree_map(lambda a: a[None], run(initial_R[0]))
-    return jax.vmap(run)(initial_R)
+    final = jax.lax.while_loop(keep_going, iterate, state)
+    params, _, value, trace, n_iter, converged, finite, class_mass, drop, _ = final
+    posterior = core.predict_proba(story, params, X)
+    responsibilities = jnp.where(labeled[:, None], one_hot, posterior)
+    return params, trace, n_iter, converged, finite, value, responsibilities, class_mass, drop
 
 
 def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
     """:func:`_em_runs` of one start on NumPy rows, eagerly, through the one EM driver
-    (:func:`genprob.em_driver.run_em_loop`): each joint log density gives both its objective and
-    the next E-step; ``fixed`` are :func:`_labeled_responsibilities`. NumPy rows of a closed form
-    import neither JAX nor NumPyro (issue 57)."""
+    (:func:`genprob.em_driver.run_em_loop`): each joint log density gives the objective, the
+    posteriors and their statistics; ``fixed`` are :func:`_labeled_responsibilities`. NumPy rows
+    of a closed form import neither JAX nor NumPyro (issue 57)."""
     labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
-    last = {}
 
-    def m_step(expectation):  # (weighted responsibilities, posteriors)
-        last["R"] = R = expectation[0].astype(X.dtype, copy=False)
-        last["stats"] = core.sufficient_statistics(story, X, R)
-        return core.maximize(story, last["stats"], class_prior, fit_prior)
+    def m_step(expectation):  # the parameters and the statistics they maximize
+        return core.maximize(story, expectation[0], class_prior, fit_prior), expectation[0]
 
-    def e_step(params):
-        penalty = float(story.log_penalty(params, last["stats"]["emission"]))
+    def e_step(state):
+        params, used = state
         joint = np.asarray(execution.joint_log_prob(story, params, X, eager=True))
         with np.errstate(invalid="ignore"):
             rows = execution.rows_log_likelihood(joint, codes)
-            value = float(np.sum(np.where(row_weights > 0, row_weights * rows, 0.0))) + penalty
+            fit = float(np.sum(np.where(row_weights > 0, row_weights * rows, 0.0)))
+        posterior = _softmax(joint)
+        value = fit + float(story.log_penalty(params, used["emission"]))
         if not all(np.all(np.isfinite(a)) for a in tree_leaves(params)):
             value = np.nan
-        last[id(params)] = penalty
-        posterior = _softmax(joint)
-        return value, (labeled_R + unlabeled_weights[:, None] * posterior, posterior)
+        if not np.isfinite(value):
+            return value, (None, posterior)
+        R = (labeled_R + unlabeled_weights[:, None] * posterior).astype(X.dtype, copy=False)
+        stats = core.sufficient_statistics(story, X, R)
+        # the floor: the penalty at these statistics (a prior scaled by the soft counts moves)
+        return value, (stats, posterior), fit + float(story.log_penalty(params, stats["emission"]))
 
-    def ascent_base(previous, value):
-        # the penalty at this step's statistics: a prior scaled by the soft counts moves
-        return (
-            value
-            - last[id(previous)]
-            + float(story.log_penalty(previous, last["stats"]["emission"]))
-        )
-
+    start = core.sufficient_statistics(story, X, R0.astype(X.dtype, copy=False))
     loop = run_em_loop(
-        m_step, e_step, (R0, None), max_iter=max_iter, tol=tol,
-        eps=float(np.finfo(X.dtype).eps), ascent_base=ascent_base, warn=False,
+        m_step, e_step, params=m_step((start,)), max_iter=max_iter, tol=tol,
+        eps=float(np.finfo(X.dtype).eps),
         scale=max(float(row_weights.sum()), float(np.finfo(X.dtype).tiny)),
     )  # fmt: skip
     trace = np.full(_trace_capacity(max_iter), np.nan, X.dtype)
     trace[: len(loop.trace)] = loop.trace
     value = loop.value if loop.finite or loop.n_iter > 1 else -np.inf
     responsibilities = np.where(labeled[:, None], one_hot, loop.expectation[1])
-    outputs = (loop.params, trace, loop.n_iter, loop.converged, loop.finite, value,
-               responsibilities, last["R"].sum(0), loop.drop)  # fmt: skip
-    return tree_map(
-        lambda a: np.asarray(a, X.dtype if isinstance(a, float) else None)[None], outputs
-    )
+    # the mass of the statistics the last step maximized (a failed one: the class that vanished)
+    mass = (loop.expectation[0] or loop.params[1])["class_counts"]
+    outputs = (loop.params[0], trace, loop.n_iter, loop.converged, loop.finite, value,
+               responsibilities, mass, loop.drop)  # fmt: skip
+    return tree_map(lambda a: np.asarray(a, X.dtype if isinstance(a, float) else None), outputs)
 
 
 def _softmax(joint):
@@ -538,7 +517,7 @@ def fit_em(
     unlearnable = np.flatnonzero(labeled_mass <= 0)
     if unlabeled_mass <= 0 and unlearnable.size:
         raise ValueError(
-            f"class codes {describe(unlearnable)} have no labeled row, and no unlabeled mass "
+            f"{_named(unlearnable, classes)} have no labeled row, and no unlabeled mass "
             f"(no unlabeled rows, or unlabeled_weight=0) is left to learn them from."
         )
 
@@ -548,7 +527,7 @@ def fit_em(
     )
     if isinstance(init, dict) and not has_closed_form(story):
         latent = {**latent, **{k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}}
-    fixed = _labeled_responsibilities(codes, row_weights, num_classes, X.dtype, xp=np)
+    fixed = _labeled_responsibilities(codes, row_weights, num_classes, X.dtype)
     _, labeled_R, unlabeled_weights = fixed
 
     if unlabeled_mass <= 0:
@@ -567,6 +546,7 @@ def fit_em(
             labeled_mass,
             num_classes,
             num_rows,
+            classes,
         )
     # one initialization per call: every n_init shares the one-start program (a vmapped while
     # loop compiles several times longer and runs every start until the slowest one stops)
@@ -584,7 +564,8 @@ def fit_em(
                 X,
                 codes_on_device,
                 row_weights,
-                initial_R[i : i + 1],
+                fixed,
+                R0,
                 latent,
                 np.asarray(tol, X.dtype),
                 class_prior,
@@ -592,10 +573,10 @@ def fit_em(
                 capacity=_trace_capacity(max_iter),
                 fit_prior=bool(fit_prior),
             )
-            for i in range(initial_R.shape[0])
+            for R0 in initial_R
         ]
         put = jax.device_put
-    runs = tree_map(lambda *a: np.concatenate([np.asarray(b) for b in a]), *runs)
+    runs = tree_map(lambda *a: np.stack([np.asarray(b) for b in a]), *runs)
     params, traces, n_iters, converged, finite, values, responsibilities, class_mass, drops = runs
     finite = np.asarray(finite)
     values = np.where(finite, np.asarray(values), np.nan)
@@ -604,8 +585,9 @@ def fit_em(
         lightest = int(np.argmin(class_mass))
         raise ValueError(
             f"EM degenerated in every initialization: the objective or the parameters became "
-            f"non-finite (e.g. a Gaussian covariance collapsed onto a few points, or class code "
-            f"{lightest} lost its responsibility mass: {class_mass[lightest]:.3g}"
+            f"non-finite (e.g. a Gaussian covariance collapsed onto a few points, or "
+            f"{_named([lightest], classes, plural=False)} lost its responsibility mass: "
+            f"{class_mass[lightest]:.3g}"
             f"). Regularize the story (reg_param, shrinkage or var_smoothing for Gaussians, alpha "
             f"for discrete features), label more rows, or lower unlabeled_weight."
         )
@@ -626,9 +608,17 @@ def fit_em(
     )
 
 
+def _named(codes, classes, plural=True):
+    """Classes in a message: their labels when the caller gave ``classes``, else their codes."""
+    if classes is None:
+        return f"class code{'s' * plural} {describe(codes)}"
+    return f"class{'es' * plural} {describe(np.asarray(classes)[np.asarray(codes)])}"
+
+
 def _initial_responsibilities(
-    story, X, init, n_init, seed, labeled_R, unlabeled_weights, labeled_mass, num_classes, num_rows
-):
+    story, X, init, n_init, seed, labeled_R, unlabeled_weights, labeled_mass, num_classes, num_rows,
+    classes,
+):  # fmt: skip
     """Initial weighted responsibilities (n_init, n, K) of the EM runs; random draws are made
     for the ``num_rows`` real rows only, so padding rows do not change them."""
     every_class_labeled = bool(np.all(labeled_mass > 0))
@@ -644,8 +634,8 @@ def _initial_responsibilities(
         if not every_class_labeled:
             missing = np.flatnonzero(labeled_mass <= 0)
             raise ValueError(
-                f"init='labeled' needs a labeled row in every class; class codes "
-                f"{describe(missing)} have none."
+                f"init='labeled' needs a labeled row in every class; "
+                f"{_named(missing, classes)} have none."
             )
         first = [labeled_R]
     elif init == "random":

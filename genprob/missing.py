@@ -158,40 +158,35 @@ def fit_observed(
         R = jnp.where(labeled_j[:, None], labels_R, uniform) * row_weights_j[:, None]
     needs_em = capability(story, "missing_needs_em")
     iterate = needs_em or not labeled.all()
-    last = {}
 
     def m_step(expectation):  # the missing cells' expected statistics at the E-step's params
-        new, last["stats"] = _m_step(
-            story, filled, observed, expectation[0], last.get("params"), class_prior, scale
-        )
-        return new
+        R, _, params = expectation
+        return _m_step(story, filled, observed, R, params, class_prior, scale)
 
-    def e_step(params):
-        last["params"] = params
-        R, value, posterior = _e_step(story, X, labels_R, labeled_j, row_weights_j, params)
-        return float(value), (R, posterior, last["stats"])
+    def e_step(state):  # an exact M-step: its drops are rounding, no step is judged
+        R, value, posterior = _e_step(story, X, labels_R, labeled_j, row_weights_j, state[0])
+        return float(value), (R, posterior, state[0]), -np.inf
 
-    params = m_step((R,))
+    start = m_step((R, None, None))
     if iterate and needs_em:  # a D x D matrix per row and class: measure first
         check_traced_size(
-            _m_step, story, filled, observed, R, params, class_prior, scale,
+            _m_step, story, filled, observed, R, start[0], class_prior, scale,
             what="an EM step over the missing entries",
             advice="Fit fewer rows or features, or a diagonal story (GaussianNB), whose "
             "missing entries need no per-row matrices.",
         )  # fmt: skip
     loop = run_em_loop(
-        m_step, e_step, None, params=params, max_iter=max_iter if iterate else 1, tol=tol,
-        eps=float(jnp.finfo(dtype).eps), scale=float(row_weights.sum()), check_ascent=False,
+        m_step, e_step, params=start, max_iter=max_iter if iterate else 1, tol=tol,
+        eps=float(jnp.finfo(dtype).eps), scale=float(row_weights.sum()),
     )  # fmt: skip
-    params, (_, posterior, stats) = loop.params, loop.expectation
-    trace, n_iter, converged = loop.trace, loop.n_iter, loop.converged or not iterate
+    (params, stats), (_, posterior, _) = loop.params, loop.expectation
     return MissingFitResult(
         params=params,
         stats=stats,
         responsibilities=posterior,
-        log_likelihood=np.asarray(trace),
-        n_iter=n_iter,
-        converged=converged,
+        log_likelihood=np.asarray(loop.trace),
+        n_iter=loop.n_iter,
+        converged=loop.converged or not iterate,
     )
 
 

@@ -54,7 +54,7 @@ from genprob._labels import check_unlabeled_label, check_unlabeled_label_type, u
 from genprob._lazy import LazyModule
 from genprob._validation import check_sample_weight, validate_params
 from genprob.capabilities import chunk_refusal
-from genprob.em_driver import run_em_loop, warn_max_iter
+from genprob.em_driver import run_em_loop, warn_decrease, warn_max_iter
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
@@ -139,9 +139,10 @@ class _OneShot:
     def chunks(self):
         if self._used:
             raise ValueError(
-                "this fit needs another pass over the data, but the chunks came from a one-shot "
-                "iterator. Wrap a list or a function returning a fresh iterator in "
-                "genprob.streaming.Chunks, or read from Parquet."
+                "this fit needs another pass over the data (EM over unlabeled rows makes one per "
+                "iteration), but the chunks came from a one-shot iterator. Wrap a list or a "
+                "function returning a fresh iterator in genprob.streaming.Chunks, or read from "
+                "Parquet."
             )
         self._used = True
         for item in self._iterator:
@@ -294,7 +295,6 @@ class ProgressBar:
         self.total, self.label, self.done = total, label, 0
         self.enabled = self.stream.isatty() if enabled is None else enabled
         self.start = time.perf_counter()
-        self.passes = 0
 
     def new_pass(self, label):
         self.label, self.done, self.start = label, 0, time.perf_counter()
@@ -369,8 +369,11 @@ def add_contexts(a: dict, b: dict) -> dict:
     return added
 
 
-def combine(a: ChunkStatistics, b: ChunkStatistics) -> ChunkStatistics:
-    """Two chunks' :class:`ChunkStatistics` together (:func:`genprob.core.combine_statistics`)."""
+def combine(a: ChunkStatistics | None, b: ChunkStatistics | None) -> ChunkStatistics | None:
+    """Two chunks' :class:`ChunkStatistics` together (:func:`genprob.core.combine_statistics`);
+    None when either is (a partition that would change the story: :mod:`genprob.distributed`)."""
+    if a is None or b is None:
+        return None
     if a.stats is None or b.stats is None:
         stats = b.stats if a.stats is None else a.stats
     else:
@@ -557,9 +560,10 @@ def run_em(estimator, one_pass, num_unlabeled: int):
         )
     # nothing to impute (λ = 0): the labeled fit is the answer, as in memory
     nothing_to_impute = unlabeled_weight == 0
-    last = {"stats": estimator.stats_}
+    first = one_pass()  # the start's pass; its soft counts, the rows' weight, scale the rule
+    passes, dtype = [first], first.dtype
 
-    def penalty_of(params, stats, dtype):
+    def penalty_of(params, stats):
         with precision(dtype):
             return float(
                 story.log_penalty(
@@ -568,30 +572,21 @@ def run_em(estimator, one_pass, num_unlabeled: int):
                 )
             )
 
-    def m_step(stats):
-        last["stats"] = stats
-        return estimator.parameters_from_statistics(stats)
-
-    def e_step(params):  # one pass at params: F(θ_t) and the next M-step's statistics
+    def e_step(state):  # one pass at θ_t: F(θ_t) and the statistics of the next M-step
+        params, used = state  # the parameters and the statistics they maximized
         estimator.params_ = params  # the pass (on workers too) scores with these
-        part = one_pass()
-        last["part"], last[id(params)] = part, part.log_likelihood
+        part = passes.pop() if passes else one_pass()
         if not all(np.all(np.isfinite(v)) for v in params.values()):
             return math.nan, part.stats
-        return part.log_likelihood + penalty_of(params, last["stats"], part.dtype), part.stats
+        # the floor: EM's ascent with the penalty at the statistics of this pass (as fit_em)
+        value, floor = (part.log_likelihood + penalty_of(params, s) for s in (used, part.stats))
+        return value, part.stats, floor
 
-    def ascent_base(previous, value):
-        # EM's ascent with the penalty at the statistics this step maximized (as fit_em)
-        return last[id(previous)] + penalty_of(previous, last["stats"], last["part"].dtype)
-
-    # the change of the mean per-row objective (the E-step's soft counts sum to the weight)
     loop = run_em_loop(
-        m_step, e_step, None, params=estimator.params_, ascent_base=ascent_base,
-        max_iter=1 if nothing_to_impute else max_iter, tol=tol,
-        eps=lambda: np.finfo(last["part"].dtype).eps,
-        scale=lambda _: max(
-            float(np.sum(np.asarray(last["part"].stats["class_counts"]))), np.finfo(float).tiny
-        ),
+        lambda stats: (estimator.parameters_from_statistics(stats), stats), e_step,
+        params=(estimator.params_, estimator.stats_), max_iter=1 if nothing_to_impute else max_iter,
+        tol=tol, eps=float(np.finfo(dtype).eps),
+        scale=max(float(np.sum(first.stats["class_counts"])), np.finfo(float).tiny),
     )  # fmt: skip
     if not loop.finite and loop.n_iter == 1:
         raise ValueError(
@@ -599,11 +594,13 @@ def run_em(estimator, one_pass, num_unlabeled: int):
             "finite): regularize the story or label more rows."
         )
     converged = loop.converged or nothing_to_impute
-    estimator.fit_statistics(loop.expectation, params=loop.params)
+    estimator.fit_statistics(loop.expectation, params=loop.params[0])
     estimator.n_iter_ = loop.n_iter
     estimator.converged_ = bool(converged)
-    estimator.log_likelihood_trace_ = np.asarray(loop.trace, dtype=numpy_dtype(last["part"].dtype))
-    if not converged and loop.n_iter >= max_iter:
+    estimator.log_likelihood_trace_ = np.asarray(loop.trace, dtype=numpy_dtype(dtype))
+    if loop.drop:
+        warn_decrease(loop.n_iter + 1, loop.drop, loop.value, stacklevel=4)
+    elif not converged and loop.n_iter >= max_iter:
         warn_max_iter(max_iter, tol, stacklevel=4)
     return estimator
 
@@ -652,14 +649,7 @@ def _fit_source(source, classes, progress, estimator):
     finish_labeled(estimator, unlabeled_rows)
     if unlabeled_rows == 0:
         return
-    if not source.reiterable:
-        raise ValueError(
-            f"{unlabeled_rows} rows are unlabeled (y = {unlabeled_marker(estimator)!r}): EM "
-            f"needs one pass over the data per iteration, but the chunks came from a one-shot "
-            f"iterator. Wrap a list or a function returning a fresh iterator in "
-            f"genprob.streaming.Chunks, or read from Parquet."
-        )
-    passes = [0]
+    passes = [0]  # EM's passes (a one-shot iterator refuses the first, saying why)
 
     def one_pass():
         passes[0] += 1
