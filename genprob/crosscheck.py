@@ -1,37 +1,4 @@
-r"""The cross-check: a fit against an independent numerical maximization of the same objective.
-
-:func:`crosscheck` fits a story twice on the same labelled data and compares the two answers.
-A story with a closed form is fitted by it (:func:`genprob.core.fit_closed_form`) and by L-BFGS
-on the NumPyro model's likelihood (:func:`genprob.fit_optimizer`, from a deliberately poor
-start). A story without one was fitted by the optimizer: that fit (or given parameters) is
-checked against an *independent restart* of the optimizer from another seed.
-
-The verdict judges the objective — the log-likelihood plus ``story.log_penalty`` (the MAP
-objective of a smoothed or regularized closed form; 0 for plain MLE):
-
-* **objective** (always decides): the checked fit must not be *worse* than the optimizer (or
-  restart) by more than a relative tolerance. An optimizer that stops below it proves nothing
-  against it; one that ends above it shows the fit is not the maximizer.
-* **parameters** (max absolute and relative difference of every named parameter) and the
-  **gradient norm** of ``objective / n`` in the optimizer's unconstrained coordinates, at the
-  checked fit (it vanishes at an interior maximum: the sharp, independent check) and at the
-  optimizer's answer (it converged). These decide only when the likelihood is smooth (the
-  capability ``smooth_likelihood``, :mod:`genprob.capabilities`): a Laplace location's
-  likelihood has a kink at every data point and is maximized by any weighted median, so there
-  two correct answers may differ and the gradient need not vanish. They are reported either
-  way. The optimizer's parameters are first relabeled by
-  :meth:`genprob.story.Story.align_parameters`, so that a restart returning a mixture's
-  components in another order compares like with like.
-
-A wrong derivation cannot hide: dividing a variance by ``n - 1`` where the maximizer needs ``n``,
-or dropping a smoothing term that the penalty says is there, moves the closed form off the
-maximizer, which the optimizer's higher objective shows.
-
-Tolerances are keyed by dtype (:data:`TOLERANCES`). Relative parameter differences are taken
-entry by entry, ``|a - b| / max(|b|, floor * max|b|)``, so that an entry that is zero up to
-rounding (an off-diagonal covariance of uncorrelated features) is measured on its parameter's
-scale instead of dividing by ~0.
-"""
+"""The cross-check: a fit against an independent numerical maximization of the same objective."""
 
 from __future__ import annotations
 

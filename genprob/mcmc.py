@@ -1,30 +1,4 @@
-"""NUTS on the story's NumPyro model, with labeled, unlabeled (y = -1) or mixed rows.
-
-The model is :func:`genprob.core.model`, the same one whose log density is the marginal
-log-likelihood plus the log prior: labels are observed where known and the class is summed out of
-the feature site (:class:`~genprob.story.ClassConditional`) where ``y = -1``. No discrete latent
-site is left, so NUTS runs without enumeration.
-
-Posterior label draws for the unlabeled rows (the equivalent of NumPyro's ``infer_discrete``):
-for each posterior draw θ_s, draw ``y_i ~ Categorical(p(k | x_i, θ_s))`` with the class posterior
-from :func:`genprob.core.predict_log_proba` (the one ``joint_log_prob`` path); labeled rows keep
-their label.
-
-Starting point and checks. By default every chain starts at a small jitter (in NumPyro's
-unconstrained coordinates) around the maximum-likelihood fit: the closed form or EM for stories
-with a closed form, :func:`genprob.fit_optimizer` otherwise. Chains started at random points can
-settle in different label permutations of a partly labeled mixture, which no single-chain summary
-shows. With unlabeled rows the fit is first checked against EM restarts (:func:`best_start`): a
-local maximum of the likelihood is replaced by a better mode, with a warning. After sampling,
-:func:`diagnose` computes rank-normalized split R-hat, bulk and tail ESS
-(Vehtari et al. 2021) and each chain's mean log density, and :class:`SamplingWarning` names what
-fails and the likely cause.
-
-Priors. ``priors="data"`` (the default) replaces the story's fixed prior scales by ones set from
-each feature's location and spread (:meth:`genprob.story.Story.scaled_to_data`); ``"fixed"``
-keeps the story's own prior; ``"conjugate"`` is the story's conjugate prior
-(:func:`genprob.posterior.conjugate_story`) on the data's scales, the one the exact posterior has.
-"""
+"""NUTS on the story's NumPyro model, with labeled, unlabeled (y = -1) or mixed rows."""
 
 from __future__ import annotations
 

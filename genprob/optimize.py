@@ -1,39 +1,4 @@
-r"""Maximum likelihood of any story by numerical optimization (L-BFGS in unconstrained space).
-
-The objective is the log-likelihood of the story's NumPyro model (:func:`genprob.core.model`) at
-its *observed* sites — the model's log density without the prior's density::
-
-    objective(theta) = sum_i w_i log p(x_i, y_i | theta)  [+ story.log_penalty(theta, stats)]
-
-Labeled rows contribute ``log pi_y + log p(x | y)`` and unlabeled rows (``y = -1``) the mixture
-``log sum_k pi_k p(x | k)`` (the model sums their class out). The row weights ``w_i`` are the
-sample weights, times ``unlabeled_weight`` (lambda, the EM-lambda of Nigam et al. 2000) on
-unlabeled rows. ``penalized=True`` adds the story's :meth:`~genprob.story.Story.log_penalty`: the
-MAP objective that a smoothed or regularized closed form maximizes.
-
-Parametrization. Every latent site of the model's prior (``class_prior`` and the story's own
-sites) is mapped to unconstrained space by NumPyro's own bijection for its support,
-``biject_to(site.support)`` (stick-breaking for a simplex, ``exp`` for positive values, a
-lower-Cholesky map for positive-definite matrices...). A story that only writes ``prior`` and
-``emission`` is therefore fitted with no extra code. Returned parameters are read back through
-the story's ``prior`` (its returned dict and deterministic sites), so they have the closed form's
-names.
-
-Optimizer. optax's L-BFGS with its zoom line search, in a jitted ``jax.lax.while_loop``, on the
-objective divided by the total row weight. Real data mix feature scales (breast cancer's areas
-~1e3 next to fractal dimensions ~1e-2), which makes the unconstrained problem very badly
-conditioned. Rather than a story-specific standardization, the run is split into *stages*: after
-a first stage in the raw coordinates, every stage restarts L-BFGS in the whitened coordinates
-``u = anchor + H^{-1/2} v`` with ``H`` the Hessian at the stage's start (eigenvalues made
-positive). That affine change of variables leaves the maximizer unchanged and makes the problem
-near-isotropic, so the last stage converges to rounding level; convergence is judged there, on
-the whitened gradient (a Newton-decrement-like, scale-free criterion). The Hessian comes from
-central differences of the compiled exact gradient on small problems, and from compiled exact
-Hessian-vector products on expensive ones; either way it costs about P gradients for P
-unconstrained parameters, so ``precondition="auto"`` whitens only problems with at most
-``max_whitened_size`` parameters and runs plain L-BFGS in one stage above that
-(``"hessian"``/``"none"`` force either).
-"""
+"""Maximum likelihood of any story by numerical optimization (L-BFGS in unconstrained space)."""
 
 from __future__ import annotations
 
