@@ -22,6 +22,7 @@ from genprob._lazy import LazyModule
 from genprob._limits import check_count, check_posterior_size
 from genprob._validation import check_features
 from genprob.capabilities import capability, has_closed_form
+from genprob.draws import flatten_draws
 from genprob.em import (
     _latent_sites,
     _trace_prior,
@@ -164,7 +165,6 @@ def run_nuts(
     or prior hyperparameters compiles nothing; a new draw or warm-up count compiles once more.
 
     Args:
-        story: the story.
         X: features (n, D), in the current JAX precision.
         y: class codes (n,), -1 for unlabeled rows; None means every row is unlabeled.
         num_classes: K; default: inferred from the labeled rows of ``y`` (pass it when some
@@ -365,13 +365,8 @@ def start_values(story: Story, X, y, num_classes: int) -> dict:
 
     Closed-form stories: the closed form on fully labeled data, EM (:func:`genprob.fit_em`) when
     some rows are unlabeled; other stories: :func:`genprob.fit_optimizer`. The values are those
-    of the story's own fit (smoothing included), whatever prior NUTS uses.
-
-    Args:
-        story: the story.
-        X: features (n, D).
-        y: class codes (n,), -1 for unlabeled rows.
-        num_classes: K.
+    of the story's own fit (smoothing included), whatever prior NUTS uses. ``y``: class codes,
+    -1 for unlabeled rows.
     """
     from genprob.em import fit_em
 
@@ -988,8 +983,6 @@ def fit_nuts(story: Story, X, y=None, *, group_by_chain: bool = False, **kwargs)
     """Posterior draws of the story's parameters by NUTS.
 
     Args:
-        story: the story.
-        X: features (n, D).
         y: class codes (n,), -1 for unlabeled rows; None means every row is unlabeled.
         group_by_chain: keep the chains apart (leading axes ``(num_chains, num_samples)``).
         **kwargs: the options of :func:`run_nuts` (``num_classes``, ``num_warmup``,
@@ -1008,9 +1001,7 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     """The story's named parameters at every draw (the prior run with its sites substituted).
 
     Args:
-        story: the story.
         samples: draws with any leading batch shape (e.g. (S,) or (chains, S)).
-        num_features: D.
 
     Returns:
         Dict of arrays with the draws' leading batch shape, ``class_prior`` included.
@@ -1021,19 +1012,14 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     returned = _sites_returned_by_prior(story, num_classes, num_features)
     if returned is not None:  # the parameters are the draws themselves (built-in stories)
         return {name: samples[name] for name in (CLASS_PRIOR, *returned)}
-    sites = _latent_sites(story, num_classes, num_features)
-    size = math.prod(batch_shape)
-    flat = {
-        name: jnp.reshape(jnp.asarray(samples[name]), (size,) + jnp.shape(sites[name]["value"]))
-        for name in sites
-    }
+    sites = (CLASS_PRIOR, *_latent_sites(story, num_classes, num_features))
+    flat, _ = flatten_draws({name: samples[name] for name in sites})
 
-    def one(latent, prior):
+    def one(latent):
         params = params_from_latent(story, latent, num_classes, num_features)
-        params[CLASS_PRIOR] = prior
-        return params
+        return {**params, CLASS_PRIOR: latent[CLASS_PRIOR]}
 
-    params = jax.vmap(one)(flat, class_prior.reshape(size, num_classes))
+    params = jax.vmap(one)(flat)
     return {k: v.reshape(batch_shape + v.shape[1:]) for k, v in params.items()}
 
 
@@ -1066,11 +1052,8 @@ def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
     labels, as NumPyro's ``infer_discrete`` would give for an enumerated model.
 
     Args:
-        story: the story.
         samples: parameter draws (from :func:`fit_nuts`), any leading batch shape.
-        X: features (n, D).
         y: class codes (n,), -1 for unlabeled rows.
-        key: JAX PRNG key.
 
     Returns:
         Integer array of shape ``batch_shape + (n,)``.
@@ -1080,11 +1063,8 @@ def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
     codes, _ = encode_partial_labels(y, num_classes=num_classes)
     if codes.shape[0] != X.shape[0]:
         raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
-    params = params_from_samples(story, samples, X.shape[1])
-    batch_shape = params[CLASS_PRIOR].shape[:-1]
-    size = math.prod(batch_shape)
-    flat = {k: v.reshape((size,) + v.shape[len(batch_shape) :]) for k, v in params.items()}
-    keys = jax.random.split(key, size)
+    flat, batch_shape = flatten_draws(params_from_samples(story, samples, X.shape[1]))
+    keys = jax.random.split(key, math.prod(batch_shape))
     draws = _draw_labels(story, flat, X, jnp.asarray(codes), keys)
     return draws.reshape(batch_shape + (X.shape[0],))
 
