@@ -134,7 +134,7 @@ def to_arviz(
     predictive_draws: int | None = None,
     predictive_seed: int | None = None,
 ):
-    """Posterior draws of a story's parameters as an ArviZ result (see module docstring).
+    """Posterior draws of a story's parameters as an ArviZ result (docs/reference/arviz_io.md).
 
     Args:
         posterior: a NumPyro ``MCMC`` object run on :func:`genprob.core.model` (e.g. from

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import math
 import time
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -32,7 +33,7 @@ TOLERANCES = {
 }
 
 #: Entries smaller than this fraction of their parameter's largest magnitude are compared on
-#: that scale (see the module docstring).
+#: that scale (docs/reference/crosscheck.md).
 RELATIVE_FLOOR = 1e-6
 
 
@@ -69,6 +70,7 @@ class CheckRow(NamedTuple):
     decisive: bool = True
 
 
+@dataclass(eq=False)
 class CrosscheckResult:
     """Outcome of :func:`crosscheck`: the table, both solutions, and a readable printout.
 
@@ -77,7 +79,6 @@ class CrosscheckResult:
         data_name: label of the data in the printout.
         dtype: ``"float64"`` or ``"float32"``.
         shape: ``(n_samples, n_features)``.
-        num_classes: K.
         rows: list of :class:`CheckRow`.
         closed_form: the checked parameters (NumPy arrays): the closed form, or for a story
             without one the optimizer fit (or the given ``params``).
@@ -91,35 +92,19 @@ class CrosscheckResult:
             rows decide).
     """
 
-    def __init__(
-        self,
-        story,
-        data_name,
-        dtype,
-        shape,
-        num_classes,
-        rows,
-        closed_form,
-        optimizer,
-        seconds,
-        label=None,
-        num_starts=1,
-        reference="closed form",
-        smooth=True,
-    ):
-        self.num_starts = num_starts
-        self.story = story
-        self.label = label
-        self.data_name = data_name
-        self.dtype = dtype
-        self.shape = shape
-        self.num_classes = num_classes
-        self.rows = rows
-        self.closed_form = closed_form
-        self.optimizer = optimizer
-        self.seconds = seconds
-        self.reference = reference
-        self.smooth = smooth
+    story: Story
+    data_name: str
+    dtype: str
+    shape: tuple
+    num_classes: int
+    rows: list
+    closed_form: dict
+    optimizer: object
+    seconds: float
+    label: str | None = None
+    num_starts: int = 1
+    reference: str = "closed form"
+    smooth: bool = True
 
     @property
     def passed(self) -> bool:
@@ -355,8 +340,6 @@ def crosscheck(
     gradients to vanish. Every row is reported either way.
 
     Args:
-        story: the story.
-        X: features (n, D).
         y: class codes (n,) in 0..K-1 (every row labeled: the check is supervised).
         num_classes: K; defaults to ``max(y) + 1``.
         sample_weight: optional row weights, used by every fit.

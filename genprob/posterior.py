@@ -39,7 +39,7 @@ __all__ = [
 
 #: Accepted values of ``method`` in ``estimator.posterior``.
 METHODS = ("nuts", "exact")
-#: Readings of the smoothing α as a prior (see the module docstring).
+#: Readings of the smoothing α as a prior (docs/reference/posterior.md).
 SMOOTHING_READINGS = ("mode", "mean")
 
 
@@ -78,8 +78,6 @@ class ExactPosterior:
     Attributes:
         story: the story (with the class concentration the posterior used).
         factors: parameter name -> :class:`ConjugateFactor`.
-        num_classes: K.
-        num_features: D.
         smoothing_as: ``"mode"`` (the story's prior) or ``"mean"``.
     """
 

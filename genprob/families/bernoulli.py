@@ -58,8 +58,8 @@ class BernoulliStory(Story):
     """Binary features, independent given the class (Bernoulli naive Bayes).
 
     Args:
-        alpha: additive smoothing, a number or one per feature (a tuple); see the module
-            docstring for its reading as a Beta prior.
+        alpha: additive smoothing, a number or one per feature (a tuple); its reading as a
+            Beta prior is below.
 
     Parameters (``params`` keys): ``probs`` (K, D), the probability that feature j is 1 in
     class k.

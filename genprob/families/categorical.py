@@ -163,8 +163,8 @@ class CategoricalStory(Story):
         n_categories: number of categories ``k_j`` of each feature (codes ``0 .. k_j - 1``).
         alpha: additive smoothing (>= 0), the same for every cell.
 
-    Parameters (``params`` keys): ``probs``, the padded table (K, D, M) described in the module
-    docstring.
+    Parameters (``params`` keys): ``probs``, the padded table (K, D, M) described
+    below.
     """
 
     name = "categorical"
