@@ -1,31 +1,4 @@
-"""ArviZ conversion, the MLE-vs-posterior table and plots. Every ArviZ call of genprob is here.
-
-:func:`to_arviz` turns posterior draws of a story's parameters (NUTS or exact) into an
-``arviz.InferenceData`` with
-
-* ``posterior``: one variable per parameter, named and shaped like the closed-form ``params_``,
-  with named dimensions (``class``, ``feature``, ``category`` ...) and coordinates (class and
-  feature names);
-* ``sample_stats``: NUTS diagnostics (``diverging``, ``acceptance_rate``, ``n_steps``,
-  ``energy``, ``lp``) when the draws come from NUTS;
-* ``observed_data``: ``X`` (dense data only) and the labels ``y`` as class names (-1, or
-  ``""`` for text names, on unlabeled rows);
-* ``posterior_predictive``: replicated data sets ``y`` (class names) and ``X`` drawn from the
-  story at evenly thinned posterior draws, for ``az.plot_ppc`` (with text class names, pass
-  ``var_names=["X"]``: ArviZ plots numbers only);
-* ``prior``: draws of the parameters from the prior NUTS used (``attrs["prior"]`` states it);
-* ``log_likelihood``: variable ``obs``, the per-row log-likelihood at every draw — the joint
-  ``log p(x_i, y_i | θ)`` on labeled rows and the *marginal* ``log Σ_k p(x_i, k | θ)`` on
-  unlabeled rows, so ``az.loo``/``az.compare`` work on semi-supervised fits (NumPyro's
-  ``az.from_numpyro`` cannot: it fails on enumerated discrete sites, and genprob's model has none
-  to begin with);
-* ``mle``: the maximum-likelihood (closed-form or EM) parameters, same names and dims, so tables
-  and plots can mark them.
-
-The result is ``arviz.InferenceData`` on ArviZ 0.x and ``xarray.DataTree`` on ArviZ 1.x, with
-the same groups, variables, dims, coordinates and attributes: :mod:`genprob._arviz_compat` builds
-both and is the only module that imports ArviZ or knows its version.
-"""
+"""ArviZ conversion, the MLE-vs-posterior table and plots. Every ArviZ call of genprob is here."""
 
 from __future__ import annotations
 
@@ -161,7 +134,7 @@ def to_arviz(
     predictive_draws: int | None = None,
     predictive_seed: int | None = None,
 ):
-    """Posterior draws of a story's parameters as an ArviZ result (see module docstring).
+    """Posterior draws of a story's parameters as an ArviZ result (docs/reference/arviz_io.md).
 
     Args:
         posterior: a NumPyro ``MCMC`` object run on :func:`genprob.core.model` (e.g. from

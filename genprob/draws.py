@@ -58,9 +58,7 @@ def pointwise_log_likelihood(story: Story, draws: dict, X, y=None) -> jax.Array:
     ``DRAW_BATCH``), never a Python loop.
 
     Args:
-        story: the story.
         draws: parameter draws with a leading batch shape (draws, or chains x draws).
-        X: features (n, D).
         y: class codes (n,) with -1 for unlabeled rows, or None.
 
     Returns:

@@ -1,30 +1,4 @@
-"""NUTS on the story's NumPyro model, with labeled, unlabeled (y = -1) or mixed rows.
-
-The model is :func:`genprob.core.model`, the same one whose log density is the marginal
-log-likelihood plus the log prior: labels are observed where known and the class is summed out of
-the feature site (:class:`~genprob.story.ClassConditional`) where ``y = -1``. No discrete latent
-site is left, so NUTS runs without enumeration.
-
-Posterior label draws for the unlabeled rows (the equivalent of NumPyro's ``infer_discrete``):
-for each posterior draw θ_s, draw ``y_i ~ Categorical(p(k | x_i, θ_s))`` with the class posterior
-from :func:`genprob.core.predict_log_proba` (the one ``joint_log_prob`` path); labeled rows keep
-their label.
-
-Starting point and checks. By default every chain starts at a small jitter (in NumPyro's
-unconstrained coordinates) around the maximum-likelihood fit: the closed form or EM for stories
-with a closed form, :func:`genprob.fit_optimizer` otherwise. Chains started at random points can
-settle in different label permutations of a partly labeled mixture, which no single-chain summary
-shows. With unlabeled rows the fit is first checked against EM restarts (:func:`best_start`): a
-local maximum of the likelihood is replaced by a better mode, with a warning. After sampling,
-:func:`diagnose` computes rank-normalized split R-hat, bulk and tail ESS
-(Vehtari et al. 2021) and each chain's mean log density, and :class:`SamplingWarning` names what
-fails and the likely cause.
-
-Priors. ``priors="data"`` (the default) replaces the story's fixed prior scales by ones set from
-each feature's location and spread (:meth:`genprob.story.Story.scaled_to_data`); ``"fixed"``
-keeps the story's own prior; ``"conjugate"`` is the story's conjugate prior
-(:func:`genprob.posterior.conjugate_story`) on the data's scales, the one the exact posterior has.
-"""
+"""NUTS on the story's NumPyro model, with labeled, unlabeled (y = -1) or mixed rows."""
 
 from __future__ import annotations
 
@@ -48,6 +22,7 @@ from genprob._lazy import LazyModule
 from genprob._limits import check_count, check_posterior_size
 from genprob._validation import check_features
 from genprob.capabilities import capability, has_closed_form
+from genprob.draws import flatten_draws
 from genprob.em import (
     _latent_sites,
     _trace_prior,
@@ -190,7 +165,6 @@ def run_nuts(
     or prior hyperparameters compiles nothing; a new draw or warm-up count compiles once more.
 
     Args:
-        story: the story.
         X: features (n, D), in the current JAX precision.
         y: class codes (n,), -1 for unlabeled rows; None means every row is unlabeled.
         num_classes: K; default: inferred from the labeled rows of ``y`` (pass it when some
@@ -391,13 +365,8 @@ def start_values(story: Story, X, y, num_classes: int) -> dict:
 
     Closed-form stories: the closed form on fully labeled data, EM (:func:`genprob.fit_em`) when
     some rows are unlabeled; other stories: :func:`genprob.fit_optimizer`. The values are those
-    of the story's own fit (smoothing included), whatever prior NUTS uses.
-
-    Args:
-        story: the story.
-        X: features (n, D).
-        y: class codes (n,), -1 for unlabeled rows.
-        num_classes: K.
+    of the story's own fit (smoothing included), whatever prior NUTS uses. ``y``: class codes,
+    -1 for unlabeled rows.
     """
     from genprob.em import fit_em
 
@@ -1014,8 +983,6 @@ def fit_nuts(story: Story, X, y=None, *, group_by_chain: bool = False, **kwargs)
     """Posterior draws of the story's parameters by NUTS.
 
     Args:
-        story: the story.
-        X: features (n, D).
         y: class codes (n,), -1 for unlabeled rows; None means every row is unlabeled.
         group_by_chain: keep the chains apart (leading axes ``(num_chains, num_samples)``).
         **kwargs: the options of :func:`run_nuts` (``num_classes``, ``num_warmup``,
@@ -1034,9 +1001,7 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     """The story's named parameters at every draw (the prior run with its sites substituted).
 
     Args:
-        story: the story.
         samples: draws with any leading batch shape (e.g. (S,) or (chains, S)).
-        num_features: D.
 
     Returns:
         Dict of arrays with the draws' leading batch shape, ``class_prior`` included.
@@ -1047,19 +1012,14 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     returned = _sites_returned_by_prior(story, num_classes, num_features)
     if returned is not None:  # the parameters are the draws themselves (built-in stories)
         return {name: samples[name] for name in (CLASS_PRIOR, *returned)}
-    sites = _latent_sites(story, num_classes, num_features)
-    size = math.prod(batch_shape)
-    flat = {
-        name: jnp.reshape(jnp.asarray(samples[name]), (size,) + jnp.shape(sites[name]["value"]))
-        for name in sites
-    }
+    sites = (CLASS_PRIOR, *_latent_sites(story, num_classes, num_features))
+    flat, _ = flatten_draws({name: samples[name] for name in sites})
 
-    def one(latent, prior):
+    def one(latent):
         params = params_from_latent(story, latent, num_classes, num_features)
-        params[CLASS_PRIOR] = prior
-        return params
+        return {**params, CLASS_PRIOR: latent[CLASS_PRIOR]}
 
-    params = jax.vmap(one)(flat, class_prior.reshape(size, num_classes))
+    params = jax.vmap(one)(flat)
     return {k: v.reshape(batch_shape + v.shape[1:]) for k, v in params.items()}
 
 
@@ -1092,11 +1052,8 @@ def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
     labels, as NumPyro's ``infer_discrete`` would give for an enumerated model.
 
     Args:
-        story: the story.
         samples: parameter draws (from :func:`fit_nuts`), any leading batch shape.
-        X: features (n, D).
         y: class codes (n,), -1 for unlabeled rows.
-        key: JAX PRNG key.
 
     Returns:
         Integer array of shape ``batch_shape + (n,)``.
@@ -1106,11 +1063,8 @@ def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
     codes, _ = encode_partial_labels(y, num_classes=num_classes)
     if codes.shape[0] != X.shape[0]:
         raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
-    params = params_from_samples(story, samples, X.shape[1])
-    batch_shape = params[CLASS_PRIOR].shape[:-1]
-    size = math.prod(batch_shape)
-    flat = {k: v.reshape((size,) + v.shape[len(batch_shape) :]) for k, v in params.items()}
-    keys = jax.random.split(key, size)
+    flat, batch_shape = flatten_draws(params_from_samples(story, samples, X.shape[1]))
+    keys = jax.random.split(key, math.prod(batch_shape))
     draws = _draw_labels(story, flat, X, jnp.asarray(codes), keys)
     return draws.reshape(batch_shape + (X.shape[0],))
 

@@ -1,42 +1,4 @@
-"""Save and load fitted estimators without pickle.
-
-A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) holding
-
-* ``metadata``: one JSON document (format name and version, genprob version, estimator class,
-  constructor parameters, the story's class and configuration, scalar fitted attributes, the
-  dtype and shape of every other member (``arrays``), and a SHA-256 digest of everything else);
-* ``param.<name>``: the story's named parameters (``params_``), except large ones that the
-  story's closed form recomputes bit for bit from the stored statistics (``derived`` in the
-  metadata: an LDA on D features keeps its D x D scatter, not a second D x D covariance);
-* ``config.<path>``: arrays inside constructor parameters, the story and fitted attributes
-  (``classes_``, encodings, ...), referenced from the metadata; object arrays (string labels,
-  ``feature_names_in_``) are kept in the metadata item by item instead, so they come back as
-  object arrays with every string exact (trailing NULs included); a fitted
-  attribute that is one of the parameters (LDA's ``covariance_``) is stored as a reference.
-  Fitted attributes that the estimator recomputes from the rest of the file (its
-  ``_derivable_attributes()``: the eigen LDA's D x D ``scalings_``) are listed as
-  ``derived_attributes`` instead, and its ``_restore_derived_attributes(names)`` is called after
-  loading. Every statistic is stored.
-
-Caches (a factorization kept for scoring) are not stored; they are rebuilt after loading.
-
-Loading reads the metadata first and then only the members it names, each checked against the
-size, dtype and shape the metadata gives it before it is inflated (a member it does not name is
-refused unread); every fitted attribute is checked for its kind (none may hide a method). A save
-replaces only a regular file: a directory, FIFO, socket or device at the path (or behind a link)
-is refused untouched.
-
-Arrays are read without pickle, and objects are rebuilt only from classes registered in this
-process: estimator classes register when they are defined (subclasses of
-``GenerativeClassifierBase``), stories too (every :class:`~genprob.story.Story` subclass, a
-user's own included). A class is found by its qualified name; loading never imports a module or
-unpickles, so a crafted file cannot execute code, and a story class that is not defined yet must be
-imported or defined before :func:`load`. A file whose digest
-does not match (corrupted, truncated or edited), or written by a newer format version, is rejected
-with :class:`ModelFileError`. The digest has no key: it detects accidents, not a forger who
-recomputes it; ``save(..., key=...)`` signs the digest (HMAC-SHA256) and ``load(..., key=...)``
-refuses a file not signed with that key.
-"""
+"""Save and load fitted estimators without pickle."""
 
 from __future__ import annotations
 

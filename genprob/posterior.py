@@ -1,28 +1,4 @@
-r"""Posteriors of a story's parameters: exact conjugate updates, NUTS, and draws put to use.
-
-Two ways to the posterior ``p(θ | X, y)`` under the story's own prior (:meth:`Story.prior` plus
-the Dirichlet on the class prior, see :func:`genprob.core.model`):
-
-* **exact** (:func:`exact_posterior`): for the class prior and the Bernoulli, categorical,
-  multinomial and Poisson families the prior is conjugate, so on fully labeled data the
-  posterior is the prior with the sufficient statistics added to its concentrations — the same
-  statistics (:func:`genprob.core.sufficient_statistics`) the closed-form fit uses. Draws are
-  independent and instant.
-* **NUTS** (:func:`genprob.fit_nuts`): any story, any mix of labeled and unlabeled rows (the
-  class summed out of unlabeled rows).
-
-Smoothing is a prior. With ``N_k`` rows in class k of which ``c_kj`` have feature j on, the
-Bernoulli prior ``Beta(α + 1, α + 1)`` gives the posterior ``Beta(c_kj + α + 1, N_k - c_kj + α +
-1)`` whose *mode* is the smoothed estimate ``(c_kj + α) / (N_k + 2α)``; the prior ``Beta(α, α)``
-gives a posterior whose *mean* is that estimate. The same holds for Dirichlet (categorical,
-multinomial, class prior) and Gamma (Poisson) priors. ``smoothing_as="mode"`` (the default) is
-the story's prior, the one NUTS samples from; ``smoothing_as="mean"`` is the second reading, for
-exact posteriors only.
-
-Exact posteriors only: the conjugate update of each family is its
-:meth:`~genprob.story.Story.conjugate_factors`; draws are evaluated by :mod:`genprob.draws` and
-``estimator.posterior(...)`` lives with the estimators.
-"""
+"""Posteriors of a story's parameters: exact conjugate updates, NUTS, and draws put to use."""
 
 from __future__ import annotations
 
@@ -63,7 +39,7 @@ __all__ = [
 
 #: Accepted values of ``method`` in ``estimator.posterior``.
 METHODS = ("nuts", "exact")
-#: Readings of the smoothing α as a prior (see the module docstring).
+#: Readings of the smoothing α as a prior (docs/reference/posterior.md).
 SMOOTHING_READINGS = ("mode", "mean")
 
 
@@ -102,8 +78,6 @@ class ExactPosterior:
     Attributes:
         story: the story (with the class concentration the posterior used).
         factors: parameter name -> :class:`ConjugateFactor`.
-        num_classes: K.
-        num_features: D.
         smoothing_as: ``"mode"`` (the story's prior) or ``"mean"``.
     """
 

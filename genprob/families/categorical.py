@@ -1,45 +1,4 @@
-"""Categorical class-conditionals: feature j takes one of ``k_j`` values (a ``k_j``-faced die).
-
-Story::
-
-    y ~ Categorical(class_prior)
-    probs[k, j, :k_j] ~ Dirichlet(alpha + 1)             (one die per class and feature)
-    x_j | y = k ~ Categorical(probs[k, j, :k_j])         independently over j
-
-Values are integer codes ``0 .. k_j - 1`` (e.g. from ``OrdinalEncoder``).
-
-Representation: padded tables. Features may have different numbers of categories; the
-parameters are one array ``probs`` of shape (K, D, M) with ``M = max_j k_j``, where
-``probs[k, j, m]`` is the probability of code ``m`` for feature ``j`` in class ``k`` and the
-padding ``m >= k_j`` holds exact zeros. The category counts are stored by the story
-(``n_categories``), so the padding is never mistaken for a category. The prior on the padded table
-is :class:`PaddedDirichlet` (a product of Dirichlets of sizes ``k_j``) whose support
-:class:`PaddedSimplex` is mapped to the unconstrained space of dimension ``sum_j (k_j - 1)`` per
-class by :class:`PaddedStickBreakingTransform`, so optimizers and NUTS see exactly the free
-parameters.
-
-One-hot view. With ``e(x)`` the concatenation of the one-hot codes of every feature (length
-``D * M`` in the padded layout, see :meth:`CategoricalStory.one_hot`)::
-
-    log p(x | k) = e(x) . vec(log probs[k])
-
-so categorical naive Bayes is linear in ``e(x)`` (:meth:`CategoricalStory.linear_boundary`).
-
-Closed form, with ``c_kjm = sum_i R_ik [x_ij = m]``::
-
-    probs[k, j, m] = (c_kjm + alpha) / (N_k + alpha k_j)
-
-the MAP under ``Dirichlet(alpha + 1)`` (log density ``alpha sum log p`` =
-:meth:`CategoricalStory.log_penalty`) and the posterior mean under ``Dirichlet(alpha)``;
-``alpha = 1`` is Laplace's rule (+1 per cell, +k_j per total). A category code at or above
-``k_j`` has no parameter: :meth:`CategoricalStory.validate` rejects it. To reserve smoothed
-mass for codes not seen in training, declare more categories (``min_categories`` in
-:class:`genprob.CategoricalNB`): an unseen code ``m < k_j`` then gets ``alpha / (N_k + alpha k_j)``.
-
-Parameter counts: the naive story has ``C (sum_j (k_j - 1)) + (C - 1)`` free parameters; the full
-joint over the discrete features, without the naive assumption, has ``C (prod_j k_j - 1) +
-(C - 1)`` (:func:`naive_num_parameters`, :func:`full_joint_num_parameters`).
-"""
+"""Categorical class-conditionals: feature j takes one of ``k_j`` values (a ``k_j``-faced die)."""
 
 from __future__ import annotations
 
@@ -204,8 +163,8 @@ class CategoricalStory(Story):
         n_categories: number of categories ``k_j`` of each feature (codes ``0 .. k_j - 1``).
         alpha: additive smoothing (>= 0), the same for every cell.
 
-    Parameters (``params`` keys): ``probs``, the padded table (K, D, M) described in the module
-    docstring.
+    Parameters (``params`` keys): ``probs``, the padded table (K, D, M) described
+    below.
     """
 
     name = "categorical"

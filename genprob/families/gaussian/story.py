@@ -86,7 +86,7 @@ class GaussianStory(Story):
         covariance_prior_scale: scale of the inverse-Wishart / inverse-Gamma prior on the
             spreads (NUTS only); a float or one value per feature.
         rank_tol: None (full-rank covariances, Cholesky) or tau >= 0: a shared full covariance is
-            used on the subspace of correlation eigenvalues > tau^2 (see the module docstring).
+            used on the subspace of correlation eigenvalues > tau^2 (docs/gaussian.md).
         covariance_weights: None, or weights w_k (K,) of the per-class MLE covariances in the
             shared covariance ``sum_k w_k S_k / sum_k w_k`` (scikit-learn's lsqr/eigen solvers
             weight by the class priors); None is the pooled MLE (weights N_k).
