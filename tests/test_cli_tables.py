@@ -226,9 +226,7 @@ def test_library_messages_name_flags_columns_and_classes(table, tmp_path, capsys
     )
     lonely = _write(table.iloc[:7], tmp_path, "lonely.csv")  # class b has a single row
     assert cli.main(["fit", "qda", lonely, *argv]) == 2
-    _one_line_error(
-        capsys.readouterr(), "only 1 sample in class b", "Set reg_param > 0 (e.g. 0.1)"
-    )
+    _one_line_error(capsys.readouterr(), "only 1 sample in class b", "Set reg_param > 0 (e.g. 0.1)")
 
 
 def test_em_warnings_name_max_iter(table, tmp_path, capsys):
