@@ -220,7 +220,8 @@ def encode_partial_labels(y, *, num_classes=None, classes=None, unlabeled_label=
         raise ValueError(
             f"labels must be {marker + ' or ' if marker else ''}class codes 0..{top}; got "
             f"{describe(np.unique(labeled_codes[bad]))} (found {describe(y[row : row + 1])} at "
-            f"row {row}){'' if marker else '; unlabeled_label=None: every row is labeled'}."
+            f"row {row}{'' if top == 'K-1' else f'; num_classes is {top + 1}'})"
+            f"{'' if marker else '; unlabeled_label=None: every row is labeled'}."
         )
     if num_classes is None:
         num_classes = int(labeled_codes.max()) + 1
