@@ -40,6 +40,7 @@ import math
 import operator
 import typing
 import warnings
+from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
@@ -149,6 +150,36 @@ class Unsupported:
 def why_not(answer, default: str) -> str:
     """The reason a capability gave with its "no", else ``default``."""
     return answer.reason if isinstance(answer, Unsupported) else default
+
+
+#: Each capability a story may declare, with its default (:mod:`genprob.capabilities` reads
+#: them); docs/story_hooks.md says what each means and when to declare it.
+CAPABILITY_DEFAULTS = MappingProxyType(
+    {
+        "array_api": False,  # its closed form and discriminant run on NumPy rows in NumPy
+        "accepts_scipy_sparse": False,  # its statistics and scores take SciPy sparse rows
+        "adds_over_rows": None,  # statistics of chunks combine; None: when it has a closed form
+        "supports_missing": False,  # rows are scored and fitted with their NaN entries left out
+        "missing_needs_em": False,  # observed_statistics depend on the parameters: EM iterates
+        "smooth_likelihood": True,  # the cross-check also judges parameters and gradients
+        "exact_conjugate": True,  # conjugate_factors are exact for this instance's prior
+    }
+)
+
+
+def _check_capabilities(cls) -> None:
+    """Refuse, once when ``cls`` is defined, capabilities genprob would not read: unknown keys of
+    a mapping declaration, or a capability as its own attribute (as releases before issue 56
+    read them). A property's keys are known only on an instance and are not checked."""
+    declared = cls.capabilities if isinstance(cls.capabilities, Mapping) else {}
+    unread = sorted(set(declared) - CAPABILITY_DEFAULTS.keys())
+    unread += [k for k in CAPABILITY_DEFAULTS if hasattr(cls, k)]
+    if unread:
+        raise TypeError(
+            f"{cls.__name__} gives capabilities that genprob does not read, {unread}: a story "
+            f"declares them in one mapping, capabilities = {{name: value}}, with names of "
+            f"{sorted(CAPABILITY_DEFAULTS)}."
+        )
 
 
 #: Story classes by qualified name (module + qualname), filled as classes are defined.
@@ -292,11 +323,12 @@ class Story(metaclass=_StoryType):
     class_concentration: typing.Final = 1.0
     #: What the engine may do with the story beyond its hooks, one declaration for all of it
     #: (``{"array_api": True, "supports_missing": True}``; a property where the answers depend
-    #: on settings): keys and defaults in :data:`genprob.capabilities.DEFAULTS`.
+    #: on settings): keys and defaults in :data:`CAPABILITY_DEFAULTS`, checked at definition.
     capabilities: typing.ClassVar = MappingProxyType({})
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        _check_capabilities(cls)
         # the newest definition wins (a class redefined in a notebook replaces the old one)
         _STORY_CLASSES[qualified_name(cls)] = cls
         when_jax(lambda jax: _register_pytree(cls, jax))

@@ -900,3 +900,20 @@ def test_qda_rotations_and_scalings_computed_on_first_use_and_after_each_fit(tmp
     with pytest.raises(AttributeError, match="no attribute 'rotations_'"):
         _ = genprob.QuadraticDiscriminantAnalysis().rotations_
     assert not hasattr(genprob.QuadraticDiscriminantAnalysis(), "scalings_")
+
+
+def test_messages_name_string_classes_as_the_caller_wrote_them():
+    """Issue 56: a message about one class names its label, never its code."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.array(["ant"] * 10 + ["bee"] * 10 + ["cat"] * 10)
+    constant = X.copy()
+    constant[10:20, 1] = 1.0
+    with pytest.raises(ValueError, match="feature 1 has zero variance in class bee") as caught:
+        genprob.GaussianNB(var_smoothing=0.0).fit(constant, y)
+    assert "class 1" not in str(caught.value)
+    with pytest.raises(ValueError, match="only 1 sample in class cat, covariance"):
+        genprob.QuadraticDiscriminantAnalysis().fit(X[:21], y[:21])
+    weight = np.where(y == "bee", 0.0, 1.0)
+    with pytest.raises(ValueError, match=r"classes \['bee'\] have zero total sample weight"):
+        genprob.LinearDiscriminantAnalysis().fit(X, y, sample_weight=weight)
