@@ -23,7 +23,7 @@ and lives in :mod:`genprob.core`; a user-written story that only gives a prior a
 still gets all of it. Family knowledge that generic code needs (ArviZ dimensions, validation,
 the parameter count) comes from hooks on the story with generic defaults; what the engine may do
 with it (run it in NumPy, add its statistics over chunks, leave missing entries out) is derived
-or read from one declaration, :attr:`Story.capabilities`, by :mod:`genprob.capabilities`.
+or read from one declaration, :attr:`Story.capabilities`, by :mod:`genprob.engine.capabilities`.
 
 A story is an immutable value and a JAX pytree. Its attributes, set once in ``__init__``, are
 sorted into *traced* leaves (numeric hyperparameters: a new value reuses compiled code) and
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
-__getattr__ = lazy_attribute(__name__, {"ClassConditional": "genprob.class_conditional"})
+__getattr__ = lazy_attribute(__name__, {"ClassConditional": "genprob.engine.class_conditional"})
 
 #: Name of the class-prior parameter (a probability vector over the K classes).
 CLASS_PRIOR = "class_prior"
@@ -152,7 +152,7 @@ def why_not(answer, default: str) -> str:
     return answer.reason if isinstance(answer, Unsupported) else default
 
 
-#: Each capability a story may declare, with its default (:mod:`genprob.capabilities` reads
+#: Each capability a story may declare, with its default (:mod:`genprob.engine.capabilities` reads
 #: them); docs/story_hooks.md says what each means and when to declare it.
 CAPABILITY_DEFAULTS = MappingProxyType(
     {
@@ -519,14 +519,14 @@ class Story(metaclass=_StoryType):
         Called on the host with concrete values (NumPy, JAX or sparse; never a tracer) by the
         estimators at fit and predict and by the functional core's public entries, once per
         call: keep it vectorized. NaN entries a story reads as missing arrive filled with 0. A
-        :class:`genprob._validation.FeatureValueError` (naming the column's position) lets an
+        :class:`genprob.engine._validation.FeatureValueError` (naming the column's position) lets an
         estimator fitted on named columns name the column. The default accepts any finite real
         matrix (checked by the caller).
         """
         return X
 
-    # -- missing feature values (NaN entries, marginalized; see genprob.missing) -------------------
-    # a story opts in with the capability "supports_missing" (genprob.capabilities)
+    # -- missing feature values (NaN entries, marginalized; see genprob.engine.missing)
+    # a story opts in with the capability "supports_missing" (genprob.engine.capabilities)
     def observed_log_prob(self, params: dict, X, observed):
         """``log p(x_obs | k)`` of the observed entries of every row, shape (n, K).
 
@@ -685,8 +685,8 @@ class Story(metaclass=_StoryType):
                 the prior whose posterior mean the smoothed fit is.
 
         Returns:
-            Parameter name -> :class:`genprob.conjugate.ConjugateFactor`; a factor of several
-            parameters jointly is keyed by the tuple of their names and its methods return
+            Parameter name -> :class:`genprob.inference.conjugate.ConjugateFactor`; a factor of
+            several parameters jointly is keyed by the tuple of their names and its methods return
             dicts. Each factor's ``log_predictive(X)`` (n, K) is the posterior predictive log
             density of rows in each class (:meth:`ExactPosterior.predictive_log_joint`).
         """

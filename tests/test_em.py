@@ -17,17 +17,17 @@ from sklearn.exceptions import ConvergenceWarning
 
 import genprob
 from genprob import core
-from genprob._dtype import precision
-from genprob.capabilities import has_closed_form
 from genprob.datasets import load_digits, load_iris
-from genprob.em import encode_partial_labels, fit_em, weighted_log_likelihood
+from genprob.engine._dtype import precision
+from genprob.engine.capabilities import has_closed_form
+from genprob.engine.em import encode_partial_labels, fit_em, weighted_log_likelihood
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.categorical import CategoricalStory
 from genprob.families.gaussian import GaussianStory
 from genprob.families.mixed import MixedStory
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
-from genprob.optimize import fit_optimizer
+from genprob.inference.optimize import fit_optimizer
 from genprob.story import Story
 
 LDA = GaussianStory(covariance="full", shared=True)
@@ -758,8 +758,8 @@ if sys.argv[1] == "numpy":
     print(model.n_iter_, model.theta_.shape[0])
 else:
     import jax
-    from genprob._dtype import precision
-    from genprob.em import fit_em
+    from genprob.engine._dtype import precision
+    from genprob.engine.em import fit_em
     from genprob.families.gaussian import GaussianStory
     story = GaussianStory(covariance="diag", shared=False, var_smoothing=1e-9)
     with precision("float64"):

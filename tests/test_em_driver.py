@@ -1,5 +1,5 @@
-"""The one EM driver (genprob.em_driver.run_em_loop): its stopping rule, ascent guard (a floor
-from the E-step), refusal of non-finite steps, max_iter and refinement, on scripted objectives
+"""The one EM driver (genprob.engine.em_driver.run_em_loop): its stopping rule, ascent guard (a
+floor from the E-step), refusal of non-finite steps, max_iter and refinement, on scripted objectives
 (parameters = step index)."""
 
 import math
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from genprob.em_driver import run_em_loop
+from genprob.engine.em_driver import run_em_loop
 
 
 def _run(values, **options):

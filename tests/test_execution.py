@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from genprob import execution
-from genprob.capabilities import capability, chunk_refusal, has_exact_posterior
+from genprob.engine import execution
+from genprob.engine.capabilities import capability, chunk_refusal, has_exact_posterior
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.gaussian import GaussianStory
 from genprob.families.multinomial import MultinomialStory

@@ -764,7 +764,7 @@ def test_diagonal_normal_samples_and_moments():
 def test_numpy_factors_of_covariances_match_the_compiled_factorization():
     """Full covariances factorized in NumPy (NumPy in, NumPy out) give the compiled
     factorization's whitening products and log normalizers to rounding: the same code."""
-    from genprob._dtype import precision
+    from genprob.engine._dtype import precision
     from genprob.families.gaussian import distributions
 
     rng = np.random.default_rng(11)
@@ -890,12 +890,12 @@ def test_qda_rotations_and_scalings_computed_on_first_use_and_after_each_fit(tmp
     np.testing.assert_allclose(estimator.scalings_[0], 4.0 * first, rtol=1e-12)
     # a model file holds them when they were computed, and loading recomputes them otherwise
     path = tmp_path / "qda.npz"
-    genprob.persistence.save(estimator, path)
-    loaded = genprob.persistence.load(path)
+    genprob.io.persistence.save(estimator, path)
+    loaded = genprob.io.persistence.load(path)
     np.testing.assert_array_equal(loaded.scalings_[1], estimator.scalings_[1])
     fresh = genprob.QuadraticDiscriminantAnalysis().fit(X, y)
-    genprob.persistence.save(fresh, path)
-    loaded = genprob.persistence.load(path)
+    genprob.io.persistence.save(fresh, path)
+    loaded = genprob.io.persistence.load(path)
     np.testing.assert_array_equal(loaded.rotations_[2], fresh.rotations_[2])
     with pytest.raises(AttributeError, match="no attribute 'rotations_'"):
         _ = genprob.QuadraticDiscriminantAnalysis().rotations_

@@ -7,10 +7,10 @@ import pytest
 from _conjugate_case import BERNOULLI_POISSON, assert_matches_exact, bernoulli_poisson_data
 
 import genprob
-from genprob import _arviz_compat as compat
 from genprob.app import cli
 from genprob.families.gaussian import GaussianStory
-from genprob.mcmc import run_nuts
+from genprob.inference.mcmc import run_nuts
+from genprob.io import _arviz_compat as compat
 
 STORY = GaussianStory(covariance="diag", shared=False)
 

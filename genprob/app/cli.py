@@ -13,7 +13,7 @@ that registers its arguments and its handler, so new commands are added the same
 * ``genprob fit STORY DATA --target COL [--unlabeled-label VALUE|none] [--out MODEL]``: fits a
   built-in story on a CSV or Parquet table (rows with an empty target, or ``VALUE``, are
   unlabeled and fitted by EM; ``none``: every label is a class), saves the model
-  (:func:`genprob.persistence.save`) and prints a summary.
+  (:func:`genprob.io.persistence.save`) and prints a summary.
 * ``genprob predict MODEL DATA [--proba] [--missing marginalize] [--out FILE.csv]``: predictions
   of a saved model as CSV (empty cells summed out of the story with ``--missing marginalize``).
 * ``genprob compare STORY DATA --target COL [--out DIR]``: the MLE next to the posterior (NUTS, or
@@ -287,7 +287,7 @@ def _bundled(name):
 
 def _run_check(args) -> int:
     from genprob.app import registry
-    from genprob.crosscheck import crosscheck
+    from genprob.inference.crosscheck import crosscheck
 
     if args.list:
         for entry in registry.STORIES.values():
@@ -1080,7 +1080,7 @@ def _add_fit(commands):
 def _run_fit(args) -> int:
     out = args.out if args.out.endswith(".npz") else args.out + ".npz"
     _check_out_file(out)
-    from genprob.persistence import save_target_error
+    from genprob.io.persistence import save_target_error
 
     what = save_target_error(out)
     if what:  # a FIFO or a device: refused before the fit, and left as it is
@@ -1137,8 +1137,8 @@ def _criteria_text(estimator, features, y) -> str:
 
 def _run_fit_streaming(args) -> int:
     """``genprob fit STORY DIR/``: a Parquet directory streamed batch by batch (constant memory)."""
-    from genprob import streaming
     from genprob.app import registry
+    from genprob.engine import streaming
 
     if args.unlabeled is not None and not _every_label_a_class(args.unlabeled):
         raise UserError(
@@ -1288,7 +1288,7 @@ def _prediction_features(model, frame, path: str):
 def _predict_missing(model, missing: str) -> None:
     """``predict --missing``: the model reads empty cells as its story's marginal of the
     observed cells (the fitted parameters unchanged), or refuses them."""
-    from genprob.masking import marginalized
+    from genprob.engine.masking import marginalized
 
     if missing == "marginalize" and hasattr(model, "story_"):  # else the estimator's own
         try:
@@ -1487,7 +1487,7 @@ def _run_compare(args) -> int:
 
 def _convergence_line(table) -> str:
     """Largest R-hat and smallest bulk ESS of a comparison table, failures flagged."""
-    from genprob.mcmc import ESS_MIN, RHAT_MAX
+    from genprob.inference.mcmc import ESS_MIN, RHAT_MAX
 
     ess = float(np.nanmin(table["ess_bulk"]))
     ess_part = f"smallest bulk ESS {ess:.0f}" + (f"  FAILED (< {ESS_MIN})" if ess < ESS_MIN else "")

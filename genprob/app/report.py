@@ -394,7 +394,7 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
 def crosscheck_section(settings: Settings, progress: Callable | None = None) -> Section:
     """Closed form vs L-BFGS for the chosen registry stories on their default data sets."""
     from genprob.app import registry
-    from genprob.crosscheck import TOLERANCES, crosscheck
+    from genprob.inference.crosscheck import TOLERANCES, crosscheck
 
     progress = _quiet(progress)
     timer = _Timer()
@@ -631,7 +631,7 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
 
     import genprob
     from genprob import datasets
-    from genprob.mcmc import ESS_MIN, RHAT_MAX
+    from genprob.inference.mcmc import ESS_MIN, RHAT_MAX
 
     progress = _quiet(progress)
     timer = _Timer()

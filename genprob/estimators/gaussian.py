@@ -43,9 +43,11 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from genprob import core
-from genprob._arrays import placed, tree_map
-from genprob._dtype import numpy_dtype, precision
 from genprob._lazy import LazyModule, jitted
+from genprob.engine._arrays import placed, tree_map
+from genprob.engine._dtype import numpy_dtype, precision
+from genprob.engine.masking import has_missing
+from genprob.engine.streaming import is_out_of_core
 from genprob.estimators._base import GenerativeClassifierBase, fitted_cache
 from genprob.families.gaussian import (
     COVARIANCE_ROWS,
@@ -54,9 +56,7 @@ from genprob.families.gaussian import (
     covariance_of,
     lda_projection,
 )
-from genprob.masking import has_missing
 from genprob.story import gram_form
-from genprob.streaming import is_out_of_core
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
@@ -620,7 +620,7 @@ class LinearDiscriminantAnalysis(
 
     # -- scalings_ derived after loading -------------------------------------------------------
     def _derivable_attributes(self) -> set:
-        """Fitted attributes a model file may leave out (:func:`genprob.persistence.save`): the
+        """Fitted attributes a model file may leave out (:func:`genprob.io.persistence.save`): the
         eigen solver's D x D ``scalings_`` while they are the ones computed from the current
         ``params_`` and ``stats_`` (recomputed, to the same bits, on first use after loading)."""
         source = self.__dict__.get("_derived_from")

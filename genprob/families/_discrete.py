@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from genprob._arrays import class_sums, namespace
 from genprob._lazy import LazyModule
-from genprob._validation import FeatureValueError, is_bcoo
+from genprob.engine._arrays import class_sums, namespace
+from genprob.engine._validation import FeatureValueError, is_bcoo
 
 jnp = LazyModule("jax.numpy")
 jax_special = LazyModule("jax.scipy.special")

@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from genprob._arrays import column_sums, namespace
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import check_alpha
-from genprob.conjugate import ConjugateFactor
+from genprob.engine._arrays import column_sums, namespace
+from genprob.engine._validation import check_alpha
 from genprob.families._discrete import (
     alpha_array,
     check_values,
@@ -23,6 +22,7 @@ from genprob.families._discrete import (
     weighted_sums,
 )
 from genprob.families._registry import Block, Command, Family
+from genprob.inference.conjugate import ConjugateFactor
 from genprob.story import CLASS_PRIOR, Story
 
 jnp = LazyModule("jax.numpy")

@@ -7,12 +7,12 @@ import math
 import numpy as np
 import scipy.sparse
 
-from genprob import _limits
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import FeatureValueError, check_alpha, is_bcoo
-from genprob.conjugate import ConjugateFactor
+from genprob.engine import _limits
+from genprob.engine._validation import FeatureValueError, check_alpha, is_bcoo
 from genprob.families._discrete import floor_log
 from genprob.families._registry import Block, Command, Family
+from genprob.inference.conjugate import ConjugateFactor
 from genprob.story import CLASS_PRIOR, Story
 
 jax = LazyModule("jax")
@@ -52,7 +52,7 @@ def check_table_size(n_categories, num_classes: int | None = None) -> None:
     Called before the count is cast to an int, so a code of 1e300 is reported, not wrapped.
 
     Raises:
-        genprob._limits.SizeLimitError: naming the feature, its largest code and the limit.
+        genprob.engine._limits.SizeLimitError: naming the feature, its largest code and the limit.
     """
     sizes = np.asarray(n_categories, dtype=float).ravel()
     if sizes.size == 0 or not np.all(np.isfinite(sizes)):
@@ -66,7 +66,7 @@ def check_table_size(n_categories, num_classes: int | None = None) -> None:
             f"code or min_categories - 1): its count table ({per_class}"
             f"{sizes.size} features x {_limits.compact(sizes[widest])} categories) would take "
             f"{_limits.compact(cells * 8)} bytes, over the limit of "
-            f"{_limits.compact(_limits.MAX_ARRAY_BYTES)} (genprob._limits.MAX_ARRAY_BYTES). "
+            f"{_limits.compact(_limits.MAX_ARRAY_BYTES)} (genprob.engine._limits.MAX_ARRAY_BYTES). "
             "Category codes must be 0..k-1 (e.g. from OrdinalEncoder)."
         )
 
@@ -279,7 +279,8 @@ class CategoricalStory(Story):
         comparisons per entry); the mask of bad entries is built only to name the first one.
 
         Raises:
-            genprob._validation.FeatureValueError: (a ``ValueError``) naming the feature, the row,
+            genprob.engine._validation.FeatureValueError: (a ``ValueError``) naming the feature,
+            the row,
                 the code, the codes the feature knows (``n_categories[j]``) and how many entries
                 are bad.
         """

@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import FeatureValueError
-from genprob.capabilities import capability
+from genprob.engine._validation import FeatureValueError
+from genprob.engine.capabilities import capability
 from genprob.families._registry import Command, Family, families, load
 from genprob.families.categorical import CategoricalStory
 from genprob.families.gaussian import GaussianStory

@@ -6,10 +6,9 @@ import numpy as np
 import scipy.sparse
 import scipy.special
 
-from genprob._arrays import namespace, without_duplicates
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import check_alpha, is_bcoo
-from genprob.conjugate import ConjugateFactor
+from genprob.engine._arrays import namespace, without_duplicates
+from genprob.engine._validation import check_alpha, is_bcoo
 from genprob.families._discrete import (
     alpha_array,
     check_non_negative_values,
@@ -22,6 +21,7 @@ from genprob.families._discrete import (
     weighted_sums,
 )
 from genprob.families._registry import Block, Command, Family
+from genprob.inference.conjugate import ConjugateFactor
 from genprob.story import CLASS_PRIOR, Story, Unsupported
 
 jnp = LazyModule("jax.numpy")

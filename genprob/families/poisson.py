@@ -6,9 +6,9 @@ import numpy as np
 import scipy.special
 
 from genprob._lazy import LazyModule
-from genprob.conjugate import ConjugateFactor
 from genprob.families._discrete import check_values, entry_sums, observed_sums, row_counts
 from genprob.families._registry import Block, Command, Family
+from genprob.inference.conjugate import ConjugateFactor
 from genprob.story import Story
 
 jnp = LazyModule("jax.numpy")

@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from genprob._arrays import (
+from genprob._lazy import LazyModule
+from genprob.engine._arrays import (
     class_sums,
     column_sums,
     namespace,
@@ -20,8 +21,7 @@ from genprob._arrays import (
     tree_leaves,
     tree_map,
 )
-from genprob._lazy import LazyModule
-from genprob._validation import all_concrete, check_feature_width, is_concrete
+from genprob.engine._validation import all_concrete, check_feature_width, is_concrete
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
     class_constant,
@@ -374,7 +374,7 @@ class GaussianStory(Story):
         model's linear discriminant), the per-class log density otherwise (derivation in
         docs/gaussian.md). NumPy rows are scored in NumPy; those of finite features whose
         scores overflow (features near the square root of the dtype's largest number, 1e154 in
-        float64) get NaN scores, which :func:`genprob.execution.refuse_unscored` refuses.
+        float64) get NaN scores, which :func:`genprob.engine.execution.refuse_unscored` refuses.
         """
         means = params["means"]
         check_feature_width(X, np.shape(means)[-1])

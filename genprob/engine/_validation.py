@@ -1,10 +1,10 @@
 """Checks of user input: the rows of features (:func:`check_rows` at every estimator's public
 entry, :func:`check_features` at the functional core's), sample weights, class priors, smoothing
-and the EM controls; labels and class codes are :mod:`genprob._labels`'.
+and the EM controls; labels and class codes are :mod:`genprob.engine._labels`'.
 
 The estimators, :func:`genprob.fit_em`, :func:`genprob.fit_optimizer`, :func:`genprob.crosscheck`
-and :mod:`genprob.mcmc` all validate through these functions, so an error message (or a new
-check) is written once; a family's own check of the values is its story's ``validate``. Every
+and :mod:`genprob.inference.mcmc` all validate through these functions, so an error message (or a
+new check) is written once; a family's own check of the values is its story's ``validate``. Every
 check raises ``ValueError`` naming the problem.
 """
 
@@ -25,8 +25,8 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import validate_data
 
-from genprob._arrays import plain, sparse_as_float, tree_leaves
 from genprob._lazy import LazyModule, is_jax_array
+from genprob.engine._arrays import plain, sparse_as_float, tree_leaves
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")

@@ -13,13 +13,14 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from genprob import core, execution
-from genprob._dtype import numpy_dtype, precision, resolve_dtype
-from genprob._labels import class_codes
+from genprob import core
 from genprob._lazy import LazyModule
-from genprob._validation import check_features, check_sample_weight, check_unlabeled_weight
-from genprob.capabilities import has_closed_form
-from genprob.masking import reads_nan_as_missing
+from genprob.engine import execution
+from genprob.engine._dtype import numpy_dtype, precision, resolve_dtype
+from genprob.engine._labels import class_codes
+from genprob.engine._validation import check_features, check_sample_weight, check_unlabeled_weight
+from genprob.engine.capabilities import has_closed_form
+from genprob.engine.masking import reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story
 
 handlers = LazyModule("numpyro.handlers")
@@ -389,7 +390,7 @@ def _problem(arguments: dict):
     story, X, y, penalized = (arguments[k] for k in ("story", "X", "y", "penalized"))
     if not isinstance(story, Story):
         raise TypeError(f"story must be a genprob Story, got {type(story).__name__}.")
-    # a marginalized story reads NaN as missing entries (genprob.masking)
+    # a marginalized story reads NaN as missing entries (genprob.engine.masking)
     X = check_features(X, numpy_dtype(arguments["dtype"]), allow_nan=reads_nan_as_missing(story))
     y, num_classes = class_codes(y, X.shape[0], arguments["num_classes"])
     labeled = y >= 0

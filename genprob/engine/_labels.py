@@ -1,7 +1,7 @@
 """Labels: the unlabeled marker (``-1`` unless named), class labels and codes, and
 responsibilities (soft labels), checked for the estimators and the functional core alike.
 
-Every check raises ``ValueError`` naming the problem (:mod:`genprob._validation` checks the
+Every check raises ``ValueError`` naming the problem (:mod:`genprob.engine._validation` checks the
 features, weights and priors).
 """
 
@@ -11,9 +11,9 @@ import numbers
 
 import numpy as np
 
-from genprob._arrays import plain
 from genprob._lazy import LazyModule
-from genprob._validation import (
+from genprob.engine._arrays import plain
+from genprob.engine._validation import (
     PARAMETER_HINTS,
     array_module,
     bad_entries,

@@ -15,8 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from genprob import core, execution
-from genprob._validation import check_features
+from genprob import core
+from genprob.engine import execution
+from genprob.engine._validation import check_features
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["flatten_draws", "pointwise_log_likelihood", "posterior_predict_proba", "DRAW_BATCH"]

@@ -1,8 +1,8 @@
 """The one EM driver: one stopping rule (:func:`em_step`) plus a loop of E- and M-steps.
 
 Every EM of the package runs here with its own E-step and M-step callables: partly labeled
-closed forms on the host (:func:`genprob.fit_em`), missing cells (:func:`genprob.missing.
-fit_observed`), streaming and Dask passes (:func:`genprob.streaming.run_em`) and the Gaussian
+closed forms on the host (:func:`genprob.fit_em`), missing cells (:func:`genprob.engine.missing.
+fit_observed`), streaming and Dask passes (:func:`genprob.engine.streaming.run_em`) and the Gaussian
 mixtures within classes (:mod:`genprob.families.gaussian.mixture`). The compiled loop of
 :func:`genprob.fit_em` judges its steps with the same :func:`em_step` (a ``while_loop`` cannot
 call host callables). No NumPy nor JAX import.

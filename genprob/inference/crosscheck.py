@@ -11,17 +11,17 @@ from typing import NamedTuple
 import numpy as np
 
 from genprob import core
-from genprob._dtype import numpy_dtype, precision, resolve_dtype
-from genprob._labels import class_codes
 from genprob._lazy import LazyModule
-from genprob._validation import check_class_prior, check_features, check_sample_weight
-from genprob.capabilities import capability, has_closed_form
+from genprob.engine._dtype import numpy_dtype, precision, resolve_dtype
+from genprob.engine._labels import class_codes
+from genprob.engine._validation import check_class_prior, check_features, check_sample_weight
+from genprob.engine.capabilities import capability, has_closed_form
 from genprob.story import CLASS_PRIOR, Story
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
 #: the optimizer compiles at import: imported with the first cross-check
-optimize = LazyModule("genprob.optimize")
+optimize = LazyModule("genprob.inference.optimize")
 
 __all__ = ["TOLERANCES", "CheckRow", "CrosscheckResult", "crosscheck"]
 
@@ -82,7 +82,7 @@ class CrosscheckResult:
         rows: list of :class:`CheckRow`.
         closed_form: the checked parameters (NumPy arrays): the closed form, or for a story
             without one the optimizer fit (or the given ``params``).
-        optimizer: the :class:`~genprob.optimize.OptimizerResult` it is compared with (the
+        optimizer: the :class:`~genprob.inference.optimize.OptimizerResult` it is compared with (the
             best of the optimizer's starts, or of the independent restarts).
         seconds: wall time of the optimizer fits.
         num_starts: number of optimizer runs (poor starts) made for the comparison.

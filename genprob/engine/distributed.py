@@ -30,8 +30,8 @@ from functools import partial
 
 import numpy as np
 
-from genprob import streaming
-from genprob._validation import validate_params
+from genprob.engine import streaming
+from genprob.engine._validation import validate_params
 
 __all__ = ["class_labels", "fit", "map_reduce", "predict", "partitions"]
 
@@ -108,8 +108,8 @@ def map_reduce(payload, X, y, part, merge, sample_weight=None):
 
 # -- per-partition work (runs on the workers) ------------------------------------------------------
 def _part(estimator, X, y, w, e_step=False):
-    """The partition's :class:`~genprob.streaming.ChunkStatistics` under the story fixed by the
-    driver (None when the partition would change that story, new categories say, or fails its
+    """The partition's :class:`~genprob.engine.streaming.ChunkStatistics` under the story fixed by
+    the driver (None when the partition would change that story, new categories say, or fails its
     checks: the driver then reads the partitions itself), or its E-step statistics at the
     estimator's parameters."""
     return estimator.chunk_statistics(X, y, w, e_step=e_step)
@@ -182,8 +182,8 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
     """Fit ``estimator`` on a Dask array or DataFrame ``X`` with Dask labels ``y``.
 
     Equals ``estimator.fit`` on the computed arrays (to rounding): see the module docstring and
-    :mod:`genprob.streaming` for labels, EM and the stories accepted. The fit finishes or
-    leaves the estimator as it was (:func:`genprob.streaming.fit_or_keep`).
+    :mod:`genprob.engine.streaming` for labels, EM and the stories accepted. The fit finishes or
+    leaves the estimator as it was (:func:`genprob.engine.streaming.fit_or_keep`).
     """
     dask, da = _dask()
     if y is None:
