@@ -135,5 +135,5 @@ def test_missing_blackjax_names_the_extra(monkeypatch, tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(argv) == 2
     error = capsys.readouterr().err
-    assert "--sampler blackjax needs the blackjax package: pip install 'genprob[blackjax]'" in error
+    assert "sampler='blackjax' needs the blackjax package: pip install 'genprob[blackjax]'" in error
     assert not (tmp_path / "out").exists()  # refused before the fit
