@@ -45,7 +45,7 @@ from numpyro.infer import MCMC, NUTS
 from genprob import core
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.gaussian import GaussianStory
-from genprob.mcmc import run_nuts
+from genprob.inference.mcmc import run_nuts
 
 
 def gaussian_component(params, z):

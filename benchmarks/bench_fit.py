@@ -48,7 +48,8 @@ import sklearn.discriminant_analysis as skda
 import sklearn.naive_bayes as sknb
 
 import genprob
-from genprob import core, execution
+from genprob import core
+from genprob.engine import execution
 
 
 def timed(function, repeats: int) -> float:

@@ -129,7 +129,7 @@ def run_nutpie_density(X, y, warmup, samples, seed):
 
     import genprob
     from genprob import core
-    from genprob.mcmc import JITTER, _unconstrain
+    from genprob.inference.mcmc import JITTER, _unconstrain
 
     start = time.perf_counter()
     with warnings.catch_warnings(), jax.enable_x64(True):

@@ -61,10 +61,10 @@ TARGETS = {"demo --quick": 60.0, "compare gaussian_nb wine": 30.0}
 @contextmanager
 def timed_parts():
     """Wrap the functions ``posterior`` calls; yield the dict their seconds accumulate in."""
-    import genprob._arviz_compat as compat
-    import genprob.arviz_io as arviz_io
     import genprob.estimators._posterior as glue
-    import genprob.posterior as exact
+    import genprob.inference.posterior as exact
+    import genprob.io._arviz_compat as compat
+    import genprob.io.arviz_io as arviz_io
 
     seconds = dict.fromkeys(PARTS, 0.0)
     patched = []
@@ -121,7 +121,7 @@ def run_case(name: str, method: str, warmup: int, samples: int) -> dict:
     """First and repeat call of one case in this process, parts and total."""
     import warnings
 
-    from genprob import _arviz_compat as compat
+    from genprob.io import _arviz_compat as compat
 
     estimator, X, y = load_case(name)
     estimator.fit(X, y)

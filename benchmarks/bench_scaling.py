@@ -94,7 +94,8 @@ def write_parquet(directory, rows, chunk_rows, seed=0, unlabeled=0.5):
 
 
 def bench_stream(rows, chunk_rows):
-    from genprob import GaussianNB, LinearDiscriminantAnalysis, streaming
+    from genprob import GaussianNB, LinearDiscriminantAnalysis
+    from genprob.engine import streaming
 
     directory = tempfile.mkdtemp(prefix="genprob-bench-scaling-")
     try:

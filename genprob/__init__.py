@@ -15,7 +15,7 @@ from genprob._lazy import load_stand_ins as _load_stand_ins
 _load_stand_ins()  # before any import below: ArviZ 1.x, imported first, leaves lazy jax/numpyro
 
 from genprob import datasets
-from genprob._mappings import CompiledProgramsDropped
+from genprob.engine._mappings import CompiledProgramsDropped
 from genprob.core import (
     fit_closed_form,
     joint_log_prob,
@@ -57,30 +57,37 @@ from genprob.families.poisson import PoissonStory
 
 # -- end discrete and mixed families --
 # -- optimizer and cross-check --
-from genprob.crosscheck import CheckRow, CrosscheckResult, crosscheck
+from genprob.inference.crosscheck import CheckRow, CrosscheckResult, crosscheck
 
 if _typing.TYPE_CHECKING:  # served on first use (_LAZY): it compiles at import
-    from genprob.optimize import ObjectiveValue, OptimizerResult, evaluate_objective, fit_optimizer
+    from genprob.inference.optimize import (
+        ObjectiveValue,
+        OptimizerResult,
+        evaluate_objective,
+        fit_optimizer,
+    )
 
 # -- end optimizer and cross-check --
 # -- missing labels (EM) --
 if _typing.TYPE_CHECKING:  # served on first use (_LAZY): they need JAX
-    from genprob import em, mcmc
-    from genprob.em import EMResult, fit_em, weighted_log_likelihood
-    from genprob.mcmc import fit_nuts, params_from_samples, run_nuts, sample_labels
+    from genprob.engine import em
+    from genprob.inference import mcmc
+    from genprob.engine.em import EMResult, fit_em, weighted_log_likelihood
+    from genprob.inference.mcmc import fit_nuts, params_from_samples, run_nuts, sample_labels
 
 # -- end missing labels (EM) --
 
 # -- persistence and any-story estimator --
 from genprob.estimators.generic import GenerativeClassifier
-from genprob.persistence import ModelFileError, load
+from genprob.io.persistence import ModelFileError, load
 
 # -- end persistence and any-story estimator --
 
 # -- posteriors and ArviZ --
 if _typing.TYPE_CHECKING:  # served on first use (_LAZY): they need JAX
-    from genprob import arviz_io, posterior
-    from genprob.arviz_io import (
+    from genprob.io import arviz_io
+    from genprob.inference import posterior
+    from genprob.io.arviz_io import (
         mle_vs_posterior_table,
         plot_forest,
         plot_posterior_vs_mle,
@@ -88,8 +95,13 @@ if _typing.TYPE_CHECKING:  # served on first use (_LAZY): they need JAX
         predictive_vs_plugin,
         to_arviz,
     )
-    from genprob.draws import pointwise_log_likelihood, posterior_predict_proba
-    from genprob.posterior import ExactPosterior, exact_posterior, log_evidence, with_prior
+    from genprob.inference.draws import pointwise_log_likelihood, posterior_predict_proba
+    from genprob.inference.posterior import (
+        ExactPosterior,
+        exact_posterior,
+        log_evidence,
+        with_prior,
+    )
 
 # -- end posteriors and ArviZ --
 
@@ -100,24 +112,24 @@ from genprob._lazy import lazy_attribute  # noqa: E402
 #: throughout. ``import genprob`` and closed-form fits of NumPy rows import neither NumPyro nor
 #: JAX (docs/benchmarks.md).
 _LAZY = {
-    "ClassConditional": "genprob.class_conditional",
+    "ClassConditional": "genprob.engine.class_conditional",
     "DiagonalNormal": "genprob.families.gaussian.normals",
     "WhitenedNormal": "genprob.families.gaussian.normals",
     # optimizer
     **dict.fromkeys(
         ["ObjectiveValue", "OptimizerResult", "evaluate_objective", "fit_optimizer"],
-        "genprob.optimize",
+        "genprob.inference.optimize",
     ),
     # missing labels (EM)
-    "em": "genprob.em",
-    "mcmc": "genprob.mcmc",
-    **dict.fromkeys(["EMResult", "fit_em", "weighted_log_likelihood"], "genprob.em"),
+    "em": "genprob.engine.em",
+    "mcmc": "genprob.inference.mcmc",
+    **dict.fromkeys(["EMResult", "fit_em", "weighted_log_likelihood"], "genprob.engine.em"),
     **dict.fromkeys(
-        ["fit_nuts", "params_from_samples", "run_nuts", "sample_labels"], "genprob.mcmc"
+        ["fit_nuts", "params_from_samples", "run_nuts", "sample_labels"], "genprob.inference.mcmc"
     ),
     # posteriors and ArviZ
-    "arviz_io": "genprob.arviz_io",
-    "posterior": "genprob.posterior",
+    "arviz_io": "genprob.io.arviz_io",
+    "posterior": "genprob.inference.posterior",
     **dict.fromkeys(
         [
             "mle_vs_posterior_table",
@@ -127,11 +139,14 @@ _LAZY = {
             "predictive_vs_plugin",
             "to_arviz",
         ],
-        "genprob.arviz_io",
+        "genprob.io.arviz_io",
     ),
-    **dict.fromkeys(["pointwise_log_likelihood", "posterior_predict_proba"], "genprob.draws"),
     **dict.fromkeys(
-        ["ExactPosterior", "exact_posterior", "log_evidence", "with_prior"], "genprob.posterior"
+        ["pointwise_log_likelihood", "posterior_predict_proba"], "genprob.inference.draws"
+    ),
+    **dict.fromkeys(
+        ["ExactPosterior", "exact_posterior", "log_evidence", "with_prior"],
+        "genprob.inference.posterior",
     ),
 }
 __getattr__ = lazy_attribute(__name__, _LAZY)

@@ -154,7 +154,7 @@ def lazy_attribute(module_name: str, names: dict[str, str]):
                 load_stand_ins()
             module = importlib.import_module(names[name])
             jax_imported()
-            return module if names[name] == f"{module_name}.{name}" else getattr(module, name)
+            return module if names[name].rpartition(".")[2] == name else getattr(module, name)
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
     return __getattr__

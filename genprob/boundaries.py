@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genprob._dtype import precision
+from genprob.engine._dtype import precision
 from genprob.story import CLASS_PRIOR
 
 __all__ = ["linear_boundary", "parameters_dtype", "quadratic_boundary"]

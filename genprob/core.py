@@ -2,8 +2,8 @@
 
 The route of a row: a public entry checks ``X`` once (2-D, finite, in the story's support);
 labels, soft responsibilities and sample weights all enter as one responsibility matrix R
-(n, K); :mod:`genprob.execution` turns ``(X, R)`` into additive statistics, the statistics into
-parameters, and rows into ``J[i, k] = log pi_k + log p(x_i | y = k)`` (``joint_log_prob``) or
+(n, K); :mod:`genprob.engine.execution` turns ``(X, R)`` into additive statistics, the statistics
+into parameters, and rows into ``J[i, k] = log pi_k + log p(x_i | y = k)`` (``joint_log_prob``) or
 the same up to a term of the row (``class_scores``), normalized into posteriors.
 
 Everything else derives from ``J``: the marginal log-likelihood (a log-sum-exp of J), EM
@@ -19,27 +19,32 @@ from functools import partial
 import numpy as np
 import scipy.sparse
 
-from genprob import execution
-from genprob._labels import UNLABELED, check_class_codes, check_responsibilities, core_label_codes
 from genprob._lazy import LazyModule, is_jax_array, jitted
-from genprob._limits import check_count, check_traced_size, check_working_set, compact
-from genprob._validation import (
+from genprob.engine import execution
+from genprob.engine._labels import (
+    UNLABELED,
+    check_class_codes,
+    check_responsibilities,
+    core_label_codes,
+)
+from genprob.engine._limits import check_count, check_traced_size, check_working_set, compact
+from genprob.engine._validation import (
     all_concrete,
     check_class_prior,
     check_features,
     is_bcoo,
     is_concrete,
 )
-from genprob.capabilities import capability, has_closed_form
-from genprob.execution import class_prior_from_counts, combine_statistics
-from genprob.masking import has_missing, marginalized, reads_nan_as_missing
+from genprob.engine.capabilities import capability, has_closed_form
+from genprob.engine.execution import class_prior_from_counts, combine_statistics
+from genprob.engine.masking import has_missing, marginalized, reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story, class_distribution
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
 
 numpyro = LazyModule("numpyro")
-class_conditional = LazyModule("genprob.class_conditional")
+class_conditional = LazyModule("genprob.engine.class_conditional")
 
 __all__ = [
     "joint_log_prob",
@@ -69,7 +74,7 @@ def joint_log_prob(story: Story, params: dict, X) -> jax.Array:
     Raises:
         ValueError: ``X`` not 2-D, with another feature count than the parameters, holding
             NaN or infinity (NaN is read as missing by a story that does so,
-            :func:`genprob.masking.marginalized`), or values outside the story's support
+            :func:`genprob.engine.masking.marginalized`), or values outside the story's support
             (:meth:`Story.validate`, e.g. a category code the story does not know).
     """
     _check_features(story, X)
@@ -82,7 +87,9 @@ def _check_features(story: Story, X, num_rows=None) -> None:
     ``jit``/``vmap`` only shapes are checked); NaN passes when the story reads it as missing."""
     hint = "impute or drop those entries"
     if capability(story, "supports_missing"):
-        hint = "genprob.masking.marginalized(story) reads NaN as a missing value (summed out)"
+        hint = (
+            "genprob.engine.masking.marginalized(story) reads NaN as a missing value (summed out)"
+        )
     check_features(
         X, as_given=True, num_rows=num_rows, allow_nan=reads_nan_as_missing(story), nan_hint=hint
     )
@@ -181,7 +188,7 @@ def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None
 
 def sufficient_statistics(story: Story, X, R) -> dict:
     """Additive statistics of ``(X, R)``: class counts plus the story's own statistics
-    (:func:`genprob.execution.statistics`: NumPy for host rows of an ``array_api`` story or
+    (:func:`genprob.engine.execution.statistics`: NumPy for host rows of an ``array_api`` story or
     SciPy sparse rows, else computed by a compiled program)."""
     if scipy.sparse.issparse(X) and not capability(story, "accepts_scipy_sparse"):
         _check_features(story, X)
@@ -226,7 +233,7 @@ def fit_closed_form(story: Story, X, R, class_prior=None, fit_prior: bool = True
 
 def _core_class_prior(class_prior, num_classes: int):
     """A fixed class prior checked as the estimators and :func:`genprob.fit_em` check it
-    (:func:`genprob._validation.check_class_prior`); a traced one by its shape only."""
+    (:func:`genprob.engine._validation.check_class_prior`); a traced one by its shape only."""
     if is_concrete(class_prior):
         return check_class_prior(class_prior, range(num_classes))
     if jnp.shape(class_prior) != (num_classes,):
@@ -409,7 +416,8 @@ def sample(story: Story, params: dict, num_samples: int, key):
 
     Raises:
         TypeError, ValueError: ``num_samples`` is not an int >= 1.
-        genprob._limits.SizeLimitError: the draw would allocate too large an array (checked by
+        genprob.engine._limits.SizeLimitError: the draw would allocate too large an array (checked
+        by
             tracing before anything is allocated).
     """
     num_samples = check_count(num_samples, "num_samples")

@@ -23,7 +23,7 @@ and lives in :mod:`genprob.core`; a user-written story that only gives a prior a
 still gets all of it. Family knowledge that generic code needs (ArviZ dimensions, validation,
 the parameter count) comes from hooks on the story with generic defaults; what the engine may do
 with it (run it in NumPy, add its statistics over chunks, leave missing entries out) is derived
-or read from one declaration, :attr:`Story.capabilities`, by :mod:`genprob.capabilities`.
+or read from one declaration, :attr:`Story.capabilities`, by :mod:`genprob.engine.capabilities`.
 
 A story is an immutable value and a JAX pytree. Its attributes, set once in ``__init__``, are
 sorted into *traced* leaves (numeric hyperparameters: a new value reuses compiled code) and
@@ -40,6 +40,7 @@ import math
 import operator
 import typing
 import warnings
+from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
@@ -65,7 +66,7 @@ __all__ = [
 ]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
-__getattr__ = lazy_attribute(__name__, {"ClassConditional": "genprob.class_conditional"})
+__getattr__ = lazy_attribute(__name__, {"ClassConditional": "genprob.engine.class_conditional"})
 
 #: Name of the class-prior parameter (a probability vector over the K classes).
 CLASS_PRIOR = "class_prior"
@@ -149,6 +150,36 @@ class Unsupported:
 def why_not(answer, default: str) -> str:
     """The reason a capability gave with its "no", else ``default``."""
     return answer.reason if isinstance(answer, Unsupported) else default
+
+
+#: Each capability a story may declare, with its default (:mod:`genprob.engine.capabilities` reads
+#: them); docs/story_hooks.md says what each means and when to declare it.
+CAPABILITY_DEFAULTS = MappingProxyType(
+    {
+        "array_api": False,  # its closed form and discriminant run on NumPy rows in NumPy
+        "accepts_scipy_sparse": False,  # its statistics and scores take SciPy sparse rows
+        "adds_over_rows": None,  # statistics of chunks combine; None: when it has a closed form
+        "supports_missing": False,  # rows are scored and fitted with their NaN entries left out
+        "missing_needs_em": False,  # observed_statistics depend on the parameters: EM iterates
+        "smooth_likelihood": True,  # the cross-check also judges parameters and gradients
+        "exact_conjugate": True,  # conjugate_factors are exact for this instance's prior
+    }
+)
+
+
+def _check_capabilities(cls) -> None:
+    """Refuse, once when ``cls`` is defined, capabilities genprob would not read: unknown keys of
+    a mapping declaration, or a capability as its own attribute (as releases before issue 56
+    read them). A property's keys are known only on an instance and are not checked."""
+    declared = cls.capabilities if isinstance(cls.capabilities, Mapping) else {}
+    unread = sorted(set(declared) - CAPABILITY_DEFAULTS.keys())
+    unread += [k for k in CAPABILITY_DEFAULTS if hasattr(cls, k)]
+    if unread:
+        raise TypeError(
+            f"{cls.__name__} gives capabilities that genprob does not read, {unread}: a story "
+            f"declares them in one mapping, capabilities = {{name: value}}, with names of "
+            f"{sorted(CAPABILITY_DEFAULTS)}."
+        )
 
 
 #: Story classes by qualified name (module + qualname), filled as classes are defined.
@@ -292,11 +323,12 @@ class Story(metaclass=_StoryType):
     class_concentration: typing.Final = 1.0
     #: What the engine may do with the story beyond its hooks, one declaration for all of it
     #: (``{"array_api": True, "supports_missing": True}``; a property where the answers depend
-    #: on settings): keys and defaults in :data:`genprob.capabilities.DEFAULTS`.
+    #: on settings): keys and defaults in :data:`CAPABILITY_DEFAULTS`, checked at definition.
     capabilities: typing.ClassVar = MappingProxyType({})
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        _check_capabilities(cls)
         # the newest definition wins (a class redefined in a notebook replaces the old one)
         _STORY_CLASSES[qualified_name(cls)] = cls
         when_jax(lambda jax: _register_pytree(cls, jax))
@@ -487,14 +519,14 @@ class Story(metaclass=_StoryType):
         Called on the host with concrete values (NumPy, JAX or sparse; never a tracer) by the
         estimators at fit and predict and by the functional core's public entries, once per
         call: keep it vectorized. NaN entries a story reads as missing arrive filled with 0. A
-        :class:`genprob._validation.FeatureValueError` (naming the column's position) lets an
+        :class:`genprob.engine._validation.FeatureValueError` (naming the column's position) lets an
         estimator fitted on named columns name the column. The default accepts any finite real
         matrix (checked by the caller).
         """
         return X
 
-    # -- missing feature values (NaN entries, marginalized; see genprob.missing) -------------------
-    # a story opts in with the capability "supports_missing" (genprob.capabilities)
+    # -- missing feature values (NaN entries, marginalized; see genprob.engine.missing)
+    # a story opts in with the capability "supports_missing" (genprob.engine.capabilities)
     def observed_log_prob(self, params: dict, X, observed):
         """``log p(x_obs | k)`` of the observed entries of every row, shape (n, K).
 
@@ -653,8 +685,8 @@ class Story(metaclass=_StoryType):
                 the prior whose posterior mean the smoothed fit is.
 
         Returns:
-            Parameter name -> :class:`genprob.conjugate.ConjugateFactor`; a factor of several
-            parameters jointly is keyed by the tuple of their names and its methods return
+            Parameter name -> :class:`genprob.inference.conjugate.ConjugateFactor`; a factor of
+            several parameters jointly is keyed by the tuple of their names and its methods return
             dicts. Each factor's ``log_predictive(X)`` (n, K) is the posterior predictive log
             density of rows in each class (:meth:`ExactPosterior.predictive_log_joint`).
         """

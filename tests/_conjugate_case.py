@@ -6,7 +6,7 @@ import numpy as np
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.mixed import MixedStory
 from genprob.families.poisson import PoissonStory
-from genprob.posterior import exact_posterior
+from genprob.inference.posterior import exact_posterior
 
 BERNOULLI_POISSON = MixedStory(
     [("coin", BernoulliStory(alpha=1.0), (0, 1)), ("count", PoissonStory(1.0, 1.0), (2,))]

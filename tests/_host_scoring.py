@@ -3,8 +3,8 @@
 import jax.numpy as jnp
 import numpy as np
 
-from genprob import execution
-from genprob._dtype import precision
+from genprob.engine import execution
+from genprob.engine._dtype import precision
 
 
 def host_and_device_log_proba(estimator, rows, dtype):

@@ -47,7 +47,7 @@ def _results():
 def dump(path: str) -> None:
     """Write the results of this interpreter's ArviZ to ``path`` (``.npz``, one JSON entry)."""
     import genprob
-    from genprob import _arviz_compat as compat
+    from genprob.io import _arviz_compat as compat
 
     arrays, meta = {}, {"major": compat.major()}
     results = _results()

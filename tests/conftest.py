@@ -6,7 +6,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import pytest  # noqa: E402
 
-from genprob._dtype import TOLERANCES  # noqa: E402
+from genprob.engine._dtype import TOLERANCES  # noqa: E402
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def pytest_configure(config):
     at once race on the file (genprob's own import retries; tests import it directly too).
     Without workers (``-n 0``) nothing races and the import waits for the tests needing it."""
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        from genprob._arviz_compat import arviz
+        from genprob.io._arviz_compat import arviz
 
         arviz()
 
@@ -36,12 +36,13 @@ def pytest_collection_modifyitems(items):
 #: Memory mappings a test process may hold before its compiled programs are dropped. Every XLA
 #: CPU executable keeps ~15-30 mappings while cached; a worker that compiles thousands of programs
 #: reaches Linux's vm.max_map_count (65,530) and then dies inside XLA (SIGSEGV/SIGABRT). The
-#: library's own guard (genprob/_mappings.py) acts at half the limit; the suite drops earlier.
+#: library's own guard (genprob/engine/_mappings.py) acts at half the limit; the suite drops
+#: earlier.
 _MAX_MAPPINGS = 20_000
 
 
 def _mappings() -> int:
-    from genprob._mappings import mapping_count
+    from genprob.engine._mappings import mapping_count
 
     return mapping_count() or 0  # None: not Linux, no such limit to watch
 

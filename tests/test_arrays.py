@@ -8,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from genprob._arrays import class_sums, encode_labels, hard_labels, placed, without_duplicates
+from genprob.engine._arrays import (
+    class_sums,
+    encode_labels,
+    hard_labels,
+    placed,
+    without_duplicates,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -118,7 +124,7 @@ def test_scoring_parameters_and_factors_are_read_only(name):
     """What predictions read (parameters, factors, LDA's directions) cannot be written through,
     as the JAX arrays they replace could not."""
     import genprob
-    from genprob._dtype import precision
+    from genprob.engine._dtype import precision
 
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(60, 3)), np.arange(60) % 3
@@ -155,7 +161,7 @@ def test_class_sums_equal_the_product_and_hard_labels_are_found(dtype):
 
 
 def test_padding_rows_of_weight_zero_leave_class_sums_unchanged():
-    from genprob.execution import padded
+    from genprob.engine.execution import padded
 
     rng = np.random.default_rng(4)
     X, codes = rng.normal(size=(37, 3)), rng.integers(0, 3, 37)

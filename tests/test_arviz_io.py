@@ -12,11 +12,11 @@ from matplotlib.figure import Figure
 from scipy.special import logsumexp
 
 import genprob
-from genprob import _arviz_compat as compat
 from genprob import core
 from genprob.families.categorical import CategoricalStory
 from genprob.families.gaussian import GaussianStory
 from genprob.families.mixed import MixedStory
+from genprob.io import _arviz_compat as compat
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)

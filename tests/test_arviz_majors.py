@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from genprob import _arviz_compat as compat
+from genprob.io import _arviz_compat as compat
 
 pytestmark = pytest.mark.arviz
 
@@ -115,7 +115,7 @@ def raced(self, target):
 
 
 pathlib.Path.replace = raced
-from genprob import _arviz_compat
+from genprob.io import _arviz_compat
 
 try:
     module = _arviz_compat.arviz()

@@ -220,15 +220,13 @@ def test_library_messages_name_flags_columns_and_classes(table, tmp_path, capsys
     _one_line_error(
         capsys.readouterr(),
         "column 'height': expected binary features (0 or 1)",
-        "(BernoulliNB's --param binarize=0.0 maps every positive value to 1)",
+        "(BernoulliNB's binarize=0.0 maps every positive value to 1)",
         "found 2.0 at row 0",
         "(23 such entries)",
     )
     lonely = _write(table.iloc[:7], tmp_path, "lonely.csv")  # class b has a single row
     assert cli.main(["fit", "qda", lonely, *argv]) == 2
-    _one_line_error(
-        capsys.readouterr(), "only 1 sample in class b", "Set --param reg_param > 0 (e.g. 0.1)"
-    )
+    _one_line_error(capsys.readouterr(), "only 1 sample in class b", "Set reg_param > 0 (e.g. 0.1)")
 
 
 def test_em_warnings_name_max_iter(table, tmp_path, capsys):
@@ -241,8 +239,8 @@ def test_em_warnings_name_max_iter(table, tmp_path, capsys):
     captured = capsys.readouterr()
     assert "EM: 1 iterations, NOT converged" in captured.out
     assert captured.err == (
-        "genprob fit: warning: EM did not converge in --max-iter 1 iterations (change of the mean "
-        "per-row objective above --param em_tol=1e-12); raise --max-iter.\n"
+        "genprob fit: warning: EM did not converge in max_iter=1 iterations (change of the mean "
+        "per-row objective above em_tol=1e-12); raise max_iter.\n"
     )
 
 
@@ -408,43 +406,3 @@ def test_story_option_errors(tmp_path, capsys, story, message):
     story = story.format(dir=tmp_path)
     assert cli.main(["fit", data, "--story", story, "--target", "kind"]) == 2
     _one_line_error(capsys.readouterr(), message)
-
-
-@pytest.mark.parametrize(
-    "message, expected",
-    [
-        (
-            "NUTS diagnostics: min bulk ESS 8 < 400: too few draws for stable estimates. "
-            "Increase num_samples (or num_chains).",
-            "NUTS diagnostics: min bulk ESS 8 < 400: too few draws for stable estimates. "
-            "Increase --num-samples (or --chains).",
-        ),
-        (
-            "R-hat 1.2 > 1.01. Start the chains at the fit (init='mle'), and run more warm-up "
-            "and draws.",
-            "R-hat 1.2 > 1.01. Start the chains at the fit, and run more warm-up and draws.",
-        ),
-        (
-            "no exact posterior. Use method='nuts' (genprob.fit_nuts) instead.",
-            "no exact posterior. Use --method nuts (genprob.fit_nuts) instead.",
-        ),
-        # the library names classes and columns itself: only the keyword arguments change
-        (
-            "y has only 1 sample in class 'b' with var_smoothing=0.0; raise var_smoothing.",
-            "y has only 1 sample in class 'b' with --param var_smoothing=0.0; raise --param "
-            "var_smoothing.",
-        ),
-        (
-            "column 'height': NaN (first at row 3); use unlabeled_weight=0.5",
-            "column 'height': NaN (first at row 3); use --unlabeled-weight 0.5",
-        ),
-        # quoted names, plain English words and positions stay as they are
-        (
-            "The 'var_smoothing' parameter of GaussianNB must be a float; solver column 7",
-            "The 'var_smoothing' parameter of GaussianNB must be a float; solver column 7",
-        ),
-    ],
-)
-def test_library_messages_in_the_command_lines_terms(message, expected):
-    terms = {"params": ["var_smoothing"]}
-    assert cli._cli_terms(message, terms) == expected

@@ -20,8 +20,8 @@ from test_story_value import (  # noqa: F401 - the compile-counting fixture
 )
 
 import genprob
-from genprob import execution
-from genprob.execution import padded_rows
+from genprob.engine import execution
+from genprob.engine.execution import padded_rows
 
 
 def _counts(num_rows=137, num_features=6, seed=0):
@@ -459,7 +459,7 @@ def test_a_posterior_at_a_new_row_count_compiles_nothing(make, compilations):  #
 def test_padding_rows_leave_the_posterior_unchanged(make, monkeypatch):
     """Padding rows are masked out of the density: the same log density and, over a short
     chain, the same draws as on the unpadded rows (padding switched off)."""
-    from genprob import mcmc
+    from genprob.inference import mcmc
 
     X, y = load_iris(return_X_y=True)
     X, y = X[:131], y[:131].copy()

@@ -8,9 +8,9 @@ import scipy.sparse
 
 import genprob
 from genprob.app import registry
-from genprob.crosscheck import TOLERANCES, crosscheck
 from genprob.families.gaussian import GaussianStory
 from genprob.families.poisson import PoissonStory
+from genprob.inference.crosscheck import TOLERANCES, crosscheck
 from genprob.story import Story
 
 F64 = TOLERANCES["float64"]
@@ -187,7 +187,9 @@ def test_printout_and_table():
 
 
 def test_a_stalled_optimizer_gets_a_second_start(monkeypatch):
-    module = importlib.import_module("genprob.optimize")  # crosscheck calls it through here
+    module = importlib.import_module(
+        "genprob.inference.optimize"
+    )  # crosscheck calls it through here
     real = module.fit_optimizer
     seeds = []
 

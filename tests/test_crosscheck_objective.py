@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import genprob
-from genprob.capabilities import capability
-from genprob.crosscheck import TOLERANCES, crosscheck
 from genprob.datasets import load_iris
+from genprob.engine.capabilities import capability
 from genprob.families.gaussian import GaussianStory
+from genprob.inference.crosscheck import TOLERANCES, crosscheck
 from genprob.story import Story
 from tests._optim_stories import (
     GaussianNoClosedForm,

@@ -78,8 +78,8 @@ def test_dask_dataframe_fit_and_predict(client, name):
 @pytest.fixture
 def driver_rows(monkeypatch):
     """Rows the driver itself reads in labeled passes, per pass (the head is set to 50 rows)."""
-    from genprob import distributed as gd
-    from genprob import streaming
+    from genprob.engine import distributed as gd
+    from genprob.engine import streaming
 
     monkeypatch.setattr(gd, "HEAD_ROWS", 50)
     passes = []
@@ -216,7 +216,7 @@ def test_killed_worker_is_recomputed_and_no_partition_is_lost(client):
 
 
 def test_lost_partition_statistics_are_an_error_not_a_silent_answer():
-    from genprob import distributed as dist
+    from genprob.engine import distributed as dist
 
     with pytest.raises(RuntimeError, match="reduced 90 rows but the input has 100"):
         dist._check_rows(90, 100, "labeled pass")

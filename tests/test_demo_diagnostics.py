@@ -8,7 +8,7 @@ import pytest
 
 from genprob.app import cli, report
 
-# genprob.mcmc's words for the two failures of the issue's run
+# genprob.inference.mcmc's words for the two failures of the issue's run
 RHAT_ADVICE = (
     "NUTS diagnostics: max R-hat 1.013 > 1.01 (on 'class_prior'): the chains have not mixed "
     "(too few warm-up iterations or draws). Run more warm-up and draws."
@@ -52,7 +52,7 @@ def test_advice_of_the_full_mode_never_says_to_leave_quick():
 @pytest.mark.arviz
 def test_the_default_demo_passes_its_own_nuts_diagnostics_at_its_seed():
     """2 chains x 500 draws reported R-hat 1.013 (not converged) on the demo's own posterior."""
-    from genprob.mcmc import ESS_MIN, RHAT_MAX
+    from genprob.inference.mcmc import ESS_MIN, RHAT_MAX
 
     settings = report.Settings.preset()
     assert (settings.nuts_chains, settings.nuts_samples, settings.seed) == (4, 1000, 0)

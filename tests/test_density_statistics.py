@@ -158,7 +158,7 @@ def test_stories_without_statistics_keep_the_row_by_row_density():
 def test_nuts_runs_vectorized_and_in_forward_mode(chain_method):
     """Vectorized chains take the summary's reverse-mode gradient batched; forward-mode
     differentiation, which that gradient does not offer, samples the row-by-row density."""
-    from genprob.mcmc import run_nuts
+    from genprob.inference.mcmc import run_nuts
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(40, 2)) + np.repeat([[0.0, 0.0], [3.0, 1.0]], 20, axis=0)

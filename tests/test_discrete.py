@@ -16,8 +16,9 @@ from sklearn.model_selection import train_test_split
 
 import genprob
 from genprob import core
-from genprob._dtype import precision
 from genprob.datasets import load_digits, load_sms_spam
+from genprob.engine._dtype import precision
+from genprob.engine.masking import marginalized
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.categorical import (
     CategoricalStory,
@@ -28,7 +29,6 @@ from genprob.families.categorical import (
 )
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
-from genprob.masking import marginalized
 from genprob.story import Story
 
 PROBA_ATOL = 1e-8  # the parity tolerance on class posteriors (float64)

@@ -17,17 +17,17 @@ from sklearn.exceptions import ConvergenceWarning
 
 import genprob
 from genprob import core
-from genprob._dtype import precision
-from genprob.capabilities import has_closed_form
 from genprob.datasets import load_digits, load_iris
-from genprob.em import encode_partial_labels, fit_em, weighted_log_likelihood
+from genprob.engine._dtype import precision
+from genprob.engine.capabilities import has_closed_form
+from genprob.engine.em import encode_partial_labels, fit_em, weighted_log_likelihood
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.categorical import CategoricalStory
 from genprob.families.gaussian import GaussianStory
 from genprob.families.mixed import MixedStory
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
-from genprob.optimize import fit_optimizer
+from genprob.inference.optimize import fit_optimizer
 from genprob.story import Story
 
 LDA = GaussianStory(covariance="full", shared=True)
@@ -525,6 +525,29 @@ def test_class_losing_all_mass_is_an_error_for_gaussians_and_smoothed_for_discre
     assert np.isfinite(float(result.log_likelihood[-1]))
 
 
+def test_em_messages_name_the_classes_the_caller_gave():
+    """Issue 56: "class code 2" where the caller's labels say "far" (codes stay without them)."""
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 4.0])
+    labels = np.r_[["near"] * 5, ["?"] * 15, ["mid"] * 5, ["?"] * 15].astype(object)
+    far_away = {
+        "class_prior": np.array([0.45, 0.1, 0.45]),
+        "means": np.array([[4.0, 4.0], [1e4, 1e4], [0.0, 0.0]]),
+        "variances": np.ones((3, 2)),
+    }
+    named = dict(classes=["mid", "far", "near"], unlabeled_label="?")
+    with jax.enable_x64(True):
+        with pytest.raises(ValueError, match=r"or class 'far' lost its responsibility mass: 0"):
+            fit_em(GNB, X, labels, init=far_away, **named)
+        with pytest.raises(ValueError, match=r"needs a labeled row in every class; classes 'far'"):
+            fit_em(GNB, X, labels, init="labeled", **named)
+        with pytest.raises(ValueError, match=r"^classes 'far' have no labeled row, and no unl"):
+            fit_em(GNB, X, labels, unlabeled_weight=0.0, **named)
+        with pytest.raises(ValueError, match=r"^class codes 1 have no labeled row, and no unl"):
+            fit_em(GNB, X, np.r_[[2] * 5, [-1] * 15, [0] * 5, [-1] * 15], num_classes=3,
+                   unlabeled_weight=0.0)  # fmt: skip
+
+
 # -- bad input -------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "y, kwargs, message",
@@ -735,8 +758,8 @@ if sys.argv[1] == "numpy":
     print(model.n_iter_, model.theta_.shape[0])
 else:
     import jax
-    from genprob._dtype import precision
-    from genprob.em import fit_em
+    from genprob.engine._dtype import precision
+    from genprob.engine.em import fit_em
     from genprob.families.gaussian import GaussianStory
     story = GaussianStory(covariance="diag", shared=False, var_smoothing=1e-9)
     with precision("float64"):

@@ -16,8 +16,8 @@ import pytest
 
 import genprob
 from genprob import core
-from genprob._dtype import precision
 from genprob.datasets import load_iris
+from genprob.engine._dtype import precision
 from genprob.families.mixed import MixedStory
 from genprob.story import Story
 

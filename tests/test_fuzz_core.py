@@ -27,7 +27,7 @@ from test_fuzz_estimators import (
 
 import genprob
 from genprob import core
-from genprob._dtype import precision
+from genprob.engine._dtype import precision
 
 STORIES = {
     "gaussian full shared": (lambda d: genprob.GaussianStory(), "real"),

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 import genprob
-from genprob import _limits, core
-from genprob._dtype import precision
-from genprob._limits import SizeLimitError, check_count, compact
+from genprob import core
 from genprob.datasets import load_iris
+from genprob.engine import _limits
+from genprob.engine._dtype import precision
+from genprob.engine._limits import SizeLimitError, check_count, compact
 
 X_IRIS, Y_IRIS = load_iris()
 COUNTS = np.round(X_IRIS * 2).astype(int)

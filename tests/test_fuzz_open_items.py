@@ -13,10 +13,11 @@ import pytest
 import scipy.sparse
 
 import genprob
-from genprob import core, execution
-from genprob._dtype import precision
+from genprob import core
 from genprob.datasets import load_iris
-from genprob.masking import marginalized
+from genprob.engine import execution
+from genprob.engine._dtype import precision
+from genprob.engine.masking import marginalized
 
 
 def _open(item: int):

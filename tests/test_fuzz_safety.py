@@ -35,8 +35,8 @@ from hypothesis import strategies as st
 from test_fuzz_estimators import FAST, SLOW, SLOW_TIMEOUT
 
 import genprob
-from genprob import _limits
-from genprob.persistence import ModelFileError
+from genprob.engine import _limits
+from genprob.io.persistence import ModelFileError
 
 pandas = pytest.importorskip("pandas")
 
@@ -474,7 +474,7 @@ BAD_NUTS_SETTINGS = [
 @pytest.fixture
 def no_sampling(monkeypatch):
     """Any start of the sampler's work fails the test."""
-    from genprob import mcmc
+    from genprob.inference import mcmc
 
     def never(*args, **kwargs):
         raise AssertionError("NUTS work started before its settings were checked")
@@ -485,7 +485,7 @@ def no_sampling(monkeypatch):
 
 @pytest.mark.parametrize(("name", "value"), BAD_NUTS_SETTINGS, ids=repr)
 def test_nuts_setting_values_are_refused_before_any_work(name, value, no_sampling):
-    from genprob import mcmc
+    from genprob.inference import mcmc
 
     estimator = genprob.GaussianNB().fit(X_BASE, Y_BASE)
     message = rf"^{name} must be .*, got {re.escape(repr(value))}\.$"
@@ -496,7 +496,7 @@ def test_nuts_setting_values_are_refused_before_any_work(name, value, no_samplin
 
 
 def test_nuts_setting_ranges_name_the_valid_values(no_sampling):
-    from genprob import mcmc
+    from genprob.inference import mcmc
 
     estimator = genprob.MixtureDiscriminantAnalysis(n_components=1).fit(X_BASE, Y_BASE)
     with pytest.raises(ValueError, match=r"target_accept_prob must be a number strictly between"):

@@ -764,7 +764,7 @@ def test_diagonal_normal_samples_and_moments():
 def test_numpy_factors_of_covariances_match_the_compiled_factorization():
     """Full covariances factorized in NumPy (NumPy in, NumPy out) give the compiled
     factorization's whitening products and log normalizers to rounding: the same code."""
-    from genprob._dtype import precision
+    from genprob.engine._dtype import precision
     from genprob.families.gaussian import distributions
 
     rng = np.random.default_rng(11)
@@ -890,13 +890,30 @@ def test_qda_rotations_and_scalings_computed_on_first_use_and_after_each_fit(tmp
     np.testing.assert_allclose(estimator.scalings_[0], 4.0 * first, rtol=1e-12)
     # a model file holds them when they were computed, and loading recomputes them otherwise
     path = tmp_path / "qda.npz"
-    genprob.persistence.save(estimator, path)
-    loaded = genprob.persistence.load(path)
+    genprob.io.persistence.save(estimator, path)
+    loaded = genprob.io.persistence.load(path)
     np.testing.assert_array_equal(loaded.scalings_[1], estimator.scalings_[1])
     fresh = genprob.QuadraticDiscriminantAnalysis().fit(X, y)
-    genprob.persistence.save(fresh, path)
-    loaded = genprob.persistence.load(path)
+    genprob.io.persistence.save(fresh, path)
+    loaded = genprob.io.persistence.load(path)
     np.testing.assert_array_equal(loaded.rotations_[2], fresh.rotations_[2])
     with pytest.raises(AttributeError, match="no attribute 'rotations_'"):
         _ = genprob.QuadraticDiscriminantAnalysis().rotations_
     assert not hasattr(genprob.QuadraticDiscriminantAnalysis(), "scalings_")
+
+
+def test_messages_name_string_classes_as_the_caller_wrote_them():
+    """Issue 56: a message about one class names its label, never its code."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.array(["ant"] * 10 + ["bee"] * 10 + ["cat"] * 10)
+    constant = X.copy()
+    constant[10:20, 1] = 1.0
+    with pytest.raises(ValueError, match="feature 1 has zero variance in class bee") as caught:
+        genprob.GaussianNB(var_smoothing=0.0).fit(constant, y)
+    assert "class 1" not in str(caught.value)
+    with pytest.raises(ValueError, match="only 1 sample in class cat, covariance"):
+        genprob.QuadraticDiscriminantAnalysis().fit(X[:21], y[:21])
+    weight = np.where(y == "bee", 0.0, 1.0)
+    with pytest.raises(ValueError, match=r"classes \['bee'\] have zero total sample weight"):
+        genprob.LinearDiscriminantAnalysis().fit(X, y, sample_weight=weight)

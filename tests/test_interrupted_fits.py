@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from test_fuzz_estimators import FAST, SLOW, SLOW_TIMEOUT
 
-from genprob.streaming import Chunks, parquet
+from genprob.engine.streaming import Chunks, parquet
 
 
 class SourceFailed(RuntimeError):

@@ -11,7 +11,7 @@ from scipy import stats
 
 import genprob
 from genprob import core
-from genprob.mcmc import sample_labels
+from genprob.inference.mcmc import sample_labels
 
 STORY = genprob.GaussianStory(covariance="diag", shared=False)
 #: two parameter draws, alternated: the label frequencies follow the mean of their posteriors

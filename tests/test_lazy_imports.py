@@ -14,8 +14,11 @@ import pytest
 
 #: where each NumPyro class lives now -> the older paths that still serve it
 MOVED = {
-    "genprob.class_conditional.ClassConditional": ["genprob", "genprob.story"],
-    "genprob.masked_emission.MaskedEmission": ["genprob.masking", "genprob.missing"],
+    "genprob.engine.class_conditional.ClassConditional": ["genprob", "genprob.story"],
+    "genprob.engine.masked_emission.MaskedEmission": [
+        "genprob.engine.masking",
+        "genprob.engine.missing",
+    ],
     "genprob.families.gaussian.normals.WhitenedNormal": [
         "genprob",
         "genprob.families.gaussian",
@@ -174,7 +177,7 @@ def test_float64_reaches_jax_imported_inside_a_precision_block():
         """
         ALLOW.append(True)
         from genprob import _lazy
-        from genprob._dtype import precision
+        from genprob.engine._dtype import precision
         with precision("float64"):
             jnp = _lazy.jax().numpy
             print(jnp.ones(2).dtype)

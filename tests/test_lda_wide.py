@@ -8,7 +8,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis as SkLDA
 
 import genprob
 from genprob import core
-from genprob._dtype import precision
+from genprob.engine._dtype import precision
 from genprob.families.gaussian import COVARIANCE_ROWS, FACTORS, GaussianStory, covariance_of
 from tests._host_scoring import host_and_device_log_proba
 
@@ -215,7 +215,7 @@ def _saved_with(estimator, path, **fields):
     """``estimator`` saved to ``path`` with metadata ``fields`` set by hand (digest recomputed)."""
     import json
 
-    from genprob import persistence
+    from genprob.io import persistence
 
     path = estimator.save(path)
     with np.load(path, allow_pickle=False) as archive:
@@ -229,7 +229,7 @@ def _saved_with(estimator, path, **fields):
 
 
 def test_derived_attributes_the_estimator_cannot_recompute_are_refused(tmp_path):
-    from genprob import persistence
+    from genprob.io import persistence
 
     X, y = _wide(60, 20)
 
@@ -275,7 +275,7 @@ def test_per_class_scatter_round_trips_bitwise(options, tmp_path):
 def test_files_that_leave_out_statistics_are_refused(tmp_path):
     """Every statistic is stored: a file listing statistics to recompute (an older genprob's)
     is refused with the way out, whatever it lists."""
-    from genprob import persistence
+    from genprob.io import persistence
 
     X, y = _wide(60, 20)
     estimator = genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto").fit(X, y)

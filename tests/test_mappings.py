@@ -9,7 +9,8 @@ import jax
 import numpy as np
 import pytest
 
-from genprob import GaussianNB, _mappings
+from genprob import GaussianNB
+from genprob.engine import _mappings
 
 linux_proc = pytest.mark.skipif(
     _mappings.mapping_count() is None or _mappings.map_count_limit() is None,
@@ -97,7 +98,7 @@ def test_dropping_returns_the_mappings_of_compiled_programs():
         import numpy as np
         import jax.numpy as jnp
         import genprob
-        from genprob import _mappings
+        from genprob.engine import _mappings
         from genprob.families.gaussian import GaussianStory
         rng = np.random.default_rng(0)
         before = _mappings.mapping_count()

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from genprob import core
-from genprob.em import fit_em
+from genprob.engine.em import fit_em
 from genprob.families.gaussian import GaussianStory
-from genprob.mcmc import fit_nuts, params_from_samples, run_nuts, sample_labels
+from genprob.inference.mcmc import fit_nuts, params_from_samples, run_nuts, sample_labels
 
 STORY = GaussianStory(covariance="diag", shared=False)
 NUM_SAMPLES = 400
@@ -158,7 +158,7 @@ def test_work_without_draws_runs_on_the_callers_thread_before_the_chains(monkeyp
     points and chain keys come from the seed alone (NumPy), so a rerun gives the same draws."""
     import threading
 
-    import genprob.mcmc as mcmc
+    import genprob.inference.mcmc as mcmc
 
     X, y = _semi_supervised_rows(4)
     options = dict(num_classes=2, num_warmup=20, num_samples=20, num_chains=2, seed=5, check=False)

@@ -13,7 +13,7 @@ import genprob
 from genprob.estimators.mda import align_draws
 from genprob.families.gaussian.mclust import STRUCTURES
 from genprob.families.gaussian.mixture_story import ClassMixtureStory
-from genprob.mcmc import RHAT_MAX, SamplingWarning, diagnose
+from genprob.inference.mcmc import RHAT_MAX, SamplingWarning, diagnose
 
 
 def _blobs(seed=0, n=160, fraction=0.15):
@@ -163,8 +163,8 @@ def test_chains_start_at_the_mle(structure, n_components):
     """The prior's sites at the MLE (``latent_of``) give back the MLE's covariances, for every
     structure, within classes (MclustDA) or across them (EDDA), so that ``init="mle"`` starts
     the chains at the fit."""
-    from genprob._dtype import precision
-    from genprob.em import params_from_latent
+    from genprob.engine._dtype import precision
+    from genprob.engine.em import params_from_latent
 
     X, y = _blobs(seed=3)
     y = np.where(y >= 0, y, np.repeat([0, 0, 1, 1], 40))  # fully labeled: a quick fit
@@ -185,8 +185,8 @@ def test_missing_cells_score_the_observed_marginal():
     coordinates' marginals, written out here with SciPy."""
     import jax.numpy as jnp
 
-    from genprob._dtype import precision
-    from genprob.masking import marginalized
+    from genprob.engine._dtype import precision
+    from genprob.engine.masking import marginalized
 
     story = ClassMixtureStory([0, 0, 1], ["VVV", "VVV"], [(0, 1), (2,)])
     params = {

@@ -11,7 +11,7 @@ import scipy.optimize
 from scipy.stats import multivariate_normal, norm
 from sklearn.datasets import load_iris, load_wine
 
-from genprob._dtype import precision
+from genprob.engine._dtype import precision
 from genprob.estimators import (
     BernoulliNB,
     CategoricalNB,
@@ -333,7 +333,7 @@ def test_a_user_story_opts_in_with_an_independent_emission():
     import numpyro.distributions as dist
 
     from genprob import core
-    from genprob.masking import marginalized
+    from genprob.engine.masking import marginalized
     from genprob.story import Story
 
     class LaplaceStory(Story):
@@ -499,7 +499,7 @@ def test_a_story_without_closed_form_fits_the_observed_data_likelihood():
 
 
 def test_em_over_missing_entries_checks_its_memory_before_running(monkeypatch):
-    from genprob import _limits
+    from genprob.engine import _limits
 
     X, y = _iris()
     Xm = _mcar(X, 0.1, 13)

@@ -9,9 +9,9 @@ from scipy.special import logsumexp
 from sklearn.datasets import load_iris
 
 import genprob
-from genprob import execution
-from genprob._dtype import precision
 from genprob.core import joint_log_prob
+from genprob.engine import execution
+from genprob.engine._dtype import precision
 from genprob.families.gaussian import mixture
 from genprob.families.gaussian.mixture_story import ClassMixtureStory, GaussianMixtureStory
 

@@ -84,7 +84,7 @@ def test_kde_naive_bayes_bandwidth_is_u_shaped():
     import jax
 
     import genprob
-    from genprob.capabilities import has_closed_form
+    from genprob.engine.capabilities import has_closed_form
 
     story = module.ParzenNaiveBayesStory(bandwidth=0.5)
     assert has_closed_form(story)

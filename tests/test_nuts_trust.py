@@ -16,10 +16,10 @@ from sklearn.datasets import load_breast_cancer, load_wine
 from sklearn.preprocessing import StandardScaler
 
 import genprob
-from genprob import _arviz_compat as compat
 from genprob import core
-from genprob._dtype import precision
-from genprob.mcmc import RHAT_MAX, SamplingWarning, best_start, diagnose
+from genprob.engine._dtype import precision
+from genprob.inference.mcmc import RHAT_MAX, SamplingWarning, best_start, diagnose
+from genprob.io import _arviz_compat as compat
 
 WINE_CLASSES = ("class_0", "class_1", "class_2")
 
@@ -341,7 +341,7 @@ def test_advice_does_not_repeat_the_default_start():
 def test_a_dominating_prior_is_named_by_parameter():
     """A fixed prior far too narrow for the data's units holds the means at 0 against a sharp
     likelihood: the warning names the entries, and says how to widen or rescale the prior."""
-    from genprob.mcmc import PriorWarning
+    from genprob.inference.mcmc import PriorWarning
 
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1], 40)
@@ -389,7 +389,7 @@ def test_a_story_of_ones_own_reads_the_data_scale():
 
 def test_problems_carry_their_kind():
     """Each problem is a kind (for code) and a message (for people): callers filter by kind."""
-    from genprob.mcmc import PROBLEM_KINDS, Problem
+    from genprob.inference.mcmc import PROBLEM_KINDS, Problem
 
     rng = np.random.default_rng(1)
     walk = 0.5 + 0.01 * np.cumsum(rng.standard_normal((2, 60, 2)), axis=1)

@@ -14,10 +14,10 @@ from test_story_value import (  # noqa: F401 - the compile-counting fixture
 )
 
 from genprob import core
-from genprob.capabilities import has_closed_form
 from genprob.datasets import load_iris
+from genprob.engine.capabilities import has_closed_form
 from genprob.families.gaussian import GaussianStory
-from genprob.optimize import evaluate_objective, fit_optimizer
+from genprob.inference.optimize import evaluate_objective, fit_optimizer
 from genprob.story import Story
 
 NAIVE_GAUSSIAN = GaussianStory(covariance="diag", shared=False)

@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 import genprob
 from genprob.datasets import load_iris, load_wine
 from genprob.families.gaussian import GaussianStory
-from genprob.optimize import fit_optimizer
+from genprob.inference.optimize import fit_optimizer
 from genprob.story import align_components
 from tests._optim_stories import ClassMixtureStory, LaplaceNoClosedForm
 

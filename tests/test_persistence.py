@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import genprob
-from genprob import persistence
 from genprob.datasets import load_digits, load_iris
+from genprob.io import persistence
 
 
 def _fitted_estimators():
@@ -128,7 +128,7 @@ def test_archive_is_a_plain_zip_of_npy_files(tmp_path):
 def test_a_file_with_derived_parameters_runs_the_m_step_once(tmp_path, monkeypatch):
     """Large parameters are recomputed from the stored statistics at load; the consistency
     check reuses that M-step instead of running a second one."""
-    from genprob import execution
+    from genprob.engine import execution
 
     rng = np.random.default_rng(0)
     X = rng.poisson(0.3, size=(40, 40_000)).astype(float)

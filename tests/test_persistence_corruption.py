@@ -16,8 +16,8 @@ import pytest
 from test_safety import _opened_members  # the zip members a load opens
 
 import genprob
-from genprob import persistence
-from genprob.persistence import ModelFileError
+from genprob.io import persistence
+from genprob.io.persistence import ModelFileError
 
 X_TINY = np.array([[0.0, 1.0], [0.5, 1.5], [1.0, 0.2], [3.0, 4.0], [3.5, 3.0], [4.0, 5.0]])
 Y_TINY = np.array([0, 0, 0, 1, 1, 1])
@@ -308,7 +308,8 @@ def zero_bombs(tiny_model, tmp_path_factory):
 _BOUNDED_LOAD = """
 import resource, sys
 import genprob
-from genprob import _limits, persistence
+from genprob.engine import _limits
+from genprob.io import persistence
 
 def address_space():
     with open("/proc/self/status") as status:
@@ -392,7 +393,7 @@ def test_a_declared_size_unlike_the_metadata_is_refused_unread(tiny_model, tmp_p
 
 
 def test_metadata_beyond_its_limit_is_refused_unread(tiny_model, tmp_path, monkeypatch):
-    from genprob import _limits
+    from genprob.engine import _limits
 
     _, data = tiny_model
     with zipfile.ZipFile(io.BytesIO(data)) as archive:

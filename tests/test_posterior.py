@@ -10,7 +10,6 @@ import scipy.stats
 from _conjugate_case import BERNOULLI_POISSON, assert_matches_exact, bernoulli_poisson_data
 
 import genprob
-from genprob import _arviz_compat as compat
 from genprob import core
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.categorical import CategoricalStory
@@ -18,7 +17,8 @@ from genprob.families.gaussian import GaussianStory
 from genprob.families.mixed import MixedStory
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
-from genprob.posterior import exact_posterior, with_prior
+from genprob.inference.posterior import exact_posterior, with_prior
+from genprob.io import _arviz_compat as compat
 
 
 # One story holds both conjugate families checked against NUTS, so one NUTS run covers them.

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 import genprob
-from genprob import _arviz_compat as compat
-from genprob import _host_draws, core
-from genprob import arviz_io as aio
-from genprob._dtype import precision
+from genprob import core
 from genprob.datasets import load_wine
+from genprob.engine._dtype import precision
+from genprob.inference import _host_draws
+from genprob.io import _arviz_compat as compat
+from genprob.io import arviz_io as aio
 from genprob.story import CLASS_PRIOR
 
 

@@ -15,7 +15,7 @@ from genprob.families.categorical import CategoricalStory
 from genprob.families.gaussian import GaussianStory
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory
-from genprob.posterior import exact_posterior, log_evidence
+from genprob.inference.posterior import exact_posterior, log_evidence
 
 RNG = np.random.default_rng(59)
 
@@ -93,7 +93,7 @@ def test_predictive_is_the_posterior_average_of_the_joint(name):
 
 
 def _conjugate(estimator):
-    from genprob.posterior import conjugate_story
+    from genprob.inference.posterior import conjugate_story
 
     return conjugate_story(estimator.story_)
 

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import genprob
-from genprob import _limits, persistence
-from genprob.persistence import ModelFileError
+from genprob.engine import _limits
+from genprob.io import persistence
+from genprob.io.persistence import ModelFileError
 
 X_TINY = np.array([[0.0, 1.0], [0.5, 1.5], [1.0, 0.2], [3.0, 4.0], [3.5, 3.0], [4.0, 5.0]])
 Y_TINY = np.array([0, 0, 0, 1, 1, 1])
@@ -545,7 +546,7 @@ def test_item1_counts_are_checked_like_sample(bernoulli_fit):
 
 def test_item1_functional_entries_check_sizes():
     from genprob.families.bernoulli import BernoulliStory
-    from genprob.posterior import exact_posterior
+    from genprob.inference.posterior import exact_posterior
 
     rng = np.random.default_rng(2)
     X = (rng.random((40, 3)) > 0.5).astype(float)
@@ -797,7 +798,7 @@ def test_item10_parquet_features_naming_the_target_are_refused(role, column, tmp
     """features=[..., target] raised KeyError ('Field "label" exists 2 times in schema')."""
     pandas = pytest.importorskip("pandas")
     pytest.importorskip("pyarrow")
-    from genprob import streaming
+    from genprob.engine import streaming
 
     path = tmp_path / "data.parquet"
     frame = {"a": np.arange(10.0), "b": np.arange(10.0) ** 2, "label": [0, 1] * 5}
@@ -898,7 +899,7 @@ def test_item12_streaming_em_stops_as_the_in_memory_fit():
     """Out-of-core EM keeps the same guard: the same warnings, iterations and parameters. Here
     the labeled fit (one row a class) is a density on a line; its value does not compare with
     the first E-step's full-rank fit, which EM therefore keeps (issue 60), then converges."""
-    from genprob import streaming
+    from genprob.engine import streaming
 
     y = np.array([0, 1, 2, 3, -1, -1])
     with warnings.catch_warnings(record=True) as caught:

@@ -7,10 +7,10 @@ import pytest
 from _conjugate_case import BERNOULLI_POISSON, assert_matches_exact, bernoulli_poisson_data
 
 import genprob
-from genprob import _arviz_compat as compat
 from genprob.app import cli
 from genprob.families.gaussian import GaussianStory
-from genprob.mcmc import run_nuts
+from genprob.inference.mcmc import run_nuts
+from genprob.io import _arviz_compat as compat
 
 STORY = GaussianStory(covariance="diag", shared=False)
 
@@ -135,5 +135,5 @@ def test_missing_blackjax_names_the_extra(monkeypatch, tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(argv) == 2
     error = capsys.readouterr().err
-    assert "--sampler blackjax needs the blackjax package: pip install 'genprob[blackjax]'" in error
+    assert "sampler='blackjax' needs the blackjax package: pip install 'genprob[blackjax]'" in error
     assert not (tmp_path / "out").exists()  # refused before the fit

@@ -10,8 +10,8 @@ from sklearn.feature_extraction.text import CountVectorizer
 
 import genprob
 from genprob import core
-from genprob._dtype import precision
 from genprob.datasets import load_sms_spam
+from genprob.engine._dtype import precision
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.multinomial import MultinomialStory
 from genprob.families.poisson import PoissonStory

@@ -13,7 +13,7 @@ from sklearn.datasets import load_iris
 
 import genprob
 from genprob import core
-from genprob._dtype import precision
+from genprob.engine._dtype import precision
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.categorical import CategoricalStory
 from genprob.families.gaussian import GaussianStory
@@ -96,7 +96,7 @@ def test_new_hyperparameter_values_compile_nothing(compilations, estimator, name
 
 def test_optimizer_cross_check_compiles_once_for_every_alpha():
     """The optimizer's compiled programs take the story as a traced argument too."""
-    from genprob import optimize
+    from genprob.inference import optimize
 
     programs = [optimize._evaluate, optimize._unconstrain_values, optimize._lbfgs_stage]
     X, y = _binary_data()

@@ -9,11 +9,11 @@ import numpyro.distributions as dist
 import pytest
 from _scaling_cases import CASES, as_frame, assert_same_fit, make_data, make_estimator
 
-from genprob import streaming
-from genprob.capabilities import capability
+from genprob.engine import streaming
+from genprob.engine.capabilities import capability
+from genprob.engine.streaming import Chunks, parquet
 from genprob.estimators import GaussianNB, GenerativeClassifier
 from genprob.families.gaussian import GaussianStory
-from genprob.streaming import Chunks, parquet
 
 
 def _chunks(X, y, w=None, sizes=(1, 37, 0, 50, 1, 64)):

@@ -11,9 +11,9 @@ import sklearn.naive_bayes as sknb
 
 import genprob
 from genprob import core
-from genprob._dtype import precision
 from genprob.app import cli
-from genprob.streaming import Chunks
+from genprob.engine._dtype import precision
+from genprob.engine.streaming import Chunks
 
 PROBA_ATOL = 1e-8
 RNG = np.random.default_rng(11)

@@ -98,7 +98,7 @@ def test_fit_is_the_exact_mle_and_predicts():
             atol=1e-12,
         )
         resultant = np.hypot(np.sin(rows).mean(0), np.cos(rows).mean(0))
-        with genprob._dtype.precision("float64"):
+        with genprob.engine._dtype.precision("float64"):
             ratio = np.asarray(
                 _mean_resultant_ratio(jnp.asarray(model.params_["concentration"][k]))
             )
@@ -163,7 +163,7 @@ def test_an_undefined_story_class_is_named(tmp_path, monkeypatch):
     name = f"{VonMisesStory.__module__}.{VonMisesStory.__qualname__}"
     monkeypatch.delitem(story_module._STORY_CLASSES, name)
     with pytest.raises(
-        genprob.persistence.ModelFileError,
+        genprob.io.persistence.ModelFileError,
         match=rf"{name}.*not defined.*import the module that defines it \(or define the class\)",
     ):
         genprob.load(path)
@@ -181,7 +181,7 @@ def test_loo_compare_and_ppc_on_the_user_story():
 
     import matplotlib.pyplot as plt
 
-    from genprob import _arviz_compat as compat
+    from genprob.io import _arviz_compat as compat
 
     frame, labels, codes = _angles(seed=4, n=60)
     model = genprob.GenerativeClassifier(VonMisesStory()).fit(frame, labels)

@@ -13,7 +13,7 @@ that registers its arguments and its handler, so new commands are added the same
 * ``genprob fit STORY DATA --target COL [--unlabeled-label VALUE|none] [--out MODEL]``: fits a
   built-in story on a CSV or Parquet table (rows with an empty target, or ``VALUE``, are
   unlabeled and fitted by EM; ``none``: every label is a class), saves the model
-  (:func:`genprob.persistence.save`) and prints a summary.
+  (:func:`genprob.io.persistence.save`) and prints a summary.
 * ``genprob predict MODEL DATA [--proba] [--missing marginalize] [--out FILE.csv]``: predictions
   of a saved model as CSV (empty cells summed out of the story with ``--missing marginalize``).
 * ``genprob compare STORY DATA --target COL [--out DIR]``: the MLE next to the posterior (NUTS, or
@@ -23,7 +23,8 @@ that registers its arguments and its handler, so new commands are added the same
 user's own module, only when named. ``fit`` and ``compare`` fit a built-in story with its
 scikit-learn-style estimator, whose hyperparameters ``--param NAME=VALUE`` sets. The library's
 messages name columns and classes by their names (the estimators are fitted on the table's
-columns); :func:`_cli_terms` names the flags of its keyword arguments. ``fit``, ``compare``
+columns) and settings as ``name=value``, which reads as ``--param name=value`` here: they are
+printed as they are. ``fit``, ``compare``
 and ``check`` take ``--features COL,...`` / ``--drop COL,...`` (which columns are features) and
 ``--sep CHAR`` (a CSV's separator; ``predict`` takes it too). ``python -m genprob`` runs this
 command line.
@@ -286,7 +287,7 @@ def _bundled(name):
 
 def _run_check(args) -> int:
     from genprob.app import registry
-    from genprob.crosscheck import crosscheck
+    from genprob.inference.crosscheck import crosscheck
 
     if args.list:
         for entry in registry.STORIES.values():
@@ -746,20 +747,17 @@ def _fit_features(args):
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
     estimator = _make_estimator(name, features, args, user_story)
-    params = estimator.get_params(deep=False)
-    args.terms = {"params": [k for k, v in params.items() if _settable(k, v)]}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         try:
             estimator.fit(features, y)
         except ValueError as error:
-            raise UserError(_param_message(estimator, error, args.terms)) from None
+            raise UserError(_param_message(estimator, error)) from None
     # after the fit, which checked every column (a Parquet list column has no distinct count)
     _column_warnings(features, args.command)
     for warning in caught:
         if issubclass(warning.category, ConvergenceWarning):
-            text = _cli_terms(" ".join(str(warning.message).split()), args.terms)
-            _note(args.command, f"warning: {text}")
+            _note(args.command, f"warning: {' '.join(str(warning.message).split())}")
     return name, estimator, features, y, unlabeled
 
 
@@ -899,54 +897,13 @@ def _marker_hint(frame, target: str, unlabeled: str | None, command: str) -> Non
         )
 
 
-def _param_message(estimator, error, terms) -> str:
-    """An estimator's error in the command line's terms, led by the ``--param`` it is about
-    when it names one given on the command line."""
+def _param_message(estimator, error) -> str:
+    """An estimator's error led by the ``--param`` it is about when it names one given on the
+    command line."""
     message = " ".join(str(error).split())
     for name, text in getattr(estimator, "cli_params_", {}).items():
         if f"'{name}' parameter" in message or f"{name}=" in message:
-            return f"--param {name}={text}: {_cli_terms(message, terms)}"
-    return _cli_terms(message, terms)
-
-
-#: Python keyword arguments of the library's messages -> the command line's flags.
-_FLAGS = {
-    **_FLAG_PARAMETERS,
-    "method": "--method",
-    "num_samples": "--num-samples",
-    "num_warmup": "--num-warmup",
-    "num_chains": "--chains",
-    "var_names": "--var-names",
-    "sampler": "--sampler",
-}
-_ASSIGNMENT = re.compile(r"(?<![\w.-])([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s,;:)]+)")
-
-
-def _cli_terms(message: str, terms) -> str:
-    """``message`` in the command line's terms: keyword arguments as the flags that set them
-    (``max_iter=5`` -> ``--max-iter 5``, ``reg_param=0.1`` -> ``--param reg_param=0.1``).
-    ``terms``: the estimator ``params`` known so far (may be missing)."""
-    terms = terms or {}
-    params = set(terms.get("params", ()))
-
-    def assignment(match):
-        name, value = match.group(1), match.group(2).strip("'\"")
-        value = value.lower() if value in ("None", "True", "False") else value
-        if name in _FLAGS:
-            return f"{_FLAGS[name]} {value}"
-        if name in params:
-            return f"--param {name}={value}"
-        return match.group(0)
-
-    # compare always starts the chains at the fit: no setting to name
-    message = re.sub(r" \(init='mle'[^)]*\)", "", message)
-    message = _ASSIGNMENT.sub(assignment, message)
-    # "solver" or "method" may be plain English; "num_samples" or "reg_param" are not
-    bare = [(n, flag) for n, flag in _FLAGS.items() if "_" in n]
-    bare += [(p, f"--param {p}") for p in params if "_" in p]
-    for name, flag in bare:
-        # a bare keyword ("raise max_iter", "reg_param > 0"), not one inside quotes or a flag
-        message = re.sub(rf"(?<![\w'\"=-]){name}(?![\w'\"=])", flag, message)
+            return f"--param {name}={text}: {message}"
     return message
 
 
@@ -1123,7 +1080,7 @@ def _add_fit(commands):
 def _run_fit(args) -> int:
     out = args.out if args.out.endswith(".npz") else args.out + ".npz"
     _check_out_file(out)
-    from genprob.persistence import save_target_error
+    from genprob.io.persistence import save_target_error
 
     what = save_target_error(out)
     if what:  # a FIFO or a device: refused before the fit, and left as it is
@@ -1180,8 +1137,8 @@ def _criteria_text(estimator, features, y) -> str:
 
 def _run_fit_streaming(args) -> int:
     """``genprob fit STORY DIR/``: a Parquet directory streamed batch by batch (constant memory)."""
-    from genprob import streaming
     from genprob.app import registry
+    from genprob.engine import streaming
 
     if args.unlabeled is not None and not _every_label_a_class(args.unlabeled):
         raise UserError(
@@ -1331,7 +1288,7 @@ def _prediction_features(model, frame, path: str):
 def _predict_missing(model, missing: str) -> None:
     """``predict --missing``: the model reads empty cells as its story's marginal of the
     observed cells (the fitted parameters unchanged), or refuses them."""
-    from genprob.masking import marginalized
+    from genprob.engine.masking import marginalized
 
     if missing == "marginalize" and hasattr(model, "story_"):  # else the estimator's own
         try:
@@ -1350,8 +1307,6 @@ def _run_predict(args) -> int:
     if args.out:
         _check_out_file(args.out)
     model = _load_model(args.model, args.story_ref)
-    params = model.get_params(deep=False)
-    args.terms = {"params": [k for k, v in params.items() if _settable(k, v)]}
     frame = _read_table(args.data, sep=_separator(args))
     if args.missing is not None:
         _predict_missing(model, args.missing)
@@ -1411,7 +1366,9 @@ def _add_compare(commands):
         metavar="N",
         help="NUTS warm-up iterations per chain (default: 500)",
     )
-    parser.add_argument("--chains", type=int, default=2, metavar="N", help="chains (default: 2)")
+    parser.add_argument(
+        "--chains", "--num-chains", type=int, default=2, metavar="N", help="chains (default: 2)"
+    )
     parser.add_argument(
         "--sampler",
         choices=("numpyro", "blackjax"),
@@ -1478,9 +1435,8 @@ def _run_compare(args) -> int:
             progress_bar=args.method == "nuts" and sys.stderr.isatty(),
             sampler=args.sampler,
         )
-    for warning in caught:  # the library's advice, in the command line's terms
-        text = _cli_terms(" ".join(str(warning.message).split()), getattr(args, "terms", None))
-        _note("compare", f"warning: {text}")
+    for warning in caught:  # the library's advice
+        _note("compare", f"warning: {' '.join(str(warning.message).split())}")
     _note("compare", f"sampled in {time.perf_counter() - start:.1f} s")
     table = genprob.mle_vs_posterior_table(idata, var_names=args.var_names)
     names = args.var_names or list(idata.posterior.data_vars)
@@ -1531,7 +1487,7 @@ def _run_compare(args) -> int:
 
 def _convergence_line(table) -> str:
     """Largest R-hat and smallest bulk ESS of a comparison table, failures flagged."""
-    from genprob.mcmc import ESS_MIN, RHAT_MAX
+    from genprob.inference.mcmc import ESS_MIN, RHAT_MAX
 
     ess = float(np.nanmin(table["ess_bulk"]))
     ess_part = f"smallest bulk ESS {ess:.0f}" + (f"  FAILED (< {ESS_MIN})" if ess < ESS_MIN else "")
@@ -1562,8 +1518,6 @@ def main(argv=None) -> int:
         return 141
     except Exception as error:  # exit 1 is reserved for a failed check: every error is a 2
         message = " ".join(str(error).split()) or type(error).__name__
-        if not isinstance(error, UserError):  # the library's words, in the command line's terms
-            message = _cli_terms(message, getattr(args, "terms", None))
         if not isinstance(error, UserError | ValueError):
             message = f"{type(error).__name__}: {message}"
         print(f"genprob {args.command}: error: {message}", file=sys.stderr)

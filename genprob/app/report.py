@@ -1,25 +1,7 @@
 """The ``genprob demo`` report: every face of the library on bundled data, as Markdown and PNGs.
 
-Each ``*_section`` function runs one step and returns a :class:`Section` (a Markdown fragment
-and the figures it refers to); :func:`write_report` runs them all and writes ``report.md`` and
-the figures into one directory. The steps:
-
-1. **tour** — every built-in story fitted on bundled real data (:mod:`genprob.app.tour`): held-out
-   accuracy, held-out log-likelihood per row, parameter count;
-2. **boundaries** — LDA, QDA and Gaussian naive Bayes on a seeded three-Gaussian example in the
-   plane (:func:`three_gaussians`);
-3. **cross-check** — closed form vs L-BFGS on the same likelihood (:func:`genprob.crosscheck`);
-4. **semi-supervised** — EM with a fraction of the labels against a fit on the labeled rows
-   only, over several label fractions (:func:`semi_supervised_curve`);
-5. **posterior** — NUTS draws around the MLE of Gaussian naive Bayes on iris, and the exact
-   (conjugate) posterior of a categorical story.
-
-``quick=True`` shrinks every step (fewer stories, repeats and draws) to run in under a minute,
-about half of it compiling NUTS; the full report takes a few minutes on two cores.
-
-Figures are built on :class:`matplotlib.figure.Figure` directly (no pyplot state, any backend);
-the ArviZ plot goes through pyplot and is closed once saved. matplotlib and ArviZ are imported
-only when a figure is made.
+Each ``*_section`` function runs one step (docs/cli.md lists them) and returns a :class:`Section`;
+figures use :class:`matplotlib.figure.Figure` directly (no pyplot state), imported when drawn.
 """
 
 from __future__ import annotations
@@ -412,7 +394,7 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
 def crosscheck_section(settings: Settings, progress: Callable | None = None) -> Section:
     """Closed form vs L-BFGS for the chosen registry stories on their default data sets."""
     from genprob.app import registry
-    from genprob.crosscheck import TOLERANCES, crosscheck
+    from genprob.inference.crosscheck import TOLERANCES, crosscheck
 
     progress = _quiet(progress)
     timer = _Timer()
@@ -649,7 +631,7 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
 
     import genprob
     from genprob import datasets
-    from genprob.mcmc import ESS_MIN, RHAT_MAX
+    from genprob.inference.mcmc import ESS_MIN, RHAT_MAX
 
     progress = _quiet(progress)
     timer = _Timer()

@@ -12,6 +12,7 @@ report (:mod:`genprob.app.report`).
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -50,40 +51,27 @@ class TourRow(NamedTuple):
 
 def cases():
     """(label, estimator factory, data set name) for every built-in story."""
+    lda_auto = partial(genprob.LinearDiscriminantAnalysis, solver="lsqr", shrinkage="auto")
+    qda_reg = partial(genprob.QuadraticDiscriminantAnalysis, reg_param=0.1)
+    mixed = partial(genprob.MixedNB, families=datasets.PENGUIN_FAMILIES)
     return [
         ("GaussianNB", genprob.GaussianNB, "iris"),
         ("LDA (svd)", genprob.LinearDiscriminantAnalysis, "iris"),
         ("QDA", genprob.QuadraticDiscriminantAnalysis, "iris"),
         ("GaussianNB", genprob.GaussianNB, "wine"),
-        (
-            "LDA (lsqr, shrinkage=auto)",
-            lambda: genprob.LinearDiscriminantAnalysis(solver="lsqr", shrinkage="auto"),
-            "wine",
-        ),
-        (
-            "QDA (reg_param=0.1)",
-            lambda: genprob.QuadraticDiscriminantAnalysis(reg_param=0.1),
-            "wine",
-        ),
+        ("LDA (lsqr, shrinkage=auto)", lda_auto, "wine"),
+        ("QDA (reg_param=0.1)", qda_reg, "wine"),
         ("GaussianNB", genprob.GaussianNB, "breast_cancer"),
         ("LDA (svd)", genprob.LinearDiscriminantAnalysis, "breast_cancer"),
-        (
-            "QDA (reg_param=0.1)",
-            lambda: genprob.QuadraticDiscriminantAnalysis(reg_param=0.1),
-            "breast_cancer",
-        ),
+        ("QDA (reg_param=0.1)", qda_reg, "breast_cancer"),
         ("LDA (svd, rank-deficient)", genprob.LinearDiscriminantAnalysis, "digits"),
-        ("BernoulliNB (binarize=7.5)", lambda: genprob.BernoulliNB(binarize=7.5), "digits"),
+        ("BernoulliNB (binarize=7.5)", partial(genprob.BernoulliNB, binarize=7.5), "digits"),
         ("MultinomialNB", genprob.MultinomialNB, "digits"),
-        ("CategoricalNB", lambda: genprob.CategoricalNB(min_categories=17), "digits"),
+        ("CategoricalNB", partial(genprob.CategoricalNB, min_categories=17), "digits"),
         ("PoissonNB", genprob.PoissonNB, "digits"),
         ("MultinomialNB (word counts)", genprob.MultinomialNB, "sms_spam"),
         ("BernoulliNB (word presence)", genprob.BernoulliNB, "sms_spam"),
-        (
-            "MixedNB (Gaussian + categorical)",
-            lambda: genprob.MixedNB(families=datasets.PENGUIN_FAMILIES),
-            "penguins",
-        ),
+        ("MixedNB (Gaussian + categorical)", mixed, "penguins"),
     ]
 
 

@@ -22,10 +22,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from genprob import core, execution
-from genprob._arrays import encode_labels, is_integer_labels, placed, tree_map
-from genprob._dtype import numpy_dtype, precision, resolve_dtype
-from genprob._labels import (
+from genprob import core
+from genprob._lazy import LazyModule, is_jax_array
+from genprob.engine import execution
+from genprob.engine._arrays import encode_labels, is_integer_labels, placed, tree_map
+from genprob.engine._dtype import numpy_dtype, precision, resolve_dtype
+from genprob.engine._labels import (
     check_classes,
     check_known_labels,
     check_num_classes,
@@ -35,9 +37,8 @@ from genprob._labels import (
     encode_partial_labels,
     unlabeled_mask,
 )
-from genprob._lazy import LazyModule, is_jax_array
-from genprob._limits import check_count
-from genprob._validation import (
+from genprob.engine._limits import check_count
+from genprob.engine._validation import (
     EM_PARAMETER_CONSTRAINTS,
     MISSING_PARAMETER_CONSTRAINTS,
     FeatureValueError,
@@ -46,19 +47,19 @@ from genprob._validation import (
     check_sample_weight,
     validate_params,
 )
-from genprob.capabilities import chunk_refusal, has_closed_form
-from genprob.em_driver import warn_max_iter
+from genprob.engine.capabilities import chunk_refusal, has_closed_form
+from genprob.engine.em_driver import warn_max_iter
+from genprob.engine.masking import has_missing, marginalized
+from genprob.engine.streaming import ChunkStatistics, chunk_weights
+from genprob.engine.streaming import fit as _fit_out_of_core
+from genprob.engine.streaming import is_dask_collection as _is_dask
+from genprob.engine.streaming import is_out_of_core as _out_of_core
 from genprob.estimators._criteria import CriteriaMixin, fit_with_chosen_weight
-from genprob.masking import has_missing, marginalized
-from genprob.persistence import register_estimator
+from genprob.io.persistence import register_estimator
 from genprob.story import Story, statistics_layout
-from genprob.streaming import ChunkStatistics, chunk_weights
-from genprob.streaming import fit as _fit_out_of_core
-from genprob.streaming import is_dask_collection as _is_dask
-from genprob.streaming import is_out_of_core as _out_of_core
 
-_em = LazyModule("genprob.em")
-_missing = LazyModule("genprob.missing")
+_em = LazyModule("genprob.engine.em")
+_missing = LazyModule("genprob.engine.missing")
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
@@ -107,7 +108,7 @@ def jax_key(random_state) -> jax.Array:
 
 def _dask_predict(estimator, method, X, /, *args, **kwargs):
     """A prediction method mapped over the blocks of a Dask collection (lazy)."""
-    from genprob.distributed import predict
+    from genprob.engine.distributed import predict
 
     return predict(estimator, method, X, *args, **kwargs)
 
@@ -135,8 +136,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         super().__init_subclass__(**kwargs)
         register_estimator(cls)  # loadable by qualified name (genprob.load)
 
-    #: Keyword arguments for ``validate_data`` (:func:`~genprob._validation.check_rows`), such
-    #: as sparse input.
+    #: Keyword arguments for ``validate_data`` (:func:`~genprob.engine._validation.check_rows`),
+    #: such as sparse input.
     _validate_kwargs: dict = {}
     #: scikit-learn's constraints on the constructor parameters, checked when fitting;
     #: subclasses add their own to these EM controls.
@@ -248,13 +249,13 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             lambda: placed({k: np.asarray(v, dtype) for k, v in self.params_.items()}),
         )
 
-    # -- missing entries (NaN with missing="marginalize"; genprob.missing) ------------------------
+    # -- missing entries (NaN with missing="marginalize"; genprob.engine.missing)
     @property
     def _marginalizes(self) -> bool:
         return getattr(self, "missing", "error") == "marginalize"
 
     def _rows(self, X, y="no_validation", *, reset: bool = False):
-        """The one row check of every public entry (:func:`~genprob._validation.check_rows`),
+        """The one row check of every public entry (:func:`~genprob.engine._validation.check_rows`),
         NaN let through when it marks missing entries."""
         return check_rows(
             self, X, y, reset=reset, allow_nan=self._marginalizes, **self._validate_kwargs
@@ -285,8 +286,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return self.story_
 
     def _fit_missing(self, X, y, unlabeled, sample_weight, classes):
-        """Observed-data maximum likelihood (:func:`genprob.missing.fit_observed`): EM over the
-        missing entries and the unlabeled rows together."""
+        """Observed-data maximum likelihood (:func:`genprob.engine.missing.fit_observed`): EM over
+        the missing entries and the unlabeled rows together."""
         if classes is not None or unlabeled.any():
             labeled_y = y[~unlabeled]
             if classes is not None:
@@ -368,7 +369,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             classes: every class label; needed when some class has no labeled row (for example
                 when every row is unlabeled). Giving it always runs the EM path.
 
-        ``X`` may also be out of core (chunks, Parquet, Dask; see :mod:`genprob.streaming`).
+        ``X`` may also be out of core (chunks, Parquet, Dask; see :mod:`genprob.engine.streaming`).
 
         Returns:
             self (Self): the fitted estimator itself, for chaining.
@@ -376,7 +377,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         if getattr(self, "unlabeled_weight", None) == "auto":  # λ by cross-validation
             return fit_with_chosen_weight(self, X, y, sample_weight=sample_weight, classes=classes)
         if _is_dask(X):
-            from genprob import distributed
+            from genprob.engine import distributed
 
             return distributed.fit(self, X, y, sample_weight=sample_weight, classes=classes)
         if _out_of_core(X):
@@ -582,14 +583,14 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 stacklevel=3,
             )
 
-    # -- fits over chunks (genprob.streaming, genprob.distributed) --------------------------------
+    # -- fits over chunks (genprob.engine.streaming, genprob.engine.distributed)
     def chunk_statistics(self, X, y, sample_weight=None, *, e_step: bool = False):
         """Sufficient statistics of a chunk of rows under the fitted story, in this estimator's
         terms (its feature checks, label codes, dtype); the estimator is not changed.
 
         A fit over chunks: a first :meth:`partial_fit` fixes ``classes_`` and ``story_``; every
         chunk's statistics are computed wherever it lives, added with
-        :func:`genprob.streaming.combine`, and :meth:`fit_statistics` finishes the fit.
+        :func:`genprob.engine.streaming.combine`, and :meth:`fit_statistics` finishes the fit.
 
         Args:
             X: features of the chunk.
@@ -600,7 +601,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 EM. Otherwise unlabeled rows add nothing.
 
         Returns:
-            A :class:`genprob.streaming.ChunkStatistics`; without ``e_step``, None when the
+            A :class:`genprob.engine.streaming.ChunkStatistics`; without ``e_step``, None when the
             chunk does not fit ``story_`` (a category it does not know, say), so that
             :meth:`partial_fit` must grow the story.
         """
@@ -684,7 +685,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         Args:
             stats: ``{"class_counts": ..., "emission": ...}`` in the layout of ``stats_``.
             params: the parameters to keep, or None for the closed form of ``stats``.
-            context: the chunks' added contexts (:class:`genprob.streaming.ChunkStatistics`):
+            context: the chunks' added contexts (:class:`genprob.engine.streaming.ChunkStatistics`):
                 the story is rebuilt from them (the multinomial's mean document length, say).
 
         Returns:
@@ -864,7 +865,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         on the class prior; smoothing ``alpha`` is its pseudo-count, so the smoothed fit is the
         posterior mode of the conjugate families). An unfitted estimator is first fitted on
         ``(X, y)``; a fitted one keeps its fit, which travels along as the ``mle`` group. See
-        :mod:`genprob.posterior` and :func:`genprob.to_arviz`.
+        :mod:`genprob.inference.posterior` and :func:`genprob.to_arviz`.
 
         Args:
             X: features (n_samples, n_features) the posterior conditions on.
@@ -884,17 +885,19 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             priors: ``"data"`` (weakly informative scales from each feature's location and
                 spread, see :meth:`Story.scaled_to_data`) or ``"fixed"`` (the story's own).
             sampler: the NUTS implementation: ``"numpyro"`` (default) or ``"blackjax"``
-                (needs ``pip install 'genprob[blackjax]'``); see :func:`genprob.mcmc.run_nuts`.
+                (needs ``pip install 'genprob[blackjax]'``); see
+                :func:`genprob.inference.mcmc.run_nuts`.
             predictive_draws: posterior draws replicated for ``posterior_predictive`` (all
                 chains together, evenly thinned) and draws of ``prior``; None: 500
-                (:data:`genprob.arviz_io.PREDICTIVE_DRAWS`), fewer on data sets so large that
+                (:data:`genprob.io.arviz_io.PREDICTIVE_DRAWS`), fewer on data sets so large that
                 the replicas would exceed 5 million values; 0 leaves both groups out.
             **nuts_settings: NUTS settings for ``method="nuts"``
-                (:data:`genprob.mcmc.KERNEL_SETTINGS`: ``dense_mass``, ``target_accept_prob``,
-                ``max_tree_depth`` ...), as NumPyro's ``NUTS`` takes them; an unknown name is a
-                ``TypeError``, and a value outside its range (``target_accept_prob`` in (0, 1),
-                ``step_size`` > 0, ``max_tree_depth`` an int in [1, 30], flags True or False)
-                or any setting with ``method="exact"`` a ``ValueError``, before any work.
+                (:data:`genprob.inference.mcmc.KERNEL_SETTINGS`: ``dense_mass``,
+                ``target_accept_prob``, ``max_tree_depth`` ...), as NumPyro's ``NUTS`` takes them;
+                an unknown name is a ``TypeError``, and a value outside its range
+                (``target_accept_prob`` in (0, 1), ``step_size`` > 0, ``max_tree_depth`` an int in
+                [1, 30], flags True or False) or any setting with ``method="exact"`` a
+                ``ValueError``, before any work.
 
         Returns:
             ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x), the same
@@ -902,7 +905,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             ``params_``), ``posterior_predictive``, ``log_likelihood`` (pointwise, marginal on
             unlabeled rows), ``sample_stats`` (NUTS), ``observed_data`` (class names),
             ``prior`` and ``mle``. After NUTS, failed convergence checks (R-hat > 1.01, ESS <
-            400, chains in different modes) raise a :class:`genprob.mcmc.SamplingWarning`.
+            400, chains in different modes) raise a :class:`genprob.inference.mcmc.SamplingWarning`.
         """
         from genprob.estimators._posterior import estimator_posterior
 
@@ -975,7 +978,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
 
     def _posteriors(self, X, kind, method="plugin", prior=None):
         """Class scores (``kind="scores"``), log posteriors (``"log"``) or posteriors
-        (``"proba"``) (n, K) of ``X`` (:func:`genprob.execution.class_posteriors`); a row
+        (``"proba"``) (n, K) of ``X`` (:func:`genprob.engine.execution.class_posteriors`); a row
         without a finite score is refused by name."""
         if method != "plugin" or prior is not None:
             from genprob.estimators._posterior import predictive_log_joint
@@ -1014,12 +1017,13 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
 
     # -- persistence -----------------------------------------------------------------------------
     def save(self, path):
-        """Write the fitted estimator to ``path`` (``.npz``, no pickle; :mod:`genprob.persistence`).
+        """Write the fitted estimator to ``path`` (``.npz``, no pickle;
+        :mod:`genprob.io.persistence`).
 
         Returns:
             The path written (with the ``.npz`` suffix).
         """
-        from genprob.persistence import save
+        from genprob.io.persistence import save
 
         return save(self, path)
 
@@ -1040,11 +1044,12 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 ``max_iter``, ``data_name``...).
 
         Returns:
-            A :class:`genprob.crosscheck.CrosscheckResult`; ``.passed`` and a printable table.
+            A :class:`genprob.inference.crosscheck.CrosscheckResult`; ``.passed`` and a printable
+            table.
         """
         from sklearn.base import clone
 
-        from genprob.crosscheck import crosscheck
+        from genprob.inference.crosscheck import crosscheck
 
         if hasattr(self, "params_"):
             fitted = self

@@ -20,7 +20,7 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 from sklearn.utils import check_random_state
 
-from genprob._labels import UNLABELED, check_unlabeled_label, unlabeled_mask
+from genprob.engine._labels import UNLABELED, check_unlabeled_label, unlabeled_mask
 
 __all__ = [
     "AUTO_WEIGHT_GRID",
@@ -97,13 +97,13 @@ class CriteriaMixin:
         one of :meth:`posterior` with ``priors="conjugate"`` (a Dirichlet on the class prior;
         the Gaussian's normal-inverse-Wishart on the data's scales, docs/bayes.md), whose
         settings ``prior`` overrides. An unfitted estimator is fitted first (its story reads
-        the data). See :func:`genprob.posterior.log_evidence`.
+        the data). See :func:`genprob.inference.posterior.log_evidence`.
 
         Raises:
             ValueError: a story without a conjugate prior, unlabeled rows or missing entries.
         """
-        from genprob._dtype import precision
-        from genprob.posterior import conjugate_story, log_evidence, with_prior
+        from genprob.engine._dtype import precision
+        from genprob.inference.posterior import conjugate_story, log_evidence, with_prior
 
         if not hasattr(self, "params_"):
             self.fit(X, y)
@@ -379,7 +379,7 @@ def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
     import pandas as pd
     from sklearn.base import clone
 
-    from genprob.streaming import is_dask_collection, is_out_of_core
+    from genprob.engine.streaming import is_dask_collection, is_out_of_core
 
     if is_dask_collection(X) or is_out_of_core(X) or y is None:
         raise ValueError(

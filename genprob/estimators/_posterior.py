@@ -1,7 +1,7 @@
 """``estimator.posterior(...)``: NUTS or the exact posterior of a fitted estimator, as ArviZ data.
 
 Estimator glue (it calls the estimator's own input checks and label encoding), kept in the
-estimator layer so that :mod:`genprob.posterior` holds exact posteriors only.
+estimator layer so that :mod:`genprob.inference.posterior` holds exact posteriors only.
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ import scipy.sparse
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from genprob._dtype import precision
-from genprob._limits import check_count, check_posterior_size
-from genprob.arviz_io import to_arviz
-from genprob.capabilities import has_exact_posterior
-from genprob.masking import has_missing, marginalized
-from genprob.mcmc import (
+from genprob.engine._dtype import precision
+from genprob.engine._limits import check_count, check_posterior_size
+from genprob.engine.capabilities import has_exact_posterior
+from genprob.engine.masking import has_missing, marginalized
+from genprob.inference.mcmc import (
     _kernel_settings,
     check_options,
     likelihood_curvature,
@@ -24,7 +23,7 @@ from genprob.mcmc import (
     prior_dominance,
     run_nuts,
 )
-from genprob.posterior import (
+from genprob.inference.posterior import (
     METHODS,
     _no_exact_posterior_error,
     _unlabeled_rows_error,
@@ -33,6 +32,7 @@ from genprob.posterior import (
     posterior_from_statistics,
     with_prior,
 )
+from genprob.io.arviz_io import to_arviz
 from genprob.story import as_sample_sites
 
 __all__ = ["estimator_posterior", "predictive_log_joint", "fitted_exact_posterior"]

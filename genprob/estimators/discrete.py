@@ -30,10 +30,10 @@ import numpy as np
 import scipy.sparse
 from sklearn.utils._param_validation import Interval
 
-from genprob._arrays import without_duplicates
-from genprob._dtype import numpy_dtype
 from genprob._lazy import LazyModule
-from genprob._validation import FeatureValueError, check_alpha
+from genprob.engine._arrays import without_duplicates
+from genprob.engine._dtype import numpy_dtype
+from genprob.engine._validation import FeatureValueError, check_alpha
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families._discrete import check_non_negative_values, check_values, stored_values
 from genprob.families.bernoulli import BernoulliStory

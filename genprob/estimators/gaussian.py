@@ -41,12 +41,13 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_array, column_or_1d
 
 from genprob import core
-from genprob._arrays import placed, tree_map
-from genprob._dtype import numpy_dtype, precision
 from genprob._lazy import LazyModule, jitted
+from genprob.engine._arrays import placed, tree_map
+from genprob.engine._dtype import numpy_dtype, precision
+from genprob.engine.masking import has_missing
+from genprob.engine.streaming import is_out_of_core
 from genprob.estimators._base import GenerativeClassifierBase, fitted_cache
 from genprob.families.gaussian import (
     COVARIANCE_ROWS,
@@ -55,9 +56,7 @@ from genprob.families.gaussian import (
     covariance_of,
     lda_projection,
 )
-from genprob.masking import has_missing
 from genprob.story import gram_form
-from genprob.streaming import is_out_of_core
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
@@ -109,9 +108,8 @@ def _covariance_of(estimator, X):
 
 
 def _custom_class_covariances(estimator, X, y):
-    """Per-class covariances from a covariance estimator (K, D, D), and of all X."""
-    X = check_array(X, dtype=np.float64)
-    y = column_or_1d(y, warn=True)
+    """Per-class covariances from a covariance estimator (K, D, D), and of all checked rows X."""
+    X = np.asarray(X, dtype=np.float64)
     classes, codes = np.unique(y, return_inverse=True)
     covariances = [_covariance_of(estimator, X[codes == k]) for k in range(len(classes))]
     return np.stack(covariances), _covariance_of(estimator, X)
@@ -307,27 +305,29 @@ class _DiscriminantBase(_GaussianBase):
             self
         """
         self._check_hyperparameters()
-        out_of_core = is_out_of_core(X)  # chunks, Parquet or Dask: no rows held here
-        if not out_of_core:  # an out-of-core fit leaves the estimator alone until it finishes
-            self._custom = None
-        if self.covariance_estimator is not None and not out_of_core:
+        super().fit(X, y, sample_weight, **kwargs)
+        if is_out_of_core(X):  # chunks, Parquet or Dask: no rows held here
+            self._after_fit(None)
+        return self
+
+    def _fit_rows(self, X, y, sample_weight, classes):
+        """:meth:`fit` on the rows the one row check let through: a covariance estimator's
+        fit, then the story's, then what needs the rows (an out-of-core fit leaves the
+        estimator alone until it finishes, so only here is ``_custom`` reset)."""
+        unit_rows = sample_weight is None and classes is None
+        unit_rows = unit_rows and not np.any(self._unlabeled_rows(y))
+        self._custom = None
+        if self.covariance_estimator is not None:
             if sample_weight is not None:
                 raise ValueError("sample_weight is not supported with covariance_estimator.")
-            if kwargs.get("classes") is not None or np.any(self._unlabeled_rows(np.asarray(y))):
+            if not unit_rows:
                 raise ValueError(
                     f"covariance_estimator needs fully labeled data (no y = "
                     f"{self._unlabeled_label!r})."
                 )
             self._custom = _custom_class_covariances(self.covariance_estimator, X, y)
-        super().fit(X, y, sample_weight, **kwargs)
-        unit_rows = (
-            not out_of_core
-            and sample_weight is None
-            and kwargs.get("classes") is None
-            and y is not None
-            and not np.any(self._unlabeled_rows(np.asarray(y)))
-        )
-        self._after_fit(None if out_of_core else X, unit_rows)
+        super()._fit_rows(X, y, sample_weight, classes)
+        self._after_fit(X, unit_rows)
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -586,7 +586,7 @@ class LinearDiscriminantAnalysis(
             return self._merged_total_covariance(stats), True
         story = GaussianStory(covariance="full", shared=True, shrinkage="auto")
         with precision(self._dtype):
-            Xj = self._as_array(check_array(X, dtype=[np.float64, np.float32]))
+            Xj = self._as_array(X)  # the rows fit's one row check let through
             if unit_rows:
                 merged = self._merged_total_statistics(stats, fourth_moment=0.0)
                 fourth = float(np.asarray(_total_fourth_moment(story, Xj, merged))[0])
@@ -620,7 +620,7 @@ class LinearDiscriminantAnalysis(
 
     # -- scalings_ derived after loading -------------------------------------------------------
     def _derivable_attributes(self) -> set:
-        """Fitted attributes a model file may leave out (:func:`genprob.persistence.save`): the
+        """Fitted attributes a model file may leave out (:func:`genprob.io.persistence.save`): the
         eigen solver's D x D ``scalings_`` while they are the ones computed from the current
         ``params_`` and ``stats_`` (recomputed, to the same bits, on first use after loading)."""
         source = self.__dict__.get("_derived_from")

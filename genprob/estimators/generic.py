@@ -7,9 +7,9 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from genprob._dtype import numpy_dtype, precision
-from genprob._validation import NumberInterval
-from genprob.capabilities import has_closed_form
+from genprob.engine._dtype import numpy_dtype, precision
+from genprob.engine._validation import NumberInterval
+from genprob.engine.capabilities import has_closed_form
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.story import CLASS_PRIOR, Story
 
@@ -107,7 +107,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         """Closed form when the story has one, else L-BFGS (:func:`genprob.fit_optimizer`)."""
         if has_closed_form(story):
             return super()._fit_labeled(story, X, codes, sample_weight)
-        from genprob.optimize import fit_optimizer
+        from genprob.inference.optimize import fit_optimizer
 
         class_prior, _ = self._class_prior_argument()
         with precision(self._dtype):

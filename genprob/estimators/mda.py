@@ -21,25 +21,25 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from genprob._arrays import encode_labels, is_integer_labels
-from genprob._labels import (
+from genprob.engine._arrays import encode_labels, is_integer_labels
+from genprob.engine._labels import (
     check_known_labels,
     check_num_classes,
     check_partial_fit_classes,
     check_unlabeled_label,
     unlabeled_mask,
 )
-from genprob._validation import (
+from genprob.engine._validation import (
     EM_PARAMETER_CONSTRAINTS,
     MISSING_PARAMETER_CONSTRAINTS,
     NumberInterval,
     check_rows,
     check_sample_weight,
 )
-from genprob.em_driver import warn_max_iter
+from genprob.engine.em_driver import warn_max_iter
+from genprob.engine.streaming import is_dask_collection
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.gaussian import mixture
-from genprob.streaming import is_dask_collection
 
 __all__ = ["MixtureDiscriminantAnalysis"]
 
@@ -134,7 +134,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         "unlabeled_label": EM_PARAMETER_CONSTRAINTS["unlabeled_label"],
     }
 
-    #: files of releases before issue 56 hold no story: ``story_`` is derived (genprob.persistence)
+    #: files of releases before issue 56 hold no story: ``story_`` is derived
+    #: (genprob.io.persistence)
     _has_story = False
     _validate_kwargs = {"dtype": np.float64}
     _prior_parameter = None
@@ -604,8 +605,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
     def _fit_dask(self, X, y, sample_weight):
         """``fit`` on a Dask collection: each partition's statistics on the workers, added by
-        :func:`genprob.distributed.map_reduce`, the M-step on the driver (EDDA only)."""
-        from genprob import distributed
+        :func:`genprob.engine.distributed.map_reduce`, the M-step on the driver (EDDA only)."""
+        from genprob.engine import distributed
 
         structure = self._streamed_structure("A fit on a Dask collection")
         if y is None:
@@ -661,7 +662,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         ``missing="marginalize"``. Within a class the components are exchangeable: every draw's
         components are permuted to best match the MLE's (:func:`align_draws`) before R-hat,
         ESS and the result are computed, and a component on which the chains still disagree is
-        named in a :class:`genprob.mcmc.SamplingWarning`. An unfitted estimator is first fitted.
+        named in a :class:`genprob.inference.mcmc.SamplingWarning`. An unfitted estimator is first
+        fitted.
 
         Args:
             X: features (n, D) the posterior conditions on.
@@ -679,8 +681,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             priors: ``"data"`` (scales from each feature's location and spread) or ``"fixed"``.
             sampler: ``"numpyro"`` or ``"blackjax"``, as for the other estimators.
             predictive_draws: draws replicated for ``posterior_predictive`` and drawn for
-                ``prior`` (None: :data:`genprob.arviz_io.PREDICTIVE_DRAWS`; 0: neither group).
-            **nuts_settings: NUTS settings (:data:`genprob.mcmc.KERNEL_SETTINGS`, e.g.
+                ``prior`` (None: :data:`genprob.io.arviz_io.PREDICTIVE_DRAWS`; 0: neither group).
+            **nuts_settings: NUTS settings (:data:`genprob.inference.mcmc.KERNEL_SETTINGS`, e.g.
                 ``dense_mass``), as for the other estimators; an unknown name is a
                 ``TypeError`` and a value outside its range a ``ValueError``, before any work.
 
@@ -729,18 +731,18 @@ def _posterior(
     import jax.numpy as jnp
     from sklearn.utils import check_random_state
 
-    from genprob._dtype import precision
-    from genprob._limits import check_count, check_posterior_size
-    from genprob.arviz_io import to_arviz
-    from genprob.masking import has_missing, marginalized
-    from genprob.mcmc import (
+    from genprob.engine._dtype import precision
+    from genprob.engine._limits import check_count, check_posterior_size
+    from genprob.engine.masking import has_missing, marginalized
+    from genprob.inference.mcmc import (
         _kernel_settings,
         check_options,
         params_from_samples,
         prior_dominance,
         run_nuts,
     )
-    from genprob.posterior import with_prior
+    from genprob.inference.posterior import with_prior
+    from genprob.io.arviz_io import to_arviz
 
     if not isinstance(method, str) or method != "nuts":
         raise ValueError(
@@ -858,10 +860,11 @@ def align_draws(
 
     Every draw's components are permuted, class by class, to best match the reference's
     (:meth:`GaussianMixtureStory.align_parameters`); R-hat, ESS and the chains' modes are then
-    computed on the aligned draws (:func:`genprob.mcmc.diagnose`). An entry whose R-hat exceeds
-    :data:`genprob.mcmc.RHAT_MAX`, or whose chains' means lie more than :data:`CHAIN_GAP_SD`
-    within-chain sds apart, names its parameter, class and component in one
-    :class:`genprob.mcmc.SamplingWarning`: chains in modes that alignment cannot reconcile.
+    computed on the aligned draws (:func:`genprob.inference.mcmc.diagnose`). An entry whose R-hat
+    exceeds :data:`genprob.inference.mcmc.RHAT_MAX`, or whose chains' means lie more than
+    :data:`CHAIN_GAP_SD` within-chain sds apart, names its parameter, class and component in one
+    :class:`genprob.inference.mcmc.SamplingWarning`: chains in modes that alignment cannot
+    reconcile.
 
     Args:
         story: the :class:`~genprob.families.gaussian.mixture_story.GaussianMixtureStory`.
@@ -869,18 +872,18 @@ def align_draws(
             ``(chains, draws)``.
         reference: the parameters to align to (``params_``).
         potential_energy: ``(chains, draws)`` negative log densities, or None.
-        labels: as :func:`genprob.mcmc.diagnose` takes it.
+        labels: as :func:`genprob.inference.mcmc.diagnose` takes it.
         class_names, feature_names: labels for the messages (default: codes and ``x<j>``).
         warn: emit the warnings.
         started_at_fit: the chains started at the fit (the advice does not repeat it).
 
     Returns:
-        ``(aligned draws, diagnostics)``: the dict of :func:`genprob.mcmc.diagnose` plus
+        ``(aligned draws, diagnostics)``: the dict of :func:`genprob.inference.mcmc.diagnose` plus
         ``components``, one ``(parameter, class, component, max R-hat, chains disagree)`` per
         flagged parameter of a component (``component`` None for ``class_prior``).
     """
     from genprob.families.gaussian.mixture_story import MIXTURE_PARAMETERS
-    from genprob.mcmc import RHAT_MAX, Problem, SamplingWarning, diagnose
+    from genprob.inference.mcmc import RHAT_MAX, Problem, SamplingWarning, diagnose
     from genprob.story import CLASS_PRIOR
 
     aligned = story.align_parameters(draws, reference)
@@ -927,7 +930,7 @@ def align_draws(
 def _component_checks(story, draws, rhat_max):
     """``(parameter, class, component, worst R-hat, chains apart, worst entry)`` for each
     parameter of a class or component with an entry failing the checks."""
-    from genprob import _arviz_compat as compat
+    from genprob.io import _arviz_compat as compat
     from genprob.story import CLASS_PRIOR
 
     chains = np.shape(draws[CLASS_PRIOR])[0]

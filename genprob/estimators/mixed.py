@@ -19,11 +19,11 @@ import scipy.sparse
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from genprob._validation import check_alpha
+from genprob.engine._validation import check_alpha
+from genprob.engine.streaming import add_contexts, is_out_of_core
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families._registry import block_context, block_families, family_named, naive_block
 from genprob.families.mixed import DEFAULT_NAIVE_FAMILY, MixedStory, grow_statistics
-from genprob.streaming import add_contexts, is_out_of_core
 
 __all__ = ["MixedNB"]
 
@@ -362,7 +362,7 @@ class MixedNB(GenerativeClassifierBase):
         Returns:
             self (Self): the fitted estimator itself, for chaining.
         """
-        if is_out_of_core(X):  # chunks, Parquet or Dask (genprob.streaming)
+        if is_out_of_core(X):  # chunks, Parquet or Dask (genprob.engine.streaming)
             return super().fit(X, y, sample_weight=sample_weight, **kwargs)
         self._learn_columns(X)
         return super().fit(self._encode(X), y, sample_weight=sample_weight, **kwargs)

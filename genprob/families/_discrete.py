@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from genprob._arrays import class_sums, namespace
 from genprob._lazy import LazyModule
-from genprob._validation import FeatureValueError, is_bcoo
+from genprob.engine._arrays import class_sums, namespace
+from genprob.engine._validation import FeatureValueError, is_bcoo
 
 jnp = LazyModule("jax.numpy")
 jax_special = LazyModule("jax.scipy.special")
@@ -29,7 +29,6 @@ __all__ = [
     "floor_log1m",
     "host_if_host_rows",
     "host_rows",
-    "is_sparse",
     "linear_discriminant",
     "linear_log_prob",
     "observed_sums",
@@ -40,19 +39,10 @@ __all__ = [
 ]
 
 
-def is_sparse(X) -> bool:
-    """True for SciPy sparse matrices and JAX BCOO matrices."""
-    return is_bcoo(X) or scipy.sparse.issparse(X)
-
-
 def stored_values(X) -> np.ndarray:
     """Host copy of the explicitly stored values: all entries of a dense array, the data of a
     sparse one (implicit zeros are never materialized)."""
-    if is_bcoo(X):
-        return np.asarray(X.data)
-    if scipy.sparse.issparse(X):
-        return np.asarray(X.data)
-    return np.asarray(X)
+    return np.asarray(X.data if is_bcoo(X) or scipy.sparse.issparse(X) else X)
 
 
 def _position(X, flat_index: int) -> tuple[int, int]:

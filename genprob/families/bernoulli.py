@@ -1,38 +1,13 @@
-"""Bernoulli class-conditionals: binary features (a word is present or not).
-
-Story::
-
-    y ~ Categorical(class_prior)
-    probs[k, j] ~ Beta(alpha_j + 1, alpha_j + 1)
-    x_j | y = k ~ Bernoulli(probs[k, j])        independently over j (naive Bayes)
-
-Log density of one row, linear in ``x``::
-
-    log p(x | k) = sum_j x_j log p_kj + (1 - x_j) log(1 - p_kj)
-                 = x . (log p_k - log(1 - p_k)) + sum_j log(1 - p_kj)
-
-Closed form, with ``N_k = sum_i R_ik`` and ``c_kj = sum_i R_ik x_ij``::
-
-    probs[k, j] = (c_kj + alpha) / (N_k + 2 alpha)
-
-Additive smoothing ``alpha`` is a Beta prior read two ways: the posterior *mode* (MAP) under
-``Beta(alpha + 1, alpha + 1)`` — the prior of :meth:`BernoulliStory.prior`, whose log density
-``alpha log p + alpha log(1 - p)`` is :meth:`BernoulliStory.log_penalty` — and the posterior *mean*
-under ``Beta(alpha, alpha)``. ``alpha = 1`` is Laplace's rule of succession: +1 in the numerator,
-+2 in the denominator; ``alpha = 0`` is maximum likelihood.
-
-The helpers shared by every discrete family live in :mod:`genprob.families._discrete`.
-"""
+"""Bernoulli class-conditionals: binary features (a word is present or not)."""
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse
 
-from genprob._arrays import column_sums, namespace
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import check_alpha
-from genprob.conjugate import ConjugateFactor
+from genprob.engine._arrays import column_sums, namespace
+from genprob.engine._validation import check_alpha
 from genprob.families._discrete import (
     alpha_array,
     check_values,
@@ -47,6 +22,7 @@ from genprob.families._discrete import (
     weighted_sums,
 )
 from genprob.families._registry import Block, Command, Family
+from genprob.inference.conjugate import ConjugateFactor
 from genprob.story import CLASS_PRIOR, Story
 
 jnp = LazyModule("jax.numpy")
@@ -82,8 +58,8 @@ class BernoulliStory(Story):
     """Binary features, independent given the class (Bernoulli naive Bayes).
 
     Args:
-        alpha: additive smoothing, a number or one per feature (a tuple); see the module
-            docstring for its reading as a Beta prior.
+        alpha: additive smoothing, a number or one per feature (a tuple); its reading as a
+            Beta prior is below.
 
     Parameters (``params`` keys): ``probs`` (K, D), the probability that feature j is 1 in
     class k.

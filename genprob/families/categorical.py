@@ -1,45 +1,4 @@
-"""Categorical class-conditionals: feature j takes one of ``k_j`` values (a ``k_j``-faced die).
-
-Story::
-
-    y ~ Categorical(class_prior)
-    probs[k, j, :k_j] ~ Dirichlet(alpha + 1)             (one die per class and feature)
-    x_j | y = k ~ Categorical(probs[k, j, :k_j])         independently over j
-
-Values are integer codes ``0 .. k_j - 1`` (e.g. from ``OrdinalEncoder``).
-
-Representation: padded tables. Features may have different numbers of categories; the
-parameters are one array ``probs`` of shape (K, D, M) with ``M = max_j k_j``, where
-``probs[k, j, m]`` is the probability of code ``m`` for feature ``j`` in class ``k`` and the
-padding ``m >= k_j`` holds exact zeros. The category counts are stored by the story
-(``n_categories``), so the padding is never mistaken for a category. The prior on the padded table
-is :class:`PaddedDirichlet` (a product of Dirichlets of sizes ``k_j``) whose support
-:class:`PaddedSimplex` is mapped to the unconstrained space of dimension ``sum_j (k_j - 1)`` per
-class by :class:`PaddedStickBreakingTransform`, so optimizers and NUTS see exactly the free
-parameters.
-
-One-hot view. With ``e(x)`` the concatenation of the one-hot codes of every feature (length
-``D * M`` in the padded layout, see :meth:`CategoricalStory.one_hot`)::
-
-    log p(x | k) = e(x) . vec(log probs[k])
-
-so categorical naive Bayes is linear in ``e(x)`` (:meth:`CategoricalStory.linear_boundary`).
-
-Closed form, with ``c_kjm = sum_i R_ik [x_ij = m]``::
-
-    probs[k, j, m] = (c_kjm + alpha) / (N_k + alpha k_j)
-
-the MAP under ``Dirichlet(alpha + 1)`` (log density ``alpha sum log p`` =
-:meth:`CategoricalStory.log_penalty`) and the posterior mean under ``Dirichlet(alpha)``;
-``alpha = 1`` is Laplace's rule (+1 per cell, +k_j per total). A category code at or above
-``k_j`` has no parameter: :meth:`CategoricalStory.validate` rejects it. To reserve smoothed
-mass for codes not seen in training, declare more categories (``min_categories`` in
-:class:`genprob.CategoricalNB`): an unseen code ``m < k_j`` then gets ``alpha / (N_k + alpha k_j)``.
-
-Parameter counts: the naive story has ``C (sum_j (k_j - 1)) + (C - 1)`` free parameters; the full
-joint over the discrete features, without the naive assumption, has ``C (prod_j k_j - 1) +
-(C - 1)`` (:func:`naive_num_parameters`, :func:`full_joint_num_parameters`).
-"""
+"""Categorical class-conditionals: feature j takes one of ``k_j`` values (a ``k_j``-faced die)."""
 
 from __future__ import annotations
 
@@ -48,12 +7,12 @@ import math
 import numpy as np
 import scipy.sparse
 
-from genprob import _limits
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import FeatureValueError, check_alpha, is_bcoo
-from genprob.conjugate import ConjugateFactor
+from genprob.engine import _limits
+from genprob.engine._validation import FeatureValueError, check_alpha, is_bcoo
 from genprob.families._discrete import floor_log
 from genprob.families._registry import Block, Command, Family
+from genprob.inference.conjugate import ConjugateFactor
 from genprob.story import CLASS_PRIOR, Story
 
 jax = LazyModule("jax")
@@ -93,7 +52,7 @@ def check_table_size(n_categories, num_classes: int | None = None) -> None:
     Called before the count is cast to an int, so a code of 1e300 is reported, not wrapped.
 
     Raises:
-        genprob._limits.SizeLimitError: naming the feature, its largest code and the limit.
+        genprob.engine._limits.SizeLimitError: naming the feature, its largest code and the limit.
     """
     sizes = np.asarray(n_categories, dtype=float).ravel()
     if sizes.size == 0 or not np.all(np.isfinite(sizes)):
@@ -107,7 +66,7 @@ def check_table_size(n_categories, num_classes: int | None = None) -> None:
             f"code or min_categories - 1): its count table ({per_class}"
             f"{sizes.size} features x {_limits.compact(sizes[widest])} categories) would take "
             f"{_limits.compact(cells * 8)} bytes, over the limit of "
-            f"{_limits.compact(_limits.MAX_ARRAY_BYTES)} (genprob._limits.MAX_ARRAY_BYTES). "
+            f"{_limits.compact(_limits.MAX_ARRAY_BYTES)} (genprob.engine._limits.MAX_ARRAY_BYTES). "
             "Category codes must be 0..k-1 (e.g. from OrdinalEncoder)."
         )
 
@@ -204,8 +163,8 @@ class CategoricalStory(Story):
         n_categories: number of categories ``k_j`` of each feature (codes ``0 .. k_j - 1``).
         alpha: additive smoothing (>= 0), the same for every cell.
 
-    Parameters (``params`` keys): ``probs``, the padded table (K, D, M) described in the module
-    docstring.
+    Parameters (``params`` keys): ``probs``, the padded table (K, D, M) described
+    below.
     """
 
     name = "categorical"
@@ -320,7 +279,8 @@ class CategoricalStory(Story):
         comparisons per entry); the mask of bad entries is built only to name the first one.
 
         Raises:
-            genprob._validation.FeatureValueError: (a ``ValueError``) naming the feature, the row,
+            genprob.engine._validation.FeatureValueError: (a ``ValueError``) naming the feature,
+            the row,
                 the code, the codes the feature knows (``n_categories[j]``) and how many entries
                 are bad.
         """

@@ -1,18 +1,4 @@
-"""Mixed per-feature stories: each block of columns has its own family, naive across blocks.
-
-Story, for blocks ``b = 1..B`` owning disjoint column sets ``C_b`` that cover all D columns::
-
-    y ~ Categorical(class_prior)
-    x[C_b] | y = k ~ story_b.emission[k]       independently over blocks
-
-so ``log p(x | k) = sum_b log p_b(x[C_b] | k)``. Real tables mix types — Gaussian measurements,
-categorical codes, counts — and naive Bayes handles that by giving each column a family.
-
-Every block is fitted in closed form from its own columns with the shared responsibilities, so
-the mixed fit equals the blocks fitted separately. Parameters form one flat dict whose keys are
-the block name, a dot, and the block's own name: ``"numeric.means"``, ``"island.probs"``.
-Block names therefore may not contain dots.
-"""
+"""Mixed per-feature stories: each block of columns has its own family, naive across blocks."""
 
 from __future__ import annotations
 
@@ -21,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import FeatureValueError
-from genprob.capabilities import capability
+from genprob.engine._validation import FeatureValueError
+from genprob.engine.capabilities import capability
 from genprob.families._registry import Command, Family, families, load
 from genprob.families.categorical import CategoricalStory
 from genprob.families.gaussian import GaussianStory

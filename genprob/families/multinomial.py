@@ -1,36 +1,4 @@
-"""Multinomial class-conditionals: word counts (a document is a bag of n draws from a vocabulary).
-
-Story, for a document of length ``n = sum_j x_j``::
-
-    y ~ Categorical(class_prior)
-    probs[k] ~ Dirichlet(alpha + 1)                       (over the D words)
-    x | y = k, n ~ Multinomial(n, probs[k])
-
-Log density of one row (the length ``n`` is taken as given, i.e. the story conditions on it)::
-
-    log p(x | k, n) = log n! - sum_j log x_j!  +  x . log probs[k]
-
-The first two terms do not depend on the class: they cancel in the class posteriors. genprob
-keeps them, so ``joint_log_prob`` is a genuine log density; scikit-learn's
-``MultinomialNB.predict_joint_log_proba`` omits them. Posteriors agree; joint log-probabilities
-differ by ``log n! - sum_j log x_j!`` per row. Fractional counts (e.g. tf-idf) are accepted, as
-in scikit-learn; the factorials are then Gamma functions.
-
-Closed form, with ``c_kj = sum_i R_ik x_ij``::
-
-    probs[k, j] = (c_kj + alpha_j) / sum_j' (c_kj' + alpha_j')
-
-``alpha`` is the posterior mode (MAP) under ``Dirichlet(alpha + 1)`` — the prior of
-:meth:`MultinomialStory.prior`, log density ``sum_j alpha_j log p_j`` =
-:meth:`MultinomialStory.log_penalty` — and the posterior mean under ``Dirichlet(alpha)``.
-``alpha = 1`` is Laplace smoothing; ``alpha = 0`` is maximum likelihood.
-
-Sparse input: the emission's ``log_prob`` accepts a ``jax.experimental.sparse.BCOO`` matrix, and
-every term above is a sparse-dense product (the factorial terms act on stored values only, as
-``log 0! = 0``). A SciPy sparse matrix is handled on the host by SciPy's products (statistics
-``R^T X`` and scores ``X log(probs)^T``); only dense (K, D) arrays reach the device. Class
-posteriors (:meth:`MultinomialStory.discriminant`) skip the multinomial coefficient.
-"""
+"""Multinomial class-conditionals: word counts (a bag of n draws from a vocabulary)."""
 
 from __future__ import annotations
 
@@ -38,10 +6,9 @@ import numpy as np
 import scipy.sparse
 import scipy.special
 
-from genprob._arrays import namespace, without_duplicates
 from genprob._lazy import LazyModule, lazy_attribute
-from genprob._validation import check_alpha, is_bcoo
-from genprob.conjugate import ConjugateFactor
+from genprob.engine._arrays import namespace, without_duplicates
+from genprob.engine._validation import check_alpha, is_bcoo
 from genprob.families._discrete import (
     alpha_array,
     check_non_negative_values,
@@ -54,6 +21,7 @@ from genprob.families._discrete import (
     weighted_sums,
 )
 from genprob.families._registry import Block, Command, Family
+from genprob.inference.conjugate import ConjugateFactor
 from genprob.story import CLASS_PRIOR, Story, Unsupported
 
 jnp = LazyModule("jax.numpy")

@@ -1,24 +1,4 @@
-"""Poisson class-conditionals: independent counts (events per row, per feature).
-
-Story::
-
-    y ~ Categorical(class_prior)
-    rates[k, j] ~ Gamma(alpha + 1, beta)                 (shape, rate)
-    x_j | y = k ~ Poisson(rates[k, j])                   independently over j
-
-Closed form, with ``N_k = sum_i R_ik`` and ``S_kj = sum_i R_ik x_ij``::
-
-    rates[k, j] = (S_kj + alpha) / (N_k + beta)
-
-``alpha`` (pseudo-counts) and ``beta`` (pseudo-rows) are a Gamma prior read two ways: the
-posterior mode (MAP) under ``Gamma(alpha + 1, beta)`` — the prior of :meth:`PoissonStory.prior`,
-log density ``alpha log rate - beta rate`` = :meth:`PoissonStory.log_penalty` — and the posterior
-mean under ``Gamma(alpha, beta)``. ``alpha = beta = 0`` is maximum likelihood (a zero rate then
-makes any positive count impossible in that class). With ``beta = 0`` the prior behind the
-closed form is improper (``rate^alpha``): :meth:`PoissonStory.log_penalty` is that improper log
-density, while the NumPyro prior (for prior draws and NUTS) uses the vague proper
-``Gamma(alpha + 1, VAGUE_RATE)`` instead.
-"""
+"""Poisson class-conditionals: independent counts (events per row, per feature)."""
 
 from __future__ import annotations
 
@@ -26,9 +6,9 @@ import numpy as np
 import scipy.special
 
 from genprob._lazy import LazyModule
-from genprob.conjugate import ConjugateFactor
 from genprob.families._discrete import check_values, entry_sums, observed_sums, row_counts
 from genprob.families._registry import Block, Command, Family
+from genprob.inference.conjugate import ConjugateFactor
 from genprob.story import Story
 
 jnp = LazyModule("jax.numpy")

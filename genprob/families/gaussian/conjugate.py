@@ -1,19 +1,4 @@
-r"""The Gaussian story's conjugate prior: normal-inverse-Wishart (full) or -gamma (diagonal).
-
-Prior (``conjugate_prior`` set): per covariance group g (one shared, or one per class)
-``Sigma_g ~ IW(nu0, Psi0)`` and ``mu_k | Sigma ~ N(m0, Sigma_g / kappa0)``. A diagonal spread is
-D independent one-dimensional problems, ``sigma2_kj ~ IG(nu0 / 2, psi0 / 2)``: the same formulas
-with dimension d = 1. With N_k rows of mean xbar_k in class k and within scatter S_g, the
-posterior is of the same form (Murphy 2007, "Conjugate Bayesian analysis of the Gaussian"):
-
-    kappa_k = kappa0 + N_k,  m_k = (kappa0 m0 + N_k xbar_k) / kappa_k,  nu_g = nu0 + N_g,
-    Psi_g = Psi0 + S_g + sum_{k in g} kappa0 N_k / kappa_k (xbar_k - m0)(xbar_k - m0)^T,
-
-and a new row of class k is Student-t with nu_g - d + 1 degrees of freedom, location m_k and
-scale matrix Psi_g (kappa_k + 1) / (kappa_k (nu_g - d + 1)). kappa0 = 0, Psi0 = 0 and
-nu0 = -(classes per group) is the improper prior flat in the means and ``|Sigma|^-(d+1)/2``
-behind MASS's ``predict.lda(method = "predictive")``; its posterior exists with enough rows.
-"""
+"""The Gaussian story's conjugate prior: normal-inverse-Wishart (full) or -gamma (diagonal)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from genprob._arrays import namespace
 from genprob._lazy import LazyModule, lazy_attribute
+from genprob.engine._arrays import namespace
 
 normals = LazyModule("genprob.families.gaussian.normals")
 jax = LazyModule("jax")

@@ -50,8 +50,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from genprob._arrays import namespace
 from genprob._lazy import LazyModule
+from genprob.engine._arrays import namespace
 
 # NumPy M-steps (closed-form fits of NumPy rows) need no JAX
 jax = LazyModule("jax")

@@ -1,20 +1,4 @@
-"""Missing entries in the Gaussian story: marginal densities and the statistics EM needs.
-
-With ``o`` the observed coordinates of a row and ``m`` the missing ones (derivations in
-docs/howto/missing.md):
-
-* scoring: ``x_o | k ~ N(mu_k,o, Sigma_k,oo)``. Each missingness pattern ``p`` gets one Cholesky
-  factor of ``Sigma~ = P Sigma P + (I - P)`` (``P = diag(o)``), which equals ``Sigma_oo`` on the
-  observed block and the identity on the missing one, so ``det Sigma~ = det Sigma_oo`` and
-  ``Sigma~^-1`` holds ``Sigma_oo^-1``; patterns are found inside the compiled code, at most
-  ``min(n, 2^D)`` of them;
-* diagonal covariances: the missing terms drop out of the sum over features, and the
-  observed-data MLE is closed form, per class and feature over the observed entries;
-* full covariances (EM, Little & Rubin ch. 11): the E-step replaces a missing block by its
-  conditional mean ``mu_m + Sigma_mo Sigma_oo^-1 (x_o - mu_o)`` and adds the conditional
-  covariance ``Sigma_mm - Sigma_mo Sigma_oo^-1 Sigma_om`` to the second moments; the statistics
-  then have the complete-data layout and the usual closed form is the M-step.
-"""
+"""Missing entries in the Gaussian story: marginal densities and the statistics EM needs."""
 
 from __future__ import annotations
 

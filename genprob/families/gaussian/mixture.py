@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.special import logsumexp
 
-from genprob.em_driver import run_em_loop
+from genprob.engine.em_driver import run_em_loop
 from genprob.families.gaussian.distributions import (
     conditional_fill,
     observed_factors,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genprob._arrays import namespace
+from genprob.engine._arrays import namespace
 from genprob.story import PARAMETER_ROWS, as_sample_sites
 
 __all__ = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from genprob._dtype import precision
 from genprob.boundaries import parameters_dtype
+from genprob.engine._dtype import precision
 from genprob.families.gaussian.moments import covariance_of
 from genprob.story import CLASS_PRIOR
 

@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from genprob._arrays import (
+from genprob._lazy import LazyModule
+from genprob.engine._arrays import (
     class_sums,
     column_sums,
     namespace,
@@ -20,8 +21,7 @@ from genprob._arrays import (
     tree_leaves,
     tree_map,
 )
-from genprob._lazy import LazyModule
-from genprob._validation import all_concrete, check_feature_width, is_concrete
+from genprob.engine._validation import all_concrete, check_feature_width, is_concrete
 from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
     class_constant,
@@ -86,7 +86,7 @@ class GaussianStory(Story):
         covariance_prior_scale: scale of the inverse-Wishart / inverse-Gamma prior on the
             spreads (NUTS only); a float or one value per feature.
         rank_tol: None (full-rank covariances, Cholesky) or tau >= 0: a shared full covariance is
-            used on the subspace of correlation eigenvalues > tau^2 (see the module docstring).
+            used on the subspace of correlation eigenvalues > tau^2 (docs/gaussian.md).
         covariance_weights: None, or weights w_k (K,) of the per-class MLE covariances in the
             shared covariance ``sum_k w_k S_k / sum_k w_k`` (scikit-learn's lsqr/eigen solvers
             weight by the class priors); None is the pooled MLE (weights N_k).
@@ -374,7 +374,7 @@ class GaussianStory(Story):
         model's linear discriminant), the per-class log density otherwise (derivation in
         docs/gaussian.md). NumPy rows are scored in NumPy; those of finite features whose
         scores overflow (features near the square root of the dtype's largest number, 1e154 in
-        float64) get NaN scores, which :func:`genprob.execution.refuse_unscored` refuses.
+        float64) get NaN scores, which :func:`genprob.engine.execution.refuse_unscored` refuses.
         """
         means = params["means"]
         check_feature_width(X, np.shape(means)[-1])

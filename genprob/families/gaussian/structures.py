@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from genprob._arrays import class_sums, hard_labels, namespace, row_sums
 from genprob._lazy import LazyModule
+from genprob.engine._arrays import class_sums, hard_labels, namespace, row_sums
 from genprob.families.gaussian import mclust
 from genprob.families.gaussian.distributions import (
     class_constant,

@@ -1,10 +1,10 @@
 """Checks of user input: the rows of features (:func:`check_rows` at every estimator's public
 entry, :func:`check_features` at the functional core's), sample weights, class priors, smoothing
-and the EM controls; labels and class codes are :mod:`genprob._labels`'.
+and the EM controls; labels and class codes are :mod:`genprob.engine._labels`'.
 
 The estimators, :func:`genprob.fit_em`, :func:`genprob.fit_optimizer`, :func:`genprob.crosscheck`
-and :mod:`genprob.mcmc` all validate through these functions, so an error message (or a new
-check) is written once; a family's own check of the values is its story's ``validate``. Every
+and :mod:`genprob.inference.mcmc` all validate through these functions, so an error message (or a
+new check) is written once; a family's own check of the values is its story's ``validate``. Every
 check raises ``ValueError`` naming the problem.
 """
 
@@ -25,8 +25,8 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import validate_data
 
-from genprob._arrays import sparse_as_float, tree_leaves
 from genprob._lazy import LazyModule, is_jax_array
+from genprob.engine._arrays import plain, sparse_as_float, tree_leaves
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
@@ -50,7 +50,7 @@ class FeatureValueError(ValueError):
 def describe(values, limit: int = 5) -> str:
     """The first ``limit`` values, comma-separated (NumPy scalars shown as Python values)."""
     values = list(values)
-    shown = ", ".join(repr(v.item() if hasattr(v, "item") else v) for v in values[:limit])
+    shown = ", ".join(repr(plain(v)) for v in values[:limit])
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
 
 
@@ -443,18 +443,12 @@ def _check_finite_features(X, allow_nan: bool, nan_hint: str) -> None:
         return
     values = np.asarray(values)
     found = []
-    for kind, mask in (
-        ("NaN", None if allow_nan else np.isnan(values)),
-        ("infinity", np.isinf(values)),
-    ):
-        if mask is None or not mask.any():
-            continue
-        at = np.flatnonzero(mask.ravel())
-        bad_rows, bad_cols = _entry_positions(at, rows, cols, values.shape)
+    masks = (("NaN", None if allow_nan else np.isnan(values)), ("infinity", np.isinf(values)))
+    for kind, bad_rows, bad_cols in bad_entries(masks, values.shape, rows, cols):
         columns = np.unique(bad_cols)
         where = f"column {columns[0]}" if columns.size == 1 else f"columns {describe(columns)}"
         first = f"row {bad_rows[0]}" + ("" if columns.size == 1 else f", column {bad_cols[0]}")
-        count = f"; {at.size} entries in all" if at.size > 1 else ""
+        count = f"; {len(bad_rows)} entries in all" if len(bad_rows) > 1 else ""
         found.append(f"{kind} in {where} (first at {first}{count})")
     hint = nan_hint if not allow_nan and found[0].startswith("NaN") else ""
     allowed = "NaN marks a missing entry" if allow_nan else "not NaN or infinite ones"
@@ -487,10 +481,15 @@ def array_module(values):
     return np
 
 
-def _entry_positions(flat, rows, cols, shape):
-    """(rows, columns) of the flat positions ``flat`` among the stored values, as Python ints."""
-    if rows is None:
-        bad_rows, bad_cols = np.unravel_index(flat, shape)
-    else:
-        bad_rows, bad_cols = np.asarray(rows)[flat], np.asarray(cols)[flat]
-    return [int(r) for r in bad_rows], [int(c) for c in bad_cols]
+def bad_entries(masks, shape, rows=None, cols=None):
+    """``(kind, rows, columns)`` (Python ints) of the entries of each ``(kind, mask)`` that marks
+    any; ``rows``, ``cols``: the positions of a sparse matrix's stored values."""
+    for kind, mask in masks:
+        if mask is None or not mask.any():
+            continue
+        flat = np.flatnonzero(mask.ravel())
+        if rows is None:
+            bad_rows, bad_cols = np.unravel_index(flat, shape)
+        else:
+            bad_rows, bad_cols = np.asarray(rows)[flat], np.asarray(cols)[flat]
+        yield kind, bad_rows.tolist(), bad_cols.tolist()

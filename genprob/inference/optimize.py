@@ -1,39 +1,4 @@
-r"""Maximum likelihood of any story by numerical optimization (L-BFGS in unconstrained space).
-
-The objective is the log-likelihood of the story's NumPyro model (:func:`genprob.core.model`) at
-its *observed* sites — the model's log density without the prior's density::
-
-    objective(theta) = sum_i w_i log p(x_i, y_i | theta)  [+ story.log_penalty(theta, stats)]
-
-Labeled rows contribute ``log pi_y + log p(x | y)`` and unlabeled rows (``y = -1``) the mixture
-``log sum_k pi_k p(x | k)`` (the model sums their class out). The row weights ``w_i`` are the
-sample weights, times ``unlabeled_weight`` (lambda, the EM-lambda of Nigam et al. 2000) on
-unlabeled rows. ``penalized=True`` adds the story's :meth:`~genprob.story.Story.log_penalty`: the
-MAP objective that a smoothed or regularized closed form maximizes.
-
-Parametrization. Every latent site of the model's prior (``class_prior`` and the story's own
-sites) is mapped to unconstrained space by NumPyro's own bijection for its support,
-``biject_to(site.support)`` (stick-breaking for a simplex, ``exp`` for positive values, a
-lower-Cholesky map for positive-definite matrices...). A story that only writes ``prior`` and
-``emission`` is therefore fitted with no extra code. Returned parameters are read back through
-the story's ``prior`` (its returned dict and deterministic sites), so they have the closed form's
-names.
-
-Optimizer. optax's L-BFGS with its zoom line search, in a jitted ``jax.lax.while_loop``, on the
-objective divided by the total row weight. Real data mix feature scales (breast cancer's areas
-~1e3 next to fractal dimensions ~1e-2), which makes the unconstrained problem very badly
-conditioned. Rather than a story-specific standardization, the run is split into *stages*: after
-a first stage in the raw coordinates, every stage restarts L-BFGS in the whitened coordinates
-``u = anchor + H^{-1/2} v`` with ``H`` the Hessian at the stage's start (eigenvalues made
-positive). That affine change of variables leaves the maximizer unchanged and makes the problem
-near-isotropic, so the last stage converges to rounding level; convergence is judged there, on
-the whitened gradient (a Newton-decrement-like, scale-free criterion). The Hessian comes from
-central differences of the compiled exact gradient on small problems, and from compiled exact
-Hessian-vector products on expensive ones; either way it costs about P gradients for P
-unconstrained parameters, so ``precondition="auto"`` whitens only problems with at most
-``max_whitened_size`` parameters and runs plain L-BFGS in one stage above that
-(``"hessian"``/``"none"`` force either).
-"""
+"""Maximum likelihood of any story by numerical optimization (L-BFGS in unconstrained space)."""
 
 from __future__ import annotations
 
@@ -48,13 +13,14 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from genprob import core, execution
-from genprob._dtype import numpy_dtype, precision, resolve_dtype
-from genprob._labels import class_codes
+from genprob import core
 from genprob._lazy import LazyModule
-from genprob._validation import check_features, check_sample_weight, check_unlabeled_weight
-from genprob.capabilities import has_closed_form
-from genprob.masking import reads_nan_as_missing
+from genprob.engine import execution
+from genprob.engine._dtype import numpy_dtype, precision, resolve_dtype
+from genprob.engine._labels import class_codes
+from genprob.engine._validation import check_features, check_sample_weight, check_unlabeled_weight
+from genprob.engine.capabilities import has_closed_form
+from genprob.engine.masking import reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story
 
 handlers = LazyModule("numpyro.handlers")
@@ -418,46 +384,18 @@ def _lbfgs_stage(
 
 
 # -- input handling --------------------------------------------------------------------------------
-#: Keyword arguments shared by :func:`fit_optimizer` and :func:`evaluate_objective` that define the
-#: problem (:func:`_problem` reads them from the caller's arguments).
-_PROBLEM_OPTIONS = (
-    "num_classes",
-    "sample_weight",
-    "unlabeled_weight",
-    "penalized",
-    "penalty_stats",
-    "fixed",
-    "dtype",
-)
-
-
-def _problem(story, X, y, arguments: dict):
-    """``_problem`` of the :data:`_PROBLEM_OPTIONS` found in a public function's ``arguments``."""
-    return _validated_problem(story, X, y, **{name: arguments[name] for name in _PROBLEM_OPTIONS})
-
-
-def _validated_problem(
-    story,
-    X,
-    y,
-    *,
-    num_classes,
-    sample_weight,
-    unlabeled_weight,
-    penalized,
-    penalty_stats,
-    fixed,
-    dtype,
-):
-    """Validate the inputs; return the static spec and the data pytree (call inside precision)."""
+def _problem(arguments: dict):
+    """Validate a public function's ``arguments``: the static spec, the data pytree and the free
+    sites (call inside precision)."""
+    story, X, y, penalized = (arguments[k] for k in ("story", "X", "y", "penalized"))
     if not isinstance(story, Story):
         raise TypeError(f"story must be a genprob Story, got {type(story).__name__}.")
-    # a marginalized story reads NaN as missing entries (genprob.masking)
-    X = check_features(X, numpy_dtype(dtype), allow_nan=reads_nan_as_missing(story))
-    y, num_classes = class_codes(y, X.shape[0], num_classes)
+    # a marginalized story reads NaN as missing entries (genprob.engine.masking)
+    X = check_features(X, numpy_dtype(arguments["dtype"]), allow_nan=reads_nan_as_missing(story))
+    y, num_classes = class_codes(y, X.shape[0], arguments["num_classes"])
     labeled = y >= 0
-    weights = np.where(labeled, 1.0, check_unlabeled_weight(unlabeled_weight))
-    sample_weight = check_sample_weight(sample_weight, X.shape[0])
+    weights = np.where(labeled, 1.0, check_unlabeled_weight(arguments["unlabeled_weight"]))
+    sample_weight = check_sample_weight(arguments["sample_weight"], X.shape[0])
     if sample_weight is not None:
         weights = weights * sample_weight
     if not weights.sum() > 0:
@@ -469,11 +407,12 @@ def _validated_problem(
     Xj = jax.device_put(X)
     row_weights = jax.device_put(np.asarray(weights, dtype=Xj.dtype))
     codes = jax.device_put(y)
+    penalty_stats = arguments["penalty_stats"]
     if penalized and penalty_stats is None and has_closed_form(story):
         R = core.one_hot_responsibilities(np.where(labeled, y, 0), num_classes, dtype=Xj.dtype)
         R = R * jnp.where(codes >= 0, row_weights, 0.0)[:, None]
         penalty_stats = core.sufficient_statistics(story, Xj, R)["emission"]
-    fixed = dict(fixed or {})
+    fixed = dict(arguments["fixed"] or {})
     fixed_values = {name: jnp.asarray(value, Xj.dtype) for name, value in fixed.items()}
     structure = jax.tree_util.tree_structure(story)
     spec = _Spec(structure, num_classes, bool(penalized), tuple(sorted(fixed)))
@@ -501,7 +440,7 @@ class _NotFinite(ValueError):
 
 
 def _run(spec, data, u, *, max_iter, tol, whiten, first_stage_iter, stage_iter, memory_size):
-    """L-BFGS from ``u`` in stages (module docstring): one start of :func:`fit_optimizer`."""
+    """L-BFGS from ``u`` in stages (docs/reference/optimize.md): one start of fit_optimizer."""
     size = u.shape[0]
     # A full matrix from the start when whitening, so that every stage shares one compilation.
     # built on the host: bookkeeping run eagerly on the device compiles a program per operation
@@ -647,8 +586,8 @@ def fit_optimizer(
         penalty_stats: statistics passed to ``log_penalty``; default: the story's sufficient
             statistics of the labeled rows (one-hot, weighted) when it has a closed form.
         fixed: named latent sites held at given values, e.g. ``{"class_prior": pi}``.
-        precondition: ``"auto"`` (restart L-BFGS in Hessian-whitened coordinates, see the module
-            docstring, when there are at most ``max_whitened_size`` unconstrained parameters),
+        precondition: ``"auto"`` (restart L-BFGS in Hessian-whitened coordinates, see above,
+            when there are at most ``max_whitened_size`` unconstrained parameters),
             ``"hessian"`` (always) or ``"none"`` (plain L-BFGS, one stage).
         max_whitened_size: the ``"auto"`` threshold.
         first_stage_iter: iteration budget of the first (raw-coordinate) stage.
@@ -683,7 +622,7 @@ def fit_optimizer(
     if precondition not in ("auto", "hessian", "none"):
         raise ValueError(f"precondition must be 'auto', 'hessian' or 'none', got {precondition!r}.")
     with precision(dtype):
-        spec, data, sites = _problem(story, X, y, arguments)
+        spec, data, sites = _problem(arguments)
         size = _size(sites)
         whiten = size > 0 and (
             precondition == "hessian" or (precondition == "auto" and size <= int(max_whitened_size))
@@ -746,7 +685,7 @@ def evaluate_objective(
     arguments = dict(locals())
     dtype = arguments["dtype"] = resolve_dtype(dtype)
     with precision(dtype):
-        spec, data, _ = _problem(story, X, y, arguments)
+        spec, data, _ = _problem(arguments)
         u = _unconstrain(spec, data, params)
         (_, (loglik, penalty, _)), grad = _evaluate(spec, data, u)
         return ObjectiveValue(

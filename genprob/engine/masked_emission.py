@@ -1,12 +1,12 @@
-"""The emission of a story with missing entries left out (see :mod:`genprob.masking`). Imported
-on first use, with NumPyro."""
+"""The emission of a story with missing entries left out (see :mod:`genprob.engine.masking`).
+Imported on first use, with NumPyro."""
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 import numpyro.distributions as dist
 
-from genprob.masking import fill_missing
+from genprob.engine.masking import fill_missing
 from genprob.story import Story
 
 __all__ = ["MaskedEmission"]

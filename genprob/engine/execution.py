@@ -7,8 +7,8 @@ counts ``R.sum(0)`` -> ``maximize`` -> parameters -> ``log pi_k + discriminant(p
 normalized per row into (log) posteriors, a row without a finite score refused by name.
 
 One rule picks where a pass runs: concrete NumPy rows of a story with the capability
-``array_api`` (:mod:`genprob.capabilities`; and SciPy sparse rows, which only stories taking them
-receive) run the story's methods eagerly in NumPy; everything else runs the same methods inside
+``array_api`` (:mod:`genprob.engine.capabilities`; and SciPy sparse rows, which only stories taking
+them receive) run the story's methods eagerly in NumPy; everything else runs the same methods inside
 ``jax.jit``, small dense inputs padded to a few bucket sizes so that new row counts reuse
 compiled code.
 """
@@ -21,17 +21,17 @@ import math
 import numpy as np
 import scipy.sparse
 
-from genprob._arrays import (
+from genprob._lazy import LazyModule, is_jax_array, jax_context, jitted
+from genprob.engine._arrays import (
     column_sums,
     namespace,
     row_sums,
     tree_leaves,
     tree_map,
 )
-from genprob._lazy import LazyModule, is_jax_array, jax_context, jitted
-from genprob._limits import check_statistics_size, traced_once
-from genprob._validation import check_feature_width, describe, is_concrete
-from genprob.capabilities import capability
+from genprob.engine._limits import check_statistics_size, traced_once
+from genprob.engine._validation import check_feature_width, describe, is_concrete
+from genprob.engine.capabilities import capability
 from genprob.story import CLASS_PRIOR, Story, gram_form
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Labels: the unlabeled marker (``-1`` unless named), class labels and codes, and
 responsibilities (soft labels), checked for the estimators and the functional core alike.
 
-Every check raises ``ValueError`` naming the problem (:mod:`genprob._validation` checks the
+Every check raises ``ValueError`` naming the problem (:mod:`genprob.engine._validation` checks the
 features, weights and priors).
 """
 
@@ -12,7 +12,14 @@ import numbers
 import numpy as np
 
 from genprob._lazy import LazyModule
-from genprob._validation import array_module, describe, is_concrete
+from genprob.engine._arrays import plain
+from genprob.engine._validation import (
+    PARAMETER_HINTS,
+    array_module,
+    bad_entries,
+    describe,
+    is_concrete,
+)
 
 jnp = LazyModule("jax.numpy")
 
@@ -28,16 +35,8 @@ def check_unlabeled_label(value):
         return value
     if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
         if np.isfinite(value):
-            return value.item() if hasattr(value, "item") else value
-    raise ValueError(
-        f"unlabeled_label must be the label value that marks unlabeled rows (a finite number or "
-        f"a string), or None when every label is a class; got {value!r}."
-    )
-
-
-def marker_text(unlabeled_label) -> str:
-    """How messages name the unlabeled marker: ``-1`` or ``'?'``."""
-    return repr(unlabeled_label)
+            return plain(value)
+    raise ValueError(f"{PARAMETER_HINTS['unlabeled_label']} Got {value!r}.")
 
 
 def check_unlabeled_label_type(y, unlabeled_label) -> None:
@@ -48,18 +47,16 @@ def check_unlabeled_label_type(y, unlabeled_label) -> None:
     """
     if unlabeled_label is None:
         return
-    kind = np.asarray(y).dtype.kind
-    if isinstance(unlabeled_label, str) and kind in "biuf":
+    dtype = np.asarray(y).dtype
+    text = isinstance(unlabeled_label, str)
+    if (text and dtype.kind in "biuf") or (
+        not text and dtype.kind in "US" and unlabeled_label != UNLABELED
+    ):
+        kinds = ("a string", "numbers", "number") if text else ("a number", "strings", "string")
         raise ValueError(
-            f"unlabeled_label={unlabeled_label!r} is a string, but y holds numbers (dtype "
-            f"{np.asarray(y).dtype}), so no row can be marked unlabeled: pass the number that "
-            f"marks unlabeled rows, or None when every label is a class."
-        )
-    if not isinstance(unlabeled_label, str) and kind in "US" and unlabeled_label != UNLABELED:
-        raise ValueError(
-            f"unlabeled_label={unlabeled_label!r} is a number, but y holds strings (dtype "
-            f"{np.asarray(y).dtype}), so no row can be marked unlabeled: pass the string that "
-            f"marks unlabeled rows, or None when every label is a class."
+            f"unlabeled_label={unlabeled_label!r} is {kinds[0]}, but y holds {kinds[1]} (dtype "
+            f"{dtype}), so no row can be marked unlabeled: pass the {kinds[2]} that marks "
+            f"unlabeled rows, or None when every label is a class."
         )
 
 
@@ -93,25 +90,24 @@ def unlabeled_mask(y, unlabeled_label=UNLABELED) -> np.ndarray:
 
 def unknown_labels(labels, classes) -> list:
     """The distinct values of ``labels`` that are not in ``classes``, sorted by their repr."""
-    known = {c.item() if hasattr(c, "item") else c for c in np.asarray(classes).tolist()}
+    known = set(np.asarray(classes).tolist())
     values = np.asarray(labels).tolist()
     return sorted({v for v in values if v not in known}, key=repr)
 
 
-def check_classes(classes, unlabeled_label=UNLABELED) -> np.ndarray:
-    """The ``classes`` argument as sorted unique labels; the unlabeled marker and duplicates
-    raise."""
+def check_classes(classes, unlabeled_label=UNLABELED, *, sort: bool = True) -> np.ndarray:
+    """The ``classes`` argument as unique labels, sorted unless ``sort`` is False (then code k
+    is ``classes[k]``); the unlabeled marker and duplicates raise."""
     array = np.asarray(classes)
     if array.ndim != 1 or array.size == 0 or np.any(unlabeled_mask(array, unlabeled_label)):
         raise ValueError(
-            f"classes must be a non-empty 1-D sequence of labels without "
-            f"{marker_text(unlabeled_label)} (the unlabeled marker; unlabeled_label=None makes "
-            f"it a class); got {classes!r}."
+            f"classes must be a non-empty 1-D sequence of labels without {unlabeled_label!r} "
+            f"(the unlabeled marker, which cannot be a class unless unlabeled_label=None); got "
+            f"{classes!r}."
         )
-    unique = np.unique(array)
-    if len(unique) != len(array):
+    if len(set(array.tolist())) != len(array):
         raise ValueError(f"classes contains duplicates: {classes!r}.")
-    return unique
+    return np.unique(array) if sort else array
 
 
 def check_num_classes(classes, minimum: int) -> None:
@@ -177,25 +173,16 @@ def encode_partial_labels(y, *, num_classes=None, classes=None, unlabeled_label=
         raise ValueError(f"y must be one-dimensional, got shape {y.shape}.")
     unlabeled_label = check_unlabeled_label(unlabeled_label)
     check_unlabeled_label_type(y, unlabeled_label)
-    marker = f"{marker_text(unlabeled_label)} (unlabeled)" if unlabeled_label is not None else ""
+    marker = f"{unlabeled_label!r} (unlabeled)" if unlabeled_label is not None else ""
     unlabeled = unlabeled_mask(y, unlabeled_label)
     if classes is not None:
-        classes = np.asarray(classes)
-        if classes.ndim != 1 or len(classes) < 1:
-            raise ValueError(f"classes must be a non-empty 1-D sequence, got {classes!r}.")
-        if np.any(unlabeled_mask(classes, unlabeled_label)):
-            raise ValueError(
-                f"classes contains {marker_text(unlabeled_label)}, which marks unlabeled rows; it "
-                f"cannot be a class (unless unlabeled_label=None: every label is a class)."
-            )
-        index = {c.item() if hasattr(c, "item") else c: k for k, c in enumerate(classes)}
-        if len(index) != len(classes):
-            raise ValueError(f"classes contains duplicates: {classes!r}.")
+        classes = check_classes(classes, unlabeled_label, sort=False)
+        index = {c: k for k, c in enumerate(classes.tolist())}
         if num_classes is not None and int(num_classes) != len(classes):
             raise ValueError(
                 f"num_classes={num_classes} disagrees with the {len(classes)} classes given."
             )
-        labeled_values = [v.item() if hasattr(v, "item") else v for v in y[~unlabeled]]
+        labeled_values = y[~unlabeled].tolist()
         unknown = unknown_labels(labeled_values, classes)
         if unknown:
             raise ValueError(
@@ -214,25 +201,29 @@ def encode_partial_labels(y, *, num_classes=None, classes=None, unlabeled_label=
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError(
             f"y contains NaN or infinite values; mark unlabeled rows with "
-            f"{marker_text(UNLABELED if unlabeled_label is None else unlabeled_label)}."
+            f"{UNLABELED if unlabeled_label is None else unlabeled_label!r}."
         )
     if y.dtype.kind == "f" and np.any(y != np.round(y)):
         raise ValueError(f"y must hold integer class codes; got {describe(y[y != np.round(y)])}.")
     labeled_codes = y[~unlabeled].astype(np.int64)
-    bad = labeled_codes[labeled_codes < 0]
-    if bad.size:
-        row = int(np.flatnonzero(~unlabeled & (y < 0))[0])
+    if num_classes is None and labeled_codes.size == 0:
         raise ValueError(
-            f"labels must be {marker + ' or ' if marker else ''}class codes 0..K-1; got "
-            f"{describe(np.unique(bad))} (found {describe(y[row : row + 1])} at row {row})"
+            f"every row is unlabeled (y = {unlabeled_label!r}) and the classes are unknown: pass "
+            f"num_classes= or classes= to fit without labels."
+        )
+    if num_classes is not None and int(num_classes) < 1:
+        raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
+    top = "K-1" if num_classes is None else int(num_classes) - 1
+    bad = (labeled_codes < 0) | (labeled_codes > (np.inf if num_classes is None else top))
+    if bad.any():
+        row = int(np.flatnonzero(~unlabeled)[np.argmax(bad)])
+        raise ValueError(
+            f"labels must be {marker + ' or ' if marker else ''}class codes 0..{top}; got "
+            f"{describe(np.unique(labeled_codes[bad]))} (found {describe(y[row : row + 1])} at "
+            f"row {row}{'' if top == 'K-1' else f'; num_classes is {top + 1}'})"
             f"{'' if marker else '; unlabeled_label=None: every row is labeled'}."
         )
     if num_classes is None:
-        if labeled_codes.size == 0:
-            raise ValueError(
-                f"every row is unlabeled (y = {marker_text(unlabeled_label)}) and the classes are "
-                f"unknown: pass num_classes= or classes= to fit without labels."
-            )
         num_classes = int(labeled_codes.max()) + 1
         missing = np.setdiff1d(np.arange(num_classes), labeled_codes)
         if missing.size:
@@ -240,18 +231,7 @@ def encode_partial_labels(y, *, num_classes=None, classes=None, unlabeled_label=
                 f"class codes {describe(missing)} have no labeled row, so K cannot be inferred "
                 f"from y alone; pass num_classes= (or classes=) to fit classes without labels."
             )
-    num_classes = int(num_classes)
-    if num_classes < 1:
-        raise ValueError(f"num_classes must be >= 1, got {num_classes}.")
-    too_big = labeled_codes[labeled_codes >= num_classes]
-    if too_big.size:
-        raise ValueError(
-            f"labels must be {marker + ' or ' if marker else ''}class codes "
-            f"0..{num_classes - 1}; got "
-            f"{describe(np.unique(too_big))} (y holds class code {int(too_big.max())} but "
-            f"num_classes is {num_classes})."
-        )
-    return np.where(unlabeled, -1, y).astype(np.int32), num_classes
+    return np.where(unlabeled, -1, y).astype(np.int32), int(num_classes)
 
 
 def class_codes(y, num_samples: int, num_classes=None, unlabeled_label=UNLABELED):
@@ -335,25 +315,16 @@ def check_responsibilities(R) -> None:
         return
     values = np.asarray(values)
     found = []
-    for kind, mask in (
-        ("NaN", np.isnan(values)),
-        ("infinite", np.isinf(values)),
-        ("negative", values < 0),  # -inf is both infinite and negative
-    ):
-        if mask.any():
-            bad_rows, bad_cols = np.nonzero(mask)
-            row, col = int(bad_rows[0]), int(bad_cols[0])
-            classes = np.unique(bad_cols)
-            if classes.size == 1:
-                which, first = f"class {col} (column {col} of R", f"row {row}"
-            else:
-                which, first = (
-                    f"classes {describe(classes)} (columns of R",
-                    f"row {row}, class {col}",
-                )
-            found.append(
-                f"{kind} entries in {which}; first at {first}: {float(values[row, col])!r})"
-            )
+    # -inf is both infinite and negative
+    masks = (("NaN", np.isnan(values)), ("infinite", np.isinf(values)), ("negative", values < 0))
+    for kind, bad_rows, bad_cols in bad_entries(masks, values.shape):
+        row, col = bad_rows[0], bad_cols[0]
+        classes = np.unique(bad_cols)
+        if classes.size == 1:
+            which, first = f"class {col} (column {col} of R", f"row {row}"
+        else:
+            which, first = f"classes {describe(classes)} (columns of R", f"row {row}, class {col}"
+        found.append(f"{kind} entries in {which}; first at {first}: {float(values[row, col])!r})")
     raise ValueError(
         f"R holds {' and '.join(found)}: responsibilities must be finite and non-negative "
         f"(one-hot labels times sample weights, or class posteriors)."

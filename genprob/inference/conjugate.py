@@ -1,8 +1,8 @@
 """Conjugate posterior factors: Beta, Gamma and Dirichlet products in closed form.
 
 A family with a conjugate prior returns these from :meth:`genprob.story.Story.conjugate_factors`;
-:func:`genprob.posterior.exact_posterior` assembles them. The module depends on NumPy, SciPy and
-NumPyro only, so families can import it.
+:func:`genprob.inference.posterior.exact_posterior` assembles them. The module depends on NumPy,
+SciPy and NumPyro only, so families can import it.
 """
 
 from __future__ import annotations

@@ -15,39 +15,18 @@ may say why with :class:`genprob.story.Unsupported`.
 
 from __future__ import annotations
 
-from genprob.story import Story, nested_stories, why_not
+from genprob.story import CAPABILITY_DEFAULTS, Story, nested_stories, why_not
 
 __all__ = ["DEFAULTS", "capability", "has_closed_form", "has_exact_posterior", "chunk_refusal"]
 
-#: Each capability a story may declare, with its default; docs/story_hooks.md says what each
-#: means and when to declare it.
-DEFAULTS = {
-    "array_api": False,  # its closed form and discriminant run on NumPy rows in NumPy
-    "accepts_scipy_sparse": False,  # its statistics and scores take SciPy sparse rows
-    "adds_over_rows": None,  # statistics of chunks combine; None: when it has a closed form
-    "supports_missing": False,  # rows are scored and fitted with their NaN entries left out
-    "missing_needs_em": False,  # observed_statistics depend on the parameters: the fit iterates
-    "smooth_likelihood": True,  # the cross-check also judges parameters and gradients
-    "exact_conjugate": True,  # conjugate_factors are exact for this instance's prior
-}
+#: Each capability with its default (declared next to :attr:`Story.capabilities`).
+DEFAULTS = CAPABILITY_DEFAULTS
 
 
 def capability(story: Story, name: str):
     """The story's answer for capability ``name`` (a key of :data:`DEFAULTS`): its declaration
-    in ``story.capabilities``, else the default.
-
-    Raises:
-        TypeError: the declaration holds an unknown key, or the story's class still defines a
-            capability as its own attribute (as releases before issue 56 read them).
-    """
+    in ``story.capabilities`` (checked once, when its class was defined), else the default."""
     declared = story.capabilities
-    unread = sorted(set(declared) - DEFAULTS.keys()) + [k for k in DEFAULTS if hasattr(story, k)]
-    if unread:
-        raise TypeError(
-            f"{type(story).__name__} gives capabilities that genprob does not read, {unread}: a "
-            f"story declares them in one mapping, capabilities = {{name: value}}, with names "
-            f"of {sorted(DEFAULTS)}."
-        )
     if name in declared:
         return declared[name]
     return has_closed_form(story) if name == "adds_over_rows" else DEFAULTS[name]

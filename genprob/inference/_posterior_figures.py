@@ -2,7 +2,7 @@
 
 ArviZ 1.x replaced ``plot_posterior``/``plot_forest`` by ``arviz-plots`` functions with other
 names and arguments; drawing the few marks genprob needs (density, HDI, MLE line, forest rows)
-directly keeps one figure for both majors. The numbers come from :mod:`genprob._arviz_compat`.
+directly keeps one figure for both majors. The numbers come from :mod:`genprob.io._arviz_compat`.
 
 Entries are listed once each: a symmetric matrix parameter (dims ``d`` and ``d2``, such as a
 covariance over ``feature`` x ``feature2``) contributes its upper triangle only, so that counts
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from genprob import _arviz_compat as compat
+from genprob.io import _arviz_compat as compat
 
 #: Most panels of one posterior-vs-MLE figure (select with ``var_names`` / ``coords``).
 MAX_PANELS = 12

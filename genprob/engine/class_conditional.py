@@ -67,7 +67,8 @@ def unlabeled_log_likelihood(emission, class_log_prior, blocks, num_unlabeled):
 
     Each block's value and gradient are taken together, so reverse mode keeps the gradient (the
     size of the parameters) instead of per-row intermediates; its derivative is reverse-mode
-    only (a sampler asked for forward mode gets no summary, :func:`genprob.mcmc.run_nuts`).
+    only (a sampler asked for forward mode gets no summary,
+    :func:`genprob.inference.mcmc.run_nuts`).
 
     Args:
         emission: distribution with batch shape ``(K,)`` and event shape ``(D,)``.

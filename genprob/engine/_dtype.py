@@ -43,7 +43,7 @@ def resolve_dtype(dtype) -> str:
 def precision(dtype=None):
     """Context manager enabling 64-bit JAX inside the block when ``dtype`` is float64.
 
-    It also keeps the process below its limit on memory mappings (:mod:`genprob._mappings`),
+    It also keeps the process below its limit on memory mappings (:mod:`genprob.engine._mappings`),
     since every JAX entry point goes through here.
     """
     name = resolve_dtype(dtype)
@@ -61,7 +61,7 @@ _depth = threading.local()
 
 @contextlib.contextmanager
 def _counted(context):
-    from genprob import _mappings
+    from genprob.engine import _mappings
 
     top = not getattr(_depth, "value", 0)
     _depth.value = getattr(_depth, "value", 0) + 1

@@ -25,7 +25,6 @@ __all__ = [
     "group_names",
     "has_group",
     "get_group",
-    "add_group",
     "hdi",
     "hdi_array",
     "ess",
@@ -145,19 +144,6 @@ def get_group(data, name: str):
         raise ValueError(f"the result has no {name!r} group; it has {group_names(data)}.")
     node = data[name]
     return node.to_dataset() if hasattr(node, "to_dataset") and hasattr(node, "children") else node
-
-
-def add_group(data, name: str, dataset):
-    """Add ``dataset`` as group ``name`` in place; return ``data``."""
-    if hasattr(data, "children"):
-        import xarray as xr
-
-        data[name] = xr.DataTree(dataset)
-        return data
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # group outside 0.x's schema
-        data.add_groups({name: dataset})
-    return data
 
 
 # -- statistics whose names moved ------------------------------------------------------------

@@ -15,8 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from genprob import core, execution
-from genprob._validation import check_features
+from genprob import core
+from genprob.engine import execution
+from genprob.engine._validation import check_features
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["flatten_draws", "pointwise_log_likelihood", "posterior_predict_proba", "DRAW_BATCH"]
@@ -58,9 +59,7 @@ def pointwise_log_likelihood(story: Story, draws: dict, X, y=None) -> jax.Array:
     ``DRAW_BATCH``), never a Python loop.
 
     Args:
-        story: the story.
         draws: parameter draws with a leading batch shape (draws, or chains x draws).
-        X: features (n, D).
         y: class codes (n,) with -1 for unlabeled rows, or None.
 
     Returns:

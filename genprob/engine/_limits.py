@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 from genprob._lazy import jax
-from genprob.capabilities import capability, has_closed_form
+from genprob.engine.capabilities import capability, has_closed_form
 from genprob.story import keeps_rows, structure_key
 
 # Largest single array (bytes) that sampling or a category table may allocate; a module attribute
@@ -130,7 +130,7 @@ def check_traced_size(
         raise SizeLimitError(
             f"{what} would allocate an array of {compact(size)} bytes "
             f"({aval.dtype}{list(aval.shape)}); the limit is {compact(MAX_ARRAY_BYTES)} bytes "
-            f"(genprob._limits.MAX_ARRAY_BYTES). {advice}"
+            f"(genprob.engine._limits.MAX_ARRAY_BYTES). {advice}"
         )
 
 
@@ -159,13 +159,15 @@ def check_posterior_size(
     if num_chains > MAX_CHAINS:
         raise SizeLimitError(
             f"num_chains={compact(num_chains)} is more than {MAX_CHAINS} chains "
-            f"(genprob._limits.MAX_CHAINS): R-hat and ESS need a few chains (2 to 8), and each "
+            f"(genprob.engine._limits.MAX_CHAINS): R-hat and ESS need a few chains (2 to 8), and "
+            f"each "
             f"chain is a copy of the sampler's state. Ask for more draws per chain instead."
         )
     if nuts and num_warmup + num_samples > MAX_ITERATIONS:
         raise SizeLimitError(
             f"num_warmup + num_samples = {compact(num_warmup + num_samples)} iterations per "
-            f"chain is more than {compact(MAX_ITERATIONS)} (genprob._limits.MAX_ITERATIONS): "
+            f"chain is more than {compact(MAX_ITERATIONS)} "
+            f"(genprob.engine._limits.MAX_ITERATIONS): "
             f"such a run would not finish. A few hundred to a few thousand of each are usual; "
             f"check R-hat and ESS, and run more only if they ask for it."
         )
@@ -199,7 +201,8 @@ def check_posterior_size(
     if size > MAX_ARRAY_BYTES:
         raise SizeLimitError(
             f"this posterior would allocate {compact(size)} bytes for {what} ({sizes}); the "
-            f"limit is {compact(MAX_ARRAY_BYTES)} bytes (genprob._limits.MAX_ARRAY_BYTES). Ask "
+            f"limit is {compact(MAX_ARRAY_BYTES)} bytes (genprob.engine._limits.MAX_ARRAY_BYTES). "
+            f"Ask "
             f"for fewer draws or chains (num_samples, num_chains), or raise the limit on a "
             f"machine with the memory."
         )
@@ -226,7 +229,7 @@ def check_working_set(array_bytes: int, copies: int, *, what: str, sizes: str, a
     if array_bytes > MAX_ARRAY_BYTES:
         limit = (
             f"the limit is {compact(MAX_ARRAY_BYTES)} bytes per array "
-            f"(genprob._limits.MAX_ARRAY_BYTES)"
+            f"(genprob.engine._limits.MAX_ARRAY_BYTES)"
         )
     elif memory is not None and array_bytes * copies > memory:
         limit = (
@@ -247,7 +250,7 @@ def check_working_set(array_bytes: int, copies: int, *, what: str, sizes: str, a
 #: copies, the closed form and its factorization; 12 for LDA, 7 per class for QDA).
 FIT_COPIES = 12
 #: Bytes of K x D x D entries up to which an ``array_api`` story's statistics (at most of that
-#: order: :data:`genprob.capabilities.DEFAULTS`) are measured on NumPy rows, without JAX.
+#: order: :data:`genprob.engine.capabilities.DEFAULTS`) are measured on NumPy rows, without JAX.
 PROBE_BYTES = 1 << 22
 _STATISTIC_SIZES: dict = {}
 _PROBED_SIZES: dict = {}

@@ -1,59 +1,27 @@
-r"""The cross-check: a fit against an independent numerical maximization of the same objective.
-
-:func:`crosscheck` fits a story twice on the same labelled data and compares the two answers.
-A story with a closed form is fitted by it (:func:`genprob.core.fit_closed_form`) and by L-BFGS
-on the NumPyro model's likelihood (:func:`genprob.fit_optimizer`, from a deliberately poor
-start). A story without one was fitted by the optimizer: that fit (or given parameters) is
-checked against an *independent restart* of the optimizer from another seed.
-
-The verdict judges the objective — the log-likelihood plus ``story.log_penalty`` (the MAP
-objective of a smoothed or regularized closed form; 0 for plain MLE):
-
-* **objective** (always decides): the checked fit must not be *worse* than the optimizer (or
-  restart) by more than a relative tolerance. An optimizer that stops below it proves nothing
-  against it; one that ends above it shows the fit is not the maximizer.
-* **parameters** (max absolute and relative difference of every named parameter) and the
-  **gradient norm** of ``objective / n`` in the optimizer's unconstrained coordinates, at the
-  checked fit (it vanishes at an interior maximum: the sharp, independent check) and at the
-  optimizer's answer (it converged). These decide only when the likelihood is smooth (the
-  capability ``smooth_likelihood``, :mod:`genprob.capabilities`): a Laplace location's
-  likelihood has a kink at every data point and is maximized by any weighted median, so there
-  two correct answers may differ and the gradient need not vanish. They are reported either
-  way. The optimizer's parameters are first relabeled by
-  :meth:`genprob.story.Story.align_parameters`, so that a restart returning a mixture's
-  components in another order compares like with like.
-
-A wrong derivation cannot hide: dividing a variance by ``n - 1`` where the maximizer needs ``n``,
-or dropping a smoothing term that the penalty says is there, moves the closed form off the
-maximizer, which the optimizer's higher objective shows.
-
-Tolerances are keyed by dtype (:data:`TOLERANCES`). Relative parameter differences are taken
-entry by entry, ``|a - b| / max(|b|, floor * max|b|)``, so that an entry that is zero up to
-rounding (an off-diagonal covariance of uncorrelated features) is measured on its parameter's
-scale instead of dividing by ~0.
-"""
+"""The cross-check: a fit against an independent numerical maximization of the same objective."""
 
 from __future__ import annotations
 
 import inspect
 import math
 import time
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from genprob import core
-from genprob._dtype import numpy_dtype, precision, resolve_dtype
-from genprob._labels import class_codes
 from genprob._lazy import LazyModule
-from genprob._validation import check_class_prior, check_features, check_sample_weight
-from genprob.capabilities import capability, has_closed_form
+from genprob.engine._dtype import numpy_dtype, precision, resolve_dtype
+from genprob.engine._labels import class_codes
+from genprob.engine._validation import check_class_prior, check_features, check_sample_weight
+from genprob.engine.capabilities import capability, has_closed_form
 from genprob.story import CLASS_PRIOR, Story
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
 #: the optimizer compiles at import: imported with the first cross-check
-optimize = LazyModule("genprob.optimize")
+optimize = LazyModule("genprob.inference.optimize")
 
 __all__ = ["TOLERANCES", "CheckRow", "CrosscheckResult", "crosscheck"]
 
@@ -65,7 +33,7 @@ TOLERANCES = {
 }
 
 #: Entries smaller than this fraction of their parameter's largest magnitude are compared on
-#: that scale (see the module docstring).
+#: that scale (docs/reference/crosscheck.md).
 RELATIVE_FLOOR = 1e-6
 
 
@@ -102,6 +70,7 @@ class CheckRow(NamedTuple):
     decisive: bool = True
 
 
+@dataclass(eq=False)
 class CrosscheckResult:
     """Outcome of :func:`crosscheck`: the table, both solutions, and a readable printout.
 
@@ -110,11 +79,10 @@ class CrosscheckResult:
         data_name: label of the data in the printout.
         dtype: ``"float64"`` or ``"float32"``.
         shape: ``(n_samples, n_features)``.
-        num_classes: K.
         rows: list of :class:`CheckRow`.
         closed_form: the checked parameters (NumPy arrays): the closed form, or for a story
             without one the optimizer fit (or the given ``params``).
-        optimizer: the :class:`~genprob.optimize.OptimizerResult` it is compared with (the
+        optimizer: the :class:`~genprob.inference.optimize.OptimizerResult` it is compared with (the
             best of the optimizer's starts, or of the independent restarts).
         seconds: wall time of the optimizer fits.
         num_starts: number of optimizer runs (poor starts) made for the comparison.
@@ -124,35 +92,19 @@ class CrosscheckResult:
             rows decide).
     """
 
-    def __init__(
-        self,
-        story,
-        data_name,
-        dtype,
-        shape,
-        num_classes,
-        rows,
-        closed_form,
-        optimizer,
-        seconds,
-        label=None,
-        num_starts=1,
-        reference="closed form",
-        smooth=True,
-    ):
-        self.num_starts = num_starts
-        self.story = story
-        self.label = label
-        self.data_name = data_name
-        self.dtype = dtype
-        self.shape = shape
-        self.num_classes = num_classes
-        self.rows = rows
-        self.closed_form = closed_form
-        self.optimizer = optimizer
-        self.seconds = seconds
-        self.reference = reference
-        self.smooth = smooth
+    story: Story
+    data_name: str
+    dtype: str
+    shape: tuple
+    num_classes: int
+    rows: list
+    closed_form: dict
+    optimizer: object
+    seconds: float
+    label: str | None = None
+    num_starts: int = 1
+    reference: str = "closed form"
+    smooth: bool = True
 
     @property
     def passed(self) -> bool:
@@ -388,8 +340,6 @@ def crosscheck(
     gradients to vanish. Every row is reported either way.
 
     Args:
-        story: the story.
-        X: features (n, D).
         y: class codes (n,) in 0..K-1 (every row labeled: the check is supervised).
         num_classes: K; defaults to ``max(y) + 1``.
         sample_weight: optional row weights, used by every fit.

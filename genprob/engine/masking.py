@@ -1,9 +1,9 @@
 """NaN entries of X read as missing values: the story wrapper that sums them out.
 
 :class:`Marginalized` wraps a story that declares how to leave entries out (the capability
-``supports_missing``, :mod:`genprob.capabilities`) so that every generic path — scoring, the
+``supports_missing``, :mod:`genprob.engine.capabilities`) so that every generic path — scoring, the
 NumPyro model, closed-form statistics — reads NaN as "not observed". Fitting is in
-:mod:`genprob.missing`; the maths in docs/howto/missing.md.
+:mod:`genprob.engine.missing`; the maths in docs/howto/missing.md.
 """
 
 from __future__ import annotations
@@ -12,20 +12,20 @@ import numpy as np
 import scipy.sparse
 
 from genprob._lazy import LazyModule, is_jax_array, lazy_attribute
-from genprob._validation import is_concrete
-from genprob.capabilities import capability, has_closed_form
+from genprob.engine._validation import is_concrete
+from genprob.engine.capabilities import capability, has_closed_form
 from genprob.story import Story, why_not
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
 
-_emission = LazyModule("genprob.masked_emission")
+_emission = LazyModule("genprob.engine.masked_emission")
 
 
 __all__ = ["Marginalized", "marginalized", "reads_nan_as_missing", "has_missing", "fill_missing"]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
-__getattr__ = lazy_attribute(__name__, {"MaskedEmission": "genprob.masked_emission"})
+__getattr__ = lazy_attribute(__name__, {"MaskedEmission": "genprob.engine.masked_emission"})
 
 
 def has_missing(X) -> bool:

@@ -92,7 +92,7 @@ def release_if_needed() -> bool:
             f"genprob dropped JAX's compiled programs: the process held {count:,} memory "
             f"mappings of the {limit:,} Linux allows (vm.max_map_count), {after:,} now. "
             "Programs compile again on next use. This happens after thousands of different "
-            "shapes in one process; see genprob._mappings.",
+            "shapes in one process; see genprob.engine._mappings.",
             CompiledProgramsDropped,
             stacklevel=3,
         )

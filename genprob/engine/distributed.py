@@ -30,8 +30,8 @@ from functools import partial
 
 import numpy as np
 
-from genprob import streaming
-from genprob._validation import validate_params
+from genprob.engine import streaming
+from genprob.engine._validation import validate_params
 
 __all__ = ["class_labels", "fit", "map_reduce", "predict", "partitions"]
 
@@ -87,18 +87,13 @@ def partitions(X, y=None, sample_weight=None):
     return list(zip(*pieces, strict=True)), int(X.shape[0])
 
 
-def _classes(y, unlabeled_label=-1):
-    """Sorted distinct labels (without the unlabeled marker) of a Dask array or Series, computed
-    on the cluster."""
+def class_labels(y, unlabeled_label=-1) -> np.ndarray:
+    """Sorted distinct labels of Dask labels ``y`` (an array or Series), the unlabeled marker
+    excluded, computed on the cluster."""
     dask, da = _dask()
     values = y.unique() if _is_frame(y) else da.unique(y)
     (values,) = dask.compute(values)
     return streaming.collect_classes([np.asarray(values)], unlabeled_label)
-
-
-def class_labels(y, unlabeled_label=-1) -> np.ndarray:
-    """Sorted distinct labels of Dask labels ``y``, the unlabeled marker excluded."""
-    return _classes(y, unlabeled_label)
 
 
 def map_reduce(payload, X, y, part, merge, sample_weight=None):
@@ -112,22 +107,12 @@ def map_reduce(payload, X, y, part, merge, sample_weight=None):
 
 
 # -- per-partition work (runs on the workers) ------------------------------------------------------
-def _labeled_part(estimator, X, y, w):
-    """The partition's :class:`~genprob.streaming.ChunkStatistics` under the story fixed by the
-    driver, or None when the partition would change that story (new categories...) or fails
-    its checks: the driver then reads the partitions itself."""
-    return estimator.chunk_statistics(X, y, w)
-
-
-def _em_part(estimator, X, y, w):
-    """The partition's E-step statistics at the estimator's parameters."""
-    return estimator.chunk_statistics(X, y, w, e_step=True)
-
-
-def _combine_labeled(a, b):
-    if a is None or b is None:
-        return None
-    return streaming.combine(a, b)
+def _part(estimator, X, y, w, e_step=False):
+    """The partition's :class:`~genprob.engine.streaming.ChunkStatistics` under the story fixed by
+    the driver (None when the partition would change that story, new categories say, or fails its
+    checks: the driver then reads the partitions itself), or its E-step statistics at the
+    estimator's parameters."""
+    return estimator.chunk_statistics(X, y, w, e_step=e_step)
 
 
 def _tree(dask, parts, merge):
@@ -174,7 +159,7 @@ def _labeled_from_head(dask, estimator, parts, classes):
     if not np.shape(head[0])[0]:
         return None
     streaming.labeled_pass(estimator, [head], classes)
-    return _reduce(dask, estimator, parts, _labeled_part, _combine_labeled)
+    return _reduce(dask, estimator, parts, _part, streaming.combine)
 
 
 def _labeled_from_first_partition(dask, estimator, parts, classes):
@@ -189,16 +174,16 @@ def _labeled_from_first_partition(dask, estimator, parts, classes):
     first = estimator.chunk_statistics(*piece)
     if first is None or index == len(parts):
         return first
-    rest = _reduce(dask, estimator, parts[index:], _labeled_part, _combine_labeled)
-    return _combine_labeled(first, rest)
+    rest = _reduce(dask, estimator, parts[index:], _part, streaming.combine)
+    return streaming.combine(first, rest)
 
 
 def fit(estimator, X, y, *, sample_weight=None, classes=None):
     """Fit ``estimator`` on a Dask array or DataFrame ``X`` with Dask labels ``y``.
 
     Equals ``estimator.fit`` on the computed arrays (to rounding): see the module docstring and
-    :mod:`genprob.streaming` for labels, EM and the stories accepted. The fit finishes or
-    leaves the estimator as it was (:func:`genprob.streaming.fit_or_keep`).
+    :mod:`genprob.engine.streaming` for labels, EM and the stories accepted. The fit finishes or
+    leaves the estimator as it was (:func:`genprob.engine.streaming.fit_or_keep`).
     """
     dask, da = _dask()
     if y is None:
@@ -206,7 +191,7 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
     validate_params(estimator)
     parts, expected = partitions(X, y, sample_weight)
     if classes is None:
-        classes = _classes(y, streaming.unlabeled_marker(estimator))
+        classes = class_labels(y, streaming.unlabeled_marker(estimator))
     classes = np.asarray(classes)
     return streaming.fit_or_keep(estimator, partial(_fit_parts, dask, parts, expected, classes))
 
@@ -232,7 +217,7 @@ def _fit_parts(dask, parts, expected, classes, estimator):
         return
 
     def one_pass():
-        result = _reduce(dask, estimator, parts, _em_part, streaming.combine)
+        result = _reduce(dask, estimator, parts, partial(_part, e_step=True), streaming.combine)
         _check_rows(result.rows, rows, "EM pass")
         return result
 

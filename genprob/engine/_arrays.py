@@ -191,3 +191,8 @@ def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
 def is_integer_labels(y) -> bool:
     """True when ``y`` holds integers, which scikit-learn always reads as class labels."""
     return np.asarray(y).dtype.kind in "iu"
+
+
+def plain(value):
+    """A NumPy scalar as the Python value it holds (a label as the user wrote it)."""
+    return value.item() if hasattr(value, "item") else value

@@ -1,0 +1,1 @@
+"""The engine: the statistics seam, EM, row checks, streaming and Dask passes."""

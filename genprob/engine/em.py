@@ -1,0 +1,660 @@
+"""Semi-supervised fits: expectation-maximization on partly labeled data.
+
+Labels follow scikit-learn's semi-supervised convention: class codes ``0..K-1`` for labeled rows
+and ``-1`` for unlabeled rows. The objective is the *λ-weighted marginal log-likelihood*
+(EM-λ, Nigam et al. 2000)::
+
+    F(θ) = Σ_{i labeled} w_i log p(x_i, y_i | θ) + λ Σ_{i unlabeled} w_i log Σ_k p(x_i, k | θ)
+           [+ log_penalty(θ) for a smoothed or regularized closed form]
+
+with sample weights ``w_i`` (1 by default) and ``λ = unlabeled_weight`` in [0, 1]: λ = 1 is the
+plain marginal likelihood, λ = 0 ignores the unlabeled rows.
+
+EM alternates
+
+* **E-step**: responsibilities ``R[i] = one_hot(y_i) · w_i`` on labeled rows and
+  ``R[i, k] = λ w_i p(k | x_i, θ)`` on unlabeled rows, the class posteriors coming from
+  :func:`genprob.core.predict_log_proba` (the one ``joint_log_prob`` path);
+* **M-step**: :func:`genprob.core.maximize` of the statistics of ``(X, R)`` — the very function the
+  supervised fit uses — or, for a story without a closed form, a few warm-started L-BFGS steps on
+  the expected complete-data log-likelihood ``Σ_ik R_ik log p(x_i, k | θ)`` in the unconstrained
+  space of NumPyro's ``biject_to`` transforms (a *generalized* EM step: it is only accepted when it
+  does not decrease that expectation).
+
+Because the λ-weighted objective is a sum of per-row log-likelihoods with weights ``w_i`` and
+``λ w_i``, the usual EM lower bound with responsibilities scaled by those weights shows that every
+iteration does not decrease ``F`` (exactly for plain MLE stories and for penalties that do not
+depend on the data; see :func:`fit_em` for regularizers that scale with class counts).
+
+Degenerate fits. A Gaussian covariance that collapses onto a few points, or a class whose
+responsibility mass vanishes, gives non-finite parameters or an unbounded likelihood. EM stops that
+initialization at the first non-finite objective, keeps the other initializations, and raises a
+``ValueError`` naming the class with the smallest mass if every initialization degenerated. The
+remedy is regularization (``reg_param``/``shrinkage``/``var_smoothing`` for Gaussians, ``alpha``
+for discrete stories), more labeled rows, or a smaller ``unlabeled_weight``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from genprob import core
+from genprob._lazy import LazyModule, jitted
+from genprob.engine import execution
+from genprob.engine._arrays import tree_leaves, tree_map
+from genprob.engine._labels import encode_partial_labels, unlabeled_mask
+from genprob.engine._limits import check_statistics_size
+from genprob.engine._validation import (
+    check_class_prior,
+    check_features,
+    check_positive_int,
+    check_sample_weight,
+    check_unlabeled_weight,
+    describe,
+)
+from genprob.engine.capabilities import capability, has_closed_form
+from genprob.engine.em_driver import em_step, run_em_loop, warn_decrease
+from genprob.engine.execution import padded
+from genprob.story import CLASS_PRIOR, Story
+
+jax = LazyModule("jax")
+jnp = LazyModule("jax.numpy")
+numpyro = LazyModule("numpyro")
+infer_util = LazyModule("numpyro.infer.util")
+
+__all__ = [
+    "EMResult",
+    "fit_em",
+    "weighted_log_likelihood",
+    "unlabeled_mask",
+    "encode_partial_labels",
+    "params_from_latent",
+]
+
+#: L-BFGS steps of a gradient M-step (warm-started from the previous iteration's parameters).
+GRADIENT_STEPS = 20
+
+
+class EMResult(NamedTuple):
+    """Result of :func:`fit_em`.
+
+    Attributes:
+        params: fitted parameters (dict of arrays, ``class_prior`` included).
+        log_likelihood: trace (n_iter,) of the λ-weighted objective after every M-step, for the
+            kept initialization; from its second entry on it never decreases (to rounding): a
+            step that would lower it stops EM with a ``ConvergenceWarning`` naming the iteration
+            and the drop, keeping the previous parameters (``converged`` False). The first entry
+            is the start's (the labeled rows' fit, or random responsibilities'), which can be a
+            density on a subspace (a rank-deficient covariance) and then exceed the next.
+        n_iter: number of M-steps of the kept initialization.
+        converged: whether the change of the mean per-row objective fell below ``tol``.
+        responsibilities: final E-step (n, K): class posteriors ``p(k | x_i)`` at ``params`` on
+            unlabeled rows, the one-hot label on labeled rows (neither λ nor sample weights
+            applied).
+        init_log_likelihoods: final objective of every initialization (n_init,); NaN for an
+            initialization that degenerated.
+    """
+
+    params: dict
+    log_likelihood: jax.Array
+    n_iter: int
+    converged: bool
+    responsibilities: jax.Array
+    init_log_likelihoods: jax.Array
+
+
+# -- the objective --------------------------------------------------------------------------------
+def _row_weights(codes, unlabeled_weight, sample_weight, xp=jnp):
+    """Weights of every row in the objective: w_i (labeled) and λ w_i (unlabeled); computed by
+    ``xp`` (JAX, or NumPy on the host)."""
+    labeled = codes >= 0
+    w = (
+        xp.ones(codes.shape, dtype=xp.result_type(float))
+        if sample_weight is None
+        else sample_weight
+    )
+    return xp.where(labeled, w, unlabeled_weight * w)
+
+
+def weighted_log_likelihood(
+    story: Story, params: dict, X, y, *, unlabeled_weight=1.0, sample_weight=None
+):
+    """λ-weighted marginal log-likelihood ``Σ_labeled w_i log p(x_i, y_i) + λ Σ_unlabeled w_i log
+    p(x_i)`` (no penalty term), computed with :func:`genprob.core.log_likelihood`.
+
+    Args:
+        story: the story.
+        params: its parameters (``class_prior`` included).
+        X: features (n, D).
+        y: class codes (n,), -1 for unlabeled rows.
+        unlabeled_weight: λ.
+        sample_weight: optional row weights (n,).
+    """
+    y = jnp.asarray(y)
+    return _objective(story, params, X, y, _row_weights(y, unlabeled_weight, sample_weight))
+
+
+def _objective(story, params, X, codes, row_weights, penalty=0.0):
+    """``Σ_i row_weights_i log p(x_i, y_i or marginal) + penalty``: the one objective of EM."""
+    values = core.log_likelihood(story, params, X, codes, pointwise=True)
+    # rows of weight 0 contribute nothing, even where their log-likelihood is -inf
+    return jnp.sum(jnp.where(row_weights > 0, row_weights * values, 0.0)) + penalty
+
+
+def _labeled_responsibilities(codes, row_weights, num_classes, dtype):
+    """EM's fixed pieces (NumPy, on the host): one-hot labels, labeled rows' weighted
+    responsibilities, unlabeled rows' weights (0 on labeled rows)."""
+    labeled = codes >= 0
+    one_hot = (np.where(labeled, codes, 0)[:, None] == np.arange(num_classes)).astype(dtype)
+    labeled_R = np.where(labeled[:, None], one_hot * row_weights[:, None], 0.0)
+    return one_hot, labeled_R, np.where(labeled, 0.0, row_weights)
+
+
+# -- the gradient M-step -------------------------------------------------------------------------
+def _trace_prior(story: Story, num_classes: int, num_features: int):
+    """One seeded run of the prior: ``(returned dict, latent sample sites in draw order)``."""
+    with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.trace() as tr:
+        returned = story.prior(num_classes, num_features)
+    sites = {
+        name: site
+        for name, site in tr.items()
+        if site["type"] == "sample" and not site["is_observed"]
+    }
+    return returned, sites
+
+
+def _latent_sites(story: Story, num_classes: int, num_features: int) -> dict:
+    """The prior's latent sample sites in the order the prior draws them, as name -> ``{"value":
+    zeros of the site's shape and dtype}``, from an abstract trace: a draw would compile the
+    prior's samplers (JAX's Gamma alone takes about a second) on a posterior's first call."""
+    names = []
+
+    def values():
+        sites = _trace_prior(story, num_classes, num_features)[1]
+        names.extend(sites)
+        return [site["value"] for site in sites.values()]
+
+    shapes = jax.eval_shape(values)
+    return {
+        name: {"value": np.zeros(s.shape, s.dtype)} for name, s in zip(names, shapes, strict=True)
+    }
+
+
+def params_from_latent(story: Story, latent: dict, num_classes: int, num_features: int) -> dict:
+    """Emission parameters from values of the prior's latent sites (the prior run substituted).
+
+    Works for stories whose prior returns transformed quantities as well as for the usual ones
+    that return the sampled sites themselves.
+    """
+    with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.substitute(data=latent):
+        return dict(story.prior(num_classes, num_features))
+
+
+def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
+    """Generalized M-step: L-BFGS on Σ R_ik log p(x_i, k) over unconstrained latent values."""
+    import optax  # imported on first use: closed-form fits never need it
+
+    num_classes, num_features = R.shape[1], X.shape[1]
+    prior_args = (num_classes, num_features)
+    total = R.sum()
+
+    def negative_expected_log_joint(unconstrained):
+        constrained = infer_util.constrain_fn(story.prior, prior_args, {}, unconstrained)
+        params = params_from_latent(story, constrained, num_classes, num_features)
+        params[CLASS_PRIOR] = class_prior
+        joint = core.joint_log_prob(story, params, X)
+        return -jnp.sum(jnp.where(R > 0, R * joint, 0.0)) / total
+
+    start = infer_util.unconstrain_fn(story.prior, prior_args, {}, latent)
+    optimizer = optax.lbfgs()
+    value_and_grad = optax.value_and_grad_from_state(negative_expected_log_joint)
+
+    def step(carry, _):
+        unconstrained, state = carry
+        value, grad = value_and_grad(unconstrained, state=state)
+        updates, state = optimizer.update(
+            grad,
+            state,
+            unconstrained,
+            value=value,
+            grad=grad,
+            value_fn=negative_expected_log_joint,
+        )
+        return (optax.apply_updates(unconstrained, updates), state), None
+
+    (end, _), _ = jax.lax.scan(step, (start, optimizer.init(start)), None, length=num_steps)
+    before = negative_expected_log_joint(start)
+    after = negative_expected_log_joint(end)
+    # keep the step only when it does not lower the expected log-joint: EM's monotonicity
+    accept = jnp.isfinite(after) & (after <= before)
+    new = infer_util.constrain_fn(story.prior, prior_args, {}, end)
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(accept, a, b), new, latent)
+
+
+def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) -> dict:
+    """Starting values of the latent sites: the image of 0 in NumPyro's unconstrained space."""
+    prior_args = (num_classes, num_features)
+
+    def unconstrained_draw():
+        latent = {name: site["value"] for name, site in _trace_prior(story, *prior_args)[1].items()}
+        return infer_util.unconstrain_fn(story.prior, prior_args, {}, latent)
+
+    # shapes only (an abstract trace: no draw from the prior is compiled or run)
+    shapes = jax.eval_shape(unconstrained_draw)
+    zeros = {name: jnp.zeros(shape.shape, dtype) for name, shape in shapes.items()}
+    return infer_util.constrain_fn(story.prior, prior_args, {}, zeros)
+
+
+# -- the EM loop ----------------------------------------------------------------------------------
+def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps, previous=None):
+    """One M-step from weighted responsibilities ``R``: (params, latent, penalty, and that of
+    the ``previous`` parameters at these statistics)."""
+    if has_closed_form(story):
+        stats = core.sufficient_statistics(story, X, R)
+        params = core.maximize(story, stats, class_prior, fit_prior)
+        before = 0.0 if previous is None else story.log_penalty(previous, stats["emission"])
+        return params, latent, story.log_penalty(params, stats["emission"]), before
+    num_classes, num_features = R.shape[1], X.shape[1]
+    prior = core.class_prior_from_counts(R.sum(axis=0), class_prior, fit_prior)
+    latent = _gradient_m_step(story, X, R, latent, prior, num_steps)
+    params = params_from_latent(story, latent, num_classes, num_features)
+    params[CLASS_PRIOR] = prior
+    return params, latent, 0.0, 0.0
+
+
+def _all_finite(tree):
+    leaves = jax.tree_util.tree_leaves(tree)
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
+
+
+def _trace_capacity(max_iter: int) -> int:
+    """Length of the preallocated trace: a power of two, so nearby ``max_iter`` share code."""
+    return max(128, 1 << (int(max_iter) - 1).bit_length())
+
+
+@jitted(static_argnames=("capacity", "fit_prior"))
+def _em_runs(
+    story,
+    X,
+    codes,
+    row_weights,
+    fixed,
+    R0,
+    latent,
+    tol,
+    class_prior,
+    max_iter,
+    *,
+    capacity,
+    fit_prior,
+):
+    """Run EM from the initial weighted responsibilities ``R0`` (n, K) (``fixed``:
+    :func:`_labeled_responsibilities`); one compiled program.
+
+    Apart from :func:`~genprob.engine.em_driver.run_em_loop`: a traced while_loop cannot call Python
+    callables per step. Each step is judged by the driver's
+    :func:`~genprob.engine.em_driver.em_step`.
+    """
+    labeled = codes >= 0
+    one_hot, labeled_R, unlabeled_weights = fixed
+    total_weight = jnp.maximum(jnp.sum(row_weights), jnp.finfo(X.dtype).tiny)
+
+    def e_step(params):
+        posterior = core.predict_proba(story, params, X)
+        return labeled_R + unlabeled_weights[:, None] * posterior
+
+    def placeholder_params():
+        # Parameters of the right structure for the loop's carry; iteration 0 ignores them.
+        shapes = jax.eval_shape(
+            lambda R: _m_step(story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS)[0],
+            R0,
+        )
+        return jax.tree_util.tree_map(lambda s: jnp.ones(s.shape, s.dtype), shapes)
+
+    state = (
+        placeholder_params(),
+        latent,
+        jnp.asarray(-jnp.inf, X.dtype),
+        jnp.full(capacity, jnp.nan, dtype=X.dtype),
+        jnp.asarray(0),
+        jnp.asarray(False),
+        jnp.asarray(True),
+        R0.sum(axis=0),
+        jnp.asarray(0.0, X.dtype),
+        jnp.asarray(0.0, X.dtype),
+    )
+
+    def keep_going(state):
+        _, _, _, _, iteration, converged, finite, _, drop, _ = state
+        return (iteration < max_iter) & ~converged & finite & ~(drop > 0)
+
+    def iterate(state):
+        params, latent, value, trace, iteration, _, _, _, _, old_penalty = state
+        # The first M-step starts from the initial responsibilities, later ones from the
+        # E-step (one M-step site in the program keeps compilation short).
+        R = jnp.where(iteration == 0, R0, e_step(params))
+        new_params, new_latent, penalty, penalty_before = _m_step(
+            story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS, previous=params
+        )
+        new_value = _objective(story, new_params, X, codes, row_weights, penalty)
+        new_value = jnp.where(_all_finite(new_params), new_value, jnp.nan)
+        # the floor: the last objective with the penalty at this step's statistics (the
+        # host's e_step gives it); the start's step is not judged (see run_em_loop)
+        floor = value - old_penalty + penalty_before
+        finite, decreased, converged = em_step(
+            new_value, value, floor, iteration > 1, total_weight, tol, jnp.finfo(X.dtype).eps
+        )
+        drop = jnp.where(decreased, floor - new_value, 0.0).astype(X.dtype)
+        trace = jnp.where(decreased, trace, trace.at[iteration].set(new_value))
+        # a degenerate step is recorded (NaN/inf in the trace) but its parameters are not kept
+        keep = finite & ~decreased
+        params, latent, value = jax.tree_util.tree_map(
+            lambda a, b: jnp.where(keep, a, b),
+            (new_params, new_latent, new_value),
+            (params, latent, value),
+        )
+        iteration = jnp.where(decreased, iteration, iteration + 1)
+        old_penalty = jnp.where(keep, penalty, old_penalty).astype(X.dtype)
+        return (
+            *(params, latent, value, trace, iteration, converged, finite, R.sum(0), drop),
+            old_penalty,
+        )
+
+    final = jax.lax.while_loop(keep_going, iterate, state)
+    params, _, value, trace, n_iter, converged, finite, class_mass, drop, _ = final
+    posterior = core.predict_proba(story, params, X)
+    responsibilities = jnp.where(labeled[:, None], one_hot, posterior)
+    return params, trace, n_iter, converged, finite, value, responsibilities, class_mass, drop
+
+
+def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
+    """:func:`_em_runs` of one start on NumPy rows, eagerly, through the one EM driver
+    (:func:`genprob.engine.em_driver.run_em_loop`): each joint log density gives the objective, the
+    posteriors and their statistics; ``fixed`` are :func:`_labeled_responsibilities`. NumPy rows
+    of a closed form import neither JAX nor NumPyro (issue 57)."""
+    labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
+
+    def m_step(expectation):  # the parameters and the statistics they maximize
+        return core.maximize(story, expectation[0], class_prior, fit_prior), expectation[0]
+
+    def e_step(state):
+        params, used = state
+        joint = np.asarray(execution.joint_log_prob(story, params, X, eager=True))
+        with np.errstate(invalid="ignore"):
+            rows = execution.rows_log_likelihood(joint, codes)
+            fit = float(np.sum(np.where(row_weights > 0, row_weights * rows, 0.0)))
+        posterior = _softmax(joint)
+        value = fit + float(story.log_penalty(params, used["emission"]))
+        if not all(np.all(np.isfinite(a)) for a in tree_leaves(params)):
+            value = np.nan
+        if not np.isfinite(value):
+            return value, (None, posterior)
+        R = (labeled_R + unlabeled_weights[:, None] * posterior).astype(X.dtype, copy=False)
+        stats = core.sufficient_statistics(story, X, R)
+        # the floor: the penalty at these statistics (a prior scaled by the soft counts moves)
+        return value, (stats, posterior), fit + float(story.log_penalty(params, stats["emission"]))
+
+    start = core.sufficient_statistics(story, X, R0.astype(X.dtype, copy=False))
+    loop = run_em_loop(
+        m_step, e_step, params=m_step((start,)), max_iter=max_iter, tol=tol,
+        eps=float(np.finfo(X.dtype).eps),
+        scale=max(float(row_weights.sum()), float(np.finfo(X.dtype).tiny)),
+    )  # fmt: skip
+    trace = np.full(_trace_capacity(max_iter), np.nan, X.dtype)
+    trace[: len(loop.trace)] = loop.trace
+    value = loop.value if loop.finite or loop.n_iter > 1 else -np.inf
+    responsibilities = np.where(labeled[:, None], one_hot, loop.expectation[1])
+    # the mass of the statistics the last step maximized (a failed one: the class that vanished)
+    mass = (loop.expectation[0] or loop.params[1])["class_counts"]
+    outputs = (loop.params[0], trace, loop.n_iter, loop.converged, loop.finite, value,
+               responsibilities, mass, loop.drop)  # fmt: skip
+    return tree_map(lambda a: np.asarray(a, X.dtype if isinstance(a, float) else None), outputs)
+
+
+def _softmax(joint):
+    """Class posteriors (n, K) of joint log densities, normalized per row."""
+    top = np.max(joint, axis=1, keepdims=True)
+    exp = np.exp(joint - np.where(np.isfinite(top), top, 0.0))
+    return exp / exp.sum(axis=1, keepdims=True)
+
+
+def fit_em(
+    story: Story,
+    X,
+    y,
+    *,
+    classes=None,
+    num_classes=None,
+    unlabeled_weight: float = 1.0,
+    max_iter: int = 100,
+    tol: float = 1e-12,
+    n_init: int = 1,
+    seed: int = 0,
+    init=None,
+    class_prior=None,
+    fit_prior: bool = True,
+    sample_weight=None,
+    unlabeled_label=-1,
+) -> EMResult:
+    """Fit a story to partly labeled data by (λ-weighted) expectation-maximization.
+
+    Maximizes ``F(θ) = Σ_labeled w_i log p(x_i, y_i) + λ Σ_unlabeled w_i log p(x_i)`` (plus the
+    story's ``log_penalty`` when its closed form is smoothed or regularized). EM with unlabeled
+    responsibilities scaled by λ is exactly the EM of this objective, so ``F`` never decreases.
+
+    Caveat: a regularizer whose equivalent prior scales with the class counts (QDA's
+    ``reg_param``, Gaussian NB's ``var_smoothing``) changes with the soft counts between
+    iterations, so monotonicity then holds only approximately (to the size of the change of the
+    penalty); the fixed point is still a stationary point of ``F`` with the penalty at the final
+    counts.
+
+    Args:
+        story: the story (closed form or not).
+        X: features (n, D), in the current JAX precision.
+        y: class codes (n,) in ``0..K-1`` and -1 for unlabeled rows (or values of ``classes``).
+        classes: every class label in code order; needed (with ``num_classes`` as the alternative)
+            when no row is labeled or a class has no labeled row.
+        num_classes: K.
+        unlabeled_weight: λ in [0, 1], the weight of every unlabeled row.
+        max_iter: maximum number of M-steps per initialization.
+        tol: stop when ``|F_t - F_{t-1}| <= tol * Σ_i row weight_i``: the change of the mean
+            per-row objective (unit-free: rescaling X shifts F by a constant), or when the change
+            is at the rounding level of F.
+        n_init: number of initializations; the one with the largest final ``F`` is kept.
+        seed: seed of the random initializations.
+        init: None (the labeled-only fit first, when every class has a labeled row, then random
+            responsibilities), ``"labeled"``, ``"random"`` (random responsibilities for every
+            initialization), or a parameter dict to start the first initialization from.
+        class_prior: fixed class prior (K,), not estimated.
+        fit_prior: estimate the class prior (True) or use a uniform one (False).
+        sample_weight: optional non-negative row weights (n,).
+        unlabeled_label: the label of unlabeled rows (-1; a string with string ``classes``), or
+            None when every label is a class (every row labeled).
+
+    Returns:
+        :class:`EMResult`: NumPy arrays when NumPy rows of a closed form written in the array
+        namespace (the capability ``array_api``) ran in NumPy, step by step, with
+        nothing compiled; JAX arrays from the one compiled program otherwise.
+
+    Raises:
+        ValueError: bad labels, λ outside [0, 1], bad controls, a class with no mass to learn it
+            from, or every initialization degenerating (see the module docstring).
+    """
+    codes, num_classes = encode_partial_labels(
+        y, num_classes=num_classes, classes=classes, unlabeled_label=unlabeled_label
+    )
+    X = check_features(X, keep_sparse=True)
+    # closed forms written in the array namespace run EM on NumPy rows eagerly: no compiler
+    host = has_closed_form(story) and capability(story, "array_api") and isinstance(X, np.ndarray)
+    if not host:
+        X = check_features(X, keep_sparse=True, to_device=True)
+    if X.shape[0] != codes.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {codes.shape[0]}.")
+    story.validate(X)
+    check_statistics_size(story, num_classes, X.shape[1], X.dtype)
+    unlabeled_weight = check_unlabeled_weight(unlabeled_weight)
+    max_iter = check_positive_int("max_iter", max_iter)
+    n_init = check_positive_int("n_init", n_init)
+    if not (np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}.")
+    weights = check_sample_weight(sample_weight, codes.shape[0], dtype=X.dtype)
+    # Everything before the loop is (n, K) work done in NumPy: a JAX operation outside the
+    # compiled EM would trace, compile (or load) and run a program of its own per shape.
+    if weights is not None:
+        weights = np.asarray(weights, dtype=X.dtype)
+    if class_prior is not None:
+        class_prior = np.asarray(check_class_prior(class_prior, range(num_classes)), X.dtype)
+
+    num_rows = X.shape[0]
+    if not host:  # rows of weight 0 up to a bucket size: a new row count reuses the compiled EM
+        real = np.ones(num_rows, X.dtype) if weights is None else weights
+        padded_X, codes, weights = padded(X, codes, real)
+        X = X if padded_X is X else jax.device_put(padded_X)
+    labeled = codes >= 0
+    row_weights = _row_weights(codes, unlabeled_weight, weights, xp=np)
+    labeled_mass = np.bincount(codes[labeled], weights=row_weights[labeled], minlength=num_classes)
+    unlabeled_mass = float(row_weights[~labeled].sum())
+    unlearnable = np.flatnonzero(labeled_mass <= 0)
+    if unlabeled_mass <= 0 and unlearnable.size:
+        raise ValueError(
+            f"{_named(unlearnable, classes)} have no labeled row, and no unlabeled mass "
+            f"(no unlabeled rows, or unlabeled_weight=0) is left to learn them from."
+        )
+
+    num_features = X.shape[1]
+    latent = (
+        {} if has_closed_form(story) else _neutral_latent(story, num_classes, num_features, X.dtype)
+    )
+    if isinstance(init, dict) and not has_closed_form(story):
+        latent = {**latent, **{k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}}
+    fixed = _labeled_responsibilities(codes, row_weights, num_classes, X.dtype)
+    _, labeled_R, unlabeled_weights = fixed
+
+    if unlabeled_mass <= 0:
+        # Nothing to impute: EM is the supervised closed form (or gradient fit), in one step.
+        n_init, max_iter = 1, 1
+        initial_R = labeled_R[None]
+    else:
+        initial_R = _initial_responsibilities(
+            story,
+            X,
+            init,
+            n_init,
+            seed,
+            labeled_R,
+            unlabeled_weights,
+            labeled_mass,
+            num_classes,
+            num_rows,
+            classes,
+        )
+    # one initialization per call: every n_init shares the one-start program (a vmapped while
+    # loop compiles several times longer and runs every start until the slowest one stops)
+    if host:
+        runs = [
+            _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior)
+            for R0 in initial_R
+        ]
+        put = np.asarray
+    else:
+        codes_on_device = jax.device_put(codes)
+        runs = [
+            _em_runs(
+                story,
+                X,
+                codes_on_device,
+                row_weights,
+                fixed,
+                R0,
+                latent,
+                np.asarray(tol, X.dtype),
+                class_prior,
+                np.asarray(max_iter),
+                capacity=_trace_capacity(max_iter),
+                fit_prior=bool(fit_prior),
+            )
+            for R0 in initial_R
+        ]
+        put = jax.device_put
+    runs = tree_map(lambda *a: np.stack([np.asarray(b) for b in a]), *runs)
+    params, traces, n_iters, converged, finite, values, responsibilities, class_mass, drops = runs
+    finite = np.asarray(finite)
+    values = np.where(finite, np.asarray(values), np.nan)
+    if not finite.any():
+        class_mass = np.asarray(class_mass)[0]
+        lightest = int(np.argmin(class_mass))
+        raise ValueError(
+            f"EM degenerated in every initialization: the objective or the parameters became "
+            f"non-finite (e.g. a Gaussian covariance collapsed onto a few points, or "
+            f"{_named([lightest], classes, plural=False)} lost its responsibility mass: "
+            f"{class_mass[lightest]:.3g}"
+            f"). Regularize the story (reg_param, shrinkage or var_smoothing for Gaussians, alpha "
+            f"for discrete features), label more rows, or lower unlabeled_weight."
+        )
+    best = int(np.nanargmax(values))
+    n_iter = int(np.asarray(n_iters)[best])
+    drop = float(np.asarray(drops)[best])
+    if drop > 0:
+        warn_decrease(n_iter + 1, drop, float(values[best]))
+    # sliced on the host and put back with device_put: slicing a device array, like jnp.asarray
+    # of a host array, compiles a program per shape (row count, n_iter)
+    return EMResult(
+        params=tree_map(lambda a: put(np.asarray(a)[best]), params),
+        log_likelihood=put(np.asarray(traces)[best, :n_iter]),
+        n_iter=n_iter,
+        converged=bool(np.asarray(converged)[best]) or unlabeled_mass <= 0,
+        responsibilities=put(np.asarray(responsibilities)[best, :num_rows]),
+        init_log_likelihoods=put(values),
+    )
+
+
+def _named(codes, classes, plural=True):
+    """Classes in a message: their labels when the caller gave ``classes``, else their codes."""
+    if classes is None:
+        return f"class code{'s' * plural} {describe(codes)}"
+    return f"class{'es' * plural} {describe(np.asarray(classes)[np.asarray(codes)])}"
+
+
+def _initial_responsibilities(
+    story, X, init, n_init, seed, labeled_R, unlabeled_weights, labeled_mass, num_classes, num_rows,
+    classes,
+):  # fmt: skip
+    """Initial weighted responsibilities (n_init, n, K) of the EM runs; random draws are made
+    for the ``num_rows`` real rows only, so padding rows do not change them."""
+    every_class_labeled = bool(np.all(labeled_mass > 0))
+    if isinstance(init, dict):
+        params = {k: np.asarray(v, X.dtype) for k, v in init.items()}
+        if CLASS_PRIOR not in params:
+            raise ValueError("init parameters must include 'class_prior'.")
+        posterior = execution.class_posteriors(story, params, X, "proba")
+        first = [labeled_R + unlabeled_weights[:, None] * posterior]
+    elif init is None:
+        first = [labeled_R] if every_class_labeled else []
+    elif init == "labeled":
+        if not every_class_labeled:
+            missing = np.flatnonzero(labeled_mass <= 0)
+            raise ValueError(
+                f"init='labeled' needs a labeled row in every class; "
+                f"{_named(missing, classes)} have none."
+            )
+        first = [labeled_R]
+    elif init == "random":
+        first = []
+    else:
+        raise ValueError(
+            f"init must be None, 'labeled', 'random' or a parameter dict; got {init!r}."
+        )
+    num_random = n_init - len(first)
+    if num_random > 0:
+        # NumPy's sampler: JAX's Dirichlet compiles for seconds per shape, for a few draws
+        draws = (
+            np.random.default_rng(int(seed))
+            .dirichlet(np.ones(num_classes), (num_random, num_rows))
+            .astype(X.dtype)
+        )
+        padding = np.zeros((num_random, X.shape[0] - num_rows, num_classes), X.dtype)
+        draws = np.concatenate([np.asarray(draws), padding], axis=1)
+        first.extend(labeled_R + unlabeled_weights[:, None] * draws)
+    return np.stack(first[:n_init])

@@ -1,0 +1,1 @@
+"""Inference on a story: optimizer, cross-check, NUTS, exact posteriors, draws."""

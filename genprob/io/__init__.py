@@ -1,0 +1,1 @@
+"""Input and output: model files and ArviZ."""

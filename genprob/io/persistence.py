@@ -1,0 +1,969 @@
+"""Save and load fitted estimators without pickle."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import inspect
+import json
+import math
+import os
+import secrets
+import stat
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from genprob._version import __version__
+from genprob.engine.capabilities import has_closed_form
+from genprob.story import Story, qualified_name, story_class
+
+FORMAT_NAME = "genprob-model"
+#: 2: derived parameters and references to parameters; 3: derived fitted attributes;
+#: 4: derived statistics; 5: object arrays (labels, names) item by item in the metadata
+FORMAT_VERSION = 5
+
+#: Fitted attributes that are caches or provenance records, rebuilt after loading.
+_TRANSIENT = ("_scoring_cache", "_derived_from")
+#: Parameters with at least this many entries may be stored as derived from the statistics.
+_DERIVE_MIN_SIZE = 1 << 16
+
+__all__ = ["save", "load", "register_estimator", "ModelFileError", "FORMAT_VERSION"]
+
+#: Estimator classes a model file may name, by qualified name (filled by the estimator layer).
+_ESTIMATORS: dict[str, type] = {}
+
+
+class ModelFileError(ValueError):
+    """A model file that cannot be loaded safely (corrupt, tampered, unknown or newer format)."""
+
+
+def register_estimator(cls) -> type:
+    """Make estimator class ``cls`` loadable (the estimator base class calls this for every
+    subclass when it is defined)."""
+    _ESTIMATORS[qualified_name(cls)] = cls
+    return cls
+
+
+def _qualified(cls) -> str:
+    return qualified_name(cls)
+
+
+def _story_class(name):
+    cls = story_class(name) if isinstance(name, str) else None
+    if cls is None:
+        raise ModelFileError(
+            f"the file names the story class {name!r}, which is not defined in this process: "
+            f"import the module that defines it (or define the class) before genprob.load."
+        )
+    return cls
+
+
+# -- JSON encoding of configuration values --------------------------------------------------------
+def _encode(value, arrays: dict, prefix: str, aliases=None):
+    """JSON-compatible form of a hyperparameter or story attribute; arrays go to ``arrays``.
+
+    ``aliases`` maps ``id`` of parameter arrays to their names: such an array is stored as a
+    reference to the parameter.
+    """
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if aliases and isinstance(value, np.ndarray) and id(value) in aliases:
+        return {"__param__": aliases[id(value)]}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Story):
+        return {
+            "__story__": _qualified(type(value)),
+            "config": {
+                k: _encode(v, arrays, f"{prefix}.{k}", aliases) for k, v in value.fields().items()
+            },
+        }
+    if isinstance(value, dict):
+        # Keys may be column positions (ints) as well as names, so store (key, value) pairs.
+        return {
+            "__items__": [
+                [
+                    _encode(k, arrays, f"{prefix}.key{i}", aliases),
+                    _encode(v, arrays, f"{prefix}.{k if isinstance(k, str) else i}", aliases),
+                ]
+                for i, (k, v) in enumerate(value.items())
+            ]
+        }
+    if isinstance(value, list | tuple):
+        kind = "__tuple__" if isinstance(value, tuple) else "__list__"
+        return {kind: [_encode(v, arrays, f"{prefix}[{i}]", aliases) for i, v in enumerate(value)]}
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        # kept in the JSON, item by item: a fixed-width string array would drop trailing NULs
+        # ('a' and 'a\x00' would merge) and lose the object dtype
+        return {
+            "__objects__": [_object_item(v, prefix) for v in value.ravel().tolist()],
+            "shape": list(value.shape),
+        }
+    if isinstance(value, np.ndarray):
+        arrays[f"config.{prefix}"] = _plain_array(value, prefix)
+        return {"__array__": f"config.{prefix}"}
+    raise TypeError(
+        f"cannot save {prefix} of type {type(value).__name__}: only numbers, strings, lists, "
+        f"dicts, arrays and genprob stories can be stored."
+    )
+
+
+_MARKERS = (
+    "__story__",
+    "__items__",
+    "__list__",
+    "__tuple__",
+    "__array__",
+    "__param__",
+    "__objects__",
+)
+#: Entries an object array may hold (stored as JSON, read back exactly).
+_OBJECT_ITEMS = (str, int, float, bool, type(None))
+
+
+def _object_item(value, name: str):
+    if isinstance(value, np.generic):
+        value = value.item()
+    if not isinstance(value, _OBJECT_ITEMS):
+        raise TypeError(
+            f"cannot save {name}: it holds a Python {type(value).__name__}; object arrays can be "
+            f"stored without pickle when they hold strings, numbers, booleans or None."
+        )
+    return value
+
+
+def _object_array(value) -> np.ndarray:
+    """The object array of a ``__objects__`` entry (checked: shape and scalar items)."""
+    items, shape = value["__objects__"], value.get("shape")
+    if (
+        not isinstance(items, list)
+        or not isinstance(shape, list)
+        or not all(type(d) is int and d >= 0 for d in shape)
+        or math.prod(shape) != len(items)
+        or not all(isinstance(item, _OBJECT_ITEMS) for item in items)
+    ):
+        raise ModelFileError("malformed metadata: an object array's items do not fit its shape.")
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array.reshape(shape)
+
+
+def _decode(value, arrays):
+    """Inverse of :func:`_encode`; any structure it could not have written is a ModelFileError."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if not isinstance(value, dict):
+        raise ModelFileError(f"malformed metadata: unexpected {type(value).__name__}.")
+    marker = [key for key in _MARKERS if key in value]
+    allowed = {"__story__": {"config"}, "__objects__": {"shape"}}.get(marker[0] if marker else "")
+    extra = set(value) - set(marker) - (allowed or set())
+    if len(marker) != 1 or extra:
+        raise ModelFileError(f"malformed metadata entry with keys {sorted(value)!r}.")
+    if marker[0] == "__objects__":
+        return _object_array(value)
+    payload = value[marker[0]]
+    if marker[0] == "__story__":
+        cls = _story_class(payload)
+        config = value.get("config")
+        if not isinstance(config, dict):
+            raise ModelFileError(f"malformed configuration of story {payload!r}.")
+        return _checked_story(
+            cls._from_fields(
+                {_attribute_name(key): _decode(item, arrays) for key, item in config.items()}
+            )
+        )
+    if marker[0] in ("__array__", "__param__"):
+        name = (
+            f"param.{payload}" if marker[0] == "__param__" and isinstance(payload, str) else payload
+        )
+        if not isinstance(name, str) or name not in arrays:
+            raise ModelFileError(f"missing array {payload!r}.")
+        return arrays[name]
+    if not isinstance(payload, list):
+        raise ModelFileError(f"malformed metadata: {marker[0]} holds a {type(payload).__name__}.")
+    if marker[0] == "__items__":
+        if not all(isinstance(pair, list) and len(pair) == 2 for pair in payload):
+            raise ModelFileError("malformed metadata: a mapping entry is not a (key, value) pair.")
+        decoded = {}
+        for key, item in payload:
+            key = _decode(key, arrays)
+            if not isinstance(key, str | int | float | bool | type(None) | tuple):
+                raise ModelFileError(f"malformed metadata: unhashable key {type(key).__name__}.")
+            decoded[key] = _decode(item, arrays)
+        return decoded
+    items = [_decode(v, arrays) for v in payload]
+    return items if marker[0] == "__list__" else tuple(items)
+
+
+def _checked_story(story: Story) -> Story:
+    """``story`` (rebuilt without ``__init__``) after its settings went through ``__init__``
+    once: an edited setting (``None``, a negative count) or a missing one is refused at load, not
+    at predict. A story whose ``__init__`` takes ``*args``/``**kwargs`` is not checked."""
+    cls = type(story)
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in parameters):
+        return story
+    fields = vars(story)
+    missing = [p.name for p in parameters if p.name not in fields and p.default is p.empty]
+    if missing:
+        raise ModelFileError(f"the story {cls.__name__} lacks the settings {missing!r}.")
+    rebuilt = cls(**{p.name: fields[p.name] for p in parameters if p.name in fields})
+    absent = sorted(set(vars(rebuilt)) - set(fields))
+    if absent:
+        raise ModelFileError(f"the story {cls.__name__} lacks the settings {absent!r}.")
+    return story
+
+
+def _attribute_name(key) -> str:
+    """A key of the file that may be set as an attribute (no dunder names such as __class__)."""
+    if not isinstance(key, str) or not key.isidentifier() or key.startswith("__"):
+        raise ModelFileError(f"malformed metadata: {key!r} is not an attribute name.")
+    return key
+
+
+def _plain_array(value, name: str) -> np.ndarray:
+    """An array ``np.save`` can store without pickle (object arrays of strings become unicode)."""
+    array = np.asarray(value)
+    if array.dtype == object:
+        items = array.ravel().tolist()
+        if all(isinstance(v, str) for v in items):
+            return array.astype(str)
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in items):
+            return np.asarray(items).reshape(array.shape)
+        raise TypeError(
+            f"cannot save {name}: it holds Python objects of mixed types; only numeric or string "
+            f"arrays can be stored without pickle."
+        )
+    return array
+
+
+def _signature(key, digest: str) -> str:
+    """HMAC-SHA256 of the file's digest under the user's ``key``."""
+    if isinstance(key, str):
+        key = key.encode()
+    if not isinstance(key, bytes | bytearray) or not key:
+        raise TypeError(f"key must be non-empty bytes or text, got {type(key).__name__}.")
+    return hmac.new(bytes(key), digest.encode(), hashlib.sha256).hexdigest()
+
+
+def _digest(metadata: dict, arrays: dict) -> str:
+    digest = hashlib.sha256(json.dumps(metadata, sort_keys=True).encode())
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(name.encode())
+        digest.update(str(array.dtype).encode())
+        digest.update(str(array.shape).encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+# -- public API -----------------------------------------------------------------------------------
+def save(estimator, path, *, key: bytes | str | None = None) -> Path:
+    """Write a fitted genprob estimator to ``path`` (an ``.npz`` file; the suffix is added).
+
+    The file is written beside ``path`` under a temporary name and renamed into place when
+    complete, so a failed save leaves a model already at ``path`` intact.
+
+    Args:
+        estimator: a fitted genprob estimator.
+        path: where to write it.
+        key: a secret (bytes or text) to sign the file with (HMAC-SHA256 of its digest);
+            ``load(path, key=key)`` then refuses any file not signed with that key. Without a
+            key the file carries only its SHA-256 digest, which anyone can recompute: it detects
+            accidents (damaged, truncated files), not a deliberate forger.
+
+    Raises:
+        sklearn.exceptions.NotFittedError: if the estimator is not fitted.
+        TypeError: if a hyperparameter or attribute cannot be stored without pickle.
+        ValueError: ``path`` is (or links to) a directory, FIFO, socket or device: it is left
+            untouched, where replacing it would destroy it.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(estimator, "params_")
+    if _ESTIMATORS.get(_qualified(type(estimator))) is not type(estimator):
+        raise TypeError(f"{type(estimator).__name__} is not a genprob estimator.")
+    arrays = {}
+    init_params = estimator.get_params(deep=False)
+    # Every fitted attribute (public ``name_`` and private helpers such as encodings) is stored,
+    # so the loaded estimator needs no data to predict.
+    derived_attributes = _derivable_attributes(estimator)
+    fitted = {
+        name: value
+        for name, value in vars(estimator).items()
+        if name not in init_params
+        and name not in ("params_", "story_", *_TRANSIENT)
+        and name not in derived_attributes
+    }
+    derived = _derivable_params(estimator)
+    for name, value in estimator.params_.items():
+        if name not in derived:
+            arrays[f"param.{name}"] = _plain_array(value, f"params_[{name!r}]")
+    aliases = {
+        id(value): name
+        for name, value in estimator.params_.items()
+        if isinstance(value, np.ndarray) and value.size >= _DERIVE_MIN_SIZE
+    }
+    metadata = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "genprob_version": __version__,
+        "estimator": _qualified(type(estimator)),
+        "init_params": _encode(estimator.get_params(deep=False), arrays, "init"),
+        # None for an estimator without one story (MixtureDiscriminantAnalysis)
+        "story": _encode(getattr(estimator, "story_", None), arrays, "story"),
+        "attributes": _encode(fitted, arrays, "attr", aliases),
+        "params": sorted(estimator.params_),
+        "derived": sorted(derived),
+    }
+    if derived_attributes:
+        metadata["derived_attributes"] = sorted(derived_attributes)
+    # what each member holds, so a load checks the sizes the zip declares before reading any
+    metadata["arrays"] = {name: [a.dtype.str, list(a.shape)] for name, a in arrays.items()}
+    metadata["sha256"] = _digest(metadata, arrays)
+    if key is not None:
+        metadata["hmac_sha256"] = _signature(key, metadata["sha256"])
+    path = Path(path)
+    if path.suffix != ".npz":
+        path = path.with_name(path.name + ".npz")
+    _write_atomically(
+        path,
+        lambda stream: np.savez_compressed(
+            stream, metadata=np.array(json.dumps(metadata)), **arrays
+        ),
+    )
+    return path
+
+
+def _write_atomically(path: Path, write) -> None:
+    """Call ``write(stream)`` on a new file beside ``path``, then rename it to ``path``.
+
+    A failure anywhere (a full disk, ``File too large``, an interrupt) removes the new file and
+    leaves whatever was at ``path`` as it was. A symbolic link is followed, so the link stays and
+    its target is replaced; a file already there keeps its permission bits. Only a regular file
+    is replaced: a directory, FIFO, socket or device (or a link to one) is refused untouched.
+    """
+    target = Path(os.path.realpath(path))
+    mode = _writable_target(path, target)
+    for _ in range(100):
+        temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            # 0o666 less the umask, as for any new file
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"cannot create a temporary file beside {target}.")
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            write(stream)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
+        _writable_target(path, target)  # again: something else may have taken its place
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def save_target_error(path) -> str | None:
+    """What ``path`` is when a saved model must not replace it (``"it is a FIFO (named
+    pipe)"``, ``"it links to T, which is a directory"``: a directory, FIFO, socket or device),
+    or None: a regular file or a new path."""
+    target = os.path.realpath(path)
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:  # a new path (or one the write itself reports)
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    where = f"it links to {target}, which is" if os.path.islink(path) else "it is"
+    return f"{where} {_file_kind(mode)}"
+
+
+def _writable_target(path, target: Path) -> int | None:
+    """The permission bits of the regular file at ``target`` (None: a new path); ValueError
+    when it is anything else."""
+    what = save_target_error(path)
+    if what is not None:
+        raise ValueError(
+            f"cannot save to {path}: {what}, not a regular file; a model is saved to a regular "
+            f"file or a new path (nothing was written)."
+        )
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        return None
+
+
+def _recomputed_params(estimator, stats) -> dict:
+    """The closed form's parameters from statistics, as the fit computed them (same program,
+    same precision), or {} when the story has none."""
+    import jax
+
+    from genprob.engine._dtype import numpy_dtype, precision
+
+    story = getattr(estimator, "story_", None)  # None: MixtureDiscriminantAnalysis
+    if story is None or not has_closed_form(story) or not isinstance(stats, dict):
+        return {}
+    if "emission" not in stats:
+        return {}
+    from genprob.engine import execution
+
+    dtype = numpy_dtype(estimator._dtype)
+    with precision(estimator._dtype):
+        emission = jax.tree_util.tree_map(lambda a: np.asarray(a, dtype), stats["emission"])
+        params = execution.emission_parameters(story, emission)
+        return {k: np.asarray(v) for k, v in params.items()}
+
+
+def _derivable_params(estimator) -> set:
+    """Large parameters that the closed form recomputes bit for bit from ``stats_``."""
+    large = [
+        name for name, value in estimator.params_.items() if np.size(value) >= _DERIVE_MIN_SIZE
+    ]
+    if not large or getattr(estimator, "stats_", None) is None:
+        return set()
+    try:
+        recomputed = _recomputed_params(estimator, estimator.stats_)
+    except Exception:  # noqa: BLE001 - a story that cannot refit keeps every parameter stored
+        return set()
+    return {
+        name
+        for name in large
+        if name in recomputed
+        and np.asarray(estimator.params_[name]).dtype == recomputed[name].dtype
+        and np.array_equal(estimator.params_[name], recomputed[name])
+    }
+
+
+def _derivable_attributes(estimator) -> set:
+    """Fitted attributes the estimator recomputes after loading (none unless it says so)."""
+    method = getattr(type(estimator), "_derivable_attributes", None)
+    return set(method(estimator)) if method is not None else set()
+
+
+def load(path, *, key: bytes | str | None = None):
+    """Read an estimator written by :func:`save`; predictions are identical to the saved one.
+
+    Without ``key``, the file's SHA-256 digest detects accidental damage only: anyone can edit
+    a file and recompute it. Load files from sources you trust, or sign them (``save(...,
+    key=...)``) and pass the same ``key`` here: a file not signed with it is then refused.
+
+    Raises:
+        ModelFileError: anything wrong with the file's contents: not a zip archive, damaged or
+            encrypted members, arrays that are not plain ``.npy`` data, metadata of the wrong
+            schema, an unknown class, a format version other than 1..:data:`FORMAT_VERSION`, a
+            failed integrity check, arrays declaring more than
+            ``genprob.engine._limits.MAX_LOAD_BYTES`` in all (checked before anything is inflated),
+            or a path that is not a regular file (a FIFO, a device, a directory).
+        FileNotFoundError: no such file (other ``OSError`` when the path cannot be read).
+    """
+    path = Path(path)
+    if key is not None:
+        _signature(key, "")  # a bad key is refused before the file is read
+    metadata, contents = _read_archive(path)
+    metadata = _check_metadata(path, metadata, contents, key)
+    try:
+        estimator, derivation = _rebuild(path, metadata, contents)
+        _check_consistent(path, estimator, derivation)
+    except ModelFileError:
+        raise
+    except (TypeError, ValueError, AttributeError, RecursionError, LookupError) as error:
+        # A file that passed its digest was edited by hand: any fault is the file's.
+        raise ModelFileError(
+            f"{path} holds inconsistent metadata ({type(error).__name__}: {error})."
+        ) from error
+    return estimator
+
+
+def _check_consistent(path: Path, estimator, derivation=None) -> None:
+    """The fitted attributes every estimator's predictions index agree with each other, so an
+    edited file is refused here rather than with a KeyError or IndexError at predict.
+
+    ``derivation``: ``(story, stats, parameters)`` of the M-step :func:`_rebuild` ran for the
+    derived parameters, reused when the estimator holds that very story and those statistics
+    (the M-step runs once per load)."""
+    from genprob.story import CLASS_PRIOR
+
+    params = getattr(estimator, "params_", None)
+    if not isinstance(params, dict) or not all(
+        isinstance(value, np.ndarray) and value.dtype.kind in "biuf" for value in params.values()
+    ):
+        raise ModelFileError(f"{path}: the parameters must be numeric arrays.")
+    prior = params.get(CLASS_PRIOR)
+    if prior is None or prior.ndim != 1 or prior.size < 1:
+        raise ModelFileError(f"{path}: the parameter {CLASS_PRIOR!r} must be a 1-D array.")
+    num_classes = prior.shape[0]
+    features = getattr(estimator, "n_features_in_", None)
+    if type(features) is not int or features < 1:
+        raise ModelFileError(f"{path}: n_features_in_ must be an int >= 1, got {features!r}.")
+    for name, value in params.items():
+        # every parameter is per class or per feature (a 0-d one would fail at predict)
+        if not any(size in (num_classes, features) for size in value.shape):
+            raise ModelFileError(
+                f"{path}: the parameter {name!r} has shape {value.shape}, with no axis of the "
+                f"{num_classes} classes or the {features} features."
+            )
+    classes = getattr(estimator, "classes_", None)
+    if not isinstance(classes, np.ndarray) or classes.shape != (num_classes,):
+        raise ModelFileError(
+            f"{path}: classes_ must be a 1-D array of {num_classes} labels (one per entry of "
+            f"{CLASS_PRIOR!r}), got {type(classes).__name__} {np.shape(classes)}."
+        )
+    if len(set(classes.tolist())) != num_classes:
+        raise ModelFileError(f"{path}: classes_ repeats a label.")
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None and (not isinstance(names, np.ndarray) or names.shape != (features,)):
+        raise ModelFileError(
+            f"{path}: feature_names_in_ must name the {features} features of n_features_in_, got "
+            f"{type(names).__name__} {np.shape(names)}."
+        )
+    stats = getattr(estimator, "stats_", None)
+    if stats is not None:
+        counts = stats.get("class_counts") if isinstance(stats, dict) else None
+        if (
+            not isinstance(counts, np.ndarray)
+            or counts.shape != (num_classes,)
+            or not isinstance(stats.get("emission"), dict)
+        ):
+            raise ModelFileError(
+                f"{path}: stats_ must hold class_counts of {num_classes} classes and the "
+                f"emission's statistics."
+            )
+        try:  # the statistics must be the story's: its closed form reads every one it needs
+            if derivation is not None and _derived_from(estimator, derivation):
+                recomputed = derivation[2]
+            else:
+                recomputed = _recomputed_params(estimator, stats)
+        except Exception as error:  # noqa: BLE001 - whatever the M-step raises on foreign input
+            raise ModelFileError(
+                f"{path}: the stored statistics cannot be recomputed into the story's "
+                f"parameters ({type(error).__name__}: {error})."
+            ) from None
+        for name, value in recomputed.items():
+            if name in params and params[name].shape != value.shape:
+                raise ModelFileError(
+                    f"{path}: the parameter {name!r} has shape {params[name].shape}; the "
+                    f"story's parameters from the stored statistics have {value.shape}."
+                )
+
+
+def _derived_from(estimator, derivation) -> bool:
+    """Whether ``estimator`` holds the story and statistics of ``derivation`` (equal arrays)."""
+    import jax
+
+    story, stats, _ = derivation
+    if estimator.story_ is not story:
+        return False
+    held, structure = jax.tree_util.tree_flatten(estimator.stats_)
+    used, used_structure = jax.tree_util.tree_flatten(stats)
+    return structure == used_structure and all(
+        np.asarray(a).dtype == np.asarray(b).dtype and np.array_equal(a, b)
+        for a, b in zip(held, used, strict=True)
+    )
+
+
+def _fitted_attribute(path: Path, cls, init_params: dict, name, value) -> str:
+    """``name`` of a fitted attribute in the file, checked: not one that :func:`save` never
+    writes, nor a method, property or constant of ``cls`` (an entry ``predict_proba: 3`` would
+    hide the method), and of the kind ``cls._fitted_kinds`` gives it, if any."""
+    name = _attribute_name(name)
+    if name in init_params or name in ("params_", "story_", *_TRANSIENT):
+        raise ModelFileError(f"{path}: the entry {name!r} is not a fitted attribute.")
+    try:
+        defined = inspect.getattr_static(cls, name)
+    except AttributeError:
+        pass
+    else:
+        method = callable(defined) or isinstance(defined, classmethod)
+        kind = "a property" if isinstance(defined, property) else "a method" if method else ""
+        raise ModelFileError(
+            f"{path}: the entry {name!r} would replace {kind or 'an attribute'} of "
+            f"{cls.__name__} with a "
+            f"{type(value).__name__}; it is not a fitted attribute."
+        )
+    kinds = getattr(cls, "_fitted_kinds", {}).get(name)
+    if kinds is not None and not isinstance(value, kinds):
+        kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+        expected = " or ".join(kind.__name__ for kind in kinds)
+        raise ModelFileError(
+            f"{path}: the entry {name!r} must be a {expected}, got {type(value).__name__}."
+        )
+    return name
+
+
+def _rebuild(path: Path, metadata: dict, contents: dict):
+    """The estimator described by checked ``metadata`` and its arrays, and ``(story, stats,
+    parameters)`` of the M-step that recomputed its derived parameters (None without any)."""
+    cls = _ESTIMATORS.get(metadata["estimator"])
+    if cls is None:
+        raise ModelFileError(f"{path} names an unknown estimator {metadata['estimator']!r}.")
+    derived = metadata.get("derived", [])
+    missing = [
+        name
+        for name in metadata["params"]
+        if f"param.{name}" not in contents and name not in derived
+    ]
+    if missing:
+        raise ModelFileError(f"{path} lacks the parameter arrays {missing!r}.")
+    init_params = _decode(metadata["init_params"], contents)
+    story = _decode(metadata["story"], contents)
+    if not isinstance(init_params, dict):
+        raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
+    if not isinstance(story, Story) and not (story is None and _has_no_story(metadata)):
+        raise ModelFileError(f"{path}: the story must be a Story, got {type(story).__name__}.")
+    try:
+        estimator = cls(**{_attribute_name(k): v for k, v in init_params.items()})
+    except (TypeError, ValueError) as error:
+        raise ModelFileError(
+            f"{path} holds constructor parameters {cls.__name__} rejects ({error})."
+        ) from None
+    if story is not None:
+        estimator.story_ = story
+    stats = derivation = None
+    if derived:
+        # the statistics come first: the derived parameters are recomputed from them
+        statistics = metadata["attributes"]
+        if isinstance(statistics, dict):
+            for pair in statistics.get("__items__", []):
+                if isinstance(pair, list) and len(pair) == 2 and pair[0] == "stats_":
+                    stats = _decode(pair[1], contents)
+    if derived:
+        recomputed = _recomputed_params(estimator, stats) if stats is not None else {}
+        if not all(name in recomputed for name in derived):
+            raise ModelFileError(f"{path}: derived parameters {derived!r} cannot be recomputed.")
+        for name in derived:
+            contents[f"param.{name}"] = recomputed[name]
+        derivation = (story, stats, recomputed)
+    attributes = _decode(metadata["attributes"], contents)
+    if not isinstance(attributes, dict):
+        raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
+    for name, value in attributes.items():
+        setattr(estimator, _fitted_attribute(path, cls, init_params, name, value), value)
+    estimator.params_ = {name: contents[f"param.{name}"] for name in metadata["params"]}
+    derived_attributes = metadata.get("derived_attributes", [])
+    if derived_attributes:
+        restore = getattr(type(estimator), "_restore_derived_attributes", None)
+        if restore is None:
+            raise ModelFileError(
+                f"{path} lists derived attributes {derived_attributes!r}, which "
+                f"{cls.__name__} cannot recompute."
+            )
+        restore(estimator, [_attribute_name(name) for name in derived_attributes])
+    return estimator, derivation
+
+
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _has_no_story(metadata) -> bool:
+    """Whether the file's estimator is one without a story (``story_``): its story is None."""
+    cls = _ESTIMATORS.get(metadata.get("estimator"))
+    return cls is not None and not getattr(cls, "_has_story", True)
+
+
+def _file_kind(mode: int) -> str:
+    return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+
+
+def _refuse_unless_regular(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise ModelFileError(
+            f"{path} is {_file_kind(mode)}, not a regular file: give a model file's path."
+        )
+
+
+def _open_regular(path: Path):
+    """``path`` opened for reading when it is a regular file (symbolic links followed).
+
+    Checked before opening, and again on the opened file (opened without blocking: a FIFO put
+    in its place meanwhile would otherwise wait for a writer forever).
+    """
+    _refuse_unless_regular(path, os.stat(path).st_mode)  # FileNotFoundError passes through
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        _refuse_unless_regular(path, os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def _read_archive(path: Path) -> tuple[dict, dict]:
+    """The metadata document and the arrays it names, read without pickle and size-checked.
+
+    The sizes the archive declares are checked, per member and in total, before anything is
+    inflated; then the metadata is read and its format checked, and only the members it names
+    are read (any other member is refused unread), each after its declared size was found to
+    match the dtype and shape the metadata gives it (files written before the metadata listed
+    them: bounded by the limits only). Each member is read into its array directly (no second
+    copy) and cannot inflate beyond its declared size (zipfile stops there and checks the CRC).
+    """
+    from genprob.engine import _limits
+
+    with _open_regular(path) as stream:  # FileNotFoundError and other OSErrors pass through
+        head = stream.read(4)
+        if head != b"PK\x03\x04":
+            kind = "a bare .npy array" if head == b"\x93NUM" else "not a zip archive"
+            raise ModelFileError(f"{path} is not a genprob model file ({kind}).")
+        stream.seek(0)
+        try:
+            with zipfile.ZipFile(stream) as archive:
+                members = archive.infolist()
+                _check_members(path, members, _limits)
+                members = {info.filename[: -len(".npy")]: info for info in members}
+                info = members.pop("metadata", None)
+                if info is None:
+                    raise ModelFileError(f"{path} has no valid genprob metadata.")
+                if info.file_size > _limits.MAX_METADATA_BYTES:
+                    raise ModelFileError(
+                        f"{path}: its metadata declares {_limits.compact(info.file_size)} bytes; "
+                        f"the limit is {_limits.compact(_limits.MAX_METADATA_BYTES)} bytes "
+                        f"(genprob.engine._limits.MAX_METADATA_BYTES)."
+                    )
+                metadata = _parse_metadata(path, _read_member(archive, info))
+                named = _named_arrays(path, metadata)
+                unnamed = sorted(set(members) - set(named))
+                if unnamed:
+                    raise ModelFileError(
+                        f"{path} holds {len(unnamed)} array(s) its metadata does not name "
+                        f"({', '.join(repr(name + '.npy') for name in unnamed[:3])}"
+                        f"{', ...' if len(unnamed) > 3 else ''}): not a file genprob wrote, "
+                        f"refused unread."
+                    )
+                for name, info in members.items():
+                    _check_declared_size(path, info, named[name])
+                return metadata, {
+                    name: _read_member(archive, info, named[name]) for name, info in members.items()
+                }
+        except ModelFileError:
+            raise
+        except Exception as error:  # zlib, zip, header-parsing errors: all mean a damaged file
+            raise ModelFileError(
+                f"{path} is not a readable genprob model file ({type(error).__name__}: {error})."
+            ) from error
+
+
+def _named_arrays(path: Path, metadata: dict) -> dict:
+    """Member name -> ``(dtype, shape)`` the metadata gives it (its ``arrays``), or -> None for
+    a file written before (the parameters it lists and the arrays it refers to)."""
+    listed = metadata.get("arrays")
+    if listed is None:
+        params, derived = metadata.get("params"), metadata.get("derived")
+        named = dict.fromkeys(
+            f"param.{name}"
+            for name in (params if isinstance(params, list) else [])
+            if isinstance(name, str) and name not in (derived if isinstance(derived, list) else [])
+        )
+        pending = [metadata]
+        while pending:  # every {"__array__": name} anywhere in the document
+            value = pending.pop()
+            if isinstance(value, dict):
+                if isinstance(value.get("__array__"), str):
+                    named[value["__array__"]] = None
+                pending.extend(value.values())
+            elif isinstance(value, list):
+                pending.extend(value)
+        return named
+    try:
+        if not isinstance(listed, dict):
+            raise TypeError
+        named = {}
+        for name, (dtype, shape) in listed.items():
+            dtype = np.dtype(dtype)
+            if (
+                not isinstance(shape, list)
+                or not all(type(d) is int and d >= 0 for d in shape)
+                or dtype.hasobject
+            ):
+                raise TypeError
+            named[name] = (dtype, tuple(shape))
+    except (TypeError, ValueError):
+        raise ModelFileError(
+            f"{path}: metadata field 'arrays' must map names to [dtype, shape]."
+        ) from None
+    return named
+
+
+#: Most bytes of a .npy member's header: NumPy writes 64 to 256 for the arrays a model holds.
+_NPY_HEADER_BYTES = 4096
+
+
+def _check_declared_size(path: Path, info: zipfile.ZipInfo, spec) -> None:
+    """The member's declared size against the ``(dtype, shape)`` the metadata gives it."""
+    if spec is None:
+        return
+    dtype, shape = spec
+    data = dtype.itemsize * math.prod(shape)
+    if not data + 10 <= info.file_size <= data + _NPY_HEADER_BYTES:
+        raise ModelFileError(
+            f"{path}: member {info.filename!r} declares {info.file_size} bytes; its metadata "
+            f"gives it dtype {dtype.str} and shape {shape} ({data} bytes of data)."
+        )
+
+
+def _check_members(path: Path, members, limits) -> None:
+    """Names, flags and declared sizes of the archive's members, before any is read."""
+    names = set()
+    for info in members:
+        if not info.filename.endswith(".npy") or info.flag_bits & 0x1:
+            raise ModelFileError(
+                f"{path} holds member {info.filename!r}, which is not a plain .npy array."
+            )
+        if info.filename in names:
+            raise ModelFileError(f"{path} holds member {info.filename!r} twice.")
+        names.add(info.filename)
+        # deflate expands at most 1032-fold: a larger declared size is a lie of the zip directory
+        stored = info.compress_type == zipfile.ZIP_STORED
+        if info.file_size > (info.compress_size if stored else 1032 * info.compress_size + 64):
+            raise ModelFileError(
+                f"{path}: member {info.filename!r} declares {limits.compact(info.file_size)} "
+                f"bytes, more than its {limits.compact(info.compress_size)} compressed bytes can "
+                f"hold (a damaged or forged file)."
+            )
+        if info.file_size > limits.MAX_ARRAY_BYTES:
+            raise ModelFileError(
+                f"{path}: member {info.filename!r} declares {limits.compact(info.file_size)} "
+                f"bytes; the limit per array is {limits.compact(limits.MAX_ARRAY_BYTES)} bytes "
+                f"(genprob.engine._limits.MAX_ARRAY_BYTES)."
+            )
+    total = sum(info.file_size for info in members)
+    if total > limits.MAX_LOAD_BYTES:
+        largest = max(members, key=lambda info: info.file_size)
+        raise ModelFileError(
+            f"{path}: its {len(members)} arrays declare {limits.compact(total)} bytes in all "
+            f"(the largest, {largest.filename!r}, {limits.compact(largest.file_size)} bytes); "
+            f"the limit is {limits.compact(limits.MAX_LOAD_BYTES)} bytes "
+            f"(genprob.engine._limits.MAX_LOAD_BYTES). Raise it to load a larger model from a "
+            f"source "
+            f"you trust."
+        )
+
+
+#: Bytes read from a member per call (the only buffer besides the array itself).
+_CHUNK = 1 << 20
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, spec=None) -> np.ndarray:
+    """A ``.npy`` member as an array; its header must describe exactly the bytes that follow
+    (and the ``(dtype, shape)`` of ``spec``, when given)."""
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+        else:
+            raise ModelFileError(f"unsupported .npy version {version}.")
+        if dtype.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise ModelFileError(
+                f"array header with dtype {dtype} and shape {shape} is not allowed."
+            )
+        if spec is not None and (dtype, tuple(shape)) != spec:
+            raise ModelFileError(
+                f"array {info.filename!r} has dtype {dtype.str} and shape {shape}; the metadata "
+                f"gives it {spec[0].str} and {spec[1]}."
+            )
+        count = int(np.prod(shape, dtype=object))
+        if count * dtype.itemsize != info.file_size - member.tell():
+            raise ModelFileError("an array's header does not match its data length.")
+        array = np.empty(count, dtype=dtype)
+        if array.nbytes:
+            view = memoryview(array.view(np.uint8))
+            done = 0
+            while done < len(view):
+                read = member.readinto(view[done : done + _CHUNK])
+                if not read:
+                    raise ModelFileError("an array's data ends before its declared length.")
+                done += read
+        if member.read(1):  # also makes zipfile check the member's CRC
+            raise ModelFileError("an array's data runs past its declared length.")
+    return array.reshape(shape, order="F" if fortran else "C")
+
+
+def _parse_metadata(path: Path, raw: np.ndarray) -> dict:
+    """The metadata document of a genprob model file of a version this genprob reads (its
+    other fields are checked with the arrays, by :func:`_check_metadata`)."""
+    if raw.shape != () or raw.dtype.kind != "U":
+        raise ModelFileError(f"{path} has no valid genprob metadata.")
+    try:
+        metadata = json.loads(str(raw))
+    except (json.JSONDecodeError, RecursionError):
+        raise ModelFileError(f"{path} has no valid genprob metadata.") from None
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
+        raise ModelFileError(f"{path} is not a genprob model file.")
+    version = metadata.get("format_version")
+    if type(version) is not int or version < 1:
+        raise ModelFileError(
+            f"{path} has an invalid format_version {version!r} (a positive integer)."
+        )
+    if version > FORMAT_VERSION:
+        raise ModelFileError(
+            f"{path} was written with model format version {version!r}; this genprob reads "
+            f"versions up to {FORMAT_VERSION}. Upgrade genprob to load it."
+        )
+    return metadata
+
+
+def _check_metadata(path: Path, metadata: dict, contents: dict, key=None) -> dict:
+    """The metadata's integrity (digest, signature) and schema, before any field is used."""
+    expected = metadata.pop("sha256", None)
+    signature = metadata.pop("hmac_sha256", None)
+    if not isinstance(expected, str) or expected != _digest(metadata, contents):
+        raise ModelFileError(
+            f"{path} failed its integrity check: the file was modified or damaged."
+        )
+    if key is not None:
+        if not isinstance(signature, str):
+            raise ModelFileError(f"{path} is not signed; a key was given, so it is refused.")
+        if not hmac.compare_digest(signature, _signature(key, expected)):
+            raise ModelFileError(
+                f"{path} is not signed with this key: it was signed with another key, or "
+                f"modified after signing."
+            )
+    schema = {
+        "genprob_version": str,
+        "estimator": str,
+        "init_params": dict,
+        "story": dict,
+        "attributes": dict,
+        "params": list,
+    }
+    for field, kind in schema.items():
+        if field == "story" and metadata.get(field, 0) is None and _has_no_story(metadata):
+            continue
+        if not isinstance(metadata.get(field), kind):
+            raise ModelFileError(
+                f"{path}: metadata field {field!r} must be a {kind.__name__}, got "
+                f"{type(metadata.get(field)).__name__}."
+            )
+    if not all(isinstance(name, str) for name in metadata["params"]):
+        raise ModelFileError(f"{path}: metadata field 'params' must list names.")
+    derived = metadata.get("derived", [])
+    if not isinstance(derived, list) or not set(derived) <= set(metadata["params"]):
+        raise ModelFileError(f"{path}: metadata field 'derived' must list parameter names.")
+    derived_attributes = metadata.get("derived_attributes", [])
+    if not isinstance(derived_attributes, list) or not all(
+        isinstance(name, str) for name in derived_attributes
+    ):
+        raise ModelFileError(f"{path}: metadata field 'derived_attributes' must list names.")
+    if metadata.get("derived_statistics"):
+        raise ModelFileError(
+            f"{path} leaves out statistics that this genprob no longer recomputes "
+            f"(derived_statistics); refit and save the model again."
+        )
+    return metadata
