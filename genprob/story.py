@@ -167,11 +167,12 @@ CAPABILITY_DEFAULTS = MappingProxyType(
 )
 
 
-def _check_capabilities(cls) -> None:
-    """Refuse, once when ``cls`` is defined, capabilities genprob would not read: unknown keys of
-    a mapping declaration, or a capability as its own attribute (as releases before issue 56
-    read them). A property's keys are known only on an instance and are not checked."""
-    declared = cls.capabilities if isinstance(cls.capabilities, Mapping) else {}
+def check_capabilities(cls, declared=None) -> None:
+    """Refuse capabilities genprob would not read: unknown keys of the declaration, or a
+    capability as its own attribute (as releases before issue 56 read them). A mapping is
+    checked once, when ``cls`` is defined; a property's keys (``declared``) when it is read."""
+    if declared is None:
+        declared = cls.capabilities if isinstance(cls.capabilities, Mapping) else {}
     unread = sorted(set(declared) - CAPABILITY_DEFAULTS.keys())
     unread += [k for k in CAPABILITY_DEFAULTS if hasattr(cls, k)]
     if unread:
@@ -328,7 +329,7 @@ class Story(metaclass=_StoryType):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        _check_capabilities(cls)
+        check_capabilities(cls)
         # the newest definition wins (a class redefined in a notebook replaces the old one)
         _STORY_CLASSES[qualified_name(cls)] = cls
         when_jax(lambda jax: _register_pytree(cls, jax))

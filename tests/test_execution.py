@@ -140,3 +140,11 @@ def test_capabilities_come_from_one_checked_declaration():
 
         class Misspelled(Story):
             capabilities = {"supports_mising": True}
+
+    class Computed(Story):  # a property's keys are known when it is read
+        @property
+        def capabilities(self):
+            return {"array_apy": True}
+
+    with pytest.raises(TypeError, match=r"Computed gives .* does not read, \['array_apy'\]"):
+        capability(Computed(), "array_api")

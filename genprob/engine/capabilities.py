@@ -15,7 +15,15 @@ may say why with :class:`genprob.story.Unsupported`.
 
 from __future__ import annotations
 
-from genprob.story import CAPABILITY_DEFAULTS, Story, nested_stories, why_not
+from collections.abc import Mapping
+
+from genprob.story import (
+    CAPABILITY_DEFAULTS,
+    Story,
+    check_capabilities,
+    nested_stories,
+    why_not,
+)
 
 __all__ = ["DEFAULTS", "capability", "has_closed_form", "has_exact_posterior", "chunk_refusal"]
 
@@ -25,8 +33,11 @@ DEFAULTS = CAPABILITY_DEFAULTS
 
 def capability(story: Story, name: str):
     """The story's answer for capability ``name`` (a key of :data:`DEFAULTS`): its declaration
-    in ``story.capabilities`` (checked once, when its class was defined), else the default."""
+    in ``story.capabilities`` (a mapping checked when its class was defined, a property's
+    answer here), else the default."""
     declared = story.capabilities
+    if not isinstance(type(story).capabilities, Mapping):
+        check_capabilities(type(story), declared)
     if name in declared:
         return declared[name]
     return has_closed_form(story) if name == "adds_over_rows" else DEFAULTS[name]

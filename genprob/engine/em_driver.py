@@ -104,7 +104,7 @@ class EMLoop(NamedTuple):
     drop: float
 
 
-def run_em_loop(m_step, e_step, _=None, *, params, max_iter, tol, eps, scale, refine=None):
+def run_em_loop(m_step, e_step, *, params, max_iter, tol, eps, scale, refine=None):
     """EM from ``params``: their E-step, then M-step and E-step in turn until the rule is met.
 
     Args:
@@ -119,8 +119,8 @@ def run_em_loop(m_step, e_step, _=None, *, params, max_iter, tol, eps, scale, re
         max_iter: most E-steps, the start's included (as many M-steps with the caller's first).
         tol, eps, scale: :func:`em_step`'s; the caller warns of a refused step (``drop``)
             and of ``max_iter`` (:func:`warn_decrease`, :func:`warn_max_iter`).
-        _, refine: for ``families/gaussian/mixture.py``'s call only (it passes None here, a
-            ``scale`` that is a function of the new objective for mclust's relative rule, and
+        refine: for ``families/gaussian/mixture.py``'s call only (with a ``scale`` that is a
+            function of the new objective for mclust's relative rule, and
             ``refine``: called when the rule is met, True continues with finer M-steps); its
             refused step is warned here. Delete them once the mixture is a story.
     """

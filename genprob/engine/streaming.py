@@ -141,8 +141,7 @@ class _OneShot:
             raise ValueError(
                 "this fit needs another pass over the data (EM over unlabeled rows makes one per "
                 "iteration), but the chunks came from a one-shot iterator. Wrap a list or a "
-                "function returning a fresh iterator in genprob.engine.streaming.Chunks, or read "
-                "from "
+                "function returning a fresh iterator in genprob.streaming.Chunks, or read from "
                 "Parquet."
             )
         self._used = True
@@ -275,7 +274,7 @@ def _source(X, y, sample_weight):
     elif _is_parquet_path(X):
         raise ValueError(
             f"fit on the Parquet data {os.fspath(X)!r} needs the label column: pass "
-            f"genprob.engine.streaming.parquet({os.fspath(X)!r}, target='label')."
+            f"genprob.streaming.parquet({os.fspath(X)!r}, target='label')."
         )
     else:
         source = _OneShot(X)
@@ -637,7 +636,7 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
             raise ValueError(
                 "fitting on a one-shot iterator of chunks needs classes=[...] (every class "
                 "label, as for partial_fit): the classes must be known before the first chunk. "
-                "Or wrap the chunks in genprob.engine.streaming.Chunks (re-readable): then a first "
+                "Or wrap the chunks in genprob.streaming.Chunks (re-readable): then a first "
                 "pass collects the labels."
             )
         classes = collect_classes(source.labels(), marker)

@@ -378,7 +378,7 @@ def _run_em(fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, c
 
     # the mclust rule: relative change; a finer cap of the iterative M-steps once it is met
     loop = run_em_loop(
-        m_step, e_step, None, params=fit, max_iter=max_iter + 1 if iterative else 1, tol=tol,
+        m_step, e_step, params=fit, max_iter=max_iter + 1 if iterative else 1, tol=tol,
         eps=np.finfo(float).eps, scale=lambda value: max(1.0, abs(value)),
         refine=lambda: len(caps) > 1 and caps.pop(0) > 0,
     )  # fmt: skip
