@@ -269,7 +269,8 @@ def rows_log_likelihood(joint, codes):
     if xp is np:
         top = _row_max(joint)
         top = np.where(np.isfinite(top), top, 0.0)
-        marginal = np.log(row_sums(np.exp(joint - top[:, None]))) + top
+        with np.errstate(divide="ignore"):  # a row no class can produce: -inf, as JAX's
+            marginal = np.log(row_sums(np.exp(joint - top[:, None]))) + top
     else:
         marginal = jax.nn.logsumexp(joint, axis=-1)
     return xp.where(labeled, chosen, marginal)

@@ -830,15 +830,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             if y.shape != (X.shape[0],):
                 raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
             codes = self._label_codes(y)
-        with precision(self._dtype):
-            values = core.log_likelihood(
-                self._scoring_story(X),
-                self._params_jax(),
-                self._as_features(X),
-                jnp.asarray(codes),
-                pointwise=True,
-            )
-            values = np.asarray(values)
+        values = execution.rows_log_likelihood(self._joint_log_proba(X), codes)
         return values if pointwise else float(values.sum())
 
     # -- posterior (Bayesian counterpart of the fit) ---------------------------------------------
@@ -932,7 +924,10 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         """Joint log-probabilities ``log p(x, y = k) = log pi_k + log p(x | k)``, (n, K)."""
         if _is_dask(X):
             return _dask_predict(self, "predict_joint_log_proba", X)
-        X = self._check_X(X)
+        return self._joint_log_proba(self._check_X(X))
+
+    def _joint_log_proba(self, X):
+        """:meth:`predict_joint_log_proba` of checked rows, which :meth:`log_likelihood` sums."""
         with precision(self._dtype):
             story, params = self._scoring_story(X), self._params_jax()
             return np.asarray(execution.joint_log_prob(story, params, self._as_features(X)))

@@ -150,19 +150,22 @@ class GaussianMixtureStory(Story):
         components = full_gaussian(params["means"][index], params["covariances"][index], None)
         return dist.MixtureSameFamily(dist.Categorical(logits=logits), components)
 
-    def _within(self, params, X):
-        """``log tau_j f_j(x)`` (n, J) of NumPy rows and each class's log-sum-exp of them (n, K)."""
+    def _within(self, params, X, observed=None):
+        """``log tau_j f_j(x)`` (n, J) of NumPy rows and each class's log-sum-exp of them (n, K);
+        ``observed`` (n, D): the density of the observed coordinates."""
         cell_class = np.asarray(self.cell_class)
-        log_f = cell_log_density(X, params["means"], params["covariances"], cell_class)
+        log_f = cell_log_density(X, params["means"], params["covariances"], cell_class, observed)
         index, present = self._padding()
         with np.errstate(divide="ignore", invalid="ignore"):
             joint = log_f + np.log(params["weights"])
             return joint, logsumexp(np.where(present, joint[:, index], -np.inf), axis=-1)
 
-    def log_density(self, params, X):
+    def log_density(self, params, X, observed=None):
+        """``log p(x | k)`` (n, K); of NumPy rows, given ``observed`` (n, D), that of the
+        observed coordinates (the estimator's host scoring of NaN cells)."""
         if not isinstance(X, np.ndarray):
             return super().log_density(params, X)
-        return self._within(params, X)[1]
+        return self._within(params, X, observed)[1]
 
     # -- the closed form: statistics per cell, the structures' M-step per group -----------------
     @staticmethod
