@@ -1,34 +1,7 @@
 """Gaussian estimators: GaussianNB, LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis.
 
-Constructor parameters, defaults and fitted attribute names follow scikit-learn 1.9; every
-prediction goes through the story's emission (``genprob.core.joint_log_prob``). Differences from
-scikit-learn, all deliberate:
-
-* LDA's covariance is always the pooled maximum-likelihood estimate (what scikit-learn's solvers
-  compute with empirical priors). A rank-deficient pooled covariance (``p > n``, constant
-  features) is used on the subspace its correlation eigenvalues above ``tol**2`` span, for every
-  solver. Class posteriors agree with scikit-learn's ``svd`` solver, which truncates the same way;
-  scikit-learn's ``lsqr`` takes a least-squares pseudo-inverse and its ``eigen`` solves an
-  ill-posed generalized eigenproblem (or fails), so with ``solver="lsqr"``/``"eigen"`` genprob
-  gives the svd solver's posteriors, which can differ from scikit-learn's ``lsqr``/``eigen``
-  ones, and warns. A regular covariance (full rank, or any ``shrinkage`` > 0) gives
-  scikit-learn's posteriors for every solver.
-* QDA's ``reg_param`` with ``solver="eigen"`` is refused (scikit-learn silently ignores it);
-  a one-sample class is accepted when ``reg_param > 0`` makes its covariance regular. A class
-  with fewer rows than features is fitted when ``reg_param > 0`` (``(1 - r) Sigma_k + r I`` is
-  regular); scikit-learn's svd solver raises ``LinAlgError`` there, since its SVD of the class's
-  rows has no singular value for the missing directions. Without ``reg_param`` both raise it,
-  with scikit-learn's message.
-* LDA refuses a single class with QDA's message (scikit-learn 1.9.1's LDA fits one class into a
-  degenerate model); GaussianNB fits it, predicting that class with probability 1.
-* ``priors`` not summing to 1 are renormalized with a warning by LDA and QDA (scikit-learn's
-  LDA behaviour) and rejected by GaussianNB (scikit-learn's GaussianNB behaviour).
-* ``sample_weight`` is accepted by all three (weighted moments), and all three have
-  ``partial_fit`` (incremental fit from running sufficient statistics), except with
-  ``shrinkage="auto"`` or a ``covariance_estimator``, whose statistics do not add up.
-* Rows labeled ``-1`` are unlabeled and fitted by EM, controlled by the keyword-only
-  ``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init`` and ``random_state`` (``em_tol``,
-  not ``tol``: LDA and QDA keep scikit-learn's ``tol``, a rank threshold).
+Parameters, defaults and fitted attributes follow scikit-learn 1.9; the deliberate differences
+are listed in docs/reference/estimators.md.
 """
 
 from __future__ import annotations
@@ -153,21 +126,14 @@ class _GaussianBase(GenerativeClassifierBase):
 class GaussianNB(_GaussianBase):
     """Gaussian naive Bayes: per-class diagonal Gaussians (scikit-learn compatible).
 
+    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
+    for every estimator: see docs/reference/estimators.md.
+
     Args:
         priors: fixed class prior (K,) (non-negative, summing to 1), or None to estimate class
             proportions.
         var_smoothing: fraction of the largest feature variance added to every variance.
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less. Named ``em_tol``
-            because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations and of :meth:`sample`'s default.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
 
     Attributes:
         theta_: class means (K, D).
@@ -382,20 +348,11 @@ class LinearDiscriminantAnalysis(
 
     Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``covariance_``,
     ``coef_``, ``intercept_``, ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
-    ``n_features_in_``. The EM controls below are keyword-only.
+    ``n_features_in_``. The EM controls are keyword-only.
 
-    Args:
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less. Named ``em_tol``
-            because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations and of :meth:`sample`'s default.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
+    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
+    for every estimator: see docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
@@ -733,20 +690,11 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``rotations_``
     and ``scalings_`` (eigenvectors and eigenvalues of each class covariance, largest first;
     computed on first use, as the fit's rank check needs only a Cholesky factorization of
-    ``covariance - tol I``), ``covariance_`` (with ``store_covariance``). The EM controls are:
+    ``covariance - tol I``), ``covariance_`` (with ``store_covariance``).
 
-    Args:
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less. Named ``em_tol``
-            because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations and of :meth:`sample`'s default.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
+    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
+    for every estimator: see docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),

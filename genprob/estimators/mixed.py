@@ -134,6 +134,10 @@ class MixedNB(GenerativeClassifierBase):
     of ``X`` must have a family; names that are not columns of ``X``, unknown family names, a
     category not seen in training, and missing values raise ``ValueError``.
 
+    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
+    for every estimator: see docs/reference/estimators.md.
+
     Args:
         families: mapping column -> family name, e.g. ``{"bill_length_mm": "gaussian",
             "island": "categorical"}``; None (the default) makes every column Gaussian, which is
@@ -145,17 +149,6 @@ class MixedNB(GenerativeClassifierBase):
         var_smoothing: Gaussian block's variance floor (fraction of its largest variance).
         fit_prior: learn the class prior (else uniform).
         class_prior: fixed class prior (K,).
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less (``em_tol`` like the
-            Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
 
     Attributes:
         blocks_: family -> list of its columns (names or positions), in column order.
