@@ -405,9 +405,8 @@ def sample(story: Story, params: dict, num_samples: int, key):
 
     Raises:
         TypeError, ValueError: ``num_samples`` is not an int >= 1.
-        genprob.engine._limits.SizeLimitError: the draw would allocate too large an array (checked
-        by
-            tracing before anything is allocated).
+        genprob.engine._limits.SizeLimitError: the draw would allocate too large an array
+            (checked by tracing before anything is allocated).
     """
     num_samples = check_count(num_samples, "num_samples")
     what = f"sampling {compact(num_samples)} rows"

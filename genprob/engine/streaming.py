@@ -581,7 +581,7 @@ def run_em(estimator, one_pass, num_unlabeled: int):
 def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None):
     """Fit ``estimator`` on out-of-core data (chunks, Parquet or a Dask collection).
 
-    Equals ``estimator.fit`` on all the rows in memory (to rounding); see the module docstring.
+    Equals ``estimator.fit`` on all the rows in memory (to rounding); see docs/scaling.md.
     The fit finishes or leaves the estimator as it was (:func:`fit_or_keep`).
 
     Args:
