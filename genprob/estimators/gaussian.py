@@ -324,31 +324,12 @@ class LinearDiscriminantAnalysis(
 
     Parameters follow scikit-learn 1.9 (``solver``, ``shrinkage``, ``priors``, ``n_components``,
     ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``. All solvers fit the
-    same story (pooled MLE covariance, regularized as asked) and predict through its emission;
-    they differ in what they expose, as in scikit-learn:
-
-    * ``"svd"``: no shrinkage; ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
-      ``transform``; ``covariance_`` only with ``store_covariance=True``;
-    * ``"lsqr"``: shrinkage or ``covariance_estimator``; no ``transform``;
-    * ``"eigen"``: shrinkage or ``covariance_estimator``; ``scalings_`` are the generalized
-      eigenvectors of (total - within, within) covariance.
-
-    ``tol`` is also the rank threshold of the shared covariance for every solver: directions
-    whose correlation-scale eigenvalue is ``<= tol**2`` are dropped (see
-    :class:`~genprob.families.gaussian.GaussianStory`, ``rank_tol``), which handles ``p > n`` and
-    constant features. With user ``priors``, ``lsqr`` and ``eigen`` weight the per-class
-    covariances by the priors (scikit-learn's definition of ``covariance_``), ``svd`` pools them
-    by counts.
-
-    ``covariance_estimator`` (``lsqr``/``eigen``): any object with ``fit`` and, after it,
-    ``covariance_`` (scikit-learn's contract), fitted on each class and on all rows; the shared
-    covariance is ``sum_k priors_k covariance_k``. An object with ``get_params`` is cloned for
-    every fit, any other object is itself refitted on every call. It replaces the story's
-    closed-form covariance (no sufficient statistics, no ``sample_weight``).
+    same story and predict through its emission; what each exposes, ``tol`` as the rank threshold
+    and ``covariance_estimator`` are described in docs/reference/estimators.md.
 
     Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``covariance_``,
     ``coef_``, ``intercept_``, ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
-    ``n_features_in_``. The EM controls are keyword-only.
+    ``n_features_in_``.
 
     The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
     ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
@@ -673,19 +654,8 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     """Quadratic discriminant analysis: one full Gaussian per class.
 
     Parameters follow scikit-learn 1.9 (``solver``, ``shrinkage``, ``priors``, ``reg_param``,
-    ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``:
-
-    * ``solver="svd"``: class covariances ``(1 - reg_param) S_k + reg_param I`` with ``S_k`` the
-      MLE (1/N_k) covariance;
-    * ``solver="eigen"``: ``S_k`` shrunk by ``shrinkage`` (float or ``"auto"``, Ledoit–Wolf on
-      standardized features) or replaced by ``covariance_estimator`` fitted on the class (any
-      object with ``fit`` and ``covariance_``; cloned per fit when it has ``get_params``,
-      otherwise refitted itself).
-
-    A class covariance with an eigenvalue ``<= tol`` (absolute, as in scikit-learn) is rejected
-    with ``numpy.linalg.LinAlgError`` (a ``ValueError``), scikit-learn's message, the class and
-    what to raise: this covers a one-sample class, ``p > n_k``
-    and constant features without regularization.
+    ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``; the solvers and the
+    rank check are described in docs/reference/estimators.md.
 
     Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``rotations_``
     and ``scalings_`` (eigenvectors and eigenvalues of each class covariance, largest first;
