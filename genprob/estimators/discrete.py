@@ -140,23 +140,18 @@ class BernoulliNB(_DiscreteNB):
     :class:`genprob.families.bernoulli.BernoulliStory`. With ``binarize = t`` values ``> t``
     become 1 and the rest 0 (before fitting and predicting, as in scikit-learn).
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
+    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
+    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
+    every naive Bayes estimator shares: see docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing, a number or one per feature: ``(count + alpha) / (N_k +
             2 alpha)``, the MAP under a Beta(alpha + 1, alpha + 1) prior (alpha = 1: Laplace).
-        force_alpha: keep ``alpha`` even below 1e-10 (otherwise it is raised to 1e-10 with a
-            warning).
         binarize: threshold, or None when the input is already binary (then anything but 0/1
             raises ``ValueError``).
-        fit_prior: learn the class prior (else uniform).
-        class_prior: fixed class prior (K,), overriding ``fit_prior``.
 
     Attributes:
-        class_count_: (weighted) rows per class (K,).
-        class_log_prior_: log class prior (K,).
         feature_count_: (weighted) number of rows with feature j on, per class (K, D).
         feature_log_prob_: ``log P(x_j = 1 | y = k)`` (K, D).
         params_: the story's parameters (``probs``, ``class_prior``).
@@ -240,20 +235,16 @@ class MultinomialNB(_DiscreteNB):
     :meth:`predict_joint_log_proba` includes the class-free multinomial coefficient
     ``log n! - sum_j log x_j!``, so it is a real log density; posteriors are the same.
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
+    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
+    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
+    every naive Bayes estimator shares: see docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing, a number or one per feature: ``(c_kj + alpha) /
             sum_j (c_kj + alpha)``, the MAP under Dirichlet(alpha + 1) (alpha = 1: Laplace).
-        force_alpha: keep ``alpha`` even below 1e-10.
-        fit_prior: learn the class prior (else uniform).
-        class_prior: fixed class prior (K,).
 
     Attributes:
-        class_count_: (weighted) rows per class (K,).
-        class_log_prior_: log class prior (K,).
         feature_count_: (weighted) total count of feature j per class (K, D).
         feature_log_prob_: ``log P(word j | y = k)`` (K, D).
         params_: the story's parameters (``probs``, ``class_prior``).
@@ -346,21 +337,17 @@ class CategoricalNB(_DiscreteNB):
     ``min_categories`` larger than the observed codes, codes below it that were never seen get the
     smoothed probability ``alpha / (N_k + alpha k_j)``.
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
+    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
+    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
+    every naive Bayes estimator shares: see docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing (one number): ``(c_kjm + alpha) / (N_k + alpha k_j)``.
-        force_alpha: keep ``alpha`` even below 1e-10.
-        fit_prior: learn the class prior (else uniform).
-        class_prior: fixed class prior (K,).
         min_categories: None, an int, or one int per feature: the least number of categories.
 
     Attributes:
         category_count_: list over features of (K, k_j) (weighted) counts.
-        class_count_: (weighted) rows per class (K,).
-        class_log_prior_: log class prior (K,).
         feature_log_prob_: list over features of (K, k_j) log probabilities.
         n_categories_: ``k_j`` per feature (int64).
         params_: the story's parameters (``probs`` as a padded (K, D, max k_j) table,
@@ -479,19 +466,16 @@ class PoissonNB(_DiscreteNB):
     under Gamma(alpha, beta); ``alpha = beta = 0`` is maximum likelihood. See
     :class:`genprob.families.poisson.PoissonStory`.
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
+    ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
+    and the attributes ``class_count_`` and ``class_log_prior_`` are those every naive Bayes
+    estimator shares: see docs/reference/estimators.md.
 
     Args:
         alpha: pseudo-counts (>= 0).
         beta: pseudo-rows (>= 0).
-        fit_prior: learn the class prior (else uniform).
-        class_prior: fixed class prior (K,).
 
     Attributes:
-        class_count_: (weighted) rows per class (K,).
-        class_log_prior_: log class prior (K,).
         feature_count_: (weighted) total count of feature j per class (K, D).
         rates_: fitted Poisson rates (K, D).
         params_: the story's parameters (``rates``, ``class_prior``).

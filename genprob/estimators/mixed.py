@@ -134,9 +134,10 @@ class MixedNB(GenerativeClassifierBase):
     of ``X`` must have a family; names that are not columns of ``X``, unknown family names, a
     category not seen in training, and missing values raise ``ValueError``.
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
+    ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
+    and the attributes ``class_count_`` and ``class_log_prior_`` are those every naive Bayes
+    estimator shares: see docs/reference/estimators.md.
 
     Args:
         families: mapping column -> family name, e.g. ``{"bill_length_mm": "gaussian",
@@ -147,15 +148,11 @@ class MixedNB(GenerativeClassifierBase):
             pseudo-counts of the Poisson block.
         beta: pseudo-rows of the Poisson block.
         var_smoothing: Gaussian block's variance floor (fraction of its largest variance).
-        fit_prior: learn the class prior (else uniform).
-        class_prior: fixed class prior (K,).
 
     Attributes:
         blocks_: family -> list of its columns (names or positions), in column order.
         categories_: categorical column -> array of its categories (code m is
             ``categories_[column][m]``).
-        class_count_: (weighted) rows per class (K,).
-        class_log_prior_: log class prior (K,).
         story_: the fitted :class:`~genprob.families.mixed.MixedStory`.
         params_: flat dict ``"<family>.<parameter>"`` plus ``class_prior``.
         stats_: the blocks' sufficient statistics (running ones after :meth:`partial_fit`).
