@@ -258,18 +258,8 @@ class _DiscriminantBase(_GaussianBase):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None, **kwargs):
-        """Fit the Gaussian story by its closed form.
-
-        Args:
-            X: features (n_samples, n_features).
-            y: labels, any hashable values.
-            sample_weight: optional non-negative row weights (not with covariance_estimator).
-            **kwargs: passed to :meth:`GenerativeClassifierBase.fit` (``classes`` for a partly
-                labeled fit; rows labeled -1 are fitted by EM).
-
-        Returns:
-            self
-        """
+        """Fit the Gaussian story by its closed form, as :meth:`GenerativeClassifierBase.fit`
+        (``sample_weight`` is not taken with ``covariance_estimator``)."""
         self._check_hyperparameters()
         super().fit(X, y, sample_weight, **kwargs)
         if is_out_of_core(X):  # chunks, Parquet or Dask: no rows held here

@@ -341,17 +341,8 @@ class MixedNB(GenerativeClassifierBase):
 
     # -- the estimator face ----------------------------------------------------------------------
     def fit(self, X, y=None, sample_weight=None, **kwargs):
-        """Fit every block in closed form.
-
-        Args:
-            X: DataFrame (columns by name) or 2-D array (columns by position).
-            y: labels.
-            sample_weight: optional non-negative weights (n_samples,).
-            **kwargs: passed to :meth:`GenerativeClassifierBase.fit`.
-
-        Returns:
-            self (Self): the fitted estimator itself, for chaining.
-        """
+        """Fit every block in closed form, as :meth:`GenerativeClassifierBase.fit`; ``X`` is a
+        DataFrame (columns by name) or a 2-D array (columns by position)."""
         if is_out_of_core(X):  # chunks, Parquet or Dask (genprob.engine.streaming)
             return super().fit(X, y, sample_weight=sample_weight, **kwargs)
         self._learn_columns(X)
