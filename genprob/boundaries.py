@@ -1,26 +1,5 @@
-r"""Decision boundaries and discriminant directions of fitted stories.
-
-For classes k and l the Bayes decision boundary is where the log-odds vanish,
-
-    log p(y=k | x) - log p(y=l | x) = log(pi_k / pi_l) + log p(x | k) - log p(x | l) = 0.
-
-* A story whose log-odds are linear in x (Gaussian with a shared covariance, the discrete naive
-  Bayes families) provides ``story.linear_boundary(params, k, l) -> (w, b)`` with
-  ``w . x + b`` equal to the log-odds. For LDA (shared Sigma, precision P = Sigma^-1)::
-
-      w = P (m_k - m_l),    b = log(pi_k / pi_l) - 1/2 m_k^T P m_k + 1/2 m_l^T P m_l.
-
-* A Gaussian story provides ``story.quadratic_boundary(params, k, l) -> (Q, L, C)`` with
-  ``x^T Q x + L . x + C`` equal to the log-odds. For QDA::
-
-      Q = -1/2 (P_k - P_l),   L = P_k m_k - P_l m_l,
-      C = log(pi_k / pi_l) - 1/2 log(|Sigma_k| / |Sigma_l|) - 1/2 m_k^T P_k m_k + 1/2 m_l^T P_l m_l.
-
-LDA's discriminant directions are Gaussian: :mod:`genprob.families.gaussian.projection`.
-
-All functions take a story and its named parameters (``est.story_``, ``est.params_``) and return
-NumPy arrays computed in the precision of ``params``.
-"""
+"""Decision boundaries and discriminant directions of fitted stories (the formulas are in
+docs/reference/boundaries.md)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""The functional core: one scoring path and one closed-form fitting path for every story.
-
-The route of a row: a public entry checks ``X`` once (2-D, finite, in the story's support);
-labels, soft responsibilities and sample weights all enter as one responsibility matrix R
-(n, K); :mod:`genprob.engine.execution` turns ``(X, R)`` into additive statistics, the statistics
-into parameters, and rows into ``J[i, k] = log pi_k + log p(x_i | y = k)`` (``joint_log_prob``) or
-the same up to a term of the row (``class_scores``), normalized into posteriors.
-
-Everything else derives from ``J``: the marginal log-likelihood (a log-sum-exp of J), EM
-responsibilities and ArviZ pointwise log-likelihoods. Stories are pytree arguments of the
-compiled functions: their numeric hyperparameters are traced, so a new ``alpha`` or
-``reg_param`` reuses the compiled code.
-"""
+"""The functional core: one scoring path and one closed-form fitting path for every story
+(the route of a row is described in docs/reference/core.md)."""
 
 from __future__ import annotations
 
@@ -416,9 +405,8 @@ def sample(story: Story, params: dict, num_samples: int, key):
 
     Raises:
         TypeError, ValueError: ``num_samples`` is not an int >= 1.
-        genprob.engine._limits.SizeLimitError: the draw would allocate too large an array (checked
-        by
-            tracing before anything is allocated).
+        genprob.engine._limits.SizeLimitError: the draw would allocate too large an array
+            (checked by tracing before anything is allocated).
     """
     num_samples = check_count(num_samples, "num_samples")
     what = f"sampling {compact(num_samples)} rows"

@@ -1,36 +1,5 @@
-"""The story contract: a generative classifier as a NumPyro program.
-
-A *story* tells how one labelled data point is generated:
-
-1. pick a class ``y ~ Categorical(class_prior)`` (a Bernoulli draw when K = 2);
-2. generate the features ``x | y ~ emission[y]``.
-
-A :class:`Story` subclass provides
-
-* :meth:`Story.prior` — a NumPyro function sampling the emission's named parameters
-  (with their constraints, which is what optimizers and NUTS use);
-* :meth:`Story.emission` — a distribution with batch shape ``(K,)`` and event shape ``(D,)``;
-
-and, optionally, a closed form:
-
-* :meth:`Story.sufficient_statistics` of a responsibility matrix ``R`` (n, K) — one-hot rows for
-  labels, soft rows for EM, rows scaled by sample weights — returning a pytree that *adds up* over
-  data chunks;
-* :meth:`Story.maximize` — the closed-form M-step from those statistics.
-
-Everything else (scoring, prediction, sampling, the NumPyro model, parameter counts) is generic
-and lives in :mod:`genprob.core`; a user-written story that only gives a prior and an emission
-still gets all of it. Family knowledge that generic code needs (ArviZ dimensions, validation,
-the parameter count) comes from hooks on the story with generic defaults; what the engine may do
-with it (run it in NumPy, add its statistics over chunks, leave missing entries out) is derived
-or read from one declaration, :attr:`Story.capabilities`, by :mod:`genprob.engine.capabilities`.
-
-A story is an immutable value and a JAX pytree. Its attributes, set once in ``__init__``, are
-sorted into *traced* leaves (numeric hyperparameters: a new value reuses compiled code) and
-*static* structure (everything that changes shapes or code paths). Every subclass registers itself
-by its qualified name when it is defined, which is how :func:`genprob.load` finds it, and as a
-pytree as soon as JAX is imported (:mod:`genprob._lazy`: defining a story imports no JAX).
-"""
+"""The story contract: a generative classifier as a NumPyro program (the contract, hooks and
+pytree rules are described in docs/reference/story.md)."""
 
 from __future__ import annotations
 

@@ -160,8 +160,7 @@ def check_posterior_size(
         raise SizeLimitError(
             f"num_chains={compact(num_chains)} is more than {MAX_CHAINS} chains "
             f"(genprob.engine._limits.MAX_CHAINS): R-hat and ESS need a few chains (2 to 8), and "
-            f"each "
-            f"chain is a copy of the sampler's state. Ask for more draws per chain instead."
+            f"each chain is a copy of the sampler's state. Ask for more draws per chain instead."
         )
     if nuts and num_warmup + num_samples > MAX_ITERATIONS:
         raise SizeLimitError(
@@ -202,8 +201,7 @@ def check_posterior_size(
         raise SizeLimitError(
             f"this posterior would allocate {compact(size)} bytes for {what} ({sizes}); the "
             f"limit is {compact(MAX_ARRAY_BYTES)} bytes (genprob.engine._limits.MAX_ARRAY_BYTES). "
-            f"Ask "
-            f"for fewer draws or chains (num_samples, num_chains), or raise the limit on a "
+            f"Ask for fewer draws or chains (num_samples, num_chains), or raise the limit on a "
             f"machine with the memory."
         )
 

@@ -7,10 +7,10 @@ thousands of programs; at ``vm.max_map_count`` (65,530 by default) the next ``mm
 fails and the interpreter dies (SIGSEGV or SIGABRT), with no Python exception to catch.
 
 genprob counts the process's mappings every :data:`CHECK_EVERY` of its top-level calls (at most
-once per :data:`MIN_SECONDS`); above
-:data:`FRACTION` of the limit it drops JAX's compiled programs (``jax.clear_caches()``, which
-returns their mappings) and warns once. Programs compile again on next use: a slower call, never
-a different result. On systems without ``/proc`` nothing is counted.
+once per :data:`MIN_SECONDS`); above :data:`FRACTION` of the limit it drops JAX's compiled
+programs (``jax.clear_caches()``, which returns their mappings) and warns once. Programs compile
+again on next use: a slower call, never a different result. On systems without ``/proc`` nothing
+is counted.
 """
 
 from __future__ import annotations

@@ -1,27 +1,8 @@
 """Fits and predictions on Dask collections: statistics per partition, added by a tree reduction.
 
-``estimator.fit(X, y)`` with a ``dask.array`` or ``dask.dataframe`` ``X`` (and labels ``y``, and
-optionally ``sample_weight``, of the same partitioning) runs here. Each partition's statistics
-come from the jitted statistics function on the worker that holds it; pairs of partial results
-are combined (:func:`genprob.core.combine_statistics`) in a binary tree of tasks, and the driver
-runs the closed-form M-step on the total. EM broadcasts the current parameters with the task
-graph and makes one such reduction per iteration. The scheduler is Dask's current one (a
-``distributed.Client`` when one is active).
-
-The story is fixed from the first :data:`HEAD_ROWS` rows (the only data the driver reads), and
-every partition's statistics are computed on the workers under it; traced settings, which
-statistics do not read and which leave the story's structure alone (the multinomial's document
-length), are set afterwards from every partition's additive context. Stories that grow with the data
-(category tables, say) may change in a later partition: the pass is then made again with the
-story of the whole first partition, and if that still grows, the partitions are read one at a
-time through the driver's ``partial_fit`` (exact, slower).
-
-Fault tolerance: Dask recomputes the tasks of a lost worker; the fit also checks that the
-reduced row count equals the input's, so a statistic that missed a partition is an error,
-never a silent answer.
-
-Prediction methods on a Dask collection return Dask collections (lazy, block by block).
-Dask is imported here only, so ``import genprob`` does not import it.
+EM makes one reduction per iteration; the story is fixed from the first :data:`HEAD_ROWS` rows.
+How stories that grow, faults and lazy predictions are handled is in docs/scaling.md. Dask is
+imported here only, so ``import genprob`` does not import it.
 """
 
 from __future__ import annotations

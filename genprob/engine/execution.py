@@ -1,10 +1,5 @@
-"""Where rows live and how a pass over them runs: the one place genprob decides it.
-
-The route of a row: features ``X`` (n, D) and responsibilities ``R`` (n, K) (one-hot labels
-times sample weights, soft rows in EM, zero rows for unlabeled rows) -> the story's
-``sufficient_statistics`` (block by block, added by ``combine_statistics``) with the class
-counts ``R.sum(0)`` -> ``maximize`` -> parameters -> ``log pi_k + discriminant(params, X)`` ->
-normalized per row into (log) posteriors, a row without a finite score refused by name.
+"""Where rows live and how a pass over them runs: the one place genprob decides it (the route
+of a row, from ``(X, R)`` to posteriors, is in docs/reference/core.md).
 
 One rule picks where a pass runs: concrete NumPy rows of a story with the capability
 ``array_api`` (:mod:`genprob.engine.capabilities`; and SciPy sparse rows, which only stories taking

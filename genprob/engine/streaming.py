@@ -1,37 +1,9 @@
 """Fits beyond one process's memory: chunk streams and Parquet, by adding sufficient statistics.
 
-A closed-form story fits from statistics that add over rows, so a fit can read the rows chunk by
-chunk: each chunk's statistics come from the jitted :func:`genprob.core.sufficient_statistics`
-and are combined (:func:`genprob.core.combine_statistics`); the closed-form M-step runs on the
-total. Memory is bounded by the chunk size, whatever the number of rows.
-
-Inputs (given to an estimator's ``fit`` in place of ``X``, with ``y=None``):
-
-* an iterator of ``(X, y)`` or ``(X, y, sample_weight)`` chunks (one pass only: labeled data, or
-  ``classes=`` given and no unlabeled row), or :class:`Chunks` wrapping a list of chunks or a
-  function returning a fresh iterator (re-readable: EM and the label pass need several passes);
-* :func:`parquet` (or a path ending in ``.parquet``/``.pq``, or a directory of such files, with
-  ``target=`` given to :func:`parquet`): a pyarrow dataset read batch by batch, only the needed
-  columns;
-* Dask collections (:mod:`genprob.engine.distributed`), reached by the same ``fit``.
-
-Labels. The classes must be known before the statistics are added: pass ``classes=`` (as for
-``partial_fit``), or give a re-readable source and a first pass collects them from the label
-column alone (Parquet reads only that column). A chunk holding a label outside ``classes`` raises.
-
-Unlabeled rows (``y = -1``) are fitted by EM as in memory: the first pass gives the labeled fit,
-then every iteration is one pass that adds, per chunk, the statistics of the E-step
-responsibilities and the objective at the current parameters. EM starts from the labeled fit
-(``n_init=1``, every class needs a labeled row); ``label_distributions_`` and
-``transduction_`` (one value per row) are not kept.
-
-Stories whose statistics do not add over rows refuse (:func:`check_additive`).
-
-The estimator is driven through public methods only: ``partial_fit`` (the labeled pass, growing
-the story), ``chunk_statistics`` (a chunk's statistics, an E-step with ``e_step=True``),
-``parameters_from_statistics`` (the M-step) and ``fit_statistics`` (the end of a fit). A fit runs
-on a copy of the estimator that takes its place only when the fit finishes
-(:func:`fit_or_keep`): a source that raises midway leaves the estimator as it was.
+Each chunk's statistics come from the jitted :func:`genprob.core.sufficient_statistics` and add
+up (:func:`genprob.core.combine_statistics`); the closed-form M-step runs on the total, and EM
+over unlabeled rows is one pass per iteration. Inputs, labels, EM and the public methods the
+estimator is driven through are described in docs/scaling.md.
 """
 
 from __future__ import annotations
@@ -609,7 +581,7 @@ def run_em(estimator, one_pass, num_unlabeled: int):
 def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None):
     """Fit ``estimator`` on out-of-core data (chunks, Parquet or a Dask collection).
 
-    Equals ``estimator.fit`` on all the rows in memory (to rounding); see the module docstring.
+    Equals ``estimator.fit`` on all the rows in memory (to rounding); see docs/scaling.md.
     The fit finishes or leaves the estimator as it was (:func:`fit_or_keep`).
 
     Args:

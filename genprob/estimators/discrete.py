@@ -1,25 +1,7 @@
 """Discrete naive Bayes estimators: BernoulliNB, MultinomialNB, CategoricalNB, PoissonNB.
 
-The first three take scikit-learn 1.9's constructor parameters (names and defaults) and set its
-fitted attributes, so they are drop-in replacements; the extra ``dtype`` chooses the precision
-and ``params_`` holds the story's parameters. Bernoulli and multinomial NB accept SciPy sparse
-matrices (e.g. from ``CountVectorizer``): the matrix is handed to JAX as a
-``jax.experimental.sparse.BCOO`` matrix, the statistics are sparse-dense products ``R^T X`` and
-the scores ``X W^T`` — the whole matrix is never densified.
-
-Differences from scikit-learn, all deliberate:
-
-* invalid input raises a ``ValueError`` naming the entry: non-binary values for
-  ``BernoulliNB(binarize=None)``, negative counts for ``MultinomialNB``, non-integer or negative
-  codes for ``CategoricalNB`` (scikit-learn truncates floats), and a category code that was not
-  seen in training (scikit-learn raises ``IndexError``; use ``min_categories`` to reserve
-  smoothed mass for such codes);
-* ``MultinomialNB.predict_joint_log_proba`` includes the multinomial coefficient
-  ``log n! - sum_j log x_j!`` (a real log density); posteriors are unaffected.
-* ``partial_fit`` equals ``fit`` on the concatenated chunks (scikit-learn's ``CategoricalNB``
-  grows its category tables the same way); rows labeled ``-1`` are unlabeled and fitted by EM in
-  ``fit``, with the keyword-only controls ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-  ``n_init`` and ``random_state``.
+Sparse input stays sparse (``BCOO``); the deliberate differences from scikit-learn are listed in
+docs/reference/estimators.md.
 """
 
 from __future__ import annotations
@@ -158,30 +140,18 @@ class BernoulliNB(_DiscreteNB):
     :class:`genprob.families.bernoulli.BernoulliStory`. With ``binarize = t`` values ``> t``
     become 1 and the rest 0 (before fitting and predicting, as in scikit-learn).
 
+    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
+    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
+    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
+    every naive Bayes estimator shares: see docs/reference/estimators.md.
+
     Args:
         alpha: additive smoothing, a number or one per feature: ``(count + alpha) / (N_k +
             2 alpha)``, the MAP under a Beta(alpha + 1, alpha + 1) prior (alpha = 1: Laplace).
-        force_alpha: keep ``alpha`` even below 1e-10 (otherwise it is raised to 1e-10 with a
-            warning).
         binarize: threshold, or None when the input is already binary (then anything but 0/1
             raises ``ValueError``).
-        fit_prior: learn the class prior (else uniform).
-        class_prior: fixed class prior (K,), overriding ``fit_prior``.
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less (``em_tol`` like the
-            Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
 
     Attributes:
-        class_count_: (weighted) rows per class (K,).
-        class_log_prior_: log class prior (K,).
         feature_count_: (weighted) number of rows with feature j on, per class (K, D).
         feature_log_prob_: ``log P(x_j = 1 | y = k)`` (K, D).
         params_: the story's parameters (``probs``, ``class_prior``).
@@ -265,27 +235,16 @@ class MultinomialNB(_DiscreteNB):
     :meth:`predict_joint_log_proba` includes the class-free multinomial coefficient
     ``log n! - sum_j log x_j!``, so it is a real log density; posteriors are the same.
 
+    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
+    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
+    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
+    every naive Bayes estimator shares: see docs/reference/estimators.md.
+
     Args:
         alpha: additive smoothing, a number or one per feature: ``(c_kj + alpha) /
             sum_j (c_kj + alpha)``, the MAP under Dirichlet(alpha + 1) (alpha = 1: Laplace).
-        force_alpha: keep ``alpha`` even below 1e-10.
-        fit_prior: learn the class prior (else uniform).
-        class_prior: fixed class prior (K,).
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less (``em_tol`` like the
-            Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
 
     Attributes:
-        class_count_: (weighted) rows per class (K,).
-        class_log_prior_: log class prior (K,).
         feature_count_: (weighted) total count of feature j per class (K, D).
         feature_log_prob_: ``log P(word j | y = k)`` (K, D).
         params_: the story's parameters (``probs``, ``class_prior``).
@@ -378,28 +337,17 @@ class CategoricalNB(_DiscreteNB):
     ``min_categories`` larger than the observed codes, codes below it that were never seen get the
     smoothed probability ``alpha / (N_k + alpha k_j)``.
 
+    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
+    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
+    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
+    every naive Bayes estimator shares: see docs/reference/estimators.md.
+
     Args:
         alpha: additive smoothing (one number): ``(c_kjm + alpha) / (N_k + alpha k_j)``.
-        force_alpha: keep ``alpha`` even below 1e-10.
-        fit_prior: learn the class prior (else uniform).
-        class_prior: fixed class prior (K,).
         min_categories: None, an int, or one int per feature: the least number of categories.
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less (``em_tol`` like the
-            Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
 
     Attributes:
         category_count_: list over features of (K, k_j) (weighted) counts.
-        class_count_: (weighted) rows per class (K,).
-        class_log_prior_: log class prior (K,).
         feature_log_prob_: list over features of (K, k_j) log probabilities.
         n_categories_: ``k_j`` per feature (int64).
         params_: the story's parameters (``probs`` as a padded (K, D, max k_j) table,
@@ -518,26 +466,16 @@ class PoissonNB(_DiscreteNB):
     under Gamma(alpha, beta); ``alpha = beta = 0`` is maximum likelihood. See
     :class:`genprob.families.poisson.PoissonStory`.
 
+    The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
+    ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
+    and the attributes ``class_count_`` and ``class_log_prior_`` are those every naive Bayes
+    estimator shares: see docs/reference/estimators.md.
+
     Args:
         alpha: pseudo-counts (>= 0).
         beta: pseudo-rows (>= 0).
-        fit_prior: learn the class prior (else uniform).
-        class_prior: fixed class prior (K,).
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less (``em_tol`` like the
-            Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
 
     Attributes:
-        class_count_: (weighted) rows per class (K,).
-        class_log_prior_: log class prior (K,).
         feature_count_: (weighted) total count of feature j per class (K, D).
         rates_: fitted Poisson rates (K, D).
         params_: the story's parameters (``rates``, ``class_prior``).

@@ -1,34 +1,7 @@
 """Gaussian estimators: GaussianNB, LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis.
 
-Constructor parameters, defaults and fitted attribute names follow scikit-learn 1.9; every
-prediction goes through the story's emission (``genprob.core.joint_log_prob``). Differences from
-scikit-learn, all deliberate:
-
-* LDA's covariance is always the pooled maximum-likelihood estimate (what scikit-learn's solvers
-  compute with empirical priors). A rank-deficient pooled covariance (``p > n``, constant
-  features) is used on the subspace its correlation eigenvalues above ``tol**2`` span, for every
-  solver. Class posteriors agree with scikit-learn's ``svd`` solver, which truncates the same way;
-  scikit-learn's ``lsqr`` takes a least-squares pseudo-inverse and its ``eigen`` solves an
-  ill-posed generalized eigenproblem (or fails), so with ``solver="lsqr"``/``"eigen"`` genprob
-  gives the svd solver's posteriors, which can differ from scikit-learn's ``lsqr``/``eigen``
-  ones, and warns. A regular covariance (full rank, or any ``shrinkage`` > 0) gives
-  scikit-learn's posteriors for every solver.
-* QDA's ``reg_param`` with ``solver="eigen"`` is refused (scikit-learn silently ignores it);
-  a one-sample class is accepted when ``reg_param > 0`` makes its covariance regular. A class
-  with fewer rows than features is fitted when ``reg_param > 0`` (``(1 - r) Sigma_k + r I`` is
-  regular); scikit-learn's svd solver raises ``LinAlgError`` there, since its SVD of the class's
-  rows has no singular value for the missing directions. Without ``reg_param`` both raise it,
-  with scikit-learn's message.
-* LDA refuses a single class with QDA's message (scikit-learn 1.9.1's LDA fits one class into a
-  degenerate model); GaussianNB fits it, predicting that class with probability 1.
-* ``priors`` not summing to 1 are renormalized with a warning by LDA and QDA (scikit-learn's
-  LDA behaviour) and rejected by GaussianNB (scikit-learn's GaussianNB behaviour).
-* ``sample_weight`` is accepted by all three (weighted moments), and all three have
-  ``partial_fit`` (incremental fit from running sufficient statistics), except with
-  ``shrinkage="auto"`` or a ``covariance_estimator``, whose statistics do not add up.
-* Rows labeled ``-1`` are unlabeled and fitted by EM, controlled by the keyword-only
-  ``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init`` and ``random_state`` (``em_tol``,
-  not ``tol``: LDA and QDA keep scikit-learn's ``tol``, a rank threshold).
+Parameters, defaults and fitted attributes follow scikit-learn 1.9; the deliberate differences
+are listed in docs/reference/estimators.md.
 """
 
 from __future__ import annotations
@@ -153,21 +126,14 @@ class _GaussianBase(GenerativeClassifierBase):
 class GaussianNB(_GaussianBase):
     """Gaussian naive Bayes: per-class diagonal Gaussians (scikit-learn compatible).
 
+    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
+    for every estimator: see docs/reference/estimators.md.
+
     Args:
         priors: fixed class prior (K,) (non-negative, summing to 1), or None to estimate class
             proportions.
         var_smoothing: fraction of the largest feature variance added to every variance.
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less. Named ``em_tol``
-            because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations and of :meth:`sample`'s default.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
 
     Attributes:
         theta_: class means (K, D).
@@ -292,18 +258,8 @@ class _DiscriminantBase(_GaussianBase):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None, **kwargs):
-        """Fit the Gaussian story by its closed form.
-
-        Args:
-            X: features (n_samples, n_features).
-            y: labels, any hashable values.
-            sample_weight: optional non-negative row weights (not with covariance_estimator).
-            **kwargs: passed to :meth:`GenerativeClassifierBase.fit` (``classes`` for a partly
-                labeled fit; rows labeled -1 are fitted by EM).
-
-        Returns:
-            self
-        """
+        """Fit the Gaussian story by its closed form, as :meth:`GenerativeClassifierBase.fit`
+        (``sample_weight`` is not taken with ``covariance_estimator``)."""
         self._check_hyperparameters()
         super().fit(X, y, sample_weight, **kwargs)
         if is_out_of_core(X):  # chunks, Parquet or Dask: no rows held here
@@ -358,44 +314,16 @@ class LinearDiscriminantAnalysis(
 
     Parameters follow scikit-learn 1.9 (``solver``, ``shrinkage``, ``priors``, ``n_components``,
     ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``. All solvers fit the
-    same story (pooled MLE covariance, regularized as asked) and predict through its emission;
-    they differ in what they expose, as in scikit-learn:
-
-    * ``"svd"``: no shrinkage; ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
-      ``transform``; ``covariance_`` only with ``store_covariance=True``;
-    * ``"lsqr"``: shrinkage or ``covariance_estimator``; no ``transform``;
-    * ``"eigen"``: shrinkage or ``covariance_estimator``; ``scalings_`` are the generalized
-      eigenvectors of (total - within, within) covariance.
-
-    ``tol`` is also the rank threshold of the shared covariance for every solver: directions
-    whose correlation-scale eigenvalue is ``<= tol**2`` are dropped (see
-    :class:`~genprob.families.gaussian.GaussianStory`, ``rank_tol``), which handles ``p > n`` and
-    constant features. With user ``priors``, ``lsqr`` and ``eigen`` weight the per-class
-    covariances by the priors (scikit-learn's definition of ``covariance_``), ``svd`` pools them
-    by counts.
-
-    ``covariance_estimator`` (``lsqr``/``eigen``): any object with ``fit`` and, after it,
-    ``covariance_`` (scikit-learn's contract), fitted on each class and on all rows; the shared
-    covariance is ``sum_k priors_k covariance_k``. An object with ``get_params`` is cloned for
-    every fit, any other object is itself refitted on every call. It replaces the story's
-    closed-form covariance (no sufficient statistics, no ``sample_weight``).
+    same story and predict through its emission; what each exposes, ``tol`` as the rank threshold
+    and ``covariance_estimator`` are described in docs/reference/estimators.md.
 
     Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``covariance_``,
     ``coef_``, ``intercept_``, ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
-    ``n_features_in_``. The EM controls below are keyword-only.
+    ``n_features_in_``.
 
-    Args:
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less. Named ``em_tol``
-            because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations and of :meth:`sample`'s default.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
+    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
+    for every estimator: see docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
@@ -716,37 +644,17 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     """Quadratic discriminant analysis: one full Gaussian per class.
 
     Parameters follow scikit-learn 1.9 (``solver``, ``shrinkage``, ``priors``, ``reg_param``,
-    ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``:
-
-    * ``solver="svd"``: class covariances ``(1 - reg_param) S_k + reg_param I`` with ``S_k`` the
-      MLE (1/N_k) covariance;
-    * ``solver="eigen"``: ``S_k`` shrunk by ``shrinkage`` (float or ``"auto"``, Ledoit–Wolf on
-      standardized features) or replaced by ``covariance_estimator`` fitted on the class (any
-      object with ``fit`` and ``covariance_``; cloned per fit when it has ``get_params``,
-      otherwise refitted itself).
-
-    A class covariance with an eigenvalue ``<= tol`` (absolute, as in scikit-learn) is rejected
-    with ``numpy.linalg.LinAlgError`` (a ``ValueError``), scikit-learn's message, the class and
-    what to raise: this covers a one-sample class, ``p > n_k``
-    and constant features without regularization.
+    ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``; the solvers and the
+    rank check are described in docs/reference/estimators.md.
 
     Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``rotations_``
     and ``scalings_`` (eigenvectors and eigenvalues of each class covariance, largest first;
     computed on first use, as the fit's rank check needs only a Cholesky factorization of
-    ``covariance - tol I``), ``covariance_`` (with ``store_covariance``). The EM controls are:
+    ``covariance - tol I``), ``covariance_`` (with ``store_covariance``).
 
-    Args:
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less. Named ``em_tol``
-            because ``tol`` is scikit-learn's rank threshold in LDA and QDA.
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations and of :meth:`sample`'s default.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
+    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
+    for every estimator: see docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),

@@ -28,25 +28,20 @@ class GenerativeClassifier(GenerativeClassifierBase):
     The story is a constructor parameter like any other: ``clone`` copies it (stories compare
     equal by configuration), and ``set_params(story=...)`` swaps it.
 
+    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+    ``dtype``, ``missing`` and ``unlabeled_label`` are the same for every estimator: see
+    docs/reference/estimators.md.
+
     Args:
         story: the generative story.
         priors: fixed class prior (K,), or None to estimate it.
         optimizer_max_iter: L-BFGS iteration budget for stories without a closed form.
-        unlabeled_weight: weight λ in [0, 1] of unlabeled rows in EM.
-        max_iter: maximum EM iterations.
-        em_tol: EM threshold on the change of the mean per-row objective (``em_tol``, as
-            in LDA/QDA where ``tol`` is scikit-learn's rank threshold).
         n_init: number of EM initializations, or of optimizer starts for a story without a
             closed form (the one with the highest objective is kept).
         random_state: seed for EM initializations, the optimizer's starts and :meth:`sample`.
-        dtype: ``"float64"`` (default) or ``"float32"``.
         init: first start of the optimizer for a story without a closed form: ``None`` or
             ``"poor"`` (seeded standard-normal unconstrained values), ``"prior"`` (a draw from
             the story's prior) or a dict of named parameters (see :func:`genprob.fit_optimizer`).
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
 
     Attributes:
         story_: the story (the ``story`` argument).

@@ -134,6 +134,11 @@ class MixedNB(GenerativeClassifierBase):
     of ``X`` must have a family; names that are not columns of ``X``, unknown family names, a
     category not seen in training, and missing values raise ``ValueError``.
 
+    The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
+    ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
+    and the attributes ``class_count_`` and ``class_log_prior_`` are those every naive Bayes
+    estimator shares: see docs/reference/estimators.md.
+
     Args:
         families: mapping column -> family name, e.g. ``{"bill_length_mm": "gaussian",
             "island": "categorical"}``; None (the default) makes every column Gaussian, which is
@@ -143,26 +148,11 @@ class MixedNB(GenerativeClassifierBase):
             pseudo-counts of the Poisson block.
         beta: pseudo-rows of the Poisson block.
         var_smoothing: Gaussian block's variance floor (fraction of its largest variance).
-        fit_prior: learn the class prior (else uniform).
-        class_prior: fixed class prior (K,).
-        unlabeled_weight: EM weight λ in [0, 1] of unlabeled rows (``y = -1``); 0 ignores them.
-        max_iter: maximum number of EM iterations (only fits with unlabeled rows iterate).
-        em_tol: EM stops when the mean per-row objective changes by less (``em_tol`` like the
-            Gaussian estimators, where ``tol`` is scikit-learn's rank threshold).
-        n_init: number of EM initializations; the best final objective is kept.
-        random_state: seed of the EM initializations.
-        dtype: ``"float64"`` (default) or ``"float32"``.
-        missing: ``"error"`` (default: NaN in X is refused) or ``"marginalize"`` (a NaN entry
-            is a missing value, summed out of the story; see docs/howto/missing.md).
-        unlabeled_label: the label value that marks unlabeled rows (default -1, scikit-learn's
-            convention); None makes every label a class (-1 included).
 
     Attributes:
         blocks_: family -> list of its columns (names or positions), in column order.
         categories_: categorical column -> array of its categories (code m is
             ``categories_[column][m]``).
-        class_count_: (weighted) rows per class (K,).
-        class_log_prior_: log class prior (K,).
         story_: the fitted :class:`~genprob.families.mixed.MixedStory`.
         params_: flat dict ``"<family>.<parameter>"`` plus ``class_prior``.
         stats_: the blocks' sufficient statistics (running ones after :meth:`partial_fit`).
@@ -351,17 +341,8 @@ class MixedNB(GenerativeClassifierBase):
 
     # -- the estimator face ----------------------------------------------------------------------
     def fit(self, X, y=None, sample_weight=None, **kwargs):
-        """Fit every block in closed form.
-
-        Args:
-            X: DataFrame (columns by name) or 2-D array (columns by position).
-            y: labels.
-            sample_weight: optional non-negative weights (n_samples,).
-            **kwargs: passed to :meth:`GenerativeClassifierBase.fit`.
-
-        Returns:
-            self (Self): the fitted estimator itself, for chaining.
-        """
+        """Fit every block in closed form, as :meth:`GenerativeClassifierBase.fit`; ``X`` is a
+        DataFrame (columns by name) or a 2-D array (columns by position)."""
         if is_out_of_core(X):  # chunks, Parquet or Dask (genprob.engine.streaming)
             return super().fit(X, y, sample_weight=sample_weight, **kwargs)
         self._learn_columns(X)

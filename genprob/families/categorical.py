@@ -280,9 +280,8 @@ class CategoricalStory(Story):
 
         Raises:
             genprob.engine._validation.FeatureValueError: (a ``ValueError``) naming the feature,
-            the row,
-                the code, the codes the feature knows (``n_categories[j]``) and how many entries
-                are bad.
+                the row, the code, the codes the feature knows (``n_categories[j]``) and how
+                many entries are bad.
         """
         num_features = int(X.shape[-1])
         self._check_num_features(num_features)

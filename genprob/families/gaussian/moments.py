@@ -67,16 +67,8 @@ def standardizing_scale(variances, counts, means):
 
 
 def ledoit_wolf_shrinkage(covariance, fourth_moment, counts, scale):
-    r"""Ledoit–Wolf shrinkage of covariances on the standardized scale (batched over classes).
-
-    With ``C = S / (s s^T)`` the covariance of the standardized data ``z = (x - m) / s`` (n rows),
-    ``mu = tr C / D``::
-
-        delta = ||C - mu I||_F^2 / D
-        beta  = min(delta, (sum_i ||z_i||^4 / n - ||C||_F^2) / (D n))
-        alpha = beta / delta                      (0 when beta = 0, or D = 1)
-
-    and the shrunk covariance is ``s [(1 - alpha) C + alpha mu I] s^T``.
+    """Ledoit–Wolf shrinkage of covariances on the standardized scale (batched over classes;
+    the formula is in docs/gaussian.md).
 
     Args:
         covariance: MLE covariances S (..., D, D).

@@ -18,18 +18,9 @@ __all__ = ["lda_projection", "lda_transform"]
 
 
 def lda_projection(story, params, *, total_covariance=None, tol: float = 1e-4):
-    r"""Discriminant directions of a shared-covariance Gaussian story.
-
-    With ``W`` the whitening of the shared covariance (``W^T Sigma W = I``), the whitened class
-    centers ``c_k = sqrt(pi_k) W^T (m_k - xbar)``, ``xbar = sum_k pi_k m_k``, span at most K - 1
-    directions; their principal axes ``V`` give the scalings ``W V``, ordered by the share of
-    between-class variance they carry (scikit-learn's ``svd`` solver; directions with singular
-    value ``<= tol * largest`` are dropped).
-
-    With ``total_covariance`` (scikit-learn's ``eigen`` solver) the directions are instead the
-    generalized eigenvectors of ``(S_t - Sigma, Sigma)`` with ``S_t`` the total covariance,
-    computed as the eigenvectors of ``W^T (S_t - Sigma) W`` mapped back by ``W``; all D of them
-    are returned.
+    """Discriminant directions of a shared-covariance Gaussian story: the principal axes of the
+    whitened class centers (scikit-learn's ``svd`` solver), or with ``total_covariance`` the
+    generalized eigenvectors of its ``eigen`` solver, all D of them (derived in docs/gaussian.md).
 
     Returns:
         ``(scalings (D, m), explained_variance_ratio)``; project with ``(X - xbar) @ scalings``

@@ -924,20 +924,14 @@ class GaussianStory(Story):
         return _linear_and_intercept(linear, params)
 
     def linear_boundary(self, params, k: int, l: int):  # noqa: E741
-        r"""``(w, b)`` with ``w . x + b = log p(y=k | x) - log p(y=l | x)`` (shared covariance).
-
-        ``w = P (m_k - m_l)``, ``b = -1/2 (m_k^T P m_k - m_l^T P m_l) + log(pi_k / pi_l)``.
-        """
+        """``(w, b)`` with ``w . x + b = log p(y=k | x) - log p(y=l | x)`` (shared covariance;
+        the formulas are in docs/reference/boundaries.md)."""
         coef, intercept = self.linear_discriminants(params)
         return coef[k] - coef[l], intercept[k] - intercept[l]
 
     def quadratic_boundary(self, params, k: int, l: int):  # noqa: E741
-        r"""``(Q, L, C)`` with ``x^T Q x + L . x + C = log p(y=k | x) - log p(y=l | x)``.
-
-        ``Q = -1/2 (P_k - P_l)``, ``L = P_k m_k - P_l m_l`` and
-        ``C = -1/2 (m_k^T P_k m_k - m_l^T P_l m_l) + c_k - c_l + log(pi_k / pi_l)`` where
-        ``c_k - c_l = -1/2 log(|Sigma_k| / |Sigma_l|)`` at full rank.
-        """
+        """``(Q, L, C)`` with ``x^T Q x + L . x + C = log p(y=k | x) - log p(y=l | x)`` (the
+        formulas are in docs/reference/boundaries.md)."""
         summary = self.emission_summary(params)
         precision, linear = summary["precision"], summary["linear"]
         offset = summary["intercept"] + summary["normalizer"]
