@@ -1029,30 +1029,20 @@ def _run_demo(args) -> int:
 
 
 def demo_advice(messages, settings) -> list[str]:
-    """The library's warnings as the demo's lines: one line each, without the sentences that
-    name Python arguments (no flag of the demo sets them), which are replaced by the remedy of
-    the mode the user ran (``settings``: the demo's :class:`~genprob.app.report.Settings`)."""
-    if settings.quick:
-        remedy = "run without --quick for more draws"
-    else:
-        remedy = (
-            f"this was the full demo, {settings.nuts_chains} chains x {settings.nuts_samples} "
-            f"draws at --seed {settings.seed}: try another --seed, or genprob compare with "
-            f"more --num-samples and --chains"
-        )
-    lines = []
-    for text in dict.fromkeys(" ".join(message.split()) for message in messages):
-        sentences = text.split(". ")
-        # an argument is a snake_case word outside quotes ('class_prior' names a parameter)
-        kept = [s for s in sentences if not re.search(r"\b[a-z]+_[a-z_]+\b", _unquoted(s))]
-        if kept and (len(kept) < len(sentences) or re.search(r"\b(draws|chains)\b", text)):
-            kept[-1] = kept[-1].rstrip(".") + f" ({remedy})."
-        lines.append(". ".join(kept or sentences))
+    """The library's warnings as the demo's lines, each once and as it is, then the remedy of
+    the mode the user ran when one is about draws or chains (``settings``: the demo's
+    :class:`~genprob.app.report.Settings`; no flag of the demo sets the library's arguments)."""
+    lines = list(dict.fromkeys(" ".join(message.split()) for message in messages))
+    if any(word in line for line in lines for word in ("draws", "chains")):
+        if settings.quick:
+            lines.append("in the demo: run without --quick for more draws.")
+        else:
+            lines.append(
+                f"in the demo: this was the full demo, {settings.nuts_chains} chains x "
+                f"{settings.nuts_samples} draws at --seed {settings.seed}: try another --seed, or "
+                f"genprob compare with more --num-samples and --chains."
+            )
     return lines
-
-
-def _unquoted(text: str) -> str:
-    return re.sub(r"'[^']*'", "", text)
 
 
 # -- genprob fit -----------------------------------------------------------------------------------
@@ -1232,20 +1222,10 @@ def _load_model(path: str, story_ref: str | None = None):
         raise UserError(f"no such model file: {path}.")
     if story_ref is not None:
         _import_story(story_ref)
-    try:
-        return genprob.load(path)  # ModelFileError (a ValueError) for any damaged content
+    try:  # ModelFileError (a ValueError) for any damaged content, printed as it is
+        return genprob.load(path)
     except OSError as error:
         raise UserError(f"cannot read model file {path}: {error.strerror or error}.") from None
-    except ValueError as error:
-        found = re.search(r"names the story class '([^']+)', which is not defined", str(error))
-        if found is None:
-            raise
-        module, _, cls = found.group(1).rpartition(".")
-        raise UserError(
-            f"{path} is a model of the story class {cls} of module {module}, not a built-in "
-            f"story: pass --story {module}:{cls} (or --story path/to/{module}.py:{cls}) to "
-            "import it."
-        ) from None
 
 
 def _prediction_features(model, frame, path: str):

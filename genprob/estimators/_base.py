@@ -775,9 +775,10 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         with precision(self._dtype):
             Xj = self._as_array(X)
             self._validate_story(story, Xj)
-            result = _em.fit_em(
-                story, Xj, codes, **self._em_data_arguments(sample_weight), **options
-            )
+            # the labels themselves, not codes, so that EM's messages name the classes
+            labels = {"classes": self.classes_, "unlabeled_label": self._unlabeled_label}
+            arguments = {**labels, **self._em_data_arguments(sample_weight), **options}
+            result = _em.fit_em(story, Xj, y, **arguments)
             # on the host, and the statistics on padded rows: no program compiled per row count
             weights = _em._row_weights(
                 np.asarray(codes),
