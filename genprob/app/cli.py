@@ -24,10 +24,9 @@ user's own module, only when named. ``fit`` and ``compare`` fit a built-in story
 scikit-learn-style estimator, whose hyperparameters ``--param NAME=VALUE`` sets. The library's
 messages name columns and classes by their names (the estimators are fitted on the table's
 columns) and settings as ``name=value``, which reads as ``--param name=value`` here: they are
-printed as they are. ``fit``, ``compare``
-and ``check`` take ``--features COL,...`` / ``--drop COL,...`` (which columns are features) and
-``--sep CHAR`` (a CSV's separator; ``predict`` takes it too). ``python -m genprob`` runs this
-command line.
+printed as they are. ``fit``, ``compare`` and ``check`` take ``--features COL,...`` / ``--drop
+COL,...`` (which columns are features) and ``--sep CHAR`` (a CSV's separator; ``predict`` takes
+it too). ``python -m genprob`` runs this command line.
 
 Exit codes: 0 success, 1 a check failed (``genprob check``), 2 a usage or input error: a missing
 or unreadable file, an unknown story, a bad column, a corrupt model file... (reported on one line
@@ -82,6 +81,7 @@ def _int_at_least(minimum: int, maximum: int | None = None):
 
 
 _SEED = _int_at_least(0, 2**32 - 1)  # the range NumPy's seeding accepts
+_COUNT = _int_at_least(1)  # draws, chains, iterations
 
 
 def _writable_dir(directory: str, option: str, target: str) -> None:
@@ -184,7 +184,7 @@ def _add_check(commands):
     )
     parser.add_argument(
         "--max-iter",
-        type=int,
+        type=_COUNT,
         default=None,
         metavar="N",
         help="L-BFGS iteration budget (default: genprob.fit_optimizer's)",
@@ -293,8 +293,6 @@ def _run_check(args) -> int:
         for entry in registry.STORIES.values():
             print(f"{entry.name:<16}{entry.description}  [data: {', '.join(entry.datasets)}]")
         return 0
-    if args.max_iter is not None and args.max_iter < 1:
-        raise UserError(f"--max-iter must be >= 1, got {args.max_iter}.")
     jobs = _check_jobs(args)
     options = {} if args.max_iter is None else {"max_iter": args.max_iter}
     cache, failed = {}, []
@@ -953,7 +951,7 @@ def _add_fit_options(parser, *, story_help: str):
     )
     parser.add_argument(
         "--max-iter",
-        type=_int_at_least(1),
+        type=_COUNT,
         default=None,
         metavar="N",
         help="most EM iterations when rows are unlabeled (default: 100)",
@@ -1337,17 +1335,21 @@ def _add_compare(commands):
         help="NUTS (any story) or exact draws (conjugate stories, labeled rows; default: nuts)",
     )
     parser.add_argument(
-        "--num-samples", type=int, default=500, metavar="N", help="draws per chain (default: 500)"
+        "--num-samples",
+        type=_COUNT,
+        default=500,
+        metavar="N",
+        help="draws per chain (default: 500)",
     )
     parser.add_argument(
         "--num-warmup",
-        type=int,
+        type=_int_at_least(0),
         default=500,
         metavar="N",
         help="NUTS warm-up iterations per chain (default: 500)",
     )
     parser.add_argument(
-        "--chains", "--num-chains", type=int, default=2, metavar="N", help="chains (default: 2)"
+        "--chains", "--num-chains", type=_COUNT, default=2, metavar="N", help="chains (default: 2)"
     )
     parser.add_argument(
         "--sampler",
@@ -1378,13 +1380,6 @@ def _run_compare(args) -> int:
     import genprob
     from genprob.app.report import save_figure
 
-    for option, value, minimum in (
-        ("--num-samples", args.num_samples, 1),
-        ("--num-warmup", args.num_warmup, 0),
-        ("--chains", args.chains, 1),
-    ):
-        if value < minimum:
-            raise UserError(f"{option} must be >= {minimum}, got {value}.")
     if args.method == "nuts":  # a missing sampler package is named before the fit
         genprob.mcmc.check_options(sampler=args.sampler)
     _check_out_dir(args.out)
