@@ -1,37 +1,11 @@
-"""The ``genprob`` command line.
+"""The ``genprob`` command line; docs/cli.md describes its commands, options and exit codes.
 
 Commands are subcommands of one ``argparse`` parser; each lives in an ``_add_<command>`` function
-that registers its arguments and its handler, so new commands are added the same way.
-
-* ``genprob check [STORY ...] [--data NAME|FILE.csv --target COL] [--dtype float64]``: the
-  closed-form vs optimizer cross-check (:func:`genprob.crosscheck`) of built-in stories on their
-  natural bundled data sets, or on given data (text columns under ``mixed``, as ``fit``); prints
-  one table per check.
-* ``genprob demo [--out DIR] [--quick]``: fits every built-in story on bundled real data, runs
-  cross-checks, a semi-supervised curve and MLE-vs-posterior comparisons, and writes a Markdown
-  report with figures to ``DIR`` (:mod:`genprob.app.report`).
-* ``genprob fit STORY DATA --target COL [--unlabeled-label VALUE|none] [--out MODEL]``: fits a
-  built-in story on a CSV or Parquet table (rows with an empty target, or ``VALUE``, are
-  unlabeled and fitted by EM; ``none``: every label is a class), saves the model
-  (:func:`genprob.io.persistence.save`) and prints a summary.
-* ``genprob predict MODEL DATA [--proba] [--missing marginalize] [--out FILE.csv]``: predictions
-  of a saved model as CSV (empty cells summed out of the story with ``--missing marginalize``).
-* ``genprob compare STORY DATA --target COL [--out DIR]``: the MLE next to the posterior (NUTS, or
-  the exact conjugate posterior), as a table and plots.
-
-``fit DATA --story MODULE:CLASS`` (and ``compare``, ``predict``) imports a story class of the
-user's own module, only when named. ``fit`` and ``compare`` fit a built-in story with its
-scikit-learn-style estimator, whose hyperparameters ``--param NAME=VALUE`` sets. The library's
-messages name columns and classes by their names (the estimators are fitted on the table's
-columns) and settings as ``name=value``, which reads as ``--param name=value`` here: they are
-printed as they are. ``fit``, ``compare`` and ``check`` take ``--features COL,...`` / ``--drop
-COL,...`` (which columns are features) and ``--sep CHAR`` (a CSV's separator; ``predict`` takes
-it too). ``python -m genprob`` runs this command line.
-
-Exit codes: 0 success, 1 a check failed (``genprob check``), 2 a usage or input error: a missing
-or unreadable file, an unknown story, a bad column, a corrupt model file... (reported on one line
-of stderr, without a traceback). 130 when interrupted, 141 when the reader of stdout closes
-it early (``genprob predict ... | head``).
+that registers its arguments and its handler, so new commands are added the same way. The
+library's messages name columns and classes by their names (the estimators are fitted on the
+table's columns) and settings as ``name=value``, which reads as ``--param name=value`` here: they
+are printed as they are. Every error is one line of stderr and exit code 2 (1: a failed check).
+``python -m genprob`` runs this command line.
 """
 
 from __future__ import annotations
