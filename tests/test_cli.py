@@ -75,7 +75,7 @@ def test_failing_check_exits_with_1(monkeypatch, capsys):
         (["check", "lda", "--data", "nowhere"], ["neither a bundled data set"]),
         (["check", "lda", "--data", "iris", "--target", "species"], ["--target is for CSV"]),
         (["check", "lda", "--target", "species"], ["--target applies to a CSV"]),
-        (["check", "lda", "--max-iter", "0"], ["--max-iter must be >= 1"]),
+        (["check", "lda", "--max-iter", "0"], ["--max-iter", "must be an integer >= 1, got 0"]),
         (["check", "--dtype", "float16"], ["invalid choice"]),
         (["frobnicate"], ["invalid choice"]),
         ([], ["required"]),

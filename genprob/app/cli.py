@@ -1,38 +1,11 @@
-"""The ``genprob`` command line.
+"""The ``genprob`` command line; docs/cli.md describes its commands, options and exit codes.
 
 Commands are subcommands of one ``argparse`` parser; each lives in an ``_add_<command>`` function
-that registers its arguments and its handler, so new commands are added the same way.
-
-* ``genprob check [STORY ...] [--data NAME|FILE.csv --target COL] [--dtype float64]``: the
-  closed-form vs optimizer cross-check (:func:`genprob.crosscheck`) of built-in stories on their
-  natural bundled data sets, or on given data (text columns under ``mixed``, as ``fit``); prints
-  one table per check.
-* ``genprob demo [--out DIR] [--quick]``: fits every built-in story on bundled real data, runs
-  cross-checks, a semi-supervised curve and MLE-vs-posterior comparisons, and writes a Markdown
-  report with figures to ``DIR`` (:mod:`genprob.app.report`).
-* ``genprob fit STORY DATA --target COL [--unlabeled-label VALUE|none] [--out MODEL]``: fits a
-  built-in story on a CSV or Parquet table (rows with an empty target, or ``VALUE``, are
-  unlabeled and fitted by EM; ``none``: every label is a class), saves the model
-  (:func:`genprob.io.persistence.save`) and prints a summary.
-* ``genprob predict MODEL DATA [--proba] [--missing marginalize] [--out FILE.csv]``: predictions
-  of a saved model as CSV (empty cells summed out of the story with ``--missing marginalize``).
-* ``genprob compare STORY DATA --target COL [--out DIR]``: the MLE next to the posterior (NUTS, or
-  the exact conjugate posterior), as a table and plots.
-
-``fit DATA --story MODULE:CLASS`` (and ``compare``, ``predict``) imports a story class of the
-user's own module, only when named. ``fit`` and ``compare`` fit a built-in story with its
-scikit-learn-style estimator, whose hyperparameters ``--param NAME=VALUE`` sets. The library's
-messages name columns and classes by their names (the estimators are fitted on the table's
-columns) and settings as ``name=value``, which reads as ``--param name=value`` here: they are
-printed as they are. ``fit``, ``compare``
-and ``check`` take ``--features COL,...`` / ``--drop COL,...`` (which columns are features) and
-``--sep CHAR`` (a CSV's separator; ``predict`` takes it too). ``python -m genprob`` runs this
-command line.
-
-Exit codes: 0 success, 1 a check failed (``genprob check``), 2 a usage or input error: a missing
-or unreadable file, an unknown story, a bad column, a corrupt model file... (reported on one line
-of stderr, without a traceback). 130 when interrupted, 141 when the reader of stdout closes
-it early (``genprob predict ... | head``).
+that registers its arguments and its handler, so new commands are added the same way. The
+library's messages name columns and classes by their names (the estimators are fitted on the
+table's columns) and settings as ``name=value``, which reads as ``--param name=value`` here: they
+are printed as they are. Every error is one line of stderr and exit code 2 (1: a failed check).
+``python -m genprob`` runs this command line.
 """
 
 from __future__ import annotations
@@ -82,6 +55,7 @@ def _int_at_least(minimum: int, maximum: int | None = None):
 
 
 _SEED = _int_at_least(0, 2**32 - 1)  # the range NumPy's seeding accepts
+_COUNT = _int_at_least(1)  # draws, chains, iterations
 
 
 def _writable_dir(directory: str, option: str, target: str) -> None:
@@ -184,7 +158,7 @@ def _add_check(commands):
     )
     parser.add_argument(
         "--max-iter",
-        type=int,
+        type=_COUNT,
         default=None,
         metavar="N",
         help="L-BFGS iteration budget (default: genprob.fit_optimizer's)",
@@ -293,8 +267,6 @@ def _run_check(args) -> int:
         for entry in registry.STORIES.values():
             print(f"{entry.name:<16}{entry.description}  [data: {', '.join(entry.datasets)}]")
         return 0
-    if args.max_iter is not None and args.max_iter < 1:
-        raise UserError(f"--max-iter must be >= 1, got {args.max_iter}.")
     jobs = _check_jobs(args)
     options = {} if args.max_iter is None else {"max_iter": args.max_iter}
     cache, failed = {}, []
@@ -953,7 +925,7 @@ def _add_fit_options(parser, *, story_help: str):
     )
     parser.add_argument(
         "--max-iter",
-        type=_int_at_least(1),
+        type=_COUNT,
         default=None,
         metavar="N",
         help="most EM iterations when rows are unlabeled (default: 100)",
@@ -1029,30 +1001,20 @@ def _run_demo(args) -> int:
 
 
 def demo_advice(messages, settings) -> list[str]:
-    """The library's warnings as the demo's lines: one line each, without the sentences that
-    name Python arguments (no flag of the demo sets them), which are replaced by the remedy of
-    the mode the user ran (``settings``: the demo's :class:`~genprob.app.report.Settings`)."""
-    if settings.quick:
-        remedy = "run without --quick for more draws"
-    else:
-        remedy = (
-            f"this was the full demo, {settings.nuts_chains} chains x {settings.nuts_samples} "
-            f"draws at --seed {settings.seed}: try another --seed, or genprob compare with "
-            f"more --num-samples and --chains"
-        )
-    lines = []
-    for text in dict.fromkeys(" ".join(message.split()) for message in messages):
-        sentences = text.split(". ")
-        # an argument is a snake_case word outside quotes ('class_prior' names a parameter)
-        kept = [s for s in sentences if not re.search(r"\b[a-z]+_[a-z_]+\b", _unquoted(s))]
-        if kept and (len(kept) < len(sentences) or re.search(r"\b(draws|chains)\b", text)):
-            kept[-1] = kept[-1].rstrip(".") + f" ({remedy})."
-        lines.append(". ".join(kept or sentences))
+    """The library's warnings as the demo's lines, each once and as it is, then the remedy of
+    the mode the user ran when one is about draws or chains (``settings``: the demo's
+    :class:`~genprob.app.report.Settings`; no flag of the demo sets the library's arguments)."""
+    lines = list(dict.fromkeys(" ".join(message.split()) for message in messages))
+    if any(word in line for line in lines for word in ("draws", "chains")):
+        if settings.quick:
+            lines.append("in the demo: run without --quick for more draws.")
+        else:
+            lines.append(
+                f"in the demo: this was the full demo, {settings.nuts_chains} chains x "
+                f"{settings.nuts_samples} draws at --seed {settings.seed}: try another --seed, or "
+                f"genprob compare with more --num-samples and --chains."
+            )
     return lines
-
-
-def _unquoted(text: str) -> str:
-    return re.sub(r"'[^']*'", "", text)
 
 
 # -- genprob fit -----------------------------------------------------------------------------------
@@ -1232,20 +1194,10 @@ def _load_model(path: str, story_ref: str | None = None):
         raise UserError(f"no such model file: {path}.")
     if story_ref is not None:
         _import_story(story_ref)
-    try:
-        return genprob.load(path)  # ModelFileError (a ValueError) for any damaged content
+    try:  # ModelFileError (a ValueError) for any damaged content, printed as it is
+        return genprob.load(path)
     except OSError as error:
         raise UserError(f"cannot read model file {path}: {error.strerror or error}.") from None
-    except ValueError as error:
-        found = re.search(r"names the story class '([^']+)', which is not defined", str(error))
-        if found is None:
-            raise
-        module, _, cls = found.group(1).rpartition(".")
-        raise UserError(
-            f"{path} is a model of the story class {cls} of module {module}, not a built-in "
-            f"story: pass --story {module}:{cls} (or --story path/to/{module}.py:{cls}) to "
-            "import it."
-        ) from None
 
 
 def _prediction_features(model, frame, path: str):
@@ -1357,17 +1309,21 @@ def _add_compare(commands):
         help="NUTS (any story) or exact draws (conjugate stories, labeled rows; default: nuts)",
     )
     parser.add_argument(
-        "--num-samples", type=int, default=500, metavar="N", help="draws per chain (default: 500)"
+        "--num-samples",
+        type=_COUNT,
+        default=500,
+        metavar="N",
+        help="draws per chain (default: 500)",
     )
     parser.add_argument(
         "--num-warmup",
-        type=int,
+        type=_int_at_least(0),
         default=500,
         metavar="N",
         help="NUTS warm-up iterations per chain (default: 500)",
     )
     parser.add_argument(
-        "--chains", "--num-chains", type=int, default=2, metavar="N", help="chains (default: 2)"
+        "--chains", "--num-chains", type=_COUNT, default=2, metavar="N", help="chains (default: 2)"
     )
     parser.add_argument(
         "--sampler",
@@ -1398,13 +1354,6 @@ def _run_compare(args) -> int:
     import genprob
     from genprob.app.report import save_figure
 
-    for option, value, minimum in (
-        ("--num-samples", args.num_samples, 1),
-        ("--num-warmup", args.num_warmup, 0),
-        ("--chains", args.chains, 1),
-    ):
-        if value < minimum:
-            raise UserError(f"{option} must be >= {minimum}, got {value}.")
     if args.method == "nuts":  # a missing sampler package is named before the fit
         genprob.mcmc.check_options(sampler=args.sampler)
     _check_out_dir(args.out)

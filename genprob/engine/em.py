@@ -1,37 +1,7 @@
 """Semi-supervised fits: expectation-maximization on partly labeled data.
 
-Labels follow scikit-learn's semi-supervised convention: class codes ``0..K-1`` for labeled rows
-and ``-1`` for unlabeled rows. The objective is the *λ-weighted marginal log-likelihood*
-(EM-λ, Nigam et al. 2000)::
-
-    F(θ) = Σ_{i labeled} w_i log p(x_i, y_i | θ) + λ Σ_{i unlabeled} w_i log Σ_k p(x_i, k | θ)
-           [+ log_penalty(θ) for a smoothed or regularized closed form]
-
-with sample weights ``w_i`` (1 by default) and ``λ = unlabeled_weight`` in [0, 1]: λ = 1 is the
-plain marginal likelihood, λ = 0 ignores the unlabeled rows.
-
-EM alternates
-
-* **E-step**: responsibilities ``R[i] = one_hot(y_i) · w_i`` on labeled rows and
-  ``R[i, k] = λ w_i p(k | x_i, θ)`` on unlabeled rows, the class posteriors coming from
-  :func:`genprob.core.predict_log_proba` (the one ``joint_log_prob`` path);
-* **M-step**: :func:`genprob.core.maximize` of the statistics of ``(X, R)`` — the very function the
-  supervised fit uses — or, for a story without a closed form, a few warm-started L-BFGS steps on
-  the expected complete-data log-likelihood ``Σ_ik R_ik log p(x_i, k | θ)`` in the unconstrained
-  space of NumPyro's ``biject_to`` transforms (a *generalized* EM step: it is only accepted when it
-  does not decrease that expectation).
-
-Because the λ-weighted objective is a sum of per-row log-likelihoods with weights ``w_i`` and
-``λ w_i``, the usual EM lower bound with responsibilities scaled by those weights shows that every
-iteration does not decrease ``F`` (exactly for plain MLE stories and for penalties that do not
-depend on the data; see :func:`fit_em` for regularizers that scale with class counts).
-
-Degenerate fits. A Gaussian covariance that collapses onto a few points, or a class whose
-responsibility mass vanishes, gives non-finite parameters or an unbounded likelihood. EM stops that
-initialization at the first non-finite objective, keeps the other initializations, and raises a
-``ValueError`` naming the class with the smallest mass if every initialization degenerated. The
-remedy is regularization (``reg_param``/``shrinkage``/``var_smoothing`` for Gaussians, ``alpha``
-for discrete stories), more labeled rows, or a smaller ``unlabeled_weight``.
+The λ-weighted objective, the E- and M-steps, why no iteration decreases it, and what happens
+when a fit degenerates: docs/reference/em.md.
 """
 
 from __future__ import annotations
@@ -39,6 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import softmax
 
 from genprob import core
 from genprob._lazy import LazyModule, jitted
@@ -385,7 +356,7 @@ def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter
         with np.errstate(invalid="ignore"):
             rows = execution.rows_log_likelihood(joint, codes)
             fit = float(np.sum(np.where(row_weights > 0, row_weights * rows, 0.0)))
-        posterior = _softmax(joint)
+        posterior = softmax(joint, axis=1)
         value = fit + float(story.log_penalty(params, used["emission"]))
         if not all(np.all(np.isfinite(a)) for a in tree_leaves(params)):
             value = np.nan
@@ -411,13 +382,6 @@ def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter
     outputs = (loop.params[0], trace, loop.n_iter, loop.converged, loop.finite, value,
                responsibilities, mass, loop.drop)  # fmt: skip
     return tree_map(lambda a: np.asarray(a, X.dtype if isinstance(a, float) else None), outputs)
-
-
-def _softmax(joint):
-    """Class posteriors (n, K) of joint log densities, normalized per row."""
-    top = np.max(joint, axis=1, keepdims=True)
-    exp = np.exp(joint - np.where(np.isfinite(top), top, 0.0))
-    return exp / exp.sum(axis=1, keepdims=True)
 
 
 def fit_em(

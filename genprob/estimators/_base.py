@@ -64,7 +64,7 @@ _missing = LazyModule("genprob.engine.missing")
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
 
-__all__ = ["GenerativeClassifierBase", "jax_key"]
+__all__ = ["GenerativeClassifierBase"]
 
 #: Fitted estimator -> (its dtype, the parameters, their placed copies): see fitted_cache.
 _DEVICE_PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -98,12 +98,6 @@ _EM_ATTRIBUTES = (
 )
 #: State of incremental fitting (``partial_fit``), reset by ``fit``.
 _PARTIAL_FIT_STATE = ("stats_", "_pending_reason", "_missing_fit")
-
-
-def jax_key(random_state) -> jax.Array:
-    """A JAX PRNG key from anything ``sklearn.utils.check_random_state`` accepts."""
-    seed = check_random_state(random_state).randint(0, 2**31 - 1)
-    return jax.random.PRNGKey(seed)
 
 
 def _dask_predict(estimator, method, X, /, *args, **kwargs):
@@ -288,19 +282,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     def _fit_missing(self, X, y, unlabeled, sample_weight, classes):
         """Observed-data maximum likelihood (:func:`genprob.engine.missing.fit_observed`): EM over
         the missing entries and the unlabeled rows together."""
-        if classes is not None or unlabeled.any():
-            labeled_y = y[~unlabeled]
-            if classes is not None:
-                self.classes_ = check_classes(classes)
-            else:
-                check_classification_targets(labeled_y)
-                self.classes_, _ = encode_labels(labeled_y)
-            codes = self._label_codes(y, unlabeled)
-        else:
-            if not is_integer_labels(y):
-                check_classification_targets(y)
-            self.classes_, codes = encode_labels(y)
-        check_num_classes(self.classes_, self._min_classes)
+        codes = self._encode_classes(y, unlabeled, classes)
         X = self._checked_features(X, fitting=True)
         story = self._make_story(np.where(np.isnan(X), 0, X))
         marginalized(story)  # refuses stories that cannot leave entries out, saying why
@@ -397,10 +379,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             return self._fit_missing(X, y, unlabeled, sample_weight, classes)
         if classes is not None or unlabeled.any():
             return self._fit_partly_labeled(X, y, unlabeled, sample_weight, classes)
-        if not is_integer_labels(y):
-            check_classification_targets(y)
-        self.classes_, codes = encode_labels(y)
-        check_num_classes(self.classes_, self._min_classes)
+        codes = self._encode_classes(y, unlabeled, classes)
         X = self._validate_X(X, fitting=True)
         try:
             return self._fit_labeled(self._make_story(X), X, codes, sample_weight)
@@ -633,7 +612,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         unlabeled = int(np.sum(codes < 0))
         with precision(self._dtype):
             if e_step:
-                row_weights = np.where(codes >= 0, weights, float(self.unlabeled_weight) * weights)
+                row_weights = _em._row_weights(codes, float(self.unlabeled_weight), weights, xp=np)
                 # sparse rows as the estimator scores them in compiled code (BCOO)
                 stats, objective = execution.em_statistics(
                     self.story_, self._params_jax(), self._as_array(Xv), codes, row_weights
@@ -738,15 +717,15 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             y, classes=self.classes_, unlabeled_label=self._unlabeled_label
         )[0]
 
-    def _fit_partly_labeled(self, X, y, unlabeled, sample_weight, classes):
-        """Fit with unlabeled rows (y = -1) by λ-weighted EM (:func:`genprob.fit_em`).
-
-        ``classes_`` are the labeled rows' classes, or ``classes`` when given. Sets the usual
-        fitted attributes (from the statistics of the final soft responsibilities) plus
-        ``n_iter_``, ``converged_``, ``log_likelihood_trace_`` (the λ-weighted objective after
-        every M-step), ``label_distributions_`` (final E-step, (n, K)) and ``transduction_``
-        (the given labels, and the most probable class on unlabeled rows).
-        """
+    def _encode_classes(self, y, unlabeled, classes):
+        """Set ``classes_`` (the labeled rows' classes, or ``classes`` when given) and return the
+        codes of ``y`` (-1 on unlabeled rows)."""
+        if classes is None and not unlabeled.any():
+            if not is_integer_labels(y):
+                check_classification_targets(y)
+            self.classes_, codes = encode_labels(y)
+            check_num_classes(self.classes_, self._min_classes)
+            return codes
         labeled_y = y[~unlabeled]
         if labeled_y.size:
             check_classification_targets(labeled_y)
@@ -768,16 +747,28 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 f"class, pass unlabeled_label=None, or pass classes= to name the classes of the "
                 f"unlabeled rows."
             )
-        codes = self._label_codes(y, unlabeled)
+        return self._label_codes(y, unlabeled)
+
+    def _fit_partly_labeled(self, X, y, unlabeled, sample_weight, classes):
+        """Fit with unlabeled rows (y = -1) by λ-weighted EM (:func:`genprob.fit_em`).
+
+        ``classes_`` are the labeled rows' classes, or ``classes`` when given. Sets the usual
+        fitted attributes (from the statistics of the final soft responsibilities) plus
+        ``n_iter_``, ``converged_``, ``log_likelihood_trace_`` (the λ-weighted objective after
+        every M-step), ``label_distributions_`` (final E-step, (n, K)) and ``transduction_``
+        (the given labels, and the most probable class on unlabeled rows).
+        """
+        codes = self._encode_classes(y, unlabeled, classes)
         X = self._validate_X(X, fitting=True)
         story = self._make_story(X)
         options = self._em_options()
         with precision(self._dtype):
             Xj = self._as_array(X)
             self._validate_story(story, Xj)
-            result = _em.fit_em(
-                story, Xj, codes, **self._em_data_arguments(sample_weight), **options
-            )
+            # the labels themselves, not codes, so that EM's messages name the classes
+            labels = {"classes": self.classes_, "unlabeled_label": self._unlabeled_label}
+            arguments = {**labels, **self._em_data_arguments(sample_weight), **options}
+            result = _em.fit_em(story, Xj, y, **arguments)
             # on the host, and the statistics on padded rows: no program compiled per row count
             weights = _em._row_weights(
                 np.asarray(codes),
@@ -999,10 +990,9 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "params_")
         n_samples = check_count(n_samples, "n_samples")
+        key = jax.random.PRNGKey(check_random_state(random_state).randint(0, 2**31 - 1))
         with precision(self._dtype):
-            X, codes = core.sample(
-                self.story_, self._params_jax(), n_samples, jax_key(random_state)
-            )
+            X, codes = core.sample(self.story_, self._params_jax(), n_samples, key)
             return np.asarray(X), self.classes_[np.asarray(codes)]
 
     def num_parameters(self) -> int:

@@ -47,16 +47,14 @@ def register_estimator(cls) -> type:
     return cls
 
 
-def _qualified(cls) -> str:
-    return qualified_name(cls)
-
-
 def _story_class(name):
     cls = story_class(name) if isinstance(name, str) else None
     if cls is None:
+        module, _, short = str(name).rpartition(".")
         raise ModelFileError(
-            f"the file names the story class {name!r}, which is not defined in this process: "
-            f"import the module that defines it (or define the class) before genprob.load."
+            f"the model's story class {short} of module {module} is not defined in this process: "
+            f"import it before loading (in Python: import {module}; on the command line: --story "
+            f"{module}:{short}, or --story path/to/{module}.py:{short})."
         )
     return cls
 
@@ -76,7 +74,7 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
         return value.item()
     if isinstance(value, Story):
         return {
-            "__story__": _qualified(type(value)),
+            "__story__": qualified_name(type(value)),
             "config": {
                 k: _encode(v, arrays, f"{prefix}.{k}", aliases) for k, v in value.fields().items()
             },
@@ -284,7 +282,7 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(estimator, "params_")
-    if _ESTIMATORS.get(_qualified(type(estimator))) is not type(estimator):
+    if _ESTIMATORS.get(qualified_name(type(estimator))) is not type(estimator):
         raise TypeError(f"{type(estimator).__name__} is not a genprob estimator.")
     arrays = {}
     init_params = estimator.get_params(deep=False)
@@ -311,7 +309,7 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "genprob_version": __version__,
-        "estimator": _qualified(type(estimator)),
+        "estimator": qualified_name(type(estimator)),
         "init_params": _encode(estimator.get_params(deep=False), arrays, "init"),
         # None for an estimator without one story (MixtureDiscriminantAnalysis)
         "story": _encode(getattr(estimator, "story_", None), arrays, "story"),
@@ -472,10 +470,10 @@ def load(path, *, key: bytes | str | None = None):
     metadata, contents = _read_archive(path)
     metadata = _check_metadata(path, metadata, contents, key)
     try:
-        estimator, derivation = _rebuild(path, metadata, contents)
-        _check_consistent(path, estimator, derivation)
-    except ModelFileError:
-        raise
+        estimator, derivation = _rebuild(metadata, contents)
+        _check_consistent(estimator, derivation)
+    except ModelFileError as error:  # every fault found while rebuilding names the file once
+        raise ModelFileError(f"{path}: {error}") from None
     except (TypeError, ValueError, AttributeError, RecursionError, LookupError) as error:
         # A file that passed its digest was edited by hand: any fault is the file's.
         raise ModelFileError(
@@ -484,7 +482,7 @@ def load(path, *, key: bytes | str | None = None):
     return estimator
 
 
-def _check_consistent(path: Path, estimator, derivation=None) -> None:
+def _check_consistent(estimator, derivation=None) -> None:
     """The fitted attributes every estimator's predictions index agree with each other, so an
     edited file is refused here rather than with a KeyError or IndexError at predict.
 
@@ -497,33 +495,33 @@ def _check_consistent(path: Path, estimator, derivation=None) -> None:
     if not isinstance(params, dict) or not all(
         isinstance(value, np.ndarray) and value.dtype.kind in "biuf" for value in params.values()
     ):
-        raise ModelFileError(f"{path}: the parameters must be numeric arrays.")
+        raise ModelFileError("the parameters must be numeric arrays.")
     prior = params.get(CLASS_PRIOR)
     if prior is None or prior.ndim != 1 or prior.size < 1:
-        raise ModelFileError(f"{path}: the parameter {CLASS_PRIOR!r} must be a 1-D array.")
+        raise ModelFileError(f"the parameter {CLASS_PRIOR!r} must be a 1-D array.")
     num_classes = prior.shape[0]
     features = getattr(estimator, "n_features_in_", None)
     if type(features) is not int or features < 1:
-        raise ModelFileError(f"{path}: n_features_in_ must be an int >= 1, got {features!r}.")
+        raise ModelFileError(f"n_features_in_ must be an int >= 1, got {features!r}.")
     for name, value in params.items():
         # every parameter is per class or per feature (a 0-d one would fail at predict)
         if not any(size in (num_classes, features) for size in value.shape):
             raise ModelFileError(
-                f"{path}: the parameter {name!r} has shape {value.shape}, with no axis of the "
+                f"the parameter {name!r} has shape {value.shape}, with no axis of the "
                 f"{num_classes} classes or the {features} features."
             )
     classes = getattr(estimator, "classes_", None)
     if not isinstance(classes, np.ndarray) or classes.shape != (num_classes,):
         raise ModelFileError(
-            f"{path}: classes_ must be a 1-D array of {num_classes} labels (one per entry of "
+            f"classes_ must be a 1-D array of {num_classes} labels (one per entry of "
             f"{CLASS_PRIOR!r}), got {type(classes).__name__} {np.shape(classes)}."
         )
     if len(set(classes.tolist())) != num_classes:
-        raise ModelFileError(f"{path}: classes_ repeats a label.")
+        raise ModelFileError("classes_ repeats a label.")
     names = getattr(estimator, "feature_names_in_", None)
     if names is not None and (not isinstance(names, np.ndarray) or names.shape != (features,)):
         raise ModelFileError(
-            f"{path}: feature_names_in_ must name the {features} features of n_features_in_, got "
+            f"feature_names_in_ must name the {features} features of n_features_in_, got "
             f"{type(names).__name__} {np.shape(names)}."
         )
     stats = getattr(estimator, "stats_", None)
@@ -535,7 +533,7 @@ def _check_consistent(path: Path, estimator, derivation=None) -> None:
             or not isinstance(stats.get("emission"), dict)
         ):
             raise ModelFileError(
-                f"{path}: stats_ must hold class_counts of {num_classes} classes and the "
+                f"stats_ must hold class_counts of {num_classes} classes and the "
                 f"emission's statistics."
             )
         try:  # the statistics must be the story's: its closed form reads every one it needs
@@ -545,13 +543,13 @@ def _check_consistent(path: Path, estimator, derivation=None) -> None:
                 recomputed = _recomputed_params(estimator, stats)
         except Exception as error:  # noqa: BLE001 - whatever the M-step raises on foreign input
             raise ModelFileError(
-                f"{path}: the stored statistics cannot be recomputed into the story's "
+                f"the stored statistics cannot be recomputed into the story's "
                 f"parameters ({type(error).__name__}: {error})."
             ) from None
         for name, value in recomputed.items():
             if name in params and params[name].shape != value.shape:
                 raise ModelFileError(
-                    f"{path}: the parameter {name!r} has shape {params[name].shape}; the "
+                    f"the parameter {name!r} has shape {params[name].shape}; the "
                     f"story's parameters from the stored statistics have {value.shape}."
                 )
 
@@ -571,13 +569,13 @@ def _derived_from(estimator, derivation) -> bool:
     )
 
 
-def _fitted_attribute(path: Path, cls, init_params: dict, name, value) -> str:
+def _fitted_attribute(cls, init_params: dict, name, value) -> str:
     """``name`` of a fitted attribute in the file, checked: not one that :func:`save` never
     writes, nor a method, property or constant of ``cls`` (an entry ``predict_proba: 3`` would
     hide the method), and of the kind ``cls._fitted_kinds`` gives it, if any."""
     name = _attribute_name(name)
     if name in init_params or name in ("params_", "story_", *_TRANSIENT):
-        raise ModelFileError(f"{path}: the entry {name!r} is not a fitted attribute.")
+        raise ModelFileError(f"the entry {name!r} is not a fitted attribute.")
     try:
         defined = inspect.getattr_static(cls, name)
     except AttributeError:
@@ -586,26 +584,25 @@ def _fitted_attribute(path: Path, cls, init_params: dict, name, value) -> str:
         method = callable(defined) or isinstance(defined, classmethod)
         kind = "a property" if isinstance(defined, property) else "a method" if method else ""
         raise ModelFileError(
-            f"{path}: the entry {name!r} would replace {kind or 'an attribute'} of "
-            f"{cls.__name__} with a "
-            f"{type(value).__name__}; it is not a fitted attribute."
+            f"the entry {name!r} would replace {kind or 'an attribute'} of {cls.__name__} with "
+            f"a {type(value).__name__}; it is not a fitted attribute."
         )
     kinds = getattr(cls, "_fitted_kinds", {}).get(name)
     if kinds is not None and not isinstance(value, kinds):
         kinds = kinds if isinstance(kinds, tuple) else (kinds,)
         expected = " or ".join(kind.__name__ for kind in kinds)
         raise ModelFileError(
-            f"{path}: the entry {name!r} must be a {expected}, got {type(value).__name__}."
+            f"the entry {name!r} must be a {expected}, got {type(value).__name__}."
         )
     return name
 
 
-def _rebuild(path: Path, metadata: dict, contents: dict):
+def _rebuild(metadata: dict, contents: dict):
     """The estimator described by checked ``metadata`` and its arrays, and ``(story, stats,
     parameters)`` of the M-step that recomputed its derived parameters (None without any)."""
     cls = _ESTIMATORS.get(metadata["estimator"])
     if cls is None:
-        raise ModelFileError(f"{path} names an unknown estimator {metadata['estimator']!r}.")
+        raise ModelFileError(f"the file names an unknown estimator {metadata['estimator']!r}.")
     derived = metadata.get("derived", [])
     missing = [
         name
@@ -613,18 +610,18 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
         if f"param.{name}" not in contents and name not in derived
     ]
     if missing:
-        raise ModelFileError(f"{path} lacks the parameter arrays {missing!r}.")
+        raise ModelFileError(f"the file lacks the parameter arrays {missing!r}.")
     init_params = _decode(metadata["init_params"], contents)
     story = _decode(metadata["story"], contents)
     if not isinstance(init_params, dict):
-        raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
+        raise ModelFileError("init_params and attributes must be mappings.")
     if not isinstance(story, Story) and not (story is None and _has_no_story(metadata)):
-        raise ModelFileError(f"{path}: the story must be a Story, got {type(story).__name__}.")
+        raise ModelFileError(f"the story must be a Story, got {type(story).__name__}.")
     try:
         estimator = cls(**{_attribute_name(k): v for k, v in init_params.items()})
     except (TypeError, ValueError) as error:
         raise ModelFileError(
-            f"{path} holds constructor parameters {cls.__name__} rejects ({error})."
+            f"the file holds constructor parameters {cls.__name__} rejects ({error})."
         ) from None
     if story is not None:
         estimator.story_ = story
@@ -639,22 +636,22 @@ def _rebuild(path: Path, metadata: dict, contents: dict):
     if derived:
         recomputed = _recomputed_params(estimator, stats) if stats is not None else {}
         if not all(name in recomputed for name in derived):
-            raise ModelFileError(f"{path}: derived parameters {derived!r} cannot be recomputed.")
+            raise ModelFileError(f"derived parameters {derived!r} cannot be recomputed.")
         for name in derived:
             contents[f"param.{name}"] = recomputed[name]
         derivation = (story, stats, recomputed)
     attributes = _decode(metadata["attributes"], contents)
     if not isinstance(attributes, dict):
-        raise ModelFileError(f"{path}: init_params and attributes must be mappings.")
+        raise ModelFileError("init_params and attributes must be mappings.")
     for name, value in attributes.items():
-        setattr(estimator, _fitted_attribute(path, cls, init_params, name, value), value)
+        setattr(estimator, _fitted_attribute(cls, init_params, name, value), value)
     estimator.params_ = {name: contents[f"param.{name}"] for name in metadata["params"]}
     derived_attributes = metadata.get("derived_attributes", [])
     if derived_attributes:
         restore = getattr(type(estimator), "_restore_derived_attributes", None)
         if restore is None:
             raise ModelFileError(
-                f"{path} lists derived attributes {derived_attributes!r}, which "
+                f"the file lists derived attributes {derived_attributes!r}, which "
                 f"{cls.__name__} cannot recompute."
             )
         restore(estimator, [_attribute_name(name) for name in derived_attributes])
