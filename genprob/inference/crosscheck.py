@@ -313,19 +313,12 @@ def crosscheck(
     params: dict | None = None,
     **optimizer_options,
 ) -> CrosscheckResult:
-    """Check a fit of ``story`` against an independent numerical maximization.
+    """Check a fit of ``story`` against an independent numerical maximization of the penalized
+    objective (docs/reference/crosscheck.md says what is compared and what decides).
 
-    A story with a closed form: the closed form against L-BFGS from a poor seeded start. A story
-    without one: its optimizer fit (``params``, or a fit from seed ``seed``) against independent
-    restarts (seeds ``seed + 1``, ...; ``seed``, ... when ``params`` are given). The optimizer
-    maximizes the *penalized* objective ``log-likelihood + story.log_penalty`` (the penalty is 0
-    for plain maximum likelihood). A fixed or uniform class prior (``class_prior`` given, or
+    The restarts of a story without a closed form use seeds ``seed + 1``, ... (``seed``, ...
+    when ``params`` are given). A fixed or uniform class prior (``class_prior`` given, or
     ``fit_prior=False``) is held fixed in every fit.
-
-    The verdict (``.passed``) needs the checked fit's objective to be no lower than the
-    optimizer's, up to the relative ``objective`` tolerance; when the likelihood is smooth
-    (the capability ``smooth_likelihood``), also the parameters to agree and the
-    gradients to vanish. Every row is reported either way.
 
     Args:
         y: class codes (n,) in 0..K-1 (every row labeled: the check is supervised).
