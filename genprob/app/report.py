@@ -129,15 +129,6 @@ class Section(NamedTuple):
     seconds: float
 
 
-@dataclass
-class _Timer:
-    start: float = field(default_factory=time.perf_counter)
-
-    @property
-    def seconds(self) -> float:
-        return time.perf_counter() - self.start
-
-
 def _quiet(progress):
     return progress if progress is not None else (lambda message: None)
 
@@ -161,7 +152,7 @@ def tour_section(settings: Settings, progress: Callable | None = None) -> Sectio
     from genprob.app import tour
 
     progress = _quiet(progress)
-    timer = _Timer()
+    started = time.perf_counter()
     selected = tour.quick_cases() if settings.tour == "quick" else tour.cases()
     rows = tour.run(selected, progress=lambda label, data: progress(f"{label} on {data}"))
     table = _table(
@@ -189,7 +180,7 @@ def tour_section(settings: Settings, progress: Callable | None = None) -> Sectio
         "densities for continuous features (they can be positive). Fit times include JAX's "
         "compilation the first time a shape is seen.\n\n" + table
     )
-    return Section("tour", "Built-in stories on real data", text, {}, timer.seconds)
+    return Section("tour", "Built-in stories on real data", text, {}, time.perf_counter() - started)
 
 
 # -- step 2: decision boundaries -------------------------------------------------------------------
@@ -305,7 +296,7 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
     import genprob
 
     progress = _quiet(progress)
-    timer = _Timer()
+    started = time.perf_counter()
     X, y = three_gaussians(300, seed=settings.seed)
     X_test, y_test = three_gaussians(3000, seed=settings.seed + 1)
     models = {
@@ -386,7 +377,7 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
                 ),
             ),
         },
-        timer.seconds,
+        time.perf_counter() - started,
     )
 
 
@@ -397,7 +388,7 @@ def crosscheck_section(settings: Settings, progress: Callable | None = None) -> 
     from genprob.inference.crosscheck import TOLERANCES, crosscheck
 
     progress = _quiet(progress)
-    timer = _Timer()
+    started = time.perf_counter()
     rows, printouts, cache = [], [], {}
     for name in settings.crosscheck_stories:
         data = registry.get(name).datasets[0]
@@ -448,7 +439,9 @@ def crosscheck_section(settings: Settings, progress: Callable | None = None) -> 
         + "\n\n".join(printouts)
         + "\n```\n\n</details>"
     )
-    return Section("crosscheck", "Closed form vs optimizer", text, {}, timer.seconds)
+    return Section(
+        "crosscheck", "Closed form vs optimizer", text, {}, time.perf_counter() - started
+    )
 
 
 # -- step 4: missing labels ------------------------------------------------------------------------
@@ -551,7 +544,7 @@ def semi_supervised_figure(curve, title: str | None = None, data: str = "iris"):
 def semi_supervised_section(settings: Settings, progress: Callable | None = None) -> Section:
     """The semi-supervised curve on iris as a table and a figure."""
     progress = _quiet(progress)
-    timer = _Timer()
+    started = time.perf_counter()
     progress(
         f"Gaussian NB on iris, {len(settings.label_fractions)} label fractions x "
         f"{settings.repeats} repeats"
@@ -591,7 +584,7 @@ def semi_supervised_section(settings: Settings, progress: Callable | None = None
         "Missing labels: EM vs the labeled rows alone",
         text,
         {"semi_supervised.png": semi_supervised_figure(curve)},
-        timer.seconds,
+        time.perf_counter() - started,
     )
 
 
@@ -634,7 +627,7 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
     from genprob.inference.mcmc import ESS_MIN, RHAT_MAX
 
     progress = _quiet(progress)
-    timer = _Timer()
+    started = time.perf_counter()
     # (1) NUTS: every parameter of Gaussian naive Bayes on iris
     progress(
         f"NUTS for Gaussian NB on iris ({settings.nuts_chains} chain(s) x "
@@ -750,7 +743,7 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
             "posterior_vs_mle.png": nuts_figure,
             "posterior_vs_mle_exact.png": exact_figure,
         },
-        timer.seconds,
+        time.perf_counter() - started,
     )
 
 

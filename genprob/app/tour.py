@@ -98,20 +98,12 @@ def _split(name):
             random_state=0,
         )
         vectorizer = CountVectorizer().fit(train_texts)
-        return (
-            vectorizer.transform(train_texts),
-            vectorizer.transform(test_texts),
-            y_train,
-            y_test,
-        )
+        return vectorizer.transform(train_texts), vectorizer.transform(test_texts), y_train, y_test
     if name == "penguins":
         X, y = datasets.load_penguins(as_frame=True)
     else:
         X, y = datasets.load(name)
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=0.3, stratify=y, random_state=0
-    )
-    return X_train, X_test, y_train, y_test
+    return train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
 
 
 def run(selected=None, progress=None) -> list[TourRow]:

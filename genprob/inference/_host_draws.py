@@ -1,12 +1,5 @@
-"""Draws on the host with NumPy for the ArviZ container's ``prior`` and ``posterior_predictive``.
-
-JAX's Gamma, Dirichlet and Poisson samplers are rejection loops that take seconds to compile and
-run slowly on a CPU; the container needs a few hundred independent draws, for which NumPy's
-generators are fast and compile nothing. Only NumPyro's distributions listed in ``_SAMPLERS`` and
-emissions that define ``host_parameters`` and ``host_sample`` (genprob's diagonal normal and
-Bernoulli features) are drawn here; for anything else these functions return None and the caller
-draws with JAX, as before.
-"""
+"""Draws on the host with NumPy for the ArviZ container's ``prior`` and ``posterior_predictive``
+(docs/reference/arviz_io.md); None where a distribution has no NumPy sampler here."""
 
 from __future__ import annotations
 
@@ -127,10 +120,6 @@ def _trace(story: Story, num_classes: int, num_features: int, value: float) -> d
     }
 
 
-def _parameters(fn) -> list:
-    return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(fn)]
-
-
 def host_prior_sites(story: Story, num_classes: int, num_features: int, num_draws: int, rng):
     """``num_draws`` draws of the class prior and the prior's latent sites, drawn by NumPy.
 
@@ -147,7 +136,7 @@ def host_prior_sites(story: Story, num_classes: int, num_features: int, num_draw
         fn = site["fn"]
         if name not in second or _sampler(_base(fn)) is None:
             return None
-        this, other = _parameters(fn), _parameters(second[name]["fn"])
+        this, other = (list(map(np.asarray, jax.tree.leaves(f))) for f in (fn, second[name]["fn"]))
         if len(this) != len(other) or any(
             a.shape != b.shape or not np.array_equal(a, b) for a, b in zip(this, other, strict=True)
         ):

@@ -1,13 +1,5 @@
-"""Posterior-vs-MLE figures drawn with matplotlib alone, so ArviZ 0.x and 1.x give the same figure.
-
-ArviZ 1.x replaced ``plot_posterior``/``plot_forest`` by ``arviz-plots`` functions with other
-names and arguments; drawing the few marks genprob needs (density, HDI, MLE line, forest rows)
-directly keeps one figure for both majors. The numbers come from :mod:`genprob.io._arviz_compat`.
-
-Entries are listed once each: a symmetric matrix parameter (dims ``d`` and ``d2``, such as a
-covariance over ``feature`` x ``feature2``) contributes its upper triangle only, so that counts
-over entries (MLE inside the HDI, say) count each free parameter once.
-"""
+"""Posterior-vs-MLE figures drawn with matplotlib alone, so ArviZ 0.x and 1.x give the same figure
+(docs/reference/arviz_io.md)."""
 
 from __future__ import annotations
 
@@ -63,8 +55,9 @@ def _entries(posterior, mle, names):
         yield label, draws.reshape((-1,) + draws.shape[2:])[(slice(None),) + index], value
 
 
-def _bounds(intervals, posterior, mle, names):
+def _bounds(posterior, mle, names, hdi_prob):
     """HDI ``(lower, upper)`` of every distinct entry, in :func:`distinct_entries` order."""
+    intervals = compat.hdi(posterior[names], hdi_prob)
     bounds = []
     for name, dims, index, _, _ in distinct_entries(posterior, mle, names):
         values = intervals[name].transpose(*dims, compat.HDI_DIM).values
@@ -135,8 +128,7 @@ def posterior_vs_mle(
     entries = list(_entries(posterior, mle, names))
     if len(entries) > max_panels:
         raise _too_many_panels(len(entries), max_panels, posterior, names)
-    intervals = compat.hdi(posterior[names], hdi_prob)
-    flat_bounds = _bounds(intervals, posterior, mle, names)
+    flat_bounds = _bounds(posterior, mle, names, hdi_prob)
     columns = max(1, min(columns, len(entries)))
     rows = -(-len(entries) // columns)
     figure = Figure(figsize=figsize or (4.3 * columns, 2.6 * rows + 0.6), layout="constrained")
@@ -192,8 +184,7 @@ def forest(posterior, mle, names, hdi_prob, *, figsize=None, textsize=None, titl
     from matplotlib.figure import Figure
 
     entries = list(_entries(posterior, mle, names))
-    intervals = compat.hdi(posterior[names], hdi_prob)
-    bounds = _bounds(intervals, posterior, mle, names)
+    bounds = _bounds(posterior, mle, names, hdi_prob)
     height = max(2.0, 0.35 * len(entries) + 1.0)
     figure = Figure(figsize=figsize or (7.0, height), layout="tight")
     ax = figure.subplots()

@@ -23,12 +23,6 @@ dist = LazyModule("numpyro.distributions")
 __all__ = ["ConjugateFactor", "dirichlet"]
 
 
-def padding_mask(n_categories, dtype=bool) -> np.ndarray:
-    """(D, M) mask of the real cells of a table padded to M = max(n_categories) columns."""
-    n_categories = np.asarray(n_categories)
-    return (np.arange(n_categories.max()) < n_categories[:, None]).astype(dtype)
-
-
 # -- conjugate factors ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ConjugateFactor:
@@ -68,9 +62,11 @@ class ConjugateFactor:
 
     @property
     def _mask(self) -> np.ndarray:
+        """(D, M) mask of the real cells of a table padded to M = max(n_categories) columns."""
         if self.n_categories is None:
             return np.ones(self.concentration.shape[-1:], bool)
-        return padding_mask(self.n_categories)
+        n_categories = np.asarray(self.n_categories)
+        return np.arange(n_categories.max()) < n_categories[:, None]
 
     def parameters(self) -> dict:
         """The distribution's parameters by their NumPyro names."""
@@ -196,10 +192,6 @@ def _numpy_rng(key) -> np.random.Generator:
         return np.random.default_rng(int(key))
     data = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
     return np.random.default_rng(np.asarray(data, dtype=np.uint32).ravel().tolist())
-
-
-def _dirichlet(concentration, n_categories=None) -> ConjugateFactor:
-    return ConjugateFactor("dirichlet", concentration, None, n_categories)
 
 
 def dirichlet(concentration, n_categories=None) -> ConjugateFactor:

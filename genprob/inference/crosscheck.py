@@ -167,13 +167,9 @@ class CrosscheckResult:
                     f"{row.abs_diff:>12.2e}{row.rel_diff:>14.2e}"
                 )
             else:
-                closed = _fmt(row.closed_form)
                 found = _fmt(row.optimizer)
-                values = f"{closed:>20}{found:>20}{'':>12}{row.rel_diff:>14.2e}"
-            if not row.decisive:
-                result = "(info)"
-            else:
-                result = "ok" if row.passed else "FAIL"
+                values = f"{_fmt(row.closed_form):>20}{found:>20}{'':>12}{row.rel_diff:>14.2e}"
+            result = "(info)" if not row.decisive else "ok" if row.passed else "FAIL"
             lines.append(f"  {label:<30}{values}{row.tolerance:>11.1e}  {result}")
             if row.note:
                 lines.append(f"      -> {row.note}")
@@ -187,11 +183,7 @@ class CrosscheckResult:
 
 
 def _fmt(value) -> str:
-    return (
-        ""
-        if value is None or (isinstance(value, float) and math.isnan(value))
-        else (f"{value:.2e}")
-    )
+    return "" if value is None or math.isnan(value) else f"{value:.2e}"
 
 
 def _story_label(story: Story) -> str:
@@ -206,7 +198,8 @@ def _story_label(story: Story) -> str:
             continue
         default = parameters[name].default if name in parameters else inspect.Parameter.empty
         if default is inspect.Parameter.empty or not _same(value, default):
-            shown.append(f"{name}={_short(value)}")
+            text = repr(value)  # long values cut to 60 characters
+            shown.append(f"{name}={text if len(text) <= 60 else text[:57] + '...'}")
     return f"{type(story).__name__}({', '.join(shown)})"
 
 
@@ -215,11 +208,6 @@ def _same(value, default) -> bool:
         return bool(value == default)
     except (TypeError, ValueError):
         return False
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _relative_difference(found, expected) -> tuple[float, float]:
@@ -325,19 +313,12 @@ def crosscheck(
     params: dict | None = None,
     **optimizer_options,
 ) -> CrosscheckResult:
-    """Check a fit of ``story`` against an independent numerical maximization.
+    """Check a fit of ``story`` against an independent numerical maximization of the penalized
+    objective (docs/reference/crosscheck.md says what is compared and what decides).
 
-    A story with a closed form: the closed form against L-BFGS from a poor seeded start. A story
-    without one: its optimizer fit (``params``, or a fit from seed ``seed``) against independent
-    restarts (seeds ``seed + 1``, ...; ``seed``, ... when ``params`` are given). The optimizer
-    maximizes the *penalized* objective ``log-likelihood + story.log_penalty`` (the penalty is 0
-    for plain maximum likelihood). A fixed or uniform class prior (``class_prior`` given, or
+    The restarts of a story without a closed form use seeds ``seed + 1``, ... (``seed``, ...
+    when ``params`` are given). A fixed or uniform class prior (``class_prior`` given, or
     ``fit_prior=False``) is held fixed in every fit.
-
-    The verdict (``.passed``) needs the checked fit's objective to be no lower than the
-    optimizer's, up to the relative ``objective`` tolerance; when the likelihood is smooth
-    (the capability ``smooth_likelihood``), also the parameters to agree and the
-    gradients to vanish. Every row is reported either way.
 
     Args:
         y: class codes (n,) in 0..K-1 (every row labeled: the check is supervised).
@@ -450,18 +431,12 @@ def crosscheck(
     # a restart may return a mixture's components in another order: compare like with like
     aligned = story.align_parameters(dict(found.params), checked)
     rows = _parameter_rows(checked, aligned, limits["parameters"], smooth)
-    rows.append(
-        _objective_row(at_checked.objective, found.objective, limits["objective"], reference)
-    )
-    rows.append(_gradient_row(reference, at_checked.grad_norm, limits["gradient"], smooth))
-    rows.append(
-        _gradient_row(
-            "restart" if not closed_form else "optimizer",
-            found.grad_norm,
-            limits["gradient"],
-            smooth,
-        )
-    )
+    other = "optimizer" if closed_form else "restart"
+    rows += [
+        _objective_row(at_checked.objective, found.objective, limits["objective"], reference),
+        _gradient_row(reference, at_checked.grad_norm, limits["gradient"], smooth),
+        _gradient_row(other, found.grad_norm, limits["gradient"], smooth),
+    ]
     return CrosscheckResult(
         story=story,
         data_name=data_name,

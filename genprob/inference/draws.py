@@ -1,10 +1,5 @@
-"""Evaluating parameter draws (exact or NUTS) on data: pointwise log-likelihood and predictions.
-
-Draws are dicts of arrays with the parameter names of the closed-form fit and a leading batch
-shape (draws, or chains x draws). Both functions go through the one scoring path
-(:func:`genprob.core.joint_log_prob`), mapped over the draws in batches (no Python loop); the
-story is a pytree argument, so new hyperparameters reuse the compiled map.
-"""
+"""Evaluating parameter draws (exact or NUTS) on data: pointwise log-likelihood and predictions
+(docs/reference/draws.md)."""
 
 from __future__ import annotations
 
@@ -53,10 +48,8 @@ def _map_predict_proba(story, flat, X, batch_size):
 
 def pointwise_log_likelihood(story: Story, draws: dict, X, y=None) -> jax.Array:
     """Per-row log-likelihood at every draw: ``log p(x_i, y_i | θ_s)`` on labeled rows and the
-    marginal ``log Σ_k p(x_i, k | θ_s)`` on unlabeled ones (y = -1, or every row when y is None).
-
-    Computed by :func:`genprob.core.log_likelihood` mapped over the draws (batches of
-    ``DRAW_BATCH``), never a Python loop.
+    marginal ``log Σ_k p(x_i, k | θ_s)`` on unlabeled ones (y = -1, or every row when y is None),
+    in batches of ``DRAW_BATCH`` draws.
 
     Args:
         draws: parameter draws with a leading batch shape (draws, or chains x draws).

@@ -119,11 +119,8 @@ def _prepare(story: Story, X, y, num_classes):
     if codes.shape[0] != X.shape[0]:
         raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
     (marginalized(story) if has_missing(X) else story).validate(X)
-    return (
-        X,
-        np.asarray(codes, np.int32),
-        num_classes,
-    )  # NumPy: staging a JAX copy compiles per row count
+    # NumPy: staging a JAX copy compiles per row count
+    return X, np.asarray(codes, np.int32), num_classes
 
 
 def _chain_args(story, X, codes, summary):
@@ -159,11 +156,7 @@ def run_nuts(
 ) -> NutsRun:
     """Run NUTS on ``core.model``: a :class:`NutsRun` with the draws (NumPyro's ``MCMC`` reading).
 
-    The chains run NumPyro's NUTS kernel (or BlackJAX's, ``sampler``; its warm-up adaptation,
-    then the draws) as one compiled program per chain, cached by the inputs' structure and
-    shapes and by the static settings (``num_classes``, ``num_warmup``, ``num_samples``,
-    ``sampler``, ``**nuts_kwargs``): a repeat call with new data values, seeds, starting points
-    or prior hyperparameters compiles nothing; a new draw or warm-up count compiles once more.
+    One compiled program per chain (docs/reference/mcmc.md says what a new call compiles).
 
     Args:
         X: features (n, D), in the current JAX precision.
@@ -307,15 +300,8 @@ def run_nuts(
     if check:
         samples = mcmc.get_samples(group_by_chain=True)
         extra = mcmc.get_extra_fields(group_by_chain=True)
-        codes_np = np.asarray(codes)
-        labeled_classes = np.unique(codes_np[codes_np >= 0])
-        labels = (
-            "all"
-            if np.all(codes_np >= 0)
-            else "every class"
-            if labeled_classes.size == num_classes
-            else "partial"
-        )
+        every_class = np.unique(codes[codes >= 0]).size == num_classes
+        labels = "all" if np.all(codes >= 0) else "every class" if every_class else "partial"
         mcmc.genprob_diagnostics = diagnose(
             samples,
             extra.get("potential_energy"),
@@ -395,14 +381,9 @@ START_RESTARTS = 4
 def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int, prior_story=None):
     """``start``, or a better mode found by EM restarts: ``(params, message or None)``.
 
-    EM from the labeled-only fit can stop at a local maximum whose posterior mass is small (wine
-    with 15% labels, seed 2: class 0's variance of feature 1 at 0.027 where the best mode has
-    0.32); a chain started there stays for hundreds of draws. With unlabeled rows and a closed
-    form, EM is rerun from ``start`` and from :data:`START_RESTARTS` random responsibilities on
-    the likelihood NUTS samples (unweighted, every unlabeled row at weight 1); the best run
-    replaces ``start`` when its log posterior density is higher (under ``prior_story``, the
-    prior NUTS uses, in the unconstrained coordinates NUTS moves in), so a collapsed
-    high-likelihood spike that the prior rules out never wins.
+    With unlabeled rows and a closed form, EM reruns from ``start`` and :data:`START_RESTARTS`
+    random starts; the best replaces ``start`` when its log posterior density under
+    ``prior_story`` is higher (docs/reference/mcmc.md).
     """
     from genprob.engine.em import fit_em
 
@@ -493,10 +474,9 @@ def _chain_keys(seed, num_chains):
     """One PRNG key per chain, as raw key data drawn by NumPy (of the shape and type the
     default PRNG implementation uses, found abstractly: nothing is compiled)."""
     key = jax.eval_shape(jax.random.PRNGKey, 0)
-    bits = np.random.default_rng([int(seed), 0]).integers(
+    return np.random.default_rng([int(seed), 0]).integers(
         0, np.iinfo(key.dtype).max, (num_chains, *key.shape), dtype=key.dtype, endpoint=True
     )
-    return bits
 
 
 @partial(jax.jit, static_argnums=2)
@@ -634,25 +614,22 @@ def _kernel_settings(nuts_kwargs: dict, sampler: str = "numpyro") -> tuple:
 
 
 def _chain(args, free, key, *, num_classes, num_warmup, num_samples, settings, sampler):
-    """One NUTS chain (NumPyro's kernel: warm-up adaptation, then draws), as one program."""
-    if sampler == "blackjax":
-        return _blackjax_chain(
-            args,
-            free,
-            key,
-            num_classes=num_classes,
-            num_warmup=num_warmup,
-            num_samples=num_samples,
-            settings=settings,
-        )
-    from numpyro.infer.hmc import hmc
+    """One NUTS chain (warm-up adaptation, then draws) as one program; the draws constrained."""
     from numpyro.infer.util import constrain_fn, potential_energy
 
-    def potential_fn_gen(*model_args):
-        return partial(potential_energy, core.model, model_args, {"num_classes": num_classes})
+    kwargs = {"num_classes": num_classes}
+    run = _blackjax_draws if sampler == "blackjax" else _numpyro_draws
+    potential = partial(potential_energy, core.model, args, kwargs)
+    draws, stats = run(args, free, key, num_warmup, num_samples, dict(settings), potential)
+    return jax.vmap(lambda z: constrain_fn(core.model, args, kwargs, z))(draws), stats
 
-    init_kernel, sample_kernel = hmc(potential_fn_gen=potential_fn_gen, algo="NUTS")
-    state = init_kernel(free, num_warmup, model_args=args, rng_key=key, **dict(settings))
+
+def _numpyro_draws(args, free, key, num_warmup, num_samples, settings, potential):
+    """NumPyro's NUTS kernel: unconstrained draws and statistics."""
+    from numpyro.infer.hmc import hmc
+
+    init_kernel, sample_kernel = hmc(potential_fn_gen=lambda *_: potential, algo="NUTS")
+    state = init_kernel(free, num_warmup, model_args=args, rng_key=key, **settings)
 
     def step(state, _):
         state = sample_kernel(state, model_args=args)
@@ -668,24 +645,17 @@ def _chain(args, free, key, *, num_classes, num_warmup, num_samples, settings, s
     # one scan over warm-up and draws: the kernel appears once in the program, which halves
     # its compilation; the warm-up's states are dropped after
     _, (draws, stats) = jax.lax.scan(step, state, None, length=num_warmup + num_samples)
-    draws, stats = jax.tree_util.tree_map(lambda v: v[num_warmup:], (draws, stats))
-    kwargs = {"num_classes": num_classes}
-    draws = jax.vmap(lambda z: constrain_fn(core.model, args, kwargs, z))(draws)
-    return draws, stats
+    return jax.tree_util.tree_map(lambda v: v[num_warmup:], (draws, stats))
 
 
-def _blackjax_chain(args, free, key, *, num_classes, num_warmup, num_samples, settings):
-    """One chain of BlackJAX's NUTS: its window adaptation, then a scan over the tuned kernel,
-    on the same log density (NumPyro's unconstrained coordinates, Jacobian included)."""
+def _blackjax_draws(args, free, key, num_warmup, num_samples, settings, potential):
+    """BlackJAX's NUTS: its window adaptation, then a scan over the tuned kernel, on the same
+    log density (NumPyro's unconstrained coordinates, Jacobian included)."""
     import blackjax
     from blackjax.adaptation.base import get_filter_adapt_info_fn
-    from numpyro.infer.util import constrain_fn, potential_energy
-
-    kwargs = {"num_classes": num_classes}
-    settings = dict(settings)
 
     def logdensity(z):
-        return -potential_energy(core.model, args, kwargs, z)
+        return -potential(z)
 
     tree = {"max_num_doublings": int(settings.get("max_tree_depth", 10))}
     step_size = settings.get("step_size", 1.0)
@@ -724,7 +694,6 @@ def _blackjax_chain(args, free, key, *, num_classes, num_warmup, num_samples, se
         return state, (state.position, stats)
 
     _, (draws, stats) = jax.lax.scan(step, state, jax.random.split(draw_key, num_samples))
-    draws = jax.vmap(lambda z: constrain_fn(core.model, args, kwargs, z))(draws)
     return draws, stats
 
 
@@ -778,11 +747,6 @@ def _abstract_inputs(args, num_classes, num_chains, chain_method):
     return args, free, key
 
 
-def _workers(num_chains: int) -> int:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(int(num_chains), int(cores or 1)))
-
-
 def _run_chains(args, free, keys, *, chain_method, extra_fields, **static):
     """Every chain of one run; the same compiled chain whatever the schedule, so a chain's
     draws depend only on its starting point and key."""
@@ -806,7 +770,8 @@ def _run_chains(args, free, keys, *, chain_method, extra_fields, **static):
         def run(i):
             return jax.block_until_ready(compiled(args, *one[i]))
 
-        workers = _workers(num_chains) if chain_method == "parallel" else 1
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        workers = max(1, min(num_chains, int(cores or 1))) if chain_method == "parallel" else 1
         if workers > 1:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 results = list(pool.map(run, range(num_chains)))
@@ -858,12 +823,9 @@ def diagnose(
     labels: str = "partial",
     started_at_fit: bool = False,
 ) -> dict:
-    """Convergence checks of NUTS draws grouped by chain.
-
-    Rank-normalized split R-hat and bulk/tail ESS per scalar entry (ArviZ, through
-    :mod:`genprob.io._arviz_compat`), and the mean log density of each chain: chains whose means
-    differ by more than 3 within-chain sd (and more than 1 nat) sit in different modes, as a
-    label-swapped chain does.
+    """Convergence checks of NUTS draws grouped by chain (docs/reference/mcmc.md): R-hat, bulk
+    and tail ESS per scalar entry, and each chain's mean log density (chains more than 3
+    within-chain sd and 1 nat apart sit in different modes).
 
     Args:
         samples: site -> draws with leading axes ``(chains, draws)``.
@@ -1045,12 +1007,8 @@ def _sites_returned_by_prior(story: Story, num_classes: int, num_features: int):
 
 
 def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
-    """Posterior label draws: one label per row and per posterior draw.
-
-    For draw s and an unlabeled row i, ``y_i ~ Categorical(p(k | x_i, θ_s))`` (the class posterior
-    from :func:`genprob.core.predict_log_proba` at that draw); labeled rows keep their code.
-    Together with the draws θ_s these are draws of the joint posterior of parameters and missing
-    labels, as NumPyro's ``infer_discrete`` would give for an enumerated model.
+    """Posterior label draws, one label per row and per draw (docs/reference/mcmc.md); labeled
+    rows keep their code.
 
     Args:
         samples: parameter draws (from :func:`fit_nuts`), any leading batch shape.
@@ -1128,13 +1086,9 @@ def likelihood_curvature(story: Story, mle: dict, X, y, names=None) -> dict:
 def prior_dominance(
     story: Story, mle: dict, draws: dict, X, y, *, names=None, warn=True, curvature=None
 ) -> list:
-    """Parameter entries whose MLE lies far outside their posterior while the likelihood is sharp.
-
-    An entry is named when its MLE is more than :data:`PRIOR_DOMINANCE_SD` posterior sds from
-    the posterior mean and also more than that many likelihood sds (``1 / sqrt(-H_ii)``, the
-    log-likelihood's curvature at the MLE): the data pin the value, and the prior holds the
-    posterior elsewhere. Tiny data (a flat likelihood) is left alone: there the prior is meant
-    to matter.
+    """Parameter entries whose MLE lies far outside their posterior while the likelihood is sharp:
+    more than :data:`PRIOR_DOMINANCE_SD` posterior sds and likelihood sds (``1 / sqrt(-H_ii)``)
+    from the posterior mean (docs/reference/mcmc.md).
 
     Args:
         story: the story the draws belong to.

@@ -113,10 +113,6 @@ class _Site(NamedTuple):
     simplex: bool = False  # weights (last axis sums to 1): a class prior, a mixture's weights
 
 
-def _is_latent(msg) -> bool:
-    return msg["type"] == "sample" and not msg["is_observed"]
-
-
 #: Free sites by (spec, data shape and dtype, shapes and dtypes of the story's numbers).
 _FREE_SITES: dict = {}
 
@@ -148,7 +144,7 @@ def _find_free_sites(spec: _Spec, story, shape: tuple, dtype: str) -> tuple[_Sit
         args, kwargs = (story, X, y), {"num_classes": spec.num_classes}
         latent = {}
         for name, site in handlers.trace(model).get_trace(*args, **kwargs).items():
-            if not _is_latent(site):
+            if site["type"] != "sample" or site["is_observed"]:
                 continue
             if site["fn"].support.is_discrete:
                 raise ValueError(
@@ -286,14 +282,9 @@ HESSIAN_COMPILE_SECONDS = 5.0
 
 
 def _hessian(spec: _Spec, data: _Data, u, seconds_per_gradient: float) -> np.ndarray:
-    """Hessian of the loss in unconstrained coordinates, only used to whiten them.
-
-    Small problems use central differences of the compiled exact gradient (2P gradients,
-    relative error ~1e-7, plenty for a whitening, and no second-order program to compile).
-    When those would take longer than :data:`HESSIAN_COMPILE_SECONDS`, exact Hessian-vector
-    products are compiled instead: they skip every term that does not depend on the parameters
-    (e.g. ``log x!`` of count data), which dominates big data sets.
-    """
+    """Hessian of the loss in unconstrained coordinates, only used to whiten them: central
+    differences, or exact Hessian-vector products past :data:`HESSIAN_COMPILE_SECONDS`
+    (docs/reference/optimize.md)."""
     size = u.shape[0]
     if 2 * size * seconds_per_gradient > HESSIAN_COMPILE_SECONDS:
         return np.asarray(_exact_hessian(spec, data, u))

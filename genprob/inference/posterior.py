@@ -215,13 +215,8 @@ def exact_posterior(
     class_concentration: float | None = None,
     smoothing_as: str = "mode",
 ) -> ExactPosterior:
-    r"""Exact posterior of a conjugate story on fully labeled data.
-
-    The class prior gets ``Dirichlet(N_k + a)`` (``a`` = the story's ``class_concentration``,
-    1 by default), the emission parameters the conjugate update of the story's prior with the
-    statistics of :func:`genprob.core.sufficient_statistics`: ``Beta(c + α + 1, N - c + α + 1)``
-    (Bernoulli), ``Dirichlet(c + α + 1)`` (categorical, multinomial), ``Gamma(S + α + 1, N +
-    β)`` (Poisson). Their modes are the smoothed closed-form fit.
+    r"""Exact posterior of a conjugate story on fully labeled data (docs/reference/posterior.md):
+    its modes are the smoothed closed-form fit.
 
     Args:
         story: a Bernoulli, categorical, multinomial or Poisson story, or a mixed story of them.
@@ -246,16 +241,13 @@ def exact_posterior(
         raise ValueError(f"smoothing_as must be 'mode' or 'mean', got {smoothing_as!r}.")
     if class_concentration is not None:
         story = with_prior(story, class_concentration=class_concentration)
+    return _labeled_posterior(story, X, y, num_classes, smoothing_as)[2]
+
+
+def _labeled_posterior(story, X, y, num_classes, smoothing_as="mode"):
+    """Checked features, label codes (every row labeled) and their exact posterior."""
     if not has_exact_posterior(story):
         raise _no_exact_posterior_error(story)
-    X, codes, num_classes = _labeled(story, X, y, num_classes)
-    R = core.one_hot_responsibilities(codes, num_classes, dtype=X.dtype)
-    stats = core.sufficient_statistics(story, X, R)
-    return posterior_from_statistics(story, stats, int(X.shape[1]), smoothing_as)
-
-
-def _labeled(story, X, y, num_classes=None):
-    """Checked features, label codes (every row labeled) and K."""
     X = check_features(X, keep_sparse=True, to_device=True, allow_nan=reads_nan_as_missing(story))
     codes, num_classes = encode_partial_labels(np.asarray(y), num_classes=num_classes)
     if codes.shape[0] != X.shape[0]:
@@ -263,7 +255,9 @@ def _labeled(story, X, y, num_classes=None):
     if np.any(codes < 0):
         raise _unlabeled_rows_error(int(np.sum(codes < 0)))
     story.validate(X)
-    return X, codes, num_classes
+    R = core.one_hot_responsibilities(codes, num_classes, dtype=X.dtype)
+    stats = core.sufficient_statistics(story, X, R)
+    return X, codes, posterior_from_statistics(story, stats, int(X.shape[1]), smoothing_as)
 
 
 def posterior_from_statistics(
@@ -296,30 +290,22 @@ def posterior_from_statistics(
 
 def log_evidence(story: Story, X, y, *, num_classes: int | None = None) -> float:
     r"""Exact log marginal likelihood ``log p(X, y)`` of labeled rows under the story's prior
-    (the Dirichlet on the class prior included), for a story with an exact posterior.
-
-    By Bayes' rule at any parameter value theta (the posterior mean here),
-    ``log p(X, y) = log p(X, y | theta) + log p(theta) - log p(theta | X, y)``: the likelihood
-    on the one scoring path, the prior's log density from the story's NumPyro prior and the
-    closed-form posterior's (Chib 1995). It does not depend on the order of the rows.
+    (the Dirichlet on the class prior included), by Bayes' rule at the posterior mean (Chib 1995,
+    docs/reference/posterior.md), for a story with an exact posterior.
 
     Raises:
         ValueError: as :func:`exact_posterior`.
     """
     from numpyro.infer.util import log_density
 
-    if not has_exact_posterior(story):
-        raise _no_exact_posterior_error(story)
-    X, codes, num_classes = _labeled(story, X, y, num_classes)
-    R = core.one_hot_responsibilities(codes, num_classes, dtype=X.dtype)
-    exact = posterior_from_statistics(story, core.sufficient_statistics(story, X, R), X.shape[1])
+    X, codes, exact = _labeled_posterior(story, X, y, num_classes)
     theta = {k: np.asarray(v, np.float64) for k, v in exact.mean().items()}
     dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
     likelihood = core.log_likelihood(
         story, {k: v.astype(dtype) for k, v in theta.items()}, X, codes
     )
     class_prior = theta.pop(CLASS_PRIOR)
-    concentration = np.full(num_classes, float(story.class_concentration))
+    concentration = np.full(exact.num_classes, float(story.class_concentration))
     log_prior = float(dist.Dirichlet(concentration).log_prob(class_prior))
-    log_prior += float(log_density(story.prior, (num_classes, X.shape[1]), {}, theta)[0])
+    log_prior += float(log_density(story.prior, (exact.num_classes, X.shape[1]), {}, theta)[0])
     return float(likelihood) + log_prior - exact.log_density({**theta, CLASS_PRIOR: class_prior})

@@ -1,12 +1,4 @@
-"""The one place that knows which ArviZ major is installed.
-
-ArviZ 0.x stores results as ``arviz.InferenceData``; ArviZ 1.x (``arviz-base``, ``arviz-stats``,
-``arviz-plots``) stores them as ``xarray.DataTree`` and renamed several statistics
-(``hdi_prob`` -> ``prob``, the ``hdi`` dimension -> ``ci_bound``, ``ELPDData.elpd_loo`` ->
-``elpd``). genprob builds every group as a plain ``xarray.Dataset`` itself, so both majors get
-the same group names, variables, dims, coordinates and attributes; only the container and the
-calls below differ. Nothing else in genprob checks the ArviZ version.
-"""
+"""The one place that knows which ArviZ major is installed (docs/reference/arviz_io.md)."""
 
 from __future__ import annotations
 
@@ -27,6 +19,7 @@ __all__ = [
     "get_group",
     "hdi",
     "hdi_array",
+    "hdi_columns",
     "ess",
     "rhat",
     "summary",
@@ -60,7 +53,7 @@ def arviz():
             try:
                 return importlib.import_module("arviz")
             except OSError as error:
-                if not _is_daily_stamp(error):
+                if not any("daily_warning" in str(f) for f in (error.filename, error.filename2)):
                     raise
                 failure = error
     raise ImportError(
@@ -68,12 +61,6 @@ def arviz():
         f"{failure.filename2 or failure.filename!r}, which failed ({failure.strerror}). Point "
         "XDG_CACHE_HOME at a writable directory."
     ) from failure
-
-
-def _is_daily_stamp(error: OSError) -> bool:
-    """Whether ``error`` is ArviZ 0.x failing to write its daily notice's stamp file."""
-    names = (error.filename, error.filename2)
-    return any("daily_warning" in str(name) for name in names if name is not None)
 
 
 @functools.cache
@@ -197,6 +184,12 @@ def rhat(dataset):
         return arviz().rhat(dataset)
 
 
+def hdi_columns(prob: float) -> tuple[str, str]:
+    """ArviZ 0.x's names of the HDI bounds of mass ``prob`` (``hdi_3%``, ``hdi_97%``)."""
+    tail = 100 * (1 - prob) / 2
+    return f"hdi_{tail:g}%", f"hdi_{100 - tail:g}%"
+
+
 def summary(data, hdi_prob: float = 0.94, **kwargs):
     """``az.summary`` with HDI bounds of mass ``hdi_prob``, unrounded.
 
@@ -209,11 +202,9 @@ def summary(data, hdi_prob: float = 0.94, **kwargs):
             table = az.summary(data, ci_prob=hdi_prob, ci_kind="hdi", round_to="none", **kwargs)
         else:
             return az.summary(data, hdi_prob=hdi_prob, round_to="none", **kwargs)
-    tail = 100 * (1 - hdi_prob) / 2
     prefix = f"hdi{100 * hdi_prob:g}"
-    return table.rename(
-        columns={f"{prefix}_lb": f"hdi_{tail:g}%", f"{prefix}_ub": f"hdi_{100 - tail:g}%"}
-    )
+    lower, upper = hdi_columns(hdi_prob)
+    return table.rename(columns={f"{prefix}_lb": lower, f"{prefix}_ub": upper})
 
 
 def loo(data, pointwise: bool = True):

@@ -36,12 +36,10 @@ PREDICTIVE_DRAWS = 500
 PREDICTIVE_MAX_VALUES = 5_000_000
 #: Probability mass of the highest-density intervals in tables and plots (ArviZ's default).
 HDI_PROB = 0.94
-#: NumPyro's extra-field names -> ArviZ's ``sample_stats`` names.
+#: NumPyro's extra-field names -> ArviZ's ``sample_stats`` names (where they differ).
 _SAMPLE_STATS_NAMES = {
-    "diverging": "diverging",
     "accept_prob": "acceptance_rate",
     "num_steps": "n_steps",
-    "energy": "energy",
     "adapt_state.step_size": "step_size",
 }
 
@@ -58,13 +56,6 @@ def _parameter_dims(story: Story, name: str, shape: tuple, num_classes: int, num
             f"{tuple(shape)}."
         )
     return dims
-
-
-def _coords(story: Story, classes, feature_names) -> dict:
-    coords = {"class": list(classes), "feature": list(feature_names)}
-    coords["feature2"] = coords["feature"]  # second axis of a (feature x feature) matrix
-    coords.update(story.coords(list(feature_names)))
-    return coords
 
 
 def _as_draws(posterior, story: Story, num_features: int):
@@ -90,10 +81,8 @@ def _as_draws(posterior, story: Story, num_features: int):
         )
     draws = {k: np.asarray(v) for k, v in draws.items()}
     batch_ndim = draws[CLASS_PRIOR].ndim - 1
-    if batch_ndim == 1:
+    if batch_ndim == 1:  # a dict of draws without a chain axis (an MCMC object has one)
         draws = {k: v[None] for k, v in draws.items()}
-        if sample_stats is not None:
-            sample_stats = {k: np.asarray(v)[None] for k, v in sample_stats.items()}
     elif batch_ndim != 2:
         raise ValueError(
             f"draws of {CLASS_PRIOR!r} must have shape (draws, K) or (chains, draws, K); got "
@@ -164,8 +153,6 @@ def to_arviz(
         ``prior`` (draws of the prior the posterior used) and ``mle`` (when given). The prior
         is described in ``attrs["prior"]`` of ``posterior`` and ``prior``.
     """
-    import jax
-
     X = check_features(X, keep_sparse=True, to_device=True, allow_nan=reads_nan_as_missing(story))
     num_features = int(X.shape[1])
     from_mcmc = hasattr(posterior, "get_samples")
@@ -195,7 +182,9 @@ def to_arviz(
         name: _parameter_dims(story, name, value.shape[2:], num_classes, num_features)
         for name, value in draws.items()
     }
-    coords = _coords(story, classes, feature_names)
+    # feature2: the second axis of a (feature x feature) matrix
+    coords = {"class": classes, "feature": feature_names, "feature2": feature_names}
+    coords.update(story.coords(list(feature_names)))
     coords["row"] = np.arange(n)
     log_lik = np.asarray(pointwise_log_likelihood(story, draws, X, codes))
     observed = {"y": _class_names(classes, codes)}
@@ -205,24 +194,14 @@ def to_arviz(
         observed["X"] = np.asarray(X)
         dims["X"] = ["row", "feature"]
     seed = 0 if predictive_seed is None else int(predictive_seed)
-    predictive = None
-    if predictive_draws is None:
-        predictive_draws = PREDICTIVE_DRAWS
+    predictive = prior_draws = None
+    predictive_draws = PREDICTIVE_DRAWS if predictive_draws is None else int(predictive_draws)
     if predictive_draws:
-        per_chain = predictive_per_chain(
-            draws[CLASS_PRIOR].shape[0],
-            draws[CLASS_PRIOR].shape[1],
-            n,
-            num_features,
-            int(predictive_draws),
-        )
+        chains, num_draws = draws[CLASS_PRIOR].shape[:2]
+        per_chain = predictive_per_chain(chains, num_draws, n, num_features, predictive_draws)
         predictive = _posterior_predictive(story, draws, (n, num_features), per_chain, seed, dense)
         predictive["y"] = _class_names(classes, predictive["y"])
-    prior_draws = (
-        _prior_draws(story, num_classes, num_features, predictive_draws, seed)
-        if predictive_draws
-        else None
-    )
+        prior_draws = _prior_draws(story, num_classes, num_features, predictive_draws, seed)
     dims[LOG_LIKELIHOOD_NAME] = ["row"]
     used = {d for name in draws for d in dims[name]} | {"row", "feature"}
     coords = {k: v for k, v in coords.items() if k in used}
@@ -349,12 +328,17 @@ _replicate = jax.jit(_replicate_rows, static_argnums=3)
 _draw_prior = jax.jit(_prior_sites, static_argnums=(2, 3, 4))
 
 
+def _compiled_or_eager(compiled, plain, *args):
+    try:
+        return compiled(*args)
+    except jax.errors.ConcretizationTypeError:  # a sampler that needs a setting's value
+        return plain(*args)
+
+
 def _posterior_predictive(story: Story, draws: dict, shape, per_chain: int, seed, features):
     """Replicated ``(y, X)`` of ``shape = (n, D)`` rows from the story at (thinned) posterior
     draws: drawn by NumPy where the emission has a host sampler
     (:mod:`genprob.inference._host_draws`), else by JAX."""
-    import jax
-
     from genprob.inference._host_draws import host_replicate
 
     n = shape[0]
@@ -366,10 +350,7 @@ def _posterior_predictive(story: Story, draws: dict, shape, per_chain: int, seed
         flat = {k: jax.numpy.asarray(v) for k, v in flat.items()}
         keys = jax.random.split(jax.random.PRNGKey(int(seed)), int(np.prod(batch)))
         size = padded_rows(*shape)  # a bucket's row counts share one program; the extra rows go
-        try:
-            replicated = _replicate(story, flat, keys, size)
-        except jax.errors.ConcretizationTypeError:  # a sampler that needs a setting's value
-            replicated = _replicate_rows(story, flat, keys, size)
+        replicated = _compiled_or_eager(_replicate, _replicate_rows, story, flat, keys, size)
         replicated = tuple(np.asarray(v)[:, :n] for v in replicated)
     X_rep, y_rep = replicated
     out = {"y": np.asarray(y_rep).reshape(batch + (n,))}
@@ -381,8 +362,6 @@ def _posterior_predictive(story: Story, draws: dict, shape, per_chain: int, seed
 def _prior_draws(story: Story, num_classes: int, num_features: int, num_draws: int, seed):
     """Draws of the story's parameters from its prior, one chain: ``(1, num_draws, ...)``;
     drawn by NumPy where every prior site has a host sampler, else by JAX."""
-    import jax
-
     from genprob.inference._host_draws import host_prior_sites
     from genprob.inference.mcmc import params_from_samples
 
@@ -390,44 +369,28 @@ def _prior_draws(story: Story, num_classes: int, num_features: int, num_draws: i
     samples = host_prior_sites(story, num_classes, num_features, int(num_draws), rng)
     if samples is None:
         key = jax.random.PRNGKey(int(seed) + 1)
-        try:
-            samples = _draw_prior(story, key, num_classes, num_features, int(num_draws))
-        except jax.errors.ConcretizationTypeError:  # a prior that needs a setting's value
-            samples = _prior_sites(story, key, num_classes, num_features, int(num_draws))
+        args = (story, key, num_classes, num_features, int(num_draws))
+        samples = _compiled_or_eager(_draw_prior, _prior_sites, *args)
     params = params_from_samples(story, samples, num_features)
     return {k: np.asarray(v)[None] for k, v in params.items()}
 
 
 # -- the comparison table ------------------------------------------------------------------------
-def _var_names(idata, var_names):
-    known = list(compat.get_group(idata, "posterior").data_vars)
-    if var_names is None:
-        names = known
-    else:
-        names = [str(v) for v in np.atleast_1d(var_names)]
+def _selection(idata, var_names, coords, labels, *, need_mle: bool):
+    """``(names, posterior, mle or None)``: the datasets with ``coords`` selected and ``labels``
+    (display names of a dim's coordinates) assigned."""
+    posterior = compat.get_group(idata, "posterior")
+    known = list(posterior.data_vars)
+    names = known if var_names is None else [str(v) for v in np.atleast_1d(var_names)]
     unknown = [v for v in names if v not in known]
     if unknown:
         raise ValueError(f"unknown parameters {unknown}; the posterior has {known}.")
-    return names
-
-
-def _check_mle(idata):
-    if not compat.has_group(idata, "mle"):
+    if need_mle and not compat.has_group(idata, "mle"):
         raise ValueError(
             "the ArviZ result has no 'mle' group: build it with estimator.posterior(...) or "
             "genprob.to_arviz(..., mle=params)."
         )
-    return compat.get_group(idata, "mle")
-
-
-def _selection(idata, var_names, coords, labels, *, need_mle: bool):
-    """``(names, posterior, mle or None)``: the datasets with ``coords`` selected and ``labels``
-    (display names of a dim's coordinates) assigned."""
-    names = _var_names(idata, var_names)
-    posterior = compat.get_group(idata, "posterior")
-    mle = _check_mle(idata) if need_mle else None
-    if mle is None and compat.has_group(idata, "mle"):
-        mle = compat.get_group(idata, "mle")
+    mle = compat.get_group(idata, "mle") if compat.has_group(idata, "mle") else None
     dims = {d for name in names for d in posterior[name].dims} - {"chain", "draw"}
     for option, given in (("coords", coords), ("labels", labels)):
         unknown = sorted(set(given or {}) - dims)
@@ -459,11 +422,6 @@ def _selection(idata, var_names, coords, labels, *, need_mle: bool):
     return names, posterior, mle
 
 
-def _hdi_columns(hdi_prob: float) -> tuple[str, str]:
-    tail = 100 * (1 - hdi_prob) / 2
-    return f"hdi_{tail:g}%", f"hdi_{100 - tail:g}%"
-
-
 def mle_vs_posterior_table(
     idata, var_names=None, hdi_prob: float = HDI_PROB, coords=None, labels=None
 ):
@@ -488,43 +446,24 @@ def mle_vs_posterior_table(
 
     names, posterior, mle = _selection(idata, var_names, coords, labels, need_mle=True)
     posterior = posterior[names]
-    lower_name, upper_name = _hdi_columns(hdi_prob)
+    lower_name, upper_name = compat.hdi_columns(hdi_prob)
     # constant entries (padding of categorical tables, one-category features) have no defined
     # r_hat/ESS: NaN is the honest value
     hdi = compat.hdi(posterior, hdi_prob)
     ess = compat.ess(posterior, method="bulk")
     rhat = compat.rhat(posterior) if posterior.sizes["chain"] > 1 else None
+    columns = ["parameter", "mle", "mean", "sd", lower_name, upper_name, "mle_in_hdi", "r_hat"]
     rows = []
     for name, dims, index, label, value in figures.distinct_entries(posterior, mle, names):
         draws = posterior[name].transpose("chain", "draw", *dims).values[(slice(None),) * 2 + index]
         lower = float(hdi[name].sel({compat.HDI_DIM: "lower"}).transpose(*dims).values[index])
         upper = float(hdi[name].sel({compat.HDI_DIM: "upper"}).transpose(*dims).values[index])
         r_hat = np.nan if rhat is None else float(rhat[name].transpose(*dims).values[index])
-        rows.append(
-            {
-                "parameter": label,
-                "mle": value,
-                "mean": float(draws.mean()),
-                "sd": float(draws.std(ddof=1)),
-                lower_name: lower,
-                upper_name: upper,
-                "mle_in_hdi": bool(lower <= value <= upper),
-                "r_hat": r_hat,
-                "ess_bulk": float(ess[name].transpose(*dims).values[index]),
-            }
-        )
-    columns = [
-        "parameter",
-        "mle",
-        "mean",
-        "sd",
-        lower_name,
-        upper_name,
-        "mle_in_hdi",
-        "r_hat",
-        "ess_bulk",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+        mean, sd = float(draws.mean()), float(draws.std(ddof=1))
+        ess_bulk = float(ess[name].transpose(*dims).values[index])
+        row = (label, value, mean, sd, lower, upper, bool(lower <= value <= upper), r_hat, ess_bulk)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*columns, "ess_bulk"])
 
 
 # -- plots ---------------------------------------------------------------------------------------
@@ -665,7 +604,7 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
         per_draw = np.asarray(
             posterior_predict_proba(estimator.story_, draws_j, estimator._as_array(X))
         )
-    lower_name, upper_name = _hdi_columns(hdi_prob)
+    lower_name, upper_name = compat.hdi_columns(hdi_prob)
     interval = compat.hdi_array(per_draw, hdi_prob)  # (m, K, 2)
     mean = per_draw.mean(axis=(0, 1))
     rows = []
@@ -699,7 +638,7 @@ def plot_predictive_vs_plugin(
     from matplotlib.figure import Figure
 
     table = predictive_vs_plugin(estimator, idata, X_points, hdi_prob=hdi_prob)
-    lower_name, upper_name = _hdi_columns(hdi_prob)
+    lower_name, upper_name = compat.hdi_columns(hdi_prob)
     classes = list(estimator.classes_)
     columns = min(len(classes), 4)
     rows = -(-len(classes) // columns)
