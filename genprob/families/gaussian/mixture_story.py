@@ -334,7 +334,7 @@ class GaussianMixtureStory(Story):
         :data:`~genprob.inference.mcmc.RHAT_MAX`, or whose chains' means lie more than
         :data:`CHAIN_GAP_SD` within-chain sds apart, is named by parameter, class and component
         in one :class:`~genprob.inference.mcmc.SamplingWarning` (the posterior hook of
-        ``estimator.posterior``; docs/reference/posterior.md).
+        ``estimator.posterior``; docs/story_hooks.md).
 
         Args:
             draws: ``class_prior``, ``weights``, ``means``, ``covariances``, leading axes
