@@ -122,9 +122,9 @@ def estimator_posterior(
     sizes.update(num_rows=int(y.shape[0]) if y.ndim else 0, nuts=method == "nuts")
     check_posterior_size(parameter_entries=0, **sizes)  # before a fit: chains, iterations, rows
     unlabeled = estimator._unlabeled_rows(y)
-    if method == "exact" and np.any(unlabeled):
-        raise _unlabeled_rows_error(int(np.sum(unlabeled)))
     if not hasattr(estimator, "params_"):
+        if method == "exact" and np.any(unlabeled):
+            raise _unlabeled_rows_error(int(np.sum(unlabeled)))  # before a fit it cannot use
         estimator.fit(X, y)
     X = estimator._check_X(X)
     if y.shape != (X.shape[0],):
@@ -138,12 +138,22 @@ def estimator_posterior(
         **sizes,
     )
     story = with_prior(estimator.story_, **(prior or {}))
+    # story hooks: a prior whose sites are not the parameters (latent_of maps a fit to them),
+    # and exchangeable components, aligned to the fit before any check (align_draws)
+    latent_of = getattr(story, "latent_of", lambda params: {})
+    align_draws = getattr(story, "align_draws", None)
     if priors == "conjugate":
         story = conjugate_story(story)
     if estimator._marginalizes and has_missing(X):
+        complete = ~np.isnan(X).any(axis=1)
+        if priors == "data" and method == "nuts" and complete.any():
+            # the wrapper keeps its story's prior (run_nuts's scaling passes it by): scale it here
+            story = story.scaled_to_data(X[complete])
         story = marginalized(story)  # NaN entries are missing for the model and log-likelihoods
     if method == "exact" and not has_exact_posterior(story):
-        raise _no_exact_posterior_error(story)
+        raise ValueError(f"method must be 'nuts' here: {_no_exact_posterior_error(story)}")
+    if method == "exact" and np.any(unlabeled):
+        raise _unlabeled_rows_error(int(np.sum(unlabeled)))
     num_classes = len(estimator.classes_)
     seed = int(check_random_state(random_state).randint(0, 2**31 - 1))
     feature_names = getattr(estimator, "feature_names_in_", None)
@@ -168,8 +178,13 @@ def estimator_posterior(
                     "potential_energy",
                 ),
             )
-            if isinstance(init, str) and init == "mle":
-                nuts_kwargs["fit"] = fitted  # the fit already made: no second EM run
+            started_at_fit = isinstance(init, str) and init == "mle"
+            if started_at_fit:
+                nuts_kwargs["fit"] = {**fitted, **latent_of(fitted)}  # the fit made: no second EM
+            elif isinstance(init, dict):
+                init = {**init, **latent_of(init)}
+            elif isinstance(init, list | tuple):
+                init = [{**start, **latent_of(start)} for start in init]
 
             def while_compiling():  # needs the fit only: runs while the chain compiles
                 curvature.update(likelihood_curvature(story, fitted, Xj, codes))
@@ -188,6 +203,7 @@ def estimator_posterior(
                 init=init,
                 priors=priors,
                 sampler=sampler,
+                check=align_draws is None,  # else diagnosed below, on aligned draws
                 **nuts_kwargs,
             )
         draws = (
@@ -197,16 +213,36 @@ def estimator_posterior(
         )
         columns = range(Xj.shape[1]) if feature_names is None else feature_names
         names = (
-            list(estimator.classes_),
+            estimator.classes_.tolist(),  # plain values: messages show 1, not np.int64(1)
             [f"x{j}" for j in columns] if feature_names is None else list(columns),
         )
-        prior_dominance(story, fitted, draws, Xj, codes, names=names, curvature=curvature or None)
+        sample_stats = None
+        if method == "nuts" and align_draws is not None:
+            sample_stats = {
+                k: np.asarray(v) for k, v in posterior.get_extra_fields(group_by_chain=True).items()
+            }
+            labeled = np.unique(codes[codes >= 0]).size == num_classes
+            draws, _ = align_draws(
+                {k: np.asarray(v) for k, v in draws.items()},
+                fitted,
+                sample_stats["potential_energy"],
+                labels="all" if np.all(codes >= 0) else "every class" if labeled else "partial",
+                class_names=names[0],
+                feature_names=names[1],
+                started_at_fit=started_at_fit,
+            )
+            story, posterior = posterior.genprob_story, draws  # the prior the chains ran under
+        with np.errstate(divide="ignore"):  # a parameter fixed by the model has no curvature
+            prior_dominance(
+                story, fitted, draws, Xj, codes, names=names, curvature=curvature or None
+            )
         return to_arviz(
             posterior,
             story,
             Xj,
             codes,
             mle=fitted,
+            sample_stats=sample_stats,
             classes=estimator.classes_,
             feature_names=feature_names,
             method=method,

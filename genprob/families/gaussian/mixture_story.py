@@ -43,6 +43,10 @@ __all__ = ["ClassMixtureStory", "GaussianMixtureStory", "MIXTURE_PARAMETERS"]
 #: The mixture's parameters besides the class prior, as ``params_`` names them.
 MIXTURE_PARAMETERS = ("weights", "means", "covariances")
 
+#: Within-chain sds between two chains' means (of one aligned entry) beyond which the chains
+#: are said to sit in different modes (:meth:`GaussianMixtureStory.align_draws`).
+CHAIN_GAP_SD = 3.0
+
 
 class GaussianMixtureStory(Story):
     """Gaussian mixtures within classes (cells ``j`` of class ``cell_class[j]``).
@@ -311,10 +315,134 @@ class GaussianMixtureStory(Story):
         result.update({n: out[n].reshape((*batch, *ref[n].shape)) for n in MIXTURE_PARAMETERS})
         return result
 
+    def align_draws(
+        self,
+        draws: dict,
+        reference: dict,
+        potential_energy=None,
+        *,
+        labels: str = "every class",
+        class_names=None,
+        feature_names=None,
+        warn: bool = True,
+        started_at_fit: bool = True,
+    ):
+        """Draws aligned to ``reference`` (the MLE) by :meth:`align_parameters`, and their checks.
+
+        R-hat, ESS and the chains' modes are computed on the aligned draws
+        (:func:`genprob.inference.mcmc.diagnose`); an entry whose R-hat exceeds
+        :data:`~genprob.inference.mcmc.RHAT_MAX`, or whose chains' means lie more than
+        :data:`CHAIN_GAP_SD` within-chain sds apart, is named by parameter, class and component
+        in one :class:`~genprob.inference.mcmc.SamplingWarning` (the posterior hook of
+        ``estimator.posterior``; docs/story_hooks.md).
+
+        Args:
+            draws: ``class_prior``, ``weights``, ``means``, ``covariances``, leading axes
+                ``(chains, draws)``.
+            reference: the parameters to align to (``params_``).
+            potential_energy: ``(chains, draws)`` negative log densities, or None.
+            labels, started_at_fit: as :func:`genprob.inference.mcmc.diagnose` takes them.
+            class_names, feature_names: labels for the messages (default: codes and ``x<j>``).
+            warn: emit the warnings.
+
+        Returns:
+            ``(aligned draws, diagnostics)``: :func:`~genprob.inference.mcmc.diagnose`'s dict
+            plus ``components``, one ``(parameter, class, component, max R-hat, chains
+            disagree)`` per flagged parameter (``component`` None for ``class_prior``).
+        """
+        import warnings
+
+        from genprob.inference.mcmc import RHAT_MAX, Problem, SamplingWarning, diagnose
+        from genprob.story import CLASS_PRIOR
+
+        aligned = self.align_parameters(draws, reference)
+        checked = {n: np.asarray(aligned[n]) for n in (CLASS_PRIOR, *MIXTURE_PARAMETERS)}
+        diagnostics = diagnose(
+            checked, potential_energy, warn=False, labels=labels, started_at_fit=started_at_fit
+        )
+        flagged = self._component_checks(checked, RHAT_MAX)
+        problems = list(diagnostics["problems"])
+        if flagged:
+            classes = list(range(self.num_classes)) if class_names is None else list(class_names)
+
+            def where(name, k, g, entry):
+                owner = f"class {classes[k]!r}" + ("" if g is None else f", component {g}")
+                return f"{name} of {owner}{_entry(entry, feature_names)}"
+
+            shown = "; ".join(
+                f"{where(name, k, g, entry)}: R-hat {rhat:.3f}"
+                + (", chains' means apart" if apart else "")
+                for name, k, g, rhat, apart, entry in flagged
+            )
+            # the named check replaces diagnose's R-hat line, which names a parameter only
+            problems = [p for p in problems if p.kind != "rhat"]
+            problems.insert(
+                0,
+                Problem(
+                    "components",
+                    f"after aligning each class's components to the MLE's, the chains disagree "
+                    f"on {shown} (R-hat > {RHAT_MAX} or chains' means more than "
+                    f"{CHAIN_GAP_SD:g} within-chain sds apart): the chains sit in modes they do "
+                    f"not share (a component placed differently), or have not mixed. Run more "
+                    f"warm-up and draws, or fit fewer components.",
+                ),
+            )
+        diagnostics["components"] = [row[:5] for row in flagged]
+        diagnostics["problems"] = problems
+        for problem in problems if warn else ():
+            warnings.warn(f"NUTS diagnostics: {problem}", SamplingWarning, stacklevel=3)
+        return aligned, diagnostics
+
+    def _component_checks(self, draws, rhat_max):
+        """``(parameter, class, component, worst R-hat, chains apart, worst entry)`` for each
+        parameter of a class or component with an entry failing the checks."""
+        from genprob.io import _arviz_compat as compat
+        from genprob.story import CLASS_PRIOR
+
+        if np.shape(draws[CLASS_PRIOR])[0] < 2:
+            return []
+        cell_class = np.asarray(self.cell_class)
+        index = _cell_index(cell_class)
+        variables, owners = {}, {}
+        for name, value in draws.items():
+            value = np.asarray(value, dtype=np.float64)
+            flat = value.reshape(value.shape[:2] + (-1,))
+            keep = np.ptp(flat, axis=(0, 1)) > 0  # constant entries have no R-hat
+            if np.any(keep):
+                variables[name] = flat[:, :, keep]
+                owners[name] = np.argwhere(np.ones(value.shape[2:], dtype=bool))[keep]
+        rhat = compat.rhat(compat.dataset(variables, {}, {}))
+        flagged = {}
+        for name, flat in variables.items():
+            values = np.asarray(rhat[name])
+            means = flat.mean(axis=1)
+            within = np.sqrt(flat.var(axis=1, ddof=1).mean(axis=0))
+            apart = np.ptp(means, axis=0) > CHAIN_GAP_SD * within
+            for e in np.flatnonzero((values > rhat_max) | apart):
+                position = tuple(int(i) for i in owners[name][e])
+                j = position[0]
+                if name == CLASS_PRIOR:
+                    key = (name, j, None)
+                else:
+                    key = (name, int(cell_class[j]), int(index[j]))
+                value = float(values[e]) if np.isfinite(values[e]) else float("nan")
+                old = flagged.get(key)
+                if old is None or value > old[0]:
+                    flagged[key] = (value, bool(apart[e]) or (old is not None and old[1]), position)
+                else:
+                    flagged[key] = (old[0], old[1] or bool(apart[e]), old[2])
+        return [(*key, value, apart, position) for key, (value, apart, position) in flagged.items()]
+
 
 def _setting(value):
     array = np.asarray(value, dtype=np.float64)
     return float(array) if array.ndim == 0 else array
+
+
+def _entry(position, features):
+    """`` (x0)`` or `` (x0, x1)``: the feature(s) of an entry of ``means`` or ``covariances``."""
+    names = [str(features[i]) if features is not None else f"x{i}" for i in position[1:]]
+    return f" ({', '.join(names)})" if names else ""
 
 
 #: The name of releases before issue 56 (tests and user code import it).
