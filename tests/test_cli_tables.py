@@ -382,10 +382,10 @@ def test_a_story_of_the_users_own_module(tmp_path, capsys):
     assert done.returncode == 2
     # the library's message as it is: the file, the class, and how to import it on this face
     assert done.stderr == (
-        f"genprob predict: error: {model}: the model's story class Exponential of module "
-        "cli_user_story is not defined in this process: import it before loading (in Python: "
-        "import cli_user_story; on the command line: --story cli_user_story:Exponential, or "
-        "--story path/to/cli_user_story.py:Exponential).\n"
+        f"genprob predict: error: {model}: the model's story class cli_user_story.Exponential "
+        "is not defined in this process: import the module that defines it (or define the "
+        "class) before loading (in Python: import cli_user_story; on the command line: --story "
+        "cli_user_story:Exponential, or --story path/to/cli_user_story.py:Exponential).\n"
     )
     run += ["--story", "cli_user_story:Exponential"]
     done = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, check=False, env=env)

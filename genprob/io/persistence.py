@@ -52,9 +52,10 @@ def _story_class(name):
     if cls is None:
         module, _, short = str(name).rpartition(".")
         raise ModelFileError(
-            f"the model's story class {short} of module {module} is not defined in this process: "
-            f"import it before loading (in Python: import {module}; on the command line: --story "
-            f"{module}:{short}, or --story path/to/{module}.py:{short})."
+            f"the model's story class {name} is not defined in this process: import the module "
+            f"that defines it (or define the class) before loading (in Python: import {module}; "
+            f"on the command line: --story {module}:{short}, or --story "
+            f"path/to/{module}.py:{short})."
         )
     return cls
 
