@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from genprob._lazy import LazyModule
+from genprob.engine._arrays import namespace
 from genprob.families.gaussian.distributions import (
     conditional_fill,
     observed_factors,
@@ -13,17 +14,17 @@ from genprob.families.gaussian.moments import covariance_of, snap_constant_featu
 
 __all__ = ["observed_log_prob", "observed_statistics", "maximize_observed_diagonal"]
 
-jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
 
 
 def _class_covariances(story, params):
     means = params["means"]
+    xp = namespace(means)
     shape = means.shape + means.shape[-1:]
     if not story.covariance_structure.full:
-        return means, None, jnp.broadcast_to(params[story.spread_name], means.shape)
+        return means, None, xp.broadcast_to(params[story.spread_name], means.shape)
     # rows with missing entries need the covariance's blocks: formed here, when they come
-    return means, jnp.broadcast_to(covariance_of(params), shape), None
+    return means, xp.broadcast_to(covariance_of(params), shape), None
 
 
 def observed_log_prob(story, params, X, observed):
@@ -41,15 +42,18 @@ def observed_log_prob(story, params, X, observed):
 
 def _shift(X, observed):
     """Mean of the observed entries of each feature: the reference point of the moments."""
+    xp = namespace(X)
     counts = observed.sum(axis=0).astype(X.dtype)
-    return jnp.where(observed, X, 0.0).sum(axis=0) / jnp.maximum(counts, 1.0)
+    return xp.where(observed, X, 0.0).sum(axis=0) / xp.maximum(counts, 1.0)
 
 
 def observed_statistics(story, X, R, observed, params=None):
-    """Statistics of the observed entries (diagonal) or expected complete-data ones (full)."""
+    """Statistics of the observed entries (diagonal) or expected complete-data ones (full);
+    NumPy in, NumPy out (the mixtures' host EM), JAX alike."""
+    xp = namespace(X, R)
     shift = _shift(X, observed)
     weights = observed.astype(R.dtype)
-    centered = jnp.where(observed, X - shift, 0.0)
+    centered = xp.where(observed, X - shift, 0.0)
     structure = story.covariance_structure
     if not structure.full:
         return {
@@ -67,19 +71,20 @@ def observed_statistics(story, X, R, observed, params=None):
     if params is None:
         # first iteration: each class's observed means stand in for its missing entries
         seen = R.T @ weights
-        class_means = jnp.where(seen > 0, (R.T @ centered) / jnp.where(seen > 0, seen, 1.0), 0.0)
-        completed = jnp.where(observed[:, None, :], centered[:, None, :], class_means[None])
-        conditional = jnp.zeros((R.shape[1], num_features, num_features), R.dtype)
+        class_means = xp.where(seen > 0, (R.T @ centered) / xp.where(seen > 0, seen, 1.0), 0.0)
+        completed = xp.where(observed[:, None, :], centered[:, None, :], class_means[None])
+        conditional = xp.zeros((R.shape[1], num_features, num_features), dtype=R.dtype)
     else:
         means, covariance, _ = _class_covariances(story, params)
         patterns = observed_patterns(observed)
         factors = observed_factors(covariance, patterns[0])
         completed, per_pattern = conditional_fill(X, observed, means, covariance, factors, patterns)
         completed = completed - shift
-        pattern_weights = jax.ops.segment_sum(R, patterns[1], num_segments=patterns[0].shape[0])
-        conditional = jnp.einsum("pk,pkde->kde", pattern_weights, per_pattern)
-    sums = jnp.einsum("nk,nkd->kd", R, completed)
-    class_squares = jnp.einsum("nk,nkd,nke->kde", R, completed, completed) + conditional
+        # each pattern's total responsibility (P, K), by a one-hot product in either namespace
+        which = patterns[1][None, :] == xp.arange(patterns[0].shape[0])[:, None]
+        conditional = xp.einsum("pk,pkde->kde", which.astype(R.dtype) @ R, per_pattern)
+    sums = xp.einsum("nk,nkd->kd", R, completed)
+    class_squares = xp.einsum("nk,nkd,nke->kde", R, completed, completed) + conditional
     stats = {
         "counts": R.sum(axis=0),
         "shift": shift,

@@ -14,11 +14,14 @@ fills the missing block by its conditional mean and adds its conditional covaria
 scatter (Little & Rubin ch. 11), so EM maximizes the observed-data likelihood exactly.
 
 Everything here is NumPy (the fits are small dense linear algebra, called per candidate model);
-the densities and the conditional-mean fill are the Gaussian family's (:mod:`.distributions`).
+the densities are the Gaussian family's (:mod:`.distributions`) and the M-step is the mixture
+story's (:class:`.mixture_story.GaussianMixtureStory`: the cells' statistics, NaN cells filled by
+the family's conditional means, then the structures' covariances).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from dataclasses import dataclass, field, replace
@@ -28,7 +31,6 @@ from scipy.special import logsumexp
 
 from genprob.engine.em_driver import run_em_loop
 from genprob.families.gaussian.distributions import (
-    conditional_fill,
     observed_factors,
     observed_log_density,
 )
@@ -149,17 +151,11 @@ def cell_log_density(X, means, covariances, cell_class=None, observed=None, patt
 def _refuse_singular(covariances, pattern_mask, cell_class):
     """Names the first cell whose covariance, on an observed block, has no Cholesky factor."""
     cell_class = np.zeros(len(covariances), dtype=int) if cell_class is None else cell_class
-    cell_index = _cell_index(cell_class)
     for mask in pattern_mask:
         for j, covariance in enumerate(covariances):
             if np.isnan(observed_factors(covariance[None], mask[None])["log_normalizer"]).any():
-                k, g = int(cell_class[j]), int(cell_index[j])
-                raise CollapsedComponentError(
-                    f"class {k}, component {g}: its covariance is singular (the component "
-                    "collapsed).",
-                    k,
-                    g,
-                )
+                why = "its covariance is singular (the component collapsed)."
+                raise _collapsed(cell_class, j, why)
 
 
 def _joint(fit: MixtureFit, log_f):
@@ -184,73 +180,57 @@ def _e_step(fit: MixtureFit, X, codes, row_weight, observed, patterns=None):
     return R, float(np.sum(row_weight * np.where(row_weight > 0, row_log, 0.0)))
 
 
-def _conditional_rows(X, observed, mean, cov, patterns):
-    """One cell's :func:`conditional_fill`: (filled (n, D), cond (P, D, D), pattern index (n,))."""
-    factors = observed_factors(cov[None], patterns[0])
-    filled, cond = conditional_fill(X, observed, mean[None], cov[None], factors, patterns)
-    return filled[:, 0], cond[:, 0], patterns[1]
+def _story(fit: MixtureFit):
+    """The mixture story of ``fit``'s layout (one per layout: EM asks at every M-step)."""
+    return _layout_story(tuple(fit.cell_class), tuple(fit.structures), tuple(fit.groups))
+
+
+@functools.lru_cache(maxsize=64)
+def _layout_story(cell_class, structures, groups):
+    from genprob.families.gaussian.mixture_story import GaussianMixtureStory  # imports this
+
+    return GaussianMixtureStory(cell_class, structures, groups)
+
+
+def _collapsed(cell_class, j: int, why: str):
+    """The error naming cell ``j`` by its class and its component within the class."""
+    k, g = int(cell_class[j]), int(_cell_index(cell_class)[j])
+    return CollapsedComponentError(f"class {k}, component {g}: {why}", k, g)
 
 
 def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns=None, warm=False):
-    """New proportions, means and (structured) covariances from responsibilities ``R``; ``warm``:
+    """The story's M-step from responsibilities ``R``: its statistics per cell (NaN cells
+    filled by their conditional means at ``fit``), then the structures' covariances; ``warm``:
     the iterative structures start from the current covariances (EM's previous iteration)."""
     WR = R * row_weight[:, None]
     counts = WR.sum(axis=0)  # (J,)
-    num_classes = len(fit.class_prior)
-    class_counts = np.bincount(fit.cell_class, weights=counts, minlength=num_classes)
-    num_cells, d = fit.means.shape
-    cell_index = _cell_index(fit.cell_class)
-    for j in range(num_cells):
-        if counts[j] <= 0:
-            k, g = int(fit.cell_class[j]), int(cell_index[j])
-            raise CollapsedComponentError(
-                f"class {k}, component {g}: no row is assigned to it (the component collapsed).",
-                k,
-                g,
-            )
-    means = np.empty((num_cells, d))
-    scatter = np.empty((num_cells, d, d))
-    complete = observed is None or observed.all()
-    for j in range(num_cells):
-        w = WR[:, j]
-        if complete:
-            means[j] = w @ X / counts[j]
-            centered = X - means[j]
-            scatter[j] = (centered * w[:, None]).T @ centered
-        else:
-            filled, cond, index = _conditional_rows(
-                X, observed, fit.means[j], fit.covariances[j], patterns
-            )
-            means[j] = w @ filled / counts[j]
-            centered = filled - means[j]
-            per_pattern = np.bincount(index, weights=w, minlength=len(cond))
-            scatter[j] = (centered * w[:, None]).T @ centered + np.tensordot(
-                per_pattern, cond, axes=1
-            )
-    start = fit.covariances if warm else None
+    if np.any(counts <= 0):
+        j = int(np.flatnonzero(counts <= 0)[0])
+        raise _collapsed(fit.cell_class, j, "no row is assigned to it (the component collapsed).")
+    story = _story(fit)
+    cells = story._cells()  # the statistics of the cells given their responsibilities
+    if observed is None or observed.all():
+        stats = cells.sufficient_statistics(X, WR)
+    else:
+        current = {"means": fit.means, "covariance": np.asarray(fit.covariances)}
+        stats = cells.observed_statistics(X, WR, observed, current)
     try:
-        covariances = group_covariances(
-            fit.structures, fit.groups, scatter, counts, tol=tol, max_iter=max_iter, start=start
+        new = story.maximize(
+            stats, tol=tol, max_iter=max_iter, start=fit.covariances if warm else None
         )
     except ValueError as error:
-        k, g = int(fit.cell_class[error.cell]), int(cell_index[error.cell])
-        raise CollapsedComponentError(
-            f"class {k}, component {g}: {error} (the component collapsed).", k, g
+        raise _collapsed(
+            fit.cell_class, error.cell, f"{error} (the component collapsed)."
         ) from None
-    for j in range(num_cells):
-        eig = np.linalg.eigvalsh(covariances[j])
+    for j, covariance in enumerate(new["covariances"]):
+        eig = np.linalg.eigvalsh(covariance)
         if not np.all(np.isfinite(eig)) or eig[0] <= _COLLAPSE_RATIO * max(eig[-1], 0.0):
-            k, g = int(fit.cell_class[j]), int(cell_index[j])
-            raise CollapsedComponentError(
-                f"class {k}, component {g}: its covariance is singular "
-                f"({counts[j]:.3g} weighted rows; the component collapsed).",
-                k,
-                g,
-            )
+            why = f"its covariance is singular ({counts[j]:.3g} weighted rows; the component"
+            why += " collapsed)."
+            raise _collapsed(fit.cell_class, j, why)
+    class_counts = np.bincount(fit.cell_class, weights=counts, minlength=len(fit.class_prior))
     fit.class_prior = class_counts / class_counts.sum()
-    fit.weights = counts / class_counts[fit.cell_class]
-    fit.means = means
-    fit.covariances = covariances
+    fit.weights, fit.means, fit.covariances = new["weights"], new["means"], new["covariances"]
 
 
 def group_covariances(structures, groups, scatter, counts, *, start=None, **settings):

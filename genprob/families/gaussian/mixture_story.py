@@ -15,6 +15,7 @@ permutes each draw's components to those of a reference (the MLE) before any sum
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -173,6 +174,7 @@ class GaussianMixtureStory(Story):
 
     # -- the closed form: statistics per cell, the structures' M-step per group -----------------
     @staticmethod
+    @functools.cache
     def _cells():
         """The Gaussian story with the cells as its classes: its statistics (counts, sums and
         scatter about a reference point, combined by re-centering) are the cells'."""
