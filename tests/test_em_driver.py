@@ -1,5 +1,5 @@
 """The one EM driver (genprob.engine.em_driver.run_em_loop): its stopping rule, ascent guard (a
-floor from the E-step), refusal of non-finite steps, max_iter and refinement, on scripted objectives
+floor from the E-step), refusal of non-finite steps, and max_iter, on scripted objectives
 (parameters = step index)."""
 
 import math
@@ -7,7 +7,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
 
 from genprob.engine.em_driver import run_em_loop
 
@@ -38,10 +37,6 @@ def test_a_step_that_lowers_the_objective_is_refused_and_its_caller_warns():
         loop = _run([-10.0, -5.0, -4.0, -4.5, -1.0])
     assert not loop.converged and loop.params == 2 and loop.n_iter == 3
     assert loop.drop == pytest.approx(0.5) and loop.trace == [-10.0, -5.0, -4.0]
-    # mixture.py's call (refine given) is warned here, at its own line
-    with pytest.warns(ConvergenceWarning, match="EM stopped at iteration 4") as caught:
-        loop = _run([-10.0, -5.0, -4.0, -4.5, -1.0], refine=lambda: False)
-    assert caught[0].filename == __file__ and loop.drop == pytest.approx(0.5)
 
 
 def test_the_floor_of_an_e_step_judges_the_next_step():
@@ -66,11 +61,8 @@ def test_a_non_finite_step_stops_and_keeps_the_last_finite_one():
     assert loop.n_iter == 3 and math.isnan(loop.trace[-1])
 
 
-def test_max_iter_counts_m_steps_and_refine_continues_once():
+def test_max_iter_counts_m_steps():
     loop = _run([-10.0 + t for t in range(20)], max_iter=4)
     assert not loop.converged and loop.n_iter == 4 and loop.trace == [-10.0, -9.0, -8.0, -7.0]
-    stages = [1]
-    loop = _run([-10.0, -5.0, -5.0, -4.0, -4.0], refine=lambda: stages and stages.pop() > 0)
-    assert loop.converged and loop.n_iter == 5 and loop.params == 4
     loop = _run([-10.0], max_iter=1)  # from given parameters: their E-step first
     assert loop.trace == [-10.0] and loop.params == 0

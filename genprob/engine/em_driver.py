@@ -104,7 +104,7 @@ class EMLoop(NamedTuple):
     drop: float
 
 
-def run_em_loop(m_step, e_step, *, params, max_iter, tol, eps, scale, refine=None):
+def run_em_loop(m_step, e_step, *, params, max_iter, tol, eps, scale):
     """EM from ``params``: their E-step, then M-step and E-step in turn until the rule is met.
 
     Args:
@@ -117,12 +117,9 @@ def run_em_loop(m_step, e_step, *, params, max_iter, tol, eps, scale, refine=Non
             not judged: the start may be a density on a subspace, whose values do not compare.
         params: the start (the caller's first M-step).
         max_iter: most E-steps, the start's included (as many M-steps with the caller's first).
-        tol, eps, scale: :func:`em_step`'s; the caller warns of a refused step (``drop``)
-            and of ``max_iter`` (:func:`warn_decrease`, :func:`warn_max_iter`).
-        refine: for ``families/gaussian/mixture.py``'s call only (with a ``scale`` that is a
-            function of the new objective for mclust's relative rule, and
-            ``refine``: called when the rule is met, True continues with finer M-steps); its
-            refused step is warned here. Delete them once the mixture is a story.
+        tol, eps, scale: :func:`em_step`'s (``scale`` a function of the new objective for
+            mclust's relative rule); the caller warns of a refused step (``drop``) and of
+            ``max_iter`` (:func:`warn_decrease`, :func:`warn_max_iter`).
     """
     value, expectation, *floor = e_step(params)
     trace, n_iter, converged, drop = [value], 1, False, 0.0
@@ -134,16 +131,13 @@ def run_em_loop(m_step, e_step, *, params, max_iter, tol, eps, scale, refine=Non
         finite, decreased, converged = em_step(new_value, value, before, n_iter > 1, size, tol, eps)
         if decreased:
             drop = before - new_value
-            if refine is not None:
-                warn_decrease(n_iter + 1, drop, before, stacklevel=4)
             break
         trace.append(new_value)
         n_iter += 1
         if not finite:
             break
         params, value, expectation, floor = new_params, new_value, new_expectation, new_floor
-        if converged and (refine is None or not refine()):
+        if converged:
             break
-        converged = False
     finite = all(map(math.isfinite, trace))
     return EMLoop(params, expectation, value, trace, n_iter, converged, finite, drop)

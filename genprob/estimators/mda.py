@@ -470,10 +470,10 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         """The fitted mixtures within classes as one story (derived from ``params_``)."""
         if "params_" not in self.__dict__:
             raise AttributeError("story_: the estimator is not fitted.")
-        from genprob.families.gaussian.mixture_story import GaussianMixtureStory
+        from genprob.families.gaussian.mixture_story import GaussianMixtureStory, _cell_index
 
         cell_class = np.asarray(self.params_["component_class"], dtype=int)
-        index = mixture._cell_index(cell_class)
+        index = _cell_index(cell_class)
         # the component coordinate names each component by its class label ("setosa:0")
         labels = [f"{self.classes_[k]}:{g}" for k, g in zip(cell_class, index, strict=True)]
         return GaussianMixtureStory(

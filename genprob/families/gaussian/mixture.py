@@ -22,19 +22,22 @@ the family's conditional means, then the structures' covariances).
 from __future__ import annotations
 
 import functools
-import re
 import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.special import logsumexp
 
-from genprob.engine.em_driver import run_em_loop
-from genprob.families.gaussian.distributions import (
-    observed_factors,
-    observed_log_density,
-)
+from genprob.engine.em_driver import run_em_loop, warn_decrease
+from genprob.families.gaussian import mclust
 from genprob.families.gaussian.distributions import observed_patterns as _patterns
+from genprob.families.gaussian.mixture_story import (
+    CollapsedComponentError,
+    GaussianMixtureStory,
+    _collapsed,
+    cell_log_density,
+    num_parameters,
+)
 
 __all__ = [
     "CollapsedComponentError",
@@ -56,27 +59,6 @@ WARM_MAX_ITER = 5
 
 class CollapsedComponentWarning(UserWarning):
     """A candidate model was left out because one of its components collapsed."""
-
-
-class CollapsedComponentError(ValueError):
-    """A component's covariance became singular (too few rows, or rows on a subspace).
-
-    Attributes:
-        cls: the class code of the component.
-        component: its index within the class.
-    """
-
-    def __init__(self, message: str, cls: int, component: int):
-        super().__init__(message)
-        self.cls = cls
-        self.component = component
-
-
-def _mclust():
-    """The structures' M-steps (imported on use: they are the structure module's)."""
-    from genprob.families.gaussian import mclust
-
-    return mclust
 
 
 @dataclass
@@ -112,52 +94,7 @@ class MixtureFit:
     responsibilities: np.ndarray | None = None
 
 
-def num_parameters(structures, groups, num_classes: int, num_features: int) -> int:
-    """Free parameters: ``K - 1`` class proportions, ``G_k - 1`` mixing proportions per class,
-    ``J D`` means and each group's covariance parameters (mclust >= 6.1.1's count)."""
-    mclust = _mclust()
-    cells = sum(len(g) for g in groups)
-    proportions = (num_classes - 1) + (cells - num_classes)
-    covariance = sum(
-        mclust.num_covariance_parameters(s, len(g), num_features)
-        for s, g in zip(structures, groups, strict=True)
-    )
-    return int(proportions + cells * num_features + covariance)
-
-
 # -- densities -----------------------------------------------------------------------------------
-def _cell_index(cell_class):
-    """Index of each cell within its class."""
-    index = np.zeros(len(cell_class), dtype=int)
-    for k in np.unique(cell_class):
-        where = np.flatnonzero(cell_class == k)
-        index[where] = np.arange(len(where))
-    return index
-
-
-def cell_log_density(X, means, covariances, cell_class=None, observed=None, patterns=None):
-    """``log f_j(x_i)`` (n, J): the Gaussian density of each cell at each row; with
-    ``observed`` (n, D) bool, the density of the observed coordinates (0 for a row with none);
-    ``patterns``: :func:`_patterns` of ``observed`` when already found."""
-    X = np.asarray(X, dtype=np.float64)
-    observed = np.ones(X.shape, dtype=bool) if observed is None else observed
-    patterns = _patterns(observed) if patterns is None else patterns
-    factors = observed_factors(covariances, patterns[0])
-    if np.isnan(factors["log_normalizer"]).any():
-        _refuse_singular(covariances, patterns[0], cell_class)
-    return observed_log_density(X, observed, means, factors, patterns)
-
-
-def _refuse_singular(covariances, pattern_mask, cell_class):
-    """Names the first cell whose covariance, on an observed block, has no Cholesky factor."""
-    cell_class = np.zeros(len(covariances), dtype=int) if cell_class is None else cell_class
-    for mask in pattern_mask:
-        for j, covariance in enumerate(covariances):
-            if np.isnan(observed_factors(covariance[None], mask[None])["log_normalizer"]).any():
-                why = "its covariance is singular (the component collapsed)."
-                raise _collapsed(cell_class, j, why)
-
-
 def _joint(fit: MixtureFit, log_f):
     """``log pi_k + log tau_j + log f_j(x)`` (n, J)."""
     with np.errstate(divide="ignore"):
@@ -187,18 +124,10 @@ def _story(fit: MixtureFit):
 
 @functools.lru_cache(maxsize=64)
 def _layout_story(cell_class, structures, groups):
-    from genprob.families.gaussian.mixture_story import GaussianMixtureStory  # imports this
-
     return GaussianMixtureStory(cell_class, structures, groups)
 
 
-def _collapsed(cell_class, j: int, why: str):
-    """The error naming cell ``j`` by its class and its component within the class."""
-    k, g = int(cell_class[j]), int(_cell_index(cell_class)[j])
-    return CollapsedComponentError(f"class {k}, component {g}: {why}", k, g)
-
-
-def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns=None, warm=False):
+def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, warm=False):
     """The story's M-step from responsibilities ``R``: its statistics per cell (NaN cells
     filled by their conditional means at ``fit``), then the structures' covariances; ``warm``:
     the iterative structures start from the current covariances (EM's previous iteration)."""
@@ -231,28 +160,6 @@ def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, patterns
     class_counts = np.bincount(fit.cell_class, weights=counts, minlength=len(fit.class_prior))
     fit.class_prior = class_counts / class_counts.sum()
     fit.weights, fit.means, fit.covariances = new["weights"], new["means"], new["covariances"]
-
-
-def group_covariances(structures, groups, scatter, counts, *, start=None, **settings):
-    """(J, D, D): each group's :func:`.mclust.covariances` of the cells' weighted scatter
-    ``scatter`` (J, D, D) and ``counts`` (J,); ``start``: (J, D, D) warm start. A
-    ``ValueError`` gets the failing cell as its attribute ``cell``."""
-    covariances = np.empty_like(scatter)
-    for structure, group in zip(structures, groups, strict=True):
-        group = list(group)
-        try:
-            covariances[group] = _mclust().covariances(
-                structure,
-                scatter[group],
-                counts[group],
-                start=None if start is None else start[group],
-                **settings,
-            )
-        except ValueError as error:  # mclust names the group's member: the cell
-            found = re.search(r"group (\d+)", str(error))
-            error.cell = group[int(found.group(1))] if found else group[0]
-            raise
-    return covariances
 
 
 def _layout(num_components, structures, across_classes: bool):
@@ -335,35 +242,42 @@ def _run_em(fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, c
     # monotone) until EM converges, then full M-steps until it converges again
     caps = [cov_max_iter]
     # the starts from every row take full M-steps, as mclust: capped ones led EVE lower there
-    warm = start == "labeled" and any(s in _mclust().ITERATIVE for s in fit.structures)
+    warm = start == "labeled" and any(s in mclust.ITERATIVE for s in fit.structures)
     if warm and WARM_MAX_ITER < cov_max_iter:
         caps.insert(0, WARM_MAX_ITER)
     # EM's first M-step is only a starting point; without EM it is the fit
     first_cap = caps[0] if iterative else cov_max_iter
     if start == "labeled":
-        _m_step(fit, X, R, first_rows, observed, cov_tol, first_cap, patterns)
+        _m_step(fit, X, R, first_rows, observed, cov_tol, first_cap)
     else:
         R = _every_row_start(fit, X, codes, row_weight, observed, R, start, cov_tol, first_cap)
-        _m_step(fit, X, R, row_weight, observed, cov_tol, first_cap, patterns)
+        _m_step(fit, X, R, row_weight, observed, cov_tol, first_cap)
 
     def m_step(expectation):  # from the E-step's fit: its covariances fill missing cells
         R, previous = expectation
         new = replace(previous)
-        _m_step(new, X, R, row_weight, observed, cov_tol, caps[0], patterns, warm=True)
+        _m_step(new, X, R, row_weight, observed, cov_tol, caps[0], warm=True)
         return new
 
     def e_step(params):
         R, log_lik = _e_step(params, X, codes, row_weight, observed, patterns)
         return log_lik, (R, params)
 
-    # the mclust rule: relative change; a finer cap of the iterative M-steps once it is met
-    loop = run_em_loop(
-        m_step, e_step, params=fit, max_iter=max_iter + 1 if iterative else 1, tol=tol,
-        eps=np.finfo(float).eps, scale=lambda value: max(1.0, abs(value)),
-        refine=lambda: len(caps) > 1 and caps.pop(0) > 0,
-    )  # fmt: skip
-    fit = loop.params
-    fit.trace, fit.n_iter = loop.trace, loop.n_iter - 1
+    # the mclust rule (relative change); met with capped M-steps, EM goes on with full ones
+    budget, trace = max_iter + 1 if iterative else 1, []
+    while True:
+        loop = run_em_loop(
+            m_step, e_step, params=fit, max_iter=budget - max(len(trace) - 1, 0), tol=tol,
+            eps=np.finfo(float).eps, scale=lambda value: max(1.0, abs(value)),
+        )  # fmt: skip
+        trace += loop.trace[1:] if trace else loop.trace
+        fit = loop.params
+        if loop.drop:
+            warn_decrease(len(trace) + 1, loop.drop, loop.value, stacklevel=3)
+        if not (loop.converged and len(caps) > 1):
+            break
+        caps.pop(0)
+    fit.trace, fit.n_iter = trace, len(trace) - 1
     fit.converged = loop.converged or not iterative
     fit.log_likelihood = fit.trace[-1]
     fit.responsibilities = loop.expectation[0]
@@ -415,8 +329,8 @@ def fit_mixture(
     X = np.asarray(X, dtype=np.float64)
     codes = np.asarray(codes, dtype=int)
     n = X.shape[0]
-    cov_tol = _mclust().TOL if cov_tol is None else cov_tol
-    cov_max_iter = _mclust().MAX_ITER if cov_max_iter is None else cov_max_iter
+    cov_tol = mclust.TOL if cov_tol is None else cov_tol
+    cov_max_iter = mclust.MAX_ITER if cov_max_iter is None else cov_max_iter
     row_weight = np.ones(n) if row_weight is None else np.asarray(row_weight, dtype=np.float64)
     if observed is not None:
         observed = np.asarray(observed, dtype=bool)

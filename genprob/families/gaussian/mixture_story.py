@@ -17,19 +17,19 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 
 import numpy as np
 from scipy.special import logsumexp
 
 from genprob._lazy import LazyModule
 from genprob.families.gaussian import mclust
-from genprob.families.gaussian.distributions import full_gaussian
-from genprob.families.gaussian.mixture import (
-    _cell_index,
-    cell_log_density,
-    group_covariances,
-    num_parameters,
+from genprob.families.gaussian.distributions import (
+    full_gaussian,
+    observed_factors,
+    observed_log_density,
 )
+from genprob.families.gaussian.distributions import observed_patterns as _patterns
 from genprob.story import Story, align_components
 
 jax = LazyModule("jax")
@@ -49,11 +49,97 @@ MIXTURE_PARAMETERS = ("weights", "means", "covariances")
 CHAIN_GAP_SD = 3.0
 
 
+class CollapsedComponentError(ValueError):
+    """A component's covariance became singular (too few rows, or rows on a subspace).
+
+    Attributes:
+        cls: the class code of the component.
+        component: its index within the class.
+    """
+
+    def __init__(self, message: str, cls: int, component: int):
+        super().__init__(message)
+        self.cls = cls
+        self.component = component
+
+
+def num_parameters(structures, groups, num_classes: int, num_features: int) -> int:
+    """Free parameters: ``K - 1`` class proportions, ``G_k - 1`` mixing proportions per class,
+    ``J D`` means and each group's covariance parameters (mclust >= 6.1.1's count)."""
+    cells = sum(len(g) for g in groups)
+    proportions = (num_classes - 1) + (cells - num_classes)
+    covariance = sum(
+        mclust.num_covariance_parameters(s, len(g), num_features)
+        for s, g in zip(structures, groups, strict=True)
+    )
+    return int(proportions + cells * num_features + covariance)
+
+
+def _cell_index(cell_class):
+    """Index of each cell within its class."""
+    index = np.zeros(len(cell_class), dtype=int)
+    for k in np.unique(cell_class):
+        where = np.flatnonzero(cell_class == k)
+        index[where] = np.arange(len(where))
+    return index
+
+
+def cell_log_density(X, means, covariances, cell_class=None, observed=None, patterns=None):
+    """``log f_j(x_i)`` (n, J): the Gaussian density of each cell at each row; with
+    ``observed`` (n, D) bool, the density of the observed coordinates (0 for a row with none);
+    ``patterns``: :func:`_patterns` of ``observed`` when already found."""
+    X = np.asarray(X, dtype=np.float64)
+    observed = np.ones(X.shape, dtype=bool) if observed is None else observed
+    patterns = _patterns(observed) if patterns is None else patterns
+    factors = observed_factors(covariances, patterns[0])
+    if np.isnan(factors["log_normalizer"]).any():
+        _refuse_singular(covariances, patterns[0], cell_class)
+    return observed_log_density(X, observed, means, factors, patterns)
+
+
+def _refuse_singular(covariances, pattern_mask, cell_class):
+    """Names the first cell whose covariance, on an observed block, has no Cholesky factor."""
+    cell_class = np.zeros(len(covariances), dtype=int) if cell_class is None else cell_class
+    for mask in pattern_mask:
+        for j, covariance in enumerate(covariances):
+            if np.isnan(observed_factors(covariance[None], mask[None])["log_normalizer"]).any():
+                why = "its covariance is singular (the component collapsed)."
+                raise _collapsed(cell_class, j, why)
+
+
+def _collapsed(cell_class, j: int, why: str):
+    """The error naming cell ``j`` by its class and its component within the class."""
+    k, g = int(cell_class[j]), int(_cell_index(cell_class)[j])
+    return CollapsedComponentError(f"class {k}, component {g}: {why}", k, g)
+
+
+def group_covariances(structures, groups, scatter, counts, *, start=None, **settings):
+    """(J, D, D): each group's :func:`.mclust.covariances` of the cells' weighted scatter
+    ``scatter`` (J, D, D) and ``counts`` (J,); ``start``: (J, D, D) warm start. A
+    ``ValueError`` gets the failing cell as its attribute ``cell``."""
+    covariances = np.empty_like(scatter)
+    for structure, group in zip(structures, groups, strict=True):
+        group = list(group)
+        try:
+            covariances[group] = mclust.covariances(
+                structure,
+                scatter[group],
+                counts[group],
+                start=None if start is None else start[group],
+                **settings,
+            )
+        except ValueError as error:  # mclust names the group's member: the cell
+            found = re.search(r"group (\d+)", str(error))
+            error.cell = group[int(found.group(1))] if found else group[0]
+            raise
+    return covariances
+
+
 class GaussianMixtureStory(Story):
     """Gaussian mixtures within classes (cells ``j`` of class ``cell_class[j]``).
 
     NumPy rows are scored in NumPy by the family's one Gaussian density
-    (:func:`.mixture.cell_log_density`); traced rows (NUTS) by NumPyro's mixture of it.
+    (:func:`cell_log_density`); traced rows (NUTS) by NumPyro's mixture of it.
 
     Args:
         cell_class: class code of each cell (component), in cell order.
