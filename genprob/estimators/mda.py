@@ -18,10 +18,8 @@ from functools import partial
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from genprob.engine._arrays import encode_labels, is_integer_labels
 from genprob.engine._labels import (
     check_known_labels,
     check_num_classes,
@@ -216,22 +214,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         n = X.shape[0]
         weight = check_sample_weight(sample_weight, n, allow_all_zero=False)
         weight = np.ones(n) if weight is None else weight
-        unlabeled = unlabeled_mask(y, check_unlabeled_label(self.unlabeled_label))
-        labeled_y = y[~unlabeled]
-        if labeled_y.size == 0:
-            raise ValueError("every row is unlabeled (y = -1): at least one labeled row per class.")
-        if not is_integer_labels(labeled_y):
-            check_classification_targets(labeled_y)
-        self.classes_, labeled_codes = encode_labels(labeled_y)
-        if len(self.classes_) < 2 and unlabeled.any():
-            marker = self.unlabeled_label
-            raise ValueError(
-                f"need at least 2 classes with unlabeled rows; the labeled rows (y != "
-                f"{marker!r}) hold only {self.classes_.tolist()}. {marker!r} marks unlabeled "
-                f"rows; if {marker!r} is a real class, pass unlabeled_label=None."
-            )
-        codes = np.full(n, -1, dtype=int)
-        codes[~unlabeled] = labeled_codes
+        unlabeled = unlabeled_mask(y, self._unlabeled_label)
+        codes = self._encode_classes(y, unlabeled, None)
         row_weight = np.where(unlabeled, weight * self.unlabeled_weight, weight)
         if n < 2 or float(row_weight.sum()) <= 0:
             raise ValueError(f"n_samples={n}: a Gaussian fit needs at least 2 rows.")
