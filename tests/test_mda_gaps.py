@@ -127,7 +127,7 @@ def test_partial_fit_refuses_what_needs_every_row():
         )
     holed = X.copy()
     holed[3, 1] = np.nan
-    with pytest.raises(ValueError, match="finite values only"):
+    with pytest.raises(ValueError, match="partial_fit does not take missing entries"):
         genprob.MixtureDiscriminantAnalysis(structure="VVV", missing="marginalize").partial_fit(
             holed, y, classes=[0, 1, 2]
         )
@@ -140,6 +140,43 @@ def test_partial_fit_refuses_what_needs_every_row():
     assert not hasattr(model, "params_")
     model.partial_fit(X[y == 2], y[y == 2])
     _assert_same_params(model, genprob.MixtureDiscriminantAnalysis(structure="VEV").fit(X, y))
+
+
+def test_chunks_fit_equals_fit_and_refuse_what_needs_every_row():
+    from genprob.streaming import Chunks
+
+    X, y = _shuffled_iris()
+    weight = np.where(np.arange(len(y)) % 4 == 0, 2.0, 1.0)
+    rows = np.array_split(np.arange(len(y)), 4)
+    chunks = Chunks([(X[r], y[r], weight[r]) for r in rows])
+    full = genprob.MixtureDiscriminantAnalysis(structure="EVE").fit(X, y, weight)
+    streamed = genprob.MixtureDiscriminantAnalysis(structure="EVE").fit(chunks, None)
+    _assert_same_params(streamed, full)
+    assert (
+        streamed.structure_.tolist() == ["EVE"] * 3 and streamed.n_components_.tolist() == [1] * 3
+    )
+    assert streamed.story_.component_labels == ("0:0", "1:0", "2:0")
+    assert not hasattr(streamed, "log_likelihood_")
+    partly = np.where(np.arange(len(y)) % 5 == 0, -1, y)
+    with pytest.raises(ValueError, match=r"unlabeled rows \(-1\) need EM over every row"):
+        genprob.MixtureDiscriminantAnalysis(structure="EVE").fit(
+            Chunks([(X[r], partly[r]) for r in rows]), None
+        )
+    with pytest.raises(ValueError, match="one structure only, got 2 candidates"):
+        genprob.MixtureDiscriminantAnalysis(structure="EEE,EVE").fit(chunks, None)
+
+
+def test_a_model_without_a_stored_story_derives_it(tmp_path):
+    # files of releases before issue 56 hold no story_, but the structures and groups
+    X, y = _shuffled_iris()
+    model = genprob.MixtureDiscriminantAnalysis(structure="VEV").fit(X, y)
+    old = genprob.MixtureDiscriminantAnalysis(structure="VEV").fit(X, y)
+    del old.__dict__["story_"]
+    old._structures, old._groups = model.story_.structures, model.story_.groups
+    assert old.story_.component_labels == model.story_.component_labels
+    assert old.story_.groups == model.story_.groups
+    loaded = genprob.load(old.save(tmp_path / "old"))
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
 
 
 def test_dask_fit_equals_fit_on_a_local_cluster(client):
@@ -174,6 +211,12 @@ def test_dask_fit_equals_fit_on_a_local_cluster(client):
         )
     with pytest.raises(ValueError, match="Dask collection fits one structure only"):
         genprob.MixtureDiscriminantAnalysis(structure="all").fit(Xd, yd)
+    holed = X.copy()
+    holed[120, 1] = np.nan  # past the rows the driver reads: a worker refuses it
+    with pytest.raises(ValueError, match="does not take missing entries"):
+        genprob.MixtureDiscriminantAnalysis(structure="VVV", missing="marginalize").fit(
+            da.from_array(holed, chunks=(sizes, X.shape[1])), yd
+        )
 
 
 # -- (c) NaN cells marginalized with the named structures in GaussianStory ----------------------

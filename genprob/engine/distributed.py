@@ -7,14 +7,16 @@ imported here only, so ``import genprob`` does not import it.
 
 from __future__ import annotations
 
+import threading
 from functools import partial
 
 import numpy as np
 
+from genprob._lazy import jax
 from genprob.engine import streaming
 from genprob.engine._validation import validate_params
 
-__all__ = ["class_labels", "fit", "map_reduce", "predict", "partitions"]
+__all__ = ["class_labels", "fit", "predict", "partitions"]
 
 
 def _dask():
@@ -77,22 +79,18 @@ def class_labels(y, unlabeled_label=-1) -> np.ndarray:
     return streaming.collect_classes([np.asarray(values)], unlabeled_label)
 
 
-def map_reduce(payload, X, y, part, merge, sample_weight=None):
-    """``part(payload, X_i, y_i, w_i)`` on every partition (on the workers), reduced by
-    ``merge`` in a tree of tasks: for estimators whose statistics add without a story
-    (:class:`~genprob.MixtureDiscriminantAnalysis`). Returns the reduced value and the row
-    count of the input (None for a DataFrame)."""
-    dask, _ = _dask()
-    parts, expected = partitions(X, y, sample_weight)
-    return _reduce(dask, payload, parts, part, merge), expected
-
-
 # -- per-partition work (runs on the workers) ------------------------------------------------------
+#: One worker thread imports JAX, the others wait: concurrent imports of it fail.
+_IMPORTING = threading.Lock()
+
+
 def _part(estimator, X, y, w, e_step=False):
     """The partition's :class:`~genprob.engine.streaming.ChunkStatistics` under the story fixed by
     the driver (None when the partition would change that story, new categories say, or fails its
     checks: the driver then reads the partitions itself), or its E-step statistics at the
     estimator's parameters."""
+    with _IMPORTING:
+        jax()
     return estimator.chunk_statistics(X, y, w, e_step=e_step)
 
 

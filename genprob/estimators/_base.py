@@ -546,8 +546,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         """Parameters and fitted attributes from ``stats_``, or a pending state with a warning."""
         story, stats = self.story_, self.stats_
         self.__dict__.pop("_pending_reason", None)
-        self.params_ = self.parameters_from_statistics(stats)
         try:
+            self.params_ = self.parameters_from_statistics(stats)
             self._set_fitted_attributes(stats)
             self._check_parameters()
         except ValueError as error:
@@ -603,6 +603,11 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             # multinomial's document length do not change them)
             if jax.tree_util.tree_structure(grown) != jax.tree_util.tree_structure(self.story_):
                 return None
+        if has_missing(Xv):  # as in partial_fit: the statistics count whole rows
+            raise ValueError(
+                "a fit over chunks does not take missing entries (NaN) yet: its statistics count "
+                "whole rows. Use fit() on the rows in memory, which marginalizes them."
+            )
         y = np.asarray(y)
         if y.shape != (num_rows,):
             raise ValueError(f"a chunk has {num_rows} rows of X but y has shape {y.shape}.")
@@ -637,11 +642,11 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         unlabeled = self._unlabeled_rows(y)
         classes = self.classes_
         if y.dtype.kind not in "iuf" or classes.dtype.kind not in "iuf":
-            return self._label_codes(y, unlabeled)
+            return self._label_codes(y)
         codes = np.minimum(np.searchsorted(classes, y), len(classes) - 1)
         known = classes[codes] == y
         if not np.all(known | unlabeled):
-            return self._label_codes(y, unlabeled)  # raises, naming the unknown labels
+            return self._label_codes(y)  # raises, naming the unknown labels
         return np.where(unlabeled, -1, codes).astype(np.int32)
 
     def parameters_from_statistics(self, stats) -> dict:
@@ -711,7 +716,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             "sample_weight": sample_weight,
         }
 
-    def _label_codes(self, y, unlabeled=None):
+    def _label_codes(self, y):
         """Codes 0..K-1 of labels in ``classes_`` and -1 on unlabeled rows; unknown labels raise."""
         return encode_partial_labels(
             y, classes=self.classes_, unlabeled_label=self._unlabeled_label
@@ -747,7 +752,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 f"class, pass unlabeled_label=None, or pass classes= to name the classes of the "
                 f"unlabeled rows."
             )
-        return self._label_codes(y, unlabeled)
+        return self._label_codes(y)
 
     def _fit_partly_labeled(self, X, y, unlabeled, sample_weight, classes):
         """Fit with unlabeled rows (y = -1) by λ-weighted EM (:func:`genprob.fit_em`).

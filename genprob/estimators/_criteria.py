@@ -114,7 +114,7 @@ class CriteriaMixin:
         if prior is not None and not isinstance(prior, dict):
             raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
         story = conjugate_story(with_prior(self.story_, **(prior or {})))
-        codes = self._label_codes(y, self._unlabeled_rows(y))
+        codes = self._label_codes(y)
         with precision(self._dtype):
             return log_evidence(story, self._as_features(X), codes, num_classes=len(self.classes_))
 

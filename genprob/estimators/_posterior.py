@@ -129,7 +129,7 @@ def estimator_posterior(
     X = estimator._check_X(X)
     if y.shape != (X.shape[0],):
         raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
-    codes = estimator._label_codes(y, unlabeled)
+    codes = estimator._label_codes(y)
     fitted = as_sample_sites(estimator.params_)  # the fit as the draws hold it
     check_posterior_size(
         parameter_entries=sum(int(np.size(value)) for value in fitted.values()),

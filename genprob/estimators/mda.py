@@ -21,22 +21,17 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from genprob.engine._labels import (
-    check_known_labels,
-    check_num_classes,
-    check_partial_fit_classes,
-    check_unlabeled_label,
     unlabeled_mask,
 )
 from genprob.engine._validation import (
     EM_PARAMETER_CONSTRAINTS,
     MISSING_PARAMETER_CONSTRAINTS,
     NumberInterval,
-    check_rows,
     check_sample_weight,
 )
 from genprob.engine.em_driver import warn_max_iter
 from genprob.engine.execution import refuse_unscored
-from genprob.engine.streaming import is_dask_collection
+from genprob.engine.streaming import is_out_of_core
 from genprob.estimators._base import GenerativeClassifierBase
 from genprob.families.gaussian import mixture
 
@@ -109,12 +104,10 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             moments (about its ``shift``) of a one-structure EDDA fit of labeled rows, which
             ``partial_fit`` adds to.
 
-    ``partial_fit`` and Dask collections (``fit`` on a ``dask.array`` or ``dask.dataframe``)
-    fit one Gaussian per class of one structure (``n_components=1``, one name) on labeled rows
-    without NaN cells: its M-step reads per-class counts, sums and scatter matrices, which add
-    over chunks (:attr:`stats_`). Mixtures, structure lists and unlabeled or NaN cells need EM
-    over every row (or each candidate's log-likelihood at its own parameters) and are refused,
-    naming the reason. Such fits keep no criterion table and no ``log_likelihood_``.
+    ``partial_fit`` and ``fit`` on chunks, Parquet or Dask collections are every estimator's
+    (:class:`GenerativeClassifierBase`) on the EDDA story of one structure (``n_components=1``,
+    one name), labeled rows without NaN cells; the other settings are refused, naming why
+    (docs/howto/model_based.md). Such fits keep no criterion table and no ``log_likelihood_``.
     """
 
     _parameter_constraints: dict = {
@@ -206,8 +199,9 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         """
         if self.criterion not in ("bic", "icl"):
             raise ValueError(f"criterion must be 'bic' or 'icl'; got {self.criterion!r}.")
-        if is_dask_collection(X):
-            return self._fit_dask(X, y, sample_weight)
+        if is_out_of_core(X):  # chunks, Parquet, Dask: GenerativeClassifierBase's, EDDA only
+            self._streamed_structure()
+            return super().fit(X, y, sample_weight)
         X, y = self._rows(X, y, reset=True)
         structures = self._candidate_structures()
         components = self._candidate_components()
@@ -238,7 +232,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         self._set_fit(fit, X, codes, row_weight, observed, semi)
         if components == (1,) and len(structures) == 1 and not semi and observed is None:
             # partial_fit continues from these
-            self.stats_ = _chunk_statistics(X, codes, row_weight, len(self.classes_))
+            self.stats_ = self._labeled_statistics(self.story_, X, codes, row_weight)
         return self
 
     def _fit_common(self, X, codes, row_weight, structures, components, semi, settings):
@@ -407,15 +401,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 warn_max_iter(self.max_iter, self.em_tol, stacklevel=5, change="relative")
 
     def _set_params(self, fit):
-        self._structures = tuple(str(s) for s in fit.structures)
-        self._groups = tuple(tuple(int(j) for j in g) for g in fit.groups)
-        K = len(self.classes_)
-        counts = np.bincount(fit.cell_class, minlength=K)
-        self.n_components_ = counts
-        if len(fit.groups) == 1 and K > 1:
-            self.structure_ = np.array([fit.structures[0]] * K, dtype=object)
-        else:
-            self.structure_ = np.array(list(fit.structures), dtype=object)
+        self.story_ = self._story(fit.cell_class, fit.structures, fit.groups)
         self.params_ = {
             "class_prior": fit.class_prior,
             "weights": fit.weights,
@@ -423,6 +409,20 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             "covariances": fit.covariances,
             "component_class": fit.cell_class,
         }
+        self._set_fitted_attributes(None)
+
+    def _set_fitted_attributes(self, stats):
+        """``structure_`` and ``n_components_`` from ``story_``; a fit from statistics
+        (``stats``: partial_fit, chunks, Dask) keeps no criterion table and no
+        ``log_likelihood_``."""
+        story, K = self.story_, len(self.classes_)
+        self.n_components_ = np.bincount(story.cell_class, minlength=K)
+        # one group of every class (EDDA): its structure is each class's
+        across = K if len(story.groups) == 1 else 1
+        self.structure_ = np.array(list(story.structures) * across, dtype=object)
+        if stats is not None:
+            self._tables = None
+            self.__dict__.pop("log_likelihood_", None)
 
     # -- the fitted model ------------------------------------------------------------------------
     def _table(self, name):
@@ -451,22 +451,27 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
     @property
     def story_(self):
-        """The fitted mixtures within classes as one story (derived from ``params_``)."""
-        if "params_" not in self.__dict__:
+        """The fitted mixtures within classes as one story."""
+        if "story_" in self.__dict__:
+            return self.__dict__["story_"]
+        if "_structures" not in self.__dict__:
             raise AttributeError("story_: the estimator is not fitted.")
-        from genprob.families.gaussian.mixture_story import GaussianMixtureStory, _cell_index
-
-        cell_class = np.asarray(self.params_["component_class"], dtype=int)
-        index = _cell_index(cell_class)
-        # the component coordinate names each component by its class label ("setosa:0")
-        labels = [f"{self.classes_[k]}:{g}" for k, g in zip(cell_class, index, strict=True)]
-        return GaussianMixtureStory(
-            cell_class, self._structures, self._groups, component_labels=labels
-        )
+        # files of releases before issue 56 hold no story: params_ and the structures give it
+        cell_class = self.params_["component_class"]
+        return self._story(cell_class, self._structures, self._groups)
 
     @story_.setter
     def story_(self, story):
-        """A loaded file's story: the one ``params_`` and the structures give again."""
+        self.__dict__["story_"] = story
+
+    def _story(self, cell_class, structures, groups):
+        """The mixtures as a story, each component named by its class label ("setosa:0")."""
+        from genprob.families.gaussian.mixture_story import GaussianMixtureStory, _cell_index
+
+        cell_class = np.asarray(cell_class, dtype=int)
+        index = _cell_index(cell_class)
+        labels = [f"{self.classes_[k]}:{g}" for k, g in zip(cell_class, index, strict=True)]
+        return GaussianMixtureStory(cell_class, structures, groups, component_labels=labels)
 
     def _joint_log_proba(self, X):
         # host NumPy: a first log_likelihood or bic(X) compiles nothing (2 s compiled)
@@ -483,16 +488,17 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         check_is_fitted(self, "params_")
         p = {k: np.asarray(v) for k, v in self.params_.items()}
         cell_class = p.pop("component_class")
+        story = self.story_
         return mixture.MixtureFit(
-            **p, cell_class=cell_class, structures=self._structures, groups=self._groups
+            **p, cell_class=cell_class, structures=story.structures, groups=story.groups
         )
 
-    # -- fits over chunks -------------------------------------------------------------------------
-    def _streamed_structure(self, action: str) -> str:
-        """The one structure of an EDDA fit whose statistics add over chunks; a ValueError
+    # -- fits over chunks: GenerativeClassifierBase's, on the EDDA story ---------------------------
+    def _streamed_structure(self) -> str:
+        """The one structure of an EDDA fit, whose statistics add over chunks; a ValueError
         naming the reason for any other setting."""
-        components = self._candidate_components()
-        if components != (1,):
+        action = "A fit over chunks (partial_fit, streaming) or on a Dask collection"
+        if self._candidate_components() != (1,):
             raise ValueError(
                 f"{action} fits one Gaussian per class (n_components=1) only, got "
                 f"n_components={self.n_components!r}: EM over the components of a class needs "
@@ -511,129 +517,48 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             )
         return structures[0]
 
-    def _fit_from_statistics(self, structure):
-        """Parameters from ``stats_``; a warning and no parameters while a class has too few
-        rows for the structure (a later chunk may fix it)."""
-        self.__dict__.pop("log_likelihood_", None)
-        self._tables = None
-        try:
-            fit = _edda_from_statistics(structure, self.stats_)
-        except ValueError as error:
-            # the M-step names a group by its index: here the group is a class
-            error = re.sub(
-                r"(?:group|class code) (\d+)",
-                lambda found: f"class {_label(self.classes_[int(found.group(1))])!r}",
-                str(error),
-            )
-            self.__dict__.pop("params_", None)
-            warnings.warn(
-                f"the chunk was added, but the parameters are not estimable yet: {error}",
-                UserWarning,
-                stacklevel=3,
-            )
-            return self
-        self._set_params(fit)
-        return self
+    def _make_story(self, X):
+        """One Gaussian per class, the one structure across them (EDDA): the story whose
+        statistics (per-class counts, sums and scatter) add over chunks."""
+        classes = tuple(range(len(self.classes_)))
+        return self._story(classes, (self._streamed_structure(),), (classes,))
 
-    def _partial_fit_settings(self):
+    def _streams(self):
         # scikit-learn's checks (and hasattr) see partial_fit only where the statistics add
         try:
-            self._streamed_structure("partial_fit")
+            self._streamed_structure()
         except ValueError as error:
             raise AttributeError(str(error)) from None
         return True
 
-    @available_if(_partial_fit_settings)
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Add a chunk of labeled rows to the running statistics and refit (EDDA only).
+    partial_fit = available_if(_streams)(GenerativeClassifierBase.partial_fit)
 
-        One Gaussian per class of one structure (``n_components=1``, one name): the M-step
-        reads the classes' counts, sums and scatter matrices, which add over chunks
-        (:attr:`stats_`, combined about a common reference point), so any split of the rows
-        gives :meth:`fit`'s parameters (to rounding); the iterative structures rerun their
-        M-step on the totals. ``partial_fit`` after such a ``fit`` continues from its rows.
+    def parameters_from_statistics(self, stats) -> dict:
+        """The base's parameters of ``stats`` with ``component_class``; a class without rows
+        yet is named."""
+        empty = np.flatnonzero(~(np.asarray(stats["class_counts"]) > 0))
+        if empty.size:
+            raise ValueError(f"class {_label(self.classes_[empty[0]])!r} has no rows yet")
+        try:
+            params = super().parameters_from_statistics(stats)
+        except ValueError as error:
+            # the M-step names a member of the one group, which is a class here
+            text = re.sub(
+                r"group (\d+)", lambda m: f"class {_label(self.classes_[int(m[1])])!r}", str(error)
+            )
+            raise ValueError(text) from None
+        return {**params, "component_class": np.asarray(self.story_.cell_class)}
 
-        Args:
-            X: features of the chunk (n_chunk, D), no NaN cells.
-            y: labels of the chunk, each one of ``classes`` (no unlabeled rows).
-            classes: every class label; required on the first call.
-            sample_weight: optional non-negative row weights.
-
-        Raises:
-            ValueError: several structures or components (naming why they need every row),
-                unlabeled rows or NaN cells (EM), missing ``classes`` on the first call, labels
-                outside them.
-        """
-        self._validate_params()
-        structure = self._streamed_structure("partial_fit")
-        first = not hasattr(self, "stats_")
-        marker = check_unlabeled_label(self.unlabeled_label)
-        if first:
-            if classes is None:
-                raise ValueError(
-                    "classes must be passed on the first call to partial_fit: every class "
-                    "label, e.g. classes=np.unique(y_all)."
-                )
-            new_classes = check_partial_fit_classes(classes, None, marker)
-            check_num_classes(new_classes, 2)
-        elif classes is not None:
-            check_partial_fit_classes(classes, self.classes_, marker)
-        X, y = check_rows(self, X, y, reset=first, allow_nan=True, dtype=np.float64)
-        if np.isnan(X).any():
+    def chunk_statistics(self, X, y, sample_weight=None, *, e_step=False):
+        """:meth:`GenerativeClassifierBase.chunk_statistics` of labeled rows only: streaming and
+        Dask fits of MDA stop before EM over chunks."""
+        if e_step or self._unlabeled_rows(np.asarray(y)).any():
             raise ValueError(
-                "partial_fit takes finite values only: marginalizing NaN cells needs EM over "
-                "every row (the conditional means depend on the current parameters); use fit "
-                "with missing='marginalize'."
+                f"unlabeled rows ({self._unlabeled_label!r}) need EM over every row (MclustSSC): "
+                "a fit over chunks or on a Dask collection adds labeled statistics only. Call "
+                "fit on the rows in memory."
             )
-        unlabeled = unlabeled_mask(y, marker)
-        if unlabeled.any():
-            raise ValueError(
-                f"y contains {int(unlabeled.sum())} unlabeled rows ({marker!r}): partial_fit "
-                "adds labeled statistics only; unlabeled rows need EM over every row "
-                "(MclustSSC): use fit(X, y)."
-            )
-        if first:
-            self.classes_ = new_classes
-            for name in ("n_iter_", "converged_", "log_likelihood_trace_"):
-                self.__dict__.pop(name, None)
-        check_known_labels(y, self.classes_)
-        codes = np.searchsorted(self.classes_, y)
-        weight = check_sample_weight(sample_weight, X.shape[0])
-        weight = np.ones(X.shape[0]) if weight is None else weight
-        stats = _chunk_statistics(X, codes, weight, len(self.classes_))
-        self.stats_ = stats if first else _combine_statistics(self.stats_, stats)
-        return self._fit_from_statistics(structure)
-
-    def _fit_dask(self, X, y, sample_weight):
-        """``fit`` on a Dask collection: each partition's statistics on the workers, added by
-        :func:`genprob.engine.distributed.map_reduce`, the M-step on the driver (EDDA only)."""
-        from genprob.engine import distributed
-
-        structure = self._streamed_structure("A fit on a Dask collection")
-        if y is None:
-            raise ValueError("y is required with a Dask X: a Dask array or Series of labels.")
-        marker = check_unlabeled_label(self.unlabeled_label)
-        classes = distributed.class_labels(y, marker)
-        check_num_classes(classes, 2)
-        total, expected = distributed.map_reduce(
-            (classes, marker), X, y, _partition_statistics, _merge_partitions, sample_weight
-        )
-        if total is None:
-            raise ValueError("the data has no rows: every partition is empty.")
-        stats, rows, features = total
-        if expected is not None and rows != expected:
-            raise RuntimeError(
-                f"the reduction counted {rows} rows but the input has {expected}: a partition's "
-                "statistics were lost."
-            )
-        for name in ("n_iter_", "converged_", "log_likelihood_trace_", "feature_names_in_"):
-            self.__dict__.pop(name, None)
-        self.classes_ = classes
-        self.n_features_in_ = int(stats["emission"]["sums"].shape[1])
-        if features is not None:
-            self.feature_names_in_ = features
-        self.stats_ = stats
-        return self._fit_from_statistics(structure)
+        return super().chunk_statistics(X, y, sample_weight)
 
 
 def align_draws(story, draws, reference, potential_energy=None, **options):
@@ -685,80 +610,3 @@ def _combine(fits, class_prior):
         converged=all(f.converged for f in fits),
         trace=[],
     )
-
-
-# -- statistics that add over chunks (EDDA) ------------------------------------------------------
-def _edda_story(num_classes, structure="VVV"):
-    """One Gaussian per class, ``structure`` across the classes (EDDA): the mixture story whose
-    statistics (per-class counts, sums and scatter about a reference point) add over chunks."""
-    from genprob.families.gaussian.mixture_story import GaussianMixtureStory
-
-    cells = tuple(range(num_classes))
-    return GaussianMixtureStory(cells, (structure,), (cells,))
-
-
-def _chunk_statistics(X, codes, weight, num_classes) -> dict:
-    """The statistics (NumPy) of labeled rows with class codes ``codes`` and row weights, laid
-    out as the story estimators' ``stats_``: ``class_counts`` and the ``emission``'s."""
-    R = np.zeros((X.shape[0], num_classes))
-    R[np.arange(X.shape[0]), codes] = weight
-    stats = _edda_story(num_classes).sufficient_statistics(np.asarray(X, dtype=np.float64), R)
-    emission = {k: np.asarray(v, dtype=np.float64) for k, v in stats.items()}
-    return {"class_counts": emission["counts"].copy(), "emission": emission}
-
-
-def _combine_statistics(a, b) -> dict:
-    story = _edda_story(len(a["class_counts"]))
-    emission = story.combine_statistics(a["emission"], b["emission"])
-    emission = {k: np.asarray(v) for k, v in emission.items()}
-    return {"class_counts": a["class_counts"] + b["class_counts"], "emission": emission}
-
-
-def _edda_from_statistics(structure, stats) -> mixture.MixtureFit:
-    """One Gaussian per class of ``structure`` from the classes' statistics (the story's M-step)."""
-    counts = np.asarray(stats["class_counts"], dtype=np.float64)
-    empty = np.flatnonzero(~(counts > 0))
-    if empty.size:
-        raise ValueError(f"class code {int(empty[0])} has no rows yet")
-    story = _edda_story(len(counts), structure)
-    params = story.maximize(stats["emission"])
-    return mixture.MixtureFit(
-        class_prior=counts / counts.sum(),
-        **params,
-        cell_class=np.asarray(story.cell_class),
-        structures=story.structures,
-        groups=story.groups,
-    )
-
-
-def _partition_statistics(setting, X, y, w):
-    """A Dask partition's statistics, row count and feature names (runs on a worker)."""
-    classes, marker = setting
-    features = None
-    if hasattr(X, "columns"):
-        features = np.asarray([str(c) for c in X.columns], dtype=object)
-    X = np.asarray(X, dtype=np.float64)
-    if X.shape[0] == 0:
-        return None
-    if not np.all(np.isfinite(X)):
-        raise ValueError(
-            "a fit on a Dask collection takes finite values only: marginalizing NaN cells needs "
-            "EM over every row; compute the collection and use missing='marginalize'."
-        )
-    y = np.asarray(y).reshape(-1)
-    unlabeled = unlabeled_mask(y, marker)
-    if unlabeled.any():
-        raise ValueError(
-            f"a fit on a Dask collection adds labeled statistics only, but a partition has "
-            f"{int(unlabeled.sum())} unlabeled rows ({marker!r}): unlabeled rows need EM over "
-            "every row; compute the collection first."
-        )
-    codes = np.searchsorted(classes, y)
-    weight = np.ones(X.shape[0]) if w is None else np.asarray(w, dtype=np.float64).reshape(-1)
-    return _chunk_statistics(X, codes, weight, len(classes)), X.shape[0], features
-
-
-def _merge_partitions(a, b):
-    if a is None or b is None:
-        return b if a is None else a
-    return _combine_statistics(a[0], b[0]), a[1] + b[1], a[2]
