@@ -346,3 +346,21 @@ def test_icl_is_bic_plus_the_map_entropy_term():
     table_bic, table_icl = model.bic_table_.loc[(0, "VVV"), 2], model.icl_table_.loc[(0, "VVV"), 2]
     assert table_icl == pytest.approx(table_bic + penalty, rel=1e-9)
     assert np.all(model.icl_table_.to_numpy() <= model.bic_table_.to_numpy() + 1e-9)
+
+
+def test_a_model_of_several_components_a_class_saves_and_loads(tmp_path):
+    # 6 components over 3 classes and 4 features: the components' axis is neither
+    X, y = _data("iris")
+    model = genprob.MixtureDiscriminantAnalysis("VVV", n_components=2).fit(X, y)
+    path = tmp_path / "mda.npz"
+    model.save(path)
+    loaded = genprob.load(path)
+    assert loaded.params_["weights"].shape == (6,)
+    np.testing.assert_allclose(loaded.predict_proba(X), model.predict_proba(X), rtol=1e-12)
+    assert loaded.log_likelihood(X) == pytest.approx(model.log_likelihood(X), rel=1e-12)
+    # parameters whose components disagree (an edited file) are refused by name
+    from genprob.io import persistence
+
+    loaded.params_["weights"] = loaded.params_["weights"][:5]
+    with pytest.raises(persistence.ModelFileError, match="5 entries along 'component'"):
+        persistence._check_consistent(loaded)

@@ -504,9 +504,24 @@ def _check_consistent(estimator, derivation=None) -> None:
     features = getattr(estimator, "n_features_in_", None)
     if type(features) is not int or features < 1:
         raise ModelFileError(f"n_features_in_ must be an int >= 1, got {features!r}.")
+    try:  # a story may name an axis of its own (a mixture's components)
+        story = estimator.story_
+    except (AttributeError, KeyError):
+        story = None
+    sizes = {}
     for name, value in params.items():
-        # every parameter is per class or per feature (a 0-d one would fail at predict)
-        if not any(size in (num_classes, features) for size in value.shape):
+        # every parameter is per class, per feature or on its story's axis (0-d fails at predict)
+        dims = (
+            () if story is None else story.parameter_dims(name, value.shape, num_classes, features)
+        )
+        named = any("_dim_" not in dim for dim in dims)
+        for dim, size in zip(dims, value.shape, strict=True):  # an axis has one size throughout
+            if sizes.setdefault(dim, size) != size:
+                raise ModelFileError(
+                    f"the parameter {name!r} has {size} entries along {dim!r}, another one "
+                    f"{sizes[dim]}."
+                )
+        if not named and not any(size in (num_classes, features) for size in value.shape):
             raise ModelFileError(
                 f"the parameter {name!r} has shape {value.shape}, with no axis of the "
                 f"{num_classes} classes or the {features} features."

@@ -357,6 +357,7 @@ class GaussianMixtureStory(Story):
     def parameter_dims(self, name, shape, num_classes, num_features):
         dims = {
             "weights": ("component",),
+            "component_class": ("component",),
             "means": ("component", "feature"),
             "covariances": ("component", "feature", "feature2"),
         }
