@@ -294,7 +294,8 @@ def model(
             ),
         )
         return
-    with numpyro.plate("data", num_samples), numpyro.handlers.mask(mask=_row_mask(rows)):
+    mask = True if rows is None else jnp.asarray(rows)
+    with numpyro.plate("data", num_samples), numpyro.handlers.mask(mask=mask):
         if y is None:
             labels = numpyro.sample("y", class_distribution(class_prior))
             labeled = None
@@ -313,10 +314,6 @@ def model(
             ),
             obs=X,
         )
-
-
-def _row_mask(rows):
-    return True if rows is None else jnp.asarray(rows)
 
 
 #: Blocks of the unlabeled rows in :func:`labeled_summary` (those past the last unlabeled row

@@ -61,17 +61,9 @@ class UnsupportedOptionError(ValueError, NotImplementedError):
     """
 
 
-def _fresh(estimator):
-    """A clean copy of a covariance estimator (``clone``) when it has ``get_params``, else itself.
-
-    scikit-learn only asks for ``fit`` and ``covariance_``; an object without ``get_params``
-    cannot be cloned, so it is refitted in place on every call.
-    """
-    return clone(estimator) if hasattr(estimator, "get_params") else estimator
-
-
 def _covariance_of(estimator, X):
-    fitted = _fresh(estimator)
+    # scikit-learn only asks for fit and covariance_: one without get_params is refitted in place
+    fitted = clone(estimator) if hasattr(estimator, "get_params") else estimator
     fitted.fit(X)  # scikit-learn reads covariance_ from the object, not from fit's return
     if not hasattr(fitted, "covariance_"):
         raise ValueError(
@@ -126,9 +118,7 @@ class _GaussianBase(GenerativeClassifierBase):
 class GaussianNB(_GaussianBase):
     """Gaussian naive Bayes: per-class diagonal Gaussians (scikit-learn compatible).
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    The EM and input parameters every estimator shares: docs/reference/estimators.md.
 
     Args:
         priors: fixed class prior (K,) (non-negative, summing to 1), or None to estimate class
@@ -321,9 +311,7 @@ class LinearDiscriminantAnalysis(
     ``coef_``, ``intercept_``, ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
     ``n_features_in_``.
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    The EM and input parameters every estimator shares: docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
@@ -371,9 +359,6 @@ class LinearDiscriminantAnalysis(
         self.missing = missing
         self.unlabeled_label = unlabeled_label
 
-    def _after_fit(self, X, unit_rows=False):
-        if hasattr(self, "params_"):
-            self._set_projection(X, unit_rows)
 
     def _make_story(self, X):
         if X.shape[0] <= len(self.classes_):
@@ -469,10 +454,10 @@ class LinearDiscriminantAnalysis(
             stacklevel=4,
         )
 
-    def _set_projection(self, X, unit_rows=False):
+    def _after_fit(self, X, unit_rows=False):
         for name in ("_derived_from", "_total_fourth_moment"):
             self.__dict__.pop(name, None)
-        if self.solver == "lsqr":
+        if self.solver == "lsqr" or not hasattr(self, "params_"):
             return
         total, derivable = None, False
         if self.solver == "eigen":
@@ -652,9 +637,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     computed on first use, as the fit's rank check needs only a Cholesky factorization of
     ``covariance - tol I``), ``covariance_`` (with ``store_covariance``).
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    The EM and input parameters every estimator shares: docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),

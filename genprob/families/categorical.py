@@ -332,15 +332,8 @@ class CategoricalStory(Story):
         return encoded.reshape(codes.shape[:-1] + (-1,))
 
     def linear_boundary(self, params, k: int, l: int):
-        """Log posterior odds of class ``k`` against ``l`` in the one-hot view.
-
-        ``w . e(x) + b = log p(y = k | x) - log p(y = l | x)`` with ``e(x)`` from
-        :meth:`one_hot`, ``w = vec(log probs[k] - log probs[l])`` (padding cells 0) and
-        ``b = log(pi_k / pi_l)``.
-
-        Returns:
-            ``(w, b)``: (D * M,) and a scalar.
-        """
+        """``(w, b)`` with ``w . e(x) + b`` the log-odds of classes ``k`` and ``l``, ``e(x)``
+        from :meth:`one_hot` (docs/reference/boundaries.md)."""
         log_probs = floor_log(params["probs"])
         mask = jnp.asarray(category_mask(self.n_categories))
         weights = jnp.where(mask, log_probs[k] - log_probs[l], 0.0).reshape(-1)

@@ -8,8 +8,6 @@ priors and the rank-deficient case are derived in docs/gaussian.md.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from genprob._lazy import LazyModule
@@ -721,7 +719,8 @@ class GaussianStory(Story):
             )
         if not regularized:
             return 0.0
-        if _known_one(self.reg_param) or (not self._auto_shrinkage and _known_one(self.shrinkage)):
+        ones = [self.reg_param] + ([] if self._auto_shrinkage else [self.shrinkage])
+        if any(is_concrete(v) and float(v) == 1.0 for v in ones):
             raise ValueError(
                 "reg_param = 1 or shrinkage = 1 fixes the covariance whatever the data: the "
                 "equivalent prior is a point mass with no finite log density."
@@ -748,25 +747,38 @@ class GaussianStory(Story):
         return gaussian_missing.observed_statistics(self, X, R, observed, params)
 
     def num_parameters(self, num_classes, num_features):
-        if self.structure is not None:
-            covariances = num_covariance_parameters(self.structure, num_classes, num_features)
-            return (num_classes - 1) + num_classes * num_features + covariances
-        copies = math.prod(self.covariance_structure.copies(num_classes))
-        per_covariance = self.covariance_structure.per_covariance(num_features)
-        return (num_classes - 1) + num_classes * num_features + copies * per_covariance
+        covariances = num_covariance_parameters(self.structure_name, num_classes, num_features)
+        return (num_classes - 1) + num_classes * num_features + covariances
 
     def check_scale(self, params) -> None:
         """Refuse variances so small that the features' squares lose their precision (data on a
         tiny scale), asking to rescale; estimators call it before their own rank checks."""
-        if _has_rows(params):
-            variances = _row_variances(params)
-            _check_spread_scale(variances, np.asarray(params["means"]), False)
+        spread, variances = self._variances(params)
+        if spread.dtype.kind != "f" or spread.size == 0:
             return
-        _check_spread_scale(
-            np.asarray(params[self.spread_name]),
-            np.asarray(params["means"]),
-            self.covariance_structure.full,
-        )
+        largest = float(np.max(np.abs(variances)))
+        info = np.finfo(spread.dtype)
+        floor = info.tiny / info.eps
+        # variances that underflowed to zero, with means that are not zero: data on a tiny scale
+        means = np.asarray(params["means"])
+        location = float(np.max(np.abs(means))) if means.size else 0.0
+        if 0 < largest < floor or (largest == 0 and 0 < location < np.sqrt(floor)):
+            raise ValueError(
+                f"the features' scale is too small for {spread.dtype} (largest variance "
+                f"{largest:.3g}, below {info.tiny / info.eps:.3g}): their squares lose their "
+                f"precision. Rescale the features (e.g. standardize them) before fitting."
+            )
+
+    def _variances(self, params) -> tuple:
+        """``(spread, variances)`` on the host: the spread parameter (the covariance rows' diagonal
+        ``G^T G`` when the parameters hold rows) and the variances on its diagonal."""
+        if _has_rows(params):
+            rows = np.asarray(params[COVARIANCE_ROWS])
+            variances = np.einsum("ij,ij->j", rows, rows)
+            return variances, variances
+        spread = np.asarray(params[self.spread_name])
+        full = self.covariance_structure.full
+        return spread, (np.diagonal(spread, axis1=-2, axis2=-1) if full else spread)
 
     def check_parameters(self, params, class_names=None, feature_names=None):
         """A zero variance, or a covariance without a Cholesky factor, is an error naming where.
@@ -827,12 +839,7 @@ class GaussianStory(Story):
         feature, instead of a failure further on (non-finite parameters, eigenvalues that do
         not converge, -inf log-likelihoods)."""
         means = np.asarray(params["means"])
-        if _has_rows(params):
-            spread = variances = _row_variances(params)
-        else:
-            spread = np.asarray(params[self.spread_name])
-            full = self.covariance_structure.full
-            variances = np.diagonal(spread, axis1=-2, axis2=-1) if full else spread
+        spread, variances = self._variances(params)
         variances = np.broadcast_to(variances, means.shape)
         # a class without (weighted) rows has undefined moments: its own check names it
         if "class_prior" in params:
@@ -951,12 +958,6 @@ def _has_rows(params) -> bool:
     return COVARIANCE_ROWS in params and "covariance" not in params
 
 
-def _row_variances(params) -> np.ndarray:
-    """The diagonal of ``G^T G`` of the parameters' covariance rows, on the host."""
-    rows = np.asarray(params[COVARIANCE_ROWS])
-    return np.einsum("ij,ij->j", rows, rows)
-
-
 def _linear_and_intercept(linear, params):
     """``(P m_k, -1/2 m_k^T P m_k + log pi_k)`` from ``linear = P m_k`` (NumPy or JAX)."""
     intercept = -0.5 * (linear * params["means"]).sum(axis=-1)
@@ -980,29 +981,6 @@ def _mark_overflowed_rows(X, scores) -> None:
 def _known_zero(value) -> bool:
     """True when ``value`` is concretely 0 (a traced hyperparameter is not known to be)."""
     return is_concrete(value) and float(value) == 0.0
-
-
-def _known_one(value) -> bool:
-    return is_concrete(value) and float(value) == 1.0
-
-
-def _check_spread_scale(spread, means, full: bool) -> None:
-    """Variances so small that squares of the features lose their precision (subnormal numbers)
-    make every covariance computation unreliable: refused, asking to rescale the features."""
-    if spread.dtype.kind != "f" or spread.size == 0:
-        return
-    variances = np.diagonal(spread, axis1=-2, axis2=-1) if full else spread
-    largest = float(np.max(np.abs(variances)))
-    info = np.finfo(spread.dtype)
-    floor = info.tiny / info.eps
-    # variances that underflowed to zero, with means that are not zero: data on a tiny scale
-    location = float(np.max(np.abs(means))) if means.size else 0.0
-    if 0 < largest < floor or (largest == 0 and 0 < location < np.sqrt(floor)):
-        raise ValueError(
-            f"the features' scale is too small for {spread.dtype} (largest variance "
-            f"{largest:.3g}, below {info.tiny / info.eps:.3g}): their squares lose their "
-            f"precision. Rescale the features (e.g. standardize them) before fitting."
-        )
 
 
 def _prior_setting(name, value, *, positive: bool):
