@@ -176,11 +176,6 @@ class MultinomialStory(Story):
         return linear_boundary(multinomial_linear_form(params["probs"]), params[CLASS_PRIOR], k, l)
 
 
-def _block_context(X) -> dict:
-    """The block's total count: sampled documents get the mean training length."""
-    return {"length": float(np.asarray(X).sum())}
-
-
 def _naive_block(context, alpha):
     """Sampled documents get the mean training length (the density conditions on each row's own
     length)."""
@@ -203,5 +198,8 @@ FAMILY = Family(
             face_options={"alpha": 1.0},
         ),
     ),
-    block=Block(_naive_block, settings=("alpha",), context=_block_context),
+    # the block's total count, which gives sampled documents the mean training length
+    block=Block(
+        _naive_block, settings=("alpha",), context=lambda X: {"length": float(np.asarray(X).sum())}
+    ),
 )

@@ -368,11 +368,9 @@ class GaussianStory(Story):
         return factors
 
     def discriminant(self, params, X):
-        """``log p(x | k)`` less a term of the row: linear in ``x`` for a shared spread (the
-        model's linear discriminant), the per-class log density otherwise (derivation in
-        docs/gaussian.md). NumPy rows are scored in NumPy; those of finite features whose
-        scores overflow (features near the square root of the dtype's largest number, 1e154 in
-        float64) get NaN scores, which :func:`genprob.engine.execution.refuse_unscored` refuses.
+        """``log p(x | k)`` less a term of the row: linear in ``x`` for a shared spread, the
+        per-class log density otherwise (docs/gaussian.md). Finite NumPy rows whose scores
+        overflow get NaN scores, which :func:`genprob.engine.execution.refuse_unscored` refuses.
         """
         means = params["means"]
         check_feature_width(X, np.shape(means)[-1])
@@ -462,16 +460,9 @@ class GaussianStory(Story):
 
     # -- closed form -----------------------------------------------------------------------------
     def sufficient_statistics(self, X, R):
-        """Counts, first and second moments of features ``X`` (n, D) weighted by a dense
-        responsibility matrix ``R`` (n, K), NumPy or JAX alike.
-
-        Moments are taken about a reference point (near the data mean, ``shift``) so that
-        "second moment minus squared mean" keeps its precision when |mean| >> sd; they add over
-        row blocks (:meth:`combine_statistics`). A shared full covariance costs one weighted
-        ``X^T X``; per-class full scatter costs K of them. ``shrinkage="auto"`` adds the
-        Ledoit–Wolf fourth moments ``sum_i R_ik ||z_ik||^4``, whose standardization needs the
-        class means and sds: those statistics are therefore not additive over chunks.
-        """
+        """Counts, first and second moments of ``X`` (n, D) weighted by ``R`` (n, K), about a
+        reference point ``shift`` that keeps their precision (docs/gaussian.md); with
+        ``shrinkage="auto"`` the Ledoit–Wolf fourth moments too, which do not add over chunks."""
         shift = reference_point(X)
         if self._keeps_rows and keeps_rows(*X.shape):
             # the weighted rows about the shift, whose Gram matrix is the second moments
@@ -486,15 +477,8 @@ class GaussianStory(Story):
         return stats
 
     def combine_statistics(self, stats_a, stats_b):
-        r"""Statistics of two data chunks, moved to a common reference point and added.
-
-        Each chunk's moments are taken about its own ``shift``, so they are first moved to the
-        weight-averaged shift (formulas in docs/gaussian.md).
-
-        Raises:
-            ValueError: with ``shrinkage="auto"``: the Ledoit–Wolf fourth moments are taken about
-                each chunk's own class means and scales and do not combine.
-        """
+        """Statistics of two data chunks, moved to their weight-averaged reference point and
+        added (docs/gaussian.md); ``shrinkage="auto"``'s do not combine (``ValueError``)."""
         if self._auto_shrinkage:
             raise ValueError(
                 "shrinkage='auto' (Ledoit–Wolf) statistics are not additive over data chunks: "
@@ -633,10 +617,7 @@ class GaussianStory(Story):
 
     def _covariance_rows(self, stats) -> dict:
         """``means`` and :data:`COVARIANCE_ROWS` of the pooled MLE covariance from statistics
-        holding the weighted rows ``F`` (m, D): the second moments ``F^T F`` less the between
-        part ``B^T B`` (class sums over the root counts, in the rows' span) is, in the basis
-        ``V`` of ``F``'s thin SVD, the m x m matrix ``S^2 - (B V)^T (B V)``; its eigenpairs give
-        the rows. O(m^2 D), the same covariance as :meth:`_spread_terms` to rounding."""
+        holding weighted rows, in O(m^2 D) (the derivation is in docs/gaussian.md)."""
         counts, sums, rows = stats["counts"], stats["sums"], stats[ROWS]
         xp = namespace(*tree_leaves(stats))
         centered_means = sums / counts[:, None]
@@ -700,16 +681,9 @@ class GaussianStory(Story):
         return params
 
     def log_penalty(self, params, stats):
-        r"""Log density (up to a constant) of the prior whose MAP is the regularized closed form.
-
-        Every regularized estimate has the form ``(n S + Psi) / nu``, whose matching prior is an
-        inverse-Wishart kernel ``-(nu - n)/2 log det Sigma - 1/2 tr(Sigma^-1 Psi)`` per
-        covariance group; ``nu`` and ``Psi`` per regularizer are derived in docs/gaussian.md.
-
-        Raises:
-            ValueError: when ``reg_param = 1`` or ``shrinkage = 1``: the estimate no longer
-                depends on the data and the matching prior is a point mass.
-        """
+        """Log density (up to a constant) of the prior whose MAP is the regularized closed form,
+        an inverse-Wishart kernel per covariance group (docs/gaussian.md); ``ValueError`` at
+        ``reg_param = 1`` or ``shrinkage = 1``, whose prior is a point mass."""
         if self._auto_shrinkage:
             regularized = True
         else:
@@ -910,14 +884,9 @@ class GaussianStory(Story):
         }
 
     def linear_discriminants(self, params):
-        r"""Per-class linear scores ``(coef (K, D), intercept (K,))`` of a shared covariance.
-
-        ``log pi_k + log p(x | k) = x . coef_k + intercept_k + g(x)`` with ``g`` the same for
-        every class: ``coef_k = P m_k``, ``intercept_k = -1/2 m_k^T P m_k + log pi_k``.
-
-        Raises:
-            ValueError: when covariances are per class (the log-odds are then quadratic).
-        """
+        """Per-class linear scores ``(coef (K, D), intercept (K,))`` of a shared covariance,
+        ``coef_k = P m_k``, ``intercept_k = -1/2 m_k^T P m_k + log pi_k`` (``ValueError`` for
+        per-class covariances, whose log-odds are quadratic)."""
         if not self.shared:
             raise ValueError(
                 "per-class covariances give quadratic log-odds (QDA, Gaussian NB): there is no "
