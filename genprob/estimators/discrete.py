@@ -411,9 +411,7 @@ class CategoricalNB(_DiscreteNB):
         return np.maximum(observed, minimum).astype(np.int64)
 
     def _make_story(self, X):
-        return CategoricalStory(
-            n_categories=tuple(self._n_categories(X)), alpha=self._checked_alpha(X.shape[1])
-        )
+        return self._partial_fit_story(X, None)
 
     def _partial_fit_story(self, X, previous):
         # A chunk may show codes not seen before: the tables grow (as scikit-learn's do).

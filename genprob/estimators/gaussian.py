@@ -359,7 +359,6 @@ class LinearDiscriminantAnalysis(
         self.missing = missing
         self.unlabeled_label = unlabeled_label
 
-
     def _make_story(self, X):
         if X.shape[0] <= len(self.classes_):
             raise ValueError("The number of samples must be more than the number of classes.")
@@ -485,14 +484,10 @@ class LinearDiscriminantAnalysis(
         """Covariance of all rows, regularized like the class covariances (eigen solver), and
         whether :meth:`_merged_total_covariance` recomputes it from ``stats_`` (and the scalar
         ``_total_fourth_moment``) bit for bit, so that a model file need not store the D x D
-        ``scalings_`` it gives (:meth:`_derivable_attributes`).
-
-        From the fit's statistics merged over classes (so weighted rows count as repeated
-        rows). ``shrinkage="auto"`` also needs the rows: its Ledoit–Wolf fourth moment is taken
-        about the overall mean, over every row of ``X`` with weight 1. When the fit's rows are
-        exactly those (``unit_rows``), one pass over the rows gives that scalar and the merged
-        statistics the rest; otherwise the rows' own statistics are computed.
-        """
+        ``scalings_`` it gives (:meth:`_derivable_attributes`). From the fit's statistics
+        merged over classes; ``shrinkage="auto"`` also takes its Ledoit–Wolf fourth moment over
+        the rows ``X`` with weight 1 (docs/gaussian.md), from those statistics when they are
+        exactly those rows (``unit_rows``)."""
         if self._custom is not None:
             return self._custom[1], False
         if self.story_.shrinkage != "auto":

@@ -852,11 +852,8 @@ class GaussianStory(Story):
 
     # -- decision boundaries ---------------------------------------------------------------------
     def emission_summary(self, params) -> dict:
-        r"""Quadratic-form view of the emission, jitted (one compile per structure and shape).
-
-        ``log p(x | k) = -1/2 x^T P_k x + x^T P_k m_k - 1/2 m_k^T P_k m_k + c_k`` with ``P_k``
-        the precision (the subspace pseudo-inverse for a rank-deficient shared covariance) and
-        ``c_k`` the log normalizer, ``-1/2 log det(2 pi Sigma_k)`` at full rank.
+        """Quadratic-form view of the emission, ``log p(x | k) = -1/2 x^T P_k x + x^T P_k m_k -
+        1/2 m_k^T P_k m_k + c_k`` (precision ``P_k``, log normalizer ``c_k``; docs/gaussian.md).
 
         Returns:
             dict with ``precision`` (K, D, D), ``linear`` = ``P_k m_k`` (K, D), ``normalizer``
