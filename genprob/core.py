@@ -244,12 +244,8 @@ def model(
     num_features=None,
     num_samples=None,
 ):
-    """The story as a NumPyro model.
-
-    It reads as the generative process: draw the parameters from their prior, then for each row
-    draw a class from the class prior and the features given that class. Labels equal to -1 are
-    unknown: the label site is masked out there and the feature site sums the class out, so the
-    same model serves supervised, semi-supervised and unsupervised data.
+    """The story as a NumPyro model of the generative process (docs/reference/core.md); the
+    label site of a -1 row is masked out and its feature site sums the class out.
 
     Args:
         story: the story.
@@ -258,11 +254,9 @@ def model(
         num_classes: K.
         num_features: D, needed only when ``X`` is None.
         num_samples: n, needed only when both ``X`` and ``y`` are None.
-        summary: :func:`labeled_summary` of ``X`` and ``y``, or None. Given, the rows enter
-            through two factors of the same value (to rounding) instead of the ``y`` and ``x``
-            sites: the labeled rows through their statistics, the unlabeled ones through one
-            log-sum-exp over classes each. Only the sampler's potential uses it; pointwise
-            log-likelihoods and predictive draws read the row-by-row sites.
+        summary: :func:`labeled_summary` of ``X`` and ``y``, or None: given, the rows enter
+            through two factors of the same value instead of the ``y`` and ``x`` sites (the
+            sampler's potential only).
         rows: boolean (n,), False on the rows that padding added (:func:`execution.padded`),
             which then add nothing to the density; None: every row is data.
     """
@@ -294,7 +288,8 @@ def model(
             ),
         )
         return
-    with numpyro.plate("data", num_samples), numpyro.handlers.mask(mask=_row_mask(rows)):
+    mask = True if rows is None else jnp.asarray(rows)
+    with numpyro.plate("data", num_samples), numpyro.handlers.mask(mask=mask):
         if y is None:
             labels = numpyro.sample("y", class_distribution(class_prior))
             labeled = None
@@ -315,26 +310,15 @@ def model(
         )
 
 
-def _row_mask(rows):
-    return True if rows is None else jnp.asarray(rows)
-
-
 #: Blocks of the unlabeled rows in :func:`labeled_summary` (those past the last unlabeled row
 #: are skipped at run time: the density's cost follows the number of unlabeled rows).
 SUMMARY_BLOCKS = 8
 
 
 def labeled_summary(story: Story, X, y, num_classes: int):
-    """The data of :func:`model`'s cheaper density, or None when the story's emission has none.
-
-    Labeled rows enter the density through per-class statistics computed here once (on the
-    host): an emission offers them with ``labeled_statistics(X, one_hot)`` (NumPy, data only)
-    and ``labeled_log_prob(stats)`` (``sum_i log p(x_i | y_i)`` from them, O(K D) or
-    O(K D^2) per evaluation). The unlabeled rows are kept, first, in :data:`SUMMARY_BLOCKS`
-    blocks. Every leaf has a shape set by ``X``'s shape alone, so new data values (and any
-    number of labels) reuse a compiled sampler. None for sparse or missing entries and for
-    emissions without the two methods (mixed stories, user emissions): the row-by-row sites
-    then serve.
+    """The data of :func:`model`'s cheaper density (docs/reference/core.md), or None for
+    sparse or missing entries and for emissions without ``labeled_statistics`` and
+    ``labeled_log_prob``; every leaf's shape is set by ``X``'s alone.
 
     Args:
         story: the story. X: features (n, D), dense. y: class codes (n,), -1 unlabeled.

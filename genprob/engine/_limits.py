@@ -170,33 +170,17 @@ def check_posterior_size(
             f"such a run would not finish. A few hundred to a few thousand of each are usual; "
             f"check R-hat and ESS, and run more only if they ask for it."
         )
-    arrays = [
-        (
-            "the draws",
-            f"{compact(num_chains)} chains x {compact(num_samples)} draws x "
-            f"{compact(parameter_entries)} parameter entries x {itemsize} bytes",
-            num_chains * num_samples * parameter_entries * itemsize,
-        )
-    ]
+    chains, draws, rows = (num_chains, "chains"), (num_samples, "draws"), (num_rows, "rows")
+    classes = (num_classes, "classes")
+    arrays = [("the draws", itemsize, [chains, draws, (parameter_entries, "parameter entries")])]
     if log_likelihood:
-        arrays.append(
-            (
-                "the pointwise log-likelihood",
-                f"{compact(num_chains)} chains x {compact(num_samples)} draws x "
-                f"{compact(num_rows)} rows x 8 bytes",
-                num_chains * num_samples * num_rows * 8,
-            )
-        )
+        arrays.append(("the pointwise log-likelihood", 8, [chains, draws, rows]))
     if nuts:
-        arrays.append(
-            (
-                "one step of the chains",
-                f"{compact(num_chains)} chains x {compact(num_rows)} rows x "
-                f"{compact(num_classes)} classes x {itemsize} bytes",
-                num_chains * num_rows * num_classes * itemsize,
-            )
-        )
-    what, sizes, size = max(arrays, key=lambda entry: entry[2])
+        arrays.append(("one step of the chains", itemsize, [chains, rows, classes]))
+    # the largest array, with its dimensions for the message
+    what, item, dims = max(arrays, key=lambda array: math.prod(n for n, _ in array[2]) * array[1])
+    size = math.prod(n for n, _ in dims) * item
+    sizes = " x ".join(f"{compact(n)} {unit}" for n, unit in dims) + f" x {item} bytes"
     if size > MAX_ARRAY_BYTES:
         raise SizeLimitError(
             f"this posterior would allocate {compact(size)} bytes for {what} ({sizes}); the "

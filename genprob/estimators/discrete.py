@@ -45,11 +45,6 @@ def to_bcoo(X, dtype) -> jsparse.BCOO:
     )
 
 
-def to_csr(X, dtype) -> scipy.sparse.csr_matrix:
-    """A SciPy sparse matrix as CSR in ``dtype`` (no copy when it is one already)."""
-    return scipy.sparse.csr_matrix(X, dtype=dtype, copy=False)
-
-
 def _total(X) -> float:
     """Sum of all entries (a sparse matrix's stored values: SciPy's ``sum`` is a product)."""
     return float(X.data.sum() if scipy.sparse.issparse(X) else X.sum())
@@ -114,8 +109,8 @@ class _DiscreteNB(GenerativeClassifierBase):
 
     def _as_features(self, X):
         # SciPy products on the host beat JAX's sparse ones on CPU; the story takes the matrix
-        if scipy.sparse.issparse(X):
-            return to_csr(X, numpy_dtype(self._dtype))
+        if scipy.sparse.issparse(X):  # CSR in the dtype, no copy when it is one already
+            return scipy.sparse.csr_matrix(X, dtype=numpy_dtype(self._dtype), copy=False)
         return super()._as_features(X)
 
     def _checked_alpha(self, num_features: int):
@@ -131,6 +126,10 @@ class _DiscreteNB(GenerativeClassifierBase):
         self.class_count_ = stats["class_counts"]
         with np.errstate(divide="ignore"):
             self.class_log_prior_ = np.log(self.params_["class_prior"])
+        if "feature_counts" in stats["emission"]:  # Bernoulli and multinomial
+            self.feature_count_ = stats["emission"]["feature_counts"]
+            with np.errstate(divide="ignore"):  # alpha = 0 may leave zero probabilities
+                self.feature_log_prob_ = np.log(self.params_["probs"])
 
 
 class BernoulliNB(_DiscreteNB):
@@ -140,10 +139,9 @@ class BernoulliNB(_DiscreteNB):
     :class:`genprob.families.bernoulli.BernoulliStory`. With ``binarize = t`` values ``> t``
     become 1 and the rest 0 (before fitting and predicting, as in scikit-learn).
 
-    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
-    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
-    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
-    every naive Bayes estimator shares: see docs/reference/estimators.md.
+    Shared with the other naive Bayes estimators (``force_alpha``, ``fit_prior``,
+    ``class_prior``, EM and input controls, ``class_count_``, ``class_log_prior_``): see
+    docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing, a number or one per feature: ``(count + alpha) / (N_k +
@@ -221,12 +219,6 @@ class BernoulliNB(_DiscreteNB):
             return X  # binarized rows: no pass over the values
         return super()._validate_story(story, X)
 
-    def _set_fitted_attributes(self, stats):
-        super()._set_fitted_attributes(stats)
-        self.feature_count_ = stats["emission"]["feature_counts"]
-        with np.errstate(divide="ignore"):  # alpha = 0 may leave zero probabilities
-            self.feature_log_prob_ = np.log(self.params_["probs"])
-
 
 class MultinomialNB(_DiscreteNB):
     """Naive Bayes for counts (multinomial bag of words), scikit-learn compatible.
@@ -235,10 +227,9 @@ class MultinomialNB(_DiscreteNB):
     :meth:`predict_joint_log_proba` includes the class-free multinomial coefficient
     ``log n! - sum_j log x_j!``, so it is a real log density; posteriors are the same.
 
-    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
-    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
-    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
-    every naive Bayes estimator shares: see docs/reference/estimators.md.
+    Shared with the other naive Bayes estimators (``force_alpha``, ``fit_prior``,
+    ``class_prior``, EM and input controls, ``class_count_``, ``class_log_prior_``): see
+    docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing, a number or one per feature: ``(c_kj + alpha) /
@@ -319,12 +310,6 @@ class MultinomialNB(_DiscreteNB):
             alpha=self._checked_alpha(num_features), total_count=int(round(mean_length))
         )
 
-    def _set_fitted_attributes(self, stats):
-        super()._set_fitted_attributes(stats)
-        self.feature_count_ = stats["emission"]["feature_counts"]
-        with np.errstate(divide="ignore"):  # alpha = 0 may leave zero probabilities
-            self.feature_log_prob_ = np.log(self.params_["probs"])
-
 
 class CategoricalNB(_DiscreteNB):
     """Naive Bayes for categorical features (integer codes), scikit-learn compatible.
@@ -337,10 +322,9 @@ class CategoricalNB(_DiscreteNB):
     ``min_categories`` larger than the observed codes, codes below it that were never seen get the
     smoothed probability ``alpha / (N_k + alpha k_j)``.
 
-    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
-    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
-    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
-    every naive Bayes estimator shares: see docs/reference/estimators.md.
+    Shared with the other naive Bayes estimators (``force_alpha``, ``fit_prior``,
+    ``class_prior``, EM and input controls, ``class_count_``, ``class_log_prior_``): see
+    docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing (one number): ``(c_kjm + alpha) / (N_k + alpha k_j)``.
@@ -427,9 +411,7 @@ class CategoricalNB(_DiscreteNB):
         return np.maximum(observed, minimum).astype(np.int64)
 
     def _make_story(self, X):
-        return CategoricalStory(
-            n_categories=tuple(self._n_categories(X)), alpha=self._checked_alpha(X.shape[1])
-        )
+        return self._partial_fit_story(X, None)
 
     def _partial_fit_story(self, X, previous):
         # A chunk may show codes not seen before: the tables grow (as scikit-learn's do).
@@ -466,10 +448,8 @@ class PoissonNB(_DiscreteNB):
     under Gamma(alpha, beta); ``alpha = beta = 0`` is maximum likelihood. See
     :class:`genprob.families.poisson.PoissonStory`.
 
-    The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
-    ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
-    and the attributes ``class_count_`` and ``class_log_prior_`` are those every naive Bayes
-    estimator shares: see docs/reference/estimators.md.
+    Shared with the other naive Bayes estimators (``fit_prior``, ``class_prior``, EM and
+    input controls, ``class_count_``, ``class_log_prior_``): docs/reference/estimators.md.
 
     Args:
         alpha: pseudo-counts (>= 0).

@@ -61,17 +61,9 @@ class UnsupportedOptionError(ValueError, NotImplementedError):
     """
 
 
-def _fresh(estimator):
-    """A clean copy of a covariance estimator (``clone``) when it has ``get_params``, else itself.
-
-    scikit-learn only asks for ``fit`` and ``covariance_``; an object without ``get_params``
-    cannot be cloned, so it is refitted in place on every call.
-    """
-    return clone(estimator) if hasattr(estimator, "get_params") else estimator
-
-
 def _covariance_of(estimator, X):
-    fitted = _fresh(estimator)
+    # scikit-learn only asks for fit and covariance_: one without get_params is refitted in place
+    fitted = clone(estimator) if hasattr(estimator, "get_params") else estimator
     fitted.fit(X)  # scikit-learn reads covariance_ from the object, not from fit's return
     if not hasattr(fitted, "covariance_"):
         raise ValueError(
@@ -126,9 +118,7 @@ class _GaussianBase(GenerativeClassifierBase):
 class GaussianNB(_GaussianBase):
     """Gaussian naive Bayes: per-class diagonal Gaussians (scikit-learn compatible).
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    The EM and input parameters every estimator shares: docs/reference/estimators.md.
 
     Args:
         priors: fixed class prior (K,) (non-negative, summing to 1), or None to estimate class
@@ -321,9 +311,7 @@ class LinearDiscriminantAnalysis(
     ``coef_``, ``intercept_``, ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
     ``n_features_in_``.
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    The EM and input parameters every estimator shares: docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
@@ -370,10 +358,6 @@ class LinearDiscriminantAnalysis(
         self.dtype = dtype
         self.missing = missing
         self.unlabeled_label = unlabeled_label
-
-    def _after_fit(self, X, unit_rows=False):
-        if hasattr(self, "params_"):
-            self._set_projection(X, unit_rows)
 
     def _make_story(self, X):
         if X.shape[0] <= len(self.classes_):
@@ -469,10 +453,10 @@ class LinearDiscriminantAnalysis(
             stacklevel=4,
         )
 
-    def _set_projection(self, X, unit_rows=False):
+    def _after_fit(self, X, unit_rows=False):
         for name in ("_derived_from", "_total_fourth_moment"):
             self.__dict__.pop(name, None)
-        if self.solver == "lsqr":
+        if self.solver == "lsqr" or not hasattr(self, "params_"):
             return
         total, derivable = None, False
         if self.solver == "eigen":
@@ -500,14 +484,10 @@ class LinearDiscriminantAnalysis(
         """Covariance of all rows, regularized like the class covariances (eigen solver), and
         whether :meth:`_merged_total_covariance` recomputes it from ``stats_`` (and the scalar
         ``_total_fourth_moment``) bit for bit, so that a model file need not store the D x D
-        ``scalings_`` it gives (:meth:`_derivable_attributes`).
-
-        From the fit's statistics merged over classes (so weighted rows count as repeated
-        rows). ``shrinkage="auto"`` also needs the rows: its Ledoit–Wolf fourth moment is taken
-        about the overall mean, over every row of ``X`` with weight 1. When the fit's rows are
-        exactly those (``unit_rows``), one pass over the rows gives that scalar and the merged
-        statistics the rest; otherwise the rows' own statistics are computed.
-        """
+        ``scalings_`` it gives (:meth:`_derivable_attributes`). From the fit's statistics
+        merged over classes; ``shrinkage="auto"`` also takes its Ledoit–Wolf fourth moment over
+        the rows ``X`` with weight 1 (docs/gaussian.md), from those statistics when they are
+        exactly those rows (``unit_rows``)."""
         if self._custom is not None:
             return self._custom[1], False
         if self.story_.shrinkage != "auto":
@@ -652,9 +632,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     computed on first use, as the fit's rank check needs only a Cholesky factorization of
     ``covariance - tol I``), ``covariance_`` (with ``store_covariance``).
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    The EM and input parameters every estimator shares: docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),

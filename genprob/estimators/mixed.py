@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from genprob.engine._validation import check_alpha
 from genprob.engine.streaming import add_contexts, is_out_of_core
 from genprob.estimators._base import GenerativeClassifierBase
+from genprob.estimators.discrete import _DiscreteNB
 from genprob.families._registry import block_context, block_families, family_named, naive_block
 from genprob.families.mixed import DEFAULT_NAIVE_FAMILY, MixedStory, grow_statistics
 
@@ -134,10 +135,8 @@ class MixedNB(GenerativeClassifierBase):
     of ``X`` must have a family; names that are not columns of ``X``, unknown family names, a
     category not seen in training, and missing values raise ``ValueError``.
 
-    The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
-    ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
-    and the attributes ``class_count_`` and ``class_log_prior_`` are those every naive Bayes
-    estimator shares: see docs/reference/estimators.md.
+    Shared with the other naive Bayes estimators (``fit_prior``, ``class_prior``, EM and
+    input controls, ``class_count_``, ``class_log_prior_``): docs/reference/estimators.md.
 
     Args:
         families: mapping column -> family name, e.g. ``{"bill_length_mm": "gaussian",
@@ -444,10 +443,8 @@ class MixedNB(GenerativeClassifierBase):
         columns = getattr(self, "_columns", None)
         return columns if columns and all(isinstance(c, str) for c in columns) else None
 
-    def _set_fitted_attributes(self, stats):
-        self.class_count_ = stats["class_counts"]
-        with np.errstate(divide="ignore"):
-            self.class_log_prior_ = np.log(self.params_["class_prior"])
+    # class_count_ and class_log_prior_, as every naive Bayes estimator sets them
+    _set_fitted_attributes = _DiscreteNB._set_fitted_attributes
 
     def sample(self, n_samples: int = 1, random_state=None):
         """Draw ``(X, y)`` from the fitted model, categorical columns decoded to their values.

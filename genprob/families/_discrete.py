@@ -29,6 +29,7 @@ __all__ = [
     "floor_log1m",
     "host_if_host_rows",
     "host_rows",
+    "linear_boundary",
     "linear_discriminant",
     "linear_log_prob",
     "observed_sums",
@@ -237,3 +238,10 @@ def alpha_array(alpha, num_features: int, dtype=None, xp=jnp):
 def class_feature_shapes(probs) -> dict:
     """Batch (classes) and event (features) shapes of an emission of per-class ``probs``."""
     return {"batch_shape": jnp.shape(probs)[:-1], "event_shape": jnp.shape(probs)[-1:]}
+
+
+def linear_boundary(linear_form, class_prior, k: int, l: int):  # noqa: E741
+    """``(w, b)`` of the log-odds of classes ``k`` and ``l`` from a log density ``x . W_k +
+    c_k`` given as ``linear_form = (W, c)`` (docs/reference/boundaries.md)."""
+    (weights, offset), log_prior = linear_form, jnp.log(class_prior)
+    return weights[k] - weights[l], log_prior[k] - log_prior[l] + offset[k] - offset[l]

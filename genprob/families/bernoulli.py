@@ -14,6 +14,7 @@ from genprob.families._discrete import (
     floor_log,
     floor_log1m,
     host_if_host_rows,
+    linear_boundary,
     linear_discriminant,
     observed_sums,
     row_counts,
@@ -140,19 +141,9 @@ class BernoulliStory(Story):
     def num_parameters(self, num_classes, num_features):
         return (num_classes - 1) + num_classes * num_features
 
-    def linear_boundary(self, params, k: int, l: int):
-        """Weights and bias of the log posterior odds of class ``k`` against class ``l``.
-
-        ``w . x + b = log p(y = k | x) - log p(y = l | x)`` with
-        ``w_j = logit p_kj - logit p_lj`` and
-        ``b = log(pi_k / pi_l) + sum_j log((1 - p_kj) / (1 - p_lj))``.
-
-        Returns:
-            ``(w, b)``: (D,) and a scalar.
-        """
-        weights, offset = self.emission(params).linear_form()
-        log_prior = jnp.log(params[CLASS_PRIOR])
-        return weights[k] - weights[l], log_prior[k] - log_prior[l] + offset[k] - offset[l]
+    def linear_boundary(self, params, k: int, l: int):  # noqa: E741
+        """``(w, b)`` with ``w . x + b`` the log-odds of classes ``k`` and ``l``."""
+        return linear_boundary(bernoulli_linear_form(params["probs"]), params[CLASS_PRIOR], k, l)
 
 
 FAMILY = Family(

@@ -213,14 +213,22 @@ class CategoricalStory(Story):
         return _emission.CategoricalFeatures(params["probs"])
 
     def sufficient_statistics(self, X, R):
+        return {"counts": R.sum(axis=0), "category_counts": self._category_counts(X, R)}
+
+    def _category_counts(self, X, R, weights=None):
+        """(K, D, M) weighted counts of each feature's codes; ``weights`` (n, D), if given, scale
+        each feature's rows (0 for a missing entry)."""
         check_table_size(self.n_categories, R.shape[-1])
-        codes = X.astype(jnp.int32)
+
+        def count(args):
+            column, weight = args
+            weighted = R if weight is None else R * weight[:, None]
+            return jax.ops.segment_sum(weighted, column, num_segments=self.max_categories)
+
         # One segment-sum per feature (a loop over features, not rows): memory n*K per step.
-        per_feature = jax.lax.map(
-            lambda column: jax.ops.segment_sum(R, column, num_segments=self.max_categories),
-            codes.T,
-        )  # (D, M, K)
-        return {"counts": R.sum(axis=0), "category_counts": jnp.transpose(per_feature, (2, 0, 1))}
+        codes = X.astype(jnp.int32).T
+        per_feature = jax.lax.map(count, (codes, None if weights is None else weights.T))
+        return jnp.transpose(per_feature, (2, 0, 1))  # (D, M, K) -> (K, D, M)
 
     def observed_log_prob(self, params, X, observed):
         log_probs = floor_log(params["probs"])  # (K, D, M)
@@ -229,20 +237,8 @@ class CategoricalStory(Story):
         return jnp.sum(jnp.where(observed[..., None], by_feature, 0.0), axis=-2)
 
     def observed_statistics(self, X, R, observed, params=None):
-        check_table_size(self.n_categories, R.shape[-1])
-        codes = X.astype(jnp.int32)
         weights = observed.astype(R.dtype)
-        # a missing entry's row has weight 0 in its feature's table
-        per_feature = jax.lax.map(
-            lambda args: jax.ops.segment_sum(
-                R * args[1][:, None], args[0], num_segments=self.max_categories
-            ),
-            (codes.T, weights.T),
-        )  # (D, M, K)
-        return {
-            "counts": R.T @ weights,
-            "category_counts": jnp.transpose(per_feature, (2, 0, 1)),
-        }
+        return {"counts": R.T @ weights, "category_counts": self._category_counts(X, R, weights)}
 
     def maximize(self, stats):
         counts = stats["category_counts"]
@@ -332,15 +328,8 @@ class CategoricalStory(Story):
         return encoded.reshape(codes.shape[:-1] + (-1,))
 
     def linear_boundary(self, params, k: int, l: int):
-        """Log posterior odds of class ``k`` against ``l`` in the one-hot view.
-
-        ``w . e(x) + b = log p(y = k | x) - log p(y = l | x)`` with ``e(x)`` from
-        :meth:`one_hot`, ``w = vec(log probs[k] - log probs[l])`` (padding cells 0) and
-        ``b = log(pi_k / pi_l)``.
-
-        Returns:
-            ``(w, b)``: (D * M,) and a scalar.
-        """
+        """``(w, b)`` with ``w . e(x) + b`` the log-odds of classes ``k`` and ``l``, ``e(x)``
+        from :meth:`one_hot` (docs/reference/boundaries.md)."""
         log_probs = floor_log(params["probs"])
         mask = jnp.asarray(category_mask(self.n_categories))
         weights = jnp.where(mask, log_probs[k] - log_probs[l], 0.0).reshape(-1)

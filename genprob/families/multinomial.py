@@ -15,6 +15,7 @@ from genprob.families._discrete import (
     entry_sums,
     floor_log,
     host_if_host_rows,
+    linear_boundary,
     linear_discriminant,
     scipy_linear_scores,
     special_functions,
@@ -170,23 +171,9 @@ class MultinomialStory(Story):
     def num_parameters(self, num_classes, num_features):
         return (num_classes - 1) + num_classes * (num_features - 1)
 
-    def linear_boundary(self, params, k: int, l: int):
-        """Weights and bias of the log posterior odds of class ``k`` against class ``l``.
-
-        ``w . x + b = log p(y = k | x) - log p(y = l | x)`` with ``w = log probs[k] -
-        log probs[l]`` and ``b = log(pi_k / pi_l)`` (the factorial terms cancel).
-
-        Returns:
-            ``(w, b)``: (D,) and a scalar.
-        """
-        weights, offset = self.emission(params).linear_form()
-        log_prior = jnp.log(params[CLASS_PRIOR])
-        return weights[k] - weights[l], log_prior[k] - log_prior[l] + offset[k] - offset[l]
-
-
-def _block_context(X) -> dict:
-    """The block's total count: sampled documents get the mean training length."""
-    return {"length": float(np.asarray(X).sum())}
+    def linear_boundary(self, params, k: int, l: int):  # noqa: E741
+        """``(w, b)`` with ``w . x + b`` the log-odds of classes ``k`` and ``l``."""
+        return linear_boundary(multinomial_linear_form(params["probs"]), params[CLASS_PRIOR], k, l)
 
 
 def _naive_block(context, alpha):
@@ -211,5 +198,8 @@ FAMILY = Family(
             face_options={"alpha": 1.0},
         ),
     ),
-    block=Block(_naive_block, settings=("alpha",), context=_block_context),
+    # the block's total count, which gives sampled documents the mean training length
+    block=Block(
+        _naive_block, settings=("alpha",), context=lambda X: {"length": float(np.asarray(X).sum())}
+    ),
 )

@@ -8,8 +8,6 @@ priors and the rank-deficient case are derived in docs/gaussian.md.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from genprob._lazy import LazyModule
@@ -370,11 +368,9 @@ class GaussianStory(Story):
         return factors
 
     def discriminant(self, params, X):
-        """``log p(x | k)`` less a term of the row: linear in ``x`` for a shared spread (the
-        model's linear discriminant), the per-class log density otherwise (derivation in
-        docs/gaussian.md). NumPy rows are scored in NumPy; those of finite features whose
-        scores overflow (features near the square root of the dtype's largest number, 1e154 in
-        float64) get NaN scores, which :func:`genprob.engine.execution.refuse_unscored` refuses.
+        """``log p(x | k)`` less a term of the row: linear in ``x`` for a shared spread, the
+        per-class log density otherwise (docs/gaussian.md). Finite NumPy rows whose scores
+        overflow get NaN scores, which :func:`genprob.engine.execution.refuse_unscored` refuses.
         """
         means = params["means"]
         check_feature_width(X, np.shape(means)[-1])
@@ -464,16 +460,9 @@ class GaussianStory(Story):
 
     # -- closed form -----------------------------------------------------------------------------
     def sufficient_statistics(self, X, R):
-        """Counts, first and second moments of features ``X`` (n, D) weighted by a dense
-        responsibility matrix ``R`` (n, K), NumPy or JAX alike.
-
-        Moments are taken about a reference point (near the data mean, ``shift``) so that
-        "second moment minus squared mean" keeps its precision when |mean| >> sd; they add over
-        row blocks (:meth:`combine_statistics`). A shared full covariance costs one weighted
-        ``X^T X``; per-class full scatter costs K of them. ``shrinkage="auto"`` adds the
-        Ledoit–Wolf fourth moments ``sum_i R_ik ||z_ik||^4``, whose standardization needs the
-        class means and sds: those statistics are therefore not additive over chunks.
-        """
+        """Counts, first and second moments of ``X`` (n, D) weighted by ``R`` (n, K), about a
+        reference point ``shift`` that keeps their precision (docs/gaussian.md); with
+        ``shrinkage="auto"`` the Ledoit–Wolf fourth moments too, which do not add over chunks."""
         shift = reference_point(X)
         if self._keeps_rows and keeps_rows(*X.shape):
             # the weighted rows about the shift, whose Gram matrix is the second moments
@@ -488,15 +477,8 @@ class GaussianStory(Story):
         return stats
 
     def combine_statistics(self, stats_a, stats_b):
-        r"""Statistics of two data chunks, moved to a common reference point and added.
-
-        Each chunk's moments are taken about its own ``shift``, so they are first moved to the
-        weight-averaged shift (formulas in docs/gaussian.md).
-
-        Raises:
-            ValueError: with ``shrinkage="auto"``: the Ledoit–Wolf fourth moments are taken about
-                each chunk's own class means and scales and do not combine.
-        """
+        """Statistics of two data chunks, moved to their weight-averaged reference point and
+        added (docs/gaussian.md); ``shrinkage="auto"``'s do not combine (``ValueError``)."""
         if self._auto_shrinkage:
             raise ValueError(
                 "shrinkage='auto' (Ledoit–Wolf) statistics are not additive over data chunks: "
@@ -635,10 +617,7 @@ class GaussianStory(Story):
 
     def _covariance_rows(self, stats) -> dict:
         """``means`` and :data:`COVARIANCE_ROWS` of the pooled MLE covariance from statistics
-        holding the weighted rows ``F`` (m, D): the second moments ``F^T F`` less the between
-        part ``B^T B`` (class sums over the root counts, in the rows' span) is, in the basis
-        ``V`` of ``F``'s thin SVD, the m x m matrix ``S^2 - (B V)^T (B V)``; its eigenpairs give
-        the rows. O(m^2 D), the same covariance as :meth:`_spread_terms` to rounding."""
+        holding weighted rows, in O(m^2 D) (the derivation is in docs/gaussian.md)."""
         counts, sums, rows = stats["counts"], stats["sums"], stats[ROWS]
         xp = namespace(*tree_leaves(stats))
         centered_means = sums / counts[:, None]
@@ -702,16 +681,9 @@ class GaussianStory(Story):
         return params
 
     def log_penalty(self, params, stats):
-        r"""Log density (up to a constant) of the prior whose MAP is the regularized closed form.
-
-        Every regularized estimate has the form ``(n S + Psi) / nu``, whose matching prior is an
-        inverse-Wishart kernel ``-(nu - n)/2 log det Sigma - 1/2 tr(Sigma^-1 Psi)`` per
-        covariance group; ``nu`` and ``Psi`` per regularizer are derived in docs/gaussian.md.
-
-        Raises:
-            ValueError: when ``reg_param = 1`` or ``shrinkage = 1``: the estimate no longer
-                depends on the data and the matching prior is a point mass.
-        """
+        """Log density (up to a constant) of the prior whose MAP is the regularized closed form,
+        an inverse-Wishart kernel per covariance group (docs/gaussian.md); ``ValueError`` at
+        ``reg_param = 1`` or ``shrinkage = 1``, whose prior is a point mass."""
         if self._auto_shrinkage:
             regularized = True
         else:
@@ -721,7 +693,8 @@ class GaussianStory(Story):
             )
         if not regularized:
             return 0.0
-        if _known_one(self.reg_param) or (not self._auto_shrinkage and _known_one(self.shrinkage)):
+        ones = [self.reg_param] + ([] if self._auto_shrinkage else [self.shrinkage])
+        if any(is_concrete(v) and float(v) == 1.0 for v in ones):
             raise ValueError(
                 "reg_param = 1 or shrinkage = 1 fixes the covariance whatever the data: the "
                 "equivalent prior is a point mass with no finite log density."
@@ -748,25 +721,38 @@ class GaussianStory(Story):
         return gaussian_missing.observed_statistics(self, X, R, observed, params)
 
     def num_parameters(self, num_classes, num_features):
-        if self.structure is not None:
-            covariances = num_covariance_parameters(self.structure, num_classes, num_features)
-            return (num_classes - 1) + num_classes * num_features + covariances
-        copies = math.prod(self.covariance_structure.copies(num_classes))
-        per_covariance = self.covariance_structure.per_covariance(num_features)
-        return (num_classes - 1) + num_classes * num_features + copies * per_covariance
+        covariances = num_covariance_parameters(self.structure_name, num_classes, num_features)
+        return (num_classes - 1) + num_classes * num_features + covariances
 
     def check_scale(self, params) -> None:
         """Refuse variances so small that the features' squares lose their precision (data on a
         tiny scale), asking to rescale; estimators call it before their own rank checks."""
-        if _has_rows(params):
-            variances = _row_variances(params)
-            _check_spread_scale(variances, np.asarray(params["means"]), False)
+        spread, variances = self._variances(params)
+        if spread.dtype.kind != "f" or spread.size == 0:
             return
-        _check_spread_scale(
-            np.asarray(params[self.spread_name]),
-            np.asarray(params["means"]),
-            self.covariance_structure.full,
-        )
+        largest = float(np.max(np.abs(variances)))
+        info = np.finfo(spread.dtype)
+        floor = info.tiny / info.eps
+        # variances that underflowed to zero, with means that are not zero: data on a tiny scale
+        means = np.asarray(params["means"])
+        location = float(np.max(np.abs(means))) if means.size else 0.0
+        if 0 < largest < floor or (largest == 0 and 0 < location < np.sqrt(floor)):
+            raise ValueError(
+                f"the features' scale is too small for {spread.dtype} (largest variance "
+                f"{largest:.3g}, below {info.tiny / info.eps:.3g}): their squares lose their "
+                f"precision. Rescale the features (e.g. standardize them) before fitting."
+            )
+
+    def _variances(self, params) -> tuple:
+        """``(spread, variances)`` on the host: the spread parameter (the covariance rows' diagonal
+        ``G^T G`` when the parameters hold rows) and the variances on its diagonal."""
+        if _has_rows(params):
+            rows = np.asarray(params[COVARIANCE_ROWS])
+            variances = np.einsum("ij,ij->j", rows, rows)
+            return variances, variances
+        spread = np.asarray(params[self.spread_name])
+        full = self.covariance_structure.full
+        return spread, (np.diagonal(spread, axis1=-2, axis2=-1) if full else spread)
 
     def check_parameters(self, params, class_names=None, feature_names=None):
         """A zero variance, or a covariance without a Cholesky factor, is an error naming where.
@@ -827,12 +813,7 @@ class GaussianStory(Story):
         feature, instead of a failure further on (non-finite parameters, eigenvalues that do
         not converge, -inf log-likelihoods)."""
         means = np.asarray(params["means"])
-        if _has_rows(params):
-            spread = variances = _row_variances(params)
-        else:
-            spread = np.asarray(params[self.spread_name])
-            full = self.covariance_structure.full
-            variances = np.diagonal(spread, axis1=-2, axis2=-1) if full else spread
+        spread, variances = self._variances(params)
         variances = np.broadcast_to(variances, means.shape)
         # a class without (weighted) rows has undefined moments: its own check names it
         if "class_prior" in params:
@@ -871,11 +852,8 @@ class GaussianStory(Story):
 
     # -- decision boundaries ---------------------------------------------------------------------
     def emission_summary(self, params) -> dict:
-        r"""Quadratic-form view of the emission, jitted (one compile per structure and shape).
-
-        ``log p(x | k) = -1/2 x^T P_k x + x^T P_k m_k - 1/2 m_k^T P_k m_k + c_k`` with ``P_k``
-        the precision (the subspace pseudo-inverse for a rank-deficient shared covariance) and
-        ``c_k`` the log normalizer, ``-1/2 log det(2 pi Sigma_k)`` at full rank.
+        """Quadratic-form view of the emission, ``log p(x | k) = -1/2 x^T P_k x + x^T P_k m_k -
+        1/2 m_k^T P_k m_k + c_k`` (precision ``P_k``, log normalizer ``c_k``; docs/gaussian.md).
 
         Returns:
             dict with ``precision`` (K, D, D), ``linear`` = ``P_k m_k`` (K, D), ``normalizer``
@@ -903,14 +881,9 @@ class GaussianStory(Story):
         }
 
     def linear_discriminants(self, params):
-        r"""Per-class linear scores ``(coef (K, D), intercept (K,))`` of a shared covariance.
-
-        ``log pi_k + log p(x | k) = x . coef_k + intercept_k + g(x)`` with ``g`` the same for
-        every class: ``coef_k = P m_k``, ``intercept_k = -1/2 m_k^T P m_k + log pi_k``.
-
-        Raises:
-            ValueError: when covariances are per class (the log-odds are then quadratic).
-        """
+        """Per-class linear scores ``(coef (K, D), intercept (K,))`` of a shared covariance,
+        ``coef_k = P m_k``, ``intercept_k = -1/2 m_k^T P m_k + log pi_k`` (``ValueError`` for
+        per-class covariances, whose log-odds are quadratic)."""
         if not self.shared:
             raise ValueError(
                 "per-class covariances give quadratic log-odds (QDA, Gaussian NB): there is no "
@@ -951,12 +924,6 @@ def _has_rows(params) -> bool:
     return COVARIANCE_ROWS in params and "covariance" not in params
 
 
-def _row_variances(params) -> np.ndarray:
-    """The diagonal of ``G^T G`` of the parameters' covariance rows, on the host."""
-    rows = np.asarray(params[COVARIANCE_ROWS])
-    return np.einsum("ij,ij->j", rows, rows)
-
-
 def _linear_and_intercept(linear, params):
     """``(P m_k, -1/2 m_k^T P m_k + log pi_k)`` from ``linear = P m_k`` (NumPy or JAX)."""
     intercept = -0.5 * (linear * params["means"]).sum(axis=-1)
@@ -980,29 +947,6 @@ def _mark_overflowed_rows(X, scores) -> None:
 def _known_zero(value) -> bool:
     """True when ``value`` is concretely 0 (a traced hyperparameter is not known to be)."""
     return is_concrete(value) and float(value) == 0.0
-
-
-def _known_one(value) -> bool:
-    return is_concrete(value) and float(value) == 1.0
-
-
-def _check_spread_scale(spread, means, full: bool) -> None:
-    """Variances so small that squares of the features lose their precision (subnormal numbers)
-    make every covariance computation unreliable: refused, asking to rescale the features."""
-    if spread.dtype.kind != "f" or spread.size == 0:
-        return
-    variances = np.diagonal(spread, axis1=-2, axis2=-1) if full else spread
-    largest = float(np.max(np.abs(variances)))
-    info = np.finfo(spread.dtype)
-    floor = info.tiny / info.eps
-    # variances that underflowed to zero, with means that are not zero: data on a tiny scale
-    location = float(np.max(np.abs(means))) if means.size else 0.0
-    if 0 < largest < floor or (largest == 0 and 0 < location < np.sqrt(floor)):
-        raise ValueError(
-            f"the features' scale is too small for {spread.dtype} (largest variance "
-            f"{largest:.3g}, below {info.tiny / info.eps:.3g}): their squares lose their "
-            f"precision. Rescale the features (e.g. standardize them) before fitting."
-        )
 
 
 def _prior_setting(name, value, *, positive: bool):
