@@ -107,9 +107,6 @@ class CovarianceStructure:
         """The variance part of second moments."""
         raise NotImplementedError
 
-    def per_covariance(self, num_features: int) -> int:
-        raise NotImplementedError
-
     def summary(self, means, spread, rank_tol, factors=None):
         """``(precision (K, D, D), normalizer (K,), whitening or None)`` of the emission."""
         raise NotImplementedError
@@ -208,9 +205,6 @@ class FullCovariance(CovarianceStructure):
     def diagonal(self, squares):
         return namespace(squares).diagonal(squares, axis1=-2, axis2=-1)
 
-    def per_covariance(self, num_features):
-        return num_features * (num_features + 1) // 2
-
     def summary(self, means, spread, rank_tol, factors=None):
         xp = namespace(means, spread)
         factors = factors or full_factors(spread, rank_tol)
@@ -266,9 +260,6 @@ class DiagonalCovariance(CovarianceStructure):
 
     def diagonal(self, squares):
         return squares
-
-    def per_covariance(self, num_features):
-        return num_features
 
     def summary(self, means, spread, rank_tol, factors=None):
         xp = namespace(means, spread)
