@@ -262,16 +262,16 @@ def run_nuts(
     elif isinstance(init, list | tuple):
         if len(init) != int(num_chains):
             raise ValueError(f"init has {len(init)} starting points for {num_chains} chains.")
-        starts = list(init)
+        starts = [_start_sites(story, start) for start in init]
     else:
         if init == "mle":
             start = start_values(fitted_story, X, codes, num_classes) if fit is None else fit
-            start = as_sample_sites(start)
+            start = _start_sites(story, start)
             start, message = best_start(fitted_story, X, codes, num_classes, start, seed, story)
             if message:
                 warnings.warn(message, SamplingWarning, stacklevel=2)
         else:
-            start = init
+            start = _start_sites(story, init)
         starts = [start] * num_chains
     strict = init_params is None and isinstance(init, list | tuple)
     free = _chain_starts(
@@ -427,6 +427,13 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
         f"with n_init={1 + START_RESTARTS} (or more) to make it the fit."
     )
     return {**dict(start), **as_sample_sites(result.params)}, message
+
+
+def _start_sites(story, params) -> dict:
+    """``params`` with the prior's sites the story maps them to (``align_parameters`` against
+    themselves), where the prior samples other sites than the parameters."""
+    params = as_sample_sites(params)
+    return story.align_parameters(params, params)
 
 
 def _chain_starts(
