@@ -961,11 +961,10 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     class_prior = jnp.asarray(samples[CLASS_PRIOR])
     batch_shape = class_prior.shape[:-1]
     num_classes = class_prior.shape[-1]
-    returned = _sites_returned_by_prior(story, num_classes, num_features)
-    if returned is not None:  # the parameters are the draws themselves (built-in stories)
-        return {name: samples[name] for name in (CLASS_PRIOR, *returned)}
-    sites = (CLASS_PRIOR, *_latent_sites(story, num_classes, num_features))
-    flat, _ = flatten_draws({name: samples[name] for name in sites})
+    names, returned = _prior_sites(story, num_classes, num_features)
+    if returned:  # the parameters are the draws themselves (built-in stories)
+        return {name: samples[name] for name in (CLASS_PRIOR, *names)}
+    flat, _ = flatten_draws({name: samples[name] for name in (CLASS_PRIOR, *names)})
 
     def one(latent):
         params = params_from_latent(story, latent, num_classes, num_features)
@@ -975,24 +974,23 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     return {k: v.reshape(batch_shape + v.shape[1:]) for k, v in params.items()}
 
 
-def _sites_returned_by_prior(story: Story, num_classes: int, num_features: int):
-    """The names of the prior's latent sites when ``story.prior`` returns exactly them (as the
-    built-in stories do), else None.
+def _prior_sites(story: Story, num_classes: int, num_features: int) -> tuple:
+    """The names of the prior's latent sites, and whether ``story.prior`` returns exactly them
+    (as the built-in stories do).
 
-    Checked by abstract tracing (``jax.eval_shape``): running the prior for real would draw from
+    Found by abstract tracing (``jax.eval_shape``): running the prior for real would draw from
     it, and compiling JAX's Gamma sampler for that takes seconds.
     """
-    verdict = []
+    found = []
 
     def run():
         returned, sites = _trace_prior(story, num_classes, num_features)
-        sites = {name: site["value"] for name, site in sites.items()}
-        same = set(returned) == set(sites) and all(returned[k] is v for k, v in sites.items())
-        verdict.append(tuple(sites) if same else None)
+        same = set(returned) == set(sites) and all(returned[k] is sites[k]["value"] for k in sites)
+        found.extend([tuple(sites), same])
         return 0
 
     jax.eval_shape(run)
-    return verdict[0]
+    return tuple(found)
 
 
 def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
