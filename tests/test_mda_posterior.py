@@ -160,9 +160,9 @@ def test_a_mode_the_chains_do_not_share_is_named():
 @pytest.mark.parametrize("n_components", [1, 2])
 @pytest.mark.parametrize("structure", STRUCTURES)
 def test_chains_start_at_the_mle(structure, n_components):
-    """The prior's sites at the MLE (``latent_of``) give back the MLE's covariances, for every
-    structure, within classes (MclustDA) or across them (EDDA), so that ``init="mle"`` starts
-    the chains at the fit."""
+    """The prior's sites at the MLE (``align_parameters`` of the fit against itself) give back
+    the MLE's covariances, for every structure, within classes (MclustDA) or across them (EDDA),
+    so that ``init="mle"`` starts the chains at the fit."""
     from genprob.engine._dtype import precision
     from genprob.engine.em import params_from_latent
 
@@ -173,7 +173,7 @@ def test_chains_start_at_the_mle(structure, n_components):
     fit = model._fitted()
     assert len(fit.groups) == (1 if n_components == 1 else 2)
     story = ClassMixtureStory(fit.cell_class, fit.structures, fit.groups)
-    latent = story.latent_of(model.params_)
+    latent = story.align_parameters(model.params_, model.params_)
     with precision("float64"):
         params = params_from_latent(story, latent, 2, 2)
     for name in ("weights", "means", "covariances"):

@@ -98,6 +98,9 @@ class Marginalized(Story):
     def check_parameters(self, params, class_names=None, feature_names=None):
         self.story.check_parameters(params, class_names, feature_names)
 
+    def align_parameters(self, params, reference):
+        return self.story.align_parameters(params, reference)
+
     def validate(self, X):
         """The story's check of the observed entries (NaN entries are missing, not values)."""
         if not is_concrete(X):

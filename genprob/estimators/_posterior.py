@@ -138,9 +138,7 @@ def estimator_posterior(
         **sizes,
     )
     story = with_prior(estimator.story_, **(prior or {}))
-    # story hooks: a prior whose sites are not the parameters (latent_of maps a fit to them),
-    # and exchangeable components, aligned to the fit before any check (align_draws)
-    latent_of = getattr(story, "latent_of", lambda params: {})
+    # a story hook: exchangeable components, aligned to the fit before any check
     align_draws = getattr(story, "align_draws", None)
     if priors == "conjugate":
         story = conjugate_story(story)
@@ -168,23 +166,10 @@ def estimator_posterior(
             exact = exact_posterior(story, Xj, codes, num_classes=num_classes)
             posterior = exact.sample(seed, (num_chains, num_samples))
         else:
-            nuts_kwargs = dict(
-                nuts_settings,
-                extra_fields=(
-                    "diverging",
-                    "accept_prob",
-                    "num_steps",
-                    "energy",
-                    "potential_energy",
-                ),
-            )
+            nuts_kwargs = dict(nuts_settings)
             started_at_fit = isinstance(init, str) and init == "mle"
             if started_at_fit:
-                nuts_kwargs["fit"] = {**fitted, **latent_of(fitted)}  # the fit made: no second EM
-            elif isinstance(init, dict):
-                init = {**init, **latent_of(init)}
-            elif isinstance(init, list | tuple):
-                init = [{**start, **latent_of(start)} for start in init]
+                nuts_kwargs["fit"] = fitted  # the fit made: no second EM
 
             def while_compiling():  # needs the fit only: runs while the chain compiles
                 curvature.update(likelihood_curvature(story, fitted, Xj, codes))

@@ -18,7 +18,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from genprob import core
-from genprob._lazy import LazyModule
 from genprob.engine import execution
 from genprob.engine._limits import check_count, check_posterior_size
 from genprob.engine._validation import check_features
@@ -32,9 +31,6 @@ from genprob.engine.em import (
 from genprob.engine.masking import has_missing, marginalized
 from genprob.inference.draws import flatten_draws
 from genprob.story import CLASS_PRIOR, Story, as_sample_sites
-
-infer = LazyModule("numpyro.infer")
-transforms = LazyModule("numpyro.distributions.transforms")
 
 __all__ = [
     "run_nuts",
@@ -266,16 +262,16 @@ def run_nuts(
     elif isinstance(init, list | tuple):
         if len(init) != int(num_chains):
             raise ValueError(f"init has {len(init)} starting points for {num_chains} chains.")
-        starts = list(init)
+        starts = [_start_sites(story, start) for start in init]
     else:
         if init == "mle":
             start = start_values(fitted_story, X, codes, num_classes) if fit is None else fit
-            start = as_sample_sites(start)
+            start = _start_sites(story, start)
             start, message = best_start(fitted_story, X, codes, num_classes, start, seed, story)
             if message:
                 warnings.warn(message, SamplingWarning, stacklevel=2)
         else:
-            start = init
+            start = _start_sites(story, init)
         starts = [start] * num_chains
     strict = init_params is None and isinstance(init, list | tuple)
     free = _chain_starts(
@@ -433,6 +429,13 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
     return {**dict(start), **as_sample_sites(result.params)}, message
 
 
+def _start_sites(story, params) -> dict:
+    """``params`` with the prior's sites the story maps them to (``align_parameters`` against
+    themselves), where the prior samples other sites than the parameters."""
+    params = as_sample_sites(params)
+    return story.align_parameters(params, params)
+
+
 def _chain_starts(
     story, X, codes, num_classes, starts, num_chains, jitter, seed, sites, strict=False
 ):
@@ -440,10 +443,10 @@ def _chain_starts(
     mapped to NumPyro's unconstrained coordinates and moved by a Normal(0, jitter) step; a site
     without a value, or whose value maps to a non-finite point (a probability of exactly 0, say),
     or every site when ``starts`` is None, starts like ``init_to_uniform`` (uniform on (-2, 2))."""
+    from genprob.inference.optimize import model_sites
+
     args = _chain_args(story, X, codes, None)
-    abstract = _free_shapes(args, num_classes)
-    shapes = {name: jnp.shape(free) for name, (_, free) in abstract.items()}
-    value_shapes = {name: jnp.shape(value) for name, (value, _) in abstract.items()}
+    shapes = {site.name: site for site in model_sites(args, num_classes)}
     # drawn by NumPy: JAX's samplers would be programs of their own to compile on a first call
     rng = np.random.default_rng([int(seed), 1])
     points = []
@@ -454,14 +457,15 @@ def _chain_starts(
             if missing:
                 raise ValueError(f"a starting point lacks the parameters {missing}.")
         values = {
-            name: jnp.broadcast_to(jnp.asarray(given[name], X.dtype), value_shapes[name])
+            name: jnp.broadcast_to(jnp.asarray(given[name], X.dtype), shapes[name].shape)
             for name in sites
             if name in given
         }
         free = _unconstrain(args, values, num_classes) if values else {}
         point = {}
         for name in sites:  # a site without a value is NaN here: it starts like init_to_uniform
-            leaf = np.asarray(free[name]) if name in free else np.full(shapes[name], np.nan)
+            shape = shapes[name].unconstrained_shape
+            leaf = np.asarray(free[name]) if name in free else np.full(shape, np.nan)
             noise = rng.standard_normal(leaf.shape)
             fallback = rng.uniform(-2.0, 2.0, leaf.shape)
             moved = np.where(np.isfinite(leaf), leaf + jitter * noise, fallback)
@@ -496,22 +500,6 @@ def _log_density(args, values, num_classes):
     kwargs = {"num_classes": num_classes}
     free = _unconstrain(args, values, num_classes)
     return -potential_energy(core.model, args, kwargs, free)
-
-
-def _free_shapes(args, num_classes):
-    """Site name -> abstract (value, unconstrained coordinates) (no sampling, no compile)."""
-    from numpyro import handlers
-
-    def trace():
-        with handlers.seed(rng_seed=0):
-            tr = handlers.trace(core.model).get_trace(*args, num_classes=num_classes)
-        return {
-            name: (site["value"], transforms.biject_to(site["fn"].support).inv(site["value"]))
-            for name, site in tr.items()
-            if site["type"] == "sample" and not site["is_observed"]
-        }
-
-    return jax.eval_shape(trace)
 
 
 #: NUTS settings accepted as ``**nuts_kwargs`` (passed to NumPyro's NUTS initialization).
@@ -735,12 +723,13 @@ def _compiled_chain(inputs, vectorized, **static):
 
 def _abstract_inputs(args, num_classes, num_chains, chain_method):
     """Stand-ins of the inputs ``_run_chains`` will pass (types only), to start compiling."""
+    from genprob.inference.optimize import model_sites
+
     args = jax.tree_util.tree_map(jnp.asarray, args)
-    dtype = args[1].dtype
     lead = (num_chains,) if chain_method == "vectorized" else ()
     free = {
-        name: jax.ShapeDtypeStruct(lead + tuple(shape.shape), dtype)
-        for name, (_, shape) in _free_shapes(args, num_classes).items()
+        site.name: jax.ShapeDtypeStruct(lead + site.unconstrained_shape, args[1].dtype)
+        for site in model_sites(args, num_classes)
     }
     key = jax.eval_shape(jax.random.PRNGKey, 0)
     key = jax.ShapeDtypeStruct(lead + tuple(key.shape), key.dtype)
@@ -972,11 +961,10 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     class_prior = jnp.asarray(samples[CLASS_PRIOR])
     batch_shape = class_prior.shape[:-1]
     num_classes = class_prior.shape[-1]
-    returned = _sites_returned_by_prior(story, num_classes, num_features)
-    if returned is not None:  # the parameters are the draws themselves (built-in stories)
-        return {name: samples[name] for name in (CLASS_PRIOR, *returned)}
-    sites = (CLASS_PRIOR, *_latent_sites(story, num_classes, num_features))
-    flat, _ = flatten_draws({name: samples[name] for name in sites})
+    names, returned = _prior_sites(story, num_classes, num_features)
+    if returned:  # the parameters are the draws themselves (built-in stories)
+        return {name: samples[name] for name in (CLASS_PRIOR, *names)}
+    flat, _ = flatten_draws({name: samples[name] for name in (CLASS_PRIOR, *names)})
 
     def one(latent):
         params = params_from_latent(story, latent, num_classes, num_features)
@@ -986,24 +974,23 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     return {k: v.reshape(batch_shape + v.shape[1:]) for k, v in params.items()}
 
 
-def _sites_returned_by_prior(story: Story, num_classes: int, num_features: int):
-    """The names of the prior's latent sites when ``story.prior`` returns exactly them (as the
-    built-in stories do), else None.
+def _prior_sites(story: Story, num_classes: int, num_features: int) -> tuple:
+    """The names of the prior's latent sites, and whether ``story.prior`` returns exactly them
+    (as the built-in stories do).
 
-    Checked by abstract tracing (``jax.eval_shape``): running the prior for real would draw from
+    Found by abstract tracing (``jax.eval_shape``): running the prior for real would draw from
     it, and compiling JAX's Gamma sampler for that takes seconds.
     """
-    verdict = []
+    found = []
 
     def run():
         returned, sites = _trace_prior(story, num_classes, num_features)
-        sites = {name: site["value"] for name, site in sites.items()}
-        same = set(returned) == set(sites) and all(returned[k] is v for k, v in sites.items())
-        verdict.append(tuple(sites) if same else None)
+        same = set(returned) == set(sites) and all(returned[k] is sites[k]["value"] for k in sites)
+        found.extend([tuple(sites), same])
         return 0
 
     jax.eval_shape(run)
-    return verdict[0]
+    return tuple(found)
 
 
 def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:

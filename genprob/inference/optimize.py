@@ -26,6 +26,7 @@ from genprob.story import CLASS_PRIOR, Story
 handlers = LazyModule("numpyro.handlers")
 constraints = LazyModule("numpyro.distributions.constraints")
 infer_util = LazyModule("numpyro.infer.util")
+transforms = LazyModule("numpyro.distributions.transforms")
 
 __all__ = ["OptimizerResult", "ObjectiveValue", "fit_optimizer", "evaluate_objective"]
 
@@ -135,50 +136,48 @@ def _is_simplex(support) -> bool:
     return support is constraints.simplex
 
 
-def _find_free_sites(spec: _Spec, story, shape: tuple, dtype: str) -> tuple[_Site, ...]:
-    # Found by an abstract trace (jax.eval_shape: nothing is sampled, run or compiled).
-    latent_names, simplex_names = [], set()
+def model_sites(args, num_classes: int) -> tuple[_Site, ...]:
+    """The latent sample sites of ``core.model(*args)`` in model order, with the shapes of their
+    values and unconstrained coordinates (NumPyro's bijections).
 
-    def probe(story, X, y):
-        model = handlers.seed(core.model, rng_seed=0)
-        args, kwargs = (story, X, y), {"num_classes": spec.num_classes}
-        latent = {}
-        for name, site in handlers.trace(model).get_trace(*args, **kwargs).items():
+    Found by an abstract trace (``jax.eval_shape``: nothing is sampled, run or compiled).
+    """
+    supports = {}
+
+    def probe(args):
+        with handlers.seed(rng_seed=0):
+            model_trace = handlers.trace(core.model).get_trace(*args, num_classes=num_classes)
+        values = {}
+        for name, site in model_trace.items():
             if site["type"] != "sample" or site["is_observed"]:
                 continue
-            if site["fn"].support.is_discrete:
+            supports[name] = support = site["fn"].support
+            if support.is_discrete:
                 raise ValueError(
-                    f"latent site {name!r} of {type(story).__name__}.prior is discrete; "
-                    "the optimizer needs continuous parameters."
+                    f"latent site {name!r} of {type(args[0]).__name__}.prior is discrete; "
+                    "the optimizer and NUTS need continuous parameters."
                 )
-            latent_names.append(name)
-            if _is_simplex(site["fn"].support):
-                simplex_names.add(name)
-            latent[name] = site["value"]
-        return latent, infer_util.unconstrain_fn(model, args, kwargs, latent)
+            values[name] = (site["value"], transforms.biject_to(support).inv(site["value"]))
+        return values
 
-    constrained, unconstrained = jax.eval_shape(
-        probe,
-        story,
-        jax.ShapeDtypeStruct(shape, dtype),
-        jax.ShapeDtypeStruct(shape[:1], jnp.int32),
+    shapes = jax.eval_shape(probe, args)  # its dicts come back sorted: model order from supports
+    return tuple(
+        _Site(name, tuple(shapes[name][0].shape), tuple(shapes[name][1].shape), _is_simplex(s))
+        for name, s in supports.items()
     )
+
+
+def _find_free_sites(spec: _Spec, story, shape: tuple, dtype: str) -> tuple[_Site, ...]:
+    X = jax.ShapeDtypeStruct(shape, dtype)
+    sites = model_sites((story, X, jax.ShapeDtypeStruct(shape[:1], jnp.int32)), spec.num_classes)
+    latent_names = [site.name for site in sites]
     unknown = sorted(set(spec.fixed) - set(latent_names))
     if unknown:
         raise ValueError(
             f"fixed parameters {unknown} are not latent sites of the model; latent sites: "
             f"{latent_names}."
         )
-    return tuple(
-        _Site(
-            name,
-            tuple(constrained[name].shape),
-            tuple(unconstrained[name].shape),
-            name in simplex_names,
-        )
-        for name in latent_names
-        if name not in spec.fixed
-    )
+    return tuple(site for site in sites if site.name not in spec.fixed)
 
 
 def _size(sites) -> int:

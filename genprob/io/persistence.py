@@ -468,13 +468,13 @@ def load(path, *, key: bytes | str | None = None):
     path = Path(path)
     if key is not None:
         _signature(key, "")  # a bad key is refused before the file is read
-    metadata, contents = _read_archive(path)
-    metadata = _check_metadata(path, metadata, contents, key)
     try:
+        metadata, contents = _read_archive(path)
+        metadata = _check_metadata(metadata, contents, key)
         estimator, derivation = _rebuild(metadata, contents)
         _check_consistent(estimator, derivation)
-    except ModelFileError as error:  # every fault found while rebuilding names the file once
-        raise ModelFileError(f"{path}: {error}") from None
+    except ModelFileError as error:  # every fault found in the file names it once
+        raise ModelFileError(f"{path}: {error}") from error.__cause__
     except (TypeError, ValueError, AttributeError, RecursionError, LookupError) as error:
         # A file that passed its digest was edited by hand: any fault is the file's.
         raise ModelFileError(
@@ -693,10 +693,10 @@ def _file_kind(mode: int) -> str:
     return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
 
 
-def _refuse_unless_regular(path: Path, mode: int) -> None:
+def _refuse_unless_regular(mode: int) -> None:
     if not stat.S_ISREG(mode):
         raise ModelFileError(
-            f"{path} is {_file_kind(mode)}, not a regular file: give a model file's path."
+            f"it is {_file_kind(mode)}, not a regular file: give a model file's path."
         )
 
 
@@ -706,10 +706,10 @@ def _open_regular(path: Path):
     Checked before opening, and again on the opened file (opened without blocking: a FIFO put
     in its place meanwhile would otherwise wait for a writer forever).
     """
-    _refuse_unless_regular(path, os.stat(path).st_mode)  # FileNotFoundError passes through
+    _refuse_unless_regular(os.stat(path).st_mode)  # FileNotFoundError passes through
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     try:
-        _refuse_unless_regular(path, os.fstat(fd).st_mode)
+        _refuse_unless_regular(os.fstat(fd).st_mode)
     except BaseException:
         os.close(fd)
         raise
@@ -732,34 +732,34 @@ def _read_archive(path: Path) -> tuple[dict, dict]:
         head = stream.read(4)
         if head != b"PK\x03\x04":
             kind = "a bare .npy array" if head == b"\x93NUM" else "not a zip archive"
-            raise ModelFileError(f"{path} is not a genprob model file ({kind}).")
+            raise ModelFileError(f"it is not a genprob model file ({kind}).")
         stream.seek(0)
         try:
             with zipfile.ZipFile(stream) as archive:
                 members = archive.infolist()
-                _check_members(path, members, _limits)
+                _check_members(members, _limits)
                 members = {info.filename[: -len(".npy")]: info for info in members}
                 info = members.pop("metadata", None)
                 if info is None:
-                    raise ModelFileError(f"{path} has no valid genprob metadata.")
+                    raise ModelFileError("it has no valid genprob metadata.")
                 if info.file_size > _limits.MAX_METADATA_BYTES:
                     raise ModelFileError(
-                        f"{path}: its metadata declares {_limits.compact(info.file_size)} bytes; "
+                        f"its metadata declares {_limits.compact(info.file_size)} bytes; "
                         f"the limit is {_limits.compact(_limits.MAX_METADATA_BYTES)} bytes "
                         f"(genprob.engine._limits.MAX_METADATA_BYTES)."
                     )
-                metadata = _parse_metadata(path, _read_member(archive, info))
-                named = _named_arrays(path, metadata)
+                metadata = _parse_metadata(_read_member(archive, info))
+                named = _named_arrays(metadata)
                 unnamed = sorted(set(members) - set(named))
                 if unnamed:
                     raise ModelFileError(
-                        f"{path} holds {len(unnamed)} array(s) its metadata does not name "
+                        f"it holds {len(unnamed)} array(s) its metadata does not name "
                         f"({', '.join(repr(name + '.npy') for name in unnamed[:3])}"
                         f"{', ...' if len(unnamed) > 3 else ''}): not a file genprob wrote, "
                         f"refused unread."
                     )
                 for name, info in members.items():
-                    _check_declared_size(path, info, named[name])
+                    _check_declared_size(info, named[name])
                 return metadata, {
                     name: _read_member(archive, info, named[name]) for name, info in members.items()
                 }
@@ -767,11 +767,11 @@ def _read_archive(path: Path) -> tuple[dict, dict]:
             raise
         except Exception as error:  # zlib, zip, header-parsing errors: all mean a damaged file
             raise ModelFileError(
-                f"{path} is not a readable genprob model file ({type(error).__name__}: {error})."
+                f"it is not a readable genprob model file ({type(error).__name__}: {error})."
             ) from error
 
 
-def _named_arrays(path: Path, metadata: dict) -> dict:
+def _named_arrays(metadata: dict) -> dict:
     """Member name -> ``(dtype, shape)`` the metadata gives it (its ``arrays``), or -> None for
     a file written before (the parameters it lists and the arrays it refers to)."""
     listed = metadata.get("arrays")
@@ -806,9 +806,7 @@ def _named_arrays(path: Path, metadata: dict) -> dict:
                 raise TypeError
             named[name] = (dtype, tuple(shape))
     except (TypeError, ValueError):
-        raise ModelFileError(
-            f"{path}: metadata field 'arrays' must map names to [dtype, shape]."
-        ) from None
+        raise ModelFileError("metadata field 'arrays' must map names to [dtype, shape].") from None
     return named
 
 
@@ -816,7 +814,7 @@ def _named_arrays(path: Path, metadata: dict) -> dict:
 _NPY_HEADER_BYTES = 4096
 
 
-def _check_declared_size(path: Path, info: zipfile.ZipInfo, spec) -> None:
+def _check_declared_size(info: zipfile.ZipInfo, spec) -> None:
     """The member's declared size against the ``(dtype, shape)`` the metadata gives it."""
     if spec is None:
         return
@@ -824,33 +822,33 @@ def _check_declared_size(path: Path, info: zipfile.ZipInfo, spec) -> None:
     data = dtype.itemsize * math.prod(shape)
     if not data + 10 <= info.file_size <= data + _NPY_HEADER_BYTES:
         raise ModelFileError(
-            f"{path}: member {info.filename!r} declares {info.file_size} bytes; its metadata "
+            f"member {info.filename!r} declares {info.file_size} bytes; its metadata "
             f"gives it dtype {dtype.str} and shape {shape} ({data} bytes of data)."
         )
 
 
-def _check_members(path: Path, members, limits) -> None:
+def _check_members(members, limits) -> None:
     """Names, flags and declared sizes of the archive's members, before any is read."""
     names = set()
     for info in members:
         if not info.filename.endswith(".npy") or info.flag_bits & 0x1:
             raise ModelFileError(
-                f"{path} holds member {info.filename!r}, which is not a plain .npy array."
+                f"it holds member {info.filename!r}, which is not a plain .npy array."
             )
         if info.filename in names:
-            raise ModelFileError(f"{path} holds member {info.filename!r} twice.")
+            raise ModelFileError(f"it holds member {info.filename!r} twice.")
         names.add(info.filename)
         # deflate expands at most 1032-fold: a larger declared size is a lie of the zip directory
         stored = info.compress_type == zipfile.ZIP_STORED
         if info.file_size > (info.compress_size if stored else 1032 * info.compress_size + 64):
             raise ModelFileError(
-                f"{path}: member {info.filename!r} declares {limits.compact(info.file_size)} "
+                f"member {info.filename!r} declares {limits.compact(info.file_size)} "
                 f"bytes, more than its {limits.compact(info.compress_size)} compressed bytes can "
                 f"hold (a damaged or forged file)."
             )
         if info.file_size > limits.MAX_ARRAY_BYTES:
             raise ModelFileError(
-                f"{path}: member {info.filename!r} declares {limits.compact(info.file_size)} "
+                f"member {info.filename!r} declares {limits.compact(info.file_size)} "
                 f"bytes; the limit per array is {limits.compact(limits.MAX_ARRAY_BYTES)} bytes "
                 f"(genprob.engine._limits.MAX_ARRAY_BYTES)."
             )
@@ -858,7 +856,7 @@ def _check_members(path: Path, members, limits) -> None:
     if total > limits.MAX_LOAD_BYTES:
         largest = max(members, key=lambda info: info.file_size)
         raise ModelFileError(
-            f"{path}: its {len(members)} arrays declare {limits.compact(total)} bytes in all "
+            f"its {len(members)} arrays declare {limits.compact(total)} bytes in all "
             f"(the largest, {largest.filename!r}, {limits.compact(largest.file_size)} bytes); "
             f"the limit is {limits.compact(limits.MAX_LOAD_BYTES)} bytes "
             f"(genprob.engine._limits.MAX_LOAD_BYTES). Raise it to load a larger model from a "
@@ -908,45 +906,41 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, spec=None) -> 
     return array.reshape(shape, order="F" if fortran else "C")
 
 
-def _parse_metadata(path: Path, raw: np.ndarray) -> dict:
+def _parse_metadata(raw: np.ndarray) -> dict:
     """The metadata document of a genprob model file of a version this genprob reads (its
     other fields are checked with the arrays, by :func:`_check_metadata`)."""
     if raw.shape != () or raw.dtype.kind != "U":
-        raise ModelFileError(f"{path} has no valid genprob metadata.")
+        raise ModelFileError("it has no valid genprob metadata.")
     try:
         metadata = json.loads(str(raw))
     except (json.JSONDecodeError, RecursionError):
-        raise ModelFileError(f"{path} has no valid genprob metadata.") from None
+        raise ModelFileError("it has no valid genprob metadata.") from None
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT_NAME:
-        raise ModelFileError(f"{path} is not a genprob model file.")
+        raise ModelFileError("it is not a genprob model file.")
     version = metadata.get("format_version")
     if type(version) is not int or version < 1:
-        raise ModelFileError(
-            f"{path} has an invalid format_version {version!r} (a positive integer)."
-        )
+        raise ModelFileError(f"it has an invalid format_version {version!r} (a positive integer).")
     if version > FORMAT_VERSION:
         raise ModelFileError(
-            f"{path} was written with model format version {version!r}; this genprob reads "
+            f"it was written with model format version {version!r}; this genprob reads "
             f"versions up to {FORMAT_VERSION}. Upgrade genprob to load it."
         )
     return metadata
 
 
-def _check_metadata(path: Path, metadata: dict, contents: dict, key=None) -> dict:
+def _check_metadata(metadata: dict, contents: dict, key=None) -> dict:
     """The metadata's integrity (digest, signature) and schema, before any field is used."""
     expected = metadata.pop("sha256", None)
     signature = metadata.pop("hmac_sha256", None)
     if not isinstance(expected, str) or expected != _digest(metadata, contents):
-        raise ModelFileError(
-            f"{path} failed its integrity check: the file was modified or damaged."
-        )
+        raise ModelFileError("it failed its integrity check: the file was modified or damaged.")
     if key is not None:
         if not isinstance(signature, str):
-            raise ModelFileError(f"{path} is not signed; a key was given, so it is refused.")
+            raise ModelFileError("it is not signed; a key was given, so it is refused.")
         if not hmac.compare_digest(signature, _signature(key, expected)):
             raise ModelFileError(
-                f"{path} is not signed with this key: it was signed with another key, or "
-                f"modified after signing."
+                "it is not signed with this key: it was signed with another key, or "
+                "modified after signing."
             )
     schema = {
         "genprob_version": str,
@@ -961,22 +955,22 @@ def _check_metadata(path: Path, metadata: dict, contents: dict, key=None) -> dic
             continue
         if not isinstance(metadata.get(field), kind):
             raise ModelFileError(
-                f"{path}: metadata field {field!r} must be a {kind.__name__}, got "
+                f"metadata field {field!r} must be a {kind.__name__}, got "
                 f"{type(metadata.get(field)).__name__}."
             )
     if not all(isinstance(name, str) for name in metadata["params"]):
-        raise ModelFileError(f"{path}: metadata field 'params' must list names.")
+        raise ModelFileError("metadata field 'params' must list names.")
     derived = metadata.get("derived", [])
     if not isinstance(derived, list) or not set(derived) <= set(metadata["params"]):
-        raise ModelFileError(f"{path}: metadata field 'derived' must list parameter names.")
+        raise ModelFileError("metadata field 'derived' must list parameter names.")
     derived_attributes = metadata.get("derived_attributes", [])
     if not isinstance(derived_attributes, list) or not all(
         isinstance(name, str) for name in derived_attributes
     ):
-        raise ModelFileError(f"{path}: metadata field 'derived_attributes' must list names.")
+        raise ModelFileError("metadata field 'derived_attributes' must list names.")
     if metadata.get("derived_statistics"):
         raise ModelFileError(
-            f"{path} leaves out statistics that this genprob no longer recomputes "
-            f"(derived_statistics); refit and save the model again."
+            "it leaves out statistics that this genprob no longer recomputes "
+            "(derived_statistics); refit and save the model again."
         )
     return metadata

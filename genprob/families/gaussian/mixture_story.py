@@ -302,7 +302,7 @@ class GaussianMixtureStory(Story):
             "covariances": covariances,
         }
 
-    def latent_of(self, params) -> dict:
+    def _sites_at(self, params) -> dict:
         """The prior's sites at parameters ``params`` (e.g. the MLE, where chains start)."""
         from genprob.families.gaussian.structures import NamedStructure
 
@@ -374,7 +374,8 @@ class GaussianMixtureStory(Story):
     def align_parameters(self, params, reference):
         """``params`` (any leading batch shape, e.g. chains x draws) with each class's
         components permuted to best match ``reference``'s (:func:`align_components` per draw,
-        on the weights, and means and covariances in units of the reference's spread)."""
+        on the weights, and means and covariances in units of the reference's spread); one set
+        of parameters also gets the prior's sites at it (where NUTS chains start)."""
         ref = {n: np.asarray(reference[n], dtype=np.float64) for n in MIXTURE_PARAMETERS}
         J, D = ref["means"].shape
         batch = np.shape(params["means"])[:-2]
@@ -402,7 +403,7 @@ class GaussianMixtureStory(Story):
                 out[n][:, cells] = aligned[n] * factor[n]
         result = dict(params)
         result.update({n: out[n].reshape((*batch, *ref[n].shape)) for n in MIXTURE_PARAMETERS})
-        return result
+        return result if batch else {**result, **self._sites_at(result)}
 
     def align_draws(
         self,
