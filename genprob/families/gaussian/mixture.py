@@ -110,9 +110,13 @@ def _e_step(fit: MixtureFit, X, codes, row_weight, observed, patterns=None):
     labeled = codes >= 0
     own = fit.cell_class[None, :] == codes[:, None]
     masked = np.where(labeled[:, None] & ~own, -np.inf, joint)
-    row_log = logsumexp(masked, axis=1)
-    with np.errstate(invalid="ignore"):
-        R = np.exp(masked - row_log[:, None])
+    # log-sum-exp by hand: SciPy's costs 0.3 ms a call, a sixth of iris MclustDA's EM
+    top = masked.max(axis=1, keepdims=True)
+    top[~np.isfinite(top)] = 0.0
+    shifted = np.exp(masked - top)
+    total = shifted.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        R, row_log = shifted / total, (top + np.log(total))[:, 0]
     R[row_weight == 0] = 0.0
     return R, float(np.sum(row_weight * np.where(row_weight > 0, row_log, 0.0)))
 

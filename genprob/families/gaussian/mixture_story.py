@@ -289,16 +289,19 @@ class GaussianMixtureStory(Story):
     def maximize(self, stats, **settings):
         """Means and each group's structured covariances (:func:`.mclust.covariances`, given
         ``settings``: ``tol``, ``max_iter``, ``start``) from the cells' statistics."""
-        with np.errstate(all="ignore"):
-            fitted = self._cells().maximize(stats)
         counts = np.asarray(stats["counts"], dtype=np.float64)
-        scatter = np.asarray(fitted["covariance"]) * counts[:, None, None]
+        sums = np.asarray(stats["sums"], dtype=np.float64)
+        with np.errstate(all="ignore"):  # a cell without rows: its group's M-step names it
+            centered = sums / counts[:, None]
+        # the cells' scatter about their means (their story's, without its fit's extras)
+        squares = np.asarray(stats["squares"], dtype=np.float64)
+        scatter = self._cells().covariance_structure.scatter(squares, sums, centered, counts)
         covariances = group_covariances(self.structures, self.groups, scatter, counts, **settings)
         cell_class = np.asarray(self.cell_class)
         class_counts = np.bincount(cell_class, weights=counts, minlength=self.num_classes)
         return {
             "weights": counts / class_counts[cell_class],
-            "means": np.asarray(fitted["means"], dtype=np.float64),
+            "means": centered + np.asarray(stats["shift"], dtype=np.float64),
             "covariances": covariances,
         }
 
