@@ -1,12 +1,6 @@
-"""The ``genprob`` command line; docs/cli.md describes its commands, options and exit codes.
-
-Commands are subcommands of one ``argparse`` parser; each lives in an ``_add_<command>`` function
-that registers its arguments and its handler, so new commands are added the same way. The
-library's messages name columns and classes by their names (the estimators are fitted on the
-table's columns) and settings as ``name=value``, which reads as ``--param name=value`` here: they
-are printed as they are. Every error is one line of stderr and exit code 2 (1: a failed check).
-``python -m genprob`` runs this command line.
-"""
+"""The ``genprob`` command line (also ``python -m genprob``); docs/cli.md describes its commands,
+options, messages and exit codes. Each subcommand's ``_add_<command>`` registers its arguments
+and handler; the library's messages are printed as they are, one line each."""
 
 from __future__ import annotations
 
@@ -14,6 +8,7 @@ import argparse
 import atexit
 import dataclasses
 import decimal
+import functools
 import logging
 import os
 import re
@@ -92,117 +87,299 @@ def _check_out_dir(path: str, option: str = "--out") -> None:
     _writable_dir(existing, option, path)
 
 
+def _arg(names: str, help_text: str, **options) -> tuple:
+    """One argument of a subcommand: its names (space-separated), its help text and the other
+    keywords of ``add_argument``."""
+    return names.split(), {"help": help_text, **options}
+
+
+def _story_arg(how: str) -> tuple:
+    return _arg(
+        "--story",
+        f"a story class of your own, {how}; MODULE is a module in the current directory or on "
+        "the path, or a file path/to/module.py. This imports that module, which runs its code",
+        dest="story_ref",
+        metavar="MODULE:CLASS",
+    )
+
+
+_SEP = _arg(
+    "--sep",
+    "field separator of a CSV file, e.g. ';' or '\\t' for tabs (default: ',')",
+    metavar="CHAR",
+    default=",",
+)
+#: The options of every command that reads a table of its own choosing (not predict's).
+_TABLE = (
+    _SEP,
+    _arg(
+        "--features",
+        "the feature columns to use, comma-separated (default: every column but --target)",
+        metavar="COL,COL,...",
+    ),
+    _arg(
+        "--drop", "columns to leave out, comma-separated (an ID column, say)", metavar="COL,COL,..."
+    ),
+)
+_MISSING = ("error", "marginalize")
+#: The options of fit and compare.
+_FITTING = (
+    _arg("story", "built-in story (see the list below)", metavar="STORY", nargs="?"),
+    _arg("data", "a CSV file, or Parquet (.parquet, .pq)", metavar="DATA", nargs="?"),
+    _arg("--target", "the label column", metavar="COL", required=True),
+    _story_arg("instead of STORY: give DATA alone"),
+    *_TABLE,
+    _arg(
+        "--unlabeled-label --unlabeled",
+        "a target value that marks unlabeled rows, besides empty cells (e.g. '?' or -1); "
+        "'none': every label is a class, -1 included (then no target cell may be empty)",
+        dest="unlabeled",
+        metavar="VALUE|none",
+    ),
+    _arg(
+        "--missing",
+        "empty feature cells: refuse them (default) or sum them out of the story",
+        choices=_MISSING,
+        default="error",
+    ),
+    _arg(
+        "--unlabeled-weight",
+        "weight in [0, 1] of the unlabeled rows in EM (EM-lambda; default: 1)",
+        type=float,
+        default=1.0,
+        metavar="L",
+    ),
+    _arg("--seed", "random seed (default: 0)", type=_SEED, default=0),
+    _arg(
+        "--param",
+        "a setting of the story's estimator (repeatable), e.g. --param reg_param=0.2 for qda, "
+        "--param shrinkage=0.5 for lda_shrinkage, --param alpha=0.5 for the naive Bayes "
+        "stories; VALUE is a number, true/false, none, text or numbers separated by commas",
+        action="append",
+        metavar="NAME=VALUE",
+    ),
+    _arg(
+        "--max-iter",
+        "most EM iterations when rows are unlabeled (default: 100)",
+        type=_COUNT,
+        metavar="N",
+    ),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``genprob`` argument parser with every subcommand."""
+    """The ``genprob`` argument parser: a subcommand per row of the table below, each with its
+    handler, help, description, epilog and arguments."""
+    from genprob.app import registry
+
+    stories = ", ".join(registry.names())
+    fit_epilog = (
+        f"stories: {stories} (also {', '.join(registry.ALIASES)}). {registry.notes()} The "
+        "other stories need numeric columns."
+    )
+    check = (
+        _arg(
+            "stories",
+            "built-in stories to check (default: all of them)",
+            nargs="*",
+            metavar="STORY",
+        ),
+        _arg(
+            "--data",
+            "a bundled data set or a CSV file (default: each story's natural data set)",
+            metavar="NAME|FILE.csv",
+        ),
+        _arg("--target", "label column of the CSV file (required with a CSV)", metavar="COL"),
+        *_TABLE,
+        _arg(
+            "--all-data",
+            "check each story on every one of its natural data sets, not only the first",
+            action="store_true",
+        ),
+        _arg(
+            "--dtype",
+            "precision, which also selects the tolerances (default: float64)",
+            choices=("float64", "float32"),
+            default="float64",
+        ),
+        _arg("--seed", "seed of the optimizer's poor start (default: 0)", type=_SEED, default=0),
+        _arg(
+            "--max-iter",
+            "L-BFGS iteration budget (default: genprob.fit_optimizer's)",
+            type=_COUNT,
+            metavar="N",
+        ),
+        _arg("--list", "list the built-in stories and data sets, then exit", action="store_true"),
+    )
+    demo = (
+        _arg(
+            "--out",
+            "directory of the report (default: genprob-report/)",
+            metavar="DIR",
+            default="genprob-report",
+        ),
+        _arg(
+            "--quick", "fewer stories, label subsets and draws: under a minute", action="store_true"
+        ),
+        _arg("--seed", "random seed (default: 0)", type=_SEED, default=0),
+    )
+    fit = (
+        *_FITTING,
+        _arg(
+            "--out",
+            "model file to write (default: model.npz; .npz is appended when missing)",
+            metavar="MODEL",
+            default="model.npz",
+        ),
+    )
+    predict = (
+        _arg("model", "a model file (.npz)", metavar="MODEL"),
+        _story_arg("imported before the model is loaded (a model of that story)"),
+        _arg("data", "a CSV file, or Parquet (.parquet, .pq)", metavar="DATA"),
+        _arg("--proba", "add the class probabilities (proba_<class>)", action="store_true"),
+        _SEP,
+        _arg(
+            "--missing",
+            "empty feature cells: refuse them, or sum them out of the story (the density of each "
+            "row's observed cells; no refit). Default: as the model was fitted",
+            choices=_MISSING,
+        ),
+        _arg("--out", "write the CSV to this file (default: stdout)", metavar="FILE.csv"),
+    )
+    compare = (
+        *_FITTING,
+        _arg(
+            "--out",
+            "directory of the table and plots (default: genprob-compare/)",
+            metavar="DIR",
+            default="genprob-compare",
+        ),
+        _arg(
+            "--method",
+            "NUTS (any story) or exact draws (conjugate stories, labeled rows; default: nuts)",
+            choices=("nuts", "exact"),
+            default="nuts",
+        ),
+        _arg(
+            "--num-samples", "draws per chain (default: 500)", type=_COUNT, default=500, metavar="N"
+        ),
+        _arg(
+            "--num-warmup",
+            "NUTS warm-up iterations per chain (default: 500)",
+            type=_int_at_least(0),
+            default=500,
+            metavar="N",
+        ),
+        _arg("--chains --num-chains", "chains (default: 2)", type=_COUNT, default=2, metavar="N"),
+        _arg(
+            "--sampler",
+            "NUTS implementation (blackjax needs genprob[blackjax]; default: numpyro)",
+            choices=("numpyro", "blackjax"),
+            default="numpyro",
+        ),
+        _arg(
+            "--accept-diagnostics",
+            "exit 0 even when an R-hat or ESS check fails (default: exit 1)",
+            action="store_true",
+        ),
+        _arg(
+            "--var-names",
+            "parameters to tabulate and plot (default: all)",
+            nargs="+",
+            metavar="NAME",
+        ),
+    )
+    table = {
+        "check": (
+            _run_check,
+            "cross-check closed-form fits against numerical maximization of the likelihood",
+            "Fit each story by its closed form and by L-BFGS on the NumPyro model's likelihood "
+            "(from a poor start), and print per-parameter differences, the objective at both "
+            "solutions and the gradient norm at the closed form. The verdict: the closed form's "
+            "objective must not be below the optimizer's; parameter differences and gradients "
+            "decide too where the likelihood is smooth. Smoothed/regularized stories "
+            "are checked on their penalized (MAP) objective. Exit code 1 if a check fails.",
+            f"stories: {stories}. bundled data sets: {', '.join(registry.DATASETS)}.",
+            check,
+        ),
+        "demo": (
+            _run_demo,
+            "fit every story on bundled data and write a Markdown report with figures",
+            "Offline tour of genprob on bundled data: every built-in story's held-out accuracy, "
+            "log-likelihood and parameter count; LDA/QDA/Gaussian NB decision boundaries on a "
+            "three-Gaussian example; closed form vs optimizer cross-checks; a semi-supervised "
+            "EM curve over label fractions; MLE vs posterior (NUTS and exact). Writes "
+            "report.md and PNG figures to DIR. Progress goes to stderr.",
+            None,
+            demo,
+        ),
+        "fit": (
+            _run_fit,
+            "fit a built-in story on a CSV/Parquet table and save the model",
+            "Fit a built-in story on a table: the --target column holds the labels and every "
+            "other column is a feature. Rows whose target is empty (or equals --unlabeled-label "
+            "VALUE) are unlabeled: then the fit maximizes the marginal likelihood by EM. Saves the "
+            "model (a .npz file without pickle, loadable with genprob.load) and prints a summary.",
+            fit_epilog,
+            fit,
+        ),
+        "predict": (
+            _run_predict,
+            "predict with a saved model; CSV with a prediction column",
+            "Load a model written by `genprob fit` (or est.save) and predict the rows of DATA "
+            "(CSV or Parquet). The model's target column, if present, is ignored; every feature "
+            "column the model was fitted on must be present (extra columns are ignored). Writes "
+            "CSV with a 'prediction' column, and 'proba_<class>' columns with --proba.",
+            None,
+            predict,
+        ),
+        "compare": (
+            _run_compare,
+            "MLE vs posterior (NUTS or exact): a table and plots",
+            "Fit a built-in story on a table (as `genprob fit`), draw from the posterior of its "
+            "parameters under the story's prior (NUTS, or the exact conjugate posterior), print "
+            "the MLE next to the posterior mean, sd, 94% HDI, R-hat and ESS of every parameter, "
+            "and save the table (mle_vs_posterior.csv) and one posterior-vs-MLE plot per "
+            "parameter (posterior_vs_mle_<name>.png) to DIR.",
+            fit_epilog,
+            compare,
+        ),
+    }
     parser = _Parser(
         prog="genprob",
         description="Generative classifiers as probabilistic programs (JAX + NumPyro).",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
-    _add_check(commands)
-    _add_demo(commands)
-    _add_fit(commands)
-    _add_predict(commands)
-    _add_compare(commands)
+    for name, (handler, help_text, description, epilog, arguments) in table.items():
+        command = commands.add_parser(name, help=help_text, description=description, epilog=epilog)
+        for names, options in arguments:
+            command.add_argument(*names, **options)
+        command.set_defaults(handler=handler)
     return parser
 
 
 # -- genprob check ---------------------------------------------------------------------------------
-def _add_check(commands):
-    from genprob.app import registry
-
-    stories = ", ".join(registry.names())
-    data_sets = ", ".join(registry.DATASETS)
-    parser = commands.add_parser(
-        "check",
-        help="cross-check closed-form fits against numerical maximization of the likelihood",
-        description=(
-            "Fit each story by its closed form and by L-BFGS on the NumPyro model's likelihood "
-            "(from a poor start), and print per-parameter differences, the objective at both "
-            "solutions and the gradient norm at the closed form. The verdict: the closed form's "
-            "objective must not be below the optimizer's; parameter differences and gradients "
-            "decide too where the likelihood is smooth. Smoothed/regularized stories "
-            "are checked on their penalized (MAP) objective. Exit code 1 if a check fails."
-        ),
-        epilog=f"stories: {stories}. bundled data sets: {data_sets}.",
-    )
-    parser.add_argument(
-        "stories",
-        nargs="*",
-        metavar="STORY",
-        help="built-in stories to check (default: all of them)",
-    )
-    parser.add_argument(
-        "--data",
-        metavar="NAME|FILE.csv",
-        help="a bundled data set or a CSV file (default: each story's natural data set)",
-    )
-    parser.add_argument(
-        "--target", metavar="COL", help="label column of the CSV file (required with a CSV)"
-    )
-    _add_table_options(parser)
-    parser.add_argument(
-        "--all-data",
-        action="store_true",
-        help="check each story on every one of its natural data sets, not only the first",
-    )
-    parser.add_argument(
-        "--dtype",
-        choices=("float64", "float32"),
-        default="float64",
-        help="precision, which also selects the tolerances (default: float64)",
-    )
-    parser.add_argument(
-        "--seed", type=_SEED, default=0, help="seed of the optimizer's poor start (default: 0)"
-    )
-    parser.add_argument(
-        "--max-iter",
-        type=_COUNT,
-        default=None,
-        metavar="N",
-        help="L-BFGS iteration budget (default: genprob.fit_optimizer's)",
-    )
-    parser.add_argument(
-        "--list", action="store_true", help="list the built-in stories and data sets, then exit"
-    )
-    parser.set_defaults(handler=_run_check)
-
-
 def _read_labeled_table(path: str, target: str | None, args=None, text: bool = False):
-    """``(X, label codes, story)`` of a fully labeled table; :class:`UserError` for anything
-    unusable. With ``text`` (a story that takes text columns) the categorical columns become
-    the codes of the table estimator's categories and ``story`` is the one it builds for the
-    table, as ``genprob fit`` does; else ``story`` is None (the registry makes it from X)."""
+    """``(X, label codes, story)`` of a fully labeled table, read as ``genprob fit`` reads it;
+    with ``text`` (a story that takes text columns) X holds the table estimator's category codes
+    and ``story`` is the one it builds, else ``story`` is None (the registry makes it from X)."""
     if not target:
         raise UserError(f"--target COL is required with a CSV file ({path}).")
-    frame = _read_table(path, target, _separator(args))
-    frame = _select_columns(frame, args, path, target)
-    labels = _target_column(frame, target, path)
-    if labels.isna().any():
-        raise UserError(
-            f"target column {target!r} has {int(labels.isna().sum())} missing values; "
-            "the cross-check needs every row labeled."
-        )
-    features = _feature_columns(frame, target, path)
+    frame = _select_columns(_read_table(path, target, _separator(args)), args, path, target)
+    features, y, _ = _split_target(frame, target, "none", path)
     features = _check_features(features, path, text_allowed=text)
-    classes, codes = np.unique(labels.astype(str).to_numpy(), return_inverse=True)
-    if len(classes) < 2:
-        raise UserError(f"target column {target!r} has a single class ({classes[0]!r}).")
-    codes = codes.astype(np.int64)
-    table = _coded_table(features, codes) if text else (features.to_numpy(), codes, None)
+    codes = np.unique(y.astype(str), return_inverse=True)[1].astype(np.int64)
+    if text:  # the table estimator's story, each categorical column as its category codes
+        from genprob.app import registry
+
+        entry = next(e for e in registry.STORIES.values() if e.takes_text)
+        estimator = entry.table_estimator(features).fit(features, codes)
+        table = np.asarray(estimator.encode(features), dtype=np.float64), codes, estimator.story_
+    else:
+        table = features.to_numpy(), codes, None
     _column_warnings(features, "check")  # after the table's column checks (text: the fit's)
     return table
-
-
-def _coded_table(features, codes):
-    """The table estimator's story for ``features`` (text allowed) and the features as numbers:
-    each categorical column as the codes of its categories (``categories_``), in fit order."""
-    from genprob.app import registry
-
-    entry = next(e for e in registry.STORIES.values() if e.takes_text)
-    estimator = entry.table_estimator(features).fit(features, codes)
-    return np.asarray(estimator.encode(features), dtype=np.float64), codes, estimator.story_
 
 
 def _check_jobs(args):
@@ -210,9 +387,7 @@ def _check_jobs(args):
     from genprob.app import registry
 
     names = args.stories or [name for name in registry.names() if registry.has_story(name)]
-    unknown = [name for name in names if name not in registry.STORIES]
-    if unknown:
-        raise UserError(f"unknown story {unknown[0]!r}; known: {', '.join(registry.names())}.")
+    # has_story raises the registry's "unknown story ...; known: ..." for a name it lacks
     chosen = [name for name in names if not registry.has_story(name)]
     if chosen:
         raise UserError(
@@ -223,23 +398,17 @@ def _check_jobs(args):
         raise UserError("--target applies to a CSV file given with --data.")
     jobs = []
     for name in names:
-        if args.data is None:
-            entry = registry.get(name)
-            data_sets = entry.datasets if args.all_data else entry.datasets[:1]
-            for data in data_sets:
-                jobs.append((name, data, _bundled(data)))
-        elif args.data in registry.DATASETS:
+        if args.data is None or args.data in registry.DATASETS:
             if args.target:
                 raise UserError(f"--target is for CSV files; {args.data!r} is a bundled data set.")
-            jobs.append((name, args.data, _bundled(args.data)))
+            natural = registry.get(name).datasets  # the default first
+            data_sets = [args.data] if args.data else natural if args.all_data else natural[:1]
+            jobs += [(name, data, functools.partial(_bundled, data)) for data in data_sets]
         elif args.data.lower().endswith(".csv") or os.path.isfile(args.data):
             path, target = args.data, args.target
             label = f"{os.path.basename(path)} (target {target})"
             text = registry.get(name).takes_text
-
-            def load(path=path, target=target, text=text):
-                return _read_labeled_table(path, target, args, text)
-
+            load = functools.partial(_read_labeled_table, path, target, args, text)
             jobs.append((name, (label, text), load))
         else:
             raise UserError(
@@ -250,13 +419,9 @@ def _check_jobs(args):
 
 
 def _bundled(name):
-    def load():
-        from genprob.app import registry
+    from genprob.app import registry
 
-        X, y, _ = registry.load_data(name)
-        return X, y, None
-
-    return load
+    return (*registry.load_data(name)[:2], None)
 
 
 def _run_check(args) -> int:
@@ -268,7 +433,9 @@ def _run_check(args) -> int:
             print(f"{entry.name:<16}{entry.description}  [data: {', '.join(entry.datasets)}]")
         return 0
     jobs = _check_jobs(args)
-    options = {} if args.max_iter is None else {"max_iter": args.max_iter}
+    options = {"dtype": args.dtype, "seed": args.seed}
+    if args.max_iter is not None:
+        options["max_iter"] = args.max_iter
     cache, failed = {}, []
     for name, key, load in jobs:
         if key not in cache:
@@ -279,16 +446,7 @@ def _run_check(args) -> int:
             print(f"genprob check: {name} on {data_label} ...", file=sys.stderr, flush=True)
         if story is None:
             story = registry.make_story(name, X)
-        result = crosscheck(
-            story,
-            X,
-            y,
-            dtype=args.dtype,
-            seed=args.seed,
-            data_name=data_label,
-            label=name,
-            **options,
-        )
+        result = crosscheck(story, X, y, data_name=data_label, label=name, **options)
         print(result, end="\n\n", flush=True)
         if not result.passed:
             failed.append(f"{name} on {data_label}")
@@ -308,22 +466,15 @@ CLI_CACHE_BYTES = 1 << 30
 _DAMAGED_CACHES: list = []
 
 
-def _story_name(name: str) -> str:
-    from genprob.app import registry
-
-    try:
-        return registry.get(name).name
-    except ValueError as error:
-        raise UserError(str(error)) from None
-
-
 def _story_and_data(args):
     """``(story name, user story class or None)`` of ``fit``/``compare``, with ``args.data``
     set: ``STORY DATA``, or ``DATA --story MODULE:CLASS``."""
     _positionals(args)
+    from genprob.app import registry
+
     reference = getattr(args, "story_ref", None)
-    if reference is None:
-        return _story_name(args.story), None
+    if reference is None:  # the registry's ValueError names the known stories
+        return registry.get(args.story).name, None
     return reference, _import_story(reference)
 
 
@@ -359,10 +510,10 @@ def _import_story(reference: str):
             f"--story {reference!r}: write it as MODULE:CLASS (e.g. --story mystories:StudentT "
             "or --story path/to/mystories.py:StudentT)."
         )
+    if module_name.endswith(".py") and not os.path.isfile(module_name):
+        raise UserError(f"--story {reference}: no such file {module_name}.")
     try:
         if module_name.endswith(".py"):
-            if not os.path.isfile(module_name):
-                raise UserError(f"--story {reference}: no such file {module_name}.")
             path = os.path.abspath(module_name)
             stem = os.path.splitext(os.path.basename(path))[0]
             module = sys.modules.get(stem)
@@ -375,8 +526,6 @@ def _import_story(reference: str):
             if "" not in sys.path and os.getcwd() not in sys.path:
                 sys.path.insert(0, os.getcwd())  # a module beside the user's data, as python does
             module = importlib.import_module(module_name)
-    except UserError:
-        raise
     except ImportError as error:
         raise UserError(f"--story {reference}: cannot import {module_name}: {error}.") from None
     except Exception as error:  # the user's module raised while it ran
@@ -454,10 +603,8 @@ def _label_texts(values):
 
 
 def _as_labels(values):
-    """Labels exactly as written: int64 when every one is an integer that int64 holds (``3``,
-    ``3.0``, ``"3"``: never through float64, so 9007199254740993 stays itself), float64 when
-    they are other numbers that float64 tells apart, else the text (integers beyond int64, such
-    as 1e20, included)."""
+    """Labels exactly as written (docs/cli.md): int64 integers never through float64, float64
+    numbers that it tells apart, else the text."""
     if values.dtype.kind == "i":
         return values.to_numpy(dtype=np.int64)
     codes, texts = _label_texts(values)
@@ -486,21 +633,6 @@ def _is_marker(values, marker: str):
     return np.array(same, dtype=bool)[codes] & (codes >= 0)
 
 
-def _target_column(frame, target: str, path: str):
-    if target not in frame.columns:
-        raise UserError(
-            f"target column {target!r} is not in {path}; columns: {', '.join(map(str, frame))}."
-        )
-    return frame[target]
-
-
-def _feature_columns(frame, target: str, path: str):
-    features = frame.drop(columns=[target])
-    if features.shape[1] == 0:
-        raise UserError(f"{path} has no feature columns besides {target!r}.")
-    return features
-
-
 def _every_label_a_class(unlabeled: str | None) -> bool:
     """``--unlabeled-label none``: no value marks unlabeled rows (the estimators' None)."""
     return unlabeled is not None and unlabeled.strip().lower() == "none"
@@ -512,50 +644,45 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
 
     if not target:
         raise UserError("--target COL is required: the column holding the labels.")
-    column = _target_column(frame, target, path)
-    text = column.astype(str).str.strip()
-    missing = column.isna().to_numpy() | (text == "").to_numpy()
-    if _every_label_a_class(unlabeled):
-        if missing.any():
-            raise UserError(
-                f"target column {target!r} of {path} has {int(missing.sum())} empty cells "
-                f"(first at row {int(np.flatnonzero(missing)[0])}), but --unlabeled-label none "
-                "says every row is labeled."
-            )
-        labels = _as_labels(column)
-        if len(np.unique(labels.astype(str))) < 2:
-            raise UserError(
-                f"target column {target!r} of {path} holds a single class ({labels[0]}); a "
-                "classifier needs rows of at least two classes."
-            )
-        y = labels.astype(str) if labels.dtype == object else labels
-        return _feature_columns(frame, target, path), y, missing
-    if unlabeled is not None:
+    if target not in frame.columns:
+        raise UserError(
+            f"target column {target!r} is not in {path}; columns: {', '.join(map(str, frame))}."
+        )
+    column = frame[target]
+    missing = column.isna().to_numpy() | (column.astype(str).str.strip() == "").to_numpy()
+    every = _every_label_a_class(unlabeled)
+    if every and missing.any():
+        raise UserError(
+            f"target column {target!r} of {path} has {int(missing.sum())} empty cells "
+            f"(first at row {int(np.flatnonzero(missing)[0])}), but every row must be labeled "
+            "here (--unlabeled-label none, or the cross-check)."
+        )
+    if unlabeled is not None and not every:
         missing |= _is_marker(column, unlabeled.strip())
     if missing.all():
         raise UserError(f"target column {target!r} of {path} has no labeled rows.")
     labels = _as_labels(column[~missing])
     if len(np.unique(labels.astype(str))) < 2:
+        among = " among its labeled rows" if missing.any() else ""
         raise UserError(
-            f"target column {target!r} of {path} holds a single class among its labeled rows "
-            f"({labels[0]}); a classifier needs rows of at least two classes."
+            f"target column {target!r} of {path} holds a single class{among} ({labels[0]}); a "
+            "classifier needs rows of at least two classes."
         )
-    if labels.dtype.kind in "if" and np.any(labels == -1):
+    if not every and labels.dtype.kind in "if" and np.any(labels == -1):
         raise UserError(
             f"target column {target!r} holds the label -1, genprob's marker of unlabeled rows; "
             "pass --unlabeled-label -1 if those rows are unlabeled, or --unlabeled-label none "
             "if -1 is a class."
         )
-    if missing.any() and labels.dtype.kind in "if":
-        y = np.full(len(frame), -1, dtype=labels.dtype)
+    if missing.any():  # text labels: an object array where the number -1 marks unlabeled rows
+        y = np.full(len(frame), -1, dtype=labels.dtype if labels.dtype.kind in "if" else object)
         y[~missing] = labels
-    elif missing.any():  # text labels: an object array where the number -1 marks unlabeled rows
-        y = np.empty(len(frame), dtype=object)
-        y[~missing] = labels
-        y[missing] = -1
     else:
         y = labels.astype(str) if labels.dtype == object else labels
-    return _feature_columns(frame, target, path), y, missing
+    features = frame.drop(columns=[target])
+    if features.shape[1] == 0:
+        raise UserError(f"{path} has no feature columns besides {target!r}.")
+    return features, y, missing
 
 
 def _check_features(
@@ -622,11 +749,9 @@ def _make_estimator(name: str, features, args, user_story=None):
     if entry.takes_text:  # the family's own estimator reads the table
         estimator = entry.table_estimator(features, **options)
     elif entry.face:  # the scikit-learn-style estimator of the story, named in the summary
-        import importlib
+        from genprob.families._registry import load
 
-        module, _, cls = entry.face.partition(":")
-        face = getattr(importlib.import_module(module), cls)
-        estimator = face(**entry.face_options, **options)
+        estimator = load(entry.face)(**entry.face_options, **options)
     else:
         estimator = genprob.GenerativeClassifier(registry.make_story(name, observed), **options)
     return _set_cli_params(estimator, getattr(args, "param", None) or [])
@@ -733,75 +858,34 @@ def _fit_features(args):
     return name, estimator, features, y, unlabeled
 
 
-def _column_list(text: str, option: str) -> list:
-    """The comma-separated column names of ``option`` (blanks around a name ignored)."""
-    names = [name.strip() for name in text.split(",")]
-    if not all(names):
-        raise UserError(f"{option} {text!r}: an empty column name; give names separated by commas.")
-    return names
-
-
 def _select_columns(frame, args, path: str, target: str | None):
     """``frame`` with the feature columns ``--features`` names (in that order) or without those
     ``--drop`` names, the ``target`` column kept; :class:`UserError` naming the flag and the
     column for a name that is not in the table."""
-    keep, drop = getattr(args, "features", None), getattr(args, "drop", None)
-    if keep is None and drop is None:
+    texts = {"--features": getattr(args, "features", None), "--drop": getattr(args, "drop", None)}
+    named = {option: text for option, text in texts.items() if text is not None}
+    if not named:
         return frame
     columns = [str(c) for c in frame.columns]
     frame = frame.rename(columns=str)
-    for option, text in (("--features", keep), ("--drop", drop)):
-        if text is None:
-            continue
-        for name in _column_list(text, option):
+    for option, text in named.items():
+        named[option] = [name.strip() for name in text.split(",")]  # blanks around a name ignored
+        if not all(named[option]):
+            raise UserError(
+                f"{option} {text!r}: an empty column name; give names separated by commas."
+            )
+        for name in named[option]:
             if name not in columns:
                 raise UserError(
                     f"{option}: no column {name!r} in {path}; columns: {', '.join(columns)}."
                 )
             if name == target:
                 raise UserError(f"{option}: {name!r} is the --target column, not a feature.")
-    if keep is not None:
-        chosen = list(dict.fromkeys(_column_list(keep, "--features")))
-    else:
-        chosen = [c for c in columns if c != target]
-    if drop is not None:
-        dropped = set(_column_list(drop, "--drop"))
-        chosen = [c for c in chosen if c not in dropped]
+    chosen = named.get("--features") or [c for c in columns if c != target]
+    chosen = [c for c in dict.fromkeys(chosen) if c not in named.get("--drop", ())]
     if not chosen:
         raise UserError(f"--features/--drop leave no feature column of {path}.")
     return frame[chosen + ([target] if target in columns else [])]
-
-
-def _add_story_option(parser, how: str) -> None:
-    parser.add_argument(
-        "--story",
-        dest="story_ref",
-        metavar="MODULE:CLASS",
-        help=f"a story class of your own, {how}; MODULE is a module in the current directory "
-        "or on the path, or a file path/to/module.py. This imports that module, which runs "
-        "its code",
-    )
-
-
-def _add_table_options(parser, *, columns: bool = True):
-    """``--sep`` (and ``--features``/``--drop`` when ``columns``) of a command reading tables."""
-    parser.add_argument(
-        "--sep",
-        metavar="CHAR",
-        default=",",
-        help="field separator of a CSV file, e.g. ';' or '\\t' for tabs (default: ',')",
-    )
-    if columns:
-        parser.add_argument(
-            "--features",
-            metavar="COL,COL,...",
-            help="the feature columns to use, comma-separated (default: every column but --target)",
-        )
-        parser.add_argument(
-            "--drop",
-            metavar="COL,COL,...",
-            help="columns to leave out, comma-separated (an ID column, say)",
-        )
 
 
 def _separator(args) -> str:
@@ -835,20 +919,19 @@ def _column_warnings(features, command: str) -> None:
             continue
         text = not pd.api.types.is_numeric_dtype(values)
         whole = text or bool(np.all(np.mod(values.to_numpy(dtype=np.float64), 1) == 0))
-        drop = f"--drop {shlex.quote(str(name))} leaves it out"
         if distinct == rows and whole:
-            _note(
-                command,
-                f"warning: column {str(name)!r} holds a distinct value on each of its {rows} "
-                f"rows, like an identifier, and is fitted as a feature; {drop}.",
+            found = (
+                f"column {str(name)!r} holds a distinct value on each of its {rows} rows, like an "
+                "identifier, and is fitted as a feature"
             )
         elif text and distinct * ROWS_PER_CATEGORY > rows:
-            _note(
-                command,
-                f"warning: text column {str(name)!r} has {distinct} categories in {rows} rows "
-                f"(fewer than {ROWS_PER_CATEGORY} rows per category), each with its own "
-                f"parameters per class; {drop}.",
+            found = (
+                f"text column {str(name)!r} has {distinct} categories in {rows} rows (fewer than "
+                f"{ROWS_PER_CATEGORY} rows per category), each with its own parameters per class"
             )
+        else:
+            continue
+        _note(command, f"warning: {found}; --drop {shlex.quote(str(name))} leaves it out.")
 
 
 def _marker_hint(frame, target: str, unlabeled: str | None, command: str) -> None:
@@ -883,87 +966,7 @@ def _note(command: str, message: str):
     print(f"genprob {command}: {message}", file=sys.stderr, flush=True)
 
 
-def _add_fit_options(parser, *, story_help: str):
-    from genprob.app import registry
-
-    parser.add_argument("story", metavar="STORY", nargs="?", help=story_help)
-    parser.add_argument(
-        "data", metavar="DATA", nargs="?", help="a CSV file, or Parquet (.parquet, .pq)"
-    )
-    parser.add_argument("--target", metavar="COL", required=True, help="the label column")
-    _add_story_option(parser, "instead of STORY: give DATA alone")
-    _add_table_options(parser)
-    parser.add_argument(
-        "--unlabeled-label",
-        "--unlabeled",
-        dest="unlabeled",
-        metavar="VALUE|none",
-        help="a target value that marks unlabeled rows, besides empty cells (e.g. '?' or -1); "
-        "'none': every label is a class, -1 included (then no target cell may be empty)",
-    )
-    parser.add_argument(
-        "--missing",
-        choices=("error", "marginalize"),
-        default="error",
-        help="empty feature cells: refuse them (default) or sum them out of the story",
-    )
-    parser.add_argument(
-        "--unlabeled-weight",
-        type=float,
-        default=1.0,
-        metavar="L",
-        help="weight in [0, 1] of the unlabeled rows in EM (EM-lambda; default: 1)",
-    )
-    parser.add_argument("--seed", type=_SEED, default=0, help="random seed (default: 0)")
-    parser.add_argument(
-        "--param",
-        action="append",
-        metavar="NAME=VALUE",
-        help="a setting of the story's estimator (repeatable), e.g. --param reg_param=0.2 for "
-        "qda, --param shrinkage=0.5 for lda_shrinkage, --param alpha=0.5 for the naive Bayes "
-        "stories; VALUE is a number, true/false, none, text or numbers separated by commas",
-    )
-    parser.add_argument(
-        "--max-iter",
-        type=_COUNT,
-        default=None,
-        metavar="N",
-        help="most EM iterations when rows are unlabeled (default: 100)",
-    )
-    parser.epilog = (
-        f"stories: {', '.join(registry.names())} (also {', '.join(registry.ALIASES)}). "
-        f"{registry.notes()} The other stories need numeric columns."
-    )
-
-
 # -- genprob demo ----------------------------------------------------------------------------------
-def _add_demo(commands):
-    parser = commands.add_parser(
-        "demo",
-        help="fit every story on bundled data and write a Markdown report with figures",
-        description=(
-            "Offline tour of genprob on bundled data: every built-in story's held-out accuracy, "
-            "log-likelihood and parameter count; LDA/QDA/Gaussian NB decision boundaries on a "
-            "three-Gaussian example; closed form vs optimizer cross-checks; a semi-supervised "
-            "EM curve over label fractions; MLE vs posterior (NUTS and exact). Writes "
-            "report.md and PNG figures to DIR. Progress goes to stderr."
-        ),
-    )
-    parser.add_argument(
-        "--out",
-        metavar="DIR",
-        default="genprob-report",
-        help="directory of the report (default: genprob-report/)",
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="fewer stories, label subsets and draws: under a minute",
-    )
-    parser.add_argument("--seed", type=_SEED, default=0, help="random seed (default: 0)")
-    parser.set_defaults(handler=_run_demo)
-
-
 def _run_demo(args) -> int:
     import matplotlib
 
@@ -1018,27 +1021,6 @@ def demo_advice(messages, settings) -> list[str]:
 
 
 # -- genprob fit -----------------------------------------------------------------------------------
-def _add_fit(commands):
-    parser = commands.add_parser(
-        "fit",
-        help="fit a built-in story on a CSV/Parquet table and save the model",
-        description=(
-            "Fit a built-in story on a table: the --target column holds the labels and every "
-            "other column is a feature. Rows whose target is empty (or equals --unlabeled-label "
-            "VALUE) are unlabeled: then the fit maximizes the marginal likelihood by EM. Saves the "
-            "model (a .npz file without pickle, loadable with genprob.load) and prints a summary."
-        ),
-    )
-    _add_fit_options(parser, story_help="built-in story (see the list below)")
-    parser.add_argument(
-        "--out",
-        metavar="MODEL",
-        default="model.npz",
-        help="model file to write (default: model.npz; .npz is appended when missing)",
-    )
-    parser.set_defaults(handler=_run_fit)
-
-
 def _run_fit(args) -> int:
     out = args.out if args.out.endswith(".npz") else args.out + ".npz"
     _check_out_file(out)
@@ -1116,7 +1098,7 @@ def _run_fit_streaming(args) -> int:
                 f"--{option} applies to tables read whole; {args.data} is a Parquet directory "
                 "(streamed): write it without the columns to leave out."
             )
-    name = _story_name(args.story)
+    name = registry.get(args.story).name
     try:
         source = streaming.parquet(args.data, target=args.target)
         first, _, _ = next(source.chunks())
@@ -1129,10 +1111,8 @@ def _run_fit_streaming(args) -> int:
     estimator = _make_estimator(name, sample, args)
     progress = streaming.ProgressBar(total=source.num_rows)
     start = time.perf_counter()
-    try:
+    try:  # the library's messages are printed as they are
         streaming.fit(estimator, source, progress=progress)
-    except ValueError as error:
-        raise UserError(_first_line(error)) from None
     finally:
         progress.close()
     elapsed = time.perf_counter() - start
@@ -1156,37 +1136,6 @@ def _run_fit_streaming(args) -> int:
 
 
 # -- genprob predict -------------------------------------------------------------------------------
-def _add_predict(commands):
-    parser = commands.add_parser(
-        "predict",
-        help="predict with a saved model; CSV with a prediction column",
-        description=(
-            "Load a model written by `genprob fit` (or est.save) and predict the rows of DATA "
-            "(CSV or Parquet). The model's target column, if present, is ignored; every feature "
-            "column the model was fitted on must be present (extra columns are ignored). Writes "
-            "CSV with a 'prediction' column, and 'proba_<class>' columns with --proba."
-        ),
-    )
-    parser.add_argument("model", metavar="MODEL", help="a model file (.npz)")
-    _add_story_option(parser, "imported before the model is loaded (a model of that story)")
-    parser.add_argument("data", metavar="DATA", help="a CSV file, or Parquet (.parquet, .pq)")
-    parser.add_argument(
-        "--proba", action="store_true", help="add the class probabilities (proba_<class>)"
-    )
-    _add_table_options(parser, columns=False)
-    parser.add_argument(
-        "--missing",
-        choices=("error", "marginalize"),
-        default=None,
-        help="empty feature cells: refuse them, or sum them out of the story (the density of "
-        "each row's observed cells; no refit). Default: as the model was fitted",
-    )
-    parser.add_argument(
-        "--out", metavar="FILE.csv", help="write the CSV to this file (default: stdout)"
-    )
-    parser.set_defaults(handler=_run_predict)
-
-
 def _load_model(path: str, story_ref: str | None = None):
     import genprob
 
@@ -1283,68 +1232,6 @@ def _run_predict(args) -> int:
 
 
 # -- genprob compare -------------------------------------------------------------------------------
-def _add_compare(commands):
-    parser = commands.add_parser(
-        "compare",
-        help="MLE vs posterior (NUTS or exact): a table and plots",
-        description=(
-            "Fit a built-in story on a table (as `genprob fit`), draw from the posterior of its "
-            "parameters under the story's prior (NUTS, or the exact conjugate posterior), print "
-            "the MLE next to the posterior mean, sd, 94% HDI, R-hat and ESS of every parameter, "
-            "and save the table (mle_vs_posterior.csv) and one posterior-vs-MLE plot per "
-            "parameter (posterior_vs_mle_<name>.png) to DIR."
-        ),
-    )
-    _add_fit_options(parser, story_help="built-in story (see the list below)")
-    parser.add_argument(
-        "--out",
-        metavar="DIR",
-        default="genprob-compare",
-        help="directory of the table and plots (default: genprob-compare/)",
-    )
-    parser.add_argument(
-        "--method",
-        choices=("nuts", "exact"),
-        default="nuts",
-        help="NUTS (any story) or exact draws (conjugate stories, labeled rows; default: nuts)",
-    )
-    parser.add_argument(
-        "--num-samples",
-        type=_COUNT,
-        default=500,
-        metavar="N",
-        help="draws per chain (default: 500)",
-    )
-    parser.add_argument(
-        "--num-warmup",
-        type=_int_at_least(0),
-        default=500,
-        metavar="N",
-        help="NUTS warm-up iterations per chain (default: 500)",
-    )
-    parser.add_argument(
-        "--chains", "--num-chains", type=_COUNT, default=2, metavar="N", help="chains (default: 2)"
-    )
-    parser.add_argument(
-        "--sampler",
-        choices=("numpyro", "blackjax"),
-        default="numpyro",
-        help="NUTS implementation (blackjax needs genprob[blackjax]; default: numpyro)",
-    )
-    parser.add_argument(
-        "--accept-diagnostics",
-        action="store_true",
-        help="exit 0 even when an R-hat or ESS check fails (default: exit 1)",
-    )
-    parser.add_argument(
-        "--var-names",
-        nargs="+",
-        metavar="NAME",
-        help="parameters to tabulate and plot (default: all)",
-    )
-    parser.set_defaults(handler=_run_compare)
-
-
 def _run_compare(args) -> int:
     import matplotlib
 
@@ -1352,7 +1239,7 @@ def _run_compare(args) -> int:
     import pandas as pd
 
     import genprob
-    from genprob.app.report import save_figure
+    from genprob.app.report import convergence_line, save_figure
 
     if args.method == "nuts":  # a missing sampler package is named before the fit
         genprob.mcmc.check_options(sampler=args.sampler)
@@ -1397,7 +1284,7 @@ def _run_compare(args) -> int:
     if args.method == "nuts":
         divergences = int(idata.sample_stats["diverging"].sum())
         print(f"divergences: {divergences}")
-        line = _convergence_line(table)
+        line = convergence_line(table)
         print(line)
         failed = "FAILED" in line
     inside = int(table["mle_in_hdi"].sum())
@@ -1408,8 +1295,7 @@ def _run_compare(args) -> int:
     for var in names:
         # one figure per class when a parameter has more entries than a readable figure
         entries = int((table["parameter"].str.split("[").str[0] == var).sum())
-        dims = idata.posterior[var].dims
-        split = entries > 12 and "class" in dims
+        split = entries > 12 and "class" in idata.posterior[var].dims
         groups = list(idata.posterior.coords["class"].values) if split else [None]
         for group in groups:
             panels = -(-entries // len(groups))
@@ -1432,20 +1318,6 @@ def _run_compare(args) -> int:
         _note("compare", "a diagnostic failed (exit 1; --accept-diagnostics accepts the draws)")
         return 1
     return 0
-
-
-def _convergence_line(table) -> str:
-    """Largest R-hat and smallest bulk ESS of a comparison table, failures flagged."""
-    from genprob.inference.mcmc import ESS_MIN, RHAT_MAX
-
-    ess = float(np.nanmin(table["ess_bulk"]))
-    ess_part = f"smallest bulk ESS {ess:.0f}" + (f"  FAILED (< {ESS_MIN})" if ess < ESS_MIN else "")
-    if np.all(np.isnan(table["r_hat"])):
-        return f"R-hat: needs two chains or more; {ess_part}"
-    rhat = float(np.nanmax(table["r_hat"]))
-    flag = f"  FAILED (> {RHAT_MAX})" if rhat > RHAT_MAX else ""
-    rhat_part = f"largest R-hat {rhat:.3f}{flag}"
-    return f"{rhat_part}; {ess_part}"
 
 
 # -- entry point -----------------------------------------------------------------------------------
@@ -1474,12 +1346,8 @@ def main(argv=None) -> int:
 
 
 def run() -> None:
-    """The ``genprob`` console script: :func:`main` in a process of genprob's own.
-
-    That process keeps compiled programs between runs in JAX's persistent cache
-    (:func:`_keep_compiled_programs`) and exits without Python's module teardown, which costs a
-    large share of a short command; log handlers and the output streams are flushed first.
-    """
+    """The ``genprob`` console script: :func:`main` in a process of genprob's own, which keeps
+    compiled programs between runs and skips Python's teardown (docs/cli.md says why)."""
     # before JAX loads: jaxlib 0.10.1 logs a false "AOT result ... machine type" error line for
     # each program read back from the cache; the command reports real failures itself. "1" is
     # what ``import jax`` writes, so a parent process that imported JAX counts as unset
@@ -1498,10 +1366,8 @@ def run() -> None:
 
 
 def _keep_compiled_programs() -> None:
-    """Switch on JAX's persistent compilation cache for this command's process (a library never
-    does: the process is the user's), in ``genprob/jax`` under the cache home, bounded in size;
-    a cache the user configured for JAX (``JAX_COMPILATION_CACHE_DIR``) is left as it is, and
-    ``GENPROB_CLI_CACHE=0`` switches it off."""
+    """JAX's persistent compilation cache for this command's own process (a library never
+    switches it on), as docs/cli.md "Compiled programs between runs" describes."""
     if os.environ.get("GENPROB_CLI_CACHE", "1").strip().lower() in {"0", "off", "false", "no"}:
         return
     import jax

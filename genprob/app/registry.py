@@ -1,34 +1,17 @@
-"""The built-in stories by name, each with a factory and its natural bundled data sets.
-
-Used by the ``genprob`` command line (``genprob check lda``) and by tests that loop over every
-built-in story. The entries come from the families' records (:mod:`genprob.families`): a new
-family adds its stories there, not here. A factory takes the feature matrix, because some
-stories are shaped by the data (the number of categories of each column, which columns of a
-mixed table are categorical).
-
-Data sets (all offline; :func:`load_data`):
-
-=================  ============================================================================
-``iris``           150 x 4 measurements, 3 species
-``wine``           178 x 13 chemical measurements, 3 cultivars
-``breast_cancer``  569 x 30 tumour measurements (scales 1e-3 .. 1e3), malignant/benign
-``digits``         1797 x 64 pixel intensities 0..16 (counts, or 17 categories), 10 digits
-``digits_binary``  the digits with every pixel > 0 set to 1 (``BernoulliNB(binarize=0.0)``)
-``sms_counts``     5574 SMS messages as counts of the 200 most frequent words, ham/spam
-``sms_binary``     the same words as presence/absence
-``penguins``       333 penguins: island, sex, year as category codes + 4 measurements, 3 species
-=================  ============================================================================
-"""
+"""The built-in stories by name (from the families' records, :mod:`genprob.families`), each
+with a factory of the feature matrix (some stories are shaped by the data) and its natural
+bundled data sets; docs/cli.md lists the stories and the data sets."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
 from genprob import datasets
-from genprob.families import Command, commands, families
+from genprob.families import commands, families
 from genprob.story import Story
 
 __all__ = [
@@ -50,20 +33,8 @@ SMS_VOCABULARY = 200
 
 
 class StoryEntry(NamedTuple):
-    """A built-in story (from a family's :class:`~genprob.families.Command`).
-
-    Attributes:
-        name: registry name (``genprob check NAME``).
-        description: one line.
-        factory: ``factory(X) -> Story`` for a feature matrix ``X``.
-        datasets: natural bundled data sets, the default first.
-        aliases: other accepted names.
-        table_estimator: ``table_estimator(features, **options)``, the estimator of a story that
-            takes a table of mixed column types (text included); None for the others.
-        note: what the command line's help says of the story beyond its name.
-        face: ``"module:Class"`` of the estimator that fits the story on the command line, with
-            keyword arguments ``face_options``; empty: ``GenerativeClassifier`` of the story.
-    """
+    """A built-in story: the fields of a family's :class:`~genprob.families.Command`, with
+    ``factory(X) -> Story`` for a feature matrix ``X``."""
 
     name: str
     description: str
@@ -81,18 +52,12 @@ class StoryEntry(NamedTuple):
         return self.table_estimator is not None
 
 
-def _factory(story: type, command: Command):
-    if command.make_story is not None:
-        return command.make_story
-    return lambda X: story.from_data(X, **command.options)
-
-
 def _entries() -> dict:
     return {
         command.name: StoryEntry(
             command.name,
             command.description,
-            _factory(family.story, command),
+            command.make_story or partial(family.story.from_data, **command.options),
             tuple(command.datasets),
             tuple(command.aliases),
             command.table_estimator,
@@ -159,23 +124,9 @@ def takes_text(story: Story) -> bool:
 
 
 # -- data ------------------------------------------------------------------------------------------
-def _codes(labels):
-    classes, codes = np.unique(np.asarray(labels), return_inverse=True)
-    return codes.astype(np.int64), [str(c) for c in classes]
-
-
-def _sklearn(name):
-    def load():
-        X, y = datasets.load(name)
-        codes, classes = _codes(y)
-        return np.asarray(X, dtype=np.float64), codes, classes
-
-    return load
-
-
 def _digits_binary():
-    X, y, classes = _sklearn("digits")()
-    return (X > 0).astype(np.float64), y, classes
+    X, y = datasets.load("digits")
+    return X > 0, y
 
 
 def _sms(binary: bool):
@@ -184,9 +135,7 @@ def _sms(binary: bool):
 
         texts, labels = datasets.load_sms_spam()
         vectorizer = CountVectorizer(max_features=SMS_VOCABULARY, binary=binary)
-        X = vectorizer.fit_transform(texts).toarray().astype(np.float64)
-        codes, classes = _codes(labels)
-        return X, codes, classes
+        return vectorizer.fit_transform(texts).toarray(), labels
 
     return load
 
@@ -195,25 +144,16 @@ def _penguins():
     import pandas as pd
 
     frame, species = datasets.load_penguins(as_frame=True)
-    columns = []
     for name in frame.columns:
-        column = frame[name]
-        if not pd.api.types.is_numeric_dtype(column) or name == "year":
+        if not pd.api.types.is_numeric_dtype(frame[name]) or name == "year":
             # category codes in sorted order of the values
-            _, codes = np.unique(column.astype(str).to_numpy(), return_inverse=True)
-            columns.append(codes.astype(np.float64))
-        else:
-            columns.append(column.to_numpy(dtype=np.float64))
-    codes, classes = _codes(species.to_numpy())
-    return np.column_stack(columns), codes, classes
+            frame[name] = np.unique(frame[name].astype(str).to_numpy(), return_inverse=True)[1]
+    return frame, species
 
 
-#: Bundled data sets by name: loaders returning ``(X, y_codes, class_names)``.
+#: Bundled data sets by name: loaders returning ``(X, labels)`` (:func:`load_data` codes them).
 DATASETS: dict = {
-    "iris": _sklearn("iris"),
-    "wine": _sklearn("wine"),
-    "breast_cancer": _sklearn("breast_cancer"),
-    "digits": _sklearn("digits"),
+    **{name: partial(datasets.load, name) for name in ("iris", "wine", "breast_cancer", "digits")},
     "digits_binary": _digits_binary,
     "sms_counts": _sms(binary=False),
     "sms_binary": _sms(binary=True),
@@ -227,4 +167,6 @@ def load_data(name: str):
         loader = DATASETS[name]
     except KeyError:
         raise ValueError(f"unknown data set {name!r}; known: {', '.join(DATASETS)}.") from None
-    return loader()
+    X, labels = loader()
+    classes, codes = np.unique(np.asarray(labels), return_inverse=True)
+    return np.asarray(X, dtype=np.float64), codes.astype(np.int64), [str(c) for c in classes]

@@ -6,7 +6,10 @@ figures use :class:`matplotlib.figure.Figure` directly (no pyplot state), import
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -33,6 +36,7 @@ __all__ = [
     "semi_supervised_section",
     "posterior_section",
     "save_figure",
+    "convergence_line",
     "STEPS",
     "write_report",
 ]
@@ -60,22 +64,8 @@ def _registry():
 
 @dataclass(frozen=True)
 class Settings:
-    """Sizes of the demo's steps; :meth:`preset` gives the full and the quick ones.
-
-    Attributes:
-        quick: whether this is the quick preset (recorded in the report).
-        tour: ``"quick"`` (a subset of the tour) or ``"all"``.
-        crosscheck_stories: registry names checked on their default data set (by default the
-            stories the families put in the report).
-        label_fractions: fractions of the training labels kept in the semi-supervised curve.
-        repeats: random label subsets averaged per fraction.
-        nuts_warmup: NUTS warm-up iterations per chain.
-        nuts_samples: NUTS draws per chain.
-        nuts_chains: NUTS chains.
-        exact_samples: draws per chain from the exact posterior (two chains).
-        seed: seed of every random choice.
-        progress_bar: show NumPyro's progress bar while NUTS samples (for a terminal).
-    """
+    """Sizes of the demo's steps (docs/cli.md describes each field); :meth:`preset` gives the
+    full and the quick ones."""
 
     quick: bool = False
     tour: str = "all"
@@ -112,15 +102,7 @@ class Settings:
 
 
 class Section(NamedTuple):
-    """One step of the report.
-
-    Attributes:
-        key: short name of the step (``"tour"``, ``"crosscheck"`` ...).
-        title: the section heading.
-        markdown: the section body (Markdown, figures linked by file name).
-        figures: file name -> ``matplotlib.figure.Figure``.
-        seconds: wall time of the step.
-    """
+    """One step of the report: its body links its figures (file name -> Figure) by name."""
 
     key: str
     title: str
@@ -129,8 +111,20 @@ class Section(NamedTuple):
     seconds: float
 
 
-def _quiet(progress):
-    return progress if progress is not None else (lambda message: None)
+def _step(key: str, title: str):
+    """A step ``function(settings, progress) -> (markdown, figures)`` as a timed
+    ``section(settings, progress=None) -> Section``."""
+
+    def wrap(function):
+        @functools.wraps(function)
+        def section(settings: Settings, progress: Callable | None = None) -> Section:
+            started = time.perf_counter()
+            markdown, figures = function(settings, progress or (lambda message: None))
+            return Section(key, title, markdown, figures, time.perf_counter() - started)
+
+        return section
+
+    return wrap
 
 
 def _table(header, rows) -> str:
@@ -147,29 +141,14 @@ def _figure(width: float, height: float):
 
 
 # -- step 1: the tour ------------------------------------------------------------------------------
-def tour_section(settings: Settings, progress: Callable | None = None) -> Section:
+@_step("tour", "Built-in stories on real data")
+def tour_section(settings: Settings, progress: Callable) -> tuple:
     """Fit the tour's stories on bundled real data; a table of held-out scores."""
     from genprob.app import tour
 
-    progress = _quiet(progress)
-    started = time.perf_counter()
     selected = tour.quick_cases() if settings.tour == "quick" else tour.cases()
     rows = tour.run(selected, progress=lambda label, data: progress(f"{label} on {data}"))
-    table = _table(
-        ["story", "data", "train/test rows", "accuracy", "log-lik / row", "parameters", "fit s"],
-        [
-            [
-                r.story,
-                r.data,
-                f"{r.train_rows}/{r.test_rows}",
-                f"{r.accuracy:.3f}",
-                f"{r.loglik_per_row:.2f}",
-                f"{r.num_parameters:,}",
-                f"{r.seconds:.2f}",
-            ]
-            for r in rows
-        ],
-    )
+    table = tour.table(rows)
     scope = "a subset of the built-in stories (`--quick`)" if settings.quick else "every story"
     text = (
         f"Each of {scope} is fitted in closed form on a stratified 70% of a bundled data set; "
@@ -180,16 +159,12 @@ def tour_section(settings: Settings, progress: Callable | None = None) -> Sectio
         "densities for continuous features (they can be positive). Fit times include JAX's "
         "compilation the first time a shape is seen.\n\n" + table
     )
-    return Section("tour", "Built-in stories on real data", text, {}, time.perf_counter() - started)
+    return text, {}
 
 
 # -- step 2: decision boundaries -------------------------------------------------------------------
 def three_gaussians(num_samples: int, seed: int):
-    """Draw from the three-Gaussian story: a class from :data:`TRUE_PRIOR`, then its Gaussian.
-
-    Returns:
-        ``X`` (num_samples, 2) and class codes ``y`` (num_samples,).
-    """
+    """``(X, y)``: a class from :data:`TRUE_PRIOR`, then a draw of its Gaussian, per row."""
     rng = np.random.default_rng(seed)
     y = rng.choice(len(TRUE_PRIOR), size=num_samples, p=TRUE_PRIOR)
     X = np.empty((num_samples, 2))
@@ -202,19 +177,8 @@ def three_gaussians(num_samples: int, seed: int):
 def boundaries_figure(
     models: dict, X, y, X_test=None, y_test=None, *, title=None, class_names=None, data=None
 ):
-    """Decision regions of fitted 2-D classifiers side by side, the training points on top.
-
-    Args:
-        models: title -> fitted estimator on two features with classes 0, 1, 2.
-        X, y: training points to draw.
-        X_test, y_test: optional held-out data; its accuracy goes into each title.
-        title: the figure's title (default: the models, ``data`` and the fitting method).
-        class_names: legend names of the classes 0, 1, 2 (default: ``class 0`` ...).
-        data: what ``X`` is, for the default title.
-
-    Returns:
-        A ``matplotlib.figure.Figure``.
-    """
+    """Decision regions of fitted 2-D classifiers (``models``: title -> estimator with classes
+    0, 1, 2) side by side, the training points on top; docs/cli.md describes the arguments."""
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
@@ -261,11 +225,7 @@ def boundaries_figure(
 def bic_figure(table, title: str = "BIC", suptitle: str | None = None):
     """mclust's BIC plot of a criterion table (``MixtureDiscriminantAnalysis.bic_table_``): one
     line per structure over the number of components, one panel per class when each class chose
-    its own model; mclust's sign (larger is better), a collapsed candidate is a gap.
-
-    Returns:
-        A ``matplotlib.figure.Figure``.
-    """
+    its own model; mclust's sign (larger is better), a collapsed candidate is a gap."""
     import matplotlib as mpl
 
     panels = (
@@ -291,30 +251,33 @@ def bic_figure(table, title: str = "BIC", suptitle: str | None = None):
     return figure
 
 
-def boundaries_section(settings: Settings, progress: Callable | None = None) -> Section:
+@_step("boundaries", "Decision boundaries: LDA, QDA, Gaussian naive Bayes")
+def boundaries_section(settings: Settings, progress: Callable) -> tuple:
     """LDA, QDA and Gaussian NB on the three-Gaussian example: regions, accuracy, parameters."""
     import genprob
 
-    progress = _quiet(progress)
-    started = time.perf_counter()
     X, y = three_gaussians(300, seed=settings.seed)
     X_test, y_test = three_gaussians(3000, seed=settings.seed + 1)
-    models = {
-        "LDA": genprob.LinearDiscriminantAnalysis(),
-        "QDA": genprob.QuadraticDiscriminantAnalysis(),
-        "Gaussian NB": genprob.GaussianNB(),
+    described = {  # name: (estimator, its covariance, its boundaries)
+        "LDA": (
+            genprob.LinearDiscriminantAnalysis(),
+            "one full covariance, shared",
+            "straight lines",
+        ),
+        "QDA": (genprob.QuadraticDiscriminantAnalysis(), "a full covariance per class", "conics"),
+        "Gaussian NB": (genprob.GaussianNB(), "diagonal, per class", "axis-aligned conics"),
     }
-    for name, estimator in models.items():
+    rows = []
+    for name, (estimator, covariance, boundary) in described.items():
         progress(f"{name} on the three-Gaussian example")
         estimator.fit(X, y)
-    figure = boundaries_figure(
-        models,
-        X,
-        y,
-        X_test,
-        y_test,
-        data=f"the three-Gaussian example ({len(X)} draws, seed {settings.seed})",
-    )
+        bic, score = estimator.bic(X, y), estimator.score(X_test, y_test)
+        rows.append(
+            [name, covariance, boundary, estimator.num_parameters(), f"{bic:.1f}", f"{score:.3f}"]
+        )
+    models = {name: estimator for name, (estimator, _, _) in described.items()}
+    example = f"the three-Gaussian example ({len(X)} draws, seed {settings.seed})"
+    figure = boundaries_figure(models, X, y, X_test, y_test, data=example)
     progress("model-based discriminant analysis (BIC over structures and components)")
     structures = ("EII", "VVI", "EEE", "VVV") if settings.quick else "all"
     mda = genprob.MixtureDiscriminantAnalysis(structure=structures, n_components=(1, 2, 3))
@@ -325,22 +288,6 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
         f"class {c}: {s} with G = {g}"
         for c, s, g in zip(mda.classes_, mda.structure_, mda.n_components_, strict=True)
     )
-    rows = [
-        [
-            name,
-            covariance,
-            boundary,
-            f"{estimator.num_parameters()}",
-            f"{estimator.bic(X, y):.1f}",
-            f"{estimator.score(X_test, y_test):.3f}",
-        ]
-        for (name, estimator), covariance, boundary in zip(
-            models.items(),
-            ("one full covariance, shared", "a full covariance per class", "diagonal, per class"),
-            ("straight lines", "conics", "axis-aligned conics"),
-            strict=True,
-        )
-    ]
     means = ", ".join(f"({m[0]:g}, {m[1]:g})" for m in TRUE_MEANS)
     text = (
         "Three classes in the plane with prior "
@@ -363,32 +310,20 @@ def boundaries_section(settings: Settings, progress: Callable | None = None) -> 
         f"{mda.score(X_test, y_test):.3f}."
         + "\n\n![BIC of each structure and number of components, per class](mda_bic.png)"
     )
-    return Section(
-        "boundaries",
-        "Decision boundaries: LDA, QDA, Gaussian naive Bayes",
-        text,
-        {
-            "boundaries.png": figure,
-            "mda_bic.png": bic_figure(
-                mda.bic_table_,
-                suptitle=(
-                    "MixtureDiscriminantAnalysis, BIC per class: the three-Gaussian example "
-                    f"({len(X)} draws, seed {settings.seed}), EM fits"
-                ),
-            ),
-        },
-        time.perf_counter() - started,
-    )
+    suptitle = f"MixtureDiscriminantAnalysis, BIC per class: {example}, EM fits"
+    return text, {
+        "boundaries.png": figure,
+        "mda_bic.png": bic_figure(mda.bic_table_, suptitle=suptitle),
+    }
 
 
 # -- step 3: closed form vs optimizer --------------------------------------------------------------
-def crosscheck_section(settings: Settings, progress: Callable | None = None) -> Section:
+@_step("crosscheck", "Closed form vs optimizer")
+def crosscheck_section(settings: Settings, progress: Callable) -> tuple:
     """Closed form vs L-BFGS for the chosen registry stories on their default data sets."""
     from genprob.app import registry
     from genprob.inference.crosscheck import TOLERANCES, crosscheck
 
-    progress = _quiet(progress)
-    started = time.perf_counter()
     rows, printouts, cache = [], [], {}
     for name in settings.crosscheck_stories:
         data = registry.get(name).datasets[0]
@@ -439,24 +374,13 @@ def crosscheck_section(settings: Settings, progress: Callable | None = None) -> 
         + "\n\n".join(printouts)
         + "\n```\n\n</details>"
     )
-    return Section(
-        "crosscheck", "Closed form vs optimizer", text, {}, time.perf_counter() - started
-    )
+    return text, {}
 
 
 # -- step 4: missing labels ------------------------------------------------------------------------
 def semi_supervised_curve(fractions, repeats: int = 5, seed: int = 0, data: str = "iris"):
-    """Held-out accuracy of Gaussian NB on the labeled rows only vs EM with the unlabeled rows.
-
-    A stratified 70/30 split of the data set; in the training part a fraction of each class's
-    labels is kept (at least two per class, so that every class has a variance) and the rest
-    set to -1. Each fraction is repeated over ``repeats`` random label subsets.
-
-    Returns:
-        ``pandas.DataFrame`` with one row per fraction: ``fraction``, ``labeled_rows`` (mean),
-        ``labeled_only`` and ``em`` (mean held-out accuracy), their standard deviations
-        ``labeled_only_sd`` and ``em_sd``, and ``em_iterations`` (mean).
-    """
+    """Held-out accuracy of Gaussian NB on the labeled rows only vs EM with the unlabeled rows,
+    a DataFrame with one row per label fraction (docs/cli.md describes its columns)."""
     import pandas as pd
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import train_test_split
@@ -509,11 +433,7 @@ def semi_supervised_curve(fractions, repeats: int = 5, seed: int = 0, data: str 
 
 
 def semi_supervised_figure(curve, title: str | None = None, data: str = "iris"):
-    """Held-out accuracy against the fraction of labels kept: labeled-only vs EM.
-
-    The fractions are spaced to scale (a log axis, ticks at the fractions themselves); the
-    title names the story, the data and the two fits unless ``title`` is given.
-    """
+    """Held-out accuracy against the fraction of labels kept (a log axis): labeled-only vs EM."""
     figure = _figure(5.5, 3.6)
     ax = figure.subplots()
     fractions = curve["fraction"].to_numpy()
@@ -541,10 +461,9 @@ def semi_supervised_figure(curve, title: str | None = None, data: str = "iris"):
     return figure
 
 
-def semi_supervised_section(settings: Settings, progress: Callable | None = None) -> Section:
+@_step("semi_supervised", "Missing labels: EM vs the labeled rows alone")
+def semi_supervised_section(settings: Settings, progress: Callable) -> tuple:
     """The semi-supervised curve on iris as a table and a figure."""
-    progress = _quiet(progress)
-    started = time.perf_counter()
     progress(
         f"Gaussian NB on iris, {len(settings.label_fractions)} label fractions x "
         f"{settings.repeats} repeats"
@@ -579,13 +498,7 @@ def semi_supervised_section(settings: Settings, progress: Callable | None = None
         + table
         + "\n\n![Held-out accuracy against the fraction of labels kept](semi_supervised.png)"
     )
-    return Section(
-        "semi_supervised",
-        "Missing labels: EM vs the labeled rows alone",
-        text,
-        {"semi_supervised.png": semi_supervised_figure(curve)},
-        time.perf_counter() - started,
-    )
+    return text, {"semi_supervised.png": semi_supervised_figure(curve)}
 
 
 # -- step 5: MLE vs posterior ----------------------------------------------------------------------
@@ -610,24 +523,20 @@ def _posterior_table(table, hdi_columns) -> str:
 
 def save_figure(figure, path):
     """Write a PNG; a figure made through pyplot (ArviZ's) is closed to free its memory."""
-    import sys
-
     with _quiet_fonts():
         figure.savefig(path, dpi=100)
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close(figure)
 
 
-def posterior_section(settings: Settings, progress: Callable | None = None) -> Section:
+@_step("posterior", "MLE vs posterior")
+def posterior_section(settings: Settings, progress: Callable) -> tuple:
     """NUTS for Gaussian NB on iris and the exact posterior of a categorical story."""
     import pandas as pd
 
     import genprob
     from genprob import datasets
-    from genprob.inference.mcmc import ESS_MIN, RHAT_MAX
 
-    progress = _quiet(progress)
-    started = time.perf_counter()
     # (1) NUTS: every parameter of Gaussian naive Bayes on iris
     progress(
         f"NUTS for Gaussian NB on iris ({settings.nuts_chains} chain(s) x "
@@ -695,15 +604,6 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
     variances = nuts_table[nuts_table["parameter"].str.startswith("variances")]
     n_above = int((variances["mean"] > variances["mle"]).sum())
     outside = nuts_table.loc[~nuts_table["mle_in_hdi"], "parameter"].tolist()
-    chains_note = (
-        "R-hat needs two chains or more; "
-        if settings.nuts_chains < 2
-        else f"largest R-hat {nuts_table['r_hat'].max():.3f}"
-        + (" (**above 1.01: not converged**); " if nuts_table["r_hat"].max() > RHAT_MAX else "; ")
-    )
-    ess_note = f"smallest bulk ESS {nuts_table['ess_bulk'].min():.0f}" + (
-        f" (**below {ESS_MIN}: too few draws**)" if nuts_table["ess_bulk"].min() < ESS_MIN else ""
-    )
     legend = ", ".join(str(name) for name in categories)
     text = (
         "The MLE is one point; the posterior says how well the data pin it down. "
@@ -713,7 +613,7 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
         "with the MLE alongside.\n\n"
         f"**NUTS, Gaussian naive Bayes on iris** ({settings.nuts_chains} chain(s), "
         f"{settings.nuts_warmup} warm-up iterations, {settings.nuts_samples} draws each; "
-        f"{divergences} divergences; {chains_note}{ess_note}). "
+        f"{divergences} divergences; {convergence_line(nuts_table, markdown=True)}). "
         f"The MLE lies inside the 94% HDI for {inside} "
         f"of {len(nuts_table)} parameters"
         + (f" (not for {', '.join(outside)})" if outside else "")
@@ -735,28 +635,38 @@ def posterior_section(settings: Settings, progress: Callable | None = None) -> S
         + "\n\n![Exact posterior of the island probabilities with the MLE marked]"
         "(posterior_vs_mle_exact.png)"
     )
-    return Section(
-        "posterior",
-        "MLE vs posterior",
-        text,
-        {
-            "posterior_vs_mle.png": nuts_figure,
-            "posterior_vs_mle_exact.png": exact_figure,
-        },
-        time.perf_counter() - started,
-    )
+    return text, {"posterior_vs_mle.png": nuts_figure, "posterior_vs_mle_exact.png": exact_figure}
 
 
-class _quiet_fonts:
+def convergence_line(table, markdown: bool = False) -> str:
+    """Largest R-hat and smallest bulk ESS of a comparison table, failures flagged (``FAILED``
+    on the command line, where it sets the exit code; words in bold in the report)."""
+    from genprob.inference.mcmc import ESS_MIN, RHAT_MAX
+
+    def flag(failed: bool, bound: str, cause: str) -> str:
+        if not failed:
+            return ""
+        return f" (**{bound}: {cause}**)" if markdown else f"  FAILED ({bound})"
+
+    ess = float(np.nanmin(table["ess_bulk"]))
+    ess_part = f"smallest bulk ESS {ess:.0f}" + flag(ess < ESS_MIN, f"< {ESS_MIN}", "too few draws")
+    if np.all(np.isnan(table["r_hat"])):
+        return f"R-hat: needs two chains or more; {ess_part}"
+    rhat = float(np.nanmax(table["r_hat"]))
+    rhat_flag = flag(rhat > RHAT_MAX, f"> {RHAT_MAX}", "not converged")
+    return f"largest R-hat {rhat:.3f}{rhat_flag}; {ess_part}"
+
+
+@contextlib.contextmanager
+def _quiet_fonts():
     """Silence matplotlib's font-fallback notices (ArviZ asks for a semibold font)."""
-
-    def __enter__(self):
-        self.logger = logging.getLogger("matplotlib.font_manager")
-        self.level = self.logger.level
-        self.logger.setLevel(logging.ERROR)
-
-    def __exit__(self, *exc):
-        self.logger.setLevel(self.level)
+    logger = logging.getLogger("matplotlib.font_manager")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 # -- the whole report ------------------------------------------------------------------------------
@@ -771,17 +681,9 @@ STEPS = (
 
 
 def write_report(out_dir, settings: Settings | None = None, progress: Callable | None = None):
-    """Run every step and write ``report.md`` and its PNG figures into ``out_dir``.
-
-    Args:
-        out_dir: directory to write (created if needed; files of the same names are replaced).
-        settings: step sizes (default: the full :meth:`Settings.preset`).
-        progress: optional ``progress(step, total, message)`` called at the start of each step
-            (``message`` is the step's description) and for sub-steps (``step`` unchanged).
-
-    Returns:
-        The path of ``report.md``.
-    """
+    """Run every step, write ``report.md`` and its PNG figures into ``out_dir`` (created if
+    needed) and return the report's path; ``progress(step, total, message)`` hears of each step
+    and sub-step."""
     import genprob
 
     settings = Settings.preset() if settings is None else settings
@@ -790,16 +692,10 @@ def write_report(out_dir, settings: Settings | None = None, progress: Callable |
     total = len(STEPS)
     sections = []
     started = time.perf_counter()
+    say = progress or (lambda step, total, message: None)
     for step, (_, description, function) in enumerate(STEPS, start=1):
-        if progress is not None:
-            progress(step, total, description)
-
-            def report(message, step=step):
-                progress(step, total, f"  {message}")
-
-        else:
-            report = None
-        section = function(settings, report)
+        say(step, total, description)
+        section = function(settings, lambda message, step=step: say(step, total, f"  {message}"))
         for name, figure in section.figures.items():
             save_figure(figure, out_dir / name)
         sections.append(section)

@@ -1,13 +1,5 @@
-"""A short tour: fit every built-in story on bundled real data and tabulate the results.
-
-For each (story, data set) pair: a stratified 70/30 split, a closed-form fit on the training part,
-and on the held-out part the accuracy and the mean log-likelihood per row
-``log p(x, y) = log pi_y + log p(x | y)``, plus the story's number of free parameters and the fit
-time (the first fit of a shape includes JAX's compilation).
-
-``python -m genprob.app.tour`` prints the table; ``genprob demo`` (``make demo``) puts it in its
-report (:mod:`genprob.app.report`).
-"""
+"""A short tour: every built-in story fitted on a 70% split of bundled real data, scored on the
+rest; ``genprob demo`` puts its table in the report, ``python -m genprob.app.tour`` prints it."""
 
 from __future__ import annotations
 
@@ -22,22 +14,12 @@ from sklearn.model_selection import train_test_split
 import genprob
 from genprob import datasets
 
-__all__ = ["TourRow", "cases", "quick_cases", "run", "format_table", "main"]
+__all__ = ["TourRow", "cases", "quick_cases", "run", "table", "main"]
 
 
 class TourRow(NamedTuple):
-    """One fitted (story, data set) pair of the tour.
-
-    Attributes:
-        story: the estimator's label, e.g. ``"QDA (reg_param=0.1)"``.
-        data: bundled data set name.
-        accuracy: held-out accuracy.
-        loglik_per_row: held-out mean of ``log p(x, y)`` per row (nats).
-        num_parameters: free parameters of the fitted story, class prior included.
-        seconds: wall time of the fit.
-        train_rows: rows of the training part.
-        test_rows: rows of the held-out part.
-    """
+    """One fitted (story, data set) pair: held-out scores (``log p(x, y)`` per row, in nats),
+    free parameters (class prior included) and the fit's wall time."""
 
     story: str
     data: str
@@ -107,15 +89,8 @@ def _split(name):
 
 
 def run(selected=None, progress=None) -> list[TourRow]:
-    """Fit every case and score it on its held-out part.
-
-    Args:
-        selected: ``(label, factory, data)`` triples (default: :func:`cases`).
-        progress: optional callable ``progress(label, data)`` called before each fit.
-
-    Returns:
-        One :class:`TourRow` per case, in order.
-    """
+    """A :class:`TourRow` per ``(label, factory, data)`` case of ``selected`` (default: every
+    case), in order; ``progress(label, data)`` is called before each fit."""
     rows, splits = [], {}
     for label, factory, data in cases() if selected is None else selected:
         if progress is not None:
@@ -144,22 +119,27 @@ def run(selected=None, progress=None) -> list[TourRow]:
     return rows
 
 
-def format_table(rows) -> str:
-    """The rows as a fixed-width text table."""
-    header = f"{'story':<34}{'data':<15}{'accuracy':>9}{'loglik/row':>12}{'params':>9}{'fit s':>8}"
-    lines = [header, "-" * len(header)]
-    for row in rows:
-        lines.append(
-            f"{row.story:<34}{row.data:<15}{row.accuracy:>9.3f}{row.loglik_per_row:>12.2f}"
-            f"{row.num_parameters:>9d}{row.seconds:>8.2f}"
-        )
+def table(rows) -> str:
+    """The rows as a Markdown table (the report's, and what ``python -m`` prints)."""
+    header = [
+        "story",
+        "data",
+        "train/test rows",
+        "accuracy",
+        "log-lik / row",
+        "parameters",
+        "fit s",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in rows:
+        cells = [r.story, r.data, f"{r.train_rows}/{r.test_rows}", f"{r.accuracy:.3f}"]
+        cells += [f"{r.loglik_per_row:.2f}", f"{r.num_parameters:,}", f"{r.seconds:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main() -> int:
-    print(__doc__.split("\n\n")[0])
-    print()
-    print(format_table(run()))
+    print(table(run()))
     return 0
 
 
