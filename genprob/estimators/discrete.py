@@ -139,9 +139,10 @@ class BernoulliNB(_DiscreteNB):
     :class:`genprob.families.bernoulli.BernoulliStory`. With ``binarize = t`` values ``> t``
     become 1 and the rest 0 (before fitting and predicting, as in scikit-learn).
 
-    Shared with the other naive Bayes estimators (``force_alpha``, ``fit_prior``,
-    ``class_prior``, EM and input controls, ``class_count_``, ``class_log_prior_``): see
-    docs/reference/estimators.md.
+    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
+    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
+    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
+    every naive Bayes estimator shares: see docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing, a number or one per feature: ``(count + alpha) / (N_k +
@@ -227,9 +228,10 @@ class MultinomialNB(_DiscreteNB):
     :meth:`predict_joint_log_proba` includes the class-free multinomial coefficient
     ``log n! - sum_j log x_j!``, so it is a real log density; posteriors are the same.
 
-    Shared with the other naive Bayes estimators (``force_alpha``, ``fit_prior``,
-    ``class_prior``, EM and input controls, ``class_count_``, ``class_log_prior_``): see
-    docs/reference/estimators.md.
+    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
+    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
+    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
+    every naive Bayes estimator shares: see docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing, a number or one per feature: ``(c_kj + alpha) /
@@ -322,9 +324,10 @@ class CategoricalNB(_DiscreteNB):
     ``min_categories`` larger than the observed codes, codes below it that were never seen get the
     smoothed probability ``alpha / (N_k + alpha k_j)``.
 
-    Shared with the other naive Bayes estimators (``force_alpha``, ``fit_prior``,
-    ``class_prior``, EM and input controls, ``class_count_``, ``class_log_prior_``): see
-    docs/reference/estimators.md.
+    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
+    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
+    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
+    every naive Bayes estimator shares: see docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing (one number): ``(c_kjm + alpha) / (N_k + alpha k_j)``.
@@ -448,8 +451,10 @@ class PoissonNB(_DiscreteNB):
     under Gamma(alpha, beta); ``alpha = beta = 0`` is maximum likelihood. See
     :class:`genprob.families.poisson.PoissonStory`.
 
-    Shared with the other naive Bayes estimators (``fit_prior``, ``class_prior``, EM and
-    input controls, ``class_count_``, ``class_log_prior_``): docs/reference/estimators.md.
+    The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
+    ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
+    and the attributes ``class_count_`` and ``class_log_prior_`` are those every naive Bayes
+    estimator shares: see docs/reference/estimators.md.
 
     Args:
         alpha: pseudo-counts (>= 0).

@@ -118,7 +118,9 @@ class _GaussianBase(GenerativeClassifierBase):
 class GaussianNB(_GaussianBase):
     """Gaussian naive Bayes: per-class diagonal Gaussians (scikit-learn compatible).
 
-    The EM and input parameters every estimator shares: docs/reference/estimators.md.
+    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
+    for every estimator: see docs/reference/estimators.md.
 
     Args:
         priors: fixed class prior (K,) (non-negative, summing to 1), or None to estimate class
@@ -311,7 +313,9 @@ class LinearDiscriminantAnalysis(
     ``coef_``, ``intercept_``, ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
     ``n_features_in_``.
 
-    The EM and input parameters every estimator shares: docs/reference/estimators.md.
+    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
+    for every estimator: see docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
@@ -632,7 +636,9 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     computed on first use, as the fit's rank check needs only a Cholesky factorization of
     ``covariance - tol I``), ``covariance_`` (with ``store_covariance``).
 
-    The EM and input parameters every estimator shares: docs/reference/estimators.md.
+    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
+    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
+    for every estimator: see docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),

@@ -135,8 +135,10 @@ class MixedNB(GenerativeClassifierBase):
     of ``X`` must have a family; names that are not columns of ``X``, unknown family names, a
     category not seen in training, and missing values raise ``ValueError``.
 
-    Shared with the other naive Bayes estimators (``fit_prior``, ``class_prior``, EM and
-    input controls, ``class_count_``, ``class_log_prior_``): docs/reference/estimators.md.
+    The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
+    ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
+    and the attributes ``class_count_`` and ``class_log_prior_`` are those every naive Bayes
+    estimator shares: see docs/reference/estimators.md.
 
     Args:
         families: mapping column -> family name, e.g. ``{"bill_length_mm": "gaussian",
