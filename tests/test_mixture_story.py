@@ -27,7 +27,9 @@ def test_the_story_scores_as_every_story(iris):
     story, params = model.story_, model.params_
     assert isinstance(story, GaussianMixtureStory) and ClassMixtureStory is GaussianMixtureStory
     fit = model._fitted()
-    joint = mixture._joint(fit, mixture.cell_log_density(X, fit.means, fit.covariances))
+    joint = mixture.cell_log_density(X, fit.means, fit.covariances) + np.log(
+        fit.class_prior[fit.cell_class] * fit.weights
+    )
     expected = np.stack([logsumexp(joint[:, fit.cell_class == k], axis=1) for k in range(3)], 1)
     with precision("float64"):  # NumPyro's mixture, traced
         compiled = np.asarray(joint_log_prob(story, params, X))

@@ -21,12 +21,10 @@ the family's conditional means, then the structures' covariances).
 
 from __future__ import annotations
 
-import functools
 import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.special import logsumexp
 
 from genprob.engine.em_driver import run_em_loop, warn_decrease
 from genprob.families.gaussian import mclust
@@ -94,44 +92,24 @@ class MixtureFit:
     responsibilities: np.ndarray | None = None
 
 
-# -- densities -----------------------------------------------------------------------------------
-def _joint(fit: MixtureFit, log_f):
-    """``log pi_k + log tau_j + log f_j(x)`` (n, J)."""
-    with np.errstate(divide="ignore"):
-        return log_f + np.log(fit.class_prior)[fit.cell_class] + np.log(fit.weights)
-
-
 # -- EM ------------------------------------------------------------------------------------------
-def _e_step(fit: MixtureFit, X, codes, row_weight, observed, patterns=None):
-    """Responsibilities (n, J) over the cells of the row's class (labeled rows) or all cells
-    (``codes == -1``), and the partly labeled log-likelihood."""
-    log_f = cell_log_density(X, fit.means, fit.covariances, fit.cell_class, observed, patterns)
-    joint = _joint(fit, log_f)
-    labeled = codes >= 0
-    own = fit.cell_class[None, :] == codes[:, None]
-    masked = np.where(labeled[:, None] & ~own, -np.inf, joint)
-    # log-sum-exp by hand: SciPy's costs 0.3 ms a call, a sixth of iris MclustDA's EM
-    top = masked.max(axis=1, keepdims=True)
-    top[~np.isfinite(top)] = 0.0
-    shifted = np.exp(masked - top)
-    total = shifted.sum(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        R, row_log = shifted / total, (top + np.log(total))[:, 0]
+def _e_step(story, fit: MixtureFit, X, codes, row_weight, observed, patterns=None):
+    """Responsibilities (n, J): the row's class (its label, or its posterior when ``codes ==
+    -1``) shared among the class's cells; and the partly labeled log-likelihood."""
+    joint, own = story._within(vars(fit), X, observed, patterns)
+    labeled = np.flatnonzero(codes >= 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        classes = own + np.log(fit.class_prior)
+        row_log = np.logaddexp.reduce(classes, axis=1)
+        row_log[labeled] = classes[labeled, codes[labeled]]
+        posterior = np.exp(classes - row_log[:, None])
+        posterior[labeled] = np.eye(len(fit.class_prior))[codes[labeled]]
+        R = posterior[:, fit.cell_class] * np.exp(joint - own[:, fit.cell_class])
     R[row_weight == 0] = 0.0
     return R, float(np.sum(row_weight * np.where(row_weight > 0, row_log, 0.0)))
 
 
-def _story(fit: MixtureFit):
-    """The mixture story of ``fit``'s layout (one per layout: EM asks at every M-step)."""
-    return _layout_story(tuple(fit.cell_class), tuple(fit.structures), tuple(fit.groups))
-
-
-@functools.lru_cache(maxsize=64)
-def _layout_story(cell_class, structures, groups):
-    return GaussianMixtureStory(cell_class, structures, groups)
-
-
-def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, warm=False):
+def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, warm=False):
     """The story's M-step from responsibilities ``R``: its statistics per cell (NaN cells
     filled by their conditional means at ``fit``), then the structures' covariances; ``warm``:
     the iterative structures start from the current covariances (EM's previous iteration)."""
@@ -140,7 +118,6 @@ def _m_step(fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, warm=Fal
     if np.any(counts <= 0):
         j = int(np.flatnonzero(counts <= 0)[0])
         raise _collapsed(fit.cell_class, j, "no row is assigned to it (the component collapsed).")
-    story = _story(fit)
     cells = story._cells()  # the statistics of the cells given their responsibilities
     if observed is None or observed.all():
         stats = cells.sufficient_statistics(X, WR)
@@ -213,29 +190,27 @@ STARTS = ("labeled", "diagonal", "uniform")
 _IDENTIFIABLE = ("VVI", "EEI", "EII")
 
 
-def _every_row_start(fit, X, codes, row_weight, observed, R, start, cov_tol, cap):
+def _every_row_start(story, fit, X, codes, row_weight, observed, R, start, cov_tol, cap):
     """Responsibilities of every row for the first M-step of a ``start`` from every row."""
     unlabeled = codes < 0
     if start == "given":  # a caller's responsibilities of every row (fit_mixture's start_from)
         return R
     if start == "uniform":
         return np.where(unlabeled[:, None], 1.0 / R.shape[1], R)
-    asked, labeled = fit.structures, row_weight * ~unlabeled
-    try:
-        for simpler in _IDENTIFIABLE:
-            fit.structures = (simpler,) * len(asked)
-            try:
-                _m_step(fit, X, R, labeled, observed, cov_tol, cap)
-                break
-            except CollapsedComponentError:
-                if simpler == _IDENTIFIABLE[-1]:
-                    raise
-    finally:
-        fit.structures = asked
-    return _e_step(fit, X, codes, row_weight, observed)[0]
+    for simpler in _IDENTIFIABLE:
+        diagonal = story.replace(structures=(simpler,) * len(story.structures))
+        try:
+            _m_step(diagonal, fit, X, R, row_weight * ~unlabeled, observed, cov_tol, cap)
+            break
+        except CollapsedComponentError:
+            if simpler == _IDENTIFIABLE[-1]:
+                raise
+    return _e_step(story, fit, X, codes, row_weight, observed)[0]
 
 
-def _run_em(fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, cov_max_iter, start):
+def _run_em(
+    story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, cov_max_iter, start
+):
     """EM from responsibilities ``R`` (M-step first; ``start``: see :data:`STARTS`)."""
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
     multi = len(fit.cell_class) > len(fit.class_prior)
@@ -252,19 +227,21 @@ def _run_em(fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, c
     # EM's first M-step is only a starting point; without EM it is the fit
     first_cap = caps[0] if iterative else cov_max_iter
     if start == "labeled":
-        _m_step(fit, X, R, first_rows, observed, cov_tol, first_cap)
+        _m_step(story, fit, X, R, first_rows, observed, cov_tol, first_cap)
     else:
-        R = _every_row_start(fit, X, codes, row_weight, observed, R, start, cov_tol, first_cap)
-        _m_step(fit, X, R, row_weight, observed, cov_tol, first_cap)
+        R = _every_row_start(
+            story, fit, X, codes, row_weight, observed, R, start, cov_tol, first_cap
+        )
+        _m_step(story, fit, X, R, row_weight, observed, cov_tol, first_cap)
 
     def m_step(expectation):  # from the E-step's fit: its covariances fill missing cells
         R, previous = expectation
         new = replace(previous)
-        _m_step(new, X, R, row_weight, observed, cov_tol, caps[0], warm=True)
+        _m_step(story, new, X, R, row_weight, observed, cov_tol, caps[0], warm=True)
         return new
 
     def e_step(params):
-        R, log_lik = _e_step(params, X, codes, row_weight, observed, patterns)
+        R, log_lik = _e_step(story, params, X, codes, row_weight, observed, patterns)
         return log_lik, (R, params)
 
     # the mclust rule (relative change); met with capped M-steps, EM goes on with full ones
@@ -344,6 +321,7 @@ def fit_mixture(
     num_components = tuple(int(g) for g in num_components)
     structures = (structures,) if isinstance(structures, str) else tuple(structures)
     cell_class, structures, groups = _layout(num_components, structures, across_classes)
+    story = GaussianMixtureStory(cell_class, structures, groups)
     num_classes = len(num_components)
     starts = n_init if any(g > 1 for g in num_components) else 1
     best, error = None, None
@@ -372,6 +350,7 @@ def fit_mixture(
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
                     fit = _run_em(
+                        story,
                         fit,
                         X,
                         codes,
@@ -429,10 +408,9 @@ def split_start(X, class_responsibilities, num_components, row_weight, seed=0):
 
 def mixture_log_likelihood(fit: MixtureFit, X, row_weight=None, observed=None) -> float:
     """``sum_i w_i log sum_k pi_k p(x_i | k)``: the mixture log-likelihood (mclust's BIC's)."""
-    log_f = cell_log_density(X, fit.means, fit.covariances, fit.cell_class, observed)
-    row_log = logsumexp(_joint(fit, log_f), axis=1)
-    w = np.ones(len(row_log)) if row_weight is None else row_weight
-    return float(np.sum(w * row_log))
+    story = GaussianMixtureStory(fit.cell_class, fit.structures, fit.groups)
+    w = np.ones(len(X)) if row_weight is None else row_weight
+    return _e_step(story, fit, X, np.full(len(X), -1), w, observed)[1]
 
 
 def icl_penalty(responsibilities, row_weight=None) -> float:
