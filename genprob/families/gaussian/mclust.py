@@ -1,49 +1,7 @@
-r"""The 14 covariance structures of Celeux & Govaert (1995), named as R's mclust names them.
-
-Each group ``g`` (a class in EDDA, a component within a class in MclustDA) has the covariance
-:math:`\Sigma_g = \lambda_g D_g A_g D_g^\top`: a volume :math:`\lambda_g > 0`, a diagonal shape
-:math:`A_g` with :math:`\det A_g = 1` and an orthogonal orientation :math:`D_g`. The three
-letters of a name say, in that order, whether volume, shape and orientation are equal across
-groups (``E``), variable (``V``) or the identity (``I``; for the shape, ``A = I``, for the
-orientation, axis-aligned).
-
-:func:`covariances` is the M-step of the covariances: given the weighted scatter matrices
-:math:`W_g = \sum_i z_{ig} (x_i - \mu_g)(x_i - \mu_g)^\top` and weights :math:`n_g = \sum_i
-z_{ig}`, it maximizes
-
-.. math:: Q(\Sigma) = -\tfrac12 \sum_g \bigl(n_g \log\det\Sigma_g
-          + \operatorname{tr}(W_g \Sigma_g^{-1})\bigr)
-
-over the structure's covariances. Closed forms (Celeux & Govaert 1995, Table 1; mclust's
-``src/mclust.f`` ``mseii``, ``msvii``, ``mseei``, ``msvvi``, ``msevi``, ``mseee``, ``mseev``,
-``msvvv`` and ``src/mclust2.f`` ``msevv``): EII, VII, EEI, EVI, VVI, EEE, EEV, EVV, VVV.
-Iterative, each step an exact maximization over one block, or a majorization, so that Q never
-decreases:
-
-* VEI and VEV: volumes and the common shape alternately (Celeux & Govaert 1995, p. 784;
-  mclust's ``msvei``, ``msvev``), VEV on the eigenvalues of each :math:`W_g` in decreasing order;
-* VEE: volumes and the common :math:`C = D A D^\top` alternately (Celeux & Govaert 1995,
-  p. 785; mclust's ``msvee``);
-* EVE and VVE: the common orientation by the two MM updates of Browne & McNicholas (2014,
-  "Estimating common principal components in high dimensions", ADAC 8), then the shapes (and
-  volumes) in closed form (mclust's ``mseve``, ``msvve``). For VVE the MM steps weight each
-  group by :math:`(\lambda_g A_g)^{-1}`, the exact majorizer of Q (mclust weights by
-  :math:`A_g^{-1}`).
-
-The iterations stop when no parameter changes by more than ``tol`` between two updates (default
-1e-13, on log shapes, log volumes or the orientation's entries; not on Q, which near the maximum
-moves with the square of the parameters' error) or after ``max_iter`` updates (default
-10000). They start from mclust's starting point (unit volumes and shapes, identity orientation)
-and, for EVE and VVE, also from the pooled scatter's eigenvectors, keeping the higher Q; or, given
-``start`` (covariances of the structure, say the previous EM iteration's), from its shape,
-volumes or orientation alone: inside EM the parameters move little between iterations, so a
-warm start needs a few updates where a cold one needs hundreds, and Q still does not decrease
-from ``start``'s value.
-A group whose covariance is not identified (zero weight, or a scatter too singular for the
-structure) raises a ``ValueError`` naming the group and the structure: never a NaN.
-
-NumPy in, NumPy out (with the checks that name a degenerate group); JAX in, JAX out (traced
-inside EM's compiled loop, the iterations as ``lax.while_loop``).
+r"""The 14 covariance structures of Celeux & Govaert (1995), named as R's mclust names them:
+:func:`covariances` is their M-step, :func:`compose`/:func:`decompose` their eigen
+parametrization. The derivations, the stopping rule, the warm start and the mclust Fortran
+routines each step follows are in docs/concepts.md ("The 14 structures").
 """
 
 from __future__ import annotations
@@ -132,15 +90,9 @@ def covariances(
     start=None,
 ):
     """The covariances ``(G, D, D)`` of ``structure`` maximizing the complete-data likelihood
-    given the weighted scatter matrices ``scatter`` (G, D, D) about each group's mean and the
-    weights ``weights`` (G,) (see the module docstring).
-
-    ``start``: covariances (G, D, D) of the structure whose shape, volumes or orientation the
-    iterative structures start from (a warm start; the closed forms ignore it).
-
-    NumPy in, NumPy out, with the checks; JAX arrays (traced in a program) in, JAX out, the
-    iterations as ``lax.while_loop`` and no checks: a degenerate group gives a non-finite
-    answer there, which the caller refuses."""
+    given the weighted scatter ``scatter`` (G, D, D) about each group's mean and the weights
+    ``weights`` (G,); ``start``: covariances (G, D, D) the iterative structures warm-start from.
+    NumPy arrays are checked (a degenerate group raises, naming it); traced JAX ones are not."""
     _check_name(structure)
     if not tol >= 0 or int(max_iter) < 1:
         raise ValueError(f"tol must be >= 0 and max_iter >= 1, got {tol!r} and {max_iter!r}")

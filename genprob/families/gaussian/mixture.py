@@ -1,22 +1,11 @@
-"""Gaussian mixtures within classes (MclustDA, EDDA, MclustSSC): EM, densities, criteria.
+"""Gaussian mixtures within classes (MclustDA, EDDA, MclustSSC): EM and its starts.
 
-Class ``k`` is a mixture of ``G_k`` Gaussian components; all components of all classes are laid
-out as ``J = sum_k G_k`` *cells* (``cell_class[j]`` is the class of cell ``j``). The covariance
-structures (mclust's names, Celeux & Govaert 1995) constrain a *group* of cells: the components
-of one class (MclustDA), or one component per class across the classes (EDDA). Each group's
-covariances are the M-step :func:`genprob.families.gaussian.mclust.covariances` of the group's
-weighted scatter matrices.
-
-EM maximizes the partly labeled log-likelihood (MclustSSC's): a labeled row adds
-``log(pi_k sum_g tau_kg f_kg(x))``, an unlabeled row ``log sum_k pi_k sum_g tau_kg f_kg(x)``. A
-NaN cell is summed out: ``f_kg`` is then the density of the observed coordinates, and the E-step
-fills the missing block by its conditional mean and adds its conditional covariance to the
-scatter (Little & Rubin ch. 11), so EM maximizes the observed-data likelihood exactly.
-
-Everything here is NumPy (the fits are small dense linear algebra, called per candidate model);
-the densities are the Gaussian family's (:mod:`.distributions`) and the M-step is the mixture
-story's (:class:`.mixture_story.GaussianMixtureStory`: the cells' statistics, NaN cells filled by
-the family's conditional means, then the structures' covariances).
+Class ``k`` is a mixture of ``G_k`` components; all components are laid out as *cells* (class
+``cell_class[j]``), and a covariance structure constrains a *group* of cells (a class's
+components in MclustDA, one component per class in EDDA). EM maximizes the partly labeled
+log-likelihood (MclustSSC's), NaN cells summed out; its M-step is the story's
+(:class:`.mixture_story.GaussianMixtureStory`). NumPy throughout: small dense algebra per
+candidate model.
 """
 
 from __future__ import annotations
