@@ -11,6 +11,7 @@ import pytest
 
 from genprob.app import cli, registry
 from genprob.datasets import load_iris
+from genprob.families import Command
 from genprob.families.gaussian import GaussianStory
 
 GENPROB = os.path.join(os.path.dirname(sys.executable), "genprob")
@@ -59,8 +60,8 @@ def test_failing_check_exits_with_1(monkeypatch, capsys):
             params["covariance"] = params["covariance"] * 1.01
             return params
 
-    broken = registry.StoryEntry(
-        "broken", "wrong closed form", lambda X: WrongVariances(), ("iris",)
+    broken = Command(
+        "broken", "wrong closed form", ("iris",), make_story=lambda X: WrongVariances()
     )
     monkeypatch.setitem(registry.STORIES, "broken", broken)
     assert cli.main(["check", "broken"]) == 1

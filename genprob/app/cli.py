@@ -54,8 +54,7 @@ _COUNT = _int_at_least(1)  # draws, chains, iterations
 
 
 def _writable_dir(directory: str, option: str, target: str) -> None:
-    """Refuse ``option`` unless ``directory`` exists and a file can be created in it (checked
-    before the work, which would otherwise be lost)."""
+    """Refuse ``option`` unless a file can be created in ``directory`` (before the work)."""
     import tempfile
 
     if not os.path.isdir(directory):
@@ -77,8 +76,7 @@ def _check_out_file(path: str, option: str = "--out") -> None:
 
 
 def _check_out_dir(path: str, option: str = "--out") -> None:
-    """A directory to be created or filled: an existing directory, or one its nearest existing
-    ancestor lets us create."""
+    """A directory to be created or filled: it, or its nearest existing ancestor, writable."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise UserError(f"{option} {path} exists and is not a directory.")
     existing = os.path.abspath(path)
@@ -88,8 +86,7 @@ def _check_out_dir(path: str, option: str = "--out") -> None:
 
 
 def _arg(names: str, help_text: str, **options) -> tuple:
-    """One argument of a subcommand: its names (space-separated), its help text and the other
-    keywords of ``add_argument``."""
+    """One argument: its names (space-separated), its help and ``add_argument``'s keywords."""
     return names.split(), {"help": help_text, **options}
 
 
@@ -168,8 +165,7 @@ _FITTING = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``genprob`` argument parser: a subcommand per row of the table below, each with its
-    handler, help, description, epilog and arguments."""
+    """The ``genprob`` argument parser: a subcommand per row of the table below."""
     from genprob.app import registry
 
     stories = ", ".join(registry.names())
@@ -361,9 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # -- genprob check ---------------------------------------------------------------------------------
 def _read_labeled_table(path: str, target: str | None, args=None, text: bool = False):
-    """``(X, label codes, story)`` of a fully labeled table, read as ``genprob fit`` reads it;
-    with ``text`` (a story that takes text columns) X holds the table estimator's category codes
-    and ``story`` is the one it builds, else ``story`` is None (the registry makes it from X)."""
+    """``(X, label codes, story or None)`` of a fully labeled table, read as ``genprob fit`` does
+    (``text``: X as the table estimator's category codes, and its story)."""
     if not target:
         raise UserError(f"--target COL is required with a CSV file ({path}).")
     frame = _select_columns(_read_table(path, target, _separator(args)), args, path, target)
@@ -373,7 +368,7 @@ def _read_labeled_table(path: str, target: str | None, args=None, text: bool = F
     if text:  # the table estimator's story, each categorical column as its category codes
         from genprob.app import registry
 
-        entry = next(e for e in registry.STORIES.values() if e.takes_text)
+        entry = next(e for e in registry.STORIES.values() if e.table_estimator)
         estimator = entry.table_estimator(features).fit(features, codes)
         table = np.asarray(estimator.encode(features), dtype=np.float64), codes, estimator.story_
     else:
@@ -407,7 +402,7 @@ def _check_jobs(args):
         elif args.data.lower().endswith(".csv") or os.path.isfile(args.data):
             path, target = args.data, args.target
             label = f"{os.path.basename(path)} (target {target})"
-            text = registry.get(name).takes_text
+            text = registry.get(name).table_estimator is not None
             load = functools.partial(_read_labeled_table, path, target, args, text)
             jobs.append((name, (label, text), load))
         else:
@@ -466,22 +461,9 @@ CLI_CACHE_BYTES = 1 << 30
 _DAMAGED_CACHES: list = []
 
 
-def _story_and_data(args):
-    """``(story name, user story class or None)`` of ``fit``/``compare``, with ``args.data``
-    set: ``STORY DATA``, or ``DATA --story MODULE:CLASS``."""
-    _positionals(args)
-    from genprob.app import registry
-
-    reference = getattr(args, "story_ref", None)
-    if reference is None:  # the registry's ValueError names the known stories
-        return registry.get(args.story).name, None
-    return reference, _import_story(reference)
-
-
 def _positionals(args) -> None:
-    """``args.story`` and ``args.data`` from ``STORY DATA`` or ``DATA --story MODULE:CLASS``
-    (idempotent)."""
-    reference = getattr(args, "story_ref", None)
+    """``args.story`` and ``args.data`` from ``STORY DATA`` or ``DATA --story MODULE:CLASS``."""
+    reference = args.story_ref
     if reference is None:
         if args.story is None or args.data is None:
             raise UserError("give STORY and DATA (or DATA with --story MODULE:CLASS).")
@@ -497,8 +479,7 @@ def _positionals(args) -> None:
 
 
 def _import_story(reference: str):
-    """The :class:`~genprob.story.Story` class ``MODULE:CLASS``: a module on the path or in the
-    current directory, or a file ``path/to/module.py``. Importing it runs that module's code."""
+    """The Story class ``MODULE:CLASS`` (a module on the path, or a file ``path/to/module.py``)."""
     import importlib
     import importlib.util
 
@@ -540,9 +521,7 @@ def _import_story(reference: str):
 
 
 def _read_table(path: str, target: str | None = None, sep: str = ","):
-    """A CSV file, or a Parquet file by its extension, as a DataFrame; :class:`UserError` else.
-    A CSV's ``target`` column is read as text, so labels keep every digit (a column of integers
-    with empty cells would be read as float64)."""
+    """A CSV file, or a Parquet file by its extension, as a DataFrame."""
     import pandas as pd
 
     if os.path.isdir(path):
@@ -550,13 +529,8 @@ def _read_table(path: str, target: str | None = None, sep: str = ","):
     if not os.path.isfile(path):
         raise UserError(f"no such file: {path}.")
     if path.lower().endswith(_PARQUET_SUFFIXES):
-        try:
+        try:  # pyarrow is a dependency of genprob
             frame = pd.read_parquet(path)
-        except ImportError:
-            raise UserError(
-                f"reading Parquet ({path}) needs pyarrow or fastparquet: pip install pyarrow, or "
-                "use a CSV file."
-            ) from None
         except (OSError, ValueError) as error:
             raise UserError(f"cannot read {path} as Parquet: {_first_line(error)}") from None
     else:
@@ -592,8 +566,7 @@ def _exact_number(text: str):
 
 
 def _label_texts(values):
-    """``(codes, texts)``: each distinct label once as stripped text (integers in full, floats
-    by their shortest exact repr), and the position of every row's label among them."""
+    """``(codes, texts)``: each distinct label once as stripped text, and each row's code."""
     import pandas as pd
 
     if values.dtype.kind == "f":
@@ -603,8 +576,7 @@ def _label_texts(values):
 
 
 def _as_labels(values):
-    """Labels exactly as written (docs/cli.md): int64 integers never through float64, float64
-    numbers that it tells apart, else the text."""
+    """Labels exactly as written: int64, float64 that tells them apart, else text (docs/cli.md)."""
     if values.dtype.kind == "i":
         return values.to_numpy(dtype=np.int64)
     codes, texts = _label_texts(values)
@@ -623,8 +595,7 @@ def _as_labels(values):
 
 
 def _is_marker(values, marker: str):
-    """Rows of ``values`` holding the label ``marker``, as text or as the same number
-    (``-1`` matches ``-1.0`` and ``-1e0``)."""
+    """Rows of ``values`` holding ``marker``, as text or as the same number (-1 as -1.0)."""
     codes, texts = _label_texts(values)
     number = _exact_number(marker)
     same = [
@@ -639,11 +610,7 @@ def _every_label_a_class(unlabeled: str | None) -> bool:
 
 
 def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
-    """``(features, y, unlabeled mask)``: ``y`` holds -1 on unlabeled rows (an empty target cell,
-    or one equal to ``unlabeled``); with ``unlabeled`` "none" every row is labeled."""
-
-    if not target:
-        raise UserError("--target COL is required: the column holding the labels.")
+    """``(features, y, unlabeled mask)``: ``y`` is -1 on unlabeled rows."""
     if target not in frame.columns:
         raise UserError(
             f"target column {target!r} is not in {path}; columns: {', '.join(map(str, frame))}."
@@ -688,8 +655,7 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
 def _check_features(
     features, path: str, *, text_allowed: bool, missing: str = "error", predicting: bool = False
 ):
-    """Features (empty cells only with ``missing="marginalize"``); numeric unless the story
-    handles text columns."""
+    """The features, refused with empty cells or (unless ``text_allowed``) text columns."""
     import pandas as pd
 
     holes = [str(c) for c in features.columns if features[c].isna().any()]
@@ -706,7 +672,7 @@ def _check_features(
 
         from genprob.app import registry
 
-        readers = " or ".join(repr(e.name) for e in registry.STORIES.values() if e.takes_text)
+        readers = " or ".join(repr(e.name) for e in registry.STORIES.values() if e.table_estimator)
         if predicting:  # the model's own columns: the data must hold numbers there
             raise UserError(
                 f"non-numeric feature columns in {path}: {', '.join(text)}; the model was "
@@ -724,16 +690,15 @@ def _check_features(
 
 
 def _make_estimator(name: str, features, args, user_story=None):
-    """The estimator of registry story ``name`` (or of the class ``user_story``) for these
-    features, with the EM options."""
+    """The estimator of story ``name`` (or of ``user_story``) with the command's options."""
     import genprob
     from genprob.app import registry
 
     options = {"unlabeled_weight": args.unlabeled_weight, "random_state": args.seed}
-    options["missing"] = getattr(args, "missing", "error")
-    if _every_label_a_class(getattr(args, "unlabeled", None)):
+    options["missing"] = args.missing
+    if _every_label_a_class(args.unlabeled):
         options["unlabeled_label"] = None
-    if getattr(args, "max_iter", None) is not None:
+    if args.max_iter is not None:
         options["max_iter"] = args.max_iter
     observed = np.nan_to_num(features.to_numpy(), nan=0.0)  # shape from the observed cells
     if user_story is not None:
@@ -746,7 +711,7 @@ def _make_estimator(name: str, features, args, user_story=None):
             ) from None
         return _set_cli_params(genprob.GenerativeClassifier(story, **options), args.param or [])
     entry = registry.get(name)
-    if entry.takes_text:  # the family's own estimator reads the table
+    if entry.table_estimator:  # the family's own estimator reads the table
         estimator = entry.table_estimator(features, **options)
     elif entry.face:  # the scikit-learn-style estimator of the story, named in the summary
         from genprob.families._registry import load
@@ -754,7 +719,7 @@ def _make_estimator(name: str, features, args, user_story=None):
         estimator = load(entry.face)(**entry.face_options, **options)
     else:
         estimator = genprob.GenerativeClassifier(registry.make_story(name, observed), **options)
-    return _set_cli_params(estimator, getattr(args, "param", None) or [])
+    return _set_cli_params(estimator, args.param or [])
 
 
 #: Estimator parameters the command line sets through flags of its own.
@@ -784,8 +749,7 @@ def _settable(name, value) -> bool:
 
 
 def _param_value(text: str):
-    """A ``--param`` value: None, true/false, an integer, a number, comma-separated numbers
-    (a list), or else the text itself."""
+    """A ``--param`` value: None, a bool, an int, a float, a list of numbers, or the text."""
     lowered = text.strip().lower()
     if lowered in ("none", "null"):
         return None
@@ -805,8 +769,7 @@ def _param_value(text: str):
 
 
 def _set_cli_params(estimator, items):
-    """``estimator`` with the ``--param name=value`` settings (checked by the estimator's own
-    constraints when it fits); :class:`UserError` naming the flag for an unknown or fixed name."""
+    """``estimator`` with the ``--param`` settings (their values checked by its fit)."""
     current = estimator.get_params(deep=False)
     settings, texts = {}, {}
     for item in items:
@@ -834,12 +797,15 @@ def _fit_features(args):
 
     from genprob.app import registry
 
-    name, user_story = _story_and_data(args)
+    _positionals(args)
+    user_story = None if args.story_ref is None else _import_story(args.story_ref)
+    # the registry's ValueError names the known stories
+    name = args.story_ref if user_story else registry.get(args.story).name
     frame = _read_table(args.data, args.target, _separator(args))
     frame = _select_columns(frame, args, args.data, args.target)
     features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
     _marker_hint(frame, args.target, args.unlabeled, args.command)
-    text_allowed = user_story is None and registry.get(name).takes_text
+    text_allowed = user_story is None and registry.get(name).table_estimator is not None
     features = _check_features(features, args.data, text_allowed=text_allowed, missing=args.missing)
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
@@ -859,9 +825,7 @@ def _fit_features(args):
 
 
 def _select_columns(frame, args, path: str, target: str | None):
-    """``frame`` with the feature columns ``--features`` names (in that order) or without those
-    ``--drop`` names, the ``target`` column kept; :class:`UserError` naming the flag and the
-    column for a name that is not in the table."""
+    """``frame`` with the columns ``--features`` names (in order) or without ``--drop``'s."""
     texts = {"--features": getattr(args, "features", None), "--drop": getattr(args, "drop", None)}
     named = {option: text for option, text in texts.items() if text is not None}
     if not named:
@@ -906,8 +870,7 @@ MISSING_MARKERS = frozenset({"?", "??", "unknown", "unk", "missing", "-", "--", 
 
 
 def _column_warnings(features, command: str) -> None:
-    """Warn on stderr of feature columns that look like identifiers (a distinct value per row:
-    text, or integers) or text columns with a category per few rows, each with ``--drop``."""
+    """Warn of columns that look like identifiers or have a category per few rows."""
     import shlex
 
     import pandas as pd
@@ -935,8 +898,7 @@ def _column_warnings(features, command: str) -> None:
 
 
 def _marker_hint(frame, target: str, unlabeled: str | None, command: str) -> None:
-    """A hint on stderr when labels such as ``?`` or ``unknown`` are fitted as a class of their
-    own (no ``--unlabeled-label`` given)."""
+    """Hint when labels such as ``?`` are fitted as a class of their own."""
     import shlex
 
     if unlabeled is not None or target not in frame.columns:
@@ -953,8 +915,7 @@ def _marker_hint(frame, target: str, unlabeled: str | None, command: str) -> Non
 
 
 def _param_message(estimator, error) -> str:
-    """An estimator's error led by the ``--param`` it is about when it names one given on the
-    command line."""
+    """An estimator's error, led by the ``--param`` it names."""
     message = " ".join(str(error).split())
     for name, text in getattr(estimator, "cli_params_", {}).items():
         if f"'{name}' parameter" in message or f"{name}=" in message:
@@ -1080,7 +1041,7 @@ def _criteria_text(estimator, features, y) -> str:
 
 
 def _run_fit_streaming(args) -> int:
-    """``genprob fit STORY DIR/``: a Parquet directory streamed batch by batch (constant memory)."""
+    """``genprob fit STORY DIR/``: a Parquet directory, streamed."""
     from genprob.app import registry
     from genprob.engine import streaming
 
@@ -1090,13 +1051,11 @@ def _run_fit_streaming(args) -> int:
             "empty target cell (null) marks an unlabeled row (--unlabeled-label none: none may "
             "be empty)."
         )
-    if args.story_ref is not None:
-        raise UserError(f"--story applies to tables read whole; {args.data} is a directory.")
-    for option in ("features", "drop"):
+    for option in ("story_ref", "features", "drop"):
         if getattr(args, option) is not None:
             raise UserError(
-                f"--{option} applies to tables read whole; {args.data} is a Parquet directory "
-                "(streamed): write it without the columns to leave out."
+                f"--{option.removesuffix('_ref')} applies to tables read whole; {args.data} is a "
+                "Parquet directory (streamed)."
             )
     name = registry.get(args.story).name
     try:
@@ -1107,7 +1066,9 @@ def _run_fit_streaming(args) -> int:
             f"{args.data} is a directory, read as a Parquet dataset, and cannot be streamed: "
             f"{_first_line(error) or 'no rows'}"
         ) from None
-    sample = _check_features(first, args.data, text_allowed=registry.get(name).takes_text)
+    sample = _check_features(
+        first, args.data, text_allowed=registry.get(name).table_estimator is not None
+    )
     estimator = _make_estimator(name, sample, args)
     progress = streaming.ProgressBar(total=source.num_rows)
     start = time.perf_counter()
@@ -1187,8 +1148,7 @@ def _prediction_features(model, frame, path: str):
 
 
 def _predict_missing(model, missing: str) -> None:
-    """``predict --missing``: the model reads empty cells as its story's marginal of the
-    observed cells (the fitted parameters unchanged), or refuses them."""
+    """``predict --missing``: marginalize empty cells (parameters unchanged) or refuse them."""
     from genprob.engine.masking import marginalized
 
     if missing == "marginalize" and hasattr(model, "story_"):  # else the estimator's own
@@ -1348,9 +1308,7 @@ def main(argv=None) -> int:
 def run() -> None:
     """The ``genprob`` console script: :func:`main` in a process of genprob's own, which keeps
     compiled programs between runs and skips Python's teardown (docs/cli.md says why)."""
-    # before JAX loads: jaxlib 0.10.1 logs a false "AOT result ... machine type" error line for
-    # each program read back from the cache; the command reports real failures itself. "1" is
-    # what ``import jax`` writes, so a parent process that imported JAX counts as unset
+    # before JAX loads: jaxlib logs a false error line per cached program ("1": import jax's)
     if os.environ.get("TF_CPP_MIN_LOG_LEVEL", "1") == "1":
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     _keep_compiled_programs()
@@ -1366,8 +1324,7 @@ def run() -> None:
 
 
 def _keep_compiled_programs() -> None:
-    """JAX's persistent compilation cache for this command's own process (a library never
-    switches it on), as docs/cli.md "Compiled programs between runs" describes."""
+    """JAX's persistent compilation cache for this process (docs/cli.md says why)."""
     if os.environ.get("GENPROB_CLI_CACHE", "1").strip().lower() in {"0", "off", "false", "no"}:
         return
     import jax

@@ -1,22 +1,20 @@
-"""The built-in stories by name (from the families' records, :mod:`genprob.families`), each
-with a factory of the feature matrix (some stories are shaped by the data) and its natural
-bundled data sets; docs/cli.md lists the stories and the data sets."""
+"""The built-in stories by name: the families' :class:`~genprob.families.Command` records, each
+with ``make_story(X)`` (some stories are shaped by the data) and its natural bundled data sets;
+docs/cli.md lists the stories and the data sets."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
-from typing import NamedTuple
 
 import numpy as np
 
 from genprob import datasets
-from genprob.families import commands, families
+from genprob.families import Command, families
 from genprob.story import Story
 
 __all__ = [
     "ALIASES",
-    "StoryEntry",
     "STORIES",
     "DATASETS",
     "names",
@@ -32,46 +30,15 @@ __all__ = [
 SMS_VOCABULARY = 200
 
 
-class StoryEntry(NamedTuple):
-    """A built-in story: the fields of a family's :class:`~genprob.families.Command`, with
-    ``factory(X) -> Story`` for a feature matrix ``X``."""
-
-    name: str
-    description: str
-    factory: Callable[[np.ndarray], Story]
-    datasets: tuple
-    aliases: tuple = ()
-    table_estimator: Callable | None = None
-    note: str = ""
-    face: str = ""
-    face_options: dict = {}
-
-    @property
-    def takes_text(self) -> bool:
-        """Whether the story's features may hold text columns (categories)."""
-        return self.table_estimator is not None
-
-
-def _entries() -> dict:
-    return {
-        command.name: StoryEntry(
-            command.name,
-            command.description,
-            command.make_story or partial(family.story.from_data, **command.options),
-            tuple(command.datasets),
-            tuple(command.aliases),
-            command.table_estimator,
-            command.note,
-            command.face,
-            dict(command.face_options),
-        )
-        for family in families().values()
-        for command in family.commands
-    }
-
-
-#: Built-in stories by name, from the families' records.
-STORIES: dict = _entries()
+#: Built-in stories by name, from the families' records (a command without make_story builds
+#: its family's story by from_data with its options).
+STORIES: dict = {
+    command.name: command
+    if command.make_story
+    else replace(command, make_story=partial(family.story.from_data, **command.options))
+    for family in families().values()
+    for command in family.commands
+}
 #: Other names of the built-in stories (scikit-learn's estimator names) -> registry names.
 ALIASES: dict = {alias: entry.name for entry in STORIES.values() for alias in entry.aliases}
 
@@ -81,9 +48,8 @@ def names() -> list:
     return list(STORIES)
 
 
-def get(name: str) -> StoryEntry:
-    """The registry entry of ``name`` (or of an alias); ``ValueError`` listing the known names
-    otherwise."""
+def get(name: str) -> Command:
+    """The record of story ``name`` (or of an alias); ``ValueError`` listing the known names."""
     try:
         return STORIES[ALIASES.get(name, name)]
     except KeyError:
@@ -92,12 +58,12 @@ def get(name: str) -> StoryEntry:
 
 def make_story(name: str, X) -> Story:
     """The story ``name`` built for the feature matrix ``X``."""
-    return get(name).factory(np.asarray(X))
+    return get(name).make_story(np.asarray(X))
 
 
 def has_story(name: str) -> bool:
-    """Whether the registry story ``name`` is one story (its face fits a story), which ``genprob
-    check`` can cross-check; a face without one (``_has_story = False``) chooses its model."""
+    """Whether ``name`` is one story that ``genprob check`` can cross-check (not a face that
+    chooses its model, ``_has_story = False``)."""
     entry = get(name)
     if not entry.face:
         return True
@@ -108,7 +74,7 @@ def has_story(name: str) -> bool:
 
 def report_stories() -> tuple:
     """The stories the full report cross-checks (the families' choice)."""
-    return tuple(command.name for command in commands().values() if command.in_report)
+    return tuple(name for name, command in STORIES.items() if command.in_report)
 
 
 def notes() -> str:
@@ -117,8 +83,7 @@ def notes() -> str:
 
 
 def takes_text(story: Story) -> bool:
-    """Whether a fitted model of ``story`` reads text columns (a family with a table
-    estimator)."""
+    """Whether a fitted model of ``story`` reads text columns (a family with a table estimator)."""
     family = families().get(getattr(story, "name", None))
     return family is not None and any(c.table_estimator for c in family.commands)
 

@@ -41,9 +41,7 @@ __all__ = [
     "write_report",
 ]
 
-#: The three-Gaussian example (the tour notebook's): class prior, means and covariances. Class 0
-#: has correlated features, class 1 is narrow and axis-aligned, class 2 is wide and tilted the
-#: other way, so the three Gaussian models disagree visibly.
+#: The three-Gaussian example (the tour notebook's), shaped so the three Gaussian models disagree.
 TRUE_PRIOR = np.array([0.3, 0.3, 0.4])
 TRUE_MEANS = np.array([[-2.0, 0.0], [1.5, 2.5], [2.0, -1.5]])
 TRUE_COVARIANCES = np.array(
@@ -64,8 +62,7 @@ def _registry():
 
 @dataclass(frozen=True)
 class Settings:
-    """Sizes of the demo's steps (docs/cli.md describes each field); :meth:`preset` gives the
-    full and the quick ones."""
+    """Sizes of the demo's steps (docs/cli.md describes each field)."""
 
     quick: bool = False
     tour: str = "all"
@@ -73,8 +70,7 @@ class Settings:
     label_fractions: tuple = (0.06, 0.1, 0.2, 0.35, 0.5, 1.0)
     repeats: int = 10
     nuts_warmup: int = 500
-    # 4 x 1000 draws: the largest R-hat of the 27 entries stays under 1.01 (1.003 - 1.005 at
-    # seeds 0 - 7); 2 x 500 drew 1.01 - 1.02 at seed 0, failing the demo's own check
+    # 4 x 1000 draws keep every R-hat under 1.01 (2 x 500 failed the demo's own check)
     nuts_samples: int = 1000
     nuts_chains: int = 4
     exact_samples: int = 2000
@@ -83,8 +79,7 @@ class Settings:
 
     @classmethod
     def preset(cls, quick: bool = False, seed: int = 0) -> Settings:
-        """The full report (a few minutes on two cores) or the quick one (``quick=True``: under a
-        minute, most of it JAX's compilation)."""
+        """The full report's sizes, or with ``quick`` the quick one's (under a minute)."""
         if not quick:
             return cls(seed=seed)
         return cls(
@@ -112,8 +107,7 @@ class Section(NamedTuple):
 
 
 def _step(key: str, title: str):
-    """A step ``function(settings, progress) -> (markdown, figures)`` as a timed
-    ``section(settings, progress=None) -> Section``."""
+    """``function(settings, progress) -> (markdown, figures)`` as a timed section."""
 
     def wrap(function):
         @functools.wraps(function)
@@ -177,8 +171,7 @@ def three_gaussians(num_samples: int, seed: int):
 def boundaries_figure(
     models: dict, X, y, X_test=None, y_test=None, *, title=None, class_names=None, data=None
 ):
-    """Decision regions of fitted 2-D classifiers (``models``: title -> estimator with classes
-    0, 1, 2) side by side, the training points on top; docs/cli.md describes the arguments."""
+    """Decision regions of fitted 2-D classifiers side by side (docs/cli.md: the arguments)."""
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
@@ -223,9 +216,8 @@ def boundaries_figure(
 
 
 def bic_figure(table, title: str = "BIC", suptitle: str | None = None):
-    """mclust's BIC plot of a criterion table (``MixtureDiscriminantAnalysis.bic_table_``): one
-    line per structure over the number of components, one panel per class when each class chose
-    its own model; mclust's sign (larger is better), a collapsed candidate is a gap."""
+    """mclust's BIC plot of ``MixtureDiscriminantAnalysis.bic_table_``: a line per structure,
+    a panel per class that chose its own model; a collapsed candidate is a gap."""
     import matplotlib as mpl
 
     panels = (
@@ -379,8 +371,7 @@ def crosscheck_section(settings: Settings, progress: Callable) -> tuple:
 
 # -- step 4: missing labels ------------------------------------------------------------------------
 def semi_supervised_curve(fractions, repeats: int = 5, seed: int = 0, data: str = "iris"):
-    """Held-out accuracy of Gaussian NB on the labeled rows only vs EM with the unlabeled rows,
-    a DataFrame with one row per label fraction (docs/cli.md describes its columns)."""
+    """Held-out accuracy of Gaussian NB, labeled rows only vs EM (docs/cli.md: the columns)."""
     import pandas as pd
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import train_test_split
@@ -639,8 +630,7 @@ def posterior_section(settings: Settings, progress: Callable) -> tuple:
 
 
 def convergence_line(table, markdown: bool = False) -> str:
-    """Largest R-hat and smallest bulk ESS of a comparison table, failures flagged (``FAILED``
-    on the command line, where it sets the exit code; words in bold in the report)."""
+    """Largest R-hat and smallest bulk ESS of a comparison table, failures flagged."""
     from genprob.inference.mcmc import ESS_MIN, RHAT_MAX
 
     def flag(failed: bool, bound: str, cause: str) -> str:
@@ -681,9 +671,7 @@ STEPS = (
 
 
 def write_report(out_dir, settings: Settings | None = None, progress: Callable | None = None):
-    """Run every step, write ``report.md`` and its PNG figures into ``out_dir`` (created if
-    needed) and return the report's path; ``progress(step, total, message)`` hears of each step
-    and sub-step."""
+    """Run every step, write ``report.md`` and its figures into ``out_dir`` (docs/cli.md)."""
     import genprob
 
     settings = Settings.preset() if settings is None else settings

@@ -18,8 +18,7 @@ __all__ = ["TourRow", "cases", "quick_cases", "run", "table", "main"]
 
 
 class TourRow(NamedTuple):
-    """One fitted (story, data set) pair: held-out scores (``log p(x, y)`` per row, in nats),
-    free parameters (class prior included) and the fit's wall time."""
+    """One fitted (story, data set) pair (docs/cli.md describes the fields)."""
 
     story: str
     data: str
@@ -58,8 +57,7 @@ def cases():
 
 
 def quick_cases():
-    """A fast subset of :func:`cases`: the three Gaussian stories on iris and Bernoulli naive
-    Bayes on the digits (a few seconds in all)."""
+    """A fast subset of :func:`cases`: the Gaussian stories on iris, Bernoulli NB on digits."""
     wanted = {
         ("GaussianNB", "iris"),
         ("LDA (svd)", "iris"),
@@ -89,8 +87,7 @@ def _split(name):
 
 
 def run(selected=None, progress=None) -> list[TourRow]:
-    """A :class:`TourRow` per ``(label, factory, data)`` case of ``selected`` (default: every
-    case), in order; ``progress(label, data)`` is called before each fit."""
+    """A :class:`TourRow` per case of ``selected`` (default: all); ``progress(label, data)``."""
     rows, splits = [], {}
     for label, factory, data in cases() if selected is None else selected:
         if progress is not None:
