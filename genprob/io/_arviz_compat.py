@@ -129,8 +129,7 @@ def _quiet():
 def hdi(dataset, prob: float):
     """Highest-density intervals over ``chain``/``draw``: a trailing dim ``hdi`` (lower, upper)."""
     az = arviz()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
+    with _quiet():
         if major() >= 1:
             out = az.hdi(dataset, prob=prob, dim=list(_SAMPLE_DIMS))
             old = "ci_bound"

@@ -273,12 +273,6 @@ def _numeric_settings(story: Story, prefix: str) -> list:
     return parts
 
 
-def _thin(draws: dict, per_chain: int) -> dict:
-    total = draws[CLASS_PRIOR].shape[1]
-    index = np.unique(np.linspace(0, total - 1, min(per_chain, total)).round().astype(int))
-    return {k: v[:, index] for k, v in draws.items()}
-
-
 def predictive_per_chain(num_chains: int, num_draws: int, n: int, num_features: int, total: int):
     """Draws per chain kept for ``posterior_predictive``: ``total`` spread evenly over the chains,
     at most :data:`PREDICTIVE_MAX_VALUES` replicated values, at least one draw per chain."""
@@ -322,7 +316,9 @@ def _posterior_predictive(story: Story, draws: dict, shape, per_chain: int, seed
     from genprob.inference._host_draws import host_replicate
 
     n = shape[0]
-    thinned = _thin(draws, per_chain)
+    total = draws[CLASS_PRIOR].shape[1]  # per_chain draws of each chain, evenly spaced
+    index = np.unique(np.linspace(0, total - 1, min(per_chain, total)).round().astype(int))
+    thinned = {k: v[:, index] for k, v in draws.items()}
     batch = thinned[CLASS_PRIOR].shape[:2]
     flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in thinned.items()}
     replicated = host_replicate(story, flat, n, np.random.default_rng(int(seed)))
