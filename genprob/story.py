@@ -619,24 +619,19 @@ class Story(metaclass=_StoryType):
         return params
 
     def parameter_dims(self, name: str, shape: tuple, num_classes: int, num_features: int):
-        """Dimension names of parameter ``name`` of the given shape (ArviZ, tables).
+        """Dimension names of parameter ``name`` of the given shape, None for an axis the story
+        does not name (ArviZ export and model files read them).
 
         The default names a (K, D) parameter ``("class", "feature")``, a (K,) one ``("class",)``,
-        a (D,) one ``("feature",)``, and any other axis ``<name>_dim_<i>``. Families with other
-        layouts (matrices, category tables) override it.
+        a (D,) one ``("feature",)``, a leading axis of K entries ``"class"``, and no other axis.
+        Families with other layouts (matrices, category tables) override it.
         """
         shape = tuple(shape)
         if shape == (num_classes, num_features):
             return ("class", "feature")
-        if shape == (num_classes,):
-            return ("class",)
-        if shape == (num_features,):
+        if shape == (num_features,) and num_features != num_classes:
             return ("feature",)
-        safe = name.replace(".", "_")
-        dims = [f"{safe}_dim_{i}" for i in range(len(shape))]
-        if shape and shape[0] == num_classes:
-            dims[0] = "class"
-        return tuple(dims)
+        return tuple("class" if i == 0 and n == num_classes else None for i, n in enumerate(shape))
 
     def coords(self, feature_names: list) -> dict:
         """Coordinates of the story's own dimensions beyond ``class`` and ``feature``.

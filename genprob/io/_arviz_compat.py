@@ -37,18 +37,11 @@ _SAMPLE_DIMS = ("chain", "draw")
 
 @functools.cache
 def arviz():
-    """The ``arviz`` module, imported on first use without its import-time notices.
-
-    Raises:
-        ImportError: ArviZ 0.x could not write the stamp of its daily notice in the user's
-            cache directory (read-only, say), which fails its import.
-    """
+    """The ``arviz`` module, imported on first use without its import-time notices."""
     with warnings.catch_warnings():
         # 0.x announces its refactor at import time; that notice is not for genprob's users
         warnings.filterwarnings("ignore", message="ArviZ is undergoing", category=FutureWarning)
-        # ArviZ 0.23 renames a temporary file onto the stamp "daily_warning" at the first
-        # import of a day: of two processes importing it at once, the second fails. The first
-        # has written the stamp by then, so a second import skips it.
+        # two processes importing 0.23 at once race on its "daily_warning" stamp: retry once
         for _ in range(2):
             try:
                 return importlib.import_module("arviz")
@@ -71,22 +64,16 @@ def major() -> int:
 
 # -- the groups -----------------------------------------------------------------------------
 def dataset(variables: dict, dims: dict, coords: dict, attrs=None, sample_dims=_SAMPLE_DIMS):
-    """One group as an ``xarray.Dataset`` in ArviZ's layout, the same on both majors.
-
-    Args:
-        variables: name -> array whose leading axes are ``sample_dims``.
-        dims: name -> names of the remaining axes (default ``{name}_dim_{i}``).
-        coords: dim -> coordinate values; dims without an entry get ``0, 1, ...``.
-        attrs: attributes of the group.
-        sample_dims: leading dims of every variable (``()`` for data and point estimates).
-    """
+    """One group as an ``xarray.Dataset`` in ArviZ's layout; an axis ``dims`` does not name
+    (None) is ``{name}_dim_{i}``, a dim without ``coords`` gets ``0, 1, ...``."""
     import xarray as xr
 
     data_vars, used = {}, {}
     for name, value in variables.items():
         value = np.asarray(value)
         event_ndim = value.ndim - len(sample_dims)
-        event = dims.get(name) or [f"{name.replace('.', '_')}_dim_{i}" for i in range(event_ndim)]
+        event = dims.get(name) or [None] * event_ndim
+        event = [d or f"{name.replace('.', '_')}_dim_{i}" for i, d in enumerate(event)]
         var_dims = list(sample_dims) + list(event)
         if len(var_dims) != value.ndim:
             raise ValueError(f"{name!r} has shape {value.shape} but dims {var_dims}.")
@@ -98,11 +85,7 @@ def dataset(variables: dict, dims: dict, coords: dict, attrs=None, sample_dims=_
 
 # -- the container ---------------------------------------------------------------------------
 def build(groups: dict):
-    """The ArviZ result holding ``groups`` (name -> ``xarray.Dataset``), in that order.
-
-    Returns:
-        ``arviz.InferenceData`` on ArviZ 0.x, ``xarray.DataTree`` (one child per group) on 1.x.
-    """
+    """``arviz.InferenceData`` (0.x) or ``xarray.DataTree`` (1.x) of ``groups``, in order."""
     if major() >= 1:
         import xarray as xr
 
@@ -144,14 +127,9 @@ def _quiet():
 
 
 def hdi(dataset, prob: float):
-    """Highest-density intervals over ``chain``/``draw`` of an ``xarray.Dataset``.
-
-    Returns:
-        Dataset whose variables gain a trailing dim ``hdi`` with coordinates ``lower``/``upper``.
-    """
+    """Highest-density intervals over ``chain``/``draw``: a trailing dim ``hdi`` (lower, upper)."""
     az = arviz()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
+    with _quiet():
         if major() >= 1:
             out = az.hdi(dataset, prob=prob, dim=list(_SAMPLE_DIMS))
             old = "ci_bound"
@@ -191,11 +169,7 @@ def hdi_columns(prob: float) -> tuple[str, str]:
 
 
 def summary(data, hdi_prob: float = 0.94, **kwargs):
-    """``az.summary`` with HDI bounds of mass ``hdi_prob``, unrounded.
-
-    The HDI columns are named as on ArviZ 0.x (``hdi_3%``, ``hdi_97%``) on both majors; 1.x
-    calls them ``hdi94_lb``/``hdi94_ub``.
-    """
+    """``az.summary``, unrounded, its HDI columns named as on ArviZ 0.x (``hdi_3%``)."""
     az = arviz()
     with _quiet():
         if major() >= 1:
@@ -214,12 +188,7 @@ def loo(data, pointwise: bool = True):
 
 
 def loo_numbers(result) -> dict:
-    """The numbers of an ``az.loo`` result under one set of names on both majors.
-
-    Returns:
-        dict with ``elpd``, ``se``, ``p`` (effective number of parameters), ``elpd_i`` and
-        ``pareto_k`` (NumPy arrays, one entry per row; present when ``pointwise=True``).
-    """
+    """``elpd``, ``se``, ``p`` (and pointwise ``elpd_i``, ``pareto_k``) of an ``az.loo`` result."""
     if major() >= 1:
         numbers = {"elpd": result.elpd, "se": result.se, "p": result.p}
         pointwise = {"elpd_i": "elpd_i", "pareto_k": "pareto_k"}
@@ -235,12 +204,7 @@ def loo_numbers(result) -> dict:
 
 
 def compare(results: dict):
-    """``az.compare`` of named results, unrounded.
-
-    Returns:
-        ``pandas.DataFrame`` indexed by name with columns ``rank`` and ``elpd`` (0.x calls the
-        latter ``elpd_loo``) among ArviZ's others.
-    """
+    """``az.compare`` of named results, unrounded, its ``elpd`` column so named on both."""
     with _quiet():
         if major() >= 1:
             return arviz().compare(results, round_to="none")
@@ -248,11 +212,7 @@ def compare(results: dict):
 
 
 def plot_ppc(data, var_names=None, num_samples: int = 50):
-    """Posterior predictive check plot: ``az.plot_ppc`` (0.x) or ``az.plot_ppc_dist`` (1.x).
-
-    Returns:
-        Matplotlib axes (0.x) or an arviz-plots ``PlotCollection`` (1.x).
-    """
+    """``az.plot_ppc`` (0.x: matplotlib axes) or ``az.plot_ppc_dist`` (1.x: a PlotCollection)."""
     az = arviz()
     with _quiet():
         if major() >= 1:

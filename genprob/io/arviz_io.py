@@ -44,23 +44,8 @@ _SAMPLE_STATS_NAMES = {
 }
 
 
-# -- dimensions and coordinates ------------------------------------------------------------------
-def _parameter_dims(story: Story, name: str, shape: tuple, num_classes: int, num_features: int):
-    """Dimension names of parameter ``name``: the story's :meth:`Story.parameter_dims`."""
-    if name == CLASS_PRIOR:
-        return ["class"]
-    dims = list(story.parameter_dims(name, tuple(shape), num_classes, num_features))
-    if len(dims) != len(shape):
-        raise ValueError(
-            f"{type(story).__name__}.parameter_dims gives {len(dims)} dims for {name!r} of shape "
-            f"{tuple(shape)}."
-        )
-    return dims
-
-
 def _as_draws(posterior, story: Story, num_features: int):
-    """``(draws with a (chain, draw) batch, sample_stats or None)`` from an MCMC object or a
-    dict of draws (with or without a chain axis)."""
+    """``(draws with a (chain, draw) batch, sample_stats or None)`` of an MCMC object or dict."""
     from genprob.inference.mcmc import params_from_samples
 
     sample_stats = None
@@ -146,12 +131,8 @@ def to_arviz(
         predictive_seed: seed of the predictive and prior draws (default: fixed by the data).
 
     Returns:
-        ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x) with groups
-        ``posterior``, ``posterior_predictive`` (``y`` as class names and ``X``, replicated
-        from the generative story), ``log_likelihood``, ``sample_stats`` (NUTS),
-        ``observed_data`` (``y`` as class names, -1 or ``""`` on unlabeled rows, and ``X``),
-        ``prior`` (draws of the prior the posterior used) and ``mle`` (when given). The prior
-        is described in ``attrs["prior"]`` of ``posterior`` and ``prior``.
+        ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x) with the groups
+        the reference page lists.
     """
     X = check_features(X, keep_sparse=True, to_device=True, allow_nan=reads_nan_as_missing(story))
     num_features = int(X.shape[1])
@@ -178,10 +159,12 @@ def to_arviz(
     if len(feature_names) != num_features:
         raise ValueError(f"{len(feature_names)} feature names for {num_features} features.")
 
+    # an axis the story does not name (None) is named by compat.dataset: <name>_dim_<i>
     dims = {
-        name: _parameter_dims(story, name, value.shape[2:], num_classes, num_features)
+        name: list(story.parameter_dims(name, value.shape[2:], num_classes, num_features))
         for name, value in draws.items()
     }
+    dims[CLASS_PRIOR] = ["class"]
     # feature2: the second axis of a (feature x feature) matrix
     coords = {"class": classes, "feature": feature_names, "feature2": feature_names}
     coords.update(story.coords(list(feature_names)))
@@ -290,12 +273,6 @@ def _numeric_settings(story: Story, prefix: str) -> list:
     return parts
 
 
-def _thin(draws: dict, per_chain: int) -> dict:
-    total = draws[CLASS_PRIOR].shape[1]
-    index = np.unique(np.linspace(0, total - 1, min(per_chain, total)).round().astype(int))
-    return {k: v[:, index] for k, v in draws.items()}
-
-
 def predictive_per_chain(num_chains: int, num_draws: int, n: int, num_features: int, total: int):
     """Draws per chain kept for ``posterior_predictive``: ``total`` spread evenly over the chains,
     at most :data:`PREDICTIVE_MAX_VALUES` replicated values, at least one draw per chain."""
@@ -305,8 +282,7 @@ def predictive_per_chain(num_chains: int, num_draws: int, n: int, num_features: 
 
 
 def _replicate_rows(story, flat, keys, n):
-    """``(X, y)`` of ``n`` rows from the story at every draw of ``flat`` (compiled once per
-    story structure and shapes: new draws, seeds and hyperparameters reuse it)."""
+    """``(X, y)`` of ``n`` rows from the story at every draw of ``flat``."""
     from genprob import core
 
     return jax.vmap(lambda p, key: core.sample(story, p, n, key))(flat, keys)
@@ -336,13 +312,13 @@ def _compiled_or_eager(compiled, plain, *args):
 
 
 def _posterior_predictive(story: Story, draws: dict, shape, per_chain: int, seed, features):
-    """Replicated ``(y, X)`` of ``shape = (n, D)`` rows from the story at (thinned) posterior
-    draws: drawn by NumPy where the emission has a host sampler
-    (:mod:`genprob.inference._host_draws`), else by JAX."""
+    """Replicated ``(y, X)`` of ``shape = (n, D)`` rows at thinned draws, by NumPy or JAX."""
     from genprob.inference._host_draws import host_replicate
 
     n = shape[0]
-    thinned = _thin(draws, per_chain)
+    total = draws[CLASS_PRIOR].shape[1]  # per_chain draws of each chain, evenly spaced
+    index = np.unique(np.linspace(0, total - 1, min(per_chain, total)).round().astype(int))
+    thinned = {k: v[:, index] for k, v in draws.items()}
     batch = thinned[CLASS_PRIOR].shape[:2]
     flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in thinned.items()}
     replicated = host_replicate(story, flat, n, np.random.default_rng(int(seed)))
@@ -360,8 +336,7 @@ def _posterior_predictive(story: Story, draws: dict, shape, per_chain: int, seed
 
 
 def _prior_draws(story: Story, num_classes: int, num_features: int, num_draws: int, seed):
-    """Draws of the story's parameters from its prior, one chain: ``(1, num_draws, ...)``;
-    drawn by NumPy where every prior site has a host sampler, else by JAX."""
+    """Draws of the story's parameters from its prior, one chain, by NumPy or JAX."""
     from genprob.inference._host_draws import host_prior_sites
     from genprob.inference.mcmc import params_from_samples
 
@@ -377,8 +352,7 @@ def _prior_draws(story: Story, num_classes: int, num_features: int, num_draws: i
 
 # -- the comparison table ------------------------------------------------------------------------
 def _selection(idata, var_names, coords, labels, *, need_mle: bool):
-    """``(names, posterior, mle or None)``: the datasets with ``coords`` selected and ``labels``
-    (display names of a dim's coordinates) assigned."""
+    """``(names, posterior, mle or None)`` with ``coords`` selected and ``labels`` assigned."""
     posterior = compat.get_group(idata, "posterior")
     known = list(posterior.data_vars)
     names = known if var_names is None else [str(v) for v in np.atleast_1d(var_names)]
@@ -447,8 +421,7 @@ def mle_vs_posterior_table(
     names, posterior, mle = _selection(idata, var_names, coords, labels, need_mle=True)
     posterior = posterior[names]
     lower_name, upper_name = compat.hdi_columns(hdi_prob)
-    # constant entries (padding of categorical tables, one-category features) have no defined
-    # r_hat/ESS: NaN is the honest value
+    # constant entries (padding of categorical tables) have no r_hat/ESS: NaN is the honest value
     hdi = compat.hdi(posterior, hdi_prob)
     ess = compat.ess(posterior, method="bulk")
     rhat = compat.rhat(posterior) if posterior.sizes["chain"] > 1 else None
@@ -497,10 +470,7 @@ def plot_posterior_vs_mle(
 ):
     """Posterior densities with their HDI and the MLE as reference line, one panel per entry.
 
-    Drawn with matplotlib (the same figure on ArviZ 0.x and 1.x). Each distinct entry gets one
-    panel (a symmetric matrix its upper triangle); a legend names the density, the HDI bar and
-    the MLE line, each panel prints the posterior mass below and above the MLE, and the title
-    names the story, the rows and the method.
+    Each panel prints the posterior mass below and above the MLE.
 
     Args:
         idata: ArviZ result with an ``mle`` group.
@@ -537,16 +507,9 @@ def plot_forest(
 ):
     """Forest plot of posterior HDIs and means with the MLE as a second marker per entry.
 
-    The x-axis is the parameter's value; the title names the story, the rows and the method.
-
     Args:
-        idata: ArviZ result (an ``mle`` group adds the MLE points; without one, the posterior
-            alone is drawn).
-        var_names: parameters to plot (default: all).
-        hdi_prob: HDI mass.
-        coords: selection by dim, e.g. ``{"class": ["setosa"]}``.
-        labels: display names of a dim's coordinates.
-        title: as for :func:`plot_posterior_vs_mle`.
+        idata: ArviZ result (without an ``mle`` group the posterior alone is drawn).
+        var_names, hdi_prob, coords, labels, title: as for :func:`plot_posterior_vs_mle`.
         **kwargs: ``figsize`` and ``textsize``.
 
     Returns:
@@ -555,16 +518,6 @@ def plot_forest(
     names, posterior, mle = _selection(idata, var_names, coords, labels, need_mle=False)
     title = _figure_title(idata, title, posterior)
     return figures.forest(posterior, mle, names, hdi_prob, title=title, **kwargs)
-
-
-def _posterior_draws(idata) -> dict:
-    """Draws of every parameter as NumPy arrays (chain, draw, ...) in the ``params_`` layout."""
-    posterior = compat.get_group(idata, "posterior")
-    draws = {}
-    for name, values in posterior.data_vars.items():
-        order = ["chain", "draw"] + [d for d in values.dims if d not in ("chain", "draw")]
-        draws[name] = values.transpose(*order).values
-    return draws
 
 
 def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB):
@@ -593,7 +546,8 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
     X = estimator._check_X(X_points)
     if hasattr(X, "toarray"):
         X = X.toarray()
-    draws = _posterior_draws(idata)
+    posterior = compat.get_group(idata, "posterior")
+    draws = {k: v.transpose("chain", "draw", ...).values for k, v in posterior.data_vars.items()}
     if draws[CLASS_PRIOR].shape[-1] != len(estimator.classes_):
         raise ValueError(
             f"the posterior has {draws[CLASS_PRIOR].shape[-1]} classes, the estimator "
@@ -606,21 +560,15 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
         )
     lower_name, upper_name = compat.hdi_columns(hdi_prob)
     interval = compat.hdi_array(per_draw, hdi_prob)  # (m, K, 2)
-    mean = per_draw.mean(axis=(0, 1))
-    rows = []
-    for i in range(plugin.shape[0]):
-        for k, label in enumerate(estimator.classes_):
-            rows.append(
-                {
-                    "point": i,
-                    "class": label,
-                    "plugin": float(plugin[i, k]),
-                    "posterior_mean": float(mean[i, k]),
-                    lower_name: float(interval[i, k, 0]),
-                    upper_name: float(interval[i, k, 1]),
-                }
-            )
-    return pd.DataFrame(rows)
+    m, K = plugin.shape
+    floats = {
+        "plugin": plugin,
+        "posterior_mean": per_draw.mean(axis=(0, 1)),
+        lower_name: interval[..., 0],
+        upper_name: interval[..., 1],
+    }
+    table = {"point": np.repeat(np.arange(m), K), "class": np.tile(estimator.classes_, m)}
+    return pd.DataFrame({**table, **{k: np.ravel(v).astype(float) for k, v in floats.items()}})
 
 
 def plot_predictive_vs_plugin(

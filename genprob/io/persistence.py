@@ -102,7 +102,7 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
             "shape": list(value.shape),
         }
     if isinstance(value, np.ndarray):
-        arrays[f"config.{prefix}"] = _plain_array(value, prefix)
+        arrays[f"config.{prefix}"] = value
         return {"__array__": f"config.{prefix}"}
     raise TypeError(
         f"cannot save {prefix} of type {type(value).__name__}: only numbers, strings, lists, "
@@ -198,9 +198,7 @@ def _decode(value, arrays):
 
 
 def _checked_story(story: Story) -> Story:
-    """``story`` (rebuilt without ``__init__``) after its settings went through ``__init__``
-    once: an edited setting (``None``, a negative count) or a missing one is refused at load, not
-    at predict. A story whose ``__init__`` takes ``*args``/``**kwargs`` is not checked."""
+    """``story`` after its settings went through ``__init__`` once (refused at load, not use)."""
     cls = type(story)
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in parameters):
@@ -221,22 +219,6 @@ def _attribute_name(key) -> str:
     if not isinstance(key, str) or not key.isidentifier() or key.startswith("__"):
         raise ModelFileError(f"malformed metadata: {key!r} is not an attribute name.")
     return key
-
-
-def _plain_array(value, name: str) -> np.ndarray:
-    """An array ``np.save`` can store without pickle (object arrays of strings become unicode)."""
-    array = np.asarray(value)
-    if array.dtype == object:
-        items = array.ravel().tolist()
-        if all(isinstance(v, str) for v in items):
-            return array.astype(str)
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in items):
-            return np.asarray(items).reshape(array.shape)
-        raise TypeError(
-            f"cannot save {name}: it holds Python objects of mixed types; only numeric or string "
-            f"arrays can be stored without pickle."
-        )
-    return array
 
 
 def _signature(key, digest: str) -> str:
@@ -287,9 +269,9 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
         raise TypeError(f"{type(estimator).__name__} is not a genprob estimator.")
     arrays = {}
     init_params = estimator.get_params(deep=False)
-    # Every fitted attribute (public ``name_`` and private helpers such as encodings) is stored,
-    # so the loaded estimator needs no data to predict.
-    derived_attributes = _derivable_attributes(estimator)
+    # every fitted attribute is stored (encodings too): the loaded estimator needs no data
+    derivable = getattr(type(estimator), "_derivable_attributes", None)
+    derived_attributes = set(derivable(estimator)) if derivable is not None else set()
     fitted = {
         name: value
         for name, value in vars(estimator).items()
@@ -299,8 +281,10 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
     }
     derived = _derivable_params(estimator)
     for name, value in estimator.params_.items():
+        if np.asarray(value).dtype.kind not in "biuf":  # load reads numeric parameters only
+            raise TypeError(f"cannot save params_[{name!r}]: it is not a numeric array.")
         if name not in derived:
-            arrays[f"param.{name}"] = _plain_array(value, f"params_[{name!r}]")
+            arrays[f"param.{name}"] = np.asarray(value)
     aliases = {
         id(value): name
         for name, value in estimator.params_.items()
@@ -312,8 +296,7 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
         "genprob_version": __version__,
         "estimator": qualified_name(type(estimator)),
         "init_params": _encode(estimator.get_params(deep=False), arrays, "init"),
-        # None for an estimator without one story (MixtureDiscriminantAnalysis)
-        "story": _encode(getattr(estimator, "story_", None), arrays, "story"),
+        "story": _encode(estimator.story_, arrays, "story"),
         "attributes": _encode(fitted, arrays, "attr", aliases),
         "params": sorted(estimator.params_),
         "derived": sorted(derived),
@@ -338,13 +321,7 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
 
 
 def _write_atomically(path: Path, write) -> None:
-    """Call ``write(stream)`` on a new file beside ``path``, then rename it to ``path``.
-
-    A failure anywhere (a full disk, ``File too large``, an interrupt) removes the new file and
-    leaves whatever was at ``path`` as it was. A symbolic link is followed, so the link stays and
-    its target is replaced; a file already there keeps its permission bits. Only a regular file
-    is replaced: a directory, FIFO, socket or device (or a link to one) is refused untouched.
-    """
+    """Call ``write(stream)`` on a new file beside ``path`` (links followed), then rename it."""
     target = Path(os.path.realpath(path))
     mode = _writable_target(path, target)
     for _ in range(100):
@@ -373,9 +350,7 @@ def _write_atomically(path: Path, write) -> None:
 
 
 def save_target_error(path) -> str | None:
-    """What ``path`` is when a saved model must not replace it (``"it is a FIFO (named
-    pipe)"``, ``"it links to T, which is a directory"``: a directory, FIFO, socket or device),
-    or None: a regular file or a new path."""
+    """Why a saved model must not replace ``path`` (``"it is a FIFO (named pipe)"``), or None."""
     target = os.path.realpath(path)
     try:
         mode = os.stat(target).st_mode
@@ -388,8 +363,7 @@ def save_target_error(path) -> str | None:
 
 
 def _writable_target(path, target: Path) -> int | None:
-    """The permission bits of the regular file at ``target`` (None: a new path); ValueError
-    when it is anything else."""
+    """The permission bits of the regular file at ``target`` (None: a new path)."""
     what = save_target_error(path)
     if what is not None:
         raise ValueError(
@@ -403,16 +377,15 @@ def _writable_target(path, target: Path) -> int | None:
 
 
 def _recomputed_params(estimator, stats) -> dict:
-    """The closed form's parameters from statistics, as the fit computed them (same program,
-    same precision), or {} when the story has none."""
+    """The closed form's parameters from statistics as the fit computed them, or {}."""
     import jax
 
     from genprob.engine._dtype import numpy_dtype, precision
 
-    story = getattr(estimator, "story_", None)  # None: MixtureDiscriminantAnalysis
-    if story is None or not has_closed_form(story) or not isinstance(stats, dict):
+    story = getattr(estimator, "story_", None)
+    if story is None or not has_closed_form(story):
         return {}
-    if "emission" not in stats:
+    if not isinstance(stats, dict) or "emission" not in stats:
         return {}
     from genprob.engine import execution
 
@@ -443,12 +416,6 @@ def _derivable_params(estimator) -> set:
     }
 
 
-def _derivable_attributes(estimator) -> set:
-    """Fitted attributes the estimator recomputes after loading (none unless it says so)."""
-    method = getattr(type(estimator), "_derivable_attributes", None)
-    return set(method(estimator)) if method is not None else set()
-
-
 def load(path, *, key: bytes | str | None = None):
     """Read an estimator written by :func:`save`; predictions are identical to the saved one.
 
@@ -471,8 +438,8 @@ def load(path, *, key: bytes | str | None = None):
     try:
         metadata, contents = _read_archive(path)
         metadata = _check_metadata(metadata, contents, key)
-        estimator, derivation = _rebuild(metadata, contents)
-        _check_consistent(estimator, derivation)
+        estimator, recomputed = _rebuild(metadata, contents)
+        _check_consistent(estimator, recomputed)
     except ModelFileError as error:  # every fault found in the file names it once
         raise ModelFileError(f"{path}: {error}") from error.__cause__
     except (TypeError, ValueError, AttributeError, RecursionError, LookupError) as error:
@@ -483,13 +450,10 @@ def load(path, *, key: bytes | str | None = None):
     return estimator
 
 
-def _check_consistent(estimator, derivation=None) -> None:
-    """The fitted attributes every estimator's predictions index agree with each other, so an
-    edited file is refused here rather than with a KeyError or IndexError at predict.
+def _check_consistent(estimator, recomputed=None) -> None:
+    """Refuse an edited file whose fitted attributes disagree (not a KeyError at predict).
 
-    ``derivation``: ``(story, stats, parameters)`` of the M-step :func:`_rebuild` ran for the
-    derived parameters, reused when the estimator holds that very story and those statistics
-    (the M-step runs once per load)."""
+    ``recomputed``: the parameters :func:`_rebuild`'s M-step derived from the statistics."""
     from genprob.story import CLASS_PRIOR
 
     params = getattr(estimator, "params_", None)
@@ -504,19 +468,14 @@ def _check_consistent(estimator, derivation=None) -> None:
     features = getattr(estimator, "n_features_in_", None)
     if type(features) is not int or features < 1:
         raise ModelFileError(f"n_features_in_ must be an int >= 1, got {features!r}.")
-    try:  # a story may name an axis of its own (a mixture's components)
-        story = estimator.story_
-    except (AttributeError, KeyError):
-        story = None
     sizes = {}
     for name, value in params.items():
-        # every parameter is per class, per feature or on its story's axis (0-d fails at predict)
-        dims = (
-            () if story is None else story.parameter_dims(name, value.shape, num_classes, features)
-        )
-        named = any("_dim_" not in dim for dim in dims)
+        # every parameter has an axis its story names (class, feature, a mixture's components)
+        # or one of the classes or features (0-d fails at predict)
+        dims = estimator.story_.parameter_dims(name, value.shape, num_classes, features)
+        named = any(dim is not None for dim in dims)
         for dim, size in zip(dims, value.shape, strict=True):  # an axis has one size throughout
-            if sizes.setdefault(dim, size) != size:
+            if dim is not None and sizes.setdefault(dim, size) != size:
                 raise ModelFileError(
                     f"the parameter {name!r} has {size} entries along {dim!r}, another one "
                     f"{sizes[dim]}."
@@ -553,9 +512,7 @@ def _check_consistent(estimator, derivation=None) -> None:
                 f"emission's statistics."
             )
         try:  # the statistics must be the story's: its closed form reads every one it needs
-            if derivation is not None and _derived_from(estimator, derivation):
-                recomputed = derivation[2]
-            else:
+            if recomputed is None:
                 recomputed = _recomputed_params(estimator, stats)
         except Exception as error:  # noqa: BLE001 - whatever the M-step raises on foreign input
             raise ModelFileError(
@@ -570,25 +527,8 @@ def _check_consistent(estimator, derivation=None) -> None:
                 )
 
 
-def _derived_from(estimator, derivation) -> bool:
-    """Whether ``estimator`` holds the story and statistics of ``derivation`` (equal arrays)."""
-    import jax
-
-    story, stats, _ = derivation
-    if estimator.story_ is not story:
-        return False
-    held, structure = jax.tree_util.tree_flatten(estimator.stats_)
-    used, used_structure = jax.tree_util.tree_flatten(stats)
-    return structure == used_structure and all(
-        np.asarray(a).dtype == np.asarray(b).dtype and np.array_equal(a, b)
-        for a, b in zip(held, used, strict=True)
-    )
-
-
 def _fitted_attribute(cls, init_params: dict, name, value) -> str:
-    """``name`` of a fitted attribute in the file, checked: not one that :func:`save` never
-    writes, nor a method, property or constant of ``cls`` (an entry ``predict_proba: 3`` would
-    hide the method), and of the kind ``cls._fitted_kinds`` gives it, if any."""
+    """``name`` checked: one :func:`save` writes, hiding nothing of ``cls``, of its kind."""
     name = _attribute_name(name)
     if name in init_params or name in ("params_", "story_", *_TRANSIENT):
         raise ModelFileError(f"the entry {name!r} is not a fitted attribute.")
@@ -614,8 +554,7 @@ def _fitted_attribute(cls, init_params: dict, name, value) -> str:
 
 
 def _rebuild(metadata: dict, contents: dict):
-    """The estimator described by checked ``metadata`` and its arrays, and ``(story, stats,
-    parameters)`` of the M-step that recomputed its derived parameters (None without any)."""
+    """The estimator of checked ``metadata``, and the parameters derived from its statistics."""
     cls = _ESTIMATORS.get(metadata["estimator"])
     if cls is None:
         raise ModelFileError(f"the file names an unknown estimator {metadata['estimator']!r}.")
@@ -641,21 +580,17 @@ def _rebuild(metadata: dict, contents: dict):
         ) from None
     if story is not None:
         estimator.story_ = story
-    stats = derivation = None
+    stats = recomputed = None
     if derived:
         # the statistics come first: the derived parameters are recomputed from them
-        statistics = metadata["attributes"]
-        if isinstance(statistics, dict):
-            for pair in statistics.get("__items__", []):
-                if isinstance(pair, list) and len(pair) == 2 and pair[0] == "stats_":
-                    stats = _decode(pair[1], contents)
-    if derived:
-        recomputed = _recomputed_params(estimator, stats) if stats is not None else {}
+        for pair in metadata["attributes"].get("__items__", []):
+            if isinstance(pair, list) and len(pair) == 2 and pair[0] == "stats_":
+                stats = _decode(pair[1], contents)
+        recomputed = _recomputed_params(estimator, stats)
         if not all(name in recomputed for name in derived):
             raise ModelFileError(f"derived parameters {derived!r} cannot be recomputed.")
         for name in derived:
             contents[f"param.{name}"] = recomputed[name]
-        derivation = (story, stats, recomputed)
     attributes = _decode(metadata["attributes"], contents)
     if not isinstance(attributes, dict):
         raise ModelFileError("init_params and attributes must be mappings.")
@@ -671,7 +606,7 @@ def _rebuild(metadata: dict, contents: dict):
                 f"{cls.__name__} cannot recompute."
             )
         restore(estimator, [_attribute_name(name) for name in derived_attributes])
-    return estimator, derivation
+    return estimator, recomputed
 
 
 _FILE_KINDS = (
@@ -701,11 +636,7 @@ def _refuse_unless_regular(mode: int) -> None:
 
 
 def _open_regular(path: Path):
-    """``path`` opened for reading when it is a regular file (symbolic links followed).
-
-    Checked before opening, and again on the opened file (opened without blocking: a FIFO put
-    in its place meanwhile would otherwise wait for a writer forever).
-    """
+    """``path`` opened for reading when it is a regular file, checked before and after opening."""
     _refuse_unless_regular(os.stat(path).st_mode)  # FileNotFoundError passes through
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     try:
@@ -717,15 +648,7 @@ def _open_regular(path: Path):
 
 
 def _read_archive(path: Path) -> tuple[dict, dict]:
-    """The metadata document and the arrays it names, read without pickle and size-checked.
-
-    The sizes the archive declares are checked, per member and in total, before anything is
-    inflated; then the metadata is read and its format checked, and only the members it names
-    are read (any other member is refused unread), each after its declared size was found to
-    match the dtype and shape the metadata gives it (files written before the metadata listed
-    them: bounded by the limits only). Each member is read into its array directly (no second
-    copy) and cannot inflate beyond its declared size (zipfile stops there and checks the CRC).
-    """
+    """The metadata and the arrays it names, without pickle, sizes checked before inflating."""
     from genprob.engine import _limits
 
     with _open_regular(path) as stream:  # FileNotFoundError and other OSErrors pass through
@@ -772,8 +695,7 @@ def _read_archive(path: Path) -> tuple[dict, dict]:
 
 
 def _named_arrays(metadata: dict) -> dict:
-    """Member name -> ``(dtype, shape)`` the metadata gives it (its ``arrays``), or -> None for
-    a file written before (the parameters it lists and the arrays it refers to)."""
+    """Member name -> the ``(dtype, shape)`` the metadata gives it (None in older files)."""
     listed = metadata.get("arrays")
     if listed is None:
         params, derived = metadata.get("params"), metadata.get("derived")
@@ -860,8 +782,7 @@ def _check_members(members, limits) -> None:
             f"(the largest, {largest.filename!r}, {limits.compact(largest.file_size)} bytes); "
             f"the limit is {limits.compact(limits.MAX_LOAD_BYTES)} bytes "
             f"(genprob.engine._limits.MAX_LOAD_BYTES). Raise it to load a larger model from a "
-            f"source "
-            f"you trust."
+            "source you trust."
         )
 
 
@@ -870,8 +791,7 @@ _CHUNK = 1 << 20
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, spec=None) -> np.ndarray:
-    """A ``.npy`` member as an array; its header must describe exactly the bytes that follow
-    (and the ``(dtype, shape)`` of ``spec``, when given)."""
+    """A ``.npy`` member whose header describes the bytes that follow (and ``spec``)."""
     with archive.open(info) as member:
         version = np.lib.format.read_magic(member)
         if version == (1, 0):
@@ -907,8 +827,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, spec=None) -> 
 
 
 def _parse_metadata(raw: np.ndarray) -> dict:
-    """The metadata document of a genprob model file of a version this genprob reads (its
-    other fields are checked with the arrays, by :func:`_check_metadata`)."""
+    """The metadata document of a genprob model file of a version this genprob reads."""
     if raw.shape != () or raw.dtype.kind != "U":
         raise ModelFileError("it has no valid genprob metadata.")
     try:
