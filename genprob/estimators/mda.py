@@ -12,6 +12,7 @@ from functools import partial
 
 import numpy as np
 from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
@@ -89,7 +90,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             tuple,
             range,
         ],
-        "criterion": [str],
+        "criterion": [StrOptions({"bic", "icl"})],
         **MISSING_PARAMETER_CONSTRAINTS,
         "unlabeled_weight": [NumberInterval(numbers.Real, 0, 1, closed="both")],
         **{k: EM_PARAMETER_CONSTRAINTS[k] for k in ("max_iter", "em_tol", "n_init")},
@@ -98,7 +99,6 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
     }
 
     #: files of releases before issue 56 hold no story: ``story_`` is derived
-    #: (genprob.io.persistence)
     _has_story = False
     _validate_kwargs = {"dtype": np.float64}
     _prior_parameter = None
@@ -170,8 +170,6 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             y: labels; ``-1`` marks an unlabeled row.
             sample_weight: row weights (a weight of 2 counts a row twice, in BIC's n too).
         """
-        if self.criterion not in ("bic", "icl"):
-            raise ValueError(f"criterion must be 'bic' or 'icl'; got {self.criterion!r}.")
         if is_out_of_core(X):  # chunks, Parquet, Dask: GenerativeClassifierBase's, EDDA only
             self._streamed_structure()
             return super().fit(X, y, sample_weight)
@@ -202,7 +200,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             fit = self._fit_common(X, codes, row_weight, structures, components, semi, settings)
         else:
             fit = self._fit_per_class(X, codes, row_weight, structures, components, settings)
-        self._set_fit(fit, X, codes, row_weight, observed, semi)
+        self._set_fit(fit, X, row_weight, observed, semi)
         if components == (1,) and len(structures) == 1 and not semi and observed is None:
             # partial_fit continues from these
             self.stats_ = self._labeled_statistics(self.story_, X, codes, row_weight)
@@ -230,8 +228,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             except mixture.CollapsedComponentError:
                 if across or not semi:
                     raise
-                # a range never fails where its one-component fit succeeds: start G
-                # components from that fit, split (mclust's hierarchical start)
+                # a range never fails where its one-component fit succeeds: split that fit
                 if structure not in ones:
                     ones[structure] = mixture.fit_mixture(
                         X, codes, (1,) * K, structure, across_classes=True,
@@ -331,7 +328,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             text = text.replace(f"class {error.cls}, ", label, 1)
         return text
 
-    def _set_fit(self, fit, X, codes, row_weight, observed, semi):
+    def _set_fit(self, fit, X, row_weight, observed, semi):
         self.story_ = self._story(fit.cell_class, fit.structures, fit.groups)
         self.params_ = {
             "class_prior": fit.class_prior,
