@@ -271,23 +271,11 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 feature_names=getattr(self, "feature_names_in_", None),
                 class_names=self.classes_,
             )
-            self.story_ = story
-            self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
-            stats = tree_map(np.asarray, result.stats)
-        self.stats_ = stats
+        self.stats_ = tree_map(np.asarray, result.stats)
         self._missing_fit = True  # statistics of observed entries: partial_fit cannot add rows
-        if result.n_iter > 1:
-            self.n_iter_ = result.n_iter
-            self.converged_ = result.converged
-            self.log_likelihood_trace_ = result.log_likelihood
-        if unlabeled.any() or classes is not None:
-            self.label_distributions_ = np.asarray(result.responsibilities)
-            self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
-        self._set_fitted_attributes(stats)
-        self._check_parameters()
-        if not result.converged and result.n_iter >= options["max_iter"]:  # else EM said why
-            warn_max_iter(options["max_iter"], options["tol"], 4, "EM over the missing entries")
-        return self
+        labels = unlabeled.any() or classes is not None
+        what = "EM over the missing entries"
+        return self._keep_em(story, result, self.stats_, options, result.n_iter > 1, labels, what)
 
     def _check_X(self, X):
         """``X`` validated for a prediction (finite, unless NaN marks missing entries)."""
@@ -362,13 +350,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         with precision(self._dtype):
             stats = self._labeled_statistics(story, X, codes, sample_weight)
             params = execution.parameters(story, stats, class_prior, fit_prior)
-            self.story_ = story
-            self.params_ = {k: np.asarray(v) for k, v in params.items()}
-            stats = tree_map(np.asarray, stats)
-        self._set_fitted_attributes(stats)
-        self._check_parameters()
-        self.stats_ = stats
-        return self
+        self.story_ = story
+        return self.fit_statistics(stats, params=params)
 
     def _fit_missing_by_optimizer(self, story, X, codes, unlabeled, sample_weight):
         """A story without closed form maximizes its marginalized likelihood directly."""
@@ -698,20 +681,27 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 stats = execution.statistics(story, self._as_array(X), R.astype(Xj.dtype), pad=True)
             else:
                 stats = {"class_counts": R.sum(axis=0), "emission": None}
-            self.story_ = story
-            self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
             stats = tree_map(np.asarray, stats)
-            self.label_distributions_ = np.asarray(result.responsibilities)
-            self.log_likelihood_trace_ = np.asarray(result.log_likelihood)
-        self.n_iter_ = result.n_iter
-        self.converged_ = result.converged
-        self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
-        self._set_fitted_attributes(stats)
-        self._check_parameters()
+        self._keep_em(story, result, stats, options, iterated=True, labels=True)
         if has_closed_form(story):
             self.stats_ = stats
-        if not self.converged_ and self.n_iter_ >= options["max_iter"]:  # else EM said why
-            warn_max_iter(options["max_iter"], options["tol"], stacklevel=3)
+        return self
+
+    def _keep_em(self, story, result, stats, options, iterated, labels, what="EM"):
+        """An EM fit's parameters and attributes, checked; a warning if it stopped at max_iter."""
+        self.story_ = story
+        self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
+        if iterated:
+            self.n_iter_ = result.n_iter
+            self.converged_ = result.converged
+            self.log_likelihood_trace_ = np.asarray(result.log_likelihood)
+        if labels:
+            self.label_distributions_ = np.asarray(result.responsibilities)
+            self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
+        self._set_fitted_attributes(stats)
+        self._check_parameters()
+        if not result.converged and result.n_iter >= options["max_iter"]:  # else EM said why
+            warn_max_iter(options["max_iter"], options["tol"], 5, what)
         return self
 
     def log_likelihood(self, X, y=None, pointwise: bool = False):

@@ -196,15 +196,10 @@ class BernoulliNB(_DiscreteNB):
         if self.binarize is None:
             return X  # the story refuses values other than 0 and 1
         threshold = float(self.binarize)
-        if scipy.sparse.issparse(X) and X.format in ("csr", "csc"):
+        if scipy.sparse.issparse(X):  # CSR, as the row check gives it
             # new values on the caller's indices (never changed in place); stored zeros stay
             binary = (X.data > threshold).astype(X.dtype)
             return type(X)((binary, X.indices, X.indptr), shape=X.shape, copy=False)
-        if scipy.sparse.issparse(X):
-            X = X.copy()
-            X.data = (X.data > threshold).astype(X.dtype)
-            X.eliminate_zeros()
-            return X
         return (X > threshold).astype(X.dtype)
 
     def _make_story(self, X):

@@ -125,8 +125,6 @@ class GaussianNB(_GaussianBase):
         class_prior_: class prior (K,).
         class_count_: (weighted) number of training rows per class (K,).
         epsilon_: the absolute variance added.
-        params_: the story's named parameters.
-        stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
     _parameter_constraints = {
@@ -301,7 +299,6 @@ class LinearDiscriminantAnalysis(
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
-        stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
     _parameter_constraints = {
@@ -605,7 +602,6 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     Attributes:
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),
             ``class_prior``).
-        stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
     _parameter_constraints = {

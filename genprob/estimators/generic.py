@@ -40,9 +40,6 @@ class GenerativeClassifier(GenerativeClassifierBase):
             the story's prior) or a dict of named parameters (see :func:`genprob.fit_optimizer`).
 
     Attributes:
-        story_: the story (the ``story`` argument).
-        params_: fitted named parameters.
-        stats_: sufficient statistics (closed-form stories only).
         optimizer_result_: convergence information when fitted by the optimizer
             (``converged``, ``start_objectives``, ``collapsed``...).
     """

@@ -16,9 +16,6 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from genprob.engine._labels import (
-    unlabeled_mask,
-)
 from genprob.engine._validation import (
     EM_PARAMETER_CONSTRAINTS,
     MISSING_PARAMETER_CONSTRAINTS,
@@ -179,13 +176,12 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         n = X.shape[0]
         weight = check_sample_weight(sample_weight, n, allow_all_zero=False)
         weight = np.ones(n) if weight is None else weight
-        unlabeled = unlabeled_mask(y, self._unlabeled_label)
+        unlabeled = self._unlabeled_rows(y)
         codes = self._encode_classes(y, unlabeled, None)
         row_weight = np.where(unlabeled, weight * self.unlabeled_weight, weight)
         if n < 2 or float(row_weight.sum()) <= 0:
             raise ValueError(f"n_samples={n}: a Gaussian fit needs at least 2 rows.")
-        nan = np.isnan(X) if self.missing == "marginalize" else None
-        observed = ~nan if nan is not None and nan.any() else None
+        observed = ~np.isnan(X) if self._marginalizes and np.isnan(X).any() else None
         semi = bool(np.any(unlabeled & (row_weight > 0)))
         for name in ("n_iter_", "converged_", "log_likelihood_trace_", "stats_"):
             self.__dict__.pop(name, None)

@@ -144,7 +144,6 @@ class MixedNB(GenerativeClassifierBase):
             ``categories_[column][m]``).
         story_: the fitted :class:`~genprob.families.mixed.MixedStory`.
         params_: flat dict ``"<family>.<parameter>"`` plus ``class_prior``.
-        stats_: the blocks' sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
     _prior_parameter = "class_prior"
