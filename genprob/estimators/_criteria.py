@@ -296,14 +296,9 @@ def choose_weight(table) -> tuple[float, bool]:
     weights = table.index.to_numpy(dtype=float)
     if best != 0.0 or not (weights == 0).any() or len(weights) < 2:
         return best, False
-    zero = folds[weights == 0][0]
-    hurts = True
-    for row in folds[weights > 0]:
-        diff = zero - row
-        se = diff.std(ddof=1) / math.sqrt(len(diff))
-        if not diff.mean() > HURT_MARGIN * se:
-            hurts = False
-    return best, hurts
+    diffs = folds[weights == 0][0] - folds[weights > 0]
+    se = diffs.std(axis=1, ddof=1) / math.sqrt(diffs.shape[1])
+    return best, bool(np.all(diffs.mean(axis=1) > HURT_MARGIN * se))
 
 
 def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):

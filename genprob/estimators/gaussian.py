@@ -78,8 +78,7 @@ class _GaussianBase(GenerativeClassifierBase):
 
     def _fail(self, message: str, error=ValueError):
         for name in ("params_", "story_"):
-            if hasattr(self, name):
-                delattr(self, name)
+            self.__dict__.pop(name, None)
         raise error(message)
 
     def _params_jax(self):
