@@ -1,10 +1,6 @@
-"""The scikit-learn face shared by every genprob estimator.
-
-An estimator is a thin wrapper: it validates input, encodes labels as codes 0..K-1, builds the
-story from its hyperparameters, and calls the functional core (:mod:`genprob.core`) inside a
-precision context. :meth:`predict_joint_log_proba` and :meth:`log_likelihood` are
-``genprob.core.joint_log_prob``; class posteriors and labels derive from the same density up to a
-term of each row (``genprob.core.class_scores``).
+"""The scikit-learn face shared by every genprob estimator: it validates input, encodes labels
+as codes 0..K-1, builds the story from its hyperparameters and calls the engine in a precision
+context; every prediction derives from the joint log-probability.
 """
 
 from __future__ import annotations
@@ -71,13 +67,8 @@ _DEVICE_PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def fitted_cache(cache: weakref.WeakKeyDictionary, estimator, compute):
-    """``compute()`` once per fitted parameters of ``estimator``, kept in ``cache`` beside the
-    estimator, not in it (predicting must not change its state, nor its pickle).
-
-    The key is the precision, ``story_``, and the ``params_`` dict and arrays by identity: a
-    refit or a new ``params_`` dict computes again; arrays changed in place are not seen
-    (``params_`` is read only, as a fitted attribute).
-    """
+    """``compute()`` once per fitted parameters (precision, ``story_``, ``params_`` and its
+    arrays by identity), kept beside the estimator: predicting must not change its pickle."""
     key = (estimator.params_, getattr(estimator, "story_", None), *estimator.params_.values())
     cached = cache.get(estimator)
     if cached is not None and cached[0] == estimator._dtype and len(cached[1]) == len(key):
@@ -101,7 +92,6 @@ _PARTIAL_FIT_STATE = ("stats_", "_pending_reason", "_missing_fit")
 
 
 def _dask_predict(estimator, method, X, /, *args, **kwargs):
-    """A prediction method mapped over the blocks of a Dask collection (lazy)."""
     from genprob.engine.distributed import predict
 
     return predict(estimator, method, X, *args, **kwargs)
@@ -110,47 +100,33 @@ def _dask_predict(estimator, method, X, /, *args, **kwargs):
 class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     """Base class: fit by closed form from one-hot responsibilities, predict by Bayes' rule.
 
-    Subclasses implement :meth:`_make_story` (the story for the current hyperparameters and data)
-    and may override :meth:`_validate_X` (the estimator's conversions of the features),
-    :meth:`_class_prior_argument` (a fixed class prior) and :meth:`_set_fitted_attributes`
-    (scikit-learn's attribute names derived from ``params_``).
-
-    Fitted attributes common to all estimators: ``classes_``, ``n_features_in_``,
-    ``feature_names_in_`` (when fit on a DataFrame), ``story_``, ``params_`` (the story's named
-    parameters as NumPy arrays, ``class_prior`` included) and ``stats_`` (the sufficient
-    statistics the closed form was computed from: ``class_counts`` and the story's
-    ``emission`` statistics; :meth:`partial_fit` adds chunks to them).
-
-    EM controls (used when ``y`` has unlabeled rows, ``-1``), constructor parameters of every
-    estimator: ``unlabeled_weight`` (λ in [0, 1]), ``max_iter``, ``em_tol`` (named so because
-    LDA/QDA's ``tol`` is scikit-learn's rank threshold), ``n_init`` and ``random_state``.
+    Subclasses implement :meth:`_make_story` and may override :meth:`_validate_X` (conversions
+    of the features) and :meth:`_set_fitted_attributes` (scikit-learn's names from
+    ``params_``). Fitted attributes of every estimator: ``classes_``, ``n_features_in_``,
+    ``feature_names_in_``, ``story_``, ``params_`` (the story's parameters, ``class_prior``
+    included) and ``stats_`` (the sufficient statistics, which :meth:`partial_fit` adds to).
     """
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         register_estimator(cls)  # loadable by qualified name (genprob.load)
 
-    #: Keyword arguments for ``validate_data`` (:func:`~genprob.engine._validation.check_rows`),
-    #: such as sparse input.
+    #: Keyword arguments for ``validate_data`` (:func:`~genprob.engine._validation.check_rows`)
     _validate_kwargs: dict = {}
-    #: scikit-learn's constraints on the constructor parameters, checked when fitting;
-    #: subclasses add their own to these EM controls.
+    #: scikit-learn's constraints on the constructor parameters; subclasses add their own
     _parameter_constraints: dict = {**EM_PARAMETER_CONSTRAINTS, **MISSING_PARAMETER_CONSTRAINTS}
-    #: Name of the fixed class prior parameter (None: the class prior is always estimated), and
-    #: whether a prior not summing to 1 is renormalized with a warning instead of refused.
+    #: The fixed class prior's parameter (None: the class prior is always estimated)
     _prior_parameter: str | None = "priors"
-    #: Fewest classes a fit accepts: naive Bayes fits one class (it predicts it with probability
-    #: 1, as scikit-learn does); LDA and QDA need two.
+    #: Fewest classes a fit accepts: naive Bayes fits one class, as scikit-learn does
     _min_classes = 1
-    _renormalize_priors = False
+    _renormalize_priors = False  # a prior not summing to 1: renormalized with a warning, or refused
 
     # -- hooks -----------------------------------------------------------------------------------
     def _make_story(self, X) -> Story:
         raise NotImplementedError
 
     def _validate_X(self, X, *, fitting: bool):
-        """The estimator's conversions of checked rows (binarizing, say); the values are the
-        story's to check (:meth:`_validate_story`)."""
+        """The estimator's conversions of checked rows (binarizing, say)."""
         return X
 
     @property
@@ -159,16 +135,14 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return getattr(self, "feature_names_in_", None)
 
     def _named(self, error):
-        """``error`` led by its column's name when it is a :class:`FeatureValueError` about a
-        column of a fit on named columns."""
+        """A :class:`FeatureValueError` led by its column's name, when the columns have names."""
         names = self._column_names
         if not isinstance(error, FeatureValueError) or names is None or error.feature is None:
             return error
         return FeatureValueError(f"column {str(names[error.feature])!r}: {error}", error.feature)
 
     def _validate_story(self, story: Story, X):
-        """``story.validate(X)``, the one family-specific check of the rows, naming the column
-        (:meth:`_named`)."""
+        """``story.validate(X)``, the one family-specific check of the rows, naming the column."""
         try:
             story.validate(X)
         except FeatureValueError as error:
@@ -228,14 +202,11 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return np.asarray(X, dtype=dtype)
 
     def _as_features(self, X):
-        """Features as the core scores and fits them (:meth:`_as_array`; sparse estimators keep a
-        SciPy matrix on the host)."""
+        """Features as the engine scores and fits them (sparse ones stay SciPy on the host)."""
         return self._as_array(X)
 
     def _params_jax(self):
-        """The fitted parameters in the estimator's dtype, as NumPy arrays (host passes read
-        them directly, compiled ones take them in their call), prepared once per fitted
-        parameters (a cross-validation scores each fold several times)."""
+        """The fitted parameters in the estimator's dtype, prepared once per fit."""
         dtype = numpy_dtype(self._dtype)
         return fitted_cache(
             _DEVICE_PARAMS,
@@ -249,15 +220,13 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return getattr(self, "missing", "error") == "marginalize"
 
     def _rows(self, X, y="no_validation", *, reset: bool = False):
-        """The one row check of every public entry (:func:`~genprob.engine._validation.check_rows`),
-        NaN let through when it marks missing entries."""
+        """The one row check of every public entry, NaN let through when it marks missing."""
         return check_rows(
             self, X, y, reset=reset, allow_nan=self._marginalizes, **self._validate_kwargs
         )
 
     def _checked_features(self, X, *, fitting: bool):
-        """:meth:`_validate_X` on the observed entries, and at predict the fitted story's check;
-        NaN entries stay NaN (dense)."""
+        """:meth:`_validate_X` (and at predict the story's check) of the observed entries."""
 
         def checked(X):
             X = self._validate_X(X, fitting=fitting)
@@ -280,8 +249,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return self.story_
 
     def _fit_missing(self, X, y, unlabeled, sample_weight, classes):
-        """Observed-data maximum likelihood (:func:`genprob.engine.missing.fit_observed`): EM over
-        the missing entries and the unlabeled rows together."""
+        """Observed-data maximum likelihood: EM over missing entries and unlabeled rows."""
         codes = self._encode_classes(y, unlabeled, classes)
         X = self._checked_features(X, fitting=True)
         story = self._make_story(np.where(np.isnan(X), 0, X))
@@ -303,23 +271,11 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 feature_names=getattr(self, "feature_names_in_", None),
                 class_names=self.classes_,
             )
-            self.story_ = story
-            self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
-            stats = tree_map(np.asarray, result.stats)
-        self.stats_ = stats
+        self.stats_ = tree_map(np.asarray, result.stats)
         self._missing_fit = True  # statistics of observed entries: partial_fit cannot add rows
-        if result.n_iter > 1:
-            self.n_iter_ = result.n_iter
-            self.converged_ = result.converged
-            self.log_likelihood_trace_ = result.log_likelihood
-        if unlabeled.any() or classes is not None:
-            self.label_distributions_ = np.asarray(result.responsibilities)
-            self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
-        self._set_fitted_attributes(stats)
-        self._check_parameters()
-        if not result.converged and result.n_iter >= options["max_iter"]:  # else EM said why
-            warn_max_iter(options["max_iter"], options["tol"], 4, "EM over the missing entries")
-        return self
+        labels = unlabeled.any() or classes is not None
+        what = "EM over the missing entries"
+        return self._keep_em(story, result, self.stats_, options, result.n_iter > 1, labels, what)
 
     def _check_X(self, X):
         """``X`` validated for a prediction (finite, unless NaN marks missing entries)."""
@@ -335,23 +291,17 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     # -- fitting ---------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None, classes=None):
-        """Fit the story's parameters by maximum likelihood (closed form).
-
-        Rows labeled ``unlabeled_label`` (-1 by default, scikit-learn's semi-supervised
-        convention) are *unlabeled*: then the fit maximizes the marginal likelihood by EM
-        (:meth:`_fit_partly_labeled`). With ``unlabeled_label=None`` every label is a class.
+        """Fit the story's parameters by maximum likelihood: the closed form, or EM over the
+        rows labeled ``unlabeled_label`` (docs/semi_supervised.md).
 
         Args:
-            X: features (n_samples, n_features).
-            y: labels, any hashable values; ``unlabeled_label`` (a numeric -1 by default) marks
-                an unlabeled row.
-            sample_weight: optional non-negative row weights (n_samples,). They scale the rows'
-                responsibilities, so an integer weight is that many copies of the row (a zero
-                weight removes it, but its class stays in ``classes_`` with prior 0).
-            classes: every class label; needed when some class has no labeled row (for example
-                when every row is unlabeled). Giving it always runs the EM path.
-
-        ``X`` may also be out of core (chunks, Parquet, Dask; see :mod:`genprob.engine.streaming`).
+            X: features (n_samples, n_features), or out of core (chunks, Parquet, Dask;
+                :mod:`genprob.engine.streaming`).
+            y: labels, any hashable values; ``unlabeled_label`` (-1) marks an unlabeled row.
+            sample_weight: optional non-negative row weights (n_samples,); an integer weight
+                is that many copies of the row.
+            classes: every class label; needed when some class has no labeled row. Giving it
+                always runs EM.
 
         Returns:
             self (Self): the fitted estimator itself, for chaining.
@@ -368,7 +318,6 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return self._fit_rows(X, y, sample_weight, classes)
 
     def _fit_rows(self, X, y, sample_weight, classes):
-        """:meth:`fit` on validated rows."""
         sample_weight = check_sample_weight(
             sample_weight, X.shape[0], allow_all_zero=False, dtype=self._dtype
         )
@@ -401,17 +350,11 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         with precision(self._dtype):
             stats = self._labeled_statistics(story, X, codes, sample_weight)
             params = execution.parameters(story, stats, class_prior, fit_prior)
-            self.story_ = story
-            self.params_ = {k: np.asarray(v) for k, v in params.items()}
-            stats = tree_map(np.asarray, stats)
-        self._set_fitted_attributes(stats)
-        self._check_parameters()
-        self.stats_ = stats
-        return self
+        self.story_ = story
+        return self.fit_statistics(stats, params=params)
 
     def _fit_missing_by_optimizer(self, story, X, codes, unlabeled, sample_weight):
-        """A story without closed form: its fit maximizes the observed-data likelihood directly
-        (the marginalized emission leaves the missing entries out of every row's density)."""
+        """A story without closed form maximizes its marginalized likelihood directly."""
         if unlabeled.any():
             raise ValueError(
                 f"{type(story).__name__} has no closed form, and fitting it on rows with both "
@@ -424,48 +367,27 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return self
 
     # -- incremental fitting ---------------------------------------------------------------------
-    def _check_partial_fit_supported(self, story):
-        """Raise ``ValueError`` when the story's statistics do not add up over chunks."""
-        if reason := chunk_refusal(story):
-            raise ValueError(
-                f"partial_fit is not available: {reason}, and partial_fit needs statistics "
-                f"that add up over chunks. Use fit() on all the data."
-            )
-
     def _partial_fit_story(self, X, previous):
-        """The story after a new chunk ``X``; ``previous`` is the story so far (None at first).
-
-        Stories that depend on the data (category counts, document lengths) override this to
-        grow with the chunks.
-        """
+        """The story after a new chunk ``X`` (``previous``: the story so far, or None)."""
         return self._make_story(X)
 
     def _chunk_context(self, X) -> dict:
-        """Additive fit-time context of a chunk's checked features that the story is built from
-        (document lengths, say); distributed fits sum it over partitions. Default: none."""
+        """Additive context of a chunk that the story is built from (document lengths, say)."""
         return {}
 
     def _story_for_context(self, context: dict, num_features: int):
-        """The story (and the estimator's running context) for the summed ``context`` of every
-        chunk; the inverse of :meth:`_chunk_context`. Default: the story as it is."""
+        """The story for the summed :meth:`_chunk_context` of every chunk."""
         return self.story_
 
-    def _extend_statistics(self, stats, previous, story):
-        """Running statistics of story ``previous`` in the layout of ``story`` (padding etc.)."""
+    def _extend_statistics(self, stats, story):
+        """The running statistics in the layout of the grown ``story`` (padding, say)."""
         return stats
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Update the fit with a chunk of labeled rows (incremental, out-of-core learning).
-
-        The running sufficient statistics ``stats_`` get the chunk's statistics added
-        (:func:`genprob.core.combine_statistics`: Gaussian moments are re-centered) and the
-        parameters are re-derived by the closed form, so any sequence of chunks gives the same
-        parameters as :meth:`fit` on the concatenated rows (to rounding). :meth:`fit` starts the
-        statistics afresh; ``partial_fit`` after ``fit`` continues from them.
-
-        While the statistics cannot yet give parameters (a Gaussian class with no rows so far, a
-        singular class covariance in QDA) the chunk is kept, a warning says why, and prediction
-        raises ``NotFittedError`` until later chunks fix it.
+        """Update the fit with a chunk of labeled rows (docs/scaling.md): the chunk's statistics
+        are added to ``stats_`` and the closed form re-derived, so any sequence of chunks gives
+        :meth:`fit`'s parameters. While they give none yet (a class without rows) the chunk is
+        kept with a warning, and prediction raises ``NotFittedError``.
 
         Args:
             X: features of the chunk (n_chunk, n_features).
@@ -480,12 +402,9 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
 
         Raises:
             ValueError: missing ``classes`` on the first call, labels outside ``classes``,
-                unlabeled rows, a different number of features than before, or options whose
-                statistics do not add up (``shrinkage="auto"``, ``covariance_estimator``, stories
-                without closed form).
+                unlabeled rows, another number of features, or statistics that do not add up.
         """
-        # every chunk, as its hyperparameters may have changed (_fit_context would skip it once
-        # the estimator looks fitted)
+        # every chunk: _fit_context would skip it once the estimator looks fitted
         self._validate_params()
         first = not hasattr(self, "stats_")
         if first:
@@ -524,12 +443,16 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         X = self._validate_X(X, fitting=True)
         previous = None if first else self.story_
         story = self._partial_fit_story(X, previous)
-        self._check_partial_fit_supported(story)
+        if reason := chunk_refusal(story):
+            raise ValueError(
+                f"partial_fit is not available: {reason}, and partial_fit needs statistics "
+                f"that add up over chunks. Use fit() on all the data."
+            )
         with precision(self._dtype):
             stats = self._labeled_statistics(story, X, codes, sample_weight)
             if not first:
                 before = tree_map(self._as_array, self.stats_)
-                before = self._extend_statistics(before, previous, story)
+                before = self._extend_statistics(before, story)
                 if statistics_layout(before) != statistics_layout(stats):
                     raise ValueError(
                         "the hyperparameters changed between partial_fit calls in a way that "
@@ -539,50 +462,38 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             stats = tree_map(np.asarray, stats)
         self.stats_ = stats
         self.story_ = story
-        self._refit_from_statistics()
-        return self
-
-    def _refit_from_statistics(self):
-        """Parameters and fitted attributes from ``stats_``, or a pending state with a warning."""
-        story, stats = self.story_, self.stats_
         self.__dict__.pop("_pending_reason", None)
         try:
             self.params_ = self.parameters_from_statistics(stats)
             self._set_fitted_attributes(stats)
             self._check_parameters()
         except ValueError as error:
-            # Not enough data yet (e.g. a class without rows): keep the statistics, drop the
-            # parameters until a later chunk makes them estimable.
+            # not enough data yet (a class without rows): no parameters until a later chunk
             self.__dict__.pop("params_", None)
             self.story_ = story
             self._pending_reason = str(error)
             warnings.warn(
                 f"partial_fit kept the chunk, but the parameters are not estimable yet: {error}",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=2,
             )
+        return self
 
     # -- fits over chunks (genprob.engine.streaming, genprob.engine.distributed)
     def chunk_statistics(self, X, y, sample_weight=None, *, e_step: bool = False):
         """Sufficient statistics of a chunk of rows under the fitted story, in this estimator's
-        terms (its feature checks, label codes, dtype); the estimator is not changed.
-
-        A fit over chunks: a first :meth:`partial_fit` fixes ``classes_`` and ``story_``; every
-        chunk's statistics are computed wherever it lives, added with
-        :func:`genprob.engine.streaming.combine`, and :meth:`fit_statistics` finishes the fit.
+        terms; the estimator is not changed (docs/scaling.md: :meth:`fit_statistics` finishes).
 
         Args:
             X: features of the chunk.
             y: labels in ``classes_``, or ``unlabeled_label`` for an unlabeled row.
             sample_weight: optional non-negative row weights.
-            e_step: unlabeled rows enter by their class posteriors at ``params_`` (times
-                ``unlabeled_weight``) and the chunk's log-likelihood is computed: an E-step of
-                EM. Otherwise unlabeled rows add nothing.
+            e_step: an E-step of EM (unlabeled rows enter by their posteriors at ``params_``);
+                otherwise unlabeled rows add nothing.
 
         Returns:
             A :class:`genprob.engine.streaming.ChunkStatistics`; without ``e_step``, None when the
-            chunk does not fit ``story_`` (a category it does not know, say), so that
-            :meth:`partial_fit` must grow the story.
+            chunk does not fit ``story_`` (an unknown category, say).
         """
         num_rows = np.shape(X)[0]
         if num_rows == 0:
@@ -591,16 +502,14 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         if e_step:
             Xv = probe._check_X(X)
         else:
-            # marked fitted so that the prediction-time checks (encoding, binarizing, support)
-            # prepare the features as they will be scored, parameters or not
+            # marked fitted: the prediction-time checks prepare the features as they are scored
             probe.params_ = self.__dict__.get("params_", {})
             try:
                 Xv = probe._check_X(X)
                 grown = probe._partial_fit_story(Xv, self.story_)
             except ValueError:
                 return None
-            # the same structure: statistics of the same layout (traced settings such as the
-            # multinomial's document length do not change them)
+            # the same structure: statistics of the same layout (traced settings aside)
             if jax.tree_util.tree_structure(grown) != jax.tree_util.tree_structure(self.story_):
                 return None
         if has_missing(Xv):  # as in partial_fit: the statistics count whole rows
@@ -634,11 +543,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         )
 
     def _chunk_codes(self, y):
-        """Codes 0..K-1 of ``y`` in ``classes_``, -1 on unlabeled rows; unknown labels raise.
-
-        Numeric labels take a vectorized path (a chunk of a million labels in milliseconds);
-        other labels go through :meth:`_label_codes`.
-        """
+        """:meth:`_label_codes`, vectorized for numeric labels (a million in milliseconds)."""
         unlabeled = self._unlabeled_rows(y)
         classes = self.classes_
         if y.dtype.kind not in "iuf" or classes.dtype.kind not in "iuf":
@@ -650,9 +555,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return np.where(unlabeled, -1, codes).astype(np.int32)
 
     def parameters_from_statistics(self, stats) -> dict:
-        """The closed-form parameters of statistics ``stats`` under ``story_``, the class prior
-        as this estimator sets it (``priors``, ``fit_prior``), as NumPy arrays: the M-step of
-        EM over chunks. The estimator is not changed."""
+        """The closed-form parameters of ``stats`` under ``story_`` and the estimator's class
+        prior settings: the M-step of EM over chunks. The estimator is not changed."""
         class_prior, fit_prior = self._class_prior_argument()
         with precision(self._dtype):
             stats = tree_map(self._as_array, stats)
@@ -662,15 +566,10 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     def fit_statistics(self, stats, *, params=None, context=None):
         """Finish a fit from statistics added over chunks (:meth:`chunk_statistics`).
 
-        ``stats_`` becomes ``stats``; ``params_`` their closed form
-        (:meth:`parameters_from_statistics`), or ``params`` when given (EM's parameters, at
-        which ``stats`` are the final E-step's); the fitted attributes follow and are checked.
-
         Args:
             stats: ``{"class_counts": ..., "emission": ...}`` in the layout of ``stats_``.
-            params: the parameters to keep, or None for the closed form of ``stats``.
-            context: the chunks' added contexts (:class:`genprob.engine.streaming.ChunkStatistics`):
-                the story is rebuilt from them (the multinomial's mean document length, say).
+            params: the parameters to keep (EM's), or None for the closed form of ``stats``.
+            context: the chunks' added contexts, which the story is rebuilt from.
 
         Returns:
             self (Self): the fitted estimator itself, for chaining.
@@ -692,12 +591,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
 
     # -- missing labels (EM) ---------------------------------------------------------------------
     def _em_options(self) -> dict:
-        """EM controls, read from the estimator's parameters with these defaults.
-
-        ``unlabeled_weight`` (λ, 1.0), ``max_iter`` (100), ``em_tol`` (1e-12, change of the mean
-        per-row objective; not ``tol``, which LDA/QDA use for scikit-learn's rank threshold),
-        ``n_init`` (1) and ``random_state`` (None).
-        """
+        """EM controls, read from the estimator's parameters (the defaults when it has none)."""
         return {
             "unlabeled_weight": getattr(self, "unlabeled_weight", 1.0),
             "max_iter": getattr(self, "max_iter", 100),
@@ -722,9 +616,15 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             y, classes=self.classes_, unlabeled_label=self._unlabeled_label
         )[0]
 
+    def _row_codes(self, y, num_rows):
+        """:meth:`_label_codes` of the labels ``y`` of ``num_rows`` checked rows."""
+        y = np.asarray(y)
+        if y.shape != (num_rows,):
+            raise ValueError(f"y has shape {y.shape}; expected ({num_rows},) to match X.")
+        return self._label_codes(y)
+
     def _encode_classes(self, y, unlabeled, classes):
-        """Set ``classes_`` (the labeled rows' classes, or ``classes`` when given) and return the
-        codes of ``y`` (-1 on unlabeled rows)."""
+        """Set ``classes_`` (the labeled rows', or ``classes``); the codes of ``y`` (-1: none)."""
         if classes is None and not unlabeled.any():
             if not is_integer_labels(y):
                 check_classification_targets(y)
@@ -755,14 +655,9 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return self._label_codes(y)
 
     def _fit_partly_labeled(self, X, y, unlabeled, sample_weight, classes):
-        """Fit with unlabeled rows (y = -1) by λ-weighted EM (:func:`genprob.fit_em`).
-
-        ``classes_`` are the labeled rows' classes, or ``classes`` when given. Sets the usual
-        fitted attributes (from the statistics of the final soft responsibilities) plus
-        ``n_iter_``, ``converged_``, ``log_likelihood_trace_`` (the λ-weighted objective after
-        every M-step), ``label_distributions_`` (final E-step, (n, K)) and ``transduction_``
-        (the given labels, and the most probable class on unlabeled rows).
-        """
+        """Fit with unlabeled rows by λ-weighted EM (:func:`genprob.fit_em`), which also sets
+        ``n_iter_``, ``converged_``, ``log_likelihood_trace_``, ``label_distributions_`` and
+        ``transduction_``."""
         codes = self._encode_classes(y, unlabeled, classes)
         X = self._validate_X(X, fitting=True)
         story = self._make_story(X)
@@ -786,27 +681,32 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 stats = execution.statistics(story, self._as_array(X), R.astype(Xj.dtype), pad=True)
             else:
                 stats = {"class_counts": R.sum(axis=0), "emission": None}
-            self.story_ = story
-            self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
             stats = tree_map(np.asarray, stats)
-            self.label_distributions_ = np.asarray(result.responsibilities)
-            self.log_likelihood_trace_ = np.asarray(result.log_likelihood)
-        self.n_iter_ = result.n_iter
-        self.converged_ = result.converged
-        self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
-        self._set_fitted_attributes(stats)
-        self._check_parameters()
+        self._keep_em(story, result, stats, options, iterated=True, labels=True)
         if has_closed_form(story):
             self.stats_ = stats
-        if not self.converged_ and self.n_iter_ >= options["max_iter"]:  # else EM said why
-            warn_max_iter(options["max_iter"], options["tol"], stacklevel=3)
+        return self
+
+    def _keep_em(self, story, result, stats, options, iterated, labels, what="EM"):
+        """An EM fit's parameters and attributes, checked; a warning if it stopped at max_iter."""
+        self.story_ = story
+        self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
+        if iterated:
+            self.n_iter_ = result.n_iter
+            self.converged_ = result.converged
+            self.log_likelihood_trace_ = np.asarray(result.log_likelihood)
+        if labels:
+            self.label_distributions_ = np.asarray(result.responsibilities)
+            self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
+        self._set_fitted_attributes(stats)
+        self._check_parameters()
+        if not result.converged and result.n_iter >= options["max_iter"]:  # else EM said why
+            warn_max_iter(options["max_iter"], options["tol"], 5, what)
         return self
 
     def log_likelihood(self, X, y=None, pointwise: bool = False):
-        """Marginal log-likelihood of ``X`` with partly known labels ``y``.
-
-        Labeled rows contribute ``log pi_y + log p(x | y)``, unlabeled rows (``y = -1``, or every
-        row when ``y`` is None) ``log sum_k pi_k p(x | k)``.
+        """Log-likelihood of ``X`` with partly known labels ``y``: labeled rows
+        ``log pi_y + log p(x | y)``, unlabeled ones ``log sum_k pi_k p(x | k)``.
 
         Args:
             X: features (n, D).
@@ -822,10 +722,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         if y is None:
             codes = np.full(X.shape[0], -1, dtype=np.int32)
         else:
-            y = np.asarray(y)
-            if y.shape != (X.shape[0],):
-                raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
-            codes = self._label_codes(y)
+            codes = self._row_codes(y, X.shape[0])
         values = execution.rows_log_likelihood(self._joint_log_proba(X), codes)
         return values if pointwise else float(values.sum())
 
@@ -847,13 +744,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         predictive_draws=None,
         **nuts_settings,
     ):
-        """Posterior of the story's parameters as an ArviZ result, the MLE alongside.
-
-        The prior is the story's (:meth:`Story.prior` and a ``Dirichlet(class_concentration)``
-        on the class prior; smoothing ``alpha`` is its pseudo-count, so the smoothed fit is the
-        posterior mode of the conjugate families). An unfitted estimator is first fitted on
-        ``(X, y)``; a fitted one keeps its fit, which travels along as the ``mle`` group. See
-        :mod:`genprob.inference.posterior` and :func:`genprob.to_arviz`.
+        """Posterior of the story's parameters as an ArviZ result, the MLE alongside
+        (docs/howto/posterior.md). An unfitted estimator is first fitted on ``(X, y)``.
 
         Args:
             X: features (n_samples, n_features) the posterior conditions on.
@@ -866,34 +758,24 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             random_state: seed, ``numpy.random.RandomState`` or None.
             progress_bar: show NumPyro's progress bar.
             prior: optional dict of story settings overriding the prior, e.g.
-                ``{"class_concentration": 2.0}`` or ``{"mean_prior_scale": 5.0}`` (in units of
-                each feature's sd under ``priors="data"``).
+                ``{"class_concentration": 2.0}`` or ``{"mean_prior_scale": 5.0}``.
             init: where NUTS chains start: ``"mle"`` (a small jitter around ``params_``),
                 ``"uniform"`` (random points) or a dict of parameter values.
             priors: ``"data"`` (weakly informative scales from each feature's location and
-                spread, see :meth:`Story.scaled_to_data`) or ``"fixed"`` (the story's own).
-            sampler: the NUTS implementation: ``"numpyro"`` (default) or ``"blackjax"``
-                (needs ``pip install 'genprob[blackjax]'``); see
-                :func:`genprob.inference.mcmc.run_nuts`.
-            predictive_draws: posterior draws replicated for ``posterior_predictive`` (all
-                chains together, evenly thinned) and draws of ``prior``; None: 500
-                (:data:`genprob.io.arviz_io.PREDICTIVE_DRAWS`), fewer on data sets so large that
-                the replicas would exceed 5 million values; 0 leaves both groups out.
-            **nuts_settings: NUTS settings for ``method="nuts"``
-                (:data:`genprob.inference.mcmc.KERNEL_SETTINGS`: ``dense_mass``,
-                ``target_accept_prob``, ``max_tree_depth`` ...), as NumPyro's ``NUTS`` takes them;
-                an unknown name is a ``TypeError``, and a value outside its range
-                (``target_accept_prob`` in (0, 1), ``step_size`` > 0, ``max_tree_depth`` an int in
-                [1, 30], flags True or False) or any setting with ``method="exact"`` a
-                ``ValueError``, before any work.
+                spread, :meth:`Story.scaled_to_data`) or ``"fixed"`` (the story's own).
+            sampler: ``"numpyro"`` (default) or ``"blackjax"`` (``pip install
+                'genprob[blackjax]'``).
+            predictive_draws: posterior draws replicated for ``posterior_predictive`` and draws
+                of ``prior``; None: 500 (fewer on large data sets); 0 leaves both groups out.
+            **nuts_settings: NUTS settings (:data:`genprob.inference.mcmc.KERNEL_SETTINGS`:
+                ``dense_mass``, ``target_accept_prob``, ``max_tree_depth`` ...); an unknown name
+                is a ``TypeError``, a value out of range a ``ValueError``, before any work.
 
         Returns:
-            ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x), the same
-            groups either way: ``posterior`` (variables named and shaped as
-            ``params_``), ``posterior_predictive``, ``log_likelihood`` (pointwise, marginal on
-            unlabeled rows), ``sample_stats`` (NUTS), ``observed_data`` (class names),
-            ``prior`` and ``mle``. After NUTS, failed convergence checks (R-hat > 1.01, ESS <
-            400, chains in different modes) raise a :class:`genprob.inference.mcmc.SamplingWarning`.
+            ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x) with the
+            groups ``posterior``, ``posterior_predictive``, ``log_likelihood``,
+            ``sample_stats``, ``observed_data``, ``prior`` and ``mle``; failed convergence
+            checks after NUTS warn (:class:`genprob.inference.mcmc.SamplingWarning`).
         """
         from genprob.estimators._posterior import estimator_posterior
 
@@ -923,7 +805,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return self._joint_log_proba(self._check_X(X))
 
     def _joint_log_proba(self, X):
-        """:meth:`predict_joint_log_proba` of checked rows, which :meth:`log_likelihood` sums."""
+        """:meth:`predict_joint_log_proba` of checked rows."""
         with precision(self._dtype):
             story, params = self._scoring_story(X), self._params_jax()
             return np.asarray(execution.joint_log_prob(story, params, self._as_features(X)))
@@ -942,12 +824,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             X: features (n, D).
             method: ``"plugin"`` (default, scikit-learn's): Bayes' rule at the fitted
                 parameters. ``"predictive"``: ``p(y = k | x, data)``, the parameters integrated
-                out under the story's conjugate prior (``priors="conjugate"`` of
-                :meth:`posterior`; the Gaussian's normal-inverse-Wishart on the data's scales,
-                docs/bayes.md): the class prior's Dirichlet mean times each class's closed-form
-                posterior predictive density of ``x`` (Student-t, Beta-Bernoulli,
-                Dirichlet-categorical or -multinomial, negative binomial), from the fit's
-                statistics. ``"debiased"``: MASS's debiased rule (LDA only).
+                out under the story's conjugate prior (docs/bayes.md). ``"debiased"``: MASS's
+                debiased rule (LDA only).
             prior: for ``"predictive"``, a dict of story settings overriding the prior, as in
                 :meth:`posterior`.
 
@@ -968,9 +846,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(values, axis=1)]
 
     def _posteriors(self, X, kind, method="plugin", prior=None):
-        """Class scores (``kind="scores"``), log posteriors (``"log"``) or posteriors
-        (``"proba"``) (n, K) of ``X`` (:func:`genprob.engine.execution.class_posteriors`); a row
-        without a finite score is refused by name."""
+        """Class scores, log posteriors or posteriors (``kind``: "scores", "log", "proba")."""
         if method != "plugin" or prior is not None:
             from genprob.estimators._posterior import predictive_log_joint
 
@@ -1007,24 +883,16 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
 
     # -- persistence -----------------------------------------------------------------------------
     def save(self, path):
-        """Write the fitted estimator to ``path`` (``.npz``, no pickle;
-        :mod:`genprob.io.persistence`).
-
-        Returns:
-            The path written (with the ``.npz`` suffix).
-        """
+        """Write the fitted estimator to ``path`` (``.npz``, no pickle); returns the path
+        written (:mod:`genprob.io.persistence`)."""
         from genprob.io.persistence import save
 
         return save(self, path)
 
     # -- optimizer cross-check -------------------------------------------------------------------
     def crosscheck(self, X, y, **kwargs):
-        """Check the fit against numerical maximization (:func:`genprob.crosscheck`).
-
-        A closed-form fit is checked against L-BFGS; an optimizer fit (a story without a closed
-        form) against an independent restart.
-
-        Uses the fitted story, classes and class-prior setting; an unfitted estimator is first
+        """Check the fit against numerical maximization (:func:`genprob.crosscheck`): a closed
+        form against L-BFGS, an optimizer fit against a restart. An unfitted estimator is first
         fitted on a clone (this one stays unfitted).
 
         Args:
@@ -1034,8 +902,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 ``max_iter``, ``data_name``...).
 
         Returns:
-            A :class:`genprob.inference.crosscheck.CrosscheckResult`; ``.passed`` and a printable
-            table.
+            A :class:`genprob.inference.crosscheck.CrosscheckResult`.
         """
         from sklearn.base import clone
 
@@ -1046,15 +913,12 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         else:
             fitted = clone(self).fit(X, y, sample_weight=kwargs.get("sample_weight"))
         X = fitted._check_X(X)
-        y = np.asarray(y)
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
-        if np.any(fitted._unlabeled_rows(y)):
+        codes = fitted._row_codes(y, X.shape[0])
+        if np.any(codes < 0):
             raise ValueError(
                 f"crosscheck compares supervised fits: y must not contain "
                 f"{fitted._unlabeled_label!r} (unlabeled_label)."
             )
-        codes = fitted._label_codes(y)
         absent = fitted.classes_[np.bincount(codes, minlength=len(fitted.classes_)) == 0]
         if absent.size:
             raise ValueError(

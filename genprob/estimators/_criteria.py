@@ -1,13 +1,6 @@
-"""What a statistician asks of a fitted generative classifier (issue 45).
-
-:class:`CriteriaMixin` gives every estimator information criteria (:meth:`~CriteriaMixin.bic`,
-:meth:`~CriteriaMixin.aic`), the marginal density of each row (:meth:`~CriteriaMixin.score_samples`)
-and the EM of Saerens, Latinne & Decaestecker (2002) over the class prior alone
-(:meth:`~CriteriaMixin.adjust_class_prior`); :func:`fit_with_chosen_weight` is the fit with
-``unlabeled_weight="auto"`` (λ chosen by cross-validation over the labeled rows).
-
-Everything here goes through the estimators' public methods (``log_likelihood``,
-``predict_joint_log_proba``, ``num_parameters``, ``fit``) and ``params_``.
+"""What a statistician asks of a fitted generative classifier (issue 45; docs/criteria.md):
+information criteria, log p(x), the class prior under a shift, and ``unlabeled_weight="auto"``
+(docs/semi_supervised.md), all through the estimators' public methods and ``params_``.
 """
 
 from __future__ import annotations
@@ -19,8 +12,6 @@ import warnings
 import numpy as np
 from scipy.special import logsumexp, softmax
 from sklearn.utils import check_random_state
-
-from genprob.engine._labels import UNLABELED, check_unlabeled_label, unlabeled_mask
 
 __all__ = [
     "AUTO_WEIGHT_GRID",
@@ -34,31 +25,21 @@ __all__ = [
 AUTO_WEIGHT_GRID = (0.0, 0.1, 0.3, 1.0)
 #: Folds of the cross-validation over the labeled rows (fewer when a class has fewer rows).
 AUTO_WEIGHT_FOLDS = 5
-#: Held-out folds at least, when a class has fewer labeled rows than AUTO_WEIGHT_FOLDS: the
-#: folds are repeated with other shuffles (3 x 3 folds for 3 labeled rows a class), as one
-#: held-out row a class per fold ranks the weights by chance (wine, 3 rows a class: 0.830 test
-#: accuracy with one repeat, 0.878 with three; benchmarks/auto_weight.py)
+#: Held-out folds at least with few labeled rows (one held-out row a class ranks by chance)
 FEW_LABEL_EVALUATIONS = 9
 #: Floor of a held-out row's log p(y | x): log of float64's epsilon (scikit-learn's log_loss).
 LOG_EPS = math.log(np.finfo(np.float64).eps)
-#: Standard errors (of the fold-wise score difference) by which λ = 0 must beat every λ > 0
-#: for the unlabeled rows to be reported as hurting (a difference within the folds' noise is not).
+#: Standard errors of the fold-wise difference by which λ = 0 beats every λ > 0 when rows hurt
 HURT_MARGIN = 2.0
 
 
 class UnlabeledRowsHurtWarning(UserWarning):
-    """The unlabeled rows make the held-out labeled rows worse than ignoring them: the story
-    probably does not describe the data (EM fits the mixture, not the classes)."""
+    """The unlabeled rows make the held-out labeled rows worse than ignoring them."""
 
 
 class UnlabeledWeightTieWarning(UserWarning):
     """``unlabeled_weight="auto"`` could not compare the weights: every λ gave every fold the
-    same held-out scores, so the unlabeled rows changed no fold's fit (a failed comparison,
-    not evidence for any λ)."""
-
-
-def _num_rows(X) -> int:
-    return int(X.shape[0]) if hasattr(X, "shape") else len(X)
+    same held-out scores."""
 
 
 class CriteriaMixin:
@@ -67,16 +48,13 @@ class CriteriaMixin:
     # -- information criteria --------------------------------------------------------------------
     def _criterion_log_likelihood(self, X, y):
         """log L of ``X`` (mixture) or of ``X`` with partly known labels ``y``, and n."""
-        return float(self.log_likelihood(X, y)), _num_rows(X)
+        return float(self.log_likelihood(X, y)), (X.shape[0] if hasattr(X, "shape") else len(X))
 
     def bic(self, X, y=None) -> float:
         """Bayesian information criterion ``-2 log L + df log n`` (smaller is better).
 
-        ``log L`` is :meth:`log_likelihood`: the mixture log-likelihood
-        ``sum_i log sum_k pi_k p(x_i | k)`` when ``y`` is None, else the partly labeled one
-        (labeled rows ``log pi_y + log p(x | y)``, unlabeled rows the mixture term); ``df`` is
-        :meth:`num_parameters` (the class prior's K - 1 included). scikit-learn's sign, as in
-        ``GaussianMixture.bic``.
+        ``log L`` is :meth:`log_likelihood` (the mixture one when ``y`` is None), ``df``
+        :meth:`num_parameters`; scikit-learn's sign, as in ``GaussianMixture.bic``.
 
         Args:
             X: features (n, D); NaN cells are summed out with ``missing="marginalize"``.
@@ -92,12 +70,8 @@ class CriteriaMixin:
         """Exact log marginal likelihood ``log p(X, y)`` of labeled rows under the story's
         conjugate prior (larger is better; a difference is a log Bayes factor).
 
-        The parameters are integrated out in closed form, with no large-sample approximation
-        (contrast :meth:`bic`, ``-2 log p(X, y)`` ~ ``bic`` for large n): the prior is the
-        one of :meth:`posterior` with ``priors="conjugate"`` (a Dirichlet on the class prior;
-        the Gaussian's normal-inverse-Wishart on the data's scales, docs/bayes.md), whose
-        settings ``prior`` overrides. An unfitted estimator is fitted first (its story reads
-        the data). See :func:`genprob.inference.posterior.log_evidence`.
+        The prior is :meth:`posterior`'s with ``priors="conjugate"``, whose settings ``prior``
+        overrides; an unfitted estimator is fitted first (docs/criteria.md).
 
         Raises:
             ValueError: a story without a conjugate prior, unlabeled rows or missing entries.
@@ -108,35 +82,21 @@ class CriteriaMixin:
         if not hasattr(self, "params_"):
             self.fit(X, y)
         X = self._check_X(X)
-        y = np.asarray(y)
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"y has shape {y.shape}; expected ({X.shape[0]},) to match X.")
+        codes = self._row_codes(y, X.shape[0])
         if prior is not None and not isinstance(prior, dict):
             raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
         story = conjugate_story(with_prior(self.story_, **(prior or {})))
-        codes = self._label_codes(y)
         with precision(self._dtype):
             return log_evidence(story, self._as_features(X), codes, num_classes=len(self.classes_))
 
     def aic(self, X, y=None) -> float:
-        """Akaike information criterion ``-2 log L + 2 df`` (smaller is better); see :meth:`bic`.
-
-        Args:
-            X: features (n, D).
-            y: labels in ``classes_`` or the unlabeled marker; None for the mixture.
-
-        Returns:
-            The criterion (a float).
-        """
+        """Akaike information criterion ``-2 log L + 2 df`` (smaller is better); ``X`` and
+        ``y`` as in :meth:`bic`."""
         log_lik, _ = self._criterion_log_likelihood(X, y)
         return -2.0 * log_lik + 2.0 * self.num_parameters()
 
     def score_samples(self, X):
-        """Log marginal density ``log p(x) = log sum_k pi_k p(x | k)`` of each row, (n,).
-
-        Low values flag outliers and rows from a population the model never saw. With
-        ``missing="marginalize"`` a NaN cell is summed out (the density of the observed cells).
-        """
+        """Log marginal density ``log p(x) = log sum_k pi_k p(x | k)`` of each row, (n,)."""
         return logsumexp(np.asarray(self.predict_joint_log_proba(X)), axis=1)
 
     def _chosen_weight_state(self, name: str):
@@ -156,8 +116,8 @@ class CriteriaMixin:
 
     @property
     def unlabeled_weight_scores_(self):
-        """The cross-validation table of ``unlabeled_weight="auto"`` (a pandas DataFrame indexed
-        by λ; see :func:`weight_scores`), empty when ``y`` had no unlabeled rows."""
+        """The cross-validation table of ``unlabeled_weight="auto"`` (a DataFrame indexed by λ;
+        :func:`weight_scores`), empty when ``y`` had no unlabeled rows."""
         table = self._chosen_weight_state("unlabeled_weight_scores_")["table"]
         import pandas as pd
 
@@ -168,13 +128,8 @@ class CriteriaMixin:
 
     # -- class prior under a shift ---------------------------------------------------------------
     def adjust_class_prior(self, X_new, max_iter: int = 1000, tol: float = 1e-10):
-        """Re-estimate the class prior on new unlabeled rows, the class-conditionals fixed.
-
-        The EM of Saerens, Latinne & Decaestecker (2002): E-step, the posteriors of the rows
-        under the current prior; M-step, the prior is their mean. Each step cannot lower the
-        mixture log-likelihood ``sum_i log sum_k pi_k p(x_i | k)``. For a population whose class
-        frequencies changed (screening in a new clinic, spam rates over time) and whose
-        ``p(x | k)`` did not.
+        """Re-estimate the class prior on new unlabeled rows, the class-conditionals fixed:
+        the EM of Saerens, Latinne & Decaestecker (2002) (docs/criteria.md).
 
         Args:
             X_new: unlabeled rows of the new population (n, D).
@@ -182,11 +137,9 @@ class CriteriaMixin:
             tol: stop when the mean per-row log-likelihood gains less than this.
 
         Returns:
-            A fitted copy (this estimator is untouched) with the new prior in
-            ``params_["class_prior"]`` (and the estimator's prior attributes), and
-            ``prior_n_iter_``, ``prior_converged_``, ``prior_log_likelihood_`` (the final
-            mixture log-likelihood of ``X_new``) and ``prior_log_likelihood_trace_`` (after each
-            step, the starting prior's value first).
+            A fitted copy (this one is untouched) with the new prior in ``params_`` and the
+            prior attributes, and ``prior_n_iter_``, ``prior_converged_``,
+            ``prior_log_likelihood_`` and ``prior_log_likelihood_trace_`` (the start first).
         """
         if not (isinstance(max_iter, int | np.integer) and max_iter >= 1):
             raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}.")
@@ -227,8 +180,7 @@ class CriteriaMixin:
 
 
 def _set_class_prior(estimator, prior) -> None:
-    """``prior`` as the estimator's class prior: ``params_`` and the attributes derived from it
-    (scikit-learn's names; LDA's intercepts carry ``log pi_k``)."""
+    """``prior`` in ``params_`` and the attributes derived from it (LDA's intercepts too)."""
     old = np.asarray(estimator.params_["class_prior"], dtype=np.float64)
     estimator.params_ = {**estimator.params_, "class_prior": prior}
     for name in ("class_prior_", "priors_"):
@@ -249,21 +201,13 @@ def _set_class_prior(estimator, prior) -> None:
 
 
 # -- unlabeled_weight="auto" ----------------------------------------------------------------------
-def _unlabeled(estimator, y):
-    """Mask of the rows of ``y`` marked unlabeled (the estimator's ``unlabeled_label``)."""
-    marker = check_unlabeled_label(getattr(estimator, "unlabeled_label", UNLABELED))
-    return unlabeled_mask(y, marker)
-
-
 def _rows(X, index):
     """Rows ``index`` of a NumPy array, SciPy matrix or pandas frame."""
     return X.iloc[index] if hasattr(X, "iloc") else X[index]
 
 
 def _folds(labels, num_folds: int, seed: int):
-    """Stratified folds of the labeled rows (positions into ``labels``); with fewer folds than
-    :data:`AUTO_WEIGHT_FOLDS` (few labeled rows), repeated with other shuffles up to
-    :data:`FEW_LABEL_EVALUATIONS` held-out folds."""
+    """Stratified folds of the labeled rows, repeated when few (:data:`FEW_LABEL_EVALUATIONS`)."""
     from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold
 
     if num_folds >= AUTO_WEIGHT_FOLDS:
@@ -277,20 +221,16 @@ def _folds(labels, num_folds: int, seed: int):
 def weight_scores(estimator, X, y, sample_weight=None, classes=None, grid=AUTO_WEIGHT_GRID):
     """Cross-validated scores of each λ in ``grid``: a pandas DataFrame indexed by λ.
 
-    Each fold holds out a stratified share of the labeled rows and fits on the other labeled
-    rows and every unlabeled row; the score is the held-out rows' mean conditional
-    log-likelihood ``log p(y | x)`` (the labels are what λ trades against the density of x),
-    each row's probability floored at the double's epsilon as scikit-learn's ``log_loss``
-    clips it: a fit on two labeled rows a class can call a held-out row impossible
-    (``log p = -1e7``), and one such row would otherwise decide for every fold.
-    Columns: ``log_lik`` (mean over folds), ``log_lik_se`` (its standard error), ``joint_log_lik``
-    (mean held-out ``log p(x, y)`` per row), ``accuracy``, and one ``fold_i`` column per fold.
+    A fold's score is its held-out labeled rows' mean ``log p(y | x)``, floored at float64's
+    epsilon as ``log_loss`` does (docs/semi_supervised.md). Columns: ``log_lik`` (mean over
+    folds), ``log_lik_se``, ``joint_log_lik`` (mean held-out ``log p(x, y)``), ``accuracy``,
+    and ``fold_i``.
     """
     import pandas as pd
     from sklearn.base import clone
 
     y = np.asarray(y)
-    unlabeled = _unlabeled(estimator, y)
+    unlabeled = estimator._unlabeled_rows(y)
     labeled_at = np.flatnonzero(~unlabeled)
     labels = y[labeled_at]
     _, counts = np.unique(labels, return_counts=True)
@@ -349,33 +289,21 @@ def _all_equal(table) -> bool:
 
 
 def choose_weight(table) -> tuple[float, bool]:
-    """The λ of the best mean score (the smallest λ among ties), and whether the unlabeled rows
-    hurt: λ = 0 beats every λ > 0 by more than :data:`HURT_MARGIN` standard errors of the
-    fold-wise difference."""
+    """The λ of the best mean score (the smallest among ties), and whether the unlabeled rows
+    hurt (λ = 0 beats every λ > 0 by :data:`HURT_MARGIN` standard errors)."""
     best = float(table["log_lik"].idxmax())
     folds = table[[c for c in table.columns if c.startswith("fold_")]].to_numpy()
     weights = table.index.to_numpy(dtype=float)
     if best != 0.0 or not (weights == 0).any() or len(weights) < 2:
         return best, False
-    zero = folds[weights == 0][0]
-    hurts = True
-    for row in folds[weights > 0]:
-        diff = zero - row
-        se = diff.std(ddof=1) / math.sqrt(len(diff))
-        if not diff.mean() > HURT_MARGIN * se:
-            hurts = False
-    return best, hurts
+    diffs = folds[weights == 0][0] - folds[weights > 0]
+    se = diffs.std(axis=1, ddof=1) / math.sqrt(diffs.shape[1])
+    return best, bool(np.all(diffs.mean(axis=1) > HURT_MARGIN * se))
 
 
 def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
-    """:meth:`fit` with ``unlabeled_weight="auto"``: λ chosen by cross-validation over the
-    labeled rows (:func:`weight_scores`), then the fit on every row with it.
-
-    Sets ``unlabeled_weight_`` (the λ used) and ``unlabeled_weight_scores_`` (the table; empty
-    when ``y`` has no unlabeled rows, where λ does not matter), and warns
-    (:class:`UnlabeledRowsHurtWarning`) when the unlabeled rows make the held-out labeled rows
-    worse than ignoring them.
-    """
+    """:meth:`fit` with ``unlabeled_weight="auto"``: λ chosen by :func:`weight_scores`, then
+    the fit on every row with it (``unlabeled_weight_``, ``unlabeled_weight_scores_``)."""
     import pandas as pd
     from sklearn.base import clone
 
@@ -388,7 +316,7 @@ def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
         )
     y_array = np.asarray(y)
     tied = False
-    if _unlabeled(estimator, y_array).any():
+    if estimator._unlabeled_rows(y_array).any():
         table = weight_scores(estimator, X, y_array, sample_weight, classes)
         weight, hurts = choose_weight(table)
         if _all_equal(table):  # no evidence for any λ: plain EM, as without "auto"
@@ -405,7 +333,6 @@ def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
         if name not in params:
             setattr(estimator, name, value)
     # plain numbers and arrays (a model file stores no DataFrame), read by the properties
-    # unlabeled_weight_ and unlabeled_weight_scores_
     estimator._chosen_unlabeled_weight = {
         "weight": weight,
         "table": {

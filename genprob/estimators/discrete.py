@@ -71,8 +71,8 @@ class _DiscreteNB(GenerativeClassifierBase):
             raise self._in_sklearn_words(error, X) from None
 
     def _in_sklearn_words(self, error, X):
-        """``error`` led by scikit-learn's "Negative values in data passed to ..." when ``X``
-        holds negative values and the family takes none (its checks and user code match it)."""
+        """``error`` led by scikit-learn's "Negative values in data passed to ..." (its checks
+        match it) when ``X`` holds negative values and the family takes none."""
         if not self._input_tags.get("positive_only") or not (stored_values(X) < 0).any():
             return error
         message = f"Negative values in data passed to {type(self).__name__} (input X). {error}"
@@ -135,10 +135,6 @@ class _DiscreteNB(GenerativeClassifierBase):
 class BernoulliNB(_DiscreteNB):
     """Naive Bayes for binary features (multivariate Bernoulli), scikit-learn compatible.
 
-    Each feature is a coin whose bias depends on the class; see
-    :class:`genprob.families.bernoulli.BernoulliStory`. With ``binarize = t`` values ``> t``
-    become 1 and the rest 0 (before fitting and predicting, as in scikit-learn).
-
     The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
     ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
     ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
@@ -147,8 +143,8 @@ class BernoulliNB(_DiscreteNB):
     Args:
         alpha: additive smoothing, a number or one per feature: ``(count + alpha) / (N_k +
             2 alpha)``, the MAP under a Beta(alpha + 1, alpha + 1) prior (alpha = 1: Laplace).
-        binarize: threshold, or None when the input is already binary (then anything but 0/1
-            raises ``ValueError``).
+        binarize: threshold (values ``> t`` become 1, the rest 0, as in scikit-learn), or None
+            when the input is already binary (then anything but 0/1 raises ``ValueError``).
 
     Attributes:
         feature_count_: (weighted) number of rows with feature j on, per class (K, D).
@@ -200,16 +196,10 @@ class BernoulliNB(_DiscreteNB):
         if self.binarize is None:
             return X  # the story refuses values other than 0 and 1
         threshold = float(self.binarize)
-        if scipy.sparse.issparse(X) and X.format in ("csr", "csc"):
-            # new values on the caller's indices (never changed in place); the zeros stay
-            # stored, which products and sums ignore
+        if scipy.sparse.issparse(X):  # CSR, as the row check gives it
+            # new values on the caller's indices (never changed in place); stored zeros stay
             binary = (X.data > threshold).astype(X.dtype)
             return type(X)((binary, X.indices, X.indptr), shape=X.shape, copy=False)
-        if scipy.sparse.issparse(X):
-            X = X.copy()
-            X.data = (X.data > threshold).astype(X.dtype)
-            X.eliminate_zeros()
-            return X
         return (X > threshold).astype(X.dtype)
 
     def _make_story(self, X):
@@ -222,11 +212,8 @@ class BernoulliNB(_DiscreteNB):
 
 
 class MultinomialNB(_DiscreteNB):
-    """Naive Bayes for counts (multinomial bag of words), scikit-learn compatible.
-
-    See :class:`genprob.families.multinomial.MultinomialStory`. Unlike scikit-learn,
-    :meth:`predict_joint_log_proba` includes the class-free multinomial coefficient
-    ``log n! - sum_j log x_j!``, so it is a real log density; posteriors are the same.
+    """Naive Bayes for counts (multinomial bag of words), scikit-learn compatible; its
+    :meth:`predict_joint_log_proba` includes the multinomial coefficient (a real log density).
 
     The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
     ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
@@ -288,24 +275,19 @@ class MultinomialNB(_DiscreteNB):
         return super()._validate_story(story, X)
 
     def _make_story(self, X):
-        self._rows_seen, self._length_seen = X.shape[0], _total(X)
-        return self._story(X.shape[1])
+        return self._partial_fit_story(X, None)
 
     def _partial_fit_story(self, X, previous):
-        if previous is None:
-            return self._make_story(X)
-        self._rows_seen += X.shape[0]
-        self._length_seen += _total(X)
-        return self._story(X.shape[1])
+        rows, length = X.shape[0], _total(X)
+        if previous is not None:
+            rows, length = self._rows_seen + rows, self._length_seen + length
+        return self._story_for_context({"rows": rows, "length": length}, X.shape[1])
 
     def _chunk_context(self, X):
         return {"rows": int(X.shape[0]), "length": _total(X)}
 
     def _story_for_context(self, context, num_features):
         self._rows_seen, self._length_seen = context["rows"], context["length"]
-        return self._story(num_features)
-
-    def _story(self, num_features):
         # Sampled documents get the mean training length; the density conditions on each row's.
         mean_length = self._length_seen / max(self._rows_seen, 1)
         return MultinomialStory(
@@ -317,12 +299,8 @@ class CategoricalNB(_DiscreteNB):
     """Naive Bayes for categorical features (integer codes), scikit-learn compatible.
 
     Feature j takes codes ``0 .. k_j - 1`` (e.g. from ``OrdinalEncoder``), with
-    ``k_j = max(max_i x_ij + 1, min_categories_j)``. See
-    :class:`genprob.families.categorical.CategoricalStory` for the padded-table parameters.
-
-    Unseen categories: a code ``>= n_categories_[j]`` at prediction raises ``ValueError``; with
-    ``min_categories`` larger than the observed codes, codes below it that were never seen get the
-    smoothed probability ``alpha / (N_k + alpha k_j)``.
+    ``k_j = max(max_i x_ij + 1, min_categories_j)``; a code ``>= n_categories_[j]`` at
+    prediction raises ``ValueError``.
 
     The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
     ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
@@ -426,7 +404,7 @@ class CategoricalNB(_DiscreteNB):
             alpha=self._checked_alpha(X.shape[1]),
         )
 
-    def _extend_statistics(self, stats, previous, story):
+    def _extend_statistics(self, stats, story):
         counts = stats["emission"]["category_counts"]
         missing = story.max_categories - counts.shape[-1]
         if missing:
@@ -447,9 +425,8 @@ class PoissonNB(_DiscreteNB):
     """Naive Bayes for counts with independent Poisson features.
 
     ``rate[k, j] = (S_kj + alpha) / (N_k + beta)`` with ``S_kj`` the (weighted) total of feature
-    j in class k: the MAP under a Gamma(alpha + 1, beta) prior on each rate, or the posterior mean
-    under Gamma(alpha, beta); ``alpha = beta = 0`` is maximum likelihood. See
-    :class:`genprob.families.poisson.PoissonStory`.
+    j in class k (:class:`genprob.families.poisson.PoissonStory`); ``alpha = beta = 0`` is
+    maximum likelihood.
 
     The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
     ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
@@ -466,8 +443,7 @@ class PoissonNB(_DiscreteNB):
         params_: the story's parameters (``rates``, ``class_prior``).
     """
 
-    # scikit-learn has no "counts" tag; "categorical" declares integer-coded input, which
-    # makes its checks feed non-negative integers, the support of the Poisson.
+    # scikit-learn has no "counts" tag; "categorical" makes its checks feed non-negative integers
     _input_tags = dict(positive_only=True, categorical=True)
 
     _parameter_constraints = {

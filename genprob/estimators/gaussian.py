@@ -1,8 +1,5 @@
-"""Gaussian estimators: GaussianNB, LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis.
-
-Parameters, defaults and fitted attributes follow scikit-learn 1.9; the deliberate differences
-are listed in docs/reference/estimators.md.
-"""
+"""GaussianNB, LinearDiscriminantAnalysis and QuadraticDiscriminantAnalysis as scikit-learn 1.9
+has them; the deliberate differences are listed in docs/reference/estimators.md."""
 
 from __future__ import annotations
 
@@ -40,8 +37,7 @@ _SCORING_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 @jitted
 def _total_fourth_moment(story, X, merged):
-    """Ledoit–Wolf's ``sum_i ||z_i||^4`` of all rows ``X`` about their mean (a one-class
-    ``story``, statistics ``merged`` over classes), shape (1,)."""
+    """Ledoit–Wolf's ``sum_i ||z_i||^4`` of all rows ``X`` about their mean, shape (1,)."""
     return story._fourth_moments(X, jnp.ones((X.shape[0], 1), dtype=X.dtype), merged)
 
 
@@ -54,11 +50,8 @@ __all__ = [
 
 
 class UnsupportedOptionError(ValueError, NotImplementedError):
-    """An option combination the estimator does not support.
-
-    Both a ``ValueError`` (bad input, as genprob reports it) and a ``NotImplementedError`` (what
-    scikit-learn raises for, e.g., shrinkage with the ``svd`` solver), so either ``except`` works.
-    """
+    """An option combination the estimator does not support: a ``ValueError`` and, as
+    scikit-learn raises it (shrinkage with the ``svd`` solver, say), a ``NotImplementedError``."""
 
 
 def _covariance_of(estimator, X):
@@ -85,13 +78,11 @@ class _GaussianBase(GenerativeClassifierBase):
 
     def _fail(self, message: str, error=ValueError):
         for name in ("params_", "story_"):
-            if hasattr(self, name):
-                delattr(self, name)
+            self.__dict__.pop(name, None)
         raise error(message)
 
     def _params_jax(self):
-        """Device parameters plus the story's factorization, computed once per fitted
-        parameters and reused by every prediction (not saved: recomputed after load)."""
+        """The parameters and the story's factorization, once per fit (not saved)."""
         return fitted_cache(_SCORING_CACHE, self, self._factorized_params)
 
     def _factorized_params(self):
@@ -133,8 +124,6 @@ class GaussianNB(_GaussianBase):
         class_prior_: class prior (K,).
         class_count_: (weighted) number of training rows per class (K,).
         epsilon_: the absolute variance added.
-        params_: the story's named parameters.
-        stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
     _parameter_constraints = {
@@ -172,10 +161,9 @@ class GaussianNB(_GaussianBase):
         return GaussianStory(covariance="diag", shared=False, var_smoothing=self.var_smoothing)
 
     def _set_fitted_attributes(self, stats):
-        # a zero variance (var_smoothing=0 on a constant feature) is refused by the story's
-        # check_parameters, which runs after this on every fit
+        # a zero variance (var_smoothing=0, a constant feature): the story's check_parameters
         with precision(self._dtype):
-            # host arrays: the smoothing variance is a few (K, D) sums, computed in NumPy
+            # host arrays: the smoothing variance is a few (K, D) sums
             dtype = numpy_dtype(self._dtype)
             emission_stats = {k: np.asarray(v, dtype) for k, v in stats["emission"].items()}
             self.epsilon_ = float(self.story_.smoothing_variance(emission_stats))
@@ -198,8 +186,7 @@ class GaussianNB(_GaussianBase):
         self.class_prior_ = self.params_["class_prior"]
 
     def _zero_weight_classes(self, empty):
-        """Classes whose rows all weigh zero keep scikit-learn's values: mean 0, variance
-        ``epsilon_`` and an estimated prior of 0, so their probability is 0 (never NaN)."""
+        """Classes of zero weight: scikit-learn's mean 0, variance ``epsilon_`` and prior 0."""
         params = {k: np.array(v) for k, v in self.params_.items()}
         params["means"][empty] = 0.0
         params["variances"][empty] = self.epsilon_
@@ -245,13 +232,13 @@ class _DiscriminantBase(_GaussianBase):
             )
 
     def _after_fit(self, X, unit_rows=False):
-        """Fitted attributes that need the rows ``X`` (None after partial_fit); ``unit_rows``:
-        every row of ``X`` is labeled and weighs 1 (no ``sample_weight``, no EM)."""
+        """Fitted attributes that need the rows ``X`` (None: none held); ``unit_rows``: every
+        row is labeled and weighs 1."""
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None, **kwargs):
-        """Fit the Gaussian story by its closed form, as :meth:`GenerativeClassifierBase.fit`
-        (``sample_weight`` is not taken with ``covariance_estimator``)."""
+        """:meth:`GenerativeClassifierBase.fit` (no ``sample_weight`` with
+        ``covariance_estimator``)."""
         self._check_hyperparameters()
         super().fit(X, y, sample_weight, **kwargs)
         if is_out_of_core(X):  # chunks, Parquet or Dask: no rows held here
@@ -259,9 +246,7 @@ class _DiscriminantBase(_GaussianBase):
         return self
 
     def _fit_rows(self, X, y, sample_weight, classes):
-        """:meth:`fit` on the rows the one row check let through: a covariance estimator's
-        fit, then the story's, then what needs the rows (an out-of-core fit leaves the
-        estimator alone until it finishes, so only here is ``_custom`` reset)."""
+        """A covariance estimator's fit, the story's, then what needs the rows."""
         unit_rows = sample_weight is None and classes is None
         unit_rows = unit_rows and not np.any(self._unlabeled_rows(y))
         self._custom = None
@@ -279,13 +264,8 @@ class _DiscriminantBase(_GaussianBase):
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Add a chunk of labeled rows to the running statistics and refit (closed form).
-
-        See :meth:`GenerativeClassifierBase.partial_fit`; not available with
-        ``covariance_estimator`` or ``shrinkage="auto"``, whose statistics do not add up. Until
-        every class has enough rows for a regular covariance, the chunks are kept and prediction
-        waits (with a warning).
-        """
+        """:meth:`GenerativeClassifierBase.partial_fit`; not with ``covariance_estimator`` or
+        ``shrinkage="auto"``, whose statistics do not add up."""
         self._validate_params()
         self._check_hyperparameters()
         if self.covariance_estimator is not None:
@@ -305,9 +285,8 @@ class LinearDiscriminantAnalysis(
     """Linear discriminant analysis: Gaussian classes sharing one covariance.
 
     Parameters follow scikit-learn 1.9 (``solver``, ``shrinkage``, ``priors``, ``n_components``,
-    ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``. All solvers fit the
-    same story and predict through its emission; what each exposes, ``tol`` as the rank threshold
-    and ``covariance_estimator`` are described in docs/reference/estimators.md.
+    ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``; all solvers fit the
+    same story (docs/reference/estimators.md).
 
     Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``covariance_``,
     ``coef_``, ``intercept_``, ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
@@ -319,7 +298,6 @@ class LinearDiscriminantAnalysis(
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
-        stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
     _parameter_constraints = {
@@ -422,8 +400,7 @@ class LinearDiscriminantAnalysis(
         if self.solver != "svd":
             self._warn_if_singular(int(np.max(np.asarray(params[FACTORS]["rank"]))))
         if self.solver == "svd":
-            # scikit-learn's svd scores are centered at xbar: a class-independent shift of x
-            # that leaves posteriors unchanged (coef_k = P (m_k - xbar)).
+            # scikit-learn's svd scores are centered at xbar (a shift posteriors do not see)
             self.xbar_ = self.priors_ @ self.means_
             shift = self.priors_ @ coef
             intercept = intercept + 0.5 * self.xbar_ @ shift
@@ -438,8 +415,7 @@ class LinearDiscriminantAnalysis(
         self._n_features_out = self._max_components
 
     def _warn_if_singular(self, rank: int) -> None:
-        """lsqr and eigen on a singular covariance: genprob's posteriors are the svd solver's,
-        scikit-learn's are not (a pseudo-inverse, an ill-posed eigenproblem); say so."""
+        """lsqr and eigen on a singular covariance give the svd solver's posteriors: say so."""
         if rank >= self.n_features_in_:
             return
         theirs = {
@@ -472,26 +448,19 @@ class LinearDiscriminantAnalysis(
             self._derived_from = (self.params_, self.stats_, scalings)
 
     def _projection(self, total):
-        """``(scalings, explained variance ratios)`` of the fitted story; ``total``: the total
-        covariance (eigen solver) or None (svd solver)."""
+        """``(scalings, explained variance ratios)``; ``total``: the total covariance or None."""
         with precision(self._dtype), np.errstate(invalid="ignore", divide="ignore"):
             scalings, ratio = lda_projection(
                 self.story_, self._params_jax(), total_covariance=total, tol=float(self.tol)
             )
         if not np.all(np.isfinite(ratio)):
-            # no between-class spread on the retained subspace (e.g. one row per class, as in an
-            # early partial_fit): 0 / 0; no direction explains anything, as with solver="svd"
+            # no between-class spread (one row per class, say): no direction explains anything
             ratio = np.zeros_like(ratio)
         return scalings, ratio
 
     def _total_covariance(self, X, stats, unit_rows=False):
         """Covariance of all rows, regularized like the class covariances (eigen solver), and
-        whether :meth:`_merged_total_covariance` recomputes it from ``stats_`` (and the scalar
-        ``_total_fourth_moment``) bit for bit, so that a model file need not store the D x D
-        ``scalings_`` it gives (:meth:`_derivable_attributes`). From the fit's statistics
-        merged over classes; ``shrinkage="auto"`` also takes its Ledoit–Wolf fourth moment over
-        the rows ``X`` with weight 1 (docs/gaussian.md), from those statistics when they are
-        exactly those rows (``unit_rows``)."""
+        whether ``stats_`` give it bit for bit (then a model file leaves ``scalings_`` out)."""
         if self._custom is not None:
             return self._custom[1], False
         if self.story_.shrinkage != "auto":
@@ -509,8 +478,7 @@ class LinearDiscriminantAnalysis(
             return np.asarray(core.maximize(story, row_stats)["covariance"]), False
 
     def _merged_total_statistics(self, stats, fourth_moment=None):
-        """The fit's statistics as one class (device arrays); with the Ledoit–Wolf scalar
-        ``fourth_moment`` (``shrinkage="auto"``), in the layout that shrinkage reads."""
+        """The fit's statistics as one class, with Ledoit–Wolf's ``fourth_moment`` if given."""
         emission = gram_form(stats["emission"], force=True)
         merged = {
             "counts": np.sum(emission["counts"], keepdims=True),
@@ -532,9 +500,7 @@ class LinearDiscriminantAnalysis(
 
     # -- scalings_ derived after loading -------------------------------------------------------
     def _derivable_attributes(self) -> set:
-        """Fitted attributes a model file may leave out (:func:`genprob.io.persistence.save`): the
-        eigen solver's D x D ``scalings_`` while they are the ones computed from the current
-        ``params_`` and ``stats_`` (recomputed, to the same bits, on first use after loading)."""
+        """Fitted attributes a model file may leave out: the eigen solver's ``scalings_``."""
         source = self.__dict__.get("_derived_from")
         if source is None or self.solver != "eigen":
             return set()
@@ -546,8 +512,7 @@ class LinearDiscriminantAnalysis(
         return {"scalings_"}
 
     def _restore_derived_attributes(self, names) -> None:
-        """After loading: the attributes ``names`` left out of the file are recomputed on first
-        use (``scalings_``: one O(D^3) eigendecomposition, which loading does not pay)."""
+        """After loading: ``names`` left out of the file are recomputed on first use."""
         if set(names) != {"scalings_"} or self.solver != "eigen" or "stats_" not in self.__dict__:
             raise ValueError(f"{type(self).__name__} cannot recompute the attributes {names!r}.")
         if self.story_.shrinkage == "auto" and "_total_fourth_moment" not in self.__dict__:
@@ -556,8 +521,7 @@ class LinearDiscriminantAnalysis(
         self._derived_from = (self.params_, self.stats_, None)
 
     def __getattr__(self, name):
-        # called only when the attribute is missing: covariance_ of covariance rows (formed on
-        # each access, not kept: a model file holds the rows), scalings_ of a loaded eigen model
+        # a missing attribute: covariance_ of covariance rows, scalings_ of a loaded eigen model
         params = self.__dict__.get("params_")
         if (
             name == "covariance_"
@@ -606,15 +570,11 @@ class LinearDiscriminantAnalysis(
         return projected[:, : self._max_components]
 
     def decision_function(self, X):
-        """Linear scores ``X @ coef_.T + intercept_``; the log-odds of class 1 when K = 2.
-
-        The scores equal the joint log-probabilities up to a term common to all classes, so
-        their softmax is :meth:`predict_proba`.
-        """
+        """Linear scores ``X @ coef_.T + intercept_`` (softmax: :meth:`predict_proba`); the
+        log-odds of class 1 when K = 2."""
         X = self._check_X(X)
         if has_missing(X):
-            # a linear score needs every coordinate; the joint (exact marginal) has the same
-            # softmax and, for two classes, the same log-odds
+            # a linear score needs every coordinate; the joint has the same softmax and log-odds
             with precision(self._dtype):
                 scores = np.asarray(
                     core.joint_log_prob(self._scoring_story(X), self._params_jax(), X)
@@ -632,9 +592,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     rank check are described in docs/reference/estimators.md.
 
     Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``rotations_``
-    and ``scalings_`` (eigenvectors and eigenvalues of each class covariance, largest first;
-    computed on first use, as the fit's rank check needs only a Cholesky factorization of
-    ``covariance - tol I``), ``covariance_`` (with ``store_covariance``).
+    and ``scalings_`` (computed on first use), ``covariance_`` (with ``store_covariance``).
 
     The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
     ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
@@ -643,7 +601,6 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     Attributes:
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),
             ``class_prior``).
-        stats_: the sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
     _parameter_constraints = {
@@ -729,9 +686,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         except ValueError as error:
             self._fail(str(error))
         covariances = np.asarray(self.params_["covariance"])
-        # every eigenvalue > tol exactly when cov - tol I is positive definite: one Cholesky
-        # factorization per class (cheaper than eigh); the eigenvalues only to
-        # name a failure (a rounding-level call at the boundary is the factorization's)
+        # every eigenvalue > tol exactly when cov - tol I is positive definite (cheaper than eigh)
         try:
             np.linalg.cholesky(covariances - self.tol * np.eye(num_features))
             eigenvalues = ()
@@ -769,8 +724,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
             self.covariance_ = list(covariances)
 
     def __getattr__(self, name):
-        # called only when the attribute is missing: the eigendecomposition of a fit's
-        # covariances, on first use (a fit checks their rank with a Cholesky factorization)
+        # a missing attribute: the covariances' eigendecomposition, on first use
         if name in ("rotations_", "scalings_") and "params_" in self.__dict__:
             eigenvalues, eigenvectors = np.linalg.eigh(np.asarray(self.params_["covariance"]))
             order = np.argsort(eigenvalues, axis=1)[:, ::-1]

@@ -20,13 +20,9 @@ class GenerativeClassifier(GenerativeClassifierBase):
     """Estimator for any :class:`~genprob.story.Story`.
 
     A story with a closed form (``sufficient_statistics`` and ``maximize``) is fitted exactly;
-    one with only a ``prior`` and an ``emission`` is fitted by maximizing its NumPyro model's
-    log-likelihood with L-BFGS (:func:`genprob.fit_optimizer`). Rows labeled ``-1`` are
-    unlabeled and fitted by EM (with a gradient M-step when there is no closed form).
-    :meth:`partial_fit` needs a closed form (additive sufficient statistics).
-
-    The story is a constructor parameter like any other: ``clone`` copies it (stories compare
-    equal by configuration), and ``set_params(story=...)`` swaps it.
+    one with only a ``prior`` and an ``emission`` by L-BFGS on its NumPyro model's
+    log-likelihood (:func:`genprob.fit_optimizer`). The story is a constructor parameter like
+    any other (``clone``, ``set_params(story=...)``).
 
     The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
     ``dtype``, ``missing`` and ``unlabeled_label`` are the same for every estimator: see
@@ -44,12 +40,8 @@ class GenerativeClassifier(GenerativeClassifierBase):
             the story's prior) or a dict of named parameters (see :func:`genprob.fit_optimizer`).
 
     Attributes:
-        story_: the story (the ``story`` argument).
-        params_: fitted named parameters.
-        stats_: sufficient statistics (closed-form stories only).
         optimizer_result_: convergence information when fitted by the optimizer
-            (``converged``, ``start_objectives``, ``collapsed``...). A fit that did not converge
-            or has a collapsed class or component weight warns (``ConvergenceWarning``).
+            (``converged``, ``start_objectives``, ``collapsed``...).
     """
 
     _parameter_constraints = {

@@ -1,10 +1,5 @@
-"""Model-based discriminant analysis: Gaussian mixtures within classes, chosen by BIC (issue 44).
-
-:class:`MixtureDiscriminantAnalysis` is R mclust's ``MclustDA`` (a mixture of ``G_k`` Gaussians
-of one structure per class, structure and ``G_k`` chosen by BIC per class), ``EDDA`` (one
-Gaussian per class, the structure across the classes, chosen by a common BIC) and
-``MclustSSC`` (unlabeled rows, ``y = -1``) in one scikit-learn classifier. The maths is
-:mod:`genprob.families.gaussian.mixture`.
+"""Model-based discriminant analysis (issue 44): R mclust's ``MclustDA``, ``EDDA`` and
+``MclustSSC`` as one scikit-learn classifier; the maths is :mod:`genprob.families.gaussian.mixture`.
 """
 
 from __future__ import annotations
@@ -17,12 +12,10 @@ from functools import partial
 
 import numpy as np
 from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from genprob.engine._labels import (
-    unlabeled_mask,
-)
 from genprob.engine._validation import (
     EM_PARAMETER_CONSTRAINTS,
     MISSING_PARAMETER_CONSTRAINTS,
@@ -41,32 +34,15 @@ __all__ = ["MixtureDiscriminantAnalysis"]
 TABLE_SIGN = "2 log L - df log n (mclust's sign: larger is better)"
 
 
-def _structures():
-    from genprob.families.gaussian import mclust
-
-    return tuple(mclust.STRUCTURES)
-
-
 class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
     """Gaussian mixtures within classes, structure and components chosen by BIC (mclust's
-    MclustDA, EDDA and MclustSSC).
+    MclustDA, EDDA and MclustSSC; docs/howto/model_based.md).
 
-    Class ``k`` is a mixture of ``G_k`` Gaussian components whose covariances follow one of
-    the 14 structures of Celeux & Govaert (1995) (``lambda D A D^T``, mclust's names).
-
-    * ``n_components=1`` (EDDA): one Gaussian per class and the structure constrains the
-      classes' covariances together (``"EEE"`` is LDA, ``"VVV"`` QDA); the structure is chosen
-      by one BIC over all rows (mixture log-likelihood; with unlabeled rows MclustSSC's).
-    * several values of ``n_components`` (MclustDA): the structure constrains the components of
-      a class; each class gets its own structure and ``G_k``, chosen by BIC on its rows
-      (mclust's ``Mclust`` per class). With unlabeled rows the classes are no longer
-      separate: one structure and one ``G`` for every class are chosen by the BIC of the
-      partly labeled log-likelihood.
-
-    EM (components within a class, and classes for unlabeled rows) starts from seeded k-means
-    of each class's labeled rows (mclust starts from model-based hierarchical clustering), the
-    best of ``n_init`` starts kept. A candidate whose component collapses (singular
-    covariance) is left out of the table with a warning naming the class and component.
+    Class ``k`` is a mixture of ``G_k`` Gaussians whose covariances follow one of the 14
+    structures of Celeux & Govaert (1995). ``n_components=1`` is EDDA (one structure across the
+    classes, chosen by one BIC over all rows); several values are MclustDA (each class its own
+    structure and ``G_k``, by BIC on its rows; with unlabeled rows one structure and ``G`` for
+    every class, by the partly labeled BIC).
 
     Args:
         structure: a structure name (``"VVV"``), a list of names (or ``"EEE,VVV"``), or
@@ -86,10 +62,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         classes_: class labels.
         structure_: (K,) the structure chosen for each class (the same for all under EDDA).
         n_components_: (K,) the number of components chosen for each class.
-        bic_table_: pandas DataFrame of BIC in mclust's sign (larger is better, as mclust
-            prints it; ``attrs["sign"]`` says so): rows structures, columns numbers of
-            components; a (class, structure) row index when each class chose its own model.
-            A NaN cell is a candidate that collapsed.
+        bic_table_: every candidate's BIC in mclust's sign (larger is better), a DataFrame
+            (rows structures, or (class, structure); columns G; NaN: it collapsed).
         icl_table_: the same for ICL.
         criterion_table_: the table of ``criterion``.
         params_: ``class_prior`` (K,), ``weights`` (J,) within-class mixing proportions,
@@ -100,14 +74,9 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         n_iter_: EM's iterations of the chosen fit (absent after a closed-form fit).
         converged_: whether that EM reached ``em_tol``.
         log_likelihood_trace_: EM's objective after each iteration (never decreasing).
-        stats_: ``class_counts`` and the ``emission``'s per-class counts, sums and second
-            moments (about its ``shift``) of a one-structure EDDA fit of labeled rows, which
-            ``partial_fit`` adds to.
-
-    ``partial_fit`` and ``fit`` on chunks, Parquet or Dask collections are every estimator's
-    (:class:`GenerativeClassifierBase`) on the EDDA story of one structure (``n_components=1``,
-    one name), labeled rows without NaN cells; the other settings are refused, naming why
-    (docs/howto/model_based.md). Such fits keep no criterion table and no ``log_likelihood_``.
+        stats_: the EDDA story's statistics of a one-structure fit of labeled rows, which
+            ``partial_fit`` (and fits on chunks or Dask) add to; such fits keep no criterion
+            table and no ``log_likelihood_``.
     """
 
     _parameter_constraints: dict = {
@@ -118,7 +87,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             tuple,
             range,
         ],
-        "criterion": [str],
+        "criterion": [StrOptions({"bic", "icl"})],
         **MISSING_PARAMETER_CONSTRAINTS,
         "unlabeled_weight": [NumberInterval(numbers.Real, 0, 1, closed="both")],
         **{k: EM_PARAMETER_CONSTRAINTS[k] for k in ("max_iter", "em_tol", "n_init")},
@@ -127,7 +96,6 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
     }
 
     #: files of releases before issue 56 hold no story: ``story_`` is derived
-    #: (genprob.io.persistence)
     _has_story = False
     _validate_kwargs = {"dtype": np.float64}
     _prior_parameter = None
@@ -164,7 +132,9 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
     # -- settings --------------------------------------------------------------------------------
     def _candidate_structures(self) -> tuple:
-        known = _structures()
+        from genprob.families.gaussian import mclust
+
+        known = tuple(mclust.STRUCTURES)
         value = self.structure
         if isinstance(value, str):
             # "EEE,VVV": the command line's --param structure=EEE,VVV
@@ -197,8 +167,6 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             y: labels; ``-1`` marks an unlabeled row.
             sample_weight: row weights (a weight of 2 counts a row twice, in BIC's n too).
         """
-        if self.criterion not in ("bic", "icl"):
-            raise ValueError(f"criterion must be 'bic' or 'icl'; got {self.criterion!r}.")
         if is_out_of_core(X):  # chunks, Parquet, Dask: GenerativeClassifierBase's, EDDA only
             self._streamed_structure()
             return super().fit(X, y, sample_weight)
@@ -208,13 +176,12 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         n = X.shape[0]
         weight = check_sample_weight(sample_weight, n, allow_all_zero=False)
         weight = np.ones(n) if weight is None else weight
-        unlabeled = unlabeled_mask(y, self._unlabeled_label)
+        unlabeled = self._unlabeled_rows(y)
         codes = self._encode_classes(y, unlabeled, None)
         row_weight = np.where(unlabeled, weight * self.unlabeled_weight, weight)
         if n < 2 or float(row_weight.sum()) <= 0:
             raise ValueError(f"n_samples={n}: a Gaussian fit needs at least 2 rows.")
-        nan = np.isnan(X) if self.missing == "marginalize" else None
-        observed = ~nan if nan is not None and nan.any() else None
+        observed = ~np.isnan(X) if self._marginalizes and np.isnan(X).any() else None
         semi = bool(np.any(unlabeled & (row_weight > 0)))
         for name in ("n_iter_", "converged_", "log_likelihood_trace_", "stats_"):
             self.__dict__.pop(name, None)
@@ -229,7 +196,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             fit = self._fit_common(X, codes, row_weight, structures, components, semi, settings)
         else:
             fit = self._fit_per_class(X, codes, row_weight, structures, components, settings)
-        self._set_fit(fit, X, codes, row_weight, observed, semi)
+        self._set_fit(fit, X, row_weight, observed, semi)
         if components == (1,) and len(structures) == 1 and not semi and observed is None:
             # partial_fit continues from these
             self.stats_ = self._labeled_statistics(self.story_, X, codes, row_weight)
@@ -238,61 +205,50 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
     def _fit_common(self, X, codes, row_weight, structures, components, semi, settings):
         """One structure and G for every class, chosen by one criterion over all rows."""
         K = len(self.classes_)
-        n = float(row_weight.sum())
-        bic = np.full((len(structures), len(components)), np.nan)
-        icl = np.full_like(bic, np.nan)
-        fits, failures = {}, []
-        for a, structure in enumerate(structures):
-            one = None  # the structure's one-component fit: a range's fallback start
-            for b, G in enumerate(components):  # increasing G (_candidate_components)
-                across = G == 1 and components == (1,)
-                fit_one = partial(
-                    mixture.fit_mixture,
-                    X,
-                    codes,
-                    (G,) * K,
-                    structure if across else (structure,) * K,
-                    across_classes=across,
-                    row_weight=row_weight,
-                    **settings,
-                )
-                try:
-                    try:
-                        fit = fit_one()
-                    except mixture.CollapsedComponentError:
-                        if across or not semi:
-                            raise
-                        # a range never fails where its one-component fit succeeds: start G
-                        # components from that fit, split (mclust's hierarchical start)
-                        if one is None:
-                            one = mixture.fit_mixture(
-                                X, codes, (1,) * K, structure, across_classes=True,
-                                row_weight=row_weight, **settings,
-                            )  # fmt: skip
-                        fit = fit_one(start_from=self._split(X, one, G, row_weight, settings))
-                except mixture.CollapsedComponentError as error:
-                    failures.append((structure, G, error))
-                    continue
-                if G == 1 and one is None:
-                    one = fit
-                if semi:
-                    log_lik = fit.log_likelihood
-                else:
-                    log_lik = mixture.mixture_log_likelihood(
-                        fit, X, row_weight, settings["observed"]
-                    )
-                df = mixture.num_parameters(fit.structures, fit.groups, K, X.shape[1])
-                bic[a, b] = 2.0 * log_lik - df * math.log(n)
-                icl[a, b] = bic[a, b] + 2.0 * mixture.icl_penalty(fit.responsibilities, row_weight)
-                fits[a, b] = fit
+        ones = {}  # each structure's one-component fit: a range's fallback start
+
+        def fit_one(structure, G):
+            across = G == 1 and components == (1,)
+            fit = partial(
+                mixture.fit_mixture,
+                X,
+                codes,
+                (G,) * K,
+                structure if across else (structure,) * K,
+                across_classes=across,
+                row_weight=row_weight,
+                **settings,
+            )
+            try:
+                result = fit()
+            except mixture.CollapsedComponentError:
+                if across or not semi:
+                    raise
+                # a range never fails where its one-component fit succeeds: split that fit
+                if structure not in ones:
+                    ones[structure] = mixture.fit_mixture(
+                        X, codes, (1,) * K, structure, across_classes=True,
+                        row_weight=row_weight, **settings,
+                    )  # fmt: skip
+                result = fit(start_from=self._split(X, ones[structure], G, row_weight, settings))
+            if G == 1:
+                ones.setdefault(structure, result)
+            return result
+
+        def log_lik(fit):  # without unlabeled rows, the mixture log-likelihood (mclust's)
+            if semi:
+                return fit.log_likelihood
+            return mixture.mixture_log_likelihood(fit, X, row_weight, settings["observed"])
+
+        fits, bic, icl, failures = _candidates(
+            fit_one, structures, components, K, row_weight, log_lik
+        )
         self._warn_left_out(self._report(failures, len(structures) * len(components)))
-        table = bic if self.criterion == "bic" else icl
-        a, b = np.unravel_index(np.nanargmax(table), table.shape)
         rows = list(structures)
         self._tables = {
             name: _table(v, rows, components) for name, v in (("BIC", bic), ("ICL", icl))
         }
-        return fits[a, b]
+        return fits[self._chosen(bic, icl)]
 
     @staticmethod
     def _split(X, one, G, row_weight, settings):
@@ -304,6 +260,10 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         )
         return mixture.split_start(X, classes, (G,) * K, row_weight, settings["random_state"])
 
+    def _chosen(self, bic, icl):
+        table = bic if self.criterion == "bic" else icl
+        return np.unravel_index(np.nanargmax(table), table.shape)
+
     def _fit_per_class(self, X, codes, row_weight, structures, components, settings):
         """MclustDA: each class's structure and G chosen by BIC on its own rows."""
         chosen, bic_frames, icl_frames, left_out = [], [], [], []
@@ -313,32 +273,10 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             settings_k = dict(settings)
             if settings["observed"] is not None:
                 settings_k["observed"] = settings["observed"][rows]
-            n_k = float(wk.sum())
-            bic = np.full((len(structures), len(components)), np.nan)
-            icl = np.full_like(bic, np.nan)
-            fits, failures = {}, []
-            for a, structure in enumerate(structures):
-                for b, G in enumerate(components):
-                    try:
-                        fit = mixture.fit_mixture(
-                            Xk,
-                            np.zeros(len(Xk), int),
-                            (G,),
-                            (structure,),
-                            row_weight=wk,
-                            **settings_k,
-                        )
-                    except mixture.CollapsedComponentError as error:
-                        failures.append((structure, G, error))
-                        continue
-                    df = mixture.num_parameters(fit.structures, fit.groups, 1, X.shape[1])
-                    bic[a, b] = 2.0 * fit.log_likelihood - df * math.log(n_k)
-                    icl[a, b] = bic[a, b] + 2.0 * mixture.icl_penalty(fit.responsibilities, wk)
-                    fits[a, b] = fit
+            fit_one = partial(_fit_class, Xk, wk, settings_k)
+            fits, bic, icl, failures = _candidates(fit_one, structures, components, 1, wk)
             left_out += self._report(failures, len(structures) * len(components), self.classes_[k])
-            table = bic if self.criterion == "bic" else icl
-            a, b = np.unravel_index(np.nanargmax(table), table.shape)
-            chosen.append(fits[a, b])
+            chosen.append(fits[self._chosen(bic, icl)])
             bic_frames.append(bic)
             icl_frames.append(icl)
         self._warn_left_out(left_out)
@@ -379,16 +317,23 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             )
 
     def _named_class(self, error, per_class: bool = False) -> str:
-        """The error's message with the class code replaced by its label; a per-class fit's
-        message drops it (its code counts within the one class, the caller names the class)."""
+        """The error's message naming the class by its label (dropped in a per-class fit's)."""
         text = str(error)
         if getattr(error, "cls", -1) >= 0 and error.cls < len(self.classes_):
             label = "" if per_class else f"class {_label(self.classes_[error.cls])!r}, "
             text = text.replace(f"class {error.cls}, ", label, 1)
         return text
 
-    def _set_fit(self, fit, X, codes, row_weight, observed, semi):
-        self._set_params(fit)
+    def _set_fit(self, fit, X, row_weight, observed, semi):
+        self.story_ = self._story(fit.cell_class, fit.structures, fit.groups)
+        self.params_ = {
+            "class_prior": fit.class_prior,
+            "weights": fit.weights,
+            "means": fit.means,
+            "covariances": fit.covariances,
+            "component_class": fit.cell_class,
+        }
+        self._set_fitted_attributes(None)
         if semi:
             self.log_likelihood_ = fit.log_likelihood
         else:
@@ -400,21 +345,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             if not fit.converged and fit.n_iter >= self.max_iter:
                 warn_max_iter(self.max_iter, self.em_tol, stacklevel=5, change="relative")
 
-    def _set_params(self, fit):
-        self.story_ = self._story(fit.cell_class, fit.structures, fit.groups)
-        self.params_ = {
-            "class_prior": fit.class_prior,
-            "weights": fit.weights,
-            "means": fit.means,
-            "covariances": fit.covariances,
-            "component_class": fit.cell_class,
-        }
-        self._set_fitted_attributes(None)
-
     def _set_fitted_attributes(self, stats):
-        """``structure_`` and ``n_components_`` from ``story_``; a fit from statistics
-        (``stats``: partial_fit, chunks, Dask) keeps no criterion table and no
-        ``log_likelihood_``."""
+        """``structure_`` and ``n_components_``; a fit from statistics keeps no criterion table."""
         story, K = self.story_, len(self.classes_)
         self.n_components_ = np.bincount(story.cell_class, minlength=K)
         # one group of every class (EDDA): its structure is each class's
@@ -474,7 +406,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         return GaussianMixtureStory(cell_class, structures, groups, component_labels=labels)
 
     def _joint_log_proba(self, X):
-        # host NumPy: a first log_likelihood or bic(X) compiles nothing (2 s compiled)
+        # host NumPy: a first log_likelihood or bic(X) compiles nothing
         params = {k: np.asarray(v) for k, v in self.params_.items()}
         observed = ~np.isnan(X)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
@@ -495,25 +427,20 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
     # -- fits over chunks: GenerativeClassifierBase's, on the EDDA story ---------------------------
     def _streamed_structure(self) -> str:
-        """The one structure of an EDDA fit, whose statistics add over chunks; a ValueError
-        naming the reason for any other setting."""
+        """The one structure of an EDDA fit (statistics that add over chunks), else why not."""
         action = "A fit over chunks (partial_fit, streaming) or on a Dask collection"
         if self._candidate_components() != (1,):
             raise ValueError(
                 f"{action} fits one Gaussian per class (n_components=1) only, got "
                 f"n_components={self.n_components!r}: EM over the components of a class needs "
-                "every row at each iteration (the responsibilities, and so the statistics, "
-                "depend on the current parameters and do not add over chunks). Call fit on all "
-                "rows."
+                "every row at each iteration. Call fit on all rows."
             )
         structures = self._candidate_structures()
         if len(structures) != 1:
             raise ValueError(
-                f"{action} fits one structure only, got {len(structures)} candidates: choosing "
-                "among them by BIC needs each candidate's mixture log-likelihood "
-                "sum_i log sum_k pi_k p(x_i | k) at its own fitted parameters, which does not "
-                "add over chunks seen before those parameters. Pass one name (structure='VEV'), "
-                "or call fit on all rows."
+                f"{action} fits one structure only, got {len(structures)} candidates: BIC needs "
+                "each one's log-likelihood at its own parameters, which does not add over chunks. "
+                "Pass one name (structure='VEV'), or call fit on all rows."
             )
         return structures[0]
 
@@ -564,6 +491,35 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 def align_draws(story, draws, reference, potential_energy=None, **options):
     """:meth:`GaussianMixtureStory.align_draws` (kept importable here, where it was written)."""
     return story.align_draws(draws, reference, potential_energy, **options)
+
+
+def _fit_class(X, row_weight, settings, structure, G):
+    """One class's rows as a mixture of G components of one structure."""
+    codes = np.zeros(len(X), int)
+    return mixture.fit_mixture(X, codes, (G,), (structure,), row_weight=row_weight, **settings)
+
+
+def _candidates(fit_one, structures, components, num_classes, row_weight, log_lik=None):
+    """Every (structure, G) fitted: the fits, BIC and ICL tables (mclust's sign) and the
+    candidates that collapsed."""
+    n = float(row_weight.sum())
+    bic = np.full((len(structures), len(components)), np.nan)
+    icl = np.full_like(bic, np.nan)
+    fits, failures = {}, []
+    for a, structure in enumerate(structures):
+        for b, G in enumerate(components):  # increasing G (_candidate_components)
+            try:
+                fit = fit_one(structure, G)
+            except mixture.CollapsedComponentError as error:
+                failures.append((structure, G, error))
+                continue
+            num_features = fit.means.shape[1]
+            df = mixture.num_parameters(fit.structures, fit.groups, num_classes, num_features)
+            log_l = fit.log_likelihood if log_lik is None else log_lik(fit)
+            bic[a, b] = 2.0 * log_l - df * math.log(n)
+            icl[a, b] = bic[a, b] + 2.0 * mixture.icl_penalty(fit.responsibilities, row_weight)
+            fits[a, b] = fit
+    return fits, bic, icl, failures
 
 
 def _label(value):

@@ -1,11 +1,5 @@
-"""MixedNB: naive Bayes over a table whose columns follow different families.
-
-Each column is given a family by name; columns of one family form one block of a
-:class:`genprob.families.mixed.MixedStory` (block name = family name, so parameters read
-``"gaussian.means"``, ``"categorical.probs"``...), and each block is fitted in closed form.
-``partial_fit`` adds chunks to the blocks' statistics (categorical columns may meet new
-categories in later chunks: their tables grow).
-"""
+"""MixedNB: naive Bayes over a table whose columns follow different families, one block of a
+:class:`genprob.families.mixed.MixedStory` per family, each fitted in closed form."""
 
 from __future__ import annotations
 
@@ -59,8 +53,7 @@ def _column_keys(X) -> list:
 
 
 def _column(X, position: int, key) -> np.ndarray:
-    """The values of column ``key``; dates, times and durations are refused by name (read as
-    numbers they would be nanoseconds, and a model file cannot store them as categories)."""
+    """The values of column ``key``; dates, times and durations are refused by name."""
     values = X.iloc[:, position].to_numpy() if _is_frame(X) else np.asarray(X)[:, position]
     if values.dtype.kind in "mM":
         _refuse_dates(key, values[0] if values.size else values.dtype)
@@ -87,10 +80,8 @@ def _shown(known, limit: int = 20) -> str:
 
 
 def _categories_of(X, position: int, key, known=None, skip_missing=False) -> np.ndarray:
-    """Sorted distinct values of a categorical column (with the ``known`` ones, if given).
-
-    Missing values (None, NaN, pandas' NA) are refused, or left out with ``skip_missing``.
-    """
+    """Sorted distinct values of a categorical column (with the ``known`` ones, if given);
+    missing values are refused, or left out with ``skip_missing``."""
     values = _column(X, position, key).astype(object)
     absent = pd.isna(values)
     if absent.any() and not skip_missing:
@@ -131,9 +122,8 @@ class MixedNB(GenerativeClassifierBase):
     training categories), ``"bernoulli"`` (0/1), ``"multinomial"`` (the family's columns are the
     counts of one bag of words) and ``"poisson"`` (independent counts).
 
-    Columns are named by DataFrame column name, or by integer position for arrays. Every column
-    of ``X`` must have a family; names that are not columns of ``X``, unknown family names, a
-    category not seen in training, and missing values raise ``ValueError``.
+    Columns are named by DataFrame column name, or by integer position for arrays; every column
+    of ``X`` must have a family.
 
     The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
     ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
@@ -142,9 +132,7 @@ class MixedNB(GenerativeClassifierBase):
 
     Args:
         families: mapping column -> family name, e.g. ``{"bill_length_mm": "gaussian",
-            "island": "categorical"}``; None (the default) makes every column Gaussian, which is
-            then :class:`genprob.GaussianNB` (a sensible default for a numeric table, and what
-            scikit-learn's generic estimator checks exercise).
+            "island": "categorical"}``; None (the default) makes every column Gaussian.
         alpha: additive smoothing of the Bernoulli, categorical and multinomial blocks, and the
             pseudo-counts of the Poisson block.
         beta: pseudo-rows of the Poisson block.
@@ -156,7 +144,6 @@ class MixedNB(GenerativeClassifierBase):
             ``categories_[column][m]``).
         story_: the fitted :class:`~genprob.families.mixed.MixedStory`.
         params_: flat dict ``"<family>.<parameter>"`` plus ``class_prior``.
-        stats_: the blocks' sufficient statistics (running ones after :meth:`partial_fit`).
     """
 
     _prior_parameter = "class_prior"
@@ -286,12 +273,8 @@ class MixedNB(GenerativeClassifierBase):
         return X
 
     def encode(self, X):
-        """``X`` as the numbers the story sees: each categorical column replaced by the codes of
-        its categories (positions in ``categories_``), numeric columns as floats, in fit order.
-
-        A DataFrame in gives a DataFrame out (same index and columns); unseen categories raise
-        a ``ValueError`` naming the column.
-        """
+        """``X`` as the numbers the story sees: categorical columns as the codes of their
+        categories (positions in ``categories_``), in fit order; a DataFrame stays one."""
         check_is_fitted(self, "categories_")
         return self._encode(X)
 
@@ -350,13 +333,8 @@ class MixedNB(GenerativeClassifierBase):
         return super().fit(self._encode(X), y, sample_weight=sample_weight, **kwargs)
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Add a chunk of labeled rows to every block's statistics and refit (closed form).
-
-        The first call learns the columns (as :meth:`fit`); later chunks must have the same
-        columns, and may bring new categories to categorical columns (their tables grow, so
-        the result equals :meth:`fit` on all chunks). See
-        :meth:`GenerativeClassifierBase.partial_fit`.
-        """
+        """:meth:`GenerativeClassifierBase.partial_fit`: the first call learns the columns;
+        later chunks may bring new categories (their tables grow)."""
         if not hasattr(self, "stats_"):
             self._learn_columns(X)
             self._stats_categories = None
@@ -380,9 +358,8 @@ class MixedNB(GenerativeClassifierBase):
             self.categories_ = saved
             raise
 
-    def _extend_statistics(self, stats, previous, story):
-        """Move the blocks' statistics to the (possibly grown) category lists (the family's
-        ``grow_statistics`` block hook; old code c of a column becomes ``moves[column][c]``)."""
+    def _extend_statistics(self, stats, story):
+        """The blocks' statistics on the grown category lists (``grow_statistics``)."""
         if self._stats_categories is None:
             return stats
         moves = [None] * len(self._columns)
@@ -395,7 +372,7 @@ class MixedNB(GenerativeClassifierBase):
             check_is_fitted(self, "params_")
         return super()._check_X(self._encode(X), **options)
 
-    def _block_contexts(self, X) -> dict:
+    def _chunk_context(self, X) -> dict:
         """Each block's fit-time context (the family's ``block_context`` hook)."""
         X = np.asarray(X)
         return {
@@ -404,18 +381,13 @@ class MixedNB(GenerativeClassifierBase):
         }
 
     def _make_story(self, X):
-        self._context = self._block_contexts(X)
-        return self._story(self._context)
+        return self._partial_fit_story(X, None)
 
     def _partial_fit_story(self, X, previous):
-        if previous is None:
-            return self._make_story(X)
-        chunk = self._block_contexts(X)
-        self._context = add_contexts(self._context, chunk)
-        return self._story(self._context)
-
-    def _chunk_context(self, X):
-        return self._block_contexts(X)
+        context = self._chunk_context(X)
+        if previous is not None:
+            context = add_contexts(self._context, context)
+        return self._story_for_context(context, X.shape[1])
 
     def _story_for_context(self, context, num_features):
         self._context = context
