@@ -122,13 +122,8 @@ def row_sums(array):
 
 def sparse_as_float(X):
     """A SciPy CSR or CSC matrix of integer or boolean values with its values as float64 and
-    the same indices; anything else unchanged.
-
-    SciPy's ``astype`` (what input validation calls) first sorts each row's indices and sums
-    duplicates: half of a prediction on a ``CountVectorizer`` output, whose indices are not
-    sorted. Products and sums do not need sorted indices; stories that need unique ones
-    (log x! of a word's total count, binarized values) sum duplicates themselves.
-    """
+    the same indices (SciPy's ``astype`` would sort them first: half of a prediction on
+    ``CountVectorizer`` output); anything else unchanged."""
     if not (scipy.sparse.issparse(X) and X.format in ("csr", "csc")):
         return X
     if X.dtype.kind not in "biu":
@@ -137,12 +132,8 @@ def sparse_as_float(X):
 
 
 def without_duplicates(X):
-    """A SciPy sparse matrix storing each (row, column) at most once: ``X`` itself when it does
-    (sorted or not), else a copy with the duplicates summed (SciPy's meaning of them).
-
-    Unsorted CSR (what ``CountVectorizer`` returns) is checked without sorting it: its transpose
-    (CSC) lists each column's rows in order, so SciPy's canonical-format test finds duplicates.
-    """
+    """A SciPy sparse matrix storing each (row, column) at most once: ``X`` itself when it does,
+    else a copy with the duplicates summed; unsorted CSR is checked through its (sorted) CSC."""
     if X.has_canonical_format:
         return X
     if (
