@@ -282,8 +282,7 @@ def model(
         )
 
 
-#: Blocks of the unlabeled rows in :func:`labeled_summary` (those past the last unlabeled row
-#: are skipped at run time: the density's cost follows the number of unlabeled rows).
+#: Blocks of the unlabeled rows in :func:`labeled_summary` (those past the last are skipped).
 SUMMARY_BLOCKS = 8
 
 
@@ -344,8 +343,7 @@ def _summarizes(emission_type) -> bool:
     )
 
 
-#: Rows beyond which a draw's shapes may overflow JAX's int64 sizes when traced (2**48: room for
-#: 2**15 features); such a draw is refused by the size of its int32 labels, far over any limit.
+#: Rows beyond which a draw's traced shapes may overflow: refused by its int32 labels' size.
 _UNTRACEABLE_ROWS = 2**48
 
 

@@ -197,18 +197,13 @@ def _is_traced_value(value) -> bool:
     return False
 
 
-def _holds_story(value) -> bool:
-    if isinstance(value, Story):
-        return True
-    return type(value) in (tuple, list) and any(_holds_story(v) for v in value)
-
-
 def _skeleton(value):
     """``value`` with every nested story replaced by a hole (containers are tuples/lists)."""
     if isinstance(value, Story):
         return _HOLE
-    if type(value) in (tuple, list) and _holds_story(value):
-        return type(value)(_skeleton(v) for v in value)
+    if type(value) in (tuple, list):
+        skeleton = type(value)(_skeleton(v) for v in value)
+        return skeleton if _holds_hole(skeleton) else value
     return value
 
 
@@ -455,8 +450,7 @@ class Story(metaclass=_StoryType):
         """
         return X
 
-    # -- missing feature values (NaN entries, marginalized; see genprob.engine.missing)
-    # a story opts in with the capability "supports_missing" (genprob.engine.capabilities)
+    # -- missing feature values (NaN entries, marginalized): the capability "supports_missing"
     def observed_log_prob(self, params: dict, X, observed):
         """``log p(x_obs | k)`` (n, K) of the observed entries (``observed``: boolean (n, D);
         ``X``'s missing entries filled with a value of the support); by default the per-feature

@@ -15,20 +15,16 @@ from genprob._lazy import jax
 from genprob.engine.capabilities import capability, has_closed_form
 from genprob.story import keeps_rows, structure_key
 
-# Largest single array (bytes) that sampling or a category table may allocate; a module attribute
-# so that a user with a large machine can raise it.
+# Largest single array (bytes) sampling or a category table may allocate (a user may raise it)
 MAX_ARRAY_BYTES = 2**32
-# Largest total (bytes) of the arrays a model file may declare: genprob.load refuses a file beyond
-# it before inflating anything.
+# Largest total (bytes) of the arrays a model file may declare (refused before inflating any)
 MAX_LOAD_BYTES = 2**32
-# Largest metadata document (bytes of its .npy member, 4 per character) a model file may declare:
-# it is read before the arrays, so its size bounds a load that the metadata then refuses.
+# Largest metadata document (bytes of its .npy member) a model file may declare: read first
 MAX_METADATA_BYTES = 2**26
 
 #: Most chains a posterior may run: each is a copy of the sampler's state, scored on every row.
 MAX_CHAINS = 1024
-#: Most iterations (warm-up plus draws) a NUTS chain may run; each takes up to 1023 leapfrog
-#: steps, so more is a run that would not finish.
+#: Most iterations (warm-up plus draws) a NUTS chain may run: more would not finish.
 MAX_ITERATIONS = 10**6
 
 __all__ = [

@@ -326,8 +326,7 @@ def validate_params(estimator) -> None:
     one parameter at a time so that the message can say what the refused parameter means.
     """
     constraints_of = estimator._parameter_constraints
-    # the constructor's parameters are attributes of the same names (get_params inspects the
-    # signature at every call)
+    # the constructor's parameters by attribute (get_params inspects the signature every call)
     params = {name: getattr(estimator, name) for name in constraints_of}
     caller = type(estimator).__name__
     for name, constraints in constraints_of.items():

@@ -270,16 +270,14 @@ def _em_runs(
 
     def iterate(state):
         params, latent, value, trace, iteration, _, _, _, _, old_penalty = state
-        # The first M-step starts from the initial responsibilities, later ones from the
-        # E-step (one M-step site in the program keeps compilation short).
+        # one M-step site in the program (from R0 first, then the E-step): shorter compilation
         R = jnp.where(iteration == 0, R0, e_step(params))
         new_params, new_latent, penalty, penalty_before = _m_step(
             story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS, previous=params
         )
         new_value = _objective(story, new_params, X, codes, row_weights, penalty)
         new_value = jnp.where(_all_finite(new_params), new_value, jnp.nan)
-        # the floor: the last objective with the penalty at this step's statistics (the
-        # host's e_step gives it); the start's step is not judged (see run_em_loop)
+        # the floor: the last objective with the penalty at this step's statistics
         floor = value - old_penalty + penalty_before
         finite, decreased, converged = em_step(
             new_value, value, floor, iteration > 1, total_weight, tol, jnp.finfo(X.dtype).eps
@@ -468,8 +466,7 @@ def fit_em(
             num_rows,
             classes,
         )
-    # one initialization per call: every n_init shares the one-start program (a vmapped while
-    # loop compiles several times longer and runs every start until the slowest one stops)
+    # one start per call: a vmapped while loop compiles longer and runs until the slowest stops
     if host:
         runs = [
             _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior)
@@ -516,8 +513,7 @@ def fit_em(
     drop = float(np.asarray(drops)[best])
     if drop > 0:
         warn_decrease(n_iter + 1, drop, float(values[best]))
-    # sliced on the host and put back with device_put: slicing a device array, like jnp.asarray
-    # of a host array, compiles a program per shape (row count, n_iter)
+    # sliced on the host, then device_put: a device slice compiles a program per shape
     return EMResult(
         params=tree_map(lambda a: put(np.asarray(a)[best]), params),
         log_likelihood=put(np.asarray(traces)[best, :n_iter]),
