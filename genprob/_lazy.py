@@ -1,22 +1,5 @@
-"""Modules imported on first use.
-
-NumPyro is needed to build models, priors and distributions, and JAX to compile or trace, not
-to fit or score NumPy rows in closed form: their imports (docs/benchmarks.md) are paid by the
-first call that uses them, not by ``import genprob``. The NumPyro distribution classes genprob
-defines live in their own modules (``*_emission.py``, ``normals.py``, ``class_conditional.py``),
-imported where they are built; the modules that need JAX throughout are attributes of
-``genprob`` served on first use.
-
-Story classes are JAX pytrees. A class defined before JAX is imported waits in a queue
-(:func:`when_jax`) that is emptied as soon as genprob sees JAX imported: by :func:`jax`, every
-lazy import, :func:`jax_imported` and the construction of a story.
-
-Another library may have left a lazily loaded stand-in for ``jax`` or ``numpyro`` in
-``sys.modules`` (ArviZ 1.x does, through ``lazy_loader``): a submodule imported through such a
-stand-in runs twice, and the second copy lacks its own submodules (``numpyro.distributions``
-without ``distribution``). :func:`load_stand_ins` loads them in place before genprob imports
-from them: at ``import genprob`` and at each of the entries above.
-"""
+"""Modules imported on first use: JAX and NumPyro are paid for by the first call that needs them,
+not by ``import genprob`` (docs/reference/genprob.md, "Imports")."""
 
 from __future__ import annotations
 

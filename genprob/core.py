@@ -56,24 +56,18 @@ __all__ = [
 def joint_log_prob(story: Story, params: dict, X) -> jax.Array:
     """Log joint density ``log pi_k + log p(x_i | k)`` of every row and class, shape (n, K).
 
-    ``X`` may be a SciPy sparse matrix when the story takes one (its capability
-    ``accepts_scipy_sparse``): it is then scored on the host by the emission's own sparse
-    products, never densified.
+    ``X`` may be SciPy sparse for an ``accepts_scipy_sparse`` story (scored, never densified).
 
     Raises:
-        ValueError: ``X`` not 2-D, with another feature count than the parameters, holding
-            NaN or infinity (NaN is read as missing by a story that does so,
-            :func:`genprob.engine.masking.marginalized`), or values outside the story's support
-            (:meth:`Story.validate`, e.g. a category code the story does not know).
+        ValueError: ``X`` not 2-D, of another feature count than the parameters, with NaN (unless
+            the story reads it as missing) or infinity, or outside the story's support.
     """
     _check_features(story, X)
     return jnp.asarray(execution.joint_log_prob(story, params, X))
 
 
 def _check_features(story: Story, X, num_rows=None) -> None:
-    """Refuse a mis-shaped ``X``, NaN and infinite features, then values outside the story's
-    support (:meth:`Story.validate`), on the host, before any compiled program runs (inside
-    ``jit``/``vmap`` only shapes are checked); NaN passes when the story reads it as missing."""
+    """Refuse a mis-shaped, non-finite or out-of-support ``X`` on the host (traced: shapes only)."""
     hint = "impute or drop those entries"
     if capability(story, "supports_missing"):
         hint = (
@@ -94,8 +88,7 @@ def _check_features(story: Story, X, num_rows=None) -> None:
 
 def class_scores(story: Story, params: dict, X) -> jax.Array:
     """``log pi_k + story.discriminant(params, X)`` (n, K): the joint log-probability up to a
-    term of each row alone, which prediction normalizes away (finite where the row term would
-    overflow, for families that override :meth:`Story.discriminant`).
+    term of each row alone, which prediction normalizes away.
 
     Raises:
         ValueError: as :func:`joint_log_prob`.
@@ -106,9 +99,7 @@ def class_scores(story: Story, params: dict, X) -> jax.Array:
 
 
 def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
-    """Log class posteriors ``log p(y = k | x_i)`` (n, K), normalized with a log-sum-exp.
-
-    They come from ``log pi_k`` + :meth:`Story.discriminant`, which may leave out per-row terms.
+    """Log class posteriors ``log p(y = k | x_i)`` (n, K), from :func:`class_scores`.
 
     Raises:
         ValueError: as :func:`class_scores`, or rows without a finite class score.
@@ -132,18 +123,10 @@ def predict_proba(story: Story, params: dict, X) -> jax.Array:
 def log_likelihood(
     story: Story, params: dict, X, y=None, *, pointwise: bool = False, unlabeled_label=-1
 ):
-    """Log-likelihood of ``X`` with labels ``y`` (codes 0..K-1; -1 marks an unlabeled row).
-
-    Labeled rows contribute ``log pi_y + log p(x | y)``, unlabeled rows (and every row when ``y``
-    is None) ``log sum_k pi_k p(x | k)``. ``unlabeled_label`` names another integer code for
-    unlabeled rows, or None when every row is labeled (then a -1 is refused).
-
-    Returns:
-        The total, or the per-row values (n,) when ``pointwise`` is true.
-
-    Raises:
-        ValueError: as :func:`joint_log_prob`, or label codes outside ``0..K-1`` and the
-            unlabeled marker.
+    """Log-likelihood of ``X`` with labels ``y`` (codes 0..K-1; ``unlabeled_label``, -1, marks
+    an unlabeled row; None: every row labeled): ``log pi_y + log p(x | y)`` on labeled rows,
+    ``log sum_k pi_k p(x | k)`` on the others (every row when ``y`` is None); the total, or the
+    per-row values (n,) when ``pointwise``. Raises as :func:`joint_log_prob`, or for bad codes.
     """
     joint = joint_log_prob(story, params, X)
     if y is None:
@@ -176,9 +159,7 @@ def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None
 
 
 def sufficient_statistics(story: Story, X, R) -> dict:
-    """Additive statistics of ``(X, R)``: class counts plus the story's own statistics
-    (:func:`genprob.engine.execution.statistics`: NumPy for host rows of an ``array_api`` story or
-    SciPy sparse rows, else computed by a compiled program)."""
+    """Additive statistics of ``(X, R)``: class counts plus the story's own statistics."""
     if scipy.sparse.issparse(X) and not capability(story, "accepts_scipy_sparse"):
         _check_features(story, X)
     return execution.statistics(story, X, R)
@@ -195,16 +176,13 @@ def fit_closed_form(story: Story, X, R, class_prior=None, fit_prior: bool = True
     Args:
         story: a story with a closed form.
         X: features (n, D); NaN only for a story that reads it as missing.
-        R: responsibilities (n, K), finite and non-negative (one-hot labels times sample
-            weights, or class posteriors).
-        class_prior: fixed class prior (K,), non-negative and summing to 1; None: estimated.
-        fit_prior: estimate the class prior (True) or use a uniform one (False).
+        R: finite non-negative responsibilities (n, K): one-hot labels times weights, or
+            class posteriors.
+        class_prior: fixed class prior (K,); None: estimated (uniform when not ``fit_prior``).
 
     Raises:
-        ValueError: non-finite or mis-shaped ``X``, NaN, infinite, negative or mis-shaped ``R``,
-            a class prior of the wrong length, negative or not summing to 1, ``X`` outside the
-            story's support, or fitted parameters that define no distribution
-            (:meth:`Story.check_parameters`).
+        ValueError: a bad ``X``, ``R`` or ``class_prior``, or fitted parameters that define no
+            distribution (:meth:`Story.check_parameters`).
     """
     if not has_closed_form(story):
         raise NotImplementedError(
@@ -221,8 +199,7 @@ def fit_closed_form(story: Story, X, R, class_prior=None, fit_prior: bool = True
 
 
 def _core_class_prior(class_prior, num_classes: int):
-    """A fixed class prior checked as the estimators and :func:`genprob.fit_em` check it
-    (:func:`genprob.engine._validation.check_class_prior`); a traced one by its shape only."""
+    """A fixed class prior checked as the estimators check it; a traced one by its shape only."""
     if is_concrete(class_prior):
         return check_class_prior(class_prior, range(num_classes))
     if jnp.shape(class_prior) != (num_classes,):
@@ -248,17 +225,12 @@ def model(
     label site of a -1 row is masked out and its feature site sums the class out.
 
     Args:
-        story: the story.
-        X: observed features (n, D), or None to generate.
-        y: label codes (n,) in 0..K-1, -1 for unlabeled rows; None to generate them.
-        num_classes: K.
-        num_features: D, needed only when ``X`` is None.
-        num_samples: n, needed only when both ``X`` and ``y`` are None.
-        summary: :func:`labeled_summary` of ``X`` and ``y``, or None: given, the rows enter
-            through two factors of the same value instead of the ``y`` and ``x`` sites (the
-            sampler's potential only).
-        rows: boolean (n,), False on the rows that padding added (:func:`execution.padded`),
-            which then add nothing to the density; None: every row is data.
+        X: observed features (n, D), or None to generate (then ``num_features`` is needed).
+        y: label codes (n,), -1 for unlabeled rows; None to generate them (with ``X`` None
+            too, ``num_samples`` is needed).
+        summary: :func:`labeled_summary` of ``X`` and ``y``: the rows then enter through two
+            factors of the same value (the sampler's potential only).
+        rows: boolean (n,), False on padding rows, which add nothing; None: every row is data.
     """
     num_features = X.shape[-1] if X is not None else num_features
     if X is not None and has_missing(X):
@@ -310,20 +282,15 @@ def model(
         )
 
 
-#: Blocks of the unlabeled rows in :func:`labeled_summary` (those past the last unlabeled row
-#: are skipped at run time: the density's cost follows the number of unlabeled rows).
+#: Blocks of the unlabeled rows in :func:`labeled_summary` (those past the last are skipped).
 SUMMARY_BLOCKS = 8
 
 
 def labeled_summary(story: Story, X, y, num_classes: int):
     """The data of :func:`model`'s cheaper density (docs/reference/core.md), or None for
     sparse or missing entries and for emissions without ``labeled_statistics`` and
-    ``labeled_log_prob``; every leaf's shape is set by ``X``'s alone.
-
-    Args:
-        story: the story. X: features (n, D), dense. y: class codes (n,), -1 unlabeled.
-        num_classes: K.
-    """
+    ``labeled_log_prob``; every leaf's shape is set by ``X``'s alone (``y``: codes, -1
+    unlabeled)."""
     if not (is_concrete(X) and is_concrete(y)) or scipy.sparse.issparse(X) or is_bcoo(X):
         return None
     if has_missing(X):
@@ -376,21 +343,15 @@ def _summarizes(emission_type) -> bool:
     )
 
 
-#: Rows beyond which a draw's shapes may overflow JAX's int64 sizes when traced (2**48: room for
-#: 2**15 features); such a draw is refused by the size of its int32 labels, far over any limit.
+#: Rows beyond which a draw's traced shapes may overflow: refused by its int32 labels' size.
 _UNTRACEABLE_ROWS = 2**48
 
 
 def sample(story: Story, params: dict, num_samples: int, key):
     """Draw ``(X, y)`` from the two-step generative process with fixed parameters.
 
-    Returns:
-        ``X`` (num_samples, D) and label codes ``y`` (num_samples,).
-
-    Raises:
-        TypeError, ValueError: ``num_samples`` is not an int >= 1.
-        genprob.engine._limits.SizeLimitError: the draw would allocate too large an array
-            (checked by tracing before anything is allocated).
+    Returns ``X`` (num_samples, D) and label codes ``y``; refuses a ``num_samples`` that is not
+    an int >= 1, or a draw too large to allocate (``SizeLimitError``, before any allocation).
     """
     num_samples = check_count(num_samples, "num_samples")
     what = f"sampling {compact(num_samples)} rows"

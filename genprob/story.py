@@ -40,24 +40,20 @@ __getattr__ = lazy_attribute(__name__, {"ClassConditional": "genprob.engine.clas
 #: Name of the class-prior parameter (a probability vector over the K classes).
 CLASS_PRIOR = "class_prior"
 
-#: Statistics may hold a Gram matrix ``squares`` = ``rows^T rows`` (D, D) as its ``rows``
-#: (m, D), with ``root_weights`` (m,) (each row's square-root weight, which moving the rows'
-#: reference point needs), while m is at most half of D (:func:`keeps_rows`): a wide fit then
-#: costs O(m D) memory, not O(D^2). :func:`gram_form` turns them into ``squares``.
+#: Statistics may hold a Gram matrix ``squares`` (D, D) as its ``rows`` (m, D) and their
+#: ``root_weights`` (m,) while m <= D / 2 (:func:`keeps_rows`): O(m D) memory, not O(D^2).
 ROWS, ROOT_WEIGHTS = "rows", "root_weights"
 
 
 def keeps_rows(num_rows: int, num_features: int) -> bool:
-    """Whether ``num_rows`` weighted rows of ``num_features`` features are kept as rows rather
-    than as their Gram matrix: at most half as many rows as features (beyond that the Gram
-    matrix is no more than twice their size, and its factorization no slower than theirs)."""
+    """Whether weighted rows are kept as rows rather than as their Gram matrix: at most half as
+    many rows as features (beyond that the Gram matrix is at most twice their size)."""
     return 2 * int(num_rows) <= int(num_features)
 
 
 def gram_form(stats: dict, force: bool = False) -> dict:
-    """``stats`` with their :data:`ROWS` replaced by the Gram matrix ``squares``, once the rows
-    are too many to keep (:func:`keeps_rows`) or when ``force``d; other statistics as they are
-    (nested statistics, a mixed story's blocks, each alike)."""
+    """``stats`` (nested ones alike) with their :data:`ROWS` as the Gram matrix ``squares``, once
+    too many to keep (:func:`keeps_rows`) or when ``force``d."""
     if not isinstance(stats, dict):
         return stats
     if ROWS not in stats:
@@ -98,11 +94,8 @@ def as_sample_sites(params):
 
 
 class Unsupported:
-    """A "no" in :attr:`Story.capabilities` (``supports_missing``, ``adds_over_rows``) that says
-    why: falsy, and its reason goes into the error the user sees.
-
-    ``{"supports_missing": Unsupported("a missing count leaves the document length undefined")}``
-    """
+    """A "no" in :attr:`Story.capabilities` that says why: falsy, and its reason goes into the
+    error the user sees (docs/story_hooks.md)."""
 
     __slots__ = ("reason",)
 
@@ -137,9 +130,8 @@ CAPABILITY_DEFAULTS = MappingProxyType(
 
 
 def check_capabilities(cls, declared=None) -> None:
-    """Refuse capabilities genprob would not read: unknown keys of the declaration, or a
-    capability as its own attribute (as releases before issue 56 read them). A mapping is
-    checked once, when ``cls`` is defined; a property's keys (``declared``) when it is read."""
+    """Refuse unknown capability keys, or a capability as its own attribute (before issue 56);
+    a mapping is checked when ``cls`` is defined, a property's keys (``declared``) when read."""
     if declared is None:
         declared = cls.capabilities if isinstance(cls.capabilities, Mapping) else {}
     unread = sorted(set(declared) - CAPABILITY_DEFAULTS.keys())
@@ -205,18 +197,13 @@ def _is_traced_value(value) -> bool:
     return False
 
 
-def _holds_story(value) -> bool:
-    if isinstance(value, Story):
-        return True
-    return type(value) in (tuple, list) and any(_holds_story(v) for v in value)
-
-
 def _skeleton(value):
     """``value`` with every nested story replaced by a hole (containers are tuples/lists)."""
     if isinstance(value, Story):
         return _HOLE
-    if type(value) in (tuple, list) and _holds_story(value):
-        return type(value)(_skeleton(v) for v in value)
+    if type(value) in (tuple, list):
+        skeleton = type(value)(_skeleton(v) for v in value)
+        return skeleton if _holds_hole(skeleton) else value
     return value
 
 
@@ -268,18 +255,7 @@ class Story(metaclass=_StoryType):
     stories also implement :meth:`sufficient_statistics` and :meth:`maximize`.
 
     A story is immutable once ``__init__`` returns (use :meth:`replace` for a changed copy) and is
-    a JAX pytree. Each attribute set in ``__init__`` is classified once, at construction:
-
-    * **traced** (a pytree leaf, so jitted functions take a new value without recompiling):
-      Python floats, NumPy floating scalars and floating arrays, and nested stories (whose own
-      attributes are classified the same way);
-    * **static** (part of the tree structure, compared by value): strings, booleans, integers,
-      ``None``, tuples and lists (of numbers: e.g. per-feature smoothing), dicts and integer
-      arrays — anything that changes shapes or code paths.
-
-    A setting that only sampling reads (the multinomial's document length) is stored as a
-    float, so that a new value reuses compiled code. A traced hyperparameter may arrive as a
-    tracer inside jitted code, so methods must not branch on it in Python (use ``jnp.where``).
+    a JAX pytree whose attributes are traced or static (docs/reference/story.md).
 
     Attributes:
         name: short identifier used by the CLI and in reports.
@@ -291,9 +267,8 @@ class Story(metaclass=_StoryType):
     name = "story"
     #: a setting, not a hook: ``story.replace(class_concentration=...)`` changes it per story
     class_concentration: typing.Final = 1.0
-    #: What the engine may do with the story beyond its hooks, one declaration for all of it
-    #: (``{"array_api": True, "supports_missing": True}``; a property where the answers depend
-    #: on settings): keys and defaults in :data:`CAPABILITY_DEFAULTS`, checked at definition.
+    #: What the engine may do with the story beyond its hooks (a mapping, or a property):
+    #: keys and defaults in :data:`CAPABILITY_DEFAULTS` (docs/story_hooks.md).
     capabilities: typing.ClassVar = MappingProxyType({})
 
     def __init_subclass__(cls, **kwargs):
@@ -425,18 +400,12 @@ class Story(metaclass=_StoryType):
         raise NotImplementedError
 
     def discriminant(self, params: dict, X) -> jax.Array:
-        """Class scores ``log p(x_i | k) - g(x_i)`` (n, K), ``g`` a term of the row alone.
-
-        Prediction normalizes ``log pi_k`` plus these scores per row, so ``g`` cancels. Families
-        override it to drop a per-row term that would overflow (a Gaussian's ``x^T P x`` beyond
-        |x| ~ 1e154), reusing their own density code. The default is the exact log density.
-        """
+        """Class scores ``log p(x_i | k) - g(x_i)`` (n, K), ``g`` a term of the row alone that
+        cancels in the posteriors (docs/story_hooks.md); default: the exact log density."""
         return self.log_density(params, X)
 
     def log_density(self, params: dict, X):
-        """``log p(x_i | k)`` (n, K), exact: the emission's ``log_prob``. An ``array_api``
-        story may compute it in the namespace of NumPy rows, which are then scored (and fitted
-        by EM) without JAX."""
+        """``log p(x_i | k)`` (n, K), exact: the emission's ``log_prob`` (docs/story_hooks.md)."""
         return self.emission(params).log_prob(X[:, None, :])
 
     # -- optional closed form --------------------------------------------------------------------
@@ -449,32 +418,21 @@ class Story(metaclass=_StoryType):
         raise NotImplementedError
 
     def combine_statistics(self, stats_a: dict, stats_b: dict) -> dict:
-        """Statistics of the union of two data chunks from the statistics of each chunk.
-
-        The default adds them leaf by leaf, which is right for sums over rows. Stories whose
-        statistics are taken about a chunk-dependent reference point override it (see
-        ``GaussianStory``); stories whose statistics do not combine raise ``ValueError``.
-        """
+        """Statistics of the union of two data chunks: by default their leafwise sum; statistics
+        about a chunk's own reference point override it, ones that do not combine raise
+        ``ValueError``."""
         return jax.tree_util.tree_map(operator.add, stats_a, stats_b)  # NumPy or JAX alike
 
     def log_penalty(self, params: dict, stats: dict):
-        """Log density (up to a constant) of the prior that the closed form's regularization is.
-
-        A smoothed or regularized closed form is the maximizer of ``log_likelihood + log_penalty``
-        (a MAP estimate); plain MLE has penalty 0. ``stats`` are the emission statistics of the
-        fitted data, since some regularizers scale with the class counts. The optimizer
-        cross-check maximizes the same penalized objective.
-        """
+        """Log density (up to a constant) of the prior that the closed form's regularization is:
+        the closed form maximizes ``log_likelihood + log_penalty`` (0 for plain MLE); ``stats``
+        are the fitted data's emission statistics (some regularizers scale with class counts)."""
         return 0.0
 
     # -- optional hooks --------------------------------------------------------------------------
     def check_parameters(self, params: dict, class_names=None, feature_names=None) -> None:
-        """Raise ``ValueError`` naming the problem when fitted parameters define no distribution.
-
-        Called on every closed-form and EM fit. The default requires every floating-point
-        parameter to be finite; stories with constrained parameters that a closed form can put on
-        the boundary (a zero variance, say) override it and say which class and feature.
-        """
+        """Raise ``ValueError`` naming the problem when fitted parameters define no distribution
+        (every closed-form and EM fit); the default requires finite floating-point parameters."""
         for name, value in params.items():
             value = np.asarray(value)
             if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
@@ -486,28 +444,17 @@ class Story(metaclass=_StoryType):
     def validate(self, X):
         """Check that ``X`` lies in the emission's support; raise ``ValueError`` naming the problem.
 
-        Called on the host with concrete values (NumPy, JAX or sparse; never a tracer) by the
-        estimators at fit and predict and by the functional core's public entries, once per
-        call: keep it vectorized. NaN entries a story reads as missing arrive filled with 0. A
-        :class:`genprob.engine._validation.FeatureValueError` (naming the column's position) lets an
-        estimator fitted on named columns name the column. The default accepts any finite real
-        matrix (checked by the caller).
+        Called once per public entry on concrete host values (never a tracer; missing entries
+        filled with 0): keep it vectorized. A ``FeatureValueError`` lets the estimator name the
+        column. The default accepts any finite real matrix (checked by the caller).
         """
         return X
 
-    # -- missing feature values (NaN entries, marginalized; see genprob.engine.missing)
-    # a story opts in with the capability "supports_missing" (genprob.engine.capabilities)
+    # -- missing feature values (NaN entries, marginalized): the capability "supports_missing"
     def observed_log_prob(self, params: dict, X, observed):
-        """``log p(x_obs | k)`` of the observed entries of every row, shape (n, K).
-
-        Args:
-            params: the emission's parameters.
-            X: features (n, D), missing entries filled with a value of the support.
-            observed: boolean mask (n, D), False where the entry is missing.
-
-        The default sums the per-feature log densities of an ``Independent`` emission over the
-        observed entries only.
-        """
+        """``log p(x_obs | k)`` (n, K) of the observed entries (``observed``: boolean (n, D);
+        ``X``'s missing entries filled with a value of the support); by default the per-feature
+        log densities of an ``Independent`` emission summed over observed entries."""
         emission = self.emission(params)
         if not isinstance(emission, dist.Independent) or emission.reinterpreted_batch_ndims != 1:
             raise NotImplementedError(
@@ -518,25 +465,15 @@ class Story(metaclass=_StoryType):
         return jnp.sum(jnp.where(observed[:, None, :], by_feature, 0.0), axis=-1)
 
     def observed_statistics(self, X, R, observed, params=None) -> dict:
-        """Sufficient statistics counting observed entries only (input to :meth:`maximize`).
-
-        Args:
-            X: features (n, D), missing entries filled with a value of the support.
-            R: responsibilities (n, K).
-            observed: boolean mask (n, D).
-            params: current parameters, for stories with ``missing_needs_em`` (expected
-                statistics of the missing entries); None for the first iteration.
-        """
+        """Sufficient statistics counting observed entries only (input to :meth:`maximize`);
+        ``params``: the current parameters for ``missing_needs_em`` stories (None at first)."""
         raise NotImplementedError(
             f"{type(self).__name__} has no closed form with missing entries (observed_statistics)."
         )
 
     def num_parameters(self, num_classes: int, num_features: int) -> int:
-        """Number of free parameters, class prior included (K − 1 of them).
-
-        The default counts the unconstrained dimensions of every site sampled by :meth:`prior`,
-        so a user story gets a correct count as long as its constraints are honest.
-        """
+        """Number of free parameters, class prior included (K − 1 of them); by default the
+        unconstrained dimensions of every site :meth:`prior` samples."""
         with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.trace() as tr:
             self.prior(num_classes, num_features)
         count = num_classes - 1
@@ -555,14 +492,9 @@ class Story(metaclass=_StoryType):
         return cls(**options)
 
     def scaled_to_data(self, X) -> Story:
-        """The story with weakly informative prior scales set from features ``X`` (n, D).
-
-        NUTS uses it by default (``priors="data"``), so a prior never contradicts the data's
-        units; closed-form, EM and optimizer fits do not read it. The default returns the story
-        unchanged (priors on probabilities need no scale), or, when its prior reads
-        :meth:`data_scales`, a copy carrying each feature's mean and sd (1 where constant);
-        families with location/scale parameters override it and record the values as
-        per-feature story fields.
+        """The story with weakly informative prior scales set from features ``X`` (n, D), for
+        NUTS with ``priors="data"``. The default returns the story unchanged, or, when its prior
+        reads :meth:`data_scales`, a copy carrying each feature's mean and sd (1 where constant).
         """
         if not isinstance(X, np.ndarray | jax.Array) or not self._reads_data_scales(X.shape[1]):
             return self
@@ -594,12 +526,8 @@ class Story(metaclass=_StoryType):
 
     @typing.final
     def data_scales(self, num_features: int):
-        """Each feature's ``(location, scale)``, arrays (D,), for a prior on the data's scale.
-
-        A story's prior that calls it gets, under NUTS with ``priors="data"`` (the default), the
-        features' means and sds (missing cells left out); elsewhere (closed-form, EM and
-        optimizer fits, or ``priors="fixed"``) zeros and ones, so the prior reads as written.
-        """
+        """Each feature's ``(location, scale)``, arrays (D,): the data's means and sds under NUTS
+        with ``priors="data"``, zeros and ones elsewhere (the prior reads as written)."""
         calls = _DATA_SCALES_CALLS.get()
         if calls is not None:
             calls.append(num_features)
@@ -609,13 +537,8 @@ class Story(metaclass=_StoryType):
         return jnp.asarray(location), jnp.asarray(self.data_scale)
 
     def align_parameters(self, params: dict, reference: dict) -> dict:
-        """``params`` relabeled to match ``reference`` where the likelihood cannot tell them apart.
-
-        A mixture's components can come out of two optimizer runs in any order with the same
-        likelihood; the cross-check compares parameters after this call. The default returns
-        ``params`` unchanged; a story with exchangeable components overrides it, usually with
-        :func:`align_components`.
-        """
+        """``params`` relabeled to match ``reference`` where the likelihood cannot tell them apart
+        (a mixture's exchangeable components: :func:`align_components`); default: unchanged."""
         return params
 
     def parameter_dims(self, name: str, shape: tuple, num_classes: int, num_features: int):
@@ -634,11 +557,7 @@ class Story(metaclass=_StoryType):
         return tuple("class" if i == 0 and n == num_classes else None for i, n in enumerate(shape))
 
     def coords(self, feature_names: list) -> dict:
-        """Coordinates of the story's own dimensions beyond ``class`` and ``feature``.
-
-        Args:
-            feature_names: names of the D features (the ``feature`` coordinate).
-        """
+        """Coordinates of the story's own dimensions beyond ``class`` and ``feature``."""
         return {}
 
     def conjugate_factors(self, stats: dict, offset: float) -> dict:
@@ -650,10 +569,8 @@ class Story(metaclass=_StoryType):
                 the prior whose posterior mean the smoothed fit is.
 
         Returns:
-            Parameter name -> :class:`genprob.inference.conjugate.ConjugateFactor`; a factor of
-            several parameters jointly is keyed by the tuple of their names and its methods return
-            dicts. Each factor's ``log_predictive(X)`` (n, K) is the posterior predictive log
-            density of rows in each class (:meth:`ExactPosterior.predictive_log_joint`).
+            Parameter name (or a tuple of names, jointly) ->
+            :class:`genprob.inference.conjugate.ConjugateFactor`.
         """
         raise NotImplementedError
 
@@ -688,9 +605,8 @@ _PLAIN = (str, bool, int, type(None))
 
 
 def structure_key(story: Story) -> tuple:
-    """A hashable key of everything about ``story`` that decides shapes and code paths: its
-    class, static settings and the shapes and dtypes of its traced values (not their values),
-    nested stories included. Computed without JAX (a pytree's structure needs it)."""
+    """A hashable key of what decides shapes and code paths: class, static settings, shapes and
+    dtypes of traced values, nested stories included (without JAX)."""
     fields, parts = vars(story), []
     for key, kind in story._layout:
         value = fields[key]
@@ -770,12 +686,8 @@ when_jax(lambda jax: _register_pytree(Story, jax))
 
 
 def align_components(params: dict, reference: dict, names, axis: int = 1) -> dict:
-    """Permute the components (axis ``axis``) of ``params[names]`` to best match ``reference``.
-
-    Each class (axis 0) gets the permutation that minimizes the summed squared distance over the
-    parameters ``names`` (an assignment problem, solved exactly); other parameters are returned
-    unchanged.
-    """
+    """Permute the components (axis ``axis``) of ``params[names]`` to best match ``reference``:
+    per class (axis 0), the exact minimizer of the summed squared distance."""
     from scipy.optimize import linear_sum_assignment
 
     names = list(names)

@@ -85,9 +85,8 @@ def _read_only(array):
 
 
 def column_sums(array):
-    """``array.sum(axis=0)`` of a 2-D float array, NumPy or JAX, as a product with ones:
-    NumPy's axis-0 sum of a narrow C-ordered array (an (n, K) responsibility matrix) is many
-    times slower."""
+    """``array.sum(axis=0)`` of a 2-D float array as a product with ones (NumPy's axis-0 sum of
+    a narrow C-ordered array is many times slower)."""
     return namespace(array).ones(array.shape[0], dtype=array.dtype) @ array
 
 
@@ -103,12 +102,8 @@ def hard_labels(R):
 
 
 def class_sums(R, X):
-    """``R.T @ X`` (K, D): rows ``X`` (n, D) summed per class with responsibilities ``R`` (n, K).
-
-    NumPy arrays are contracted by NumPy's own loop (``einsum``), never by BLAS: a BLAS product
-    starts threads, and one that waits for a core busy with another process made a GaussianNB
-    fit on digits 17 times slower. JAX arrays, tracers and sparse ``X`` keep the product.
-    """
+    """``R.T @ X`` (K, D); NumPy arrays by ``einsum``, not BLAS, whose threads wait for cores
+    busy with other processes (a GaussianNB fit on digits: 17 times slower)."""
     if type(R) is np.ndarray and type(X) is np.ndarray and X.ndim == 2:
         return np.einsum("nk,nd->kd", R, X)
     return R.T @ X
@@ -122,13 +117,8 @@ def row_sums(array):
 
 def sparse_as_float(X):
     """A SciPy CSR or CSC matrix of integer or boolean values with its values as float64 and
-    the same indices; anything else unchanged.
-
-    SciPy's ``astype`` (what input validation calls) first sorts each row's indices and sums
-    duplicates: half of a prediction on a ``CountVectorizer`` output, whose indices are not
-    sorted. Products and sums do not need sorted indices; stories that need unique ones
-    (log x! of a word's total count, binarized values) sum duplicates themselves.
-    """
+    the same indices (SciPy's ``astype`` would sort them first: half of a prediction on
+    ``CountVectorizer`` output); anything else unchanged."""
     if not (scipy.sparse.issparse(X) and X.format in ("csr", "csc")):
         return X
     if X.dtype.kind not in "biu":
@@ -137,12 +127,8 @@ def sparse_as_float(X):
 
 
 def without_duplicates(X):
-    """A SciPy sparse matrix storing each (row, column) at most once: ``X`` itself when it does
-    (sorted or not), else a copy with the duplicates summed (SciPy's meaning of them).
-
-    Unsorted CSR (what ``CountVectorizer`` returns) is checked without sorting it: its transpose
-    (CSC) lists each column's rows in order, so SciPy's canonical-format test finds duplicates.
-    """
+    """A SciPy sparse matrix storing each (row, column) at most once: ``X`` itself when it does,
+    else a copy with the duplicates summed; unsorted CSR is checked through its (sorted) CSC."""
     if X.has_canonical_format:
         return X
     if (
@@ -156,11 +142,8 @@ def without_duplicates(X):
 
 
 def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct labels and each row's code (index into them): ``np.unique``'s answer.
-
-    Integer labels over a modest range are encoded by counting (two linear passes) instead of
-    ``np.unique``'s sort, which dominates a closed-form fit's label handling at 1e6 rows.
-    """
+    """Sorted distinct labels and each row's code: ``np.unique``'s answer, by counting for
+    integer labels over a modest range (its sort dominates label handling at 1e6 rows)."""
     y = np.asarray(y)
     if y.dtype.kind in "iu" and y.size:
         low, high = int(y.min()), int(y.max())

@@ -1,9 +1,5 @@
-"""Precision handling: float64 results through the estimators without touching global JAX config.
-
-JAX defaults to float32 and switching it globally (``jax.config.update("jax_enable_x64", True)``)
-would change every other library in the user's process. Instead every public entry point runs
-its JAX work inside the thread-local ``jax.enable_x64`` context for the requested dtype.
-"""
+"""Precision: every public entry runs its JAX work inside the thread-local ``jax.enable_x64``
+context of the requested dtype, never the global JAX config (other libraries share it)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
 """Labels: the unlabeled marker (``-1`` unless named), class labels and codes, and
-responsibilities (soft labels), checked for the estimators and the functional core alike.
-
-Every check raises ``ValueError`` naming the problem (:mod:`genprob.engine._validation` checks the
-features, weights and priors).
-"""
+responsibilities (soft labels), checked for the estimators and the functional core alike."""
 
 from __future__ import annotations
 
@@ -40,11 +36,8 @@ def check_unlabeled_label(value):
 
 
 def check_unlabeled_label_type(y, unlabeled_label) -> None:
-    """Refuse a marker of another type than the labels (no row could carry it).
-
-    A string marker needs string (or object) labels; a number other than the default -1 needs
-    numeric (or object) labels. The default -1 with string labels marks no row, as before.
-    """
+    """Refuse a marker of another type than the labels (no row could carry it); the default -1
+    with string labels marks no row."""
     if unlabeled_label is None:
         return
     dtype = np.asarray(y).dtype
@@ -63,11 +56,8 @@ def check_unlabeled_label_type(y, unlabeled_label) -> None:
 def unlabeled_mask(y, unlabeled_label=UNLABELED) -> np.ndarray:
     """Boolean mask of the rows whose label is the unlabeled marker (``-1`` by default).
 
-    A numeric marker matches numbers only (scikit-learn's semi-supervised convention): in a
-    numeric array every entry equal to it; in an object array the entries that are that number
-    (so string labels can be mixed with ``-1`` in an object array); a string array has no
-    unlabeled rows (the string ``"-1"`` is an ordinary class name). A string marker matches
-    strings only. ``None`` marks no row: every label is a class.
+    A numeric marker matches numbers only (in an object array too; the string ``"-1"`` is a
+    class name), a string marker strings only; ``None`` marks no row.
     """
     y = np.asarray(y)
     if unlabeled_label is None:
@@ -154,19 +144,13 @@ def encode_partial_labels(y, *, num_classes=None, classes=None, unlabeled_label=
     """Check partly labeled ``y`` and return ``(codes, num_classes)``.
 
     Args:
-        y: labels (n,); ``unlabeled_label`` marks an unlabeled row. Without ``classes`` the
-            labels are class codes ``0..K-1``; with ``classes`` they are values of ``classes``.
+        y: labels (n,): class codes ``0..K-1``, or values of ``classes`` when given.
         num_classes: K, when the labels are codes and some class may have no labeled row.
         classes: every class label, in code order (code k is ``classes[k]``).
         unlabeled_label: the label of unlabeled rows (-1); None: every row is labeled.
 
     Returns:
         ``codes`` (n,) int32 NumPy array with -1 on unlabeled rows, and ``K``.
-
-    Raises:
-        ValueError: unknown labels, negative codes other than the marker, all rows unlabeled with
-            neither ``num_classes`` nor ``classes``, inconsistent ``num_classes``/``classes``,
-            or a marker of another type than the labels.
     """
     y = np.asarray(y)
     if y.ndim != 1:
@@ -235,10 +219,7 @@ def encode_partial_labels(y, *, num_classes=None, classes=None, unlabeled_label=
 
 
 def class_codes(y, num_samples: int, num_classes=None, unlabeled_label=UNLABELED):
-    """Class codes (n,) of ``y`` for ``num_samples`` rows of X and K >= 2: ``(codes, K)``.
-
-    As :func:`encode_partial_labels` (codes 0..K-1, -1 unlabeled) with the row count checked.
-    """
+    """:func:`encode_partial_labels` of ``y`` with its row count and K >= 2 checked."""
     y = np.asarray(y)
     if y.shape != (num_samples,):
         raise ValueError(f"y has shape {y.shape}; expected ({num_samples},) to match X.")
@@ -296,12 +277,8 @@ def core_label_codes(codes, num_classes: int, unlabeled_label=UNLABELED):
 
 
 def check_responsibilities(R) -> None:
-    """A responsibility matrix R (n, K): 2-D and, where concrete, finite and non-negative.
-
-    Raises:
-        ValueError: the shape, or the entries that are NaN, infinite or negative, by class
-            (column of R) and first row.
-    """
+    """A responsibility matrix R (n, K): 2-D and, where concrete, finite and non-negative (bad
+    entries named by class and first row)."""
     if np.ndim(R) != 2:
         raise ValueError(f"R must be a (n, K) responsibility matrix, got shape {np.shape(R)}.")
     if not is_concrete(R):

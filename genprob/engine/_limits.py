@@ -1,11 +1,6 @@
-"""Size limits checked before anything is allocated, and checks of count arguments.
-
-JAX aborts the whole interpreter (not a Python exception) when XLA cannot allocate a buffer of an
-absurd size, so requests such as ``sample(10**10)`` are measured first: the computation is traced
-abstractly (no memory used) and its largest intermediate array is compared with a limit. A
-fit's statistics (a full covariance's D x D) are measured the same way, once per story structure
-(:func:`check_statistics_size`).
-"""
+"""Size limits checked before anything is allocated (XLA aborts the interpreter on an absurd
+buffer: requests are traced abstractly and their largest array compared with a limit), and
+checks of count arguments."""
 
 from __future__ import annotations
 
@@ -20,20 +15,16 @@ from genprob._lazy import jax
 from genprob.engine.capabilities import capability, has_closed_form
 from genprob.story import keeps_rows, structure_key
 
-# Largest single array (bytes) that sampling or a category table may allocate; a module attribute
-# so that a user with a large machine can raise it.
+# Largest single array (bytes) sampling or a category table may allocate (a user may raise it)
 MAX_ARRAY_BYTES = 2**32
-# Largest total (bytes) of the arrays a model file may declare: genprob.load refuses a file beyond
-# it before inflating anything.
+# Largest total (bytes) of the arrays a model file may declare (refused before inflating any)
 MAX_LOAD_BYTES = 2**32
-# Largest metadata document (bytes of its .npy member, 4 per character) a model file may declare:
-# it is read before the arrays, so its size bounds a load that the metadata then refuses.
+# Largest metadata document (bytes of its .npy member) a model file may declare: read first
 MAX_METADATA_BYTES = 2**26
 
 #: Most chains a posterior may run: each is a copy of the sampler's state, scored on every row.
 MAX_CHAINS = 1024
-#: Most iterations (warm-up plus draws) a NUTS chain may run; each takes up to 1023 leapfrog
-#: steps, so more is a run that would not finish.
+#: Most iterations (warm-up plus draws) a NUTS chain may run: more would not finish.
 MAX_ITERATIONS = 10**6
 
 __all__ = [
@@ -146,16 +137,8 @@ def check_posterior_size(
     nuts: bool = True,
     log_likelihood: bool = True,
 ) -> None:
-    """Refuse a posterior whose chains, iterations or arrays are too large, before any work.
-
-    The arrays measured: the draws (chains x draws x parameter entries), the pointwise
-    log-likelihood of the rows at every draw (chains x draws x rows) and, for NUTS, the scores of
-    every row under every class in one step of all chains (chains x rows x classes). Without
-    ``log_likelihood`` (draws that are not turned into ArviZ data) the second is left out.
-
-    Raises:
-        SizeLimitError: naming the request, the array and its size, the limit and the way out.
-    """
+    """Refuse a posterior whose chains, iterations or arrays (the draws, the pointwise
+    log-likelihood unless not ``log_likelihood``, one NUTS step's scores) are too large."""
     if num_chains > MAX_CHAINS:
         raise SizeLimitError(
             f"num_chains={compact(num_chains)} is more than {MAX_CHAINS} chains "
@@ -199,14 +182,8 @@ def physical_memory() -> int | None:
 
 
 def check_working_set(array_bytes: int, copies: int, *, what: str, sizes: str, advice: str):
-    """Refuse work whose largest array (``array_bytes``, described by ``sizes``) exceeds
-    :data:`MAX_ARRAY_BYTES`, or whose working set (``copies`` such arrays alive at once) exceeds
-    the machine's physical memory: such work ends in a ``MemoryError`` (or swapping) after the
-    first allocations, so it is refused before any.
-
-    Raises:
-        SizeLimitError: naming ``what``, the sizes, the limit exceeded and ``advice``.
-    """
+    """Refuse work whose largest array exceeds :data:`MAX_ARRAY_BYTES`, or whose working set
+    (``copies`` such arrays at once) exceeds physical memory, naming ``what`` and ``advice``."""
     memory = physical_memory()
     if array_bytes > MAX_ARRAY_BYTES:
         limit = (
@@ -228,8 +205,7 @@ def check_working_set(array_bytes: int, copies: int, *, what: str, sizes: str, a
 
 # -- a story's statistics --------------------------------------------------------------------------
 #: Arrays the size of its largest statistic that a closed-form fit holds at its peak (measured
-#: with tracemalloc for a full covariance: the scatter, its centred, snapped and symmetrized
-#: copies, the closed form and its factorization; 12 for LDA, 7 per class for QDA).
+#: with tracemalloc for a full covariance: 12 for LDA, 7 per class for QDA).
 FIT_COPIES = 12
 #: Bytes of K x D x D entries up to which an ``array_api`` story's statistics (at most of that
 #: order: :data:`genprob.engine.capabilities.DEFAULTS`) are measured on NumPy rows, without JAX.
@@ -251,8 +227,7 @@ def traced_once(cache: dict, trace, tree, *static):
 
 
 def _once(cache: dict, key, compute, value):
-    """``cache[key]``, ``compute(value)`` the first time; computed every time for a key holding
-    unhashable settings."""
+    """``cache[key]``, ``compute(value)`` the first time (every time for an unhashable key)."""
     try:
         known = key in cache
     except TypeError:
@@ -266,11 +241,8 @@ def _largest_statistic(
     story, num_classes: int, num_features: int, dtype, num_rows=None, own: bool = False
 ) -> tuple:
     """(bytes, name, shape) of the largest array of ``story``'s statistics of ``num_rows`` rows
-    (None: many). They do not depend on the number of rows, except statistics kept as rows
-    while there are few (:func:`~genprob.story.keeps_rows`): measured on that many rows
-    then, else on more rows than features. Computed in NumPy when they are surely small, else
-    traced abstractly (nothing allocated), the story's settings as traced values (one trace
-    per structure) or, ``own``, as the story's own (whether it keeps rows may depend on them)."""
+    (None: many): in NumPy when surely small, else traced once per structure (``own``: with the
+    story's own settings, on which keeping rows may depend)."""
     few = num_rows is not None and keeps_rows(num_rows, num_features)
     rows = int(num_rows) if few else max(2, num_features)
     small = num_classes * num_features**2 * dtype.itemsize <= PROBE_BYTES
@@ -328,15 +300,9 @@ def _largest(named_leaves) -> tuple:
 
 
 def check_statistics_size(story, num_classes: int, num_features: int, dtype, num_rows=None):
-    """Refuse, before anything is allocated, a fit whose statistics (a full covariance's
-    D x D, K x D x D per class) exceed :data:`MAX_ARRAY_BYTES`, or whose working set
-    (:data:`FIT_COPIES` arrays of that size) exceeds the machine's physical memory. With
-    ``num_rows``, statistics a story keeps as rows (:func:`~genprob.story.keeps_rows`: LDA on
-    fewer rows than features) are measured as the (n, D) rows they are.
-
-    Raises:
-        SizeLimitError: naming the statistic, its shape, the limit and the way out.
-    """
+    """Refuse, before anything is allocated, a fit whose largest statistic exceeds
+    :data:`MAX_ARRAY_BYTES`, or :data:`FIT_COPIES` of it physical memory (with ``num_rows``,
+    statistics kept as rows are measured as the rows they are)."""
     if not has_closed_form(story):
         return  # no statistics: a gradient M-step's arrays are the parameters'
 
@@ -360,6 +326,5 @@ def check_statistics_size(story, num_classes: int, num_features: int, dtype, num
     try:
         return check()
     except SizeLimitError:
-        # measured with traced settings, which cannot say whether the story keeps its rows:
-        # measured again with this story's own (only for a fit that would be refused)
+        # traced settings cannot say whether the story keeps its rows: measure with its own
         check(own=True)

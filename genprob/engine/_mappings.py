@@ -1,17 +1,6 @@
-"""Keep a long-lived process below Linux's limit on memory mappings.
-
-Every XLA CPU executable JAX keeps in its in-memory caches holds memory mappings (~15-30 per
-program, ~140 for a QDA fit plus ``predict_proba`` on a new shape). A process that fits many
-shapes for hours (a notebook, a server, a hyperparameter search over feature subsets) collects
-thousands of programs; at ``vm.max_map_count`` (65,530 by default) the next ``mmap`` inside XLA
-fails and the interpreter dies (SIGSEGV or SIGABRT), with no Python exception to catch.
-
-genprob counts the process's mappings every :data:`CHECK_EVERY` of its top-level calls (at most
-once per :data:`MIN_SECONDS`); above :data:`FRACTION` of the limit it drops JAX's compiled
-programs (``jax.clear_caches()``, which returns their mappings) and warns once. Programs compile
-again on next use: a slower call, never a different result. On systems without ``/proc`` nothing
-is counted.
-"""
+"""Keep a long-lived process below Linux's limit on memory mappings (``vm.max_map_count``),
+which JAX's cached programs fill until XLA's next ``mmap`` kills the interpreter: above
+:data:`FRACTION` of it, compiled programs are dropped (docs/scaling.md)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Checks of user input: the rows of features (:func:`check_rows` at every estimator's public
-entry, :func:`check_features` at the functional core's), sample weights, class priors, smoothing
-and the EM controls; labels and class codes are :mod:`genprob.engine._labels`'.
-
-The estimators, :func:`genprob.fit_em`, :func:`genprob.fit_optimizer`, :func:`genprob.crosscheck`
-and :mod:`genprob.inference.mcmc` all validate through these functions, so an error message (or a
-new check) is written once; a family's own check of the values is its story's ``validate``. Every
-check raises ``ValueError`` naming the problem.
-"""
+"""Checks of user input, written once for every entry: rows of features (:func:`check_rows` at
+an estimator's, :func:`check_features` at the functional core's), sample weights, class priors,
+smoothing and the EM controls (labels: :mod:`genprob.engine._labels`; a family's own check is
+its story's ``validate``)."""
 
 from __future__ import annotations
 
@@ -33,11 +28,8 @@ jnp = LazyModule("jax.numpy")
 
 
 class FeatureValueError(ValueError):
-    """A ``ValueError`` about the values of one feature (column) of ``X``.
-
-    ``feature`` is the column's position, so that an estimator fitted on named columns can put
-    the column's name in the message (a story's ``validate`` knows positions only).
-    """
+    """A ``ValueError`` about one feature of ``X``; ``feature`` (its position) lets an estimator
+    fitted on named columns name the column."""
 
     def __init__(self, message: str, feature: int | None = None):
         super().__init__(message)
@@ -56,11 +48,9 @@ def describe(values, limit: int = 5) -> str:
 
 # -- features -------------------------------------------------------------------------------------
 def check_rows(estimator, X, y="no_validation", *, reset: bool, allow_nan=False, **options):
-    """The rows at an estimator's public entry (fit, partial_fit, predict, score ...), checked
-    once: text and complex values refused by name, then scikit-learn's ``validate_data`` (2-D,
-    finite unless ``allow_nan``, the fitted width and column names; ``reset`` at a fit) as
-    float64 or float32, integer sparse values as floats. Returns ``X``, or ``(X, y)`` when
-    ``y`` is given (None too: a fit refuses it)."""
+    """The rows at an estimator's public entry, checked once: text and complex values refused by
+    name, then scikit-learn's ``validate_data`` as float64 or float32. Returns ``X``, or
+    ``(X, y)`` when ``y`` is given (None too: a fit refuses it)."""
     X = sparse_as_float(check_real_numbers(X, "X"))
     options = {"dtype": [np.float64, np.float32], **options}
     options["ensure_all_finite"] = "allow-nan" if allow_nan else True
@@ -78,29 +68,12 @@ def check_features(
     nan_hint: str = "",
     num_rows: int | None = None,
 ):
-    """Features checked at a public entry: 2-D, ``num_rows`` rows if given, and finite (NaN
-    with ``allow_nan``) where the values are concrete; the one feature checker of genprob.
-
-    By default ``X`` is also made a numeric, non-empty, floating array: a SciPy sparse matrix is
-    densified, and a ``jax.experimental.sparse.BCOO`` one too unless ``keep_sparse``.
-
-    Args:
-        X: array-like (n, D).
-        dtype: floating dtype to cast to; None keeps a floating dtype and casts anything else to
-            JAX's default float.
-        as_given: check ``X`` as it is (NumPy, JAX, SciPy sparse, BCOO, or a tracer inside
-            ``jit``/``vmap``, of which only the shape is checked) and return it unchanged: the
-            functional core's check.
-        keep_sparse: keep a BCOO matrix sparse.
-        to_device: return a JAX array (dense or BCOO), not a NumPy one.
-        allow_nan: let NaN through (a story that reads NaN as missing); infinities are refused.
-        nan_hint: appended to the message when NaN is refused (how to read it as missing).
-        num_rows: the rows ``X`` must have (those of the labels or responsibilities).
-
-    Raises:
-        ValueError: naming the problem; non-finite values as scikit-learn's "Input X contains
-            NaN" / "infinity", with the columns and the first offending entry (row, column).
-    """
+    """Features at a public entry: 2-D, ``num_rows`` rows if given, finite (NaN with
+    ``allow_nan``, then ``nan_hint`` is not needed) where concrete; by default made a numeric,
+    non-empty floating array (``dtype``, else a floating one kept or JAX's default float), sparse
+    densified except a BCOO with ``keep_sparse``. ``as_given``: checked as it is (a tracer: its
+    shape) and returned unchanged; ``to_device``: returned as a JAX array. Raises ``ValueError``
+    naming the problem (non-finite values in scikit-learn's words, with the first entry)."""
     check_real_numbers(X, "X")
     if not as_given:
         X = _as_float_features(X, dtype, keep_sparse)
@@ -116,13 +89,8 @@ def check_features(
 
 
 def check_real_numbers(values, name: str):
-    """Refuse text and complex values in ``name`` (an array, a list or a sparse matrix), as
-    scikit-learn does: a cast would read ``"1"`` as 1 and cut ``1+1j`` to 1. Object arrays of
-    weights are checked item by item (every ``sample_weight`` is a number). Returns ``values``.
-
-    Raises:
-        ValueError: naming ``name`` and what it holds.
-    """
+    """Refuse text and complex values in ``name`` as scikit-learn does (a cast would read
+    ``"1"`` as 1 and cut ``1+1j`` to 1); object arrays of weights item by item."""
     dtype = getattr(values, "dtype", None)
     if dtype is None and isinstance(values, list | tuple):
         try:
@@ -150,8 +118,7 @@ def check_real_numbers(values, name: str):
 
 
 def _as_float_features(X, dtype, keep_sparse: bool):
-    """``X`` as a 2-D, non-empty, floating NumPy array (or the JAX array, dense or BCOO, that
-    was given)."""
+    """``X`` as a 2-D, non-empty, floating NumPy array (or the given JAX array, dense or BCOO)."""
     if is_bcoo(X) and not keep_sparse:
         X = X.todense()
     elif scipy.sparse.issparse(X):
@@ -176,16 +143,8 @@ def _as_float_features(X, dtype, keep_sparse: bool):
 def check_sample_weight(
     sample_weight, num_samples: int, *, allow_all_zero: bool = True, dtype=np.float64
 ):
-    """Row weights as float64 (n,), or None; a scalar weighs every row alike.
-
-    Args:
-        sample_weight: None, a number, or one non-negative finite weight per row.
-        num_samples: rows of X.
-        allow_all_zero: accept weights that are all zero (a chunk of ``partial_fit``, an EM
-            whose unlabeled rows carry the mass); a fit needs a positive one.
-        dtype: the fit's precision, which bounds the largest weight: sqrt of the smallest
-            normal number to its inverse (1.5e-154 to 6.7e153 in float64).
-    """
+    """Row weights as float64 (n,), or None; a scalar weighs every row alike. ``allow_all_zero``:
+    accept all-zero weights (a ``partial_fit`` chunk); ``dtype`` bounds the largest weight."""
     if sample_weight is None:
         return None
     sample_weight = np.asarray(check_real_numbers(sample_weight, "sample_weight"), np.float64)
@@ -204,8 +163,7 @@ def check_sample_weight(
     low = float(np.sqrt(np.finfo(dtype).tiny))
     high = 1.0 / low
     if largest > 0 and not low <= largest <= high:
-        # the statistics multiply weights by features (and their squares): out of this range
-        # the products leave the normal doubles and the fit goes wrong without a sign
+        # weight x feature (squared) products out of this range leave the normal doubles
         raise ValueError(
             f"sample_weight's largest value is {largest:.3g}: weights that "
             f"{'small underflow' if largest < 1 else 'large overflow'} in the fit's statistics "
@@ -220,14 +178,8 @@ def check_sample_weight(
 
 # -- class priors ---------------------------------------------------------------------------------
 def check_class_prior(prior, classes, *, name: str = "class_prior", renormalize: bool = False):
-    """A fixed class prior (K,) as float64, checked against the ``classes``; None stays None.
-
-    Args:
-        prior: one probability per class, in the order of ``classes``.
-        classes: the class labels (or ``range(K)`` for codes).
-        name: the argument's name in messages (``priors``, ``class_prior``).
-        renormalize: warn and divide by the sum when it is not 1 (LDA, QDA) instead of raising.
-    """
+    """A fixed class prior (K,) as float64 in the order of ``classes`` (labels, or ``range(K)``);
+    None stays None. ``renormalize``: warn and divide by a sum that is not 1 (LDA, QDA)."""
     if prior is None:
         return None
     values = np.array(prior, dtype=np.float64)  # a copy: the user's array may change later
@@ -270,16 +222,8 @@ ALPHA_LOWER_BOUND = 1e-10
 
 
 def check_alpha(alpha, num_features: int | None = None, *, per_feature=True, force_alpha=True):
-    """Smoothing ``alpha`` as a float, or a per-feature tuple: finite and >= 0.
-
-    Stories call it with ``alpha`` alone; estimators add scikit-learn's checks and floor.
-
-    Args:
-        alpha: a number, or one number per feature when ``per_feature``.
-        num_features: D, the length a per-feature ``alpha`` needs (None: not checked here).
-        per_feature: whether an array ``alpha`` is accepted.
-        force_alpha: keep an ``alpha`` below 1e-10 (otherwise it is raised to 1e-10, warned).
-    """
+    """Smoothing ``alpha`` as a float, or a per-feature tuple (of ``num_features`` when given):
+    finite and >= 0; without ``force_alpha``, raised to 1e-10 with a warning (scikit-learn's)."""
     if not per_feature and not isinstance(alpha, Real):
         raise ValueError(f"alpha must be a single number, got {alpha!r}.")
     values = np.asarray(alpha, dtype=float)
@@ -382,8 +326,7 @@ def validate_params(estimator) -> None:
     one parameter at a time so that the message can say what the refused parameter means.
     """
     constraints_of = estimator._parameter_constraints
-    # the constructor's parameters are attributes of the same names (get_params inspects the
-    # signature at every call)
+    # the constructor's parameters by attribute (get_params inspects the signature every call)
     params = {name: getattr(estimator, name) for name in constraints_of}
     caller = type(estimator).__name__
     for name, constraints in constraints_of.items():

@@ -1,17 +1,6 @@
-"""What the engine may do with a story: the execution decisions, made here and nowhere else.
-
-Two are derived from the hooks a story overrides, so there is nothing to declare:
-
-* :func:`has_closed_form` — ``sufficient_statistics`` and ``maximize`` overridden (by every
-  story nested in its attributes too): fits add statistics and maximize them, no optimizer;
-* :func:`has_exact_posterior` — ``conjugate_factors`` overridden (nested stories too), and the
-  capability ``exact_conjugate`` not False.
-
-The rest are read by :func:`capability` from the story's one declaration,
-:attr:`genprob.story.Story.capabilities` (a mapping; a property where the answers depend on
-the story's settings), each key missing from it taking its default in :data:`DEFAULTS`. A "no"
-may say why with :class:`genprob.story.Unsupported`.
-"""
+"""What the engine may do with a story, decided here and nowhere else: a closed form and an
+exact posterior derived from the hooks it overrides, the rest read by :func:`capability` from
+its one declaration, :attr:`genprob.story.Story.capabilities` (docs/story_hooks.md)."""
 
 from __future__ import annotations
 
@@ -32,9 +21,7 @@ DEFAULTS = CAPABILITY_DEFAULTS
 
 
 def capability(story: Story, name: str):
-    """The story's answer for capability ``name`` (a key of :data:`DEFAULTS`): its declaration
-    in ``story.capabilities`` (a mapping checked when its class was defined, a property's
-    answer here), else the default."""
+    """The story's answer for capability ``name``: its declaration, else the default."""
     declared = story.capabilities
     if not isinstance(type(story).capabilities, Mapping):
         check_capabilities(type(story), declared)

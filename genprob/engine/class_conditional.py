@@ -14,10 +14,8 @@ __all__ = ["ClassConditional", "unlabeled_log_likelihood"]
 class ClassConditional(dist.Distribution):
     """Features of each row given its class, with the class summed out where it is unknown.
 
-    For row i with label ``labels[i] = k >= 0`` the density is ``p(x_i | k)``; for an unlabeled row
-    (``labeled[i]`` false) it is the mixture ``sum_k pi_k p(x_i | k)``. Combined with the label site
-    (which contributes ``log pi_k`` on labeled rows only) the model's log density is the marginal
-    log-likelihood of a partly labeled data set.
+    Row i's density is ``p(x_i | labels[i])``, or ``sum_k pi_k p(x_i | k)`` where ``labeled[i]``
+    is false; with the label site, the model's density is the partly labeled marginal likelihood.
 
     Args:
         emission: distribution with batch shape ``(K,)`` and event shape ``(D,)``.
@@ -53,8 +51,7 @@ class ClassConditional(dist.Distribution):
         return jnp.where(self.labeled, chosen, marginal)
 
     def sample(self, key, sample_shape=()):
-        # Draw every class's features and keep the row's own class: K-fold work, but sampling is
-        # not a hot path and it needs nothing from the emission beyond ``sample``.
+        # every class's features, the row's own kept: K-fold work, but only ``sample`` is needed
         shape = tuple(sample_shape) + self.batch_shape
         draws = self.emission.sample(key, shape)  # shape + (K,) + event
         index = jnp.broadcast_to(self.labels, shape)
@@ -65,17 +62,9 @@ class ClassConditional(dist.Distribution):
 def unlabeled_log_likelihood(emission, class_log_prior, blocks, num_unlabeled):
     """``sum_i log sum_k pi_k p(x_i | k)`` over the first ``num_unlabeled`` rows of ``blocks``.
 
-    Each block's value and gradient are taken together, so reverse mode keeps the gradient (the
-    size of the parameters) instead of per-row intermediates; its derivative is reverse-mode
-    only (a sampler asked for forward mode gets no summary,
-    :func:`genprob.inference.mcmc.run_nuts`).
-
-    Args:
-        emission: distribution with batch shape ``(K,)`` and event shape ``(D,)``.
-        class_log_prior: log class probabilities (K,).
-        blocks: rows in equal blocks (B, c, D), the unlabeled ones first.
-        num_unlabeled: traced int: the rows that count; the blocks after the last of them are
-            skipped at run time (so the compiled program serves any number of labels).
+    ``blocks``: rows in equal blocks (B, c, D), unlabeled first; blocks past ``num_unlabeled``
+    (traced) are skipped at run time. Each block's value and gradient are taken together, so
+    reverse mode (the only mode it has) keeps no per-row intermediates.
     """
     leaves, treedef = jax.tree_util.tree_flatten(emission)
     inexact = [jnp.issubdtype(jnp.result_type(leaf), jnp.inexact) for leaf in leaves]

@@ -1,9 +1,5 @@
-"""Fits and predictions on Dask collections: statistics per partition, added by a tree reduction.
-
-EM makes one reduction per iteration; the story is fixed from the first :data:`HEAD_ROWS` rows.
-How stories that grow, faults and lazy predictions are handled is in docs/scaling.md. Dask is
-imported here only, so ``import genprob`` does not import it.
-"""
+"""Fits and predictions on Dask collections: statistics per partition, added by a tree
+reduction, one per EM iteration (docs/scaling.md). Dask is imported here only."""
 
 from __future__ import annotations
 
@@ -85,10 +81,8 @@ _IMPORTING = threading.Lock()
 
 
 def _part(estimator, X, y, w, e_step=False):
-    """The partition's :class:`~genprob.engine.streaming.ChunkStatistics` under the story fixed by
-    the driver (None when the partition would change that story, new categories say, or fails its
-    checks: the driver then reads the partitions itself), or its E-step statistics at the
-    estimator's parameters."""
+    """The partition's ``ChunkStatistics`` under the driver's story (None when the partition
+    would change it: the driver then reads the partitions), or its E-step's."""
     with _IMPORTING:
         jax()
     return estimator.chunk_statistics(X, y, w, e_step=e_step)
@@ -130,10 +124,8 @@ def _reduce(dask, estimator, parts, part, merge):
 
 
 def _labeled_from_head(dask, estimator, parts, classes):
-    """Story from the first rows (a few kB to the driver), every partition on the workers.
-
-    None when the rows are empty or a partition would change that story (new categories...).
-    """
+    """Story from the first rows, every partition on the workers; None when the rows are empty
+    or a partition would change that story."""
     head = dask.compute(*(dask.delayed(_head)(piece, HEAD_ROWS) for piece in parts[0]))
     if not np.shape(head[0])[0]:
         return None
@@ -158,12 +150,8 @@ def _labeled_from_first_partition(dask, estimator, parts, classes):
 
 
 def fit(estimator, X, y, *, sample_weight=None, classes=None):
-    """Fit ``estimator`` on a Dask array or DataFrame ``X`` with Dask labels ``y``.
-
-    Equals ``estimator.fit`` on the computed arrays (to rounding): see the module docstring and
-    :mod:`genprob.engine.streaming` for labels, EM and the stories accepted. The fit finishes or
-    leaves the estimator as it was (:func:`genprob.engine.streaming.fit_or_keep`).
-    """
+    """Fit ``estimator`` on a Dask array or DataFrame ``X`` with Dask labels ``y``, as
+    ``estimator.fit`` on the computed arrays (to rounding); it finishes or changes nothing."""
     dask, da = _dask()
     if y is None:
         raise ValueError("y is required with a Dask X: a Dask array or Series of labels.")
@@ -220,12 +208,8 @@ def _block_y(estimator, method, X, y, /, **kwargs):
 
 
 def predict(estimator, method, X, /, y=None, pointwise=False, **settings):
-    """``estimator.<method>`` over the blocks of a Dask collection, as a lazy Dask collection.
-
-    ``predict`` and pointwise ``log_likelihood`` give one value per row, the probability
-    methods (n, K); ``log_likelihood`` without ``pointwise`` is a lazy scalar (the sum).
-    ``settings`` (the prediction rule: ``method=``, ``prior=``) go to every block's call.
-    """
+    """``estimator.<method>`` over the blocks of a Dask collection, lazily: one value per row,
+    (n, K) probabilities, or a scalar sum for ``log_likelihood`` without ``pointwise``."""
     dask, da = _dask()
     num_classes = len(estimator.classes_)
     per_row = method in ("predict", "log_likelihood")

@@ -53,17 +53,12 @@ class EMResult(NamedTuple):
 
     Attributes:
         params: fitted parameters (dict of arrays, ``class_prior`` included).
-        log_likelihood: trace (n_iter,) of the λ-weighted objective after every M-step, for the
-            kept initialization; from its second entry on it never decreases (to rounding): a
-            step that would lower it stops EM with a ``ConvergenceWarning`` naming the iteration
-            and the drop, keeping the previous parameters (``converged`` False). The first entry
-            is the start's (the labeled rows' fit, or random responsibilities'), which can be a
-            density on a subspace (a rank-deficient covariance) and then exceed the next.
+        log_likelihood: trace (n_iter,) of the λ-weighted objective after every M-step of the
+            kept initialization; non-decreasing from its second entry (docs/reference/em.md).
         n_iter: number of M-steps of the kept initialization.
         converged: whether the change of the mean per-row objective fell below ``tol``.
-        responsibilities: final E-step (n, K): class posteriors ``p(k | x_i)`` at ``params`` on
-            unlabeled rows, the one-hot label on labeled rows (neither λ nor sample weights
-            applied).
+        responsibilities: final E-step (n, K): ``p(k | x_i)`` on unlabeled rows, one-hot labels
+            on labeled rows (no weights applied).
         init_log_likelihoods: final objective of every initialization (n_init,); NaN for an
             initialization that degenerated.
     """
@@ -78,8 +73,7 @@ class EMResult(NamedTuple):
 
 # -- the objective --------------------------------------------------------------------------------
 def _row_weights(codes, unlabeled_weight, sample_weight, xp=jnp):
-    """Weights of every row in the objective: w_i (labeled) and λ w_i (unlabeled); computed by
-    ``xp`` (JAX, or NumPy on the host)."""
+    """Weights of every row in the objective: w_i (labeled) and λ w_i (unlabeled)."""
     labeled = codes >= 0
     w = (
         xp.ones(codes.shape, dtype=xp.result_type(float))
@@ -92,17 +86,8 @@ def _row_weights(codes, unlabeled_weight, sample_weight, xp=jnp):
 def weighted_log_likelihood(
     story: Story, params: dict, X, y, *, unlabeled_weight=1.0, sample_weight=None
 ):
-    """λ-weighted marginal log-likelihood ``Σ_labeled w_i log p(x_i, y_i) + λ Σ_unlabeled w_i log
-    p(x_i)`` (no penalty term), computed with :func:`genprob.core.log_likelihood`.
-
-    Args:
-        story: the story.
-        params: its parameters (``class_prior`` included).
-        X: features (n, D).
-        y: class codes (n,), -1 for unlabeled rows.
-        unlabeled_weight: λ.
-        sample_weight: optional row weights (n,).
-    """
+    """λ-weighted marginal log-likelihood ``F`` of docs/reference/em.md without the penalty;
+    ``y``: class codes (n,), -1 for unlabeled rows; ``unlabeled_weight``: λ."""
     y = jnp.asarray(y)
     return _objective(story, params, X, y, _row_weights(y, unlabeled_weight, sample_weight))
 
@@ -115,8 +100,7 @@ def _objective(story, params, X, codes, row_weights, penalty=0.0):
 
 
 def _labeled_responsibilities(codes, row_weights, num_classes, dtype):
-    """EM's fixed pieces (NumPy, on the host): one-hot labels, labeled rows' weighted
-    responsibilities, unlabeled rows' weights (0 on labeled rows)."""
+    """One-hot labels, labeled rows' weighted responsibilities, unlabeled rows' weights."""
     labeled = codes >= 0
     one_hot = (np.where(labeled, codes, 0)[:, None] == np.arange(num_classes)).astype(dtype)
     labeled_R = np.where(labeled[:, None], one_hot * row_weights[:, None], 0.0)
@@ -136,29 +120,24 @@ def _trace_prior(story: Story, num_classes: int, num_features: int):
     return returned, sites
 
 
+def _prior_sites(story: Story, num_classes: int, num_features: int, dtype) -> list:
+    """The prior's latent sites in draw order: :func:`genprob.inference.optimize.model_sites`."""
+    from genprob.inference.optimize import model_sites
+
+    rows = jax.ShapeDtypeStruct((1, num_features), dtype), jax.ShapeDtypeStruct((1,), jnp.int32)
+    return [s for s in model_sites((story, *rows), num_classes) if s.name != CLASS_PRIOR]
+
+
 def _latent_sites(story: Story, num_classes: int, num_features: int) -> dict:
-    """The prior's latent sample sites in the order the prior draws them, as name -> ``{"value":
-    zeros of the site's shape and dtype}``, from an abstract trace: a draw would compile the
-    prior's samplers (JAX's Gamma alone takes about a second) on a posterior's first call."""
-    names = []
-
-    def values():
-        sites = _trace_prior(story, num_classes, num_features)[1]
-        names.extend(sites)
-        return [site["value"] for site in sites.values()]
-
-    shapes = jax.eval_shape(values)
-    return {
-        name: {"value": np.zeros(s.shape, s.dtype)} for name, s in zip(names, shapes, strict=True)
-    }
+    """The prior's latent sites in draw order, as name -> ``{"value": zeros of its shape}``."""
+    dtype = jnp.result_type(float)
+    sites = _prior_sites(story, num_classes, num_features, dtype)
+    return {site.name: {"value": np.zeros(site.shape, dtype)} for site in sites}
 
 
 def params_from_latent(story: Story, latent: dict, num_classes: int, num_features: int) -> dict:
-    """Emission parameters from values of the prior's latent sites (the prior run substituted).
-
-    Works for stories whose prior returns transformed quantities as well as for the usual ones
-    that return the sampled sites themselves.
-    """
+    """Emission parameters from values of the prior's latent sites (the prior run substituted),
+    also for priors that return transformed quantities."""
     with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.substitute(data=latent):
         return dict(story.prior(num_classes, num_features))
 
@@ -206,16 +185,9 @@ def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
 
 def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) -> dict:
     """Starting values of the latent sites: the image of 0 in NumPyro's unconstrained space."""
-    prior_args = (num_classes, num_features)
-
-    def unconstrained_draw():
-        latent = {name: site["value"] for name, site in _trace_prior(story, *prior_args)[1].items()}
-        return infer_util.unconstrain_fn(story.prior, prior_args, {}, latent)
-
-    # shapes only (an abstract trace: no draw from the prior is compiled or run)
-    shapes = jax.eval_shape(unconstrained_draw)
-    zeros = {name: jnp.zeros(shape.shape, dtype) for name, shape in shapes.items()}
-    return infer_util.constrain_fn(story.prior, prior_args, {}, zeros)
+    sites = _prior_sites(story, num_classes, num_features, dtype)
+    zeros = {site.name: jnp.zeros(site.unconstrained_shape, dtype) for site in sites}
+    return infer_util.constrain_fn(story.prior, (num_classes, num_features), {}, zeros)
 
 
 # -- the EM loop ----------------------------------------------------------------------------------
@@ -261,13 +233,8 @@ def _em_runs(
     capacity,
     fit_prior,
 ):
-    """Run EM from the initial weighted responsibilities ``R0`` (n, K) (``fixed``:
-    :func:`_labeled_responsibilities`); one compiled program.
-
-    Apart from :func:`~genprob.engine.em_driver.run_em_loop`: a traced while_loop cannot call Python
-    callables per step. Each step is judged by the driver's
-    :func:`~genprob.engine.em_driver.em_step`.
-    """
+    """EM from the weighted responsibilities ``R0`` (n, K) in one compiled program (a traced
+    while_loop cannot call ``run_em_loop``'s callables; each step is judged by ``em_step``)."""
     labeled = codes >= 0
     one_hot, labeled_R, unlabeled_weights = fixed
     total_weight = jnp.maximum(jnp.sum(row_weights), jnp.finfo(X.dtype).tiny)
@@ -303,16 +270,14 @@ def _em_runs(
 
     def iterate(state):
         params, latent, value, trace, iteration, _, _, _, _, old_penalty = state
-        # The first M-step starts from the initial responsibilities, later ones from the
-        # E-step (one M-step site in the program keeps compilation short).
+        # one M-step site in the program (from R0 first, then the E-step): shorter compilation
         R = jnp.where(iteration == 0, R0, e_step(params))
         new_params, new_latent, penalty, penalty_before = _m_step(
             story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS, previous=params
         )
         new_value = _objective(story, new_params, X, codes, row_weights, penalty)
         new_value = jnp.where(_all_finite(new_params), new_value, jnp.nan)
-        # the floor: the last objective with the penalty at this step's statistics (the
-        # host's e_step gives it); the start's step is not judged (see run_em_loop)
+        # the floor: the last objective with the penalty at this step's statistics
         floor = value - old_penalty + penalty_before
         finite, decreased, converged = em_step(
             new_value, value, floor, iteration > 1, total_weight, tol, jnp.finfo(X.dtype).eps
@@ -341,10 +306,8 @@ def _em_runs(
 
 
 def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
-    """:func:`_em_runs` of one start on NumPy rows, eagerly, through the one EM driver
-    (:func:`genprob.engine.em_driver.run_em_loop`): each joint log density gives the objective, the
-    posteriors and their statistics; ``fixed`` are :func:`_labeled_responsibilities`. NumPy rows
-    of a closed form import neither JAX nor NumPyro (issue 57)."""
+    """:func:`_em_runs` of one start on NumPy rows, eagerly, through ``run_em_loop`` (NumPy rows
+    of a closed form import neither JAX nor NumPyro)."""
     labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
 
     def m_step(expectation):  # the parameters and the statistics they maximize
@@ -404,15 +367,7 @@ def fit_em(
 ) -> EMResult:
     """Fit a story to partly labeled data by (λ-weighted) expectation-maximization.
 
-    Maximizes ``F(θ) = Σ_labeled w_i log p(x_i, y_i) + λ Σ_unlabeled w_i log p(x_i)`` (plus the
-    story's ``log_penalty`` when its closed form is smoothed or regularized). EM with unlabeled
-    responsibilities scaled by λ is exactly the EM of this objective, so ``F`` never decreases.
-
-    Caveat: a regularizer whose equivalent prior scales with the class counts (QDA's
-    ``reg_param``, Gaussian NB's ``var_smoothing``) changes with the soft counts between
-    iterations, so monotonicity then holds only approximately (to the size of the change of the
-    penalty); the fixed point is still a stationary point of ``F`` with the penalty at the final
-    counts.
+    Maximizes the objective ``F`` of docs/reference/em.md, which never decreases.
 
     Args:
         story: the story (closed form or not).
@@ -423,9 +378,8 @@ def fit_em(
         num_classes: K.
         unlabeled_weight: λ in [0, 1], the weight of every unlabeled row.
         max_iter: maximum number of M-steps per initialization.
-        tol: stop when ``|F_t - F_{t-1}| <= tol * Σ_i row weight_i``: the change of the mean
-            per-row objective (unit-free: rescaling X shifts F by a constant), or when the change
-            is at the rounding level of F.
+        tol: stop when ``|F_t - F_{t-1}| <= tol * Σ_i row weight_i`` (the change of the mean
+            per-row objective), or when the change is at the rounding level of F.
         n_init: number of initializations; the one with the largest final ``F`` is kept.
         seed: seed of the random initializations.
         init: None (the labeled-only fit first, when every class has a labeled row, then random
@@ -438,13 +392,12 @@ def fit_em(
             None when every label is a class (every row labeled).
 
     Returns:
-        :class:`EMResult`: NumPy arrays when NumPy rows of a closed form written in the array
-        namespace (the capability ``array_api``) ran in NumPy, step by step, with
-        nothing compiled; JAX arrays from the one compiled program otherwise.
+        :class:`EMResult`: NumPy arrays when NumPy rows of an ``array_api`` closed form ran on
+        the host, JAX arrays from the one compiled program otherwise.
 
     Raises:
         ValueError: bad labels, λ outside [0, 1], bad controls, a class with no mass to learn it
-            from, or every initialization degenerating (see the module docstring).
+            from, or every initialization degenerating.
     """
     codes, num_classes = encode_partial_labels(
         y, num_classes=num_classes, classes=classes, unlabeled_label=unlabeled_label
@@ -464,8 +417,7 @@ def fit_em(
     if not (np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol!r}.")
     weights = check_sample_weight(sample_weight, codes.shape[0], dtype=X.dtype)
-    # Everything before the loop is (n, K) work done in NumPy: a JAX operation outside the
-    # compiled EM would trace, compile (or load) and run a program of its own per shape.
+    # (n, K) work before the loop is NumPy: a JAX operation would compile a program per shape
     if weights is not None:
         weights = np.asarray(weights, dtype=X.dtype)
     if class_prior is not None:
@@ -514,8 +466,7 @@ def fit_em(
             num_rows,
             classes,
         )
-    # one initialization per call: every n_init shares the one-start program (a vmapped while
-    # loop compiles several times longer and runs every start until the slowest one stops)
+    # one start per call: a vmapped while loop compiles longer and runs until the slowest stops
     if host:
         runs = [
             _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior)
@@ -562,8 +513,7 @@ def fit_em(
     drop = float(np.asarray(drops)[best])
     if drop > 0:
         warn_decrease(n_iter + 1, drop, float(values[best]))
-    # sliced on the host and put back with device_put: slicing a device array, like jnp.asarray
-    # of a host array, compiles a program per shape (row count, n_iter)
+    # sliced on the host, then device_put: a device slice compiles a program per shape
     return EMResult(
         params=tree_map(lambda a: put(np.asarray(a)[best]), params),
         log_likelihood=put(np.asarray(traces)[best, :n_iter]),
@@ -585,8 +535,7 @@ def _initial_responsibilities(
     story, X, init, n_init, seed, labeled_R, unlabeled_weights, labeled_mass, num_classes, num_rows,
     classes,
 ):  # fmt: skip
-    """Initial weighted responsibilities (n_init, n, K) of the EM runs; random draws are made
-    for the ``num_rows`` real rows only, so padding rows do not change them."""
+    """Initial weighted responsibilities (n_init, n, K); random draws for the real rows only."""
     every_class_labeled = bool(np.all(labeled_mass > 0))
     if isinstance(init, dict):
         params = {k: np.asarray(v, X.dtype) for k, v in init.items()}

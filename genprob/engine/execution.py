@@ -1,12 +1,6 @@
-"""Where rows live and how a pass over them runs: the one place genprob decides it (the route
-of a row, from ``(X, R)`` to posteriors, is in docs/reference/core.md).
-
-One rule picks where a pass runs: concrete NumPy rows of a story with the capability
-``array_api`` (:mod:`genprob.engine.capabilities`; and SciPy sparse rows, which only stories taking
-them receive) run the story's methods eagerly in NumPy; everything else runs the same methods inside
-``jax.jit``, small dense inputs padded to a few bucket sizes so that new row counts reuse
-compiled code.
-"""
+"""Where rows live and how a pass over them runs, decided in one place (docs/reference/core.md):
+NumPy rows of an ``array_api`` story and SciPy sparse rows run eagerly in NumPy, everything else
+inside ``jax.jit``, small dense inputs padded to bucket sizes so new row counts reuse code."""
 
 from __future__ import annotations
 
@@ -54,13 +48,11 @@ jnp = LazyModule("jax.numpy")
 BLOCK_BYTES = 1 << 21
 #: ... and at least this many rows, so that wide rows do not make a block per row.
 _MIN_BLOCK_ROWS = 256
-#: Dense inputs up to this many rows and entries are padded to a bucket size (``padded_rows``)
-#: so that new row counts (folds, learning curves) reuse compiled code; larger ones compile in
-#: a small fraction of their run time and are not copied.
+#: Dense inputs up to this many rows and entries are padded to a bucket size (``padded_rows``);
+#: larger ones compile in a small fraction of their run time and are not copied.
 PAD_LIMIT = 1 << 16
 PAD_ENTRY_LIMIT = 1 << 21
-#: Entries (rows x features) of the smallest bucket: iris's folds, test sets and refits share
-#: one of 256 rows (an optimizer's refit on 1024 padded rows took 3.5 times one on 150).
+#: Entries (rows x features) of the smallest bucket: iris's folds and refits share 256 rows.
 _SMALLEST_BUCKET_ENTRIES = 1 << 10
 
 
@@ -75,8 +67,7 @@ def on_host(story: Story, X) -> bool:
 
 def padded_rows(num_rows: int, num_features: int | None = None) -> int:
     """Row count a dense input is padded to: powers of two up to 4096, then multiples of 4096;
-    given ``num_features``, the smallest bucket holds about ``_SMALLEST_BUCKET_ENTRIES`` entries,
-    so the folds, test sets and refits of a small data set share one compiled program."""
+    given ``num_features``, the smallest bucket holds about ``_SMALLEST_BUCKET_ENTRIES`` entries."""
     smallest = 16
     if num_features:
         rows = max(1, _SMALLEST_BUCKET_ENTRIES // num_features)
@@ -87,15 +78,9 @@ def padded_rows(num_rows: int, num_features: int | None = None) -> int:
 
 
 def padded(X, *rows):
-    """``(X, *rows)`` with the rows of a concrete dense ``X`` (up to ``PAD_LIMIT`` rows and
-    ``PAD_ENTRY_LIMIT`` entries) padded to their bucket size (:func:`padded_rows`): the one
-    padding rule of compiled passes, so that a new row count inside a bucket compiles nothing.
-
-    ``X`` gets copies of its first row (inside the support of every story: padding rows score
-    finitely wherever real rows do), as NumPy; each array of ``rows`` (aligned with X's rows)
-    gets rows of weight 0: zeros, or -1 (an unlabeled row) in an integer array of label codes.
-    Padding rows therefore change no statistic, objective or gradient; scores drop them.
-    """
+    """``(X, *rows)`` with a small concrete dense ``X`` padded to its bucket size
+    (:func:`padded_rows`), the one padding rule: ``X`` by copies of its first row (in every
+    story's support), each of ``rows`` by weight 0 (zeros, or -1 in integer label codes)."""
     shape = np.shape(X)
     if not (isinstance(X, np.ndarray) or is_jax_array(X)) or len(shape) != 2:
         return (X, *rows)
@@ -124,12 +109,8 @@ def _all_host(tree) -> bool:
 
 # -- statistics ------------------------------------------------------------------------------------
 def responsibilities(codes, num_classes: int, weights=None, dtype=np.float64) -> np.ndarray:
-    """Dense R (n, K) of label codes: row i is ``weights[i]`` at column ``codes[i]``, a row of
-    zeros for code -1 (an unlabeled row in a labeled fit).
-
-    Raises:
-        ValueError: a code outside -1..K-1.
-    """
+    """Dense R (n, K) of label codes: row i is ``weights[i]`` at column ``codes[i]``, zeros for
+    code -1; a code outside -1..K-1 raises."""
     codes = np.asarray(codes)
     if codes.size and not -1 <= int(codes.min()) <= int(codes.max()) < num_classes:
         first = int(np.flatnonzero((codes < -1) | (codes >= num_classes))[0])
@@ -147,11 +128,9 @@ def responsibilities(codes, num_classes: int, weights=None, dtype=np.float64) ->
 def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     """``{"class_counts": R.sum(0), "emission": story.sufficient_statistics(X, R)}``.
 
-    Dense host rows (:func:`on_host`) are read in blocks of about ``BLOCK_BYTES`` whose statistics
-    are added by ``story.combine_statistics`` (one block when they do not add over rows);
-    others run compiled, small concrete inputs padded (``pad``) with zero-responsibility rows
-    so that a new row count reuses the program (the statistics are the same). An
-    overflow gives inf or NaN as on the device, silently: the fit refuses it by name.
+    Host rows (:func:`on_host`) are read in blocks of about ``BLOCK_BYTES``, added by
+    ``story.combine_statistics``; others run compiled, padded with ``pad``. An overflow gives
+    inf or NaN silently: the fit refuses it by name.
     """
     check_statistics_size(story, R.shape[1], X.shape[1], X.dtype, X.shape[0])
     if not on_host(story, X):

@@ -1,10 +1,5 @@
-"""NaN entries of X read as missing values: the story wrapper that sums them out.
-
-:class:`Marginalized` wraps a story that declares how to leave entries out (the capability
-``supports_missing``, :mod:`genprob.engine.capabilities`) so that every generic path — scoring, the
-NumPyro model, closed-form statistics — reads NaN as "not observed". Fitting is in
-:mod:`genprob.engine.missing`; the maths in docs/howto/missing.md.
-"""
+"""NaN entries of X read as missing values: the story wrapper through which every generic path
+reads NaN as "not observed" (fitting: :mod:`genprob.engine.missing`; docs/howto/missing.md)."""
 
 from __future__ import annotations
 
@@ -47,17 +42,9 @@ def fill_missing(X, value=0.0):
 
 
 class Marginalized(Story):
-    """``story`` with NaN entries of X read as missing and summed out of its density.
-
-    Parameters are the wrapped story's (same names and shapes); only scoring and statistics
-    change. Build it with :func:`marginalized`.
-
-    Args:
-        story: a story with the capability ``supports_missing``.
-
-    Raises:
-        ValueError: the story cannot leave out missing entries (its reason is given).
-    """
+    """``story`` (with the capability ``supports_missing``) with NaN entries of X read as missing
+    and summed out of its density; same parameters. Build it with :func:`marginalized`; a story
+    that cannot leave entries out raises ``ValueError`` with its reason."""
 
     name = "marginalized"
 

@@ -1,10 +1,5 @@
-"""Missing feature values: NaN entries of X summed out of the story instead of imputed.
-
-:func:`fit_observed` maximizes the observed-data likelihood, with missing labels (``-1``) too,
-by EM; stories whose observed statistics do not depend on the parameters (naive Bayes) reach the
-maximum in one step when every row is labeled. The wrapper that reads NaN as "not observed",
-:class:`Marginalized`, is :mod:`genprob.engine.masking`'s; the maths is in docs/howto/missing.md.
-"""
+"""Missing feature values: NaN entries of X summed out of the story instead of imputed
+(docs/howto/missing.md); :class:`Marginalized` is :mod:`genprob.engine.masking`'s."""
 
 from __future__ import annotations
 
@@ -36,17 +31,8 @@ __getattr__ = lazy_attribute(__name__, {"MaskedEmission": "genprob.engine.masked
 
 
 class MissingFitResult(NamedTuple):
-    """Outcome of :func:`fit_observed`.
-
-    Attributes:
-        params: fitted parameters (class prior included).
-        stats: the statistics the final parameters were maximized from.
-        responsibilities: final class posteriors of every row (n, K) (one-hot where labeled).
-        log_likelihood: weighted observed-data log-likelihood before each M-step and after the
-            last (length ``n_iter + 1``).
-        n_iter: number of M-steps.
-        converged: whether the stopping rule was met.
-    """
+    """Outcome of :func:`fit_observed`: ``stats`` are those the final ``params`` were maximized
+    from; ``log_likelihood`` has ``n_iter + 1`` entries (before each M-step and after the last)."""
 
     params: dict
     stats: dict
@@ -94,24 +80,10 @@ def fit_observed(
 ) -> MissingFitResult:
     """Maximize the observed-data likelihood of ``X`` (NaN = missing) with labels ``codes``.
 
-    EM over the missing entries and the missing labels (codes -1) together. The objective
-    ``sum_labeled w_i log p(x_i,obs, y_i) + lambda sum_unlabeled w_i log p(x_i,obs)`` never
-    decreases (its trace is returned). Stories without the capability ``missing_needs_em``
-    and with every row labeled stop after one M-step: their observed statistics give the
-    maximum at once.
-
-    Args:
-        story: the (unwrapped) story; it must support missing entries.
-        X: features (n, D) with NaN where an entry is missing, in the current JAX precision.
-        codes: class codes (n,), -1 for unlabeled rows.
-        num_classes: K.
-        class_prior: fixed class prior, or None.
-        fit_prior: estimate the class prior (else uniform, unless ``class_prior`` is given).
-        sample_weight: optional row weights (n,).
-        unlabeled_weight: lambda, the weight of unlabeled rows.
-        max_iter: most M-steps.
-        tol: stop when the objective changes by at most ``tol`` per unit of row weight.
-        feature_names, class_names: for error messages.
+    EM over the missing entries and labels (codes -1) together; the λ-weighted observed-data
+    objective never decreases. Without ``missing_needs_em`` and with every row labeled, one
+    M-step gives the maximum. ``tol``: per unit of row weight; ``feature_names`` and
+    ``class_names`` name them in errors.
 
     Raises:
         ValueError: the story cannot leave out missing entries, or a feature has no observed

@@ -1,10 +1,5 @@
-"""Fits beyond one process's memory: chunk streams and Parquet, by adding sufficient statistics.
-
-Each chunk's statistics come from the jitted :func:`genprob.core.sufficient_statistics` and add
-up (:func:`genprob.core.combine_statistics`); the closed-form M-step runs on the total, and EM
-over unlabeled rows is one pass per iteration. Inputs, labels, EM and the public methods the
-estimator is driven through are described in docs/scaling.md.
-"""
+"""Fits beyond one process's memory: chunk streams and Parquet, by adding sufficient statistics
+(one pass per EM iteration; docs/scaling.md)."""
 
 from __future__ import annotations
 
@@ -27,6 +22,7 @@ from genprob.engine._labels import check_unlabeled_label, check_unlabeled_label_
 from genprob.engine._validation import check_sample_weight, validate_params
 from genprob.engine.capabilities import chunk_refusal
 from genprob.engine.em_driver import run_em_loop, warn_decrease, warn_max_iter
+from genprob.story import Story
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
@@ -189,8 +185,7 @@ class ParquetSource:
         return values
 
     def _batches(self, columns):
-        # Arrow's threaded scan reads ahead of a slower consumer without a bound that holds in
-        # practice (1.4 GiB of decoded batches at 250,000 rows measured): read in this thread.
+        # Arrow's threaded scan reads ahead of a slow consumer without bound: read in this thread
         return self.dataset.to_batches(
             columns=columns,
             batch_size=self.batch_size,
@@ -293,18 +288,9 @@ class ProgressBar:
 # -- per-chunk work (also run on Dask workers) -----------------------------------------------------
 @dataclass(frozen=True)
 class ChunkStatistics:
-    """Sufficient statistics of a chunk of rows in an estimator's terms (its
-    ``chunk_statistics``), added over chunks by :func:`combine`.
-
-    Attributes:
-        story: the story the statistics are of.
-        dtype: the estimator's precision (``"float64"`` or ``"float32"``).
-        stats: ``{"class_counts": ..., "emission": ...}`` as NumPy arrays; None for no rows.
-        log_likelihood: the rows' weighted log-likelihood (an E-step's; 0 otherwise).
-        rows: rows read.
-        unlabeled_rows: rows labeled ``unlabeled_label``.
-        context: additive fit-time context the story is built from (document lengths, say).
-    """
+    """Sufficient statistics of a chunk of rows (an estimator's ``chunk_statistics``), added
+    by :func:`combine`: ``stats`` as NumPy arrays (None for no rows), the rows' weighted
+    ``log_likelihood`` (an E-step's), and the additive ``context`` the story is built from."""
 
     story: object
     dtype: str
@@ -315,22 +301,12 @@ class ChunkStatistics:
     context: dict = field(default_factory=dict)
 
 
-def chunk_weights(w, num_rows):
-    """A chunk's ``sample_weight`` as float64 (None stays None); a bad one raises."""
-    if w is None:
-        return None
-    w = np.asarray(w, dtype=np.float64)
-    if w.shape != (num_rows,) or np.any(w < 0) or not np.all(np.isfinite(w)):
-        raise ValueError(
-            f"a chunk's sample_weight must be finite, non-negative and of shape ({num_rows},); "
-            f"got shape {w.shape}."
-        )
-    return check_sample_weight(w, num_rows)  # and a largest weight that cannot underflow
+#: A chunk's ``sample_weight`` (None stays None) is checked as a fit's.
+chunk_weights = check_sample_weight
 
 
 def add_contexts(a: dict, b: dict) -> dict:
-    """Two chunks' fit-time contexts together: values (numbers, or nested dicts of them, as in
-    a mixed story's per-block contexts) are sums over rows and add key by key."""
+    """Two chunks' fit-time contexts (sums over rows, nested dicts too) added key by key."""
     added = {}
     for key in {**a, **b}:
         first, second = a.get(key), b.get(key)
@@ -342,9 +318,8 @@ def add_contexts(a: dict, b: dict) -> dict:
 
 
 def combine(a: ChunkStatistics | None, b: ChunkStatistics | None) -> ChunkStatistics | None:
-    """Two chunks' :class:`ChunkStatistics` together (:func:`genprob.core.combine_statistics`);
-    None when either is (a partition that would change the story:
-    :mod:`genprob.engine.distributed`)."""
+    """Two chunks' :class:`ChunkStatistics` together; None when either is (a partition that
+    would change the story)."""
     if a is None or b is None:
         return None
     if a.stats is None or b.stats is None:
@@ -401,9 +376,8 @@ def reset(estimator):
 
 
 def fit_or_keep(estimator, fit: Callable):
-    """``fit(work)`` on a copy of ``estimator`` without its previous fit; the estimator takes
-    the copy's state only when ``fit`` returns, so a source that raises midway (or an
-    interrupt) leaves it exactly as it was. Returns the estimator."""
+    """``fit(work)`` on a fresh copy of ``estimator``, whose state it takes only when ``fit``
+    returns (a failure midway leaves it as it was)."""
     work = copy.copy(estimator)  # shallow: the fit rebinds attributes, it mutates none
     reset(work)
     fit(work)
@@ -435,11 +409,8 @@ def collect_classes(labels: Iterable, unlabeled_label=-1) -> np.ndarray:
 
 
 def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
-    """Pass 1: the story and the labeled statistics, by the estimator's own ``partial_fit``.
-
-    Unlabeled rows enter with weight 0 (they add nothing to the statistics, but the story sees
-    them, as ``fit`` sees every row). Returns ``(rows, unlabeled rows)``.
-    """
+    """Pass 1: the story and the labeled statistics by ``partial_fit`` (unlabeled rows with
+    weight 0: the story sees them). Returns ``(rows, unlabeled rows)``."""
     rows = unlabeled_rows = 0
     marker = unlabeled_marker(estimator)
     with warnings.catch_warnings():
@@ -460,8 +431,8 @@ def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
                 y[unlabeled] = classes[0]
                 w = np.where(unlabeled, 0.0, w)
             first = not hasattr(estimator, "stats_")
-            if first:
-                _check_given_story(estimator)
+            if first and isinstance(getattr(estimator, "story", None), Story):
+                check_additive(estimator.story)  # a user's story, before any chunk is read
             estimator.partial_fit(X, y, classes=classes, sample_weight=w)
             if first:
                 check_additive(estimator.story_)
@@ -474,19 +445,9 @@ def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
     return rows, unlabeled_rows
 
 
-def _check_given_story(estimator):
-    """A user story given to the estimator is checked before any chunk is read."""
-    from genprob.story import Story
-
-    story = getattr(estimator, "story", None)
-    if isinstance(story, Story):
-        check_additive(story)
-
-
 def finish_labeled(estimator, unlabeled_rows: int, total: ChunkStatistics | None = None):
-    """After pass 1: the parameters (from ``total``, the added statistics of a distributed
-    pass, when given) must exist, else the reason why not is raised; with no unlabeled row
-    left, every class needs labeled mass."""
+    """After pass 1, the parameters (from a distributed pass's ``total`` when given) or the
+    reason why not; with no unlabeled row, every class needs labeled mass."""
     if total is not None or not hasattr(estimator, "params_"):
         stats = estimator.stats_ if total is None else total.stats
         try:
@@ -506,13 +467,8 @@ def finish_labeled(estimator, unlabeled_rows: int, total: ChunkStatistics | None
 
 
 def run_em(estimator, one_pass, num_unlabeled: int):
-    """EM from the labeled fit; ``one_pass()`` returns the :class:`ChunkStatistics` of an
-    E-step over all the data at ``estimator.params_``.
-
-    The one EM driver (:func:`genprob.engine.em_driver.run_em_loop`; :func:`genprob.fit_em`'s
-    objective and final statistics) with one pass over the data per E-step: the pass at parameters
-    θ_t gives both F(θ_t) and the statistics that the next M-step needs.
-    """
+    """EM from the labeled fit through ``run_em_loop``; ``one_pass()``: the
+    :class:`ChunkStatistics` of an E-step over all the data at ``estimator.params_``."""
     unlabeled_weight, max_iter, tol = (
         estimator.unlabeled_weight,
         estimator.max_iter,
@@ -579,10 +535,8 @@ def run_em(estimator, one_pass, num_unlabeled: int):
 
 
 def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None):
-    """Fit ``estimator`` on out-of-core data (chunks, Parquet or a Dask collection).
-
-    Equals ``estimator.fit`` on all the rows in memory (to rounding); see docs/scaling.md.
-    The fit finishes or leaves the estimator as it was (:func:`fit_or_keep`).
+    """Fit ``estimator`` on out-of-core data as ``estimator.fit`` on the rows in memory (to
+    rounding); it finishes or leaves the estimator as it was.
 
     Args:
         estimator: a genprob estimator whose story's statistics add over rows.
