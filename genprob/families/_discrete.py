@@ -28,7 +28,6 @@ __all__ = [
     "entry_sums",
     "floor_log",
     "floor_log1m",
-    "host_if_host_rows",
     "host_rows",
     "LinearStory",
     "linear_discriminant",
@@ -167,12 +166,6 @@ def host_rows(X) -> bool:
     return scipy.sparse.issparse(X) or isinstance(X, np.ndarray)
 
 
-def host_if_host_rows(X, array):
-    """``array`` as NumPy when ``X`` is scored on the host (:func:`host_rows`): one BLAS or
-    SciPy product beats the copy to the device and its dispatch."""
-    return np.asarray(array) if host_rows(X) else array
-
-
 def linear_discriminant(X, weights, offset):
     """``x . W_k + b_k`` less class 0's score (K - 1 products, the same class posteriors) of
     rows ``X`` (n, D): dense, BCOO or SciPy sparse."""
@@ -228,7 +221,10 @@ class LinearStory(Story):
 
     def discriminant(self, params, X):
         """The linear form less class 0's (K - 1 products; the same posteriors)."""
-        return linear_discriminant(X, *self.linear_form(host_if_host_rows(X, params["probs"])))
+        probs = params["probs"]  # NumPy for host rows: one BLAS product, no copy to the device
+        return linear_discriminant(
+            X, *self.linear_form(np.asarray(probs) if host_rows(X) else probs)
+        )
 
     def log_density(self, params, X):
         """NumPy rows: the linear form plus the row's term, on the host (EM there needs no JAX)."""
