@@ -335,12 +335,10 @@ class GaussianStory(Story):
         )
 
     def emission(self, params):
-        if _has_rows(params):  # the factors hold the coloring: no (D, D) covariance
-            factors = params.get(FACTORS) or row_factors(params[COVARIANCE_ROWS], self.rank_tol)
-            return self.covariance_structure.emission(params["means"], None, self.rank_tol, factors)
-        return self.covariance_structure.emission(
-            params["means"], params[self.spread_name], self.rank_tol, params.get(FACTORS)
-        )
+        spread = None if _has_rows(params) else params[self.spread_name]
+        # held rows: their factors hold the coloring, no (D, D) covariance is formed
+        factors = params.get(FACTORS) or (self._factorized(params) if spread is None else None)
+        return self.covariance_structure.emission(params["means"], spread, self.rank_tol, factors)
 
     def factorize(self, params) -> dict:
         """The full spread's factorization, passed back as ``params[FACTORS]`` (no O(D^3) work
