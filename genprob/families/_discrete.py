@@ -14,6 +14,7 @@ import scipy.sparse
 from genprob._lazy import LazyModule
 from genprob.engine._arrays import class_sums, namespace
 from genprob.engine._validation import FeatureValueError, is_bcoo
+from genprob.story import CLASS_PRIOR, Story
 
 jnp = LazyModule("jax.numpy")
 jax_special = LazyModule("jax.scipy.special")
@@ -27,9 +28,8 @@ __all__ = [
     "entry_sums",
     "floor_log",
     "floor_log1m",
-    "host_if_host_rows",
     "host_rows",
-    "linear_boundary",
+    "LinearStory",
     "linear_discriminant",
     "linear_log_prob",
     "observed_sums",
@@ -62,13 +62,8 @@ def _position(X, flat_index: int) -> tuple[int, int]:
 
 
 def check_values(X, is_bad, expected: str) -> None:
-    """Raise ``ValueError`` naming the first stored entry of ``X`` for which ``is_bad`` holds.
-
-    Args:
-        X: dense array, SciPy sparse matrix or BCOO matrix.
-        is_bad: vectorized predicate on a NumPy array of values.
-        expected: what the values should be, e.g. ``"binary features (0 or 1)"``.
-    """
+    """Raise ``FeatureValueError`` naming the first stored entry of ``X`` (dense or sparse) for
+    which the vectorized ``is_bad`` holds; ``expected`` says what the values should be."""
     values = stored_values(X)
     # fast path: a finite sum means finite values (the full mask is built only on failure)
     if not np.asarray(is_bad(values)).any() and np.isfinite(values.sum()):
@@ -104,12 +99,7 @@ def special_functions(*arrays):
 
 
 def floor_log(p):
-    """``log p`` with zero probabilities floored at the smallest positive normal number.
-
-    Only ``alpha = 0`` produces zero probabilities. Flooring keeps ``0 * log 0 = 0`` in the matrix
-    products (no NaN from ``0 * -inf``); an observed event of probability zero then costs about
-    -708 (float64) instead of -inf.
-    """
+    """``log p`` floored at the smallest normal number: ``0 * log 0 = 0`` in matrix products."""
     xp = namespace(p)  # NumPy for host scoring
     return xp.log(xp.maximum(p, np.finfo(p.dtype).tiny))
 
@@ -121,18 +111,8 @@ def floor_log1m(p):
 
 
 def linear_log_prob(value, weights, offset):
-    """``value . weights[k] + offset[k]`` for every class k, by a matrix product.
-
-    Args:
-        value: features (..., 1, D) (one row scored against every class), (..., K, D) (one row per
-            class), or (D,); dense or a BCOO matrix (first form only); or a SciPy sparse matrix
-            (n, D) of rows, each scored against every class.
-        weights: (K, D).
-        offset: (K,).
-
-    Returns:
-        (..., K) scores.
-    """
+    """``value . weights[k] + offset[k]`` (..., K) for every class k, by a matrix product;
+    ``value`` (..., 1, D) (dense or BCOO), (..., K, D), (D,), or SciPy sparse rows (n, D)."""
     if scipy.sparse.issparse(value):  # (n, D) rows, scored on the host
         return scipy_linear_scores(value, weights, offset)
     if value.ndim >= 2 and value.shape[-2] == 1:
@@ -174,13 +154,8 @@ def scipy_linear_scores(X, weights, offset) -> np.ndarray:
 
 
 def entry_sums(X, terms) -> np.ndarray:
-    """``sum_j terms_k(j, x_ij)`` over the nonzero entries of each row, (n, K): a posterior
-    predictive's terms, computed on the stored entries only (a sparse row stays sparse).
-
-    Args:
-        X: dense array or SciPy sparse matrix (n, D), on the host.
-        terms: ``terms(columns, values) -> (K, nnz)``, the terms of the nonzero entries.
-    """
+    """``sum_j terms_k(j, x_ij)`` (n, K) over the nonzero entries of host rows ``X``, with
+    ``terms(columns, values) -> (K, nnz)`` (a posterior predictive's; a sparse row stays sparse)."""
     coo = scipy.sparse.coo_matrix(X)
     values = terms(coo.col, coo.data.astype(np.float64))
     return np.stack([np.bincount(coo.row, v, minlength=X.shape[0]) for v in values], axis=1)
@@ -191,21 +166,9 @@ def host_rows(X) -> bool:
     return scipy.sparse.issparse(X) or isinstance(X, np.ndarray)
 
 
-def host_if_host_rows(X, array):
-    """``array`` as NumPy when ``X`` is scored on the host (:func:`host_rows`): one BLAS or
-    SciPy product beats the copy to the device and its dispatch."""
-    return np.asarray(array) if host_rows(X) else array
-
-
 def linear_discriminant(X, weights, offset):
-    """``x . W_k + b_k`` less class 0's score (a per-row term): column 0 is zero, so only K - 1
-    products are taken. Class posteriors from it equal those of the full linear form.
-
-    Args:
-        X: features (n, D): dense, a BCOO matrix or a SciPy sparse matrix.
-        weights: (K, D).
-        offset: (K,).
-    """
+    """``x . W_k + b_k`` less class 0's score (K - 1 products, the same class posteriors) of
+    rows ``X`` (n, D): dense, BCOO or SciPy sparse."""
     if X.shape[-1] != weights.shape[-1]:
         raise ValueError(
             f"X has {X.shape[-1]} features, but the parameters are for {weights.shape[-1]} "
@@ -240,8 +203,39 @@ def class_feature_shapes(probs) -> dict:
     return {"batch_shape": jnp.shape(probs)[:-1], "event_shape": jnp.shape(probs)[-1:]}
 
 
-def linear_boundary(linear_form, class_prior, k: int, l: int):  # noqa: E741
-    """``(w, b)`` of the log-odds of classes ``k`` and ``l`` from a log density ``x . W_k +
-    c_k`` given as ``linear_form = (W, c)`` (docs/reference/boundaries.md)."""
-    (weights, offset), log_prior = linear_form, jnp.log(class_prior)
-    return weights[k] - weights[l], log_prior[k] - log_prior[l] + offset[k] - offset[l]
+class LinearStory(Story):
+    """Bernoulli and multinomial: ``log p(x | k)`` is ``linear_form(probs)`` applied to ``x``,
+    plus :meth:`_row_term`; ``alpha`` is the smoothing."""
+
+    linear_form = None  # ``linear_form(probs) -> (weights (K, D), offset (K,))``
+
+    def _row_term(self, X):
+        return 0.0
+
+    def _alpha(self, like):
+        """``alpha`` in the namespace and dtype of ``like`` (..., D)."""
+        return alpha_array(self.alpha, like.shape[-1], like.dtype, namespace(like))
+
+    def _concentration(self, num_features):
+        return jnp.broadcast_to(alpha_array(self.alpha, num_features) + 1.0, num_features)
+
+    def discriminant(self, params, X):
+        """The linear form less class 0's (K - 1 products; the same posteriors)."""
+        probs = params["probs"]  # NumPy for host rows: one BLAS product, no copy to the device
+        return linear_discriminant(
+            X, *self.linear_form(np.asarray(probs) if host_rows(X) else probs)
+        )
+
+    def log_density(self, params, X):
+        """NumPy rows: the linear form plus the row's term, on the host (EM there needs no JAX)."""
+        if not isinstance(X, np.ndarray):
+            return super().log_density(params, X)
+        weights, offset = self.linear_form(np.asarray(params["probs"]))
+        return scipy_linear_scores(X, weights, offset) + self._row_term(X)
+
+    def linear_boundary(self, params, k: int, l: int):  # noqa: E741
+        """``(w, b)`` with ``w . x + b`` the log-odds of classes ``k`` and ``l``
+        (docs/reference/boundaries.md)."""
+        weights, offset = self.linear_form(params["probs"])
+        log_prior = jnp.log(params[CLASS_PRIOR])
+        return weights[k] - weights[l], log_prior[k] - log_prior[l] + offset[k] - offset[l]

@@ -1,14 +1,5 @@
-"""The one registry of built-in families: each family module declares a :class:`Family` record.
-
-A record names the family's story class, its estimator faces, its entries of the ``genprob``
-command line (names, aliases, data sets) and how a block of columns of the family is built in a
-mixed table (:class:`Block`). :func:`genprob.families.story_named`, the mixed table's
-:func:`naive_block`, the command line's registry and its aliases all read these records, so a
-new family is one module with one record plus a line in :data:`MODULES`.
-
-Estimators are named by ``"module:Class"`` strings (estimator modules import the families, so a
-family module cannot import them back).
-"""
+"""The one registry of built-in families: each family module declares a :class:`Family` record
+(fields described in docs/reference/families.md, "The family registry")."""
 
 from __future__ import annotations
 
@@ -53,24 +44,7 @@ def _same_statistics(story, stats: dict, moves: list) -> dict:
 
 @dataclass(frozen=True)
 class Block:
-    """How a block of columns of one family is built inside a mixed table (``MixedNB``).
-
-    Attributes:
-        build: ``build(context, **settings) -> Story``: the block's story from its fit-time
-            context (:attr:`context`, summed over chunks, with the block's ``rows``) and the
-            mixed estimator's settings named in :attr:`settings` (only those).
-        settings: the names of the settings ``build`` takes (``"alpha"``, ``"beta"``,
-            ``"var_smoothing"``, and ``"n_categories"`` for a family that encodes values).
-        encodes_values: the block reads its columns' raw values (strings, any type) as
-            categories; the estimator encodes them as codes 0..k-1 of the sorted training
-            values and passes the counts as ``n_categories``.
-        context: ``context(X) -> dict`` of a block's columns ``X`` (n, d): numbers that add over
-            chunks (``partial_fit`` sums them).
-        grow_statistics: ``grow_statistics(story, stats, moves) -> stats``: the statistics of an
-            earlier, smaller story of the family moved to ``story``'s layout when new chunks
-            grew it (new categories: ``moves[j]`` maps column j's old codes to new ones, None for
-            an unchanged column).
-    """
+    """How a block of columns of one family is built inside a mixed table (``MixedNB``)."""
 
     build: Callable
     settings: tuple = ()
@@ -81,25 +55,7 @@ class Block:
 
 @dataclass(frozen=True)
 class Command:
-    """A story of the ``genprob`` command line (``genprob check NAME``, ``fit``, ``compare``).
-
-    Attributes:
-        name: the command line's name of the story.
-        description: one line.
-        datasets: natural bundled data sets, the default first.
-        options: the story's keyword arguments (for ``Story.from_data(X, **options)``).
-        aliases: other accepted names (scikit-learn's estimator names).
-        make_story: ``make_story(X) -> Story`` when ``from_data`` with :attr:`options` is not it.
-        table_estimator: ``table_estimator(features, **options) -> estimator`` for a family that
-            fits a table of mixed column types itself (text columns allowed); None: the command
-            line wraps the story in ``GenerativeClassifier``.
-        note: what the command line's help says of the story beyond its name.
-        in_report: the full ``genprob report`` cross-checks the story on its default data set.
-        face: the estimator face (``"module:Class"``) the command line fits the story with,
-            built with :attr:`face_options` (its ``--param`` options are that class's); empty:
-            ``GenerativeClassifier`` of the story.
-        face_options: the face's keyword arguments that make it this story.
-    """
+    """A story of the ``genprob`` command line (``genprob check NAME``, ``fit``, ``compare``)."""
 
     name: str
     description: str
@@ -116,14 +72,7 @@ class Command:
 
 @dataclass(frozen=True)
 class Family:
-    """A built-in family, declared once by its module as ``FAMILY``.
-
-    Attributes:
-        story: the story class (its :attr:`~genprob.story.Story.name` names the family).
-        estimators: its estimator faces as ``"module:Class"`` strings.
-        commands: its stories on the command line.
-        block: how a block of its columns is built in a mixed table; None when it cannot be one.
-    """
+    """A built-in family, declared once by its module as ``FAMILY``."""
 
     story: type
     estimators: tuple = ()
@@ -181,13 +130,7 @@ def block_context(family: str, X) -> dict:
 
 
 def naive_block(family: str, settings: Mapping, context=None):
-    """The naive-Bayes story of one block of a mixed table, by family name.
-
-    Args:
-        family: a name of :func:`block_families`.
-        settings: the mixed estimator's settings (``alpha``, ``beta``, ``var_smoothing``,
-            ``n_categories``...); the block's builder gets only those it names.
-        context: the block's fit-time context (:func:`block_context`), summed over chunks.
-    """
+    """The naive-Bayes story of one block of a mixed table (``family`` of
+    :func:`block_families`), built from the settings it names and its summed ``context``."""
     block = _block(family)
     return block.build(context or {}, **{name: settings[name] for name in block.settings})

@@ -9,13 +9,10 @@ from genprob._lazy import LazyModule, lazy_attribute
 from genprob.engine._arrays import column_sums, namespace
 from genprob.engine._validation import check_alpha
 from genprob.families._discrete import (
-    alpha_array,
+    LinearStory,
     check_values,
     floor_log,
     floor_log1m,
-    host_if_host_rows,
-    linear_boundary,
-    linear_discriminant,
     observed_sums,
     row_counts,
     scipy_linear_scores,
@@ -24,7 +21,6 @@ from genprob.families._discrete import (
 )
 from genprob.families._registry import Block, Command, Family
 from genprob.inference.conjugate import ConjugateFactor
-from genprob.story import CLASS_PRIOR, Story
 
 jnp = LazyModule("jax.numpy")
 
@@ -55,7 +51,7 @@ class BetaFactor(ConjugateFactor):
 
 
 # -- the story -----------------------------------------------------------------------------------
-class BernoulliStory(Story):
+class BernoulliStory(LinearStory):
     """Binary features, independent given the class (Bernoulli naive Bayes).
 
     Args:
@@ -69,11 +65,13 @@ class BernoulliStory(Story):
     name = "bernoulli"
     capabilities = {"accepts_scipy_sparse": True, "array_api": True, "supports_missing": True}
 
+    linear_form = staticmethod(bernoulli_linear_form)
+
     def __init__(self, alpha=1.0):
         self.alpha = check_alpha(alpha)
 
     def prior(self, num_classes, num_features):
-        concentration = jnp.broadcast_to(alpha_array(self.alpha, num_features) + 1.0, num_features)
+        concentration = self._concentration(num_features)
         probs = numpyro.sample(
             "probs",
             dist.Beta(concentration, concentration).expand([num_classes, num_features]).to_event(2),
@@ -87,29 +85,17 @@ class BernoulliStory(Story):
         # a sparse-dense product when X is a BCOO or SciPy sparse matrix
         return {"counts": column_sums(R), "feature_counts": weighted_sums(X, R)}
 
-    def discriminant(self, params, X):
-        """The linear form less class 0's (K - 1 products; the same posteriors)."""
-        return linear_discriminant(X, *bernoulli_linear_form(host_if_host_rows(X, params["probs"])))
-
-    def log_density(self, params, X):
-        """NumPy rows: the linear form itself, on the host (EM there needs no JAX)."""
-        if not isinstance(X, np.ndarray):
-            return super().log_density(params, X)
-        return scipy_linear_scores(X, *bernoulli_linear_form(np.asarray(params["probs"])))
-
     def maximize(self, stats):
         feature_counts = stats["feature_counts"]
-        xp = namespace(feature_counts, stats["counts"])
-        alpha = alpha_array(self.alpha, feature_counts.shape[-1], feature_counts.dtype, xp)
+        alpha = self._alpha(feature_counts)
         probs = (feature_counts + alpha) / (row_counts(stats["counts"]) + 2.0 * alpha)
         return {"probs": probs}
 
     def log_penalty(self, params, stats):
         """``sum_kj alpha_j (log p_kj + log(1 - p_kj))``: the Beta(alpha+1, alpha+1) log density."""
         probs = params["probs"]
-        xp, special = namespace(probs), special_functions(probs)
-        alpha = alpha_array(self.alpha, probs.shape[-1], probs.dtype, xp=xp)
-        return xp.sum(special.xlogy(alpha, probs) + special.xlog1py(alpha, -probs))
+        special, alpha = special_functions(probs), self._alpha(probs)
+        return namespace(probs).sum(special.xlogy(alpha, probs) + special.xlog1py(alpha, -probs))
 
     def conjugate_factors(self, stats, offset):
         """``Beta(c + alpha + offset, N - c + alpha + offset)`` per class and feature."""
@@ -140,10 +126,6 @@ class BernoulliStory(Story):
 
     def num_parameters(self, num_classes, num_features):
         return (num_classes - 1) + num_classes * num_features
-
-    def linear_boundary(self, params, k: int, l: int):  # noqa: E741
-        """``(w, b)`` with ``w . x + b`` the log-odds of classes ``k`` and ``l``."""
-        return linear_boundary(bernoulli_linear_form(params["probs"]), params[CLASS_PRIOR], k, l)
 
 
 FAMILY = Family(

@@ -13,10 +13,8 @@ __all__ = ["BernoulliFeatures"]
 
 
 class BernoulliFeatures(dist.Distribution):
-    """Independent Bernoulli features: batch shape (K,), event shape (D,).
-
-    The log density is evaluated as a linear form (:meth:`linear_form`), so that ``log_prob``
-    also accepts a ``jax.experimental.sparse.BCOO`` matrix of shape (n, 1, D).
+    """Independent Bernoulli features: batch shape (K,), event shape (D,); a linear form, so
+    ``log_prob`` accepts a BCOO matrix (n, 1, D) too.
 
     Args:
         probs: (K, D) probabilities that feature j is 1 in class k.
@@ -46,8 +44,7 @@ class BernoulliFeatures(dist.Distribution):
         return linear_log_prob(value, weights, offset)
 
     def labeled_statistics(self, X, one_hot):
-        """Ones per class and feature of labeled rows ``X`` (m, D), labels ``one_hot`` (m, K)
-        (NumPy, once per data set)."""
+        """Ones per class and feature of labeled rows (NumPy, once per data set)."""
         return {"feature_counts": one_hot.T @ X}
 
     def labeled_log_prob(self, stats):

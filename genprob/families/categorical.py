@@ -45,15 +45,8 @@ __getattr__ = lazy_attribute(
 
 
 def check_table_size(n_categories, num_classes: int | None = None) -> None:
-    """Refuse tables of ``num_classes x D x max(n_categories)`` cells beyond the size limit.
-
-    ``num_classes`` None checks the table of one class (before the classes are known).
-
-    Called before the count is cast to an int, so a code of 1e300 is reported, not wrapped.
-
-    Raises:
-        genprob.engine._limits.SizeLimitError: naming the feature, its largest code and the limit.
-    """
+    """Refuse, by ``SizeLimitError`` naming the feature, tables of ``num_classes`` (None: one)
+    x D x max(n_categories) cells past the limit; before an int cast, so 1e300 is not wrapped."""
     sizes = np.asarray(n_categories, dtype=float).ravel()
     if sizes.size == 0 or not np.all(np.isfinite(sizes)):
         return  # left to the callers' own checks (empty, NaN or infinite codes)
@@ -98,24 +91,16 @@ def _category_list(num_features: int, num_categories) -> list[int]:
 
 
 def naive_num_parameters(num_classes: int, num_features: int, num_categories) -> int:
-    """Free parameters of naive Bayes over discrete features: ``C sum_j (k_j - 1) + (C - 1)``.
-
-    Args:
-        num_classes: C.
-        num_features: d.
-        num_categories: k (same for every feature) or one ``k_j`` per feature.
-    """
+    """Free parameters of naive Bayes over discrete features: ``C sum_j (k_j - 1) + (C - 1)``
+    for C classes, d features and ``num_categories`` k (every feature) or one ``k_j`` each."""
     ks = _category_list(num_features, num_categories)
     return num_classes * sum(k - 1 for k in ks) + (num_classes - 1)
 
 
 def full_joint_num_parameters(num_classes: int, num_features: int, num_categories) -> int:
-    """Free parameters of the full joint ``p(x, y)`` over discrete features, no naive assumption.
-
-    Each class has one probability table over all ``prod_j k_j`` joint values of ``x``:
-    ``C (prod_j k_j - 1) + (C - 1)``; e.g. ``2 (2^d - 1) + 1`` for two classes and d binary
-    features, against ``2 d + 1`` for naive Bayes. Exact Python integer (it grows like ``k^d``).
-    """
+    """Free parameters of the full joint ``p(x, y)`` over discrete features, no naive assumption:
+    ``C (prod_j k_j - 1) + (C - 1)``, an exact Python integer (arguments as
+    :func:`naive_num_parameters`)."""
     ks = _category_list(num_features, num_categories)
     return num_classes * (math.prod(ks) - 1) + (num_classes - 1)
 
@@ -216,8 +201,7 @@ class CategoricalStory(Story):
         return {"counts": R.sum(axis=0), "category_counts": self._category_counts(X, R)}
 
     def _category_counts(self, X, R, weights=None):
-        """(K, D, M) weighted counts of each feature's codes; ``weights`` (n, D), if given, scale
-        each feature's rows (0 for a missing entry)."""
+        """(K, D, M) weighted counts of each feature's codes (``weights`` (n, D): 0 if missing)."""
         check_table_size(self.n_categories, R.shape[-1])
 
         def count(args):
@@ -268,17 +252,8 @@ class CategoricalStory(Story):
         return {"category": list(range(self.max_categories))}
 
     def validate(self, X):
-        """Every entry of ``X`` must be a code the story knows: an integer ``0 .. k_j - 1`` in
-        feature j (the gathers of the emission would clamp any other value to a real code).
-
-        On the host, vectorized, in blocks of rows that stay in the cache (an int32 cast and two
-        comparisons per entry); the mask of bad entries is built only to name the first one.
-
-        Raises:
-            genprob.engine._validation.FeatureValueError: (a ``ValueError``) naming the feature,
-                the row, the code, the codes the feature knows (``n_categories[j]``) and how
-                many entries are bad.
-        """
+        """Every entry must be a code ``0 .. k_j - 1`` of its feature (the emission's gathers
+        would clamp any other); ``FeatureValueError`` naming the first bad one otherwise."""
         num_features = int(X.shape[-1])
         self._check_num_features(num_features)
         values = np.asarray(_dense(X)).reshape(-1, num_features)
@@ -328,8 +303,7 @@ class CategoricalStory(Story):
         return encoded.reshape(codes.shape[:-1] + (-1,))
 
     def linear_boundary(self, params, k: int, l: int):
-        """``(w, b)`` with ``w . e(x) + b`` the log-odds of classes ``k`` and ``l``, ``e(x)``
-        from :meth:`one_hot` (docs/reference/boundaries.md)."""
+        """``(w, b)``: the log-odds of ``k`` and ``l`` linear in :meth:`one_hot` codes."""
         log_probs = floor_log(params["probs"])
         mask = jnp.asarray(category_mask(self.n_categories))
         weights = jnp.where(mask, log_probs[k] - log_probs[l], 0.0).reshape(-1)
@@ -338,8 +312,8 @@ class CategoricalStory(Story):
 
 
 def _grow_statistics(story, stats, moves):
-    """Counts of an earlier story moved to ``story``'s categories (old code c of column j
-    becomes ``moves[j][c]``; new categories start at zero)."""
+    """Counts of an earlier story moved to ``story``'s categories (code c of column j to
+    ``moves[j][c]``)."""
     counts = np.asarray(stats["category_counts"])
     grown = np.zeros(counts.shape[:2] + (story.max_categories,), dtype=counts.dtype)
     for j, move in enumerate(moves):

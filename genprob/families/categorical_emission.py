@@ -57,12 +57,8 @@ class PaddedSimplex(constraints.Constraint):
 
 
 class PaddedStickBreakingTransform(Transform):
-    """Bijection from ``R^(sum_j (k_j - 1))`` to :class:`PaddedSimplex` tables (D, M).
-
-    Feature j uses ``k_j - 1`` unconstrained coordinates, mapped by NumPyro's stick-breaking
-    transform; features with equal ``k_j`` are transformed together. Coordinates are laid out
-    group by group (ascending ``k``), features in their original order within a group.
-    """
+    """Bijection from ``R^(sum_j (k_j - 1))`` to :class:`PaddedSimplex` tables (D, M): NumPyro's
+    stick-breaking per group of features of equal ``k_j`` (ascending ``k``)."""
 
     domain = constraints.real_vector
 
@@ -187,11 +183,8 @@ class PaddedDirichlet(dist.Distribution):
 
 
 class CategoricalFeatures(dist.Distribution):
-    """Independent categorical features given the class: batch shape (K,), event shape (D,).
-
-    Values are integer codes (stored in a float array, as the rest of the data matrix); codes
-    must have been validated (:meth:`CategoricalStory.validate`), since gathers clamp
-    out-of-range indices.
+    """Independent categorical features given the class: batch shape (K,), event shape (D,);
+    codes validated first (:meth:`CategoricalStory.validate`: gathers clamp out-of-range ones).
 
     Args:
         probs: padded table (K, D, M).
@@ -221,8 +214,7 @@ class CategoricalFeatures(dist.Distribution):
         return log_probs[jnp.arange(num_classes)[:, None], feature, codes].sum(axis=-1)
 
     def labeled_statistics(self, X, one_hot):
-        """Rows per class, feature and code (K, D, M) of labeled rows ``X`` (m, D), labels
-        ``one_hot`` (m, K) (NumPy; of the emission only its table's width is read)."""
+        """Rows per class, feature and code (K, D, M) of labeled rows (NumPy)."""
         codes = X.astype(np.int64)
         # (m, D, M) indicators: each labeled row is read once, outside the sampler
         indicators = codes[..., None] == np.arange(jnp.shape(self.probs)[-1])

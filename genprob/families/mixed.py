@@ -209,8 +209,7 @@ class MixedStory(Story):
         return params
 
     def check_parameters(self, params, class_names=None, feature_names=None):
-        """Each block checks its own parameters (a Gaussian block's zero variance, say), with the
-        names of its own columns."""
+        """Each block checks its own parameters, with the names of its own columns."""
         for name, story, columns in self.blocks:
             names = columns if feature_names is None else [list(feature_names)[c] for c in columns]
             story.check_parameters(self.block_params(params, name), class_names, names)
@@ -278,9 +277,7 @@ class MixedStory(Story):
 
 
 def grow_statistics(story: MixedStory, stats: dict, moves: list) -> dict:
-    """Each block's statistics moved to the grown layout of its family
-    (:attr:`~genprob.families._registry.Block.grow_statistics`; ``moves`` has one entry per
-    column, None for an unchanged one)."""
+    """Each block's statistics moved to its family's grown layout (``Block.grow_statistics``)."""
     grown = {}
     for name, block, columns in story.blocks:
         family = families().get(block.name)
@@ -347,8 +344,7 @@ FAMILY = Family(
 
 
 def _every_block(story, name: str, what: str):
-    """True when every block has capability ``name``, else the first block's "no" with its
-    reason."""
+    """True when every block has capability ``name``, else the first block's "no"."""
     for block_name, block, _ in story.blocks:
         answer = capability(block, name)
         if not answer:

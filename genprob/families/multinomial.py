@@ -10,20 +10,16 @@ from genprob._lazy import LazyModule, lazy_attribute
 from genprob.engine._arrays import namespace, without_duplicates
 from genprob.engine._validation import check_alpha, is_bcoo
 from genprob.families._discrete import (
-    alpha_array,
+    LinearStory,
     check_non_negative_values,
     entry_sums,
     floor_log,
-    host_if_host_rows,
-    linear_boundary,
-    linear_discriminant,
-    scipy_linear_scores,
     special_functions,
     weighted_sums,
 )
 from genprob.families._registry import Block, Command, Family
 from genprob.inference.conjugate import ConjugateFactor
-from genprob.story import CLASS_PRIOR, Story, Unsupported
+from genprob.story import Unsupported
 
 jnp = LazyModule("jax.numpy")
 jsparse = LazyModule("jax.experimental.sparse")
@@ -85,7 +81,7 @@ def multinomial_linear_form(probs):
     return weights, xp.zeros(weights.shape[:-1], weights.dtype)
 
 
-class MultinomialStory(Story):
+class MultinomialStory(LinearStory):
     """Count features drawn as a multinomial bag of words (multinomial naive Bayes).
 
     Args:
@@ -106,6 +102,7 @@ class MultinomialStory(Story):
             "counts, or drop the rows)"
         ),
     }
+    linear_form = staticmethod(multinomial_linear_form)
 
     def __init__(self, alpha=1.0, total_count=None):
         self.alpha = check_alpha(alpha)
@@ -116,7 +113,7 @@ class MultinomialStory(Story):
         self.total_count = None if total_count is None else float(int(total_count))
 
     def prior(self, num_classes, num_features):
-        concentration = jnp.broadcast_to(alpha_array(self.alpha, num_features) + 1.0, num_features)
+        concentration = self._concentration(num_features)
         probs = numpyro.sample(
             "probs", dist.Dirichlet(concentration).expand([num_classes]).to_event(1)
         )
@@ -128,35 +125,19 @@ class MultinomialStory(Story):
     def sufficient_statistics(self, X, R):
         return {"feature_counts": weighted_sums(X, R)}
 
-    def discriminant(self, params, X):
-        """The class-dependent part ``x . log probs[k]`` less class 0's: the multinomial
-        coefficient ``log n! - sum_j log x_j!`` and ``x . log probs[0]`` depend on the row only."""
-        probs = host_if_host_rows(X, params["probs"])
-        return linear_discriminant(X, *multinomial_linear_form(probs))
-
-    def log_density(self, params, X):
-        """NumPy rows: ``x . log probs[k]`` plus the multinomial coefficient, on the host (EM
-        there needs no JAX)."""
-        if not isinstance(X, np.ndarray):
-            return super().log_density(params, X)
-        weights, offset = multinomial_linear_form(np.asarray(params["probs"]))
+    def _row_term(self, X):
+        """The multinomial coefficient ``log n! - sum_j log x_j!`` (n, 1) of host rows."""
         coefficient = scipy.special.gammaln(X.sum(axis=1, keepdims=True) + 1.0)
-        coefficient -= scipy.special.gammaln(X + 1.0).sum(axis=1, keepdims=True)
-        return scipy_linear_scores(X, weights, offset) + coefficient
+        return coefficient - scipy.special.gammaln(X + 1.0).sum(axis=1, keepdims=True)
 
     def maximize(self, stats):
-        feature_counts = stats["feature_counts"]
-        xp = namespace(feature_counts)
-        alpha = alpha_array(self.alpha, feature_counts.shape[-1], feature_counts.dtype, xp)
-        smoothed = feature_counts + alpha
+        smoothed = stats["feature_counts"] + self._alpha(stats["feature_counts"])
         return {"probs": smoothed / smoothed.sum(axis=-1, keepdims=True)}
 
     def log_penalty(self, params, stats):
         """``sum_kj alpha_j log p_kj``: the Dirichlet(alpha + 1) log density up to a constant."""
         probs = params["probs"]
-        xp = namespace(probs)
-        alpha = alpha_array(self.alpha, probs.shape[-1], probs.dtype, xp=xp)
-        return xp.sum(special_functions(probs).xlogy(alpha, probs))
+        return namespace(probs).sum(special_functions(probs).xlogy(self._alpha(probs), probs))
 
     def conjugate_factors(self, stats, offset):
         """``Dirichlet(c + alpha + offset)`` per class."""
@@ -170,10 +151,6 @@ class MultinomialStory(Story):
 
     def num_parameters(self, num_classes, num_features):
         return (num_classes - 1) + num_classes * (num_features - 1)
-
-    def linear_boundary(self, params, k: int, l: int):  # noqa: E741
-        """``(w, b)`` with ``w . x + b`` the log-odds of classes ``k`` and ``l``."""
-        return linear_boundary(multinomial_linear_form(params["probs"]), params[CLASS_PRIOR], k, l)
 
 
 def _naive_block(context, alpha):

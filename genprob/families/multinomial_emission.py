@@ -51,9 +51,7 @@ class MultinomialFeatures(dist.Distribution):
         return linear_log_prob(value, weights, offset) + gammaln(length + 1.0) - log_factorials
 
     def labeled_statistics(self, X, one_hot):
-        """Word counts per class of labeled rows ``X`` (m, D), labels ``one_hot`` (m, K), and
-        the rows' multinomial coefficients ``sum_i log n_i! - sum_ij log x_ij!`` (no parameter
-        in them: summed once)."""
+        """Word counts per class of labeled rows and their summed multinomial coefficients."""
         coefficients = scipy.special.gammaln(X.sum(axis=-1) + 1.0).sum()
         coefficients -= scipy.special.gammaln(X + 1.0).sum()
         return {"feature_counts": one_hot.T @ X, "coefficients": coefficients}

@@ -26,8 +26,7 @@ class PoissonFeatures(dist.Independent):
         return super().log_prob(value)
 
     def labeled_statistics(self, X, one_hot):
-        """Counts per class and feature of labeled rows ``X`` (m, D), labels ``one_hot`` (m, K),
-        and ``sum_ij log x_ij!`` (no parameter in it: summed once) (NumPy)."""
+        """Counts per class and feature of labeled rows, and their summed ``log x_ij!`` (NumPy)."""
         return {
             "feature_sums": one_hot.T @ X,
             "log_factorials": scipy.special.gammaln(X + 1.0).sum(),

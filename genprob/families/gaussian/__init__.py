@@ -4,9 +4,8 @@ story, LDA's projection. Public names are re-exported here, with the family's re
 from genprob._lazy import lazy_attribute
 from genprob.families._registry import Block, Command, Family
 from genprob.families.gaussian.distributions import NUMPYRO_CLASSES
-from genprob.families.gaussian.moments import ledoit_wolf_shrinkage
+from genprob.families.gaussian.moments import COVARIANCE_ROWS, covariance_of, ledoit_wolf_shrinkage
 from genprob.families.gaussian.projection import lda_projection, lda_transform
-from genprob.families.gaussian.moments import COVARIANCE_ROWS, covariance_of
 from genprob.families.gaussian.story import FACTORS, GaussianStory
 from genprob.families.gaussian.structures import CovarianceStructure
 

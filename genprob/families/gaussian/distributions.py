@@ -65,13 +65,8 @@ def class_constant(rank, log_normalizer):
 
 
 def linear_terms(loc, whitening, constant) -> dict:
-    """What :func:`linear_scores` needs of K classes sharing a spread: the center ``c`` (mean of
-    the class means), ``directions = P (mu_k - c)`` (D, K) and the class ``offset`` (K,).
-
-    Args:
-        loc: means (K, D). whitening: ``W`` (D, r) with ``W W^T = P``, or the inverse standard
-            deviations (D,) of shared variances. constant: the class constant (scalar or (K,)).
-    """
+    """The ``center``, ``directions`` (D, K) and ``offset`` (K,) of :func:`linear_scores` from
+    means (K, D), a whitening (D, r) or inverse sds (D,), and the class constant."""
     xp = namespace(loc, whitening)
     center = xp.mean(loc, axis=0)
     if whitening.ndim == 1:
@@ -85,21 +80,13 @@ def linear_terms(loc, whitening, constant) -> dict:
 
 
 def linear_scores(rows, center, directions, offset):
-    """``log p(x | k) + (x - c)^T P (x - c) / 2`` (n, K) of classes sharing the precision ``P``:
-    ``(x - c) . directions_k + offset_k``, linear in the rows (terms of :func:`linear_terms`).
-    Centering keeps the digits that separate the classes."""
+    """``log p(x | k) + (x - c)^T P (x - c) / 2`` (n, K) of classes sharing a spread."""
     return (rows - center) @ directions + offset
 
 
 def quadratic_scores(rows, loc, whitening, constant):
-    """``log p(x | k)`` (n, K) of per-class spreads, each class's rows less its mean whitened
-    directly (exact near the class), one class at a time (no (n, K, D) temporary).
-
-    Args:
-        rows: (n, D). loc: (K, D). whitening: (K, D, r) whitenings, or (K, D) variances of
-            diagonal spreads (scored as scikit-learn's Gaussian NB, ``(x - mu)^2 / var``).
-        constant: (K,) class constants.
-    """
+    """``log p(x | k)`` (n, K) of per-class spreads: whitenings (K, D, r) or variances (K, D),
+    one class at a time (no (n, K, D) temporary)."""
     xp, num_classes = namespace(rows, loc, whitening), loc.shape[0]
     if whitening.ndim == 2:
         # classes in blocks of (n, classes, D) temporaries of about 2 MB on the host, one fused
@@ -123,8 +110,7 @@ def quadratic_scores(rows, loc, whitening, constant):
 
 
 def _linalg(xp):
-    """``(cholesky, solve_triangular, eigh, stop_gradient)`` of the namespace: a Cholesky
-    factor that is NaN where the matrix is not positive definite, as in JAX."""
+    """``(cholesky, solve_triangular, eigh, stop_gradient)``; NumPy's Cholesky NaN as JAX's."""
     if xp is np:
 
         def cholesky(matrix):
@@ -148,14 +134,8 @@ def _linalg(xp):
 
 
 def full_factors(covariance, rank_tol) -> dict:
-    """The factorization of full covariances (..., D, D) that scoring needs (once per fit).
-
-    Returns:
-        ``whitening`` W, ``log_normalizer`` and ``rank`` (see :class:`WhitenedNormal`), plus the
-        Cholesky factor as ``coloring`` when ``rank_tol`` is None (the retained-subspace
-        coloring ``Sigma W`` is left to :func:`full_gaussian`, which scoring does not need).
-        A covariance that is not positive definite (without ``rank_tol``) gives NaN factors.
-    """
+    """``whitening``, ``log_normalizer``, ``rank`` (:class:`WhitenedNormal`) of full covariances
+    (..., D, D), and the Cholesky ``coloring`` without ``rank_tol``; NaN if not definite."""
     xp = namespace(covariance)
     cholesky, solve, eigh, stop_gradient = _linalg(xp)
     num_features = covariance.shape[-1]
@@ -181,10 +161,7 @@ def full_factors(covariance, rank_tol) -> dict:
 
 
 def row_factors(rows, rank_tol) -> dict:
-    """:func:`full_factors` of the covariance ``rows^T rows`` given by its rows (m, D), m < D,
-    without forming it: the correlation's eigenpairs are the thin SVD of the standardized rows,
-    so the work is O(m^2 D) and the whitening is (D, m). With ``coloring`` ``Sigma W`` (D, m).
-    """
+    """:func:`full_factors` of ``rows^T rows`` from its rows (m, D) by a thin SVD, O(m^2 D)."""
     xp = namespace(rows)
     _, _, _, stop_gradient = _linalg(xp)
     variances = xp.sum(rows * rows, axis=0)
@@ -231,12 +208,7 @@ def _retained_factors(xp, eigenvalues, eigenvectors, variances, scale, rank_tol,
 
 
 def full_gaussian(means, covariance, rank_tol, factors=None) -> normals.WhitenedNormal:
-    """Emission of full covariances: Cholesky whitening, or the retained-subspace Gaussian.
-
-    Args:
-        factors: :func:`full_factors` of ``covariance`` computed earlier (a fitted estimator
-            keeps them), or None to factorize here.
-    """
+    """Emission of full covariances, from their :func:`full_factors` (computed if None)."""
     if factors is None:
         factors = full_factors(covariance, rank_tol)
     whitening = factors["whitening"]
@@ -251,8 +223,7 @@ def full_gaussian(means, covariance, rank_tol, factors=None) -> normals.Whitened
 # -- missing coordinates -------------------------------------------------------------------------
 def observed_patterns(observed):
     """``(patterns (P, D), index (n,))``: the distinct rows of the mask ``observed`` (n, D) and
-    each row's pattern. NumPy: the P distinct rows; JAX: ``P = min(n, 2^D)`` static, unused
-    slots repeating a real pattern (they get no rows), one pattern per row beyond 30 features."""
+    each row's pattern (JAX: ``P = min(n, 2^D)`` static slots, or one per row past 30 features)."""
     xp = namespace(observed)
     num_rows, num_features = observed.shape
     if num_features > _MAX_CODED_FEATURES:
@@ -272,9 +243,7 @@ def observed_patterns(observed):
 
 
 def observed_factors(covariance, pattern_mask) -> dict:
-    """:func:`full_factors` (P, K) of ``Sigma~ = P Sigma P + (I - P)`` for each pattern ``P``
-    (P, D) and covariance (K, D, D): ``Sigma_oo`` on the observed block and the identity on the
-    missing one, so ``det Sigma~ = det Sigma_oo`` and ``Sigma~^-1`` holds ``Sigma_oo^-1``."""
+    """:func:`full_factors` (P, K) of ``P Sigma P + (I - P)`` per pattern ``P`` (P, D)."""
     xp = namespace(covariance, pattern_mask)
     mask = xp.asarray(pattern_mask).astype(covariance.dtype)
     outer = mask[:, :, None] * mask[:, None, :]
@@ -284,8 +253,7 @@ def observed_factors(covariance, pattern_mask) -> dict:
 
 
 def _by_pattern(vectors, matrices, index, transpose=False):
-    """``v_i W_p(i)`` (or ``W_p(i) v_i``) (n, K, D) for vectors (n, K, D) and each row's
-    pattern's matrices (P, K, D, D): NumPy pattern by pattern, JAX by gathering each row's."""
+    """``v_i W_p(i)`` (or ``W_p(i) v_i``) (n, K, D) with each row's pattern's matrices."""
     subscripts = "nke,nkde->nkd" if transpose else "nkd,nkde->nke"
     xp = namespace(vectors, matrices)
     if xp is not np:
@@ -298,9 +266,7 @@ def _by_pattern(vectors, matrices, index, transpose=False):
 
 
 def observed_log_density(rows, observed, loc, factors, patterns):
-    """``log N(x_o; mu_k,o, Sigma_k,oo)`` (n, K) of the observed coordinates of rows (n, D)
-    (0 for a row with none), from the :func:`observed_factors` of the ``patterns``
-    (:func:`observed_patterns`); NaN where an observed block is singular."""
+    """``log N(x_o; mu_k,o, Sigma_k,oo)`` (n, K) of the observed coordinates (NaN if singular)."""
     pattern_mask, index = patterns
     xp = namespace(rows, loc, factors["whitening"])
     count = xp.sum(xp.asarray(pattern_mask), axis=-1).astype(rows.dtype)[:, None]  # (P, 1)
@@ -320,10 +286,8 @@ def observed_log_density(rows, observed, loc, factors, patterns):
 
 
 def conditional_fill(rows, observed, loc, covariance, factors, patterns):
-    """``(filled (n, K, D), conditional (P, K, D, D))``: under each class, each row with its
-    missing block replaced by its conditional mean ``mu_m + Sigma_mo Sigma_oo^-1 (x_o - mu_o)``,
-    and each pattern's conditional covariance ``Sigma_mm - Sigma_mo Sigma_oo^-1 Sigma_om`` on
-    the missing block (0 elsewhere); ``factors``: :func:`observed_factors` of the patterns."""
+    """``(filled (n, K, D), conditional (P, K, D, D))``: rows with missing blocks at their
+    conditional means under each class, and each pattern's conditional covariance."""
     pattern_mask, index = patterns
     xp = namespace(rows, loc, covariance)
     whitening = factors["whitening"]  # W W^T = Sigma~^-1

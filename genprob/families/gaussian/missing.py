@@ -97,11 +97,8 @@ def observed_statistics(story, X, R, observed, params=None):
 
 
 def maximize_observed_diagonal(story, stats):
-    """Observed-data MLE of diagonal Gaussians: per class and feature, observed entries only.
-
-    ``estimator="unbiased"`` divides by ``N_kj - 1`` (``N_j - K`` shared) and ``var_smoothing``
-    adds that fraction of the largest observed feature variance, as with complete data.
-    """
+    """Observed-data MLE of diagonal Gaussians, per class and feature (estimator and
+    var_smoothing as with complete data)."""
     counts, sums, squares = stats["counts"], stats["sums"], stats["squares"]
     structure = story.covariance_structure
     safe = jnp.where(counts > 0, counts, 1.0)

@@ -28,16 +28,8 @@ _ORIGIN_SDS = 4.0
 
 
 def reference_point(X):
-    """The point the moments of ``X`` are taken about (NumPy or JAX): the origin when every
-    feature's mean is within ``_ORIGIN_SDS`` sds of 0, else the mean; both estimated from the
-    rows, or from at most ``_REFERENCE_ROWS`` rows evenly spread over them.
-
-    It only has to lie near the data's center: the sums about it are then ``n (mean - shift)``,
-    and "second moment minus squared mean" loses to cancellation a relative
-    ``eps (1 + (mean - shift)^2 / var)``: about ``eps (1 + 1/64)`` for the sample mean of 64
-    rows (within about sd / 8 of the mean), at most ``17 eps`` for the origin of data within 4 sds
-    of it. Sampling spares a pass over large inputs.
-    """
+    """The point the moments of ``X`` are taken about: the origin or a sampled mean
+    (docs/gaussian.md, "One implementation, NumPy or JAX")."""
     xp = namespace(X)
     step = -(-X.shape[0] // _REFERENCE_ROWS)
     rows = X if step <= 1 else X[::step]
@@ -54,11 +46,8 @@ def about(X, shift):
 
 
 def standardizing_scale(variances, counts, means):
-    """Feature sds with near-constant features set to 1, as scikit-learn's ``StandardScaler``.
-
-    A feature is constant when its variance is within the rounding bound of a two-pass variance,
-    ``var <= n eps var + (n |mean| eps)^2`` (Chan, Golub & LeVeque), with float64 ``eps``.
-    """
+    """Feature sds, 1 for a variance within the two-pass rounding bound ``n eps var + (n |mean|
+    eps)^2`` (Chan, Golub & LeVeque), as scikit-learn's ``StandardScaler``."""
     xp = namespace(variances, counts, means)
     counts = counts[..., None]
     bound = counts * _EPS64 * variances + (counts * xp.abs(means) * _EPS64) ** 2
@@ -67,18 +56,8 @@ def standardizing_scale(variances, counts, means):
 
 
 def ledoit_wolf_shrinkage(covariance, fourth_moment, counts, scale):
-    """Ledoit–Wolf shrinkage of covariances on the standardized scale (batched over classes;
-    the formula is in docs/gaussian.md).
-
-    Args:
-        covariance: MLE covariances S (..., D, D).
-        fourth_moment: ``sum_i R_i ||z_i||^4`` (...,).
-        counts: total weights n (...,).
-        scale: feature scales s (..., D).
-
-    Returns:
-        (shrunk covariance (..., D, D), alpha (...,)).
-    """
+    """``(shrunk covariances, alpha)`` of MLE covariances (..., D, D) by Ledoit–Wolf on the
+    scale ``scale`` (..., D), from ``sum_i R_i ||z_i||^4`` and the counts (docs/gaussian.md)."""
     xp = namespace(covariance, fourth_moment, counts, scale)
     num_features = covariance.shape[-1]
     correlation = covariance / (scale[..., :, None] * scale[..., None, :])
@@ -109,23 +88,14 @@ def symmetrize(matrix):
 
 
 def centering_floor(counts, means):
-    """``N_k (8 eps m_k)^2`` (K, D): below this a class scatter is the rounding of centering
-    rows at ``|m_k|`` (a spread of a few ulps of the mean), whatever the reference point."""
+    """``N_k (8 eps m_k)^2`` (K, D): the rounding of centering rows at ``|m_k|``."""
     eps = np.finfo(means.dtype).eps
     return counts[:, None] * (8.0 * eps * means) ** 2
 
 
 def snap_constant_features(scatter, squares, full: bool = True, floor=None):
-    """Zero the scatter of features whose variance is rounding noise of its own computation.
-
-    The scatter is ``squares - between``; a feature that is constant within the group leaves a
-    difference of order ``eps * squares`` instead of an exact 0. Left alone it would be whitened
-    into a huge weight (LDA), count as a real direction in Ledoit–Wolf, or blow up a tiny
-    smoothed variance (Gaussian NB); scikit-learn's two-pass moments give the exact 0. With
-    ``floor`` (the group's :func:`centering_floor`), scatter within a few ulps of the means
-    is zeroed too: when the rows sit far from the reference point relative to their spread,
-    the squares are themselves rounding noise, and which noise depends on the summation order.
-    """
+    """Zero the scatter of features whose variance is rounding noise of its own computation
+    (or below ``floor``), as scikit-learn's two-pass moments give (docs/gaussian.md)."""
     xp = namespace(scatter, squares)
     if full:
         diagonal = xp.diagonal(scatter, axis1=-2, axis2=-1)
@@ -139,9 +109,7 @@ def snap_constant_features(scatter, squares, full: bool = True, floor=None):
 
 
 def varying_features(diagonal, magnitude, floor=None):
-    """1 where a feature's scatter ``diagonal`` is more than the rounding noise of computing it
-    from second moments ``magnitude`` (and above the centering ``floor``), else 0 (the test of
-    :func:`snap_constant_features`), in the scatter's dtype."""
+    """1 where a feature's scatter is above its rounding noise and ``floor``, else 0."""
     xp = namespace(diagonal, magnitude)
     eps = np.finfo(diagonal.dtype).eps
     noise = diagonal <= 64 * eps * magnitude
@@ -159,6 +127,5 @@ COVARIANCE_ROWS = "covariance" + PARAMETER_ROWS
 
 
 def covariance_of(params):
-    """The full covariance of ``params``: ``params["covariance"]``, or ``G^T G`` of their
-    :data:`COVARIANCE_ROWS` (a D x D matrix formed on demand, which scoring never needs)."""
+    """``params["covariance"]``, or ``G^T G`` of their :data:`COVARIANCE_ROWS` (on demand)."""
     return as_sample_sites(params)["covariance"]

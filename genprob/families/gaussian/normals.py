@@ -1,9 +1,7 @@
-"""The Gaussian emissions as NumPyro distributions: the whitening form (full covariances) and the
-diagonal form. Imported on first use, with NumPyro; the arithmetic is in
-:mod:`genprob.families.gaussian.distributions`.
+"""The Gaussian emissions as NumPyro distributions (imported on first use, with NumPyro).
 
-Their ``log_prob`` stays beside ``distributions.quadratic_scores``: NumPyro's sites score any
-batch of sample and plate dimensions, not only rows by classes."""
+A second log-density beside ``distributions.quadratic_scores``: NumPyro's sites score any batch
+of sample and plate dimensions, not only rows by classes."""
 
 from __future__ import annotations
 
@@ -19,16 +17,8 @@ __all__ = ["WhitenedNormal", "DiagonalNormal"]
 
 
 class WhitenedNormal(dist.Distribution):
-    r"""Gaussian given by a whitening matrix: ``log p(x) = -1/2 ||(x - loc) W||^2 + const``.
-
-    ``W`` (D, D), or (D, r) on a retained subspace of r dimensions, satisfies ``W^T Sigma W = I``
-    on the retained subspace (a square ``W``'s other columns are zero), so ``W W^T`` is the
-    (subspace) precision. With a full-rank ``Sigma`` and ``W = chol(Sigma)^{-T}`` this is the
-    ordinary multivariate normal.
-
-    A shared ``W`` (2-D) is applied once to the data and once to the means, so scoring n rows
-    against K classes costs one (n, D) x (D, r) product instead of K. Rows whose squares
-    overflow (features near 1e154 in float64) score -inf.
+    r"""Gaussian given by a whitening matrix: ``log p(x) = -1/2 ||(x - loc) W||^2 + const``,
+    ``W^T Sigma W = I`` on the retained subspace (docs/gaussian.md).
 
     Args:
         loc: means (..., K, D).
@@ -70,16 +60,6 @@ class WhitenedNormal(dist.Distribution):
     def mean(self):
         return jnp.broadcast_to(self.loc, self.batch_shape + self.event_shape)
 
-    @property
-    def precision_matrix(self):
-        """``W W^T``: the inverse covariance (pseudo-inverse on the retained subspace)."""
-        return self.whitening @ jnp.swapaxes(self.whitening, -1, -2)
-
-    @property
-    def covariance_matrix(self):
-        """``A A^T``: the covariance restricted to the retained subspace."""
-        return self.coloring @ jnp.swapaxes(self.coloring, -1, -2)
-
     def _class_constant(self):
         return class_constant(self.rank, self.log_normalizer)
 
@@ -93,8 +73,7 @@ class WhitenedNormal(dist.Distribution):
         return -0.5 * jnp.sum(z * z, axis=-1) + self._class_constant()
 
     def labeled_statistics(self, X, one_hot):
-        """Counts, means and scatter matrices about the means (K, D, D) of each class's
-        labeled rows ``X`` (m, D), labels ``one_hot`` (m, K) (NumPy, once per data set)."""
+        """Class means and scatter matrices about them (K, D, D) of labeled rows (NumPy)."""
         counts, means = _class_means(X, one_hot)
         scatter = np.stack(
             [(X - m).T @ ((X - m) * w[:, None]) for m, w in zip(means, one_hot.T, strict=True)]
@@ -102,9 +81,8 @@ class WhitenedNormal(dist.Distribution):
         return {"means": means, "scatter": scatter}
 
     def labeled_log_prob(self, stats):
-        """``sum_i log p(x_i | y_i)`` over the labeled rows from their statistics, O(K D^2 r):
-        ``sum_i ||(x_i - mu) W||^2 = tr(W^T S W) + n ||(m - mu) W||^2`` about the class means
-        ``m`` (no cancellation: the scatter ``S`` is centered)."""
+        """``sum_i log p(x_i | y_i)`` over the labeled rows, ``tr(W^T S W) + n ||(m - mu) W||^2``
+        with the centered scatter ``S``: O(K D^2 r)."""
         counts, scatter = stats["counts"], stats["scatter"]
         offset = stats["means"] - self.loc  # (K, D)
         if self.shared:
@@ -172,8 +150,7 @@ class DiagonalNormal(dist.Distribution):
         return self._log_normalizer() - 0.5 * quadratic
 
     def labeled_statistics(self, X, one_hot):
-        """Counts, means and squared deviations from the means (K, D) of each class's labeled
-        rows ``X`` (m, D), labels ``one_hot`` (m, K) (NumPy, once per data set)."""
+        """Class means and squared deviations from them (K, D) of labeled rows (NumPy)."""
         counts, means = _class_means(X, one_hot)
         squares = np.stack([w @ (X - m) ** 2 for m, w in zip(means, one_hot.T, strict=True)])
         return {"means": means, "squares": squares}
@@ -191,8 +168,7 @@ class DiagonalNormal(dist.Distribution):
 
 
 def _class_means(X, one_hot):
-    """Rows per class (K,) and class means (K, D) of rows ``X`` (NumPy); 0 for a class without
-    rows."""
+    """Rows per class (K,) and class means (K, D) (0 for a class without rows)."""
     counts = one_hot.sum(axis=0)
     means = (one_hot.T @ X) / np.maximum(counts, 1.0)[:, None]
     return counts, means

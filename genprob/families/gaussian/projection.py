@@ -18,15 +18,12 @@ __all__ = ["lda_projection", "lda_transform"]
 
 
 def lda_projection(story, params, *, total_covariance=None, tol: float = 1e-4):
-    """Discriminant directions of a shared-covariance Gaussian story: the principal axes of the
-    whitened class centers (scikit-learn's ``svd`` solver), or with ``total_covariance`` the
-    generalized eigenvectors of its ``eigen`` solver, all D of them (derived in docs/gaussian.md).
+    """Discriminant directions of a shared-covariance Gaussian story: scikit-learn's ``svd``
+    solver, or with ``total_covariance`` its ``eigen`` solver (docs/gaussian.md).
 
     Returns:
-        ``(scalings (D, m), explained_variance_ratio)``; project with ``(X - xbar) @ scalings``
-        (see :func:`lda_transform`). The ratios cover all ``min(K, D)`` principal axes of the
-        centers (``svd``) or all D eigenvalues (``eigen``), largest first, as scikit-learn's
-        before truncation: the first m belong to the returned directions.
+        ``(scalings (D, m), explained_variance_ratio)``, the ratios of all ``min(K, D)`` axes
+        (``svd``) or D eigenvalues (``eigen``), largest first, as scikit-learn's before truncation.
     """
     with precision(parameters_dtype(params)):
         whitening = np.asarray(story.shared_whitening(params))

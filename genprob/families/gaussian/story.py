@@ -90,12 +90,9 @@ class GaussianStory(Story):
             weight by the class priors); None is the pooled MLE (weights N_k).
         mean_prior_loc: center of the Normal prior on the means (NUTS only); a float or one
             value per feature (:meth:`scaled_to_data` sets the features' means).
-        conjugate_prior: None (independent priors on means and spreads), ``"data"`` or
-            ``"fixed"``: the conjugate normal-inverse-Wishart (-gamma when diagonal) prior
-            ``Sigma ~ IW(covariance_prior_dof, diag(covariance_prior_scale^2))``, ``means |
-            Sigma ~ N(mean_prior_loc, Sigma / mean_prior_rows)``, with closed-form posteriors
-            (:mod:`genprob.families.gaussian.conjugate`); ``"data"`` centers it at the features'
-            means with ``covariance_prior_scale`` in units of each feature's sd.
+        conjugate_prior: None (independent priors), ``"data"`` or ``"fixed"``: the conjugate
+            normal-inverse-Wishart (-gamma) prior with closed-form posteriors (docs/bayes.md);
+            ``"data"`` centers it at the features' means, scales in units of their sds.
         mean_prior_rows: kappa0 >= 0 of the conjugate prior (rows its means are worth).
         covariance_prior_dof: nu0 of the conjugate prior; None: D + 2 (full) or 4 (diagonal),
             the weakest with a finite mean (that mean is ``diag(covariance_prior_scale^2)``).
@@ -225,8 +222,7 @@ class GaussianStory(Story):
 
     @property
     def covariance_structure(self) -> CovarianceStructure:
-        """The covariance structure's strategy object (full/diagonal, shared/per class, or one
-        of mclust's other structures)."""
+        """The covariance structure's strategy object (:mod:`~.structures`)."""
         if self.structure in NAMED_STRUCTURES:
             return named_structure(self.structure)
         return structure_of(self.covariance, self.shared)
@@ -249,9 +245,7 @@ class GaussianStory(Story):
 
     @property
     def capabilities(self):
-        """Moments combine over chunks, except Ledoit–Wolf's (``shrinkage="auto"``); with
-        rank_tol, a row with missing entries gets the full-rank marginal of its observed block
-        (refused by name at predict if that block is singular)."""
+        """Moments combine over chunks, except Ledoit–Wolf's (``shrinkage="auto"``)."""
         adds = True
         if self._auto_shrinkage:
             adds = Unsupported(
@@ -267,8 +261,7 @@ class GaussianStory(Story):
         }
 
     def parameter_dims(self, name, shape, num_classes, num_features):
-        """``means`` (class, feature); covariance (feature, feature2), variances (feature),
-        each with a leading ``class`` when per class."""
+        """``means`` (class, feature); the spread's feature dims, after ``class`` when per class."""
         spread = {
             "covariance": ("feature", "feature2"),
             "variances": ("feature",),
@@ -283,8 +276,7 @@ class GaussianStory(Story):
         return super().parameter_dims(name, shape, num_classes, num_features)
 
     def align_parameters(self, params, reference):
-        """The free parameters of a named structure recomputed, canonically, from the covariance:
-        an optimizer may reach the same covariances through permuted or sign-flipped axes."""
+        """A named structure's free parameters recomputed canonically from the covariance."""
         if self.structure not in NAMED_STRUCTURES or "covariance" not in params:
             return params
         return {**params, **self.covariance_structure.latent_of(params["covariance"])}
@@ -322,10 +314,7 @@ class GaussianStory(Story):
         return {"means": means, self.spread_name: spread}
 
     def scaled_to_data(self, X):
-        """Prior on the data's scale: with feature means m_j and sds s_j (1 where constant),
-        ``means[k, j] ~ N(m_j, (mean_prior_scale s_j)^2)`` and spread scale
-        ``covariance_prior_scale s_j / 10`` (docs/bayes.md). A story whose prior settings are
-        already per-feature arrays is returned unchanged."""
+        """Prior on the data's scale (docs/bayes.md); per-feature settings are kept as given."""
         settings = (self.mean_prior_scale, self.covariance_prior_scale, self.mean_prior_loc)
         if any(np.ndim(v) for v in settings) or self.conjugate_prior == "fixed":
             return self
@@ -346,17 +335,14 @@ class GaussianStory(Story):
         )
 
     def emission(self, params):
-        if _has_rows(params):  # the factors hold the coloring: no (D, D) covariance
-            factors = params.get(FACTORS) or row_factors(params[COVARIANCE_ROWS], self.rank_tol)
-            return self.covariance_structure.emission(params["means"], None, self.rank_tol, factors)
-        return self.covariance_structure.emission(
-            params["means"], params[self.spread_name], self.rank_tol, params.get(FACTORS)
-        )
+        spread = None if _has_rows(params) else params[self.spread_name]
+        # held rows: their factors hold the coloring, no (D, D) covariance is formed
+        factors = params.get(FACTORS) or (self._factorized(params) if spread is None else None)
+        return self.covariance_structure.emission(params["means"], spread, self.rank_tol, factors)
 
     def factorize(self, params) -> dict:
-        """The spread's factorization (Cholesky or retained-subspace whitening; empty for
-        diagonal spreads), with the linear terms of a shared covariance's class scores. Passed
-        back as ``params[FACTORS]``, it spares every later scoring call the O(D^3) work."""
+        """The full spread's factorization, passed back as ``params[FACTORS]`` (no O(D^3) work
+        in later scoring calls)."""
         if not self.covariance_structure.full:
             return {}  # diagonal spreads score from their variances
         factors = self._factorized(params)
@@ -368,10 +354,8 @@ class GaussianStory(Story):
         return factors
 
     def discriminant(self, params, X):
-        """``log p(x | k)`` less a term of the row: linear in ``x`` for a shared spread, the
-        per-class log density otherwise (docs/gaussian.md). Finite NumPy rows whose scores
-        overflow get NaN scores, which :func:`genprob.engine.execution.refuse_unscored` refuses.
-        """
+        """``log p(x | k)`` less a term of the row, linear in ``x`` for a shared spread
+        (docs/gaussian.md); finite NumPy rows whose scores overflow get NaN."""
         means = params["means"]
         check_feature_width(X, np.shape(means)[-1])
         if isinstance(X, np.ndarray) and all_concrete(params):
@@ -392,8 +376,7 @@ class GaussianStory(Story):
         return scores
 
     def log_density(self, params, X):
-        """NumPy rows: the discriminant, plus for a shared spread the term of the row that its
-        linear scores leave out, ``-1/2 (x - c)^T P (x - c)``; other rows: the emission's."""
+        """NumPy rows: the discriminant plus the term of the row a shared spread leaves out."""
         if not isinstance(X, np.ndarray):
             return super().log_density(params, X)
         scores = self.discriminant(params, X)
@@ -408,9 +391,7 @@ class GaussianStory(Story):
             return scores - 0.5 * np.einsum("ij,ij->i", z, z)[:, None]
 
     def _whitening_and_constant(self, params):
-        """``(W, c)``: the whitening of a full spread (D, r) or (K, D, r) and the class
-        constants; for a diagonal spread the inverse sds (D,) when shared, else the variances
-        (K, D) (:func:`quadratic_scores`)."""
+        """``(W, c)``: whitening (inverse sds or variances when diagonal) and class constants."""
         if not self.covariance_structure.full:
             spread = params[self.spread_name]
             xp = namespace(spread)
@@ -427,10 +408,7 @@ class GaussianStory(Story):
 
     @property
     def _keeps_rows(self) -> bool:
-        """Whether a fit from fewer rows than features keeps them (:data:`ROWS`) instead of
-        their D x D second moments: a shared full covariance scored on its retained subspace,
-        maximum likelihood without a regularizer, prior or per-class scatter (each of those
-        needs the D x D matrix)."""
+        """A fit from fewer rows than features keeps them (:data:`ROWS`), not D x D moments."""
         return (
             self.covariance_structure.full
             and self.shared
@@ -450,8 +428,7 @@ class GaussianStory(Story):
         return num_features + 2.0 if self.covariance_structure.full else 4.0
 
     def conjugate_factors(self, stats, offset):
-        """The joint normal-inverse-Wishart posterior of means and spread (one factor keyed by
-        both names); ``offset`` (the smoothing's reading) does not apply."""
+        """The joint normal-inverse-Wishart posterior of means and spread; no ``offset``."""
         from genprob.families.gaussian.conjugate import conjugate_posterior
 
         # a fit's statistics kept as rows: the posterior's scale matrix needs their D x D form
@@ -460,9 +437,7 @@ class GaussianStory(Story):
 
     # -- closed form -----------------------------------------------------------------------------
     def sufficient_statistics(self, X, R):
-        """Counts, first and second moments of ``X`` (n, D) weighted by ``R`` (n, K), about a
-        reference point ``shift`` that keeps their precision (docs/gaussian.md); with
-        ``shrinkage="auto"`` the Ledoit–Wolf fourth moments too, which do not add over chunks."""
+        """Counts and moments about a reference point ``shift`` (docs/gaussian.md)."""
         shift = reference_point(X)
         if self._keeps_rows and keeps_rows(*X.shape):
             # the weighted rows about the shift, whose Gram matrix is the second moments
@@ -477,8 +452,7 @@ class GaussianStory(Story):
         return stats
 
     def combine_statistics(self, stats_a, stats_b):
-        """Statistics of two data chunks, moved to their weight-averaged reference point and
-        added (docs/gaussian.md); ``shrinkage="auto"``'s do not combine (``ValueError``)."""
+        """Two chunks' statistics moved to their weighted reference point and added."""
         if self._auto_shrinkage:
             raise ValueError(
                 "shrinkage='auto' (Ledoit–Wolf) statistics are not additive over data chunks: "
@@ -545,14 +519,8 @@ class GaussianStory(Story):
         return xp.stack(moments)
 
     def _spread_terms(self, stats):
-        """The closed form and what the likelihood sees, per covariance group.
-
-        Returns a dict with ``means``; ``spread`` (the closed-form covariance or variances);
-        ``mle`` (the MLE spread S the likelihood depends on); ``group_counts`` (N shared, N_k
-        per class); ``dof`` (the effective sample size nu of the penalized objective, see
-        :meth:`log_penalty`). NumPy statistics give NumPy terms, JAX ones JAX terms; an
-        overflow gives inf or NaN in either, which the fit refuses by name.
-        """
+        """``means``, closed-form ``spread``, ``mle``, ``group_counts`` and ``dof`` (the
+        penalized objective's sample size) per covariance group."""
         counts, sums = stats["counts"], stats["sums"]
         xp = namespace(*tree_leaves(stats), *self._hyperparameters())
         num_classes, num_features = sums.shape
@@ -595,9 +563,7 @@ class GaussianStory(Story):
                 spread = shrunk * (group_counts / denominator)[:, None, None]
                 kept = kept * (1.0 - alphas)
             if not self._auto_shrinkage:
-                # linear in the covariance: shrinking the weighted sum of class covariances is
-                # the weighted sum of the shrunk ones (scikit-learn shrinks per class); applied
-                # even at 0 (an exact no-op) so that the value is traced, not compiled in
+                # linear, so equal to scikit-learn's per-class shrinking; traced even at 0
                 mean_variance = xp.trace(spread, axis1=-2, axis2=-1) / num_features
                 spread = (1.0 - self.shrinkage) * spread + self.shrinkage * (
                     mean_variance[..., None, None] * identity
@@ -616,8 +582,7 @@ class GaussianStory(Story):
         }
 
     def _covariance_rows(self, stats) -> dict:
-        """``means`` and :data:`COVARIANCE_ROWS` of the pooled MLE covariance from statistics
-        holding weighted rows, in O(m^2 D) (the derivation is in docs/gaussian.md)."""
+        """Pooled MLE ``means`` and :data:`COVARIANCE_ROWS` from weighted rows (O(m^2 D))."""
         counts, sums, rows = stats["counts"], stats["sums"], stats[ROWS]
         xp = namespace(*tree_leaves(stats))
         centered_means = sums / counts[:, None]
@@ -627,8 +592,7 @@ class GaussianStory(Story):
         projected = between @ right.T
         inner = symmetrize(xp.diag(singular * singular) - projected.T @ projected)
         values, vectors = xp.linalg.eigh(inner)
-        # the subtraction leaves rounding noise (eps times the largest second moment) where the
-        # class means' directions were: an exact 0 there, as the pooled scatter's rank says
+        # rounding noise where the class means' directions were: an exact 0, as the rank says
         noise = inner.shape[-1] * np.finfo(inner.dtype).eps * xp.max(singular) ** 2
         values = xp.where(values > noise, values, 0.0) / counts.sum()
         covariance_rows = xp.sqrt(values)[:, None] * (vectors.T @ right)
@@ -681,9 +645,7 @@ class GaussianStory(Story):
         return params
 
     def log_penalty(self, params, stats):
-        """Log density (up to a constant) of the prior whose MAP is the regularized closed form,
-        an inverse-Wishart kernel per covariance group (docs/gaussian.md); ``ValueError`` at
-        ``reg_param = 1`` or ``shrinkage = 1``, whose prior is a point mass."""
+        """Log density of the prior whose MAP is the regularized closed form (docs/gaussian.md)."""
         if self._auto_shrinkage:
             regularized = True
         else:
@@ -725,8 +687,7 @@ class GaussianStory(Story):
         return (num_classes - 1) + num_classes * num_features + covariances
 
     def check_scale(self, params) -> None:
-        """Refuse variances so small that the features' squares lose their precision (data on a
-        tiny scale), asking to rescale; estimators call it before their own rank checks."""
+        """Refuse variances so small that the features' squares lose their precision."""
         spread, variances = self._variances(params)
         if spread.dtype.kind != "f" or spread.size == 0:
             return
@@ -744,8 +705,7 @@ class GaussianStory(Story):
             )
 
     def _variances(self, params) -> tuple:
-        """``(spread, variances)`` on the host: the spread parameter (the covariance rows' diagonal
-        ``G^T G`` when the parameters hold rows) and the variances on its diagonal."""
+        """``(spread, variances)`` on the host (from the covariance rows when held)."""
         if _has_rows(params):
             rows = np.asarray(params[COVARIANCE_ROWS])
             variances = np.einsum("ij,ij->j", rows, rows)
@@ -755,12 +715,7 @@ class GaussianStory(Story):
         return spread, (np.diagonal(spread, axis1=-2, axis2=-1) if full else spread)
 
     def check_parameters(self, params, class_names=None, feature_names=None):
-        """A zero variance, or a covariance without a Cholesky factor, is an error naming where.
-
-        Constant features (zero variance within a class), a class with a single row, or more
-        features than rows make the unregularized MLE degenerate; the message names the class and
-        feature and the regularizer to raise (``var_smoothing``, ``reg_param`` or ``shrinkage``).
-        """
+        """A zero variance or singular covariance is an error naming where and the regularizer."""
         self.check_overflow(params, feature_names)
         super().check_parameters(params, class_names, feature_names)
         num_features = np.shape(params["means"])[-1]
@@ -808,10 +763,7 @@ class GaussianStory(Story):
                 ) from None
 
     def check_overflow(self, params, feature_names=None) -> None:
-        """Means or variances that overflowed, or variances above ``max * eps`` (features too
-        large to square with room for the sums that follow), are an error naming the first such
-        feature, instead of a failure further on (non-finite parameters, eigenvalues that do
-        not converge, -inf log-likelihoods)."""
+        """Refuse, by feature, means or variances that overflowed or exceed ``max * eps``."""
         means = np.asarray(params["means"])
         spread, variances = self._variances(params)
         variances = np.broadcast_to(variances, means.shape)
@@ -852,14 +804,8 @@ class GaussianStory(Story):
 
     # -- decision boundaries ---------------------------------------------------------------------
     def emission_summary(self, params) -> dict:
-        """Quadratic-form view of the emission, ``log p(x | k) = -1/2 x^T P_k x + x^T P_k m_k -
-        1/2 m_k^T P_k m_k + c_k`` (precision ``P_k``, log normalizer ``c_k``; docs/gaussian.md).
-
-        Returns:
-            dict with ``precision`` (K, D, D), ``linear`` = ``P_k m_k`` (K, D), ``normalizer``
-            (K,), ``intercept`` = ``-1/2 m_k^T P_k m_k + log pi_k`` (K,) and, for a shared spread,
-            ``whitening`` (D, D) with ``W^T Sigma W = I`` on the retained subspace.
-        """
+        """Quadratic-form view of the emission (docs/gaussian.md): ``precision`` (K, D, D),
+        ``linear`` (K, D), ``normalizer`` and ``intercept`` (K,), ``whitening`` (shared only)."""
         means = params["means"]
         factors = params.get(FACTORS)
         if _has_rows(params):
@@ -881,9 +827,7 @@ class GaussianStory(Story):
         }
 
     def linear_discriminants(self, params):
-        """Per-class linear scores ``(coef (K, D), intercept (K,))`` of a shared covariance,
-        ``coef_k = P m_k``, ``intercept_k = -1/2 m_k^T P m_k + log pi_k`` (``ValueError`` for
-        per-class covariances, whose log-odds are quadratic)."""
+        """``(coef (K, D), intercept (K,))`` of a shared covariance (docs/gaussian.md)."""
         if not self.shared:
             raise ValueError(
                 "per-class covariances give quadratic log-odds (QDA, Gaussian NB): there is no "
@@ -897,14 +841,12 @@ class GaussianStory(Story):
         return _linear_and_intercept(linear, params)
 
     def linear_boundary(self, params, k: int, l: int):  # noqa: E741
-        """``(w, b)`` with ``w . x + b = log p(y=k | x) - log p(y=l | x)`` (shared covariance;
-        the formulas are in docs/reference/boundaries.md)."""
+        """``(w, b)``: the log-odds of ``k`` and ``l`` (docs/reference/boundaries.md)."""
         coef, intercept = self.linear_discriminants(params)
         return coef[k] - coef[l], intercept[k] - intercept[l]
 
     def quadratic_boundary(self, params, k: int, l: int):  # noqa: E741
-        """``(Q, L, C)`` with ``x^T Q x + L . x + C = log p(y=k | x) - log p(y=l | x)`` (the
-        formulas are in docs/reference/boundaries.md)."""
+        """``(Q, L, C)``: the log-odds of ``k`` and ``l`` (docs/reference/boundaries.md)."""
         summary = self.emission_summary(params)
         precision, linear = summary["precision"], summary["linear"]
         offset = summary["intercept"] + summary["normalizer"]
@@ -935,9 +877,7 @@ def _linear_and_intercept(linear, params):
 
 
 def _mark_overflowed_rows(X, scores) -> None:
-    """Rows of finite features with a class score that overflowed become NaN rows, which
-    the caller refuses by row and scale (as fit refuses such features,
-    :meth:`GaussianStory.check_overflow`): a score of -inf there is no density's answer."""
+    """Finite rows whose class score overflowed become NaN rows, which the caller refuses."""
     if np.isfinite(scores.sum()):  # the usual case in one reduction, no boolean temporary
         return
     bad = ~np.isfinite(scores).all(axis=-1) & np.isfinite(X).all(axis=-1)
@@ -972,8 +912,7 @@ _NAME_OF_KIND = {kind: name for name, kind in _KIND_OF_NAME.items()}
 
 
 def _resolve_structure(structure, covariance, shared):
-    """``(covariance, shared)`` of a structure name, checked against the ones given; the other
-    ten structures store per-class full covariances."""
+    """``(covariance, shared)`` of a structure name, checked against the ones given."""
     if structure is None:
         return ("full" if covariance is None else covariance), (True if shared is None else shared)
     if structure not in STRUCTURES:
