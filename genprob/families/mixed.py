@@ -235,7 +235,7 @@ class MixedStory(Story):
         for block, story, columns in self.blocks:
             if block == block_name and inner:
                 dims = story.parameter_dims(inner, shape, num_classes, len(columns))
-                return tuple(d if d == "class" else f"{block}_{d}" for d in dims)
+                return tuple(d if d in ("class", None) else f"{block}_{d}" for d in dims)
         return super().parameter_dims(name, shape, num_classes, num_features)
 
     def coords(self, feature_names):
