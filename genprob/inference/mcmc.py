@@ -263,16 +263,21 @@ def run_nuts(
     if check:
         samples = mcmc.get_samples(group_by_chain=True)
         extra = mcmc.get_extra_fields(group_by_chain=True)
-        every_class = np.unique(codes[codes >= 0]).size == num_classes
-        labels = "all" if np.all(codes >= 0) else "every class" if every_class else "partial"
         mcmc.genprob_diagnostics = diagnose(
             samples,
             extra.get("potential_energy"),
             warn=True,
-            labels=labels,
+            labels=label_coverage(codes, num_classes),
             started_at_fit=init_params is None and isinstance(init, str) and init == "mle",
         )
     return mcmc
+
+
+def label_coverage(codes, num_classes: int) -> str:
+    """:func:`diagnose`'s ``labels``: ``"all"``, ``"every class"`` or ``"partial"``."""
+    if np.all(codes >= 0):
+        return "all"
+    return "every class" if np.unique(codes[codes >= 0]).size == num_classes else "partial"
 
 
 def check_options(*, priors="data", init="mle", jitter=JITTER, sampler="numpyro") -> None:
