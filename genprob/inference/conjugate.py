@@ -30,14 +30,11 @@ class ConjugateFactor:
     whose batch and event shapes together are the parameter's shape, held as NumPy arrays.
 
     Attributes:
-        kind: ``"beta"`` (``concentration1``, ``concentration0``), ``"gamma"`` (shape
-            ``concentration``, ``rate``) or ``"dirichlet"`` (``concentration`` over the last
-            axis; a padded categorical table has ``n_categories`` and zero padding).
+        kind: ``"beta"``, ``"gamma"`` or ``"dirichlet"`` (over the last axis).
         concentration: first shape parameter (array shaped like the parameter).
         second: ``concentration0`` (beta) or ``rate`` (gamma); None for a Dirichlet.
         n_categories: category count of each row of a padded table, else None.
-        columns: the columns of ``X`` the parameter's features are (a mixed table's block),
-            None for all.
+        columns: the columns of ``X`` of the parameter's features (a mixed table's block).
 
     A family's subclass gives the posterior predictive of new rows (:meth:`log_predictive`).
     """

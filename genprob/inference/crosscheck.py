@@ -197,18 +197,13 @@ def _parameter_rows(closed_form: dict, found: dict, tolerance: float, decisive: 
     names = sorted(closed_form, key=lambda k: (k != CLASS_PRIOR, list(closed_form).index(k)))
     for name in names:
         expected = np.asarray(closed_form[name], dtype=np.float64)
-        if name not in found:
+        value = np.asarray(found.get(name, np.nan), dtype=np.float64)
+        if name not in found or value.shape != expected.shape:
+            missing = "the optimizer returned no such parameter"
+            shapes = f"shapes differ: optimizer {value.shape}, closed form {expected.shape}"
             rows.append(
                 CheckRow(name, "parameter", expected.shape, math.nan, math.nan, math.nan,
-                         math.nan, tolerance, False, "the optimizer returned no such parameter")
-            )  # fmt: skip
-            continue
-        value = np.asarray(found[name], dtype=np.float64)
-        if value.shape != expected.shape:
-            rows.append(
-                CheckRow(name, "parameter", expected.shape, math.nan, math.nan, math.nan,
-                         math.nan, tolerance, False,
-                         f"shapes differ: optimizer {value.shape}, closed form {expected.shape}")
+                         math.nan, tolerance, False, shapes if name in found else missing)
             )  # fmt: skip
             continue
         absolute, relative = _relative_difference(value, expected)

@@ -115,7 +115,17 @@ def _free_sites(spec: _Spec, data: _Data) -> tuple[_Site, ...]:
     if key not in _FREE_SITES:
         if len(_FREE_SITES) >= 256:
             _FREE_SITES.clear()
-        _FREE_SITES[key] = _find_free_sites(spec, data.story, key[1], key[2])
+        X = jax.ShapeDtypeStruct(data.X.shape, data.X.dtype)
+        y = jax.ShapeDtypeStruct(data.X.shape[:1], jnp.int32)
+        sites = model_sites((data.story, X, y), spec.num_classes)
+        names = [site.name for site in sites]
+        unknown = sorted(set(spec.fixed) - set(names))
+        if unknown:
+            raise ValueError(
+                f"fixed parameters {unknown} are not latent sites of the model; latent sites: "
+                f"{names}."
+            )
+        _FREE_SITES[key] = tuple(site for site in sites if site.name not in spec.fixed)
     return _FREE_SITES[key]
 
 
@@ -151,19 +161,6 @@ def model_sites(args, num_classes: int) -> tuple[_Site, ...]:
         _Site(name, tuple(shapes[name][0].shape), tuple(shapes[name][1].shape), _is_simplex(s))
         for name, s in supports.items()
     )
-
-
-def _find_free_sites(spec: _Spec, story, shape: tuple, dtype: str) -> tuple[_Site, ...]:
-    X = jax.ShapeDtypeStruct(shape, dtype)
-    sites = model_sites((story, X, jax.ShapeDtypeStruct(shape[:1], jnp.int32)), spec.num_classes)
-    latent_names = [site.name for site in sites]
-    unknown = sorted(set(spec.fixed) - set(latent_names))
-    if unknown:
-        raise ValueError(
-            f"fixed parameters {unknown} are not latent sites of the model; latent sites: "
-            f"{latent_names}."
-        )
-    return tuple(site for site in sites if site.name not in spec.fixed)
 
 
 def _size(sites) -> int:
