@@ -302,11 +302,7 @@ def check_options(*, priors="data", init="mle", jitter=JITTER, sampler="numpyro"
             f"init must be 'mle', 'uniform', a dict of parameters or one dict per chain, got "
             f"{init!r}."
         )
-    try:
-        finite = bool(np.isfinite(float(jitter)) and float(jitter) >= 0)
-    except (TypeError, ValueError):
-        finite = False
-    if not finite:
+    if not (_number(jitter) and 0 <= jitter < math.inf):
         raise ValueError(f"jitter must be a finite number >= 0, got {jitter!r}.")
 
 
