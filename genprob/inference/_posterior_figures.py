@@ -28,11 +28,8 @@ def _symmetric_pairs(values, point, dims) -> list:
 
 
 def distinct_entries(posterior, mle, names):
-    """``(name, dims, index, label, mle value or None)`` for every distinct scalar entry.
-
-    ``dims`` are the parameter's dims without ``chain``/``draw`` and ``index`` indexes them;
-    of a symmetric matrix, only entries with row <= column are listed.
-    """
+    """``(name, dims, index, label, mle value or None)`` for every distinct scalar entry (of a
+    symmetric matrix, row <= column); ``dims`` exclude ``chain`` and ``draw``."""
     for name in names:
         values = posterior[name]
         dims = [d for d in values.dims if d not in ("chain", "draw")]

@@ -25,15 +25,13 @@ optimize = LazyModule("genprob.inference.optimize")
 
 __all__ = ["TOLERANCES", "CheckRow", "CrosscheckResult", "crosscheck"]
 
-#: Pass/fail thresholds by dtype: relative parameter and objective differences, and the
-#: gradient norm of ``objective / n`` (per row) at the closed form and at the optimizer's answer.
+#: Pass/fail thresholds by dtype: relative differences, and gradient norms of ``objective / n``.
 TOLERANCES = {
     "float64": {"parameters": 1e-6, "objective": 1e-8, "gradient": 1e-6},
     "float32": {"parameters": 1e-3, "objective": 1e-5, "gradient": 1e-3},
 }
 
-#: Entries smaller than this fraction of their parameter's largest magnitude are compared on
-#: that scale (docs/reference/crosscheck.md).
+#: Entries below this fraction of their parameter's largest magnitude are compared on that scale.
 RELATIVE_FLOOR = 1e-6
 
 

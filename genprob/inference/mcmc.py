@@ -53,8 +53,7 @@ RHAT_MAX = 1.01
 ESS_MIN = 400
 #: Accepted values of ``priors``: scales from the data (default) or the story's fixed ones.
 PRIORS = ("data", "fixed", "conjugate")
-#: NUTS implementations of ``sampler=``: NumPyro's kernel (default) or BlackJAX's (the
-#: ``genprob[blackjax]`` extra), both with Stan's windowed warm-up adaptation.
+#: NUTS implementations of ``sampler=``: NumPyro's (default) or BlackJAX's (``genprob[blackjax]``).
 SAMPLERS = ("numpyro", "blackjax")
 #: Accepted string values of ``init`` (a dict, or one dict per chain, is accepted too).
 INITS = ("mle", "uniform")
@@ -70,9 +69,7 @@ class PriorWarning(UserWarning):
     """A parameter whose posterior the prior holds far from a sharp likelihood's maximum."""
 
 
-#: Kinds of :class:`Problem`: chains' class priors permuted, chains in different modes, R-hat
-#: above :data:`RHAT_MAX`, bulk or tail ESS below :data:`ESS_MIN`, and (mixture discriminant
-#: analysis) components the chains disagree on after alignment.
+#: Kinds of :class:`Problem` (``components``: a mixture's components the chains disagree on).
 PROBLEM_KINDS = ("label_switching", "different_modes", "rhat", "ess_bulk", "ess_tail", "components")
 
 
@@ -92,8 +89,7 @@ class Problem:
         return self.message
 
 
-#: Posterior sds (and likelihood sds) between the MLE and the posterior mean beyond which the
-#: prior is said to dominate a parameter.
+#: Posterior (and likelihood) sds between MLE and posterior mean past which the prior dominates.
 PRIOR_DOMINANCE_SD = 4.0
 #: Parameter entries beyond which :func:`prior_dominance` skips the likelihood's curvature.
 CURVATURE_MAX_ENTRIES = 2000
@@ -201,8 +197,7 @@ def run_nuts(
         itemsize=np.dtype(X.dtype).itemsize,
         log_likelihood=False,
     )
-    # the sampler's potential: labeled rows through their statistics where the emission has them
-    # (its unlabeled part is differentiated in reverse mode only)
+    # labeled rows through their statistics (reverse-mode differentiation only)
     summary = None
     if not nuts_kwargs.get("forward_mode_differentiation"):
         summary = core.labeled_summary(story, X, codes, num_classes)
@@ -579,8 +574,7 @@ def _numpyro_draws(args, free, key, num_warmup, num_samples, settings, potential
         }
         return state, (state.z, stats)
 
-    # one scan over warm-up and draws: the kernel appears once in the program, which halves
-    # its compilation; the warm-up's states are dropped after
+    # one scan over warm-up and draws: the kernel compiles once, not twice
     _, (draws, stats) = jax.lax.scan(step, state, None, length=num_warmup + num_samples)
     return jax.tree_util.tree_map(lambda v: v[num_warmup:], (draws, stats))
 
@@ -633,8 +627,7 @@ def _blackjax_draws(args, free, key, num_warmup, num_samples, settings, potentia
     return draws, stats
 
 
-#: Compiled chains by (structure and shapes of the inputs, static settings), as futures: a
-#: repeat call with new data values, seeds or hyperparameters runs without tracing or compiling.
+#: Compiled chains (futures) by the inputs' structure and shapes and the static settings.
 _COMPILED: dict = {}
 _COMPILED_LOCK = threading.Lock()
 #: One thread compiles while the caller finds the chains' starting points.
@@ -661,8 +654,7 @@ def _compiled_chain(inputs, vectorized, **static):
             )
             run = partial(_chain, **static)
             run = jax.vmap(run, in_axes=(None, 0, 0)) if vectorized else run
-            # traced here: NumPyro's handler stack is shared by all threads; only XLA's
-            # compilation runs in the background
+            # traced here (NumPyro's handler stack is shared by threads); XLA compiles behind
             lowered = jax.jit(run).lower(*abstract)
             future = _COMPILED[key] = _COMPILER.submit(lowered.compile)
     return future

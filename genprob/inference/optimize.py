@@ -200,8 +200,7 @@ def _params_from_latents(spec: _Spec, story, latents: dict, num_features: int) -
 
 def _loss_and_terms(spec: _Spec, data: _Data, u):
     """Minus the objective per unit of row weight; aux: (loglik, penalty, named parameters)."""
-    # NumPyro's reparametrization without the Jacobian: the optimizer maximizes a likelihood,
-    # not a density over u
+    # NumPyro's reparametrization without the Jacobian: a likelihood, not a density over u
     model, args, kwargs = _model(spec, data)
     latents = {
         **data.fixed_values,
