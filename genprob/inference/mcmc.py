@@ -479,6 +479,12 @@ def _depth(value) -> bool:
     return isinstance(value, numbers.Integral) and not _flag(value) and 1 <= value <= 30
 
 
+def _blocks(value) -> bool:
+    if not isinstance(value, list | tuple):
+        return False
+    return all(isinstance(b, list | tuple) and all(isinstance(s, str) for s in b) for b in value)
+
+
 #: Each NUTS setting's valid values (a test and its words), checked before any work.
 _SETTING_VALUES = {
     "step_size": (lambda v: _number(v) and 0 < v < math.inf, "a finite number > 0"),
@@ -492,15 +498,7 @@ _SETTING_VALUES = {
         "(warm-up depth, sampling depth) of such ints",
     ),
     "dense_mass": (
-        lambda v: (
-            _flag(v)
-            or (
-                isinstance(v, list | tuple)
-                and all(
-                    isinstance(b, list | tuple) and all(isinstance(s, str) for s in b) for b in v
-                )
-            )
-        ),
+        lambda v: _flag(v) or _blocks(v),
         "True, False, or NumPyro's list of tuples of site names (dense blocks)",
     ),
     **dict.fromkeys(
