@@ -1,8 +1,5 @@
-"""``estimator.posterior(...)``: NUTS or the exact posterior of a fitted estimator, as ArviZ data.
-
-Estimator glue (it calls the estimator's own input checks and label encoding), kept in the
-estimator layer so that :mod:`genprob.inference.posterior` holds exact posteriors only.
-"""
+"""``estimator.posterior(...)``: NUTS or the exact posterior of a fitted estimator, as ArviZ data
+(estimator glue, so that :mod:`genprob.inference.posterior` holds exact posteriors only)."""
 
 from __future__ import annotations
 
@@ -18,6 +15,7 @@ from genprob.engine.masking import has_missing, marginalized
 from genprob.inference.mcmc import (
     _kernel_settings,
     check_options,
+    label_coverage,
     likelihood_curvature,
     params_from_samples,
     prior_dominance,
@@ -206,12 +204,11 @@ def estimator_posterior(
             sample_stats = {
                 k: np.asarray(v) for k, v in posterior.get_extra_fields(group_by_chain=True).items()
             }
-            labeled = np.unique(codes[codes >= 0]).size == num_classes
             draws, _ = align_draws(
                 {k: np.asarray(v) for k, v in draws.items()},
                 fitted,
                 sample_stats["potential_energy"],
-                labels="all" if np.all(codes >= 0) else "every class" if labeled else "partial",
+                labels=label_coverage(codes, num_classes),
                 class_names=names[0],
                 feature_names=names[1],
                 started_at_fit=started_at_fit,

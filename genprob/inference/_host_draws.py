@@ -121,11 +121,8 @@ def _trace(story: Story, num_classes: int, num_features: int, value: float) -> d
 
 
 def host_prior_sites(story: Story, num_classes: int, num_features: int, num_draws: int, rng):
-    """``num_draws`` draws of the class prior and the prior's latent sites, drawn by NumPy.
-
-    None when a site's distribution has no NumPy sampler here, or when a site's distribution
-    depends on another site's value (a hierarchical prior: its sites cannot be drawn one by one).
-    """
+    """``num_draws`` NumPy draws of the class prior and the prior's sites; None when a site has
+    no NumPy sampler here or reads another site's value (a hierarchical prior)."""
     try:
         first = _trace(story, num_classes, num_features, 0.5)
         second = _trace(story, num_classes, num_features, 0.25)
@@ -148,10 +145,8 @@ def host_prior_sites(story: Story, num_classes: int, num_features: int, num_draw
 
 
 def host_replicate(story: Story, flat: dict, n: int, rng):
-    """Replicated ``(X, y)`` of ``n`` rows at each of the draws ``flat`` (leading draw axis),
-    drawn by NumPy: each row's class from the class prior, then its features from its own class's
-    emission (no draws for the other classes). None when the emission has no NumPy sampler here.
-    """
+    """Replicated ``(X, y)`` of ``n`` rows at each draw of ``flat``, by NumPy (each row's
+    features from its own class's emission only); None without a NumPy sampler here."""
     first = {k: v[0] for k, v in flat.items()}
     entry = _sampler(_base(story.emission(first)))
     if entry is None:

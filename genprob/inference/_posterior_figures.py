@@ -28,11 +28,8 @@ def _symmetric_pairs(values, point, dims) -> list:
 
 
 def distinct_entries(posterior, mle, names):
-    """``(name, dims, index, label, mle value or None)`` for every distinct scalar entry.
-
-    ``dims`` are the parameter's dims without ``chain``/``draw`` and ``index`` indexes them;
-    of a symmetric matrix, only entries with row <= column are listed.
-    """
+    """``(name, dims, index, label, mle value or None)`` for every distinct scalar entry (of a
+    symmetric matrix, row <= column); ``dims`` exclude ``chain`` and ``draw``."""
     for name in names:
         values = posterior[name]
         dims = [d for d in values.dims if d not in ("chain", "draw")]
@@ -113,15 +110,9 @@ def posterior_vs_mle(
     max_panels=MAX_PANELS,
     title=None,
 ):
-    """One panel per distinct scalar entry: density, HDI bar with its bounds, MLE line with the
-    posterior mass on each side; one legend and one title (``title``) for the figure.
-
-    Raises:
-        ValueError: more than ``max_panels`` entries, with how to select fewer.
-
-    Returns:
-        ``matplotlib.figure.Figure`` (created without pyplot).
-    """
+    """A ``matplotlib.figure.Figure`` (without pyplot), one panel per distinct scalar entry:
+    density, HDI bar, MLE line with the posterior mass on each side; ValueError past
+    ``max_panels`` entries, saying how to select fewer."""
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
@@ -176,11 +167,8 @@ def posterior_vs_mle(
 
 
 def forest(posterior, mle, names, hdi_prob, *, figsize=None, textsize=None, title=None):
-    """Forest of posterior HDIs (bar, mean as a dot) with the MLE as a second marker per row.
-
-    Returns:
-        ``matplotlib.figure.Figure`` (created without pyplot).
-    """
+    """Forest of posterior HDIs (bar, mean as a dot) with the MLE as a second marker per row:
+    a ``matplotlib.figure.Figure`` (without pyplot)."""
     from matplotlib.figure import Figure
 
     entries = list(_entries(posterior, mle, names))

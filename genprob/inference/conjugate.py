@@ -26,21 +26,15 @@ __all__ = ["ConjugateFactor", "dirichlet"]
 # -- conjugate factors ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ConjugateFactor:
-    """The posterior of one named parameter: a product of independent Beta, Gamma or Dirichlet
-    distributions whose batch and event shapes together are the parameter's shape.
-
-    Parameters are held as NumPy arrays (in the precision of the statistics they came from), so
-    moments do not depend on the JAX precision in force when they are asked for.
+    """The posterior of one named parameter: independent Beta, Gamma or Dirichlet distributions
+    whose batch and event shapes together are the parameter's shape, held as NumPy arrays.
 
     Attributes:
-        kind: ``"beta"`` (``concentration1``, ``concentration0``), ``"gamma"`` (shape
-            ``concentration``, ``rate``) or ``"dirichlet"`` (``concentration`` over the last
-            axis; a padded categorical table has ``n_categories`` and zero padding).
+        kind: ``"beta"``, ``"gamma"`` or ``"dirichlet"`` (over the last axis).
         concentration: first shape parameter (array shaped like the parameter).
         second: ``concentration0`` (beta) or ``rate`` (gamma); None for a Dirichlet.
         n_categories: category count of each row of a padded table, else None.
-        columns: the columns of ``X`` the parameter's features are (a mixed table's block),
-            None for all.
+        columns: the columns of ``X`` of the parameter's features (a mixed table's block).
 
     A family's subclass gives the posterior predictive of new rows (:meth:`log_predictive`).
     """
@@ -62,7 +56,7 @@ class ConjugateFactor:
 
     @property
     def _mask(self) -> np.ndarray:
-        """(D, M) mask of the real cells of a table padded to M = max(n_categories) columns."""
+        """(D, M) mask of a padded table's real cells."""
         if self.n_categories is None:
             return np.ones(self.concentration.shape[-1:], bool)
         n_categories = np.asarray(self.n_categories)
@@ -145,12 +139,8 @@ class ConjugateFactor:
             return np.where(single, mask, mode).astype(a.dtype)
 
     def sample(self, rng: np.random.Generator, sample_shape=()) -> np.ndarray:
-        """Independent draws, shape ``sample_shape + parameter shape``, as a NumPy array.
-
-        Drawn on the host with NumPy: JAX's Gamma sampler takes seconds to compile for every
-        new shape, NumPy's costs nothing, and these draws need no gradients. Beta and Dirichlet
-        draws are normalized log-Gamma variates, so tiny concentrations do not underflow.
-        """
+        """Independent NumPy draws ``sample_shape + parameter shape`` (JAX's Gamma sampler
+        would compile per shape); Beta and Dirichlet from log-Gamma variates (no underflow)."""
         sample_shape = tuple(sample_shape)
         a = np.asarray(self.concentration, dtype=np.float64)
         dtype = self.concentration.dtype
@@ -172,11 +162,7 @@ class ConjugateFactor:
 
 
 def _log_gamma_variates(rng: np.random.Generator, shape_parameter) -> np.ndarray:
-    """``log G`` with ``G ~ Gamma(a, 1)``, accurate for tiny ``a``.
-
-    For ``a < 1``, ``G = G' U^(1/a)`` with ``G' ~ Gamma(a + 1)`` and ``U`` uniform, so
-    ``log G = log G' + log(U) / a`` never underflows.
-    """
+    """``log G``, ``G ~ Gamma(a, 1)``; for ``a < 1`` as ``log Gamma(a + 1) + log(U) / a``."""
     a = np.asarray(shape_parameter, dtype=np.float64)
     small = a < 1.0
     log_g = np.log(rng.standard_gamma(np.where(small, a + 1.0, a)))

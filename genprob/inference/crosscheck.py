@@ -25,37 +25,21 @@ optimize = LazyModule("genprob.inference.optimize")
 
 __all__ = ["TOLERANCES", "CheckRow", "CrosscheckResult", "crosscheck"]
 
-#: Pass/fail thresholds by dtype: relative parameter and objective differences, and the
-#: gradient norm of ``objective / n`` (per row) at the closed form and at the optimizer's answer.
+#: Pass/fail thresholds by dtype: relative differences, and gradient norms of ``objective / n``.
 TOLERANCES = {
     "float64": {"parameters": 1e-6, "objective": 1e-8, "gradient": 1e-6},
     "float32": {"parameters": 1e-3, "objective": 1e-5, "gradient": 1e-3},
 }
 
-#: Entries smaller than this fraction of their parameter's largest magnitude are compared on
-#: that scale (docs/reference/crosscheck.md).
+#: Entries below this fraction of their parameter's largest magnitude are compared on that scale.
 RELATIVE_FLOOR = 1e-6
 
 
 class CheckRow(NamedTuple):
-    """One row of the cross-check table.
-
-    Attributes:
-        quantity: parameter name, ``"objective"``, ``"gradient at closed form"`` or
-            ``"gradient at optimizer"``.
-        kind: ``"parameter"``, ``"objective"`` or ``"gradient"``.
-        shape: the parameter's shape (``()`` for the other rows).
-        closed_form: objective or gradient norm at the closed form (NaN for parameters).
-        optimizer: objective or gradient norm at the optimizer's solution (NaN for parameters).
-        abs_diff: max absolute difference (parameters, objective); the norm itself (gradients).
-        rel_diff: max relative difference (parameters, objective); the norm (gradients).
-        tolerance: threshold on ``rel_diff`` (on the signed shortfall for the objective).
-        passed: within tolerance (and finite). For the objective: the checked fit is not
-            below the optimizer's by more than ``tolerance`` (relative).
-        note: explanation when the row fails (or when it is informative only).
-        decisive: whether the row counts in the verdict (parameter and gradient rows do only
-            for a smooth likelihood).
-    """
+    """One row of the cross-check table: a parameter, the ``"objective"`` or a ``"gradient at
+    ..."`` (``kind``), the values at the checked fit (``closed_form``) and at the ``optimizer``
+    (NaN for parameters), the max absolute and relative differences (the norm for gradients),
+    the ``tolerance``, whether it ``passed``, a ``note`` and whether it is ``decisive``."""
 
     quantity: str
     kind: str
@@ -72,25 +56,11 @@ class CheckRow(NamedTuple):
 
 @dataclass(eq=False)
 class CrosscheckResult:
-    """Outcome of :func:`crosscheck`: the table, both solutions, and a readable printout.
-
-    Attributes:
-        story: the checked story.
-        data_name: label of the data in the printout.
-        dtype: ``"float64"`` or ``"float32"``.
-        shape: ``(n_samples, n_features)``.
-        rows: list of :class:`CheckRow`.
-        closed_form: the checked parameters (NumPy arrays): the closed form, or for a story
-            without one the optimizer fit (or the given ``params``).
-        optimizer: the :class:`~genprob.inference.optimize.OptimizerResult` it is compared with (the
-            best of the optimizer's starts, or of the independent restarts).
-        seconds: wall time of the optimizer fits.
-        num_starts: number of optimizer runs (poor starts) made for the comparison.
-        reference: ``"closed form"`` or ``"fit"`` (a story fitted by the optimizer, checked
-            against a restart).
-        smooth: the story's capability ``smooth_likelihood`` (whether parameter and gradient
-            rows decide).
-    """
+    """Outcome of :func:`crosscheck`: the table (``rows``, :class:`CheckRow`), the checked
+    parameters (``closed_form``: the closed form, or a fit of a story without one), the best
+    :class:`~genprob.inference.optimize.OptimizerResult` compared (``optimizer``, of
+    ``num_starts`` runs in ``seconds``), ``reference`` (``"closed form"`` or ``"fit"``),
+    ``smooth`` (whether parameter and gradient rows decide) and a readable printout."""
 
     story: Story
     data_name: str
@@ -108,8 +78,7 @@ class CrosscheckResult:
 
     @property
     def passed(self) -> bool:
-        """True when every decisive row passed (the objective, and for a smooth likelihood the
-        parameters and gradients too)."""
+        """True when every decisive row passed."""
         return all(row.passed for row in self.rows if row.decisive)
 
     @property
@@ -226,18 +195,13 @@ def _parameter_rows(closed_form: dict, found: dict, tolerance: float, decisive: 
     names = sorted(closed_form, key=lambda k: (k != CLASS_PRIOR, list(closed_form).index(k)))
     for name in names:
         expected = np.asarray(closed_form[name], dtype=np.float64)
-        if name not in found:
+        value = np.asarray(found.get(name, np.nan), dtype=np.float64)
+        if name not in found or value.shape != expected.shape:
+            missing = "the optimizer returned no such parameter"
+            shapes = f"shapes differ: optimizer {value.shape}, closed form {expected.shape}"
             rows.append(
                 CheckRow(name, "parameter", expected.shape, math.nan, math.nan, math.nan,
-                         math.nan, tolerance, False, "the optimizer returned no such parameter")
-            )  # fmt: skip
-            continue
-        value = np.asarray(found[name], dtype=np.float64)
-        if value.shape != expected.shape:
-            rows.append(
-                CheckRow(name, "parameter", expected.shape, math.nan, math.nan, math.nan,
-                         math.nan, tolerance, False,
-                         f"shapes differ: optimizer {value.shape}, closed form {expected.shape}")
+                         math.nan, tolerance, False, shapes if name in found else missing)
             )  # fmt: skip
             continue
         absolute, relative = _relative_difference(value, expected)
@@ -314,34 +278,24 @@ def crosscheck(
     **optimizer_options,
 ) -> CrosscheckResult:
     """Check a fit of ``story`` against an independent numerical maximization of the penalized
-    objective (docs/reference/crosscheck.md says what is compared and what decides).
-
-    The restarts of a story without a closed form use seeds ``seed + 1``, ... (``seed``, ...
-    when ``params`` are given). A fixed or uniform class prior (``class_prior`` given, or
-    ``fit_prior=False``) is held fixed in every fit.
+    objective (docs/reference/crosscheck.md).
 
     Args:
         y: class codes (n,) in 0..K-1 (every row labeled: the check is supervised).
         num_classes: K; defaults to ``max(y) + 1``.
         sample_weight: optional row weights, used by every fit.
-        class_prior: fixed class prior (K,), or None.
-        fit_prior: estimate the class prior (else uniform, unless ``class_prior`` is given).
+        class_prior, fit_prior: a fixed class prior (K,), or ``fit_prior=False`` for a uniform
+            one, held fixed in every fit.
         dtype: ``"float64"`` (default) or ``"float32"``; selects the tolerances too.
-        seed: seed of the optimizer's initial point.
-        starts: at most this many poor starts of the comparison run. A start is added only while
-            the best of them is *below* the checked fit (it stalled); the printout says how many
-            ran and shows the best.
-        tolerances: overrides of :data:`TOLERANCES` entries (``parameters``, ``objective``,
-            ``gradient``).
-        data_name: label of the data in the printout.
-        label: name of the story in the printout (default: its type and non-default options).
-        params: parameters to check instead of fitting them (a story without a closed form
-            only: e.g. a fitted ``GenerativeClassifier``'s ``params_``).
+        seed: seed of the optimizer's first start.
+        starts: at most this many poor starts of the comparison run.
+        tolerances: overrides of :data:`TOLERANCES` entries.
+        data_name, label: the data's and the story's names in the printout.
+        params: parameters to check instead of fitting them (a story without a closed form).
         **optimizer_options: passed to :func:`genprob.fit_optimizer` (``max_iter``, ``tol``...).
 
     Returns:
-        A :class:`CrosscheckResult`; ``.passed`` tells whether every decisive row is within
-        tolerance.
+        A :class:`CrosscheckResult`; ``.passed`` tells whether every decisive row passed.
 
     Raises:
         ValueError: the story has neither a closed form nor a prior to optimize, y has
@@ -419,9 +373,7 @@ def crosscheck(
         )
         if found is None or candidate.objective > found.objective:
             found = candidate
-        # Only an optimizer that ended *below* the checked fit gets another start (it stalled,
-        # e.g. a softmax saturated by a long early step); one that ends above it has shown the
-        # checked fit is not the maximum, and no restart can hide that.
+        # another start only while the optimizer ends below the checked fit (it stalled)
         shortfall = at_checked.objective - found.objective
         if shortfall <= limits["objective"] * max(1.0, abs(at_checked.objective)):
             break

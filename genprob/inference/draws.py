@@ -31,56 +31,39 @@ def flatten_draws(draws: dict):
     return flat, batch_shape
 
 
-@partial(jax.jit, static_argnums=4)
-def _map_log_likelihood(story, flat, X, codes, batch_size):
+@partial(jax.jit, static_argnums=(4, 5))
+def _map_draws(story, flat, X, codes, batch_size, proba):
     def one(params):
+        if proba:
+            return core.predict_proba(story, params, X)
         return core.log_likelihood(story, params, X, codes, pointwise=True)
 
     return jax.lax.map(one, flat, batch_size=batch_size)
 
 
-@partial(jax.jit, static_argnums=3)
-def _map_predict_proba(story, flat, X, batch_size):
-    return jax.lax.map(
-        lambda params: core.predict_proba(story, params, X), flat, batch_size=batch_size
-    )
-
-
-def pointwise_log_likelihood(story: Story, draws: dict, X, y=None) -> jax.Array:
-    """Per-row log-likelihood at every draw: ``log p(x_i, y_i | θ_s)`` on labeled rows and the
-    marginal ``log Σ_k p(x_i, k | θ_s)`` on unlabeled ones (y = -1, or every row when y is None),
-    in batches of ``DRAW_BATCH`` draws.
-
-    Args:
-        draws: parameter draws with a leading batch shape (draws, or chains x draws).
-        y: class codes (n,) with -1 for unlabeled rows, or None.
-
-    Returns:
-        NumPy array of shape ``batch_shape + (n,)``.
-    """
+def _over_draws(story, draws, X, y, proba):
+    """``batch_shape + (n, ...)`` NumPy values at every draw, ``DRAW_BATCH`` draws at a time."""
     X = check_features(
         X, keep_sparse=True, to_device=True, allow_nan=core.reads_nan_as_missing(story)
     )
     codes = jnp.full(X.shape[0], -1, jnp.int32) if y is None else jnp.asarray(y, jnp.int32)
     flat, batch_shape = flatten_draws(draws)
-    size = math.prod(batch_shape)
+    batch = min(DRAW_BATCH, max(math.prod(batch_shape), 1))
     # rows padded to their bucket (a new row count compiles nothing); the padding's are cut off
     padded_X, padded_codes = execution.padded(X, codes)
-    values = _map_log_likelihood(story, flat, padded_X, padded_codes, min(DRAW_BATCH, max(size, 1)))
+    values = np.asarray(_map_draws(story, flat, padded_X, padded_codes, batch, proba))
     # cut on the host: a slice of a JAX array compiles per row count
-    return np.asarray(values)[:, : X.shape[0]].reshape(batch_shape + (X.shape[0],))
+    return values[:, : X.shape[0]].reshape(batch_shape + (X.shape[0],) + values.shape[2:])
+
+
+def pointwise_log_likelihood(story: Story, draws: dict, X, y=None) -> jax.Array:
+    """Per-row log-likelihood at every draw, ``batch_shape + (n,)``: ``log p(x_i, y_i | θ_s)``
+    on labeled rows, the marginal ``log Σ_k p(x_i, k | θ_s)`` on unlabeled ones (y = -1, or
+    every row when y is None)."""
+    return _over_draws(story, draws, X, y, proba=False)
 
 
 def posterior_predict_proba(story: Story, draws: dict, X) -> jax.Array:
-    """Class probabilities ``p(y = k | x_i, θ_s)`` at every draw, shape ``batch + (n, K)``.
-
-    Their mean over draws is the posterior predictive ``p(y = k | x_i, X, y)``; the plug-in
-    probabilities use one θ (the MLE) instead.
-    """
-    X = check_features(
-        X, keep_sparse=True, to_device=True, allow_nan=core.reads_nan_as_missing(story)
-    )
-    flat, batch_shape = flatten_draws(draws)
-    size = math.prod(batch_shape)
-    values = _map_predict_proba(story, flat, X, min(DRAW_BATCH, max(size, 1)))
-    return values.reshape(batch_shape + values.shape[1:])
+    """Class probabilities ``p(y = k | x_i, θ_s)`` at every draw, ``batch_shape + (n, K)``
+    (their mean over draws is the posterior predictive)."""
+    return _over_draws(story, draws, X, None, proba=True)

@@ -22,12 +22,7 @@ from genprob.engine import execution
 from genprob.engine._limits import check_count, check_posterior_size
 from genprob.engine._validation import check_features
 from genprob.engine.capabilities import capability, has_closed_form
-from genprob.engine.em import (
-    _latent_sites,
-    _trace_prior,
-    encode_partial_labels,
-    params_from_latent,
-)
+from genprob.engine.em import _trace_prior, encode_partial_labels, params_from_latent
 from genprob.engine.masking import has_missing, marginalized
 from genprob.inference.draws import flatten_draws
 from genprob.story import CLASS_PRIOR, Story, as_sample_sites
@@ -58,8 +53,7 @@ RHAT_MAX = 1.01
 ESS_MIN = 400
 #: Accepted values of ``priors``: scales from the data (default) or the story's fixed ones.
 PRIORS = ("data", "fixed", "conjugate")
-#: NUTS implementations of ``sampler=``: NumPyro's kernel (default) or BlackJAX's (the
-#: ``genprob[blackjax]`` extra), both with Stan's windowed warm-up adaptation.
+#: NUTS implementations of ``sampler=``: NumPyro's (default) or BlackJAX's (``genprob[blackjax]``).
 SAMPLERS = ("numpyro", "blackjax")
 #: Accepted string values of ``init`` (a dict, or one dict per chain, is accepted too).
 INITS = ("mle", "uniform")
@@ -75,9 +69,7 @@ class PriorWarning(UserWarning):
     """A parameter whose posterior the prior holds far from a sharp likelihood's maximum."""
 
 
-#: Kinds of :class:`Problem`: chains' class priors permuted, chains in different modes, R-hat
-#: above :data:`RHAT_MAX`, bulk or tail ESS below :data:`ESS_MIN`, and (mixture discriminant
-#: analysis) components the chains disagree on after alignment.
+#: Kinds of :class:`Problem` (``components``: a mixture's components the chains disagree on).
 PROBLEM_KINDS = ("label_switching", "different_modes", "rhat", "ess_bulk", "ess_tail", "components")
 
 
@@ -97,8 +89,7 @@ class Problem:
         return self.message
 
 
-#: Posterior sds (and likelihood sds) between the MLE and the posterior mean beyond which the
-#: prior is said to dominate a parameter.
+#: Posterior (and likelihood) sds between MLE and posterior mean past which the prior dominates.
 PRIOR_DOMINANCE_SD = 4.0
 #: Parameter entries beyond which :func:`prior_dominance` skips the likelihood's curvature.
 CURVATURE_MAX_ENTRIES = 2000
@@ -120,8 +111,7 @@ def _prepare(story: Story, X, y, num_classes):
 
 
 def _chain_args(story, X, codes, summary):
-    """The chain's model arguments, rows padded to their bucket (:func:`execution.padded`, the
-    padding rows masked out of the density): a new row count in the bucket compiles nothing."""
+    """The model's arguments, rows padded to their bucket (a new row count compiles nothing)."""
     padded_X, padded_codes = execution.padded(X, codes)
     rows = np.arange(padded_X.shape[0]) < X.shape[0]
     return story, padded_X, padded_codes, summary, rows
@@ -150,64 +140,36 @@ def run_nuts(
     while_compiling: Callable[[], object] | None = None,
     **nuts_kwargs,
 ) -> NutsRun:
-    """Run NUTS on ``core.model``: a :class:`NutsRun` with the draws (NumPyro's ``MCMC`` reading).
-
-    One compiled program per chain (docs/reference/mcmc.md says what a new call compiles).
+    """Run NUTS on ``core.model`` (docs/reference/mcmc.md).
 
     Args:
         X: features (n, D), in the current JAX precision.
         y: class codes (n,), -1 for unlabeled rows; None means every row is unlabeled.
-        num_classes: K; default: inferred from the labeled rows of ``y`` (pass it when some
-            class has no labeled row, e.g. when every row is unlabeled).
-        num_warmup: warm-up (adaptation) iterations per chain.
-        num_samples: kept draws per chain.
-        num_chains: number of chains.
-        seed: seed of the run.
+        num_classes: K; default: inferred from the labeled rows of ``y``.
+        num_warmup, num_samples, num_chains, seed: per-chain warm-up and kept draws, chains,
+            seed of the run.
         progress_bar: accepted for compatibility; the compiled chains show no progress bar.
-        init_params: starting values of the latent sites used exactly, without jitter (kept for
-            compatibility; ``init`` with a dict is the jittered equivalent).
-        chain_method: ``"parallel"`` (default: chains side by side, one thread per core, each
-            running the compiled chain), ``"sequential"`` (one after the other; the same draws
-            as ``"parallel"``) or ``"vectorized"`` (all chains in one vmapped program).
-        extra_fields: NUTS diagnostics recorded per draw (``mcmc.get_extra_fields()``), e.g. for
-            ArviZ's ``sample_stats``; ``potential_energy`` feeds the per-chain mode check.
-        init: where the chains start: ``"mle"`` (default: jittered around the closed-form, EM
-            or optimizer fit, see :func:`start_values`), ``"uniform"`` (NumPyro's
-            ``init_to_uniform``, random points), a dict of parameter values (jittered), or a
-            list of such dicts, one per chain (e.g. to test a chain started elsewhere).
+        init_params: starting values used exactly, without jitter (for compatibility).
+        chain_method: ``"parallel"`` (default), ``"sequential"`` or ``"vectorized"``.
+        extra_fields: NUTS statistics recorded per draw (``get_extra_fields()``).
+        init: ``"mle"`` (default, see :func:`start_values`), ``"uniform"``, a dict of
+            parameter values, or one such dict per chain.
         jitter: sd of the Normal jitter added per chain in unconstrained coordinates.
-        priors: ``"data"`` (prior scales from each feature's location and spread,
-            :meth:`Story.scaled_to_data`) or ``"fixed"`` (the story's own prior).
+        priors: one of :data:`PRIORS`.
         check: run :func:`diagnose` and warn (:class:`SamplingWarning`) on failures.
-        fit: with ``init="mle"``, the fit already made (e.g. an estimator's ``params_``) instead
-            of :func:`start_values`; either way :func:`best_start` checks it against EM
-            restarts when rows are unlabeled.
-        sampler: the NUTS implementation (:data:`SAMPLERS`): ``"numpyro"`` (default) or
-            ``"blackjax"`` (``blackjax.window_adaptation`` then ``blackjax.nuts``, from the same
-            starting points and chain keys; needs ``pip install 'genprob[blackjax]'``). Both
-            return the same :class:`NutsRun` (draws, ``diverging``, ``num_steps`` ...).
-        while_compiling: work that needs no draws, called on the caller's thread once the
-            starting points are found, while a first call's chain compiles in the background
-            (an estimator computes its likelihood's curvature there).
-        **nuts_kwargs: NUTS settings (:data:`KERNEL_SETTINGS`, e.g. ``target_accept_prob``,
-            ``max_tree_depth``, ``dense_mass``), as NumPyro's :class:`~numpyro.infer.NUTS`
-            takes them.
+        fit: with ``init="mle"``, the fit already made instead of :func:`start_values`.
+        sampler: one of :data:`SAMPLERS`.
+        while_compiling: work that needs no draws, run while a first call's chain compiles.
+        **nuts_kwargs: NUTS settings (:data:`KERNEL_SETTINGS`), as NumPyro's NUTS takes them.
 
     Returns:
-        A :class:`NutsRun` (``get_samples``, ``get_extra_fields``, ``print_summary``).
-        It also carries ``genprob_story`` (the story with the prior actually used) and, when
-        ``check``, ``genprob_diagnostics`` (the dict from :func:`diagnose`).
+        A :class:`NutsRun`, with ``genprob_story`` (the story with the prior used) and, when
+        ``check``, ``genprob_diagnostics`` (:func:`diagnose`'s dict).
 
     Raises:
-        ValueError: unknown ``init``, ``priors`` or ``sampler``, a negative ``jitter``, or a
-            NUTS setting outside its valid values (``target_accept_prob`` in (0, 1),
-            ``step_size`` > 0, ``max_tree_depth`` an int in [1, 30], flags True or False),
-            named before any work.
-        ImportError: ``sampler="blackjax"`` without the blackjax package (names the extra).
-        TypeError: ``num_samples``, ``num_chains`` or ``num_warmup`` not an int.
-        genprob.engine._limits.SizeLimitError: more than ``MAX_CHAINS`` chains, more than
-            ``MAX_ITERATIONS`` iterations per chain, or draws (or the scores of one step of the
-            chains) beyond ``MAX_ARRAY_BYTES``, refused before any work.
+        ValueError, TypeError, ImportError: a bad option or NUTS setting (:func:`check_options`),
+            before any work.
+        genprob.engine._limits.SizeLimitError: chains, iterations or draws beyond the limits.
     """
     check_options(priors=priors, init=init, jitter=jitter, sampler=sampler)
     settings = _kernel_settings(nuts_kwargs, sampler)
@@ -222,20 +184,20 @@ def run_nuts(
         story = conjugate_story(story)
     if priors != "fixed":
         story = story.scaled_to_data(X)
-    latent = _latent_sites(story, num_classes, X.shape[1])
+    from genprob.inference.optimize import model_sites
+
+    sites = model_sites(_chain_args(story, X, codes, None), num_classes)
     check_posterior_size(
         num_chains=num_chains,
         num_samples=num_samples,
         num_warmup=num_warmup,
-        parameter_entries=num_classes + sum(int(np.size(s["value"])) for s in latent.values()),
+        parameter_entries=sum(math.prod(site.shape) for site in sites),
         num_rows=int(X.shape[0]),
         num_classes=num_classes,
         itemsize=np.dtype(X.dtype).itemsize,
         log_likelihood=False,
     )
-    sites = [CLASS_PRIOR, *latent]
-    # the sampler's potential: labeled rows through their statistics where the emission has them
-    # (its unlabeled part is differentiated in reverse mode only)
+    # labeled rows through their statistics (reverse-mode differentiation only)
     summary = None
     if not nuts_kwargs.get("forward_mode_differentiation"):
         summary = core.labeled_summary(story, X, codes, num_classes)
@@ -249,12 +211,12 @@ def run_nuts(
     )
     if chain_method in CHAIN_METHODS:  # compiles while the starting points are found
         _compiled_chain(
-            _abstract_inputs(args, num_classes, num_chains, chain_method),
+            _abstract_inputs(args, sites, num_chains, chain_method),
             chain_method == "vectorized",
             **static,
         )
     if init_params is not None:
-        values = {k: jnp.asarray(v, X.dtype) for k, v in init_params.items() if k in sites}
+        values = {k: jnp.asarray(v, X.dtype) for k, v in init_params.items()}
         starts = [values] * num_chains
         jitter = 0.0
     elif init == "uniform":
@@ -296,26 +258,26 @@ def run_nuts(
     if check:
         samples = mcmc.get_samples(group_by_chain=True)
         extra = mcmc.get_extra_fields(group_by_chain=True)
-        every_class = np.unique(codes[codes >= 0]).size == num_classes
-        labels = "all" if np.all(codes >= 0) else "every class" if every_class else "partial"
         mcmc.genprob_diagnostics = diagnose(
             samples,
             extra.get("potential_energy"),
             warn=True,
-            labels=labels,
+            labels=label_coverage(codes, num_classes),
             started_at_fit=init_params is None and isinstance(init, str) and init == "mle",
         )
     return mcmc
 
 
-def check_options(*, priors="data", init="mle", jitter=JITTER, sampler="numpyro") -> None:
-    """Refuse unknown ``priors``, ``init`` and ``sampler`` and a negative ``jitter`` (before any
-    work), and a ``sampler`` whose package is not installed.
+def label_coverage(codes, num_classes: int) -> str:
+    """:func:`diagnose`'s ``labels``: ``"all"``, ``"every class"`` or ``"partial"``."""
+    if np.all(codes >= 0):
+        return "all"
+    return "every class" if np.unique(codes[codes >= 0]).size == num_classes else "partial"
 
-    Raises:
-        ValueError: naming the option and what it accepts.
-        ImportError: ``sampler="blackjax"`` without blackjax, naming the extra to install.
-    """
+
+def check_options(*, priors="data", init="mle", jitter=JITTER, sampler="numpyro") -> None:
+    """Refuse an unknown ``priors``, ``init`` or ``sampler`` (ValueError), a negative ``jitter``
+    and a ``sampler`` whose package is not installed (ImportError, naming the extra)."""
     if not isinstance(sampler, str) or sampler not in SAMPLERS:
         raise ValueError(
             f"sampler must be one of {', '.join(repr(s) for s in SAMPLERS)}, got {sampler!r} "
@@ -335,22 +297,13 @@ def check_options(*, priors="data", init="mle", jitter=JITTER, sampler="numpyro"
             f"init must be 'mle', 'uniform', a dict of parameters or one dict per chain, got "
             f"{init!r}."
         )
-    try:
-        finite = bool(np.isfinite(float(jitter)) and float(jitter) >= 0)
-    except (TypeError, ValueError):
-        finite = False
-    if not finite:
+    if not (_number(jitter) and 0 <= jitter < math.inf):
         raise ValueError(f"jitter must be a finite number >= 0, got {jitter!r}.")
 
 
 def start_values(story: Story, X, y, num_classes: int) -> dict:
-    """The maximum-likelihood fit that chains start from, keyed by parameter name.
-
-    Closed-form stories: the closed form on fully labeled data, EM (:func:`genprob.fit_em`) when
-    some rows are unlabeled; other stories: :func:`genprob.fit_optimizer`. The values are those
-    of the story's own fit (smoothing included), whatever prior NUTS uses. ``y``: class codes,
-    -1 for unlabeled rows.
-    """
+    """The story's own fit that chains start from: closed form, EM with unlabeled rows (``y``
+    -1), or :func:`genprob.fit_optimizer` for a story without a closed form."""
     from genprob.engine.em import fit_em
 
     codes = np.asarray(y)
@@ -375,23 +328,20 @@ START_RESTARTS = 4
 
 
 def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int, prior_story=None):
-    """``start``, or a better mode found by EM restarts: ``(params, message or None)``.
-
-    With unlabeled rows and a closed form, EM reruns from ``start`` and :data:`START_RESTARTS`
-    random starts; the best replaces ``start`` when its log posterior density under
-    ``prior_story`` is higher (docs/reference/mcmc.md).
-    """
+    """``start``, or a better mode found by EM restarts (docs/reference/mcmc.md): ``(params,
+    message or None)``."""
     from genprob.engine.em import fit_em
 
     codes = np.asarray(codes)
     if not has_closed_form(story) or np.all(codes >= 0):
         return start, None
+    from genprob.inference.optimize import model_sites
+
     prior_story = story if prior_story is None else prior_story
-    sites = [CLASS_PRIOR, *_latent_sites(prior_story, num_classes, X.shape[1])]
+    args = _chain_args(prior_story, X, codes, None)  # padded once for both evaluations
+    sites = [site.name for site in model_sites(args, num_classes)]
     if any(name not in start for name in sites):
         return start, None
-
-    args = _chain_args(prior_story, X, codes, None)  # padded once for both evaluations
 
     def log_posterior(params):
         # in NumPyro's unconstrained coordinates (Jacobian included), where the chains move
@@ -430,8 +380,7 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
 
 
 def _start_sites(story, params) -> dict:
-    """``params`` with the prior's sites the story maps them to (``align_parameters`` against
-    themselves), where the prior samples other sites than the parameters."""
+    """``params`` with the prior's sites the story maps them to (``align_parameters``)."""
     params = as_sample_sites(params)
     return story.align_parameters(params, params)
 
@@ -439,14 +388,11 @@ def _start_sites(story, params) -> dict:
 def _chain_starts(
     story, X, codes, num_classes, starts, num_chains, jitter, seed, sites, strict=False
 ):
-    """Unconstrained starting points ``(num_chains, ...)`` (NumPy): each dict of ``starts``
-    mapped to NumPyro's unconstrained coordinates and moved by a Normal(0, jitter) step; a site
-    without a value, or whose value maps to a non-finite point (a probability of exactly 0, say),
-    or every site when ``starts`` is None, starts like ``init_to_uniform`` (uniform on (-2, 2))."""
-    from genprob.inference.optimize import model_sites
-
+    """Jittered unconstrained starting points ``(num_chains, ...)`` of the ``model_sites``
+    ``sites``; a site without a finite value starts like ``init_to_uniform``."""
     args = _chain_args(story, X, codes, None)
-    shapes = {site.name: site for site in model_sites(args, num_classes)}
+    shapes = {site.name: site for site in sites}
+    sites = list(shapes)
     # drawn by NumPy: JAX's samplers would be programs of their own to compile on a first call
     rng = np.random.default_rng([int(seed), 1])
     points = []
@@ -475,8 +421,7 @@ def _chain_starts(
 
 
 def _chain_keys(seed, num_chains):
-    """One PRNG key per chain, as raw key data drawn by NumPy (of the shape and type the
-    default PRNG implementation uses, found abstractly: nothing is compiled)."""
+    """One raw PRNG key per chain, drawn by NumPy (nothing to compile)."""
     key = jax.eval_shape(jax.random.PRNGKey, 0)
     return np.random.default_rng([int(seed), 0]).integers(
         0, np.iinfo(key.dtype).max, (num_chains, *key.shape), dtype=key.dtype, endpoint=True
@@ -493,8 +438,7 @@ def _unconstrain(args, values, num_classes):
 
 @partial(jax.jit, static_argnums=2)
 def _log_density(args, values, num_classes):
-    """Log posterior density at ``values``, in the unconstrained coordinates (Jacobian
-    included) where the chains move."""
+    """Log posterior density at ``values`` in the chains' unconstrained coordinates."""
     from numpyro.infer.util import potential_energy
 
     kwargs = {"num_classes": num_classes}
@@ -535,6 +479,12 @@ def _depth(value) -> bool:
     return isinstance(value, numbers.Integral) and not _flag(value) and 1 <= value <= 30
 
 
+def _blocks(value) -> bool:
+    if not isinstance(value, list | tuple):
+        return False
+    return all(isinstance(b, list | tuple) and all(isinstance(s, str) for s in b) for b in value)
+
+
 #: Each NUTS setting's valid values (a test and its words), checked before any work.
 _SETTING_VALUES = {
     "step_size": (lambda v: _number(v) and 0 < v < math.inf, "a finite number > 0"),
@@ -548,15 +498,7 @@ _SETTING_VALUES = {
         "(warm-up depth, sampling depth) of such ints",
     ),
     "dense_mass": (
-        lambda v: (
-            _flag(v)
-            or (
-                isinstance(v, list | tuple)
-                and all(
-                    isinstance(b, list | tuple) and all(isinstance(s, str) for s in b) for b in v
-                )
-            )
-        ),
+        lambda v: _flag(v) or _blocks(v),
         "True, False, or NumPyro's list of tuples of site names (dense blocks)",
     ),
     **dict.fromkeys(
@@ -630,15 +572,13 @@ def _numpyro_draws(args, free, key, num_warmup, num_samples, settings, potential
         }
         return state, (state.z, stats)
 
-    # one scan over warm-up and draws: the kernel appears once in the program, which halves
-    # its compilation; the warm-up's states are dropped after
+    # one scan over warm-up and draws: the kernel compiles once, not twice
     _, (draws, stats) = jax.lax.scan(step, state, None, length=num_warmup + num_samples)
     return jax.tree_util.tree_map(lambda v: v[num_warmup:], (draws, stats))
 
 
 def _blackjax_draws(args, free, key, num_warmup, num_samples, settings, potential):
-    """BlackJAX's NUTS: its window adaptation, then a scan over the tuned kernel, on the same
-    log density (NumPyro's unconstrained coordinates, Jacobian included)."""
+    """BlackJAX's window adaptation and NUTS on the same potential."""
     import blackjax
     from blackjax.adaptation.base import get_filter_adapt_info_fn
 
@@ -685,8 +625,7 @@ def _blackjax_draws(args, free, key, num_warmup, num_samples, settings, potentia
     return draws, stats
 
 
-#: Compiled chains by (structure and shapes of the inputs, static settings), as futures: a
-#: repeat call with new data values, seeds or hyperparameters runs without tracing or compiling.
+#: Compiled chains (futures) by the inputs' structure and shapes and the static settings.
 _COMPILED: dict = {}
 _COMPILED_LOCK = threading.Lock()
 #: One thread compiles while the caller finds the chains' starting points.
@@ -701,8 +640,7 @@ def _aval(leaf) -> tuple:
 
 
 def _compiled_chain(inputs, vectorized, **static):
-    """The future of the compiled chain for ``inputs`` (arrays, or ``jax.ShapeDtypeStruct``
-    stand-ins of the same types): started once per key, shared by every later call."""
+    """The future of the compiled chain for ``inputs``' types, shared by every later call."""
     leaves, treedef = jax.tree_util.tree_flatten(inputs)
     key = (treedef, tuple(map(_aval, leaves)), vectorized, tuple(sorted(static.items())))
     with _COMPILED_LOCK:
@@ -714,22 +652,19 @@ def _compiled_chain(inputs, vectorized, **static):
             )
             run = partial(_chain, **static)
             run = jax.vmap(run, in_axes=(None, 0, 0)) if vectorized else run
-            # traced here: NumPyro's handler stack is shared by all threads; only XLA's
-            # compilation runs in the background
+            # traced here (NumPyro's handler stack is shared by threads); XLA compiles behind
             lowered = jax.jit(run).lower(*abstract)
             future = _COMPILED[key] = _COMPILER.submit(lowered.compile)
     return future
 
 
-def _abstract_inputs(args, num_classes, num_chains, chain_method):
+def _abstract_inputs(args, sites, num_chains, chain_method):
     """Stand-ins of the inputs ``_run_chains`` will pass (types only), to start compiling."""
-    from genprob.inference.optimize import model_sites
-
     args = jax.tree_util.tree_map(jnp.asarray, args)
     lead = (num_chains,) if chain_method == "vectorized" else ()
     free = {
         site.name: jax.ShapeDtypeStruct(lead + site.unconstrained_shape, args[1].dtype)
-        for site in model_sites(args, num_classes)
+        for site in sites
     }
     key = jax.eval_shape(jax.random.PRNGKey, 0)
     key = jax.ShapeDtypeStruct(lead + tuple(key.shape), key.dtype)
@@ -737,8 +672,7 @@ def _abstract_inputs(args, num_classes, num_chains, chain_method):
 
 
 def _run_chains(args, free, keys, *, chain_method, extra_fields, **static):
-    """Every chain of one run; the same compiled chain whatever the schedule, so a chain's
-    draws depend only on its starting point and key."""
+    """Every chain of one run, by one compiled chain whatever the schedule."""
     if chain_method not in CHAIN_METHODS:
         raise ValueError(f"chain_method must be one of {CHAIN_METHODS}, got {chain_method!r}.")
     num_chains = int(keys.shape[0])
@@ -812,26 +746,20 @@ def diagnose(
     labels: str = "partial",
     started_at_fit: bool = False,
 ) -> dict:
-    """Convergence checks of NUTS draws grouped by chain (docs/reference/mcmc.md): R-hat, bulk
-    and tail ESS per scalar entry, and each chain's mean log density (chains more than 3
-    within-chain sd and 1 nat apart sit in different modes).
+    """Convergence checks of NUTS draws grouped by chain (docs/reference/mcmc.md).
 
     Args:
         samples: site -> draws with leading axes ``(chains, draws)``.
         potential_energy: ``(chains, draws)`` negative log densities, or None.
-        warn: emit a :class:`SamplingWarning` naming each failure, its likely cause and the fix.
-        labels: ``"all"`` (every row labeled: label switching cannot happen), ``"every class"``
-            (every class has labeled rows: a class-prior R-hat alone is no sign of it) or
-            ``"partial"``.
-        started_at_fit: the chains started at the fit (``init="mle"``): the advice does not
-            repeat that default.
+        warn: emit a :class:`SamplingWarning` per failure.
+        labels: ``"all"`` (every row labeled), ``"every class"`` (every class has labeled
+            rows) or ``"partial"``.
+        started_at_fit: the chains started at the fit: the advice does not repeat it.
 
     Returns:
         dict with ``max_rhat`` (NaN with one chain), ``min_ess_bulk``, ``min_ess_tail``,
-        ``worst_rhat`` (entry label), ``chain_log_density`` (per-chain means, or None),
-        ``different_modes``, ``label_switching`` (chains' class priors are permutations of
-        one another) and ``problems`` (a list of :class:`Problem`, each a ``kind`` and a
-        ``message``; empty when every check passes).
+        ``worst_rhat``, ``chain_log_density`` (per-chain means, or None), ``different_modes``,
+        ``label_switching`` and ``problems`` (a list of :class:`Problem`).
     """
     from genprob.io import _arviz_compat as compat
 
@@ -932,32 +860,14 @@ def diagnose(
 
 
 def fit_nuts(story: Story, X, y=None, *, group_by_chain: bool = False, **kwargs) -> dict:
-    """Posterior draws of the story's parameters by NUTS.
-
-    Args:
-        y: class codes (n,), -1 for unlabeled rows; None means every row is unlabeled.
-        group_by_chain: keep the chains apart (leading axes ``(num_chains, num_samples)``).
-        **kwargs: the options of :func:`run_nuts` (``num_classes``, ``num_warmup``,
-            ``num_samples``, ``num_chains``, ``seed``, ``init``, ``priors``...).
-
-    Returns:
-        Dict site name -> array of draws, leading axis the draw (``num_chains * num_samples``), or
-        ``(num_chains, num_samples)`` with ``group_by_chain``. It holds ``class_prior`` and the
-        prior's latent sites (for the built-in stories, the same names and shapes as the
-        closed-form parameters; see :func:`params_from_samples` for any story).
-    """
+    """Posterior draws of the prior's sites by NUTS (:func:`run_nuts`'s options): site ->
+    draws, leading axis ``num_chains * num_samples`` or, ``group_by_chain``, both axes."""
     return run_nuts(story, X, y, **kwargs).get_samples(group_by_chain=group_by_chain)
 
 
 def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
-    """The story's named parameters at every draw (the prior run with its sites substituted).
-
-    Args:
-        samples: draws with any leading batch shape (e.g. (S,) or (chains, S)).
-
-    Returns:
-        Dict of arrays with the draws' leading batch shape, ``class_prior`` included.
-    """
+    """The story's named parameters at every draw (any leading batch shape), ``class_prior``
+    included: the prior run with its sites substituted."""
     class_prior = jnp.asarray(samples[CLASS_PRIOR])
     batch_shape = class_prior.shape[:-1]
     num_classes = class_prior.shape[-1]
@@ -975,12 +885,7 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
 
 
 def _prior_sites(story: Story, num_classes: int, num_features: int) -> tuple:
-    """The names of the prior's latent sites, and whether ``story.prior`` returns exactly them
-    (as the built-in stories do).
-
-    Found by abstract tracing (``jax.eval_shape``): running the prior for real would draw from
-    it, and compiling JAX's Gamma sampler for that takes seconds.
-    """
+    """The prior's latent site names, and whether ``story.prior`` returns exactly them."""
     found = []
 
     def run():
@@ -994,16 +899,8 @@ def _prior_sites(story: Story, num_classes: int, num_features: int) -> tuple:
 
 
 def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
-    """Posterior label draws, one label per row and per draw (docs/reference/mcmc.md); labeled
-    rows keep their code.
-
-    Args:
-        samples: parameter draws (from :func:`fit_nuts`), any leading batch shape.
-        y: class codes (n,), -1 for unlabeled rows.
-
-    Returns:
-        Integer array of shape ``batch_shape + (n,)``.
-    """
+    """Posterior label draws ``batch_shape + (n,)`` for draws of :func:`fit_nuts`
+    (docs/reference/mcmc.md); labeled rows (``y`` >= 0) keep their code."""
     X = check_features(X, keep_sparse=True, to_device=True)
     num_classes = jnp.shape(samples[CLASS_PRIOR])[-1]
     codes, _ = encode_partial_labels(y, num_classes=num_classes)
@@ -1011,28 +908,16 @@ def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
         raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
     flat, batch_shape = flatten_draws(params_from_samples(story, samples, X.shape[1]))
     keys = jax.random.split(key, math.prod(batch_shape))
-    draws = _draw_labels(story, flat, X, jnp.asarray(codes), keys)
-    return draws.reshape(batch_shape + (X.shape[0],))
 
-
-@jax.jit
-def _select_labels(codes, draws):
-    return jnp.where(codes >= 0, codes, draws)
-
-
-def _draw_labels(story, params, X, codes, keys):
     def one(p, key):
-        log_posterior = core.predict_log_proba(story, p, X)
-        return jax.random.categorical(key, log_posterior, axis=-1)
+        return jax.random.categorical(key, core.predict_log_proba(story, p, X), axis=-1)
 
-    draws = jax.vmap(one)(params, keys)
-    return _select_labels(codes, draws).astype(jnp.int32)
+    draws = jnp.where(codes >= 0, jnp.asarray(codes), jax.vmap(one)(flat, keys))
+    return draws.astype(jnp.int32).reshape(batch_shape + (X.shape[0],))
 
 
 def _permuted(chain_class_priors, tol: float = 0.05) -> bool:
-    """Whether some chain's mean class prior differs from the first chain's by more than
-    ``tol`` in an entry while their sorted values agree to ``tol``: the signature of chains that
-    found one fit under different labelings."""
+    """Whether two chains' mean class priors differ but agree once sorted (label switching)."""
     first = chain_class_priors[0]
     for other in chain_class_priors[1:]:
         if np.max(np.abs(other - first)) > tol and np.allclose(
@@ -1044,8 +929,7 @@ def _permuted(chain_class_priors, tol: float = 0.05) -> bool:
 
 @jax.jit
 def _curvature(story, params, free, X, codes, rows):
-    """Diagonal of the log-likelihood's Hessian in the entries of ``free`` (the rest fixed);
-    ``rows`` masks out the padding rows."""
+    """Diagonal of the log-likelihood's Hessian in the entries of ``free`` (padding masked)."""
     flat, unravel = jax.flatten_util.ravel_pytree(free)
 
     def log_lik(vector):
@@ -1073,15 +957,12 @@ def likelihood_curvature(story: Story, mle: dict, X, y, names=None) -> dict:
 def prior_dominance(
     story: Story, mle: dict, draws: dict, X, y, *, names=None, warn=True, curvature=None
 ) -> list:
-    """Parameter entries whose MLE lies far outside their posterior while the likelihood is sharp:
-    more than :data:`PRIOR_DOMINANCE_SD` posterior sds and likelihood sds (``1 / sqrt(-H_ii)``)
-    from the posterior mean (docs/reference/mcmc.md).
+    """Parameter entries whose MLE lies far outside their posterior while the likelihood is sharp
+    (docs/reference/mcmc.md).
 
     Args:
-        story: the story the draws belong to.
-        mle: the maximum-likelihood fit (e.g. ``estimator.params_``).
-        draws: posterior draws, any leading batch shape, with the parameter names of ``mle``.
-        X: features (n, D); y: class codes (n,), -1 for unlabeled rows.
+        mle: the maximum-likelihood fit; draws: posterior draws (any leading batch shape).
+        X, y: features (n, D) and class codes (n,), -1 for unlabeled rows.
         names: ``(class names, feature names)`` for the entries' labels, or None.
         warn: emit one :class:`PriorWarning` naming the entries.
         curvature: :func:`likelihood_curvature` at ``mle`` if already computed, else None.

@@ -38,24 +38,20 @@ class OptimizerResult(NamedTuple):
     """Outcome of :func:`fit_optimizer`.
 
     Attributes:
-        params: named parameters (NumPy arrays) in the closed form's structure: ``class_prior``,
-            the dict returned by the story's ``prior``, and the prior's deterministic sites.
+        params: named parameters (NumPy arrays): ``class_prior``, the prior's sample and
+            deterministic sites, and the dict the story's ``prior`` returns.
         log_likelihood: weighted log-likelihood at ``params`` (penalty excluded).
         log_penalty: ``story.log_penalty`` at ``params`` (0 unless ``penalized``).
         objective: ``log_likelihood + log_penalty``, the maximized value.
         num_iterations: L-BFGS iterations over all stages.
-        grad_norm: Euclidean norm of the gradient of ``objective / n`` with respect to the
-            unconstrained parameters (NumPyro's bijections) at the solution; ``n`` is the total
-            row weight.
-        trace: ``objective / n`` at the start and after every iteration, stages concatenated
-            (non-decreasing: every accepted L-BFGS step satisfies the Wolfe conditions).
-        converged: the last stage met ``tol`` (in whitened coordinates when whitening is used).
+        grad_norm: norm of the gradient of ``objective / n`` (``n`` the total row weight) in the
+            unconstrained parameters at the solution.
+        trace: ``objective / n`` at the start and after every iteration, stages concatenated.
+        converged: the last stage met ``tol``.
         num_stages: number of L-BFGS runs (restarts with a fresh whitening).
-        start_objectives: final objective of every start (``n_init`` of them, in seed order;
-            NaN for a start whose initial objective was not finite); the best one is kept.
-        collapsed: weights that collapsed, as ``(site, index, weight)``: entries of a simplex
-            site (``class_prior``, a mixture's weights) below ``min_weight`` at the solution,
-            i.e. a class or component that explains no rows.
+        start_objectives: final objective of every start, in seed order (NaN: not finite).
+        collapsed: ``(site, index, weight)`` of every simplex entry (class prior, mixture
+            weights) below ``min_weight`` at the solution.
     """
 
     params: dict
@@ -72,16 +68,9 @@ class OptimizerResult(NamedTuple):
 
 
 class ObjectiveValue(NamedTuple):
-    """The objective of :func:`fit_optimizer` at given parameters (:func:`evaluate_objective`).
-
-    Attributes:
-        log_likelihood: weighted log-likelihood.
-        log_penalty: ``story.log_penalty`` (0 unless ``penalized``).
-        objective: their sum.
-        grad_norm: norm of the gradient of ``objective / n`` with respect to the unconstrained
-            parameters (0 at an interior maximum).
-        gradient: that gradient, flattened in the order of the model's latent sites.
-    """
+    """:func:`evaluate_objective`'s answer: ``log_likelihood``, ``log_penalty``, their sum
+    ``objective``, and the unconstrained ``gradient`` of ``objective / n`` (flat, in the model's
+    site order) with its norm ``grad_norm`` (0 at an interior maximum)."""
 
     log_likelihood: float
     log_penalty: float
@@ -126,7 +115,17 @@ def _free_sites(spec: _Spec, data: _Data) -> tuple[_Site, ...]:
     if key not in _FREE_SITES:
         if len(_FREE_SITES) >= 256:
             _FREE_SITES.clear()
-        _FREE_SITES[key] = _find_free_sites(spec, data.story, key[1], key[2])
+        X = jax.ShapeDtypeStruct(data.X.shape, data.X.dtype)
+        y = jax.ShapeDtypeStruct(data.X.shape[:1], jnp.int32)
+        sites = model_sites((data.story, X, y), spec.num_classes)
+        names = [site.name for site in sites]
+        unknown = sorted(set(spec.fixed) - set(names))
+        if unknown:
+            raise ValueError(
+                f"fixed parameters {unknown} are not latent sites of the model; latent sites: "
+                f"{names}."
+            )
+        _FREE_SITES[key] = tuple(site for site in sites if site.name not in spec.fixed)
     return _FREE_SITES[key]
 
 
@@ -137,11 +136,8 @@ def _is_simplex(support) -> bool:
 
 
 def model_sites(args, num_classes: int) -> tuple[_Site, ...]:
-    """The latent sample sites of ``core.model(*args)`` in model order, with the shapes of their
-    values and unconstrained coordinates (NumPyro's bijections).
-
-    Found by an abstract trace (``jax.eval_shape``: nothing is sampled, run or compiled).
-    """
+    """The latent sites of ``core.model(*args)`` in model order, with their constrained and
+    unconstrained shapes, from an abstract trace (nothing is sampled or compiled)."""
     supports = {}
 
     def probe(args):
@@ -165,19 +161,6 @@ def model_sites(args, num_classes: int) -> tuple[_Site, ...]:
         _Site(name, tuple(shapes[name][0].shape), tuple(shapes[name][1].shape), _is_simplex(s))
         for name, s in supports.items()
     )
-
-
-def _find_free_sites(spec: _Spec, story, shape: tuple, dtype: str) -> tuple[_Site, ...]:
-    X = jax.ShapeDtypeStruct(shape, dtype)
-    sites = model_sites((story, X, jax.ShapeDtypeStruct(shape[:1], jnp.int32)), spec.num_classes)
-    latent_names = [site.name for site in sites]
-    unknown = sorted(set(spec.fixed) - set(latent_names))
-    if unknown:
-        raise ValueError(
-            f"fixed parameters {unknown} are not latent sites of the model; latent sites: "
-            f"{latent_names}."
-        )
-    return tuple(site for site in sites if site.name not in spec.fixed)
 
 
 def _size(sites) -> int:
@@ -217,8 +200,7 @@ def _params_from_latents(spec: _Spec, story, latents: dict, num_features: int) -
 
 def _loss_and_terms(spec: _Spec, data: _Data, u):
     """Minus the objective per unit of row weight; aux: (loglik, penalty, named parameters)."""
-    # NumPyro's reparametrization without the Jacobian: the optimizer maximizes a likelihood,
-    # not a density over u
+    # NumPyro's reparametrization without the Jacobian: a likelihood, not a density over u
     model, args, kwargs = _model(spec, data)
     latents = {
         **data.fixed_values,
@@ -281,8 +263,7 @@ HESSIAN_COMPILE_SECONDS = 5.0
 
 
 def _hessian(spec: _Spec, data: _Data, u, seconds_per_gradient: float) -> np.ndarray:
-    """Hessian of the loss in unconstrained coordinates, only used to whiten them: central
-    differences, or exact Hessian-vector products past :data:`HESSIAN_COMPILE_SECONDS`
+    """Hessian of the loss in unconstrained coordinates, to whiten them
     (docs/reference/optimize.md)."""
     size = u.shape[0]
     if 2 * size * seconds_per_gradient > HESSIAN_COMPILE_SECONDS:
@@ -308,9 +289,7 @@ def _exact_hessian(spec: _Spec, data: _Data, u):
     def column(direction):
         return jax.jvp(gradient, (u,), (direction,))[1]
 
-    # One direction at a time (a scan): batching the directions with lax.map's batch_size made
-    # XLA:CPU compilation stall on per-class full covariances (jax 0.10), and each product on a
-    # big data set is heavy enough on its own.
+    # one direction at a time: batched directions stalled XLA:CPU compilation (jax 0.10)
     hessian = jax.lax.map(column, jnp.eye(u.shape[0], dtype=u.dtype))
     return 0.5 * (hessian + hessian.T)
 
@@ -329,13 +308,8 @@ def _whitening(hessian: np.ndarray, dtype):
 def _lbfgs_stage(
     spec, data, anchor, whitening, value0, grad0, tol, max_iter, *, trace_size, memory_size
 ):
-    """One L-BFGS run in the coordinates ``u = anchor + whitening v``, from ``v = 0``.
-
-    ``whitening`` is a (P, P) matrix or a (P,) diagonal. ``value0`` and ``grad0`` (with respect
-    to ``u``) at the anchor come from :func:`_evaluate`, so the line search holds the only copy of
-    the objective compiled here. ``max_iter`` is dynamic (all stages share one compilation);
-    ``trace_size`` must exceed it.
-    """
+    """One L-BFGS run in ``u = anchor + whitening v`` (a matrix or a diagonal) from ``v = 0``,
+    with the anchor's value and gradient given; ``max_iter`` is dynamic (one compilation)."""
     import optax  # imported on first use: closed-form fits never need it
 
     def to_u(v):
@@ -375,8 +349,7 @@ def _lbfgs_stage(
 
 # -- input handling --------------------------------------------------------------------------------
 def _problem(arguments: dict):
-    """Validate a public function's ``arguments``: the static spec, the data pytree and the free
-    sites (call inside precision)."""
+    """``(spec, data, free sites)`` of a public function's checked ``arguments``."""
     story, X, y, penalized = (arguments[k] for k in ("story", "X", "y", "penalized"))
     if not isinstance(story, Story):
         raise TypeError(f"story must be a genprob Story, got {type(story).__name__}.")
@@ -415,8 +388,7 @@ def _initial_point(spec, data, sites, init, seed, init_scale):
     if isinstance(init, dict):
         return _unconstrain(spec, data, init)
     if init == "poor":
-        # Seeded standard-normal unconstrained values: a random class prior, means near 0 and
-        # scales near 1 whatever the data's scale — deliberately far from the answer.
+        # seeded standard-normal unconstrained values: deliberately far from the answer
         key = jax.random.PRNGKey(int(seed))
         draw = np.asarray(jax.random.normal(key, (_size(sites),), data.X.dtype))
         return jnp.asarray(init_scale * draw, data.X.dtype)
@@ -432,8 +404,7 @@ class _NotFinite(ValueError):
 def _run(spec, data, u, *, max_iter, tol, whiten, first_stage_iter, stage_iter, memory_size):
     """L-BFGS from ``u`` in stages (docs/reference/optimize.md): one start of fit_optimizer."""
     size = u.shape[0]
-    # A full matrix from the start when whitening, so that every stage shares one compilation.
-    # built on the host: bookkeeping run eagerly on the device compiles a program per operation
+    # a full matrix from the start when whitening (one compilation), built on the host
     whitening = jnp.asarray(np.eye(size) if whiten else np.ones(size), dtype=u.dtype)
     (value, (loglik, penalty, params)), grad = _evaluate(spec, data, u)
     if not np.isfinite(float(value)):
@@ -554,43 +525,34 @@ def fit_optimizer(
     min_weight: float = 1e-6,
     warn: bool = True,
 ) -> OptimizerResult:
-    """Maximize the log-likelihood of a story's NumPyro model with L-BFGS.
+    """Maximize the log-likelihood of a story's NumPyro model with L-BFGS
+    (docs/reference/optimize.md).
 
     Args:
-        story: any :class:`~genprob.story.Story`; only ``prior`` and ``emission`` are needed
-            (plus ``log_penalty`` when ``penalized``).
+        story: any :class:`~genprob.story.Story` with ``prior`` and ``emission`` (plus
+            ``log_penalty`` when ``penalized``).
         X: features (n, D); a SciPy sparse matrix is densified.
-        y: class codes (n,) in 0..K-1; -1 marks an unlabeled row (its class is summed out).
+        y: class codes (n,) in 0..K-1; -1 marks an unlabeled row.
         num_classes: K; defaults to ``max(y) + 1``.
-        init: ``"poor"`` (seeded standard-normal unconstrained values), ``"prior"`` (a draw from
-            the model's prior) or a dict of named parameters (the first start; the other starts
-            of ``n_init`` are ``"poor"``).
+        init: ``"poor"``, ``"prior"`` (a draw from the prior) or a dict of named parameters
+            (the first start; the other starts are ``"poor"``).
         seed: seed of the initial point (start ``i`` uses ``seed + i``).
         max_iter: L-BFGS iteration budget over all stages, per start.
-        tol: convergence threshold on the norm of the gradient of ``objective / n`` in the
-            stage's coordinates (whitened after the first stage). Default 1e-10 (float64).
+        tol: threshold on the stage's gradient norm of ``objective / n`` (:data:`DEFAULT_TOL`).
         unlabeled_weight: lambda in [0, 1], the weight of unlabeled rows (EM-lambda).
         sample_weight: optional non-negative row weights (n,).
-        penalized: add ``story.log_penalty(params, penalty_stats)`` (the MAP objective of a
-            smoothed or regularized closed form).
-        penalty_stats: statistics passed to ``log_penalty``; default: the story's sufficient
-            statistics of the labeled rows (one-hot, weighted) when it has a closed form.
+        penalized: add ``story.log_penalty(params, penalty_stats)`` (the MAP objective).
+        penalty_stats: default: the labeled rows' weighted statistics (closed-form stories).
         fixed: named latent sites held at given values, e.g. ``{"class_prior": pi}``.
-        precondition: ``"auto"`` (restart L-BFGS in Hessian-whitened coordinates, see above,
-            when there are at most ``max_whitened_size`` unconstrained parameters),
+        precondition: ``"auto"`` (whiten at most ``max_whitened_size`` parameters),
             ``"hessian"`` (always) or ``"none"`` (plain L-BFGS, one stage).
-        max_whitened_size: the ``"auto"`` threshold.
-        first_stage_iter: iteration budget of the first (raw-coordinate) stage.
-        stage_iter: iteration budget of each later stage.
-        memory_size: L-BFGS memory.
+        max_whitened_size, first_stage_iter, stage_iter, memory_size: the ``"auto"`` threshold,
+            the budgets of the first and later stages, the L-BFGS memory.
         init_scale: spread of the ``"poor"`` initial point.
         dtype: ``"float64"`` (default) or ``"float32"``; the work runs in that precision.
-        n_init: number of starts; the one with the highest objective is kept (a likelihood
-            with several local maxima, such as a mixture's, needs more than one).
-        min_weight: an entry of a simplex site (class prior, mixture weights) below this at the
-            solution is reported as collapsed (``result.collapsed``).
-        warn: emit a ``sklearn.exceptions.ConvergenceWarning`` when the kept start did not
-            converge or has collapsed weights.
+        n_init: number of starts; the one with the highest objective is kept.
+        min_weight: simplex entries below it at the solution are ``result.collapsed``.
+        warn: emit a ``ConvergenceWarning`` when the kept start did not converge or collapsed.
 
     Returns:
         An :class:`OptimizerResult`.
@@ -665,13 +627,8 @@ def evaluate_objective(
     fixed: dict | None = None,
     dtype="float64",
 ) -> ObjectiveValue:
-    """The :func:`fit_optimizer` objective and its unconstrained gradient at given parameters.
-
-    ``params`` must name every latent site of the model's prior (``class_prior`` and the
-    story's sites), as a closed-form fit does. The gradient is taken with respect to the same
-    unconstrained coordinates the optimizer uses, so it vanishes at an interior maximum: at a
-    correct closed form it is zero up to rounding.
-    """
+    """The :func:`fit_optimizer` objective and its unconstrained gradient at ``params`` (every
+    latent site of the model, as a closed-form fit names them)."""
     arguments = dict(locals())
     dtype = arguments["dtype"] = resolve_dtype(dtype)
     with precision(dtype):

@@ -44,8 +44,7 @@ SMOOTHING_READINGS = ("mode", "mean")
 
 
 def _no_exact_posterior_error(story: Story) -> ValueError:
-    """The error naming the story (``story`` or one it holds, a mixed table's block) without
-    a conjugate update."""
+    """The error naming the story (or the block it holds) without a conjugate update."""
     lacking = story
     while inner := [s for s in nested_stories(lacking) if not has_exact_posterior(s)]:
         lacking = inner[0]
@@ -129,10 +128,8 @@ class ExactPosterior:
         return total
 
     def predictive_log_joint(self, X) -> np.ndarray:
-        """``log p(y = k, x | data)`` (n, K) of new rows: the class prior's predictive (the
-        Dirichlet mean) plus each factor's closed-form posterior predictive of the features
-        (Beta-Bernoulli, Dirichlet-categorical and -multinomial, negative binomial, Student-t).
-        Its softmax over k is the predictive class probability p(y = k | x, data)."""
+        """``log p(y = k, x | data)`` (n, K) of new rows under the closed-form posterior
+        predictive (docs/reference/posterior.md)."""
         class_prior = self.factors[CLASS_PRIOR].mean()
         joint = np.log(class_prior)[None, :]
         for key, factor in self.factors.items():
@@ -141,21 +138,10 @@ class ExactPosterior:
         return joint
 
     def sample(self, key, num_samples=1000) -> dict:
-        """Independent posterior draws with the names and shapes of the closed-form parameters.
-
-        Args:
-            key: JAX PRNG key, int seed or ``numpy.random.Generator``.
-            num_samples: number of draws, or a shape such as ``(chains, draws)``.
-
-        Returns:
-            Parameter name -> NumPy array of shape ``(num_samples,) + parameter shape`` (or
-            ``num_samples + parameter shape`` for a tuple), in the statistics' precision.
-
-        Raises:
-            TypeError, ValueError: a count that is not an int >= 1.
-            genprob.engine._limits.SizeLimitError: draws beyond ``MAX_ARRAY_BYTES`` (or more than
-                ``MAX_CHAINS`` leading rows of a tuple), refused before drawing.
-        """
+        """Independent posterior draws, parameter name -> NumPy array ``(num_samples,) +
+        parameter shape`` (``num_samples`` may be a shape such as ``(chains, draws)``); ``key``
+        is a JAX PRNG key, an int seed or a ``numpy.random.Generator``. A bad count or draws
+        beyond the size limits are refused before drawing."""
         shape = (num_samples,) if np.ndim(num_samples) == 0 else tuple(num_samples)
         shape = tuple(check_count(n, "num_samples") for n in shape)
         means = self.mean()
@@ -171,25 +157,17 @@ class ExactPosterior:
 
 
 def conjugate_story(story: Story) -> Story:
-    """The story under its conjugate prior (``priors="conjugate"``): a family whose prior is
-    conjugate under some settings only (``conjugate_prior``, the Gaussian's) gets its conjugate
-    prior scaled to the data; a story whose prior is conjugate already is returned as is."""
+    """The story under its conjugate prior (``priors="conjugate"``), scaled to the data where
+    the family has a ``conjugate_prior`` setting; else the story itself."""
     if has_exact_posterior(story) or not hasattr(story, "conjugate_prior"):
         return story
     return story.replace(conjugate_prior="data")
 
 
 def with_prior(story: Story, **overrides) -> Story:
-    """A new story with prior hyperparameters replaced, e.g. ``class_concentration=2``.
-
-    Every setting of the story may be overridden (``alpha``, ``beta``, ``mean_prior_scale``,
-    ``covariance_prior_scale`` ...); ``class_concentration`` is the Dirichlet concentration of
-    the class prior. Changing ``alpha`` changes the closed-form fit too, since smoothing *is* the
-    prior. The story itself is unchanged (:meth:`Story.replace`).
-
-    Raises:
-        ValueError: for a name the story does not have, or a non-positive class concentration.
-    """
+    """A new story with prior settings replaced (any setting of the story, or
+    ``class_concentration``, the class prior's Dirichlet concentration), e.g.
+    ``class_concentration=2``; ValueError for an unknown name or a concentration <= 0."""
     settable = set(story.fields()) | set(inspect.signature(type(story).__init__).parameters)
     settable.discard("self")
     unknown = sorted(set(overrides) - settable - {"class_concentration"})
@@ -215,27 +193,21 @@ def exact_posterior(
     class_concentration: float | None = None,
     smoothing_as: str = "mode",
 ) -> ExactPosterior:
-    r"""Exact posterior of a conjugate story on fully labeled data (docs/reference/posterior.md):
-    its modes are the smoothed closed-form fit.
+    r"""Exact posterior of a conjugate story on fully labeled data (docs/reference/posterior.md).
 
     Args:
         story: a Bernoulli, categorical, multinomial or Poisson story, or a mixed story of them.
-        X: features (n, D) (dense, or a BCOO matrix).
-        y: class codes (n,) in 0..K-1; every row labeled.
+        X: features (n, D) (dense, or a BCOO matrix); y: class codes (n,), every row labeled.
         num_classes: K (default: inferred from ``y``).
-        class_concentration: Dirichlet concentration of the class prior's prior (default: the
-            story's ``class_concentration``).
-        smoothing_as: ``"mode"`` — the story's prior (what NUTS samples), the smoothed fit is the
-            posterior mode; ``"mean"`` — prior concentrations α (and ``a - 1`` for the class
-            prior), the smoothed fit is the posterior mean.
+        class_concentration: the class prior's Dirichlet concentration (default: the story's).
+        smoothing_as: ``"mode"`` (the story's prior) or ``"mean"``.
 
     Returns:
         An :class:`ExactPosterior`; ``.sample(key, n)`` draws.
 
     Raises:
-        ValueError: unlabeled rows (no conjugate posterior: use ``method="nuts"``), a story
-            without conjugate prior (Gaussian), or a prior with a zero concentration where the
-            data add nothing (``smoothing_as="mean"`` with α = 0).
+        ValueError: unlabeled rows, a story without a conjugate prior, or a zero concentration
+            where the data add nothing.
     """
     if smoothing_as not in SMOOTHING_READINGS:
         raise ValueError(f"smoothing_as must be 'mode' or 'mean', got {smoothing_as!r}.")
@@ -290,12 +262,7 @@ def posterior_from_statistics(
 
 def log_evidence(story: Story, X, y, *, num_classes: int | None = None) -> float:
     r"""Exact log marginal likelihood ``log p(X, y)`` of labeled rows under the story's prior
-    (the Dirichlet on the class prior included), by Bayes' rule at the posterior mean (Chib 1995,
-    docs/reference/posterior.md), for a story with an exact posterior.
-
-    Raises:
-        ValueError: as :func:`exact_posterior`.
-    """
+    (docs/reference/posterior.md); ValueError as :func:`exact_posterior`."""
     from numpyro.infer.util import log_density
 
     X, codes, exact = _labeled_posterior(story, X, y, num_classes)
