@@ -83,17 +83,16 @@ class MixtureFit:
 
 # -- EM ------------------------------------------------------------------------------------------
 def _e_step(story, fit: MixtureFit, X, codes, row_weight, observed, patterns=None):
-    """Responsibilities (n, J): the row's class (its label, or its posterior when ``codes ==
-    -1``) shared among the class's cells; and the partly labeled log-likelihood."""
-    joint, own = story._within(vars(fit), X, observed, patterns)
-    labeled = np.flatnonzero(codes >= 0)
+    """Responsibilities (n, J) over the cells of the row's class (labeled rows) or all cells
+    (``codes == -1``), and the partly labeled log-likelihood."""
+    cell_class = fit.cell_class
     with np.errstate(divide="ignore", invalid="ignore"):
-        classes = own + np.log(fit.class_prior)
-        row_log = np.logaddexp.reduce(classes, axis=1)
-        row_log[labeled] = classes[labeled, codes[labeled]]
-        posterior = np.exp(classes - row_log[:, None])
-        posterior[labeled] = np.eye(len(fit.class_prior))[codes[labeled]]
-        R = posterior[:, fit.cell_class] * np.exp(joint - own[:, fit.cell_class])
+        joint = story._cell_joint(vars(fit), X, observed, patterns)
+        joint += np.log(fit.class_prior)[cell_class]
+        other = (codes[:, None] >= 0) & (cell_class[None, :] != codes[:, None])
+        masked = np.where(other, -np.inf, joint)
+        row_log = np.logaddexp.reduce(masked, axis=1)
+        R = np.exp(masked - row_log[:, None])
     R[row_weight == 0] = 0.0
     return R, float(np.sum(row_weight * np.where(row_weight > 0, row_log, 0.0)))
 

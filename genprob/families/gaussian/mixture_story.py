@@ -240,17 +240,20 @@ class GaussianMixtureStory(Story):
         components = full_gaussian(params["means"][index], params["covariances"][index], None)
         return dist.MixtureSameFamily(dist.Categorical(logits=logits), components)
 
-    def _within(self, params, X, observed=None, patterns=None):
-        """``log tau_j f_j(x)`` (n, J) of NumPy rows and each class's log-sum-exp of them (n, K);
-        ``observed`` (n, D): the density of the observed coordinates."""
-        cell_class = np.asarray(self.cell_class)
+    def _cell_joint(self, params, X, observed=None, patterns=None):
+        """``log tau_j f_j(x)`` (n, J) of NumPy rows; ``observed`` (n, D): of the observed ones."""
         means, covariances = params["means"], params["covariances"]
+        cell_class = np.asarray(self.cell_class)
         log_f = cell_log_density(X, means, covariances, cell_class, observed, patterns)
+        with np.errstate(divide="ignore"):
+            return log_f + np.log(params["weights"])
+
+    def _within(self, params, X, observed=None):
+        """:meth:`_cell_joint` and each class's log-sum-exp of it (n, K)."""
+        joint = self._cell_joint(params, X, observed)
         index, present = self._padding()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            joint = log_f + np.log(params["weights"])
-            # NumPy's reduce: SciPy's logsumexp is several times slower over a few columns
-            return joint, np.logaddexp.reduce(np.where(present, joint[:, index], -np.inf), -1)
+        # NumPy's reduce: SciPy's logsumexp is several times slower over a few columns
+        return joint, np.logaddexp.reduce(np.where(present, joint[:, index], -np.inf), -1)
 
     def log_density(self, params, X, observed=None):
         """``log p(x | k)`` (n, K); of NumPy rows, given ``observed`` (n, D), that of the
