@@ -284,3 +284,15 @@ def test_exact_gaussian_posterior_needs_the_conjugate_prior():
     estimator = genprob.GaussianNB().fit(X, y)
     with pytest.raises(ValueError, match="priors='conjugate' chooses its conjugate prior"):
         estimator.posterior(X, y, method="exact")
+
+
+def test_predictive_rule_takes_near_singular_scales():
+    """QDA's predictive rule with 10 rows a class in 30 dimensions (the how-to page's figure):
+    the Student-t scales are near singular yet positive definite; the rule scores every row."""
+    X, y = genprob.datasets.load_breast_cancer()
+    rng = np.random.default_rng(0)
+    train = np.concatenate([rng.choice(np.flatnonzero(y == k), 10, replace=False) for k in (0, 1)])
+    model = genprob.QuadraticDiscriminantAnalysis(tol=1e-12, reg_param=0.5).fit(X[train], y[train])
+    proba = model.predict_proba(X, method="predictive")
+    assert np.all(np.isfinite(proba))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)

@@ -147,12 +147,20 @@ class NormalInverseWishart:
         factor = (self.rows + 1.0) / (self.rows * df)
         out = np.empty((X.shape[0], K))
         for k, psi in enumerate(self._group(self.scale)):
-            if self._full:
-                t = scipy.stats.multivariate_t(self.loc[k], psi * factor[k], df=df[k])
-                out[:, k] = t.logpdf(X)
+            deviation = X - self.loc[k]
+            if self._full:  # by Cholesky: SciPy's multivariate_t refuses near-singular scales
+                chol = np.linalg.cholesky(psi * factor[k])
+                z = scipy.linalg.solve_triangular(chol, deviation.T, lower=True)
+                out[:, k] = (
+                    scipy.special.gammaln(0.5 * (df[k] + D))
+                    - scipy.special.gammaln(0.5 * df[k])
+                    - 0.5 * D * np.log(df[k] * np.pi)
+                    - np.log(np.diagonal(chol)).sum()
+                    - 0.5 * (df[k] + D) * np.log1p((z * z).sum(axis=0) / df[k])
+                )
             else:
                 scale = np.sqrt(psi * factor[k])
-                out[:, k] = scipy.stats.t.logpdf(X - self.loc[k], df[k], scale=scale).sum(axis=1)
+                out[:, k] = scipy.stats.t.logpdf(deviation, df[k], scale=scale).sum(axis=1)
         return out
 
 
