@@ -6,6 +6,7 @@ when a fit degenerates: docs/reference/em.md.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -305,46 +306,64 @@ def _em_runs(
     return params, trace, n_iter, converged, finite, value, responsibilities, class_mass, drop
 
 
-def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
-    """:func:`_em_runs` of one start on NumPy rows, eagerly, through ``run_em_loop`` (NumPy rows
-    of a closed form import neither JAX nor NumPyro)."""
-    labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
+def run_statistics_em(maximize, e_pass, params, *, statistics=None, penalty=None, **rule):
+    """``run_em_loop`` over states ``(parameters, statistics they maximize)``: every host EM.
 
-    def m_step(expectation):  # the parameters and the statistics they maximize
-        return core.maximize(story, expectation[0], class_prior, fit_prior), expectation[0]
+    ``e_pass(params) -> (fit, extra)``; ``statistics(extra)``: the next M-step's (default
+    ``extra``); ``maximize(stats) -> state``; ``penalty(params, stats)`` (None: exact M-steps,
+    no step judged); ``rule``: :func:`run_em_loop`'s. The loop's expectation is ``(stats, extra)``,
+    stats None after a non-finite objective.
+    """
+    statistics = statistics or (lambda extra: extra)
 
     def e_step(state):
         params, used = state
+        fit, extra = e_pass(params)
+        if penalty is None:
+            return fit, (statistics(extra), extra), -math.inf
+        if not all(np.all(np.isfinite(a)) for a in tree_leaves(params)):
+            return math.nan, (None, extra)
+        value = fit + penalty(params, used)
+        if not math.isfinite(value):
+            return value, (None, extra)
+        stats = statistics(extra)
+        # the floor: the penalty at these statistics (a prior scaled by the soft counts moves)
+        return value, (stats, extra), fit + penalty(params, stats)
+
+    return run_em_loop(lambda expectation: maximize(expectation[0]), e_step, params=params, **rule)
+
+
+def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
+    """:func:`_em_runs` of one start on NumPy rows, eagerly (no JAX import for a closed form)."""
+    labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
+
+    def maximize(stats):
+        return core.maximize(story, stats, class_prior, fit_prior), stats
+
+    def e_pass(params):
         joint = np.asarray(execution.joint_log_prob(story, params, X, eager=True))
         with np.errstate(invalid="ignore"):
             rows = execution.rows_log_likelihood(joint, codes)
             fit = float(np.sum(np.where(row_weights > 0, row_weights * rows, 0.0)))
-        posterior = softmax(joint, axis=1)
-        value = fit + float(story.log_penalty(params, used["emission"]))
-        if not all(np.all(np.isfinite(a)) for a in tree_leaves(params)):
-            value = np.nan
-        if not np.isfinite(value):
-            return value, (None, posterior)
-        R = (labeled_R + unlabeled_weights[:, None] * posterior).astype(X.dtype, copy=False)
-        stats = core.sufficient_statistics(story, X, R)
-        # the floor: the penalty at these statistics (a prior scaled by the soft counts moves)
-        return value, (stats, posterior), fit + float(story.log_penalty(params, stats["emission"]))
+        return fit, softmax(joint, axis=1)
+
+    def statistics(posterior):
+        R = labeled_R + unlabeled_weights[:, None] * posterior
+        return core.sufficient_statistics(story, X, R.astype(X.dtype, copy=False))
 
     start = core.sufficient_statistics(story, X, R0.astype(X.dtype, copy=False))
-    loop = run_em_loop(
-        m_step, e_step, params=m_step((start,)), max_iter=max_iter, tol=tol,
-        eps=float(np.finfo(X.dtype).eps),
+    loop = run_statistics_em(
+        maximize, e_pass, maximize(start), statistics=statistics,
+        penalty=lambda params, stats: float(story.log_penalty(params, stats["emission"])),
+        max_iter=max_iter, tol=tol, eps=float(np.finfo(X.dtype).eps),
         scale=max(float(row_weights.sum()), float(np.finfo(X.dtype).tiny)),
     )  # fmt: skip
-    trace = np.full(_trace_capacity(max_iter), np.nan, X.dtype)
-    trace[: len(loop.trace)] = loop.trace
-    value = loop.value if loop.finite or loop.n_iter > 1 else -np.inf
     responsibilities = np.where(labeled[:, None], one_hot, loop.expectation[1])
     # the mass of the statistics the last step maximized (a failed one: the class that vanished)
     mass = (loop.expectation[0] or loop.params[1])["class_counts"]
-    outputs = (loop.params[0], trace, loop.n_iter, loop.converged, loop.finite, value,
-               responsibilities, mass, loop.drop)  # fmt: skip
-    return tree_map(lambda a: np.asarray(a, X.dtype if isinstance(a, float) else None), outputs)
+    trace, value, drop = (np.asarray(a, X.dtype) for a in (loop.trace, loop.value, loop.drop))
+    return (loop.params[0], trace, loop.n_iter, loop.converged, loop.finite, value,
+            responsibilities, mass, drop)  # fmt: skip
 
 
 def fit_em(
@@ -493,12 +512,11 @@ def fit_em(
             for R0 in initial_R
         ]
         put = jax.device_put
-    runs = tree_map(lambda *a: np.stack([np.asarray(b) for b in a]), *runs)
-    params, traces, n_iters, converged, finite, values, responsibilities, class_mass, drops = runs
-    finite = np.asarray(finite)
-    values = np.where(finite, np.asarray(values), np.nan)
-    if not finite.any():
-        class_mass = np.asarray(class_mass)[0]
+    # to the host, sliced, then device_put: a device slice compiles a program per shape
+    runs = [tree_map(np.asarray, run) for run in runs]
+    values = np.array([run[5] if run[4] else np.nan for run in runs], X.dtype)
+    if np.isnan(values).all():
+        class_mass = runs[0][7]
         lightest = int(np.argmin(class_mass))
         raise ValueError(
             f"EM degenerated in every initialization: the objective or the parameters became "
@@ -509,17 +527,15 @@ def fit_em(
             f"for discrete features), label more rows, or lower unlabeled_weight."
         )
     best = int(np.nanargmax(values))
-    n_iter = int(np.asarray(n_iters)[best])
-    drop = float(np.asarray(drops)[best])
+    params, trace, n_iter, converged, _, _, responsibilities, _, drop = runs[best]
     if drop > 0:
-        warn_decrease(n_iter + 1, drop, float(values[best]))
-    # sliced on the host, then device_put: a device slice compiles a program per shape
+        warn_decrease(int(n_iter) + 1, float(drop), float(values[best]))
     return EMResult(
-        params=tree_map(lambda a: put(np.asarray(a)[best]), params),
-        log_likelihood=put(np.asarray(traces)[best, :n_iter]),
-        n_iter=n_iter,
-        converged=bool(np.asarray(converged)[best]) or unlabeled_mass <= 0,
-        responsibilities=put(np.asarray(responsibilities)[best, :num_rows]),
+        params=tree_map(put, params),
+        log_likelihood=put(trace[:n_iter]),
+        n_iter=int(n_iter),
+        converged=bool(converged) or unlabeled_mass <= 0,
+        responsibilities=put(responsibilities[:num_rows]),
         init_log_likelihoods=put(values),
     )
 

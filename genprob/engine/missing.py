@@ -14,7 +14,7 @@ from genprob.core import class_prior_from_counts, joint_log_prob
 from genprob.engine._arrays import plain
 from genprob.engine._limits import check_statistics_size, check_traced_size
 from genprob.engine.capabilities import capability
-from genprob.engine.em_driver import run_em_loop
+from genprob.engine.em import run_statistics_em
 from genprob.engine.masking import Marginalized, fill_missing, has_missing, marginalized
 from genprob.story import CLASS_PRIOR, Story
 
@@ -122,15 +122,15 @@ def fit_observed(
     needs_em = capability(story, "missing_needs_em")
     iterate = needs_em or not labeled.all()
 
-    def m_step(expectation):  # the missing cells' expected statistics at the E-step's params
-        R, _, params = expectation
+    def maximize(expectation):  # the missing cells' expected statistics at the E-step's params
+        R, params = expectation
         return _m_step(story, filled, observed, R, params, class_prior, scale)
 
-    def e_step(state):  # an exact M-step: its drops are rounding, no step is judged
-        R, value, posterior = _e_step(story, X, labels_R, labeled_j, row_weights_j, state[0])
-        return float(value), (R, posterior, state[0]), -np.inf
+    def e_pass(params):  # an exact M-step: its drops are rounding, no step is judged
+        R, value, posterior = _e_step(story, X, labels_R, labeled_j, row_weights_j, params)
+        return float(value), (R, params, posterior)
 
-    start = m_step((R, None, None))
+    start = maximize((R, None))
     if iterate and needs_em:  # a D x D matrix per row and class: measure first
         check_traced_size(
             _m_step, story, filled, observed, R, start[0], class_prior, scale,
@@ -138,11 +138,12 @@ def fit_observed(
             advice="Fit fewer rows or features, or a diagonal story (GaussianNB), whose "
             "missing entries need no per-row matrices.",
         )  # fmt: skip
-    loop = run_em_loop(
-        m_step, e_step, params=start, max_iter=max_iter if iterate else 1, tol=tol,
-        eps=float(jnp.finfo(dtype).eps), scale=float(row_weights.sum()),
+    loop = run_statistics_em(
+        maximize, e_pass, start, statistics=lambda extra: extra[:2],
+        max_iter=max_iter if iterate else 1, tol=tol, eps=float(jnp.finfo(dtype).eps),
+        scale=float(row_weights.sum()),
     )  # fmt: skip
-    (params, stats), (_, posterior, _) = loop.params, loop.expectation
+    (params, stats), posterior = loop.params, loop.expectation[1][2]
     return MissingFitResult(
         params=params,
         stats=stats,

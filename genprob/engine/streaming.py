@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import copy
-import math
 import os
 import sys
 import time
@@ -21,7 +20,8 @@ from genprob.engine._dtype import numpy_dtype, precision
 from genprob.engine._labels import check_unlabeled_label, check_unlabeled_label_type, unlabeled_mask
 from genprob.engine._validation import check_sample_weight, validate_params
 from genprob.engine.capabilities import chunk_refusal
-from genprob.engine.em_driver import run_em_loop, warn_decrease, warn_max_iter
+from genprob.engine.em import run_statistics_em
+from genprob.engine.em_driver import warn_decrease, warn_max_iter
 from genprob.story import Story
 
 jax = LazyModule("jax")
@@ -492,29 +492,20 @@ def run_em(estimator, one_pass, num_unlabeled: int):
     first = one_pass()  # the start's pass; its soft counts, the rows' weight, scale the rule
     passes, dtype = [first], first.dtype
 
-    def penalty_of(params, stats):
-        with precision(dtype):
-            return float(
-                story.log_penalty(
-                    {k: jnp.asarray(v) for k, v in params.items()},
-                    jax.tree_util.tree_map(jnp.asarray, stats["emission"]),
-                )
-            )
-
-    def e_step(state):  # one pass at θ_t: F(θ_t) and the statistics of the next M-step
-        params, used = state  # the parameters and the statistics they maximized
-        estimator.params_ = params  # the pass (on workers too) scores with these
+    def e_pass(params):  # one pass at θ_t (on workers too): F(θ_t) and the next statistics
+        estimator.params_ = params
         part = passes.pop() if passes else one_pass()
-        if not all(np.all(np.isfinite(v)) for v in params.values()):
-            return math.nan, part.stats
-        # the floor: EM's ascent with the penalty at the statistics of this pass (as fit_em)
-        value, floor = (part.log_likelihood + penalty_of(params, s) for s in (used, part.stats))
-        return value, part.stats, floor
+        return part.log_likelihood, part.stats
 
-    loop = run_em_loop(
-        lambda stats: (estimator.parameters_from_statistics(stats), stats), e_step,
-        params=(estimator.params_, estimator.stats_), max_iter=1 if nothing_to_impute else max_iter,
-        tol=tol, eps=float(np.finfo(dtype).eps),
+    def penalty(params, stats):
+        with precision(dtype):
+            as_jax = partial(jax.tree_util.tree_map, jnp.asarray)
+            return float(story.log_penalty(as_jax(params), as_jax(stats["emission"])))
+
+    loop = run_statistics_em(
+        lambda stats: (estimator.parameters_from_statistics(stats), stats), e_pass,
+        (estimator.params_, estimator.stats_), penalty=penalty,
+        max_iter=1 if nothing_to_impute else max_iter, tol=tol, eps=float(np.finfo(dtype).eps),
         scale=max(float(np.sum(first.stats["class_counts"])), np.finfo(float).tiny),
     )  # fmt: skip
     if not loop.finite and loop.n_iter == 1:
@@ -523,7 +514,7 @@ def run_em(estimator, one_pass, num_unlabeled: int):
             "finite): regularize the story or label more rows."
         )
     converged = loop.converged or nothing_to_impute
-    estimator.fit_statistics(loop.expectation, params=loop.params[0])
+    estimator.fit_statistics(loop.expectation[0], params=loop.params[0])
     estimator.n_iter_ = loop.n_iter
     estimator.converged_ = bool(converged)
     estimator.log_likelihood_trace_ = np.asarray(loop.trace, dtype=numpy_dtype(dtype))
