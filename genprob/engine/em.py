@@ -137,8 +137,7 @@ def _latent_sites(story: Story, num_classes: int, num_features: int) -> dict:
 
 
 def params_from_latent(story: Story, latent: dict, num_classes: int, num_features: int) -> dict:
-    """Emission parameters from values of the prior's latent sites (the prior run substituted),
-    also for priors that return transformed quantities."""
+    """Emission parameters from values of the prior's latent sites (the prior run substituted)."""
     with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.substitute(data=latent):
         return dict(story.prior(num_classes, num_features))
 
@@ -193,8 +192,7 @@ def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) ->
 
 # -- the EM loop ----------------------------------------------------------------------------------
 def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps, previous=None):
-    """One M-step from weighted responsibilities ``R``: (params, latent, penalty, and that of
-    the ``previous`` parameters at these statistics)."""
+    """One M-step from ``R``: (params, latent, penalty, the ``previous`` params' penalty)."""
     if has_closed_form(story):
         stats = core.sufficient_statistics(story, X, R)
         params = core.maximize(story, stats, class_prior, fit_prior)
@@ -234,8 +232,7 @@ def _em_runs(
     capacity,
     fit_prior,
 ):
-    """EM from the weighted responsibilities ``R0`` (n, K) in one compiled program (a traced
-    while_loop cannot call ``run_em_loop``'s callables; each step is judged by ``em_step``)."""
+    """EM from responsibilities ``R0`` (n, K) compiled: a while_loop judged by ``em_step``."""
     labeled = codes >= 0
     one_hot, labeled_R, unlabeled_weights = fixed
     total_weight = jnp.maximum(jnp.sum(row_weights), jnp.finfo(X.dtype).tiny)
@@ -307,13 +304,8 @@ def _em_runs(
 
 
 def run_statistics_em(maximize, e_pass, params, *, statistics=None, penalty=None, **rule):
-    """``run_em_loop`` over states ``(parameters, statistics they maximize)``: every host EM.
-
-    ``e_pass(params) -> (fit, extra)``; ``statistics(extra)``: the next M-step's (default
-    ``extra``); ``maximize(stats) -> state``; ``penalty(params, stats)`` (None: exact M-steps,
-    no step judged); ``rule``: :func:`run_em_loop`'s. The loop's expectation is ``(stats, extra)``,
-    stats None after a non-finite objective.
-    """
+    """Every host EM: ``run_em_loop`` over ``(params, the statistics they maximize)`` from
+    ``e_pass(params) -> (fit, extra)``, ``statistics(extra)`` and ``penalty`` (None: no judging)."""
     statistics = statistics or (lambda extra: extra)
 
     def e_step(state):
@@ -411,8 +403,7 @@ def fit_em(
             None when every label is a class (every row labeled).
 
     Returns:
-        :class:`EMResult`: NumPy arrays when NumPy rows of an ``array_api`` closed form ran on
-        the host, JAX arrays from the one compiled program otherwise.
+        :class:`EMResult`: NumPy arrays from NumPy rows of an ``array_api`` closed form, else JAX.
 
     Raises:
         ValueError: bad labels, λ outside [0, 1], bad controls, a class with no mass to learn it

@@ -14,7 +14,7 @@ from genprob.core import class_prior_from_counts, joint_log_prob
 from genprob.engine._arrays import plain
 from genprob.engine._limits import check_statistics_size, check_traced_size
 from genprob.engine.capabilities import capability
-from genprob.engine.em import run_statistics_em
+from genprob.engine.em import _labeled_responsibilities, _row_weights, run_statistics_em
 from genprob.engine.masking import Marginalized, fill_missing, has_missing, marginalized
 from genprob.story import CLASS_PRIOR, Story
 
@@ -96,13 +96,9 @@ def fit_observed(
     filled, observed = fill_missing(X)
     codes = np.asarray(codes)
     labeled = codes >= 0
-    weights = np.ones(codes.shape[0]) if sample_weight is None else np.asarray(sample_weight)
-    row_weights = np.where(labeled, weights, unlabeled_weight * weights)
-    labels_R = np.zeros((codes.shape[0], num_classes))
-    labels_R[labeled, codes[labeled]] = 1.0
-    _check_observed(
-        np.asarray(observed), labels_R * weights[:, None], labeled, feature_names, class_names
-    )
+    row_weights = _row_weights(codes, unlabeled_weight, sample_weight, xp=np)
+    one_hot, labeled_R, _ = _labeled_responsibilities(codes, row_weights, num_classes, float)
+    _check_observed(np.asarray(observed), labeled_R, labeled, feature_names, class_names)
     if class_prior is None:
         class_prior = np.full(num_classes, 1.0 / num_classes)
         scale = 1.0 if fit_prior else 0.0
@@ -110,12 +106,12 @@ def fit_observed(
         scale = 0.0
     class_prior = jnp.asarray(class_prior, dtype)
     scale = jnp.asarray(scale, dtype)
-    labels_R = jnp.asarray(labels_R, dtype)
+    labels_R = jnp.asarray(one_hot, dtype)
     labeled_j = jnp.asarray(labeled)
     row_weights_j = jnp.asarray(row_weights, dtype)
     # start from the labeled rows (every class has one) or from uniform responsibilities
-    if labeled.any() and bool(np.all(labels_R.sum(axis=0) > 0)):
-        R = labels_R * row_weights_j[:, None]
+    if np.unique(codes[labeled]).size == num_classes:
+        R = jnp.asarray(labeled_R, dtype)
     else:
         uniform = jnp.full_like(labels_R, 1.0 / num_classes)
         R = jnp.where(labeled_j[:, None], labels_R, uniform) * row_weights_j[:, None]

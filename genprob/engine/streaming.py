@@ -211,9 +211,8 @@ class ParquetSource:
             yield self._labels_of(batch.column(self.target))
 
 
-def parquet(path, target: str, features=None, weight=None, batch_size: int = 262_144):
-    """A Parquet source for ``fit`` (see :class:`ParquetSource`)."""
-    return ParquetSource(path, target, features=features, weight=weight, batch_size=batch_size)
+#: A Parquet source for ``fit``.
+parquet = ParquetSource
 
 
 def _is_parquet_path(X) -> bool:
@@ -343,17 +342,6 @@ def combine(a: ChunkStatistics | None, b: ChunkStatistics | None) -> ChunkStatis
     )
 
 
-def _fold(source, estimator, progress=None):
-    """Sequential map-reduce of E-step statistics over a chunk source."""
-    total = None
-    for X, y, w in source.chunks():
-        part = estimator.chunk_statistics(X, y, w, e_step=True)
-        total = part if total is None else combine(total, part)
-        if progress is not None:
-            progress.update(part.rows)
-    return total
-
-
 # -- the fit ---------------------------------------------------------------------------------------
 _RESET = (
     "n_iter_",
@@ -387,11 +375,6 @@ def fit_or_keep(estimator, fit: Callable):
     return estimator
 
 
-def unlabeled_marker(estimator):
-    """The estimator's ``unlabeled_label``, checked (None: every label is a class)."""
-    return check_unlabeled_label(estimator.unlabeled_label)
-
-
 def collect_classes(labels: Iterable, unlabeled_label=-1) -> np.ndarray:
     """Sorted distinct labels, the unlabeled marker excluded, from an iterable of label arrays."""
     seen = None
@@ -412,7 +395,7 @@ def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
     """Pass 1: the story and the labeled statistics by ``partial_fit`` (unlabeled rows with
     weight 0: the story sees them). Returns ``(rows, unlabeled rows)``."""
     rows = unlabeled_rows = 0
-    marker = unlabeled_marker(estimator)
+    marker = check_unlabeled_label(estimator.unlabeled_label)
     with warnings.catch_warnings():
         # early chunks may miss a class; the final statistics are checked below
         warnings.filterwarnings("ignore", message="partial_fit kept the chunk")
@@ -545,7 +528,7 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
         return estimator.fit(X, y, sample_weight=sample_weight, classes=classes)
     source = _source(X, y, sample_weight)
     validate_params(estimator)
-    marker = unlabeled_marker(estimator)
+    marker = check_unlabeled_label(estimator.unlabeled_label)
     if isinstance(source, ParquetSource):
         source.unlabeled_label = marker
     if classes is None:
@@ -569,10 +552,16 @@ def _fit_source(source, classes, progress, estimator):
         return
     passes = [0]  # EM's passes (a one-shot iterator refuses the first, saying why)
 
-    def one_pass():
+    def one_pass():  # E-step statistics added chunk by chunk
         passes[0] += 1
         if progress is not None:
             progress.new_pass(f"fit: EM pass {passes[0]}")
-        return _fold(source, estimator, progress)
+        total = None
+        for X, y, w in source.chunks():
+            part = estimator.chunk_statistics(X, y, w, e_step=True)
+            total = part if total is None else combine(total, part)
+            if progress is not None:
+                progress.update(part.rows)
+        return total
 
     run_em(estimator, one_pass, unlabeled_rows)
