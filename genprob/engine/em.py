@@ -206,11 +206,6 @@ def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps, previous=Non
     return params, latent, 0.0, 0.0
 
 
-def _all_finite(tree):
-    leaves = jax.tree_util.tree_leaves(tree)
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
-
-
 def _trace_capacity(max_iter: int) -> int:
     """Length of the preallocated trace: a power of two, so nearby ``max_iter`` share code."""
     return max(128, 1 << (int(max_iter) - 1).bit_length())
@@ -274,7 +269,8 @@ def _em_runs(
             story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS, previous=params
         )
         new_value = _objective(story, new_params, X, codes, row_weights, penalty)
-        new_value = jnp.where(_all_finite(new_params), new_value, jnp.nan)
+        finite_params = jnp.stack([jnp.isfinite(a).all() for a in tree_leaves(new_params)])
+        new_value = jnp.where(finite_params.all(), new_value, jnp.nan)
         # the floor: the last objective with the penalty at this step's statistics
         floor = value - old_penalty + penalty_before
         finite, decreased, converged = em_step(
@@ -456,25 +452,14 @@ def fit_em(
     if isinstance(init, dict) and not has_closed_form(story):
         latent = {**latent, **{k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}}
     fixed = _labeled_responsibilities(codes, row_weights, num_classes, X.dtype)
-    _, labeled_R, unlabeled_weights = fixed
 
     if unlabeled_mass <= 0:
         # Nothing to impute: EM is the supervised closed form (or gradient fit), in one step.
         n_init, max_iter = 1, 1
-        initial_R = labeled_R[None]
+        initial_R = fixed[1][None]
     else:
         initial_R = _initial_responsibilities(
-            story,
-            X,
-            init,
-            n_init,
-            seed,
-            labeled_R,
-            unlabeled_weights,
-            labeled_mass,
-            num_classes,
-            num_rows,
-            classes,
+            story, X, init, n_init, seed, fixed, labeled_mass, num_rows, classes
         )
     # one start per call: a vmapped while loop compiles longer and runs until the slowest stops
     if host:
@@ -538,11 +523,10 @@ def _named(codes, classes, plural=True):
     return f"class{'es' * plural} {describe(np.asarray(classes)[np.asarray(codes)])}"
 
 
-def _initial_responsibilities(
-    story, X, init, n_init, seed, labeled_R, unlabeled_weights, labeled_mass, num_classes, num_rows,
-    classes,
-):  # fmt: skip
+def _initial_responsibilities(story, X, init, n_init, seed, fixed, labeled_mass, num_rows, classes):
     """Initial weighted responsibilities (n_init, n, K); random draws for the real rows only."""
+    _, labeled_R, unlabeled_weights = fixed
+    num_classes = labeled_R.shape[1]
     every_class_labeled = bool(np.all(labeled_mass > 0))
     if isinstance(init, dict):
         params = {k: np.asarray(v, X.dtype) for k, v in init.items()}

@@ -99,13 +99,9 @@ def fit_observed(
     row_weights = _row_weights(codes, unlabeled_weight, sample_weight, xp=np)
     one_hot, labeled_R, _ = _labeled_responsibilities(codes, row_weights, num_classes, float)
     _check_observed(np.asarray(observed), labeled_R, labeled, feature_names, class_names)
-    if class_prior is None:
-        class_prior = np.full(num_classes, 1.0 / num_classes)
-        scale = 1.0 if fit_prior else 0.0
-    else:
-        scale = 0.0
-    class_prior = jnp.asarray(class_prior, dtype)
-    scale = jnp.asarray(scale, dtype)
+    scale = jnp.asarray(float(class_prior is None and fit_prior), dtype)  # 1: estimate the prior
+    even = np.full(num_classes, 1.0 / num_classes)
+    class_prior = jnp.asarray(even if class_prior is None else class_prior, dtype)
     labels_R = jnp.asarray(one_hot, dtype)
     labeled_j = jnp.asarray(labeled)
     row_weights_j = jnp.asarray(row_weights, dtype)

@@ -95,14 +95,13 @@ class Chunks:
             yield y
 
 
-class _OneShot:
+class _OneShot(Chunks):
     """A one-shot iterator of chunks (read once)."""
 
     reiterable = False
 
     def __init__(self, iterator):
-        self._iterator = iterator
-        self._used = False
+        self._chunks, self._used = iterator, False
 
     def chunks(self):
         if self._used:
@@ -113,8 +112,7 @@ class _OneShot:
                 "Parquet."
             )
         self._used = True
-        for item in self._iterator:
-            yield _as_chunk(item)
+        yield from super().chunks()
 
 
 class ParquetSource:
@@ -229,13 +227,13 @@ def is_dask_collection(X) -> bool:
 
 def is_out_of_core(X) -> bool:
     """Whether ``fit`` should take the streaming/distributed path for ``X``."""
-    if isinstance(X, (Chunks, ParquetSource, _OneShot)) or is_dask_collection(X):
+    if isinstance(X, (Chunks, ParquetSource)) or is_dask_collection(X):
         return True
     return _is_parquet_path(X) or isinstance(X, Iterator)
 
 
 def _source(X, y, sample_weight):
-    if isinstance(X, (Chunks, ParquetSource, _OneShot)):
+    if isinstance(X, (Chunks, ParquetSource)):
         source = X
     elif _is_parquet_path(X):
         raise ValueError(
@@ -452,26 +450,20 @@ def finish_labeled(estimator, unlabeled_rows: int, total: ChunkStatistics | None
 def run_em(estimator, one_pass, num_unlabeled: int):
     """EM from the labeled fit through ``run_em_loop``; ``one_pass()``: the
     :class:`ChunkStatistics` of an E-step over all the data at ``estimator.params_``."""
-    unlabeled_weight, max_iter, tol = (
-        estimator.unlabeled_weight,
-        estimator.max_iter,
-        estimator.em_tol,
-    )
+    max_iter, tol = estimator.max_iter, estimator.em_tol
     if estimator.n_init != 1:
         raise ValueError(
             f"a streaming or distributed EM fit starts from the labeled fit only; n_init must "
             f"be 1, got {estimator.n_init}."
         )
-    story = estimator.story_
-    counts = np.asarray(estimator.stats_["class_counts"])
-    absent = estimator.classes_[counts <= 0]
-    if absent.size and num_unlabeled and unlabeled_weight > 0:
+    absent = estimator.classes_[np.asarray(estimator.stats_["class_counts"]) <= 0]
+    if absent.size and num_unlabeled and estimator.unlabeled_weight > 0:
         raise ValueError(
             f"classes {absent.tolist()} have no labeled row: a streaming EM fit starts from the "
             f"labeled fit, which needs a labeled row of every class."
         )
     # nothing to impute (λ = 0): the labeled fit is the answer, as in memory
-    nothing_to_impute = unlabeled_weight == 0
+    nothing_to_impute = estimator.unlabeled_weight == 0
     first = one_pass()  # the start's pass; its soft counts, the rows' weight, scale the rule
     passes, dtype = [first], first.dtype
 
@@ -483,7 +475,7 @@ def run_em(estimator, one_pass, num_unlabeled: int):
     def penalty(params, stats):
         with precision(dtype):
             as_jax = partial(jax.tree_util.tree_map, jnp.asarray)
-            return float(story.log_penalty(as_jax(params), as_jax(stats["emission"])))
+            return float(estimator.story_.log_penalty(as_jax(params), as_jax(stats["emission"])))
 
     loop = run_statistics_em(
         lambda stats: (estimator.parameters_from_statistics(stats), stats), e_pass,
