@@ -175,12 +175,10 @@ def _fit_parts(dask, parts, expected, classes, estimator):
         rows, unlabeled_rows = streaming.labeled_pass(
             estimator, (dask.compute(xd, yd, wd) for xd, yd, wd in parts), classes
         )
-        _check_rows(rows, expected, "labeled pass")
-        streaming.finish_labeled(estimator, unlabeled_rows)
     else:
         rows, unlabeled_rows = total.rows, total.unlabeled_rows
-        _check_rows(rows, expected, "labeled pass")
-        streaming.finish_labeled(estimator, unlabeled_rows, total)
+    _check_rows(rows, expected, "labeled pass")
+    streaming.finish_labeled(estimator, unlabeled_rows, total)
     if unlabeled_rows == 0:
         return
 

@@ -385,8 +385,7 @@ def fit_em(
         num_classes: K.
         unlabeled_weight: λ in [0, 1], the weight of every unlabeled row.
         max_iter: maximum number of M-steps per initialization.
-        tol: stop when ``|F_t - F_{t-1}| <= tol * Σ_i row weight_i`` (the change of the mean
-            per-row objective), or when the change is at the rounding level of F.
+        tol: stop when the mean per-row objective changes by at most ``tol`` (or by rounding).
         n_init: number of initializations; the one with the largest final ``F`` is kept.
         seed: seed of the random initializations.
         init: None (the labeled-only fit first, when every class has a labeled row, then random
