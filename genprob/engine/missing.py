@@ -78,12 +78,8 @@ def fit_observed(
     feature_names=None,
     class_names=None,
 ) -> MissingFitResult:
-    """Maximize the observed-data likelihood of ``X`` (NaN = missing) with labels ``codes``.
-
-    EM over the missing entries and labels (codes -1) together; the λ-weighted observed-data
-    objective never decreases. Without ``missing_needs_em`` and with every row labeled, one
-    M-step gives the maximum. ``tol``: per unit of row weight; ``feature_names`` and
-    ``class_names`` name them in errors.
+    """Maximize the observed-data likelihood of ``X`` (NaN = missing) by EM over missing entries
+    and unlabeled rows (codes -1); ``feature_names`` and ``class_names`` name them in errors.
 
     Raises:
         ValueError: the story cannot leave out missing entries, or a feature has no observed
