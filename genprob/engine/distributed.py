@@ -10,6 +10,7 @@ import numpy as np
 
 from genprob._lazy import jax
 from genprob.engine import streaming
+from genprob.engine._labels import check_unlabeled_label
 from genprob.engine._validation import validate_params
 
 __all__ = ["class_labels", "fit", "predict", "partitions"]
@@ -158,7 +159,7 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
     validate_params(estimator)
     parts, expected = partitions(X, y, sample_weight)
     if classes is None:
-        classes = class_labels(y, streaming.unlabeled_marker(estimator))
+        classes = class_labels(y, check_unlabeled_label(estimator.unlabeled_label))
     classes = np.asarray(classes)
     return streaming.fit_or_keep(estimator, partial(_fit_parts, dask, parts, expected, classes))
 
@@ -174,12 +175,10 @@ def _fit_parts(dask, parts, expected, classes, estimator):
         rows, unlabeled_rows = streaming.labeled_pass(
             estimator, (dask.compute(xd, yd, wd) for xd, yd, wd in parts), classes
         )
-        _check_rows(rows, expected, "labeled pass")
-        streaming.finish_labeled(estimator, unlabeled_rows)
     else:
         rows, unlabeled_rows = total.rows, total.unlabeled_rows
-        _check_rows(rows, expected, "labeled pass")
-        streaming.finish_labeled(estimator, unlabeled_rows, total)
+    _check_rows(rows, expected, "labeled pass")
+    streaming.finish_labeled(estimator, unlabeled_rows, total)
     if unlabeled_rows == 0:
         return
 

@@ -6,6 +6,7 @@ when a fit degenerates: docs/reference/em.md.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -136,8 +137,7 @@ def _latent_sites(story: Story, num_classes: int, num_features: int) -> dict:
 
 
 def params_from_latent(story: Story, latent: dict, num_classes: int, num_features: int) -> dict:
-    """Emission parameters from values of the prior's latent sites (the prior run substituted),
-    also for priors that return transformed quantities."""
+    """Emission parameters from values of the prior's latent sites (the prior run substituted)."""
     with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.substitute(data=latent):
         return dict(story.prior(num_classes, num_features))
 
@@ -192,8 +192,7 @@ def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) ->
 
 # -- the EM loop ----------------------------------------------------------------------------------
 def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps, previous=None):
-    """One M-step from weighted responsibilities ``R``: (params, latent, penalty, and that of
-    the ``previous`` parameters at these statistics)."""
+    """One M-step from ``R``: (params, latent, penalty, the ``previous`` params' penalty)."""
     if has_closed_form(story):
         stats = core.sufficient_statistics(story, X, R)
         params = core.maximize(story, stats, class_prior, fit_prior)
@@ -205,11 +204,6 @@ def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps, previous=Non
     params = params_from_latent(story, latent, num_classes, num_features)
     params[CLASS_PRIOR] = prior
     return params, latent, 0.0, 0.0
-
-
-def _all_finite(tree):
-    leaves = jax.tree_util.tree_leaves(tree)
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in leaves]))
 
 
 def _trace_capacity(max_iter: int) -> int:
@@ -233,8 +227,7 @@ def _em_runs(
     capacity,
     fit_prior,
 ):
-    """EM from the weighted responsibilities ``R0`` (n, K) in one compiled program (a traced
-    while_loop cannot call ``run_em_loop``'s callables; each step is judged by ``em_step``)."""
+    """EM from responsibilities ``R0`` (n, K) compiled: a while_loop judged by ``em_step``."""
     labeled = codes >= 0
     one_hot, labeled_R, unlabeled_weights = fixed
     total_weight = jnp.maximum(jnp.sum(row_weights), jnp.finfo(X.dtype).tiny)
@@ -276,7 +269,8 @@ def _em_runs(
             story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS, previous=params
         )
         new_value = _objective(story, new_params, X, codes, row_weights, penalty)
-        new_value = jnp.where(_all_finite(new_params), new_value, jnp.nan)
+        finite_params = jnp.stack([jnp.isfinite(a).all() for a in tree_leaves(new_params)])
+        new_value = jnp.where(finite_params.all(), new_value, jnp.nan)
         # the floor: the last objective with the penalty at this step's statistics
         floor = value - old_penalty + penalty_before
         finite, decreased, converged = em_step(
@@ -305,46 +299,59 @@ def _em_runs(
     return params, trace, n_iter, converged, finite, value, responsibilities, class_mass, drop
 
 
-def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
-    """:func:`_em_runs` of one start on NumPy rows, eagerly, through ``run_em_loop`` (NumPy rows
-    of a closed form import neither JAX nor NumPyro)."""
-    labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
-
-    def m_step(expectation):  # the parameters and the statistics they maximize
-        return core.maximize(story, expectation[0], class_prior, fit_prior), expectation[0]
+def run_statistics_em(maximize, e_pass, params, *, statistics=None, penalty=None, **rule):
+    """Every host EM: ``run_em_loop`` over ``(params, the statistics they maximize)`` from
+    ``e_pass(params) -> (fit, extra)``, ``statistics(extra)`` and ``penalty`` (None: no judging)."""
+    statistics = statistics or (lambda extra: extra)
 
     def e_step(state):
         params, used = state
+        fit, extra = e_pass(params)
+        if penalty is None:
+            return fit, (statistics(extra), extra), -math.inf
+        if not all(np.all(np.isfinite(a)) for a in tree_leaves(params)):
+            return math.nan, (None, extra)
+        value = fit + penalty(params, used)
+        if not math.isfinite(value):
+            return value, (None, extra)
+        stats = statistics(extra)
+        # the floor: the penalty at these statistics (a prior scaled by the soft counts moves)
+        return value, (stats, extra), fit + penalty(params, stats)
+
+    return run_em_loop(lambda expectation: maximize(expectation[0]), e_step, params=params, **rule)
+
+
+def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
+    """:func:`_em_runs` of one start on NumPy rows, eagerly (no JAX import for a closed form)."""
+    labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
+
+    def maximize(stats):
+        return core.maximize(story, stats, class_prior, fit_prior), stats
+
+    def e_pass(params):
         joint = np.asarray(execution.joint_log_prob(story, params, X, eager=True))
         with np.errstate(invalid="ignore"):
             rows = execution.rows_log_likelihood(joint, codes)
             fit = float(np.sum(np.where(row_weights > 0, row_weights * rows, 0.0)))
-        posterior = softmax(joint, axis=1)
-        value = fit + float(story.log_penalty(params, used["emission"]))
-        if not all(np.all(np.isfinite(a)) for a in tree_leaves(params)):
-            value = np.nan
-        if not np.isfinite(value):
-            return value, (None, posterior)
-        R = (labeled_R + unlabeled_weights[:, None] * posterior).astype(X.dtype, copy=False)
-        stats = core.sufficient_statistics(story, X, R)
-        # the floor: the penalty at these statistics (a prior scaled by the soft counts moves)
-        return value, (stats, posterior), fit + float(story.log_penalty(params, stats["emission"]))
+        return fit, softmax(joint, axis=1)
+
+    def statistics(posterior):
+        R = labeled_R + unlabeled_weights[:, None] * posterior
+        return core.sufficient_statistics(story, X, R.astype(X.dtype, copy=False))
 
     start = core.sufficient_statistics(story, X, R0.astype(X.dtype, copy=False))
-    loop = run_em_loop(
-        m_step, e_step, params=m_step((start,)), max_iter=max_iter, tol=tol,
-        eps=float(np.finfo(X.dtype).eps),
+    loop = run_statistics_em(
+        maximize, e_pass, maximize(start), statistics=statistics,
+        penalty=lambda params, stats: float(story.log_penalty(params, stats["emission"])),
+        max_iter=max_iter, tol=tol, eps=float(np.finfo(X.dtype).eps),
         scale=max(float(row_weights.sum()), float(np.finfo(X.dtype).tiny)),
     )  # fmt: skip
-    trace = np.full(_trace_capacity(max_iter), np.nan, X.dtype)
-    trace[: len(loop.trace)] = loop.trace
-    value = loop.value if loop.finite or loop.n_iter > 1 else -np.inf
     responsibilities = np.where(labeled[:, None], one_hot, loop.expectation[1])
     # the mass of the statistics the last step maximized (a failed one: the class that vanished)
     mass = (loop.expectation[0] or loop.params[1])["class_counts"]
-    outputs = (loop.params[0], trace, loop.n_iter, loop.converged, loop.finite, value,
-               responsibilities, mass, loop.drop)  # fmt: skip
-    return tree_map(lambda a: np.asarray(a, X.dtype if isinstance(a, float) else None), outputs)
+    trace, value, drop = (np.asarray(a, X.dtype) for a in (loop.trace, loop.value, loop.drop))
+    return (loop.params[0], trace, loop.n_iter, loop.converged, loop.finite, value,
+            responsibilities, mass, drop)  # fmt: skip
 
 
 def fit_em(
@@ -378,8 +385,7 @@ def fit_em(
         num_classes: K.
         unlabeled_weight: λ in [0, 1], the weight of every unlabeled row.
         max_iter: maximum number of M-steps per initialization.
-        tol: stop when ``|F_t - F_{t-1}| <= tol * Σ_i row weight_i`` (the change of the mean
-            per-row objective), or when the change is at the rounding level of F.
+        tol: stop when the mean per-row objective changes by at most ``tol`` (or by rounding).
         n_init: number of initializations; the one with the largest final ``F`` is kept.
         seed: seed of the random initializations.
         init: None (the labeled-only fit first, when every class has a labeled row, then random
@@ -392,8 +398,7 @@ def fit_em(
             None when every label is a class (every row labeled).
 
     Returns:
-        :class:`EMResult`: NumPy arrays when NumPy rows of an ``array_api`` closed form ran on
-        the host, JAX arrays from the one compiled program otherwise.
+        :class:`EMResult`: NumPy arrays from NumPy rows of an ``array_api`` closed form, else JAX.
 
     Raises:
         ValueError: bad labels, λ outside [0, 1], bad controls, a class with no mass to learn it
@@ -446,25 +451,14 @@ def fit_em(
     if isinstance(init, dict) and not has_closed_form(story):
         latent = {**latent, **{k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}}
     fixed = _labeled_responsibilities(codes, row_weights, num_classes, X.dtype)
-    _, labeled_R, unlabeled_weights = fixed
 
     if unlabeled_mass <= 0:
         # Nothing to impute: EM is the supervised closed form (or gradient fit), in one step.
         n_init, max_iter = 1, 1
-        initial_R = labeled_R[None]
+        initial_R = fixed[1][None]
     else:
         initial_R = _initial_responsibilities(
-            story,
-            X,
-            init,
-            n_init,
-            seed,
-            labeled_R,
-            unlabeled_weights,
-            labeled_mass,
-            num_classes,
-            num_rows,
-            classes,
+            story, X, init, n_init, seed, fixed, labeled_mass, num_rows, classes
         )
     # one start per call: a vmapped while loop compiles longer and runs until the slowest stops
     if host:
@@ -493,12 +487,11 @@ def fit_em(
             for R0 in initial_R
         ]
         put = jax.device_put
-    runs = tree_map(lambda *a: np.stack([np.asarray(b) for b in a]), *runs)
-    params, traces, n_iters, converged, finite, values, responsibilities, class_mass, drops = runs
-    finite = np.asarray(finite)
-    values = np.where(finite, np.asarray(values), np.nan)
-    if not finite.any():
-        class_mass = np.asarray(class_mass)[0]
+    # to the host, sliced, then device_put: a device slice compiles a program per shape
+    runs = [tree_map(np.asarray, run) for run in runs]
+    values = np.array([run[5] if run[4] else np.nan for run in runs], X.dtype)
+    if np.isnan(values).all():
+        class_mass = runs[0][7]
         lightest = int(np.argmin(class_mass))
         raise ValueError(
             f"EM degenerated in every initialization: the objective or the parameters became "
@@ -509,17 +502,15 @@ def fit_em(
             f"for discrete features), label more rows, or lower unlabeled_weight."
         )
     best = int(np.nanargmax(values))
-    n_iter = int(np.asarray(n_iters)[best])
-    drop = float(np.asarray(drops)[best])
+    params, trace, n_iter, converged, _, _, responsibilities, _, drop = runs[best]
     if drop > 0:
-        warn_decrease(n_iter + 1, drop, float(values[best]))
-    # sliced on the host, then device_put: a device slice compiles a program per shape
+        warn_decrease(int(n_iter) + 1, float(drop), float(values[best]))
     return EMResult(
-        params=tree_map(lambda a: put(np.asarray(a)[best]), params),
-        log_likelihood=put(np.asarray(traces)[best, :n_iter]),
-        n_iter=n_iter,
-        converged=bool(np.asarray(converged)[best]) or unlabeled_mass <= 0,
-        responsibilities=put(np.asarray(responsibilities)[best, :num_rows]),
+        params=tree_map(put, params),
+        log_likelihood=put(trace[:n_iter]),
+        n_iter=int(n_iter),
+        converged=bool(converged) or unlabeled_mass <= 0,
+        responsibilities=put(responsibilities[:num_rows]),
         init_log_likelihoods=put(values),
     )
 
@@ -531,11 +522,10 @@ def _named(codes, classes, plural=True):
     return f"class{'es' * plural} {describe(np.asarray(classes)[np.asarray(codes)])}"
 
 
-def _initial_responsibilities(
-    story, X, init, n_init, seed, labeled_R, unlabeled_weights, labeled_mass, num_classes, num_rows,
-    classes,
-):  # fmt: skip
+def _initial_responsibilities(story, X, init, n_init, seed, fixed, labeled_mass, num_rows, classes):
     """Initial weighted responsibilities (n_init, n, K); random draws for the real rows only."""
+    _, labeled_R, unlabeled_weights = fixed
+    num_classes = labeled_R.shape[1]
     every_class_labeled = bool(np.all(labeled_mass > 0))
     if isinstance(init, dict):
         params = {k: np.asarray(v, X.dtype) for k, v in init.items()}

@@ -14,7 +14,7 @@ from genprob.core import class_prior_from_counts, joint_log_prob
 from genprob.engine._arrays import plain
 from genprob.engine._limits import check_statistics_size, check_traced_size
 from genprob.engine.capabilities import capability
-from genprob.engine.em_driver import run_em_loop
+from genprob.engine.em import _labeled_responsibilities, _row_weights, run_statistics_em
 from genprob.engine.masking import Marginalized, fill_missing, has_missing, marginalized
 from genprob.story import CLASS_PRIOR, Story
 
@@ -78,12 +78,8 @@ def fit_observed(
     feature_names=None,
     class_names=None,
 ) -> MissingFitResult:
-    """Maximize the observed-data likelihood of ``X`` (NaN = missing) with labels ``codes``.
-
-    EM over the missing entries and labels (codes -1) together; the λ-weighted observed-data
-    objective never decreases. Without ``missing_needs_em`` and with every row labeled, one
-    M-step gives the maximum. ``tol``: per unit of row weight; ``feature_names`` and
-    ``class_names`` name them in errors.
+    """Maximize the observed-data likelihood of ``X`` (NaN = missing) by EM over missing entries
+    and unlabeled rows (codes -1); ``feature_names`` and ``class_names`` name them in errors.
 
     Raises:
         ValueError: the story cannot leave out missing entries, or a feature has no observed
@@ -96,41 +92,33 @@ def fit_observed(
     filled, observed = fill_missing(X)
     codes = np.asarray(codes)
     labeled = codes >= 0
-    weights = np.ones(codes.shape[0]) if sample_weight is None else np.asarray(sample_weight)
-    row_weights = np.where(labeled, weights, unlabeled_weight * weights)
-    labels_R = np.zeros((codes.shape[0], num_classes))
-    labels_R[labeled, codes[labeled]] = 1.0
-    _check_observed(
-        np.asarray(observed), labels_R * weights[:, None], labeled, feature_names, class_names
-    )
-    if class_prior is None:
-        class_prior = np.full(num_classes, 1.0 / num_classes)
-        scale = 1.0 if fit_prior else 0.0
-    else:
-        scale = 0.0
-    class_prior = jnp.asarray(class_prior, dtype)
-    scale = jnp.asarray(scale, dtype)
-    labels_R = jnp.asarray(labels_R, dtype)
+    row_weights = _row_weights(codes, unlabeled_weight, sample_weight, xp=np)
+    one_hot, labeled_R, _ = _labeled_responsibilities(codes, row_weights, num_classes, float)
+    _check_observed(np.asarray(observed), labeled_R, labeled, feature_names, class_names)
+    scale = jnp.asarray(float(class_prior is None and fit_prior), dtype)  # 1: estimate the prior
+    even = np.full(num_classes, 1.0 / num_classes)
+    class_prior = jnp.asarray(even if class_prior is None else class_prior, dtype)
+    labels_R = jnp.asarray(one_hot, dtype)
     labeled_j = jnp.asarray(labeled)
     row_weights_j = jnp.asarray(row_weights, dtype)
     # start from the labeled rows (every class has one) or from uniform responsibilities
-    if labeled.any() and bool(np.all(labels_R.sum(axis=0) > 0)):
-        R = labels_R * row_weights_j[:, None]
+    if np.unique(codes[labeled]).size == num_classes:
+        R = jnp.asarray(labeled_R, dtype)
     else:
         uniform = jnp.full_like(labels_R, 1.0 / num_classes)
         R = jnp.where(labeled_j[:, None], labels_R, uniform) * row_weights_j[:, None]
     needs_em = capability(story, "missing_needs_em")
     iterate = needs_em or not labeled.all()
 
-    def m_step(expectation):  # the missing cells' expected statistics at the E-step's params
-        R, _, params = expectation
+    def maximize(expectation):  # the missing cells' expected statistics at the E-step's params
+        R, params = expectation
         return _m_step(story, filled, observed, R, params, class_prior, scale)
 
-    def e_step(state):  # an exact M-step: its drops are rounding, no step is judged
-        R, value, posterior = _e_step(story, X, labels_R, labeled_j, row_weights_j, state[0])
-        return float(value), (R, posterior, state[0]), -np.inf
+    def e_pass(params):  # an exact M-step: its drops are rounding, no step is judged
+        R, value, posterior = _e_step(story, X, labels_R, labeled_j, row_weights_j, params)
+        return float(value), (R, params, posterior)
 
-    start = m_step((R, None, None))
+    start = maximize((R, None))
     if iterate and needs_em:  # a D x D matrix per row and class: measure first
         check_traced_size(
             _m_step, story, filled, observed, R, start[0], class_prior, scale,
@@ -138,11 +126,12 @@ def fit_observed(
             advice="Fit fewer rows or features, or a diagonal story (GaussianNB), whose "
             "missing entries need no per-row matrices.",
         )  # fmt: skip
-    loop = run_em_loop(
-        m_step, e_step, params=start, max_iter=max_iter if iterate else 1, tol=tol,
-        eps=float(jnp.finfo(dtype).eps), scale=float(row_weights.sum()),
+    loop = run_statistics_em(
+        maximize, e_pass, start, statistics=lambda extra: extra[:2],
+        max_iter=max_iter if iterate else 1, tol=tol, eps=float(jnp.finfo(dtype).eps),
+        scale=float(row_weights.sum()),
     )  # fmt: skip
-    (params, stats), (_, posterior, _) = loop.params, loop.expectation
+    (params, stats), posterior = loop.params, loop.expectation[1][2]
     return MissingFitResult(
         params=params,
         stats=stats,

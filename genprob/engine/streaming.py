@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import copy
-import math
 import os
 import sys
 import time
@@ -21,7 +20,8 @@ from genprob.engine._dtype import numpy_dtype, precision
 from genprob.engine._labels import check_unlabeled_label, check_unlabeled_label_type, unlabeled_mask
 from genprob.engine._validation import check_sample_weight, validate_params
 from genprob.engine.capabilities import chunk_refusal
-from genprob.engine.em_driver import run_em_loop, warn_decrease, warn_max_iter
+from genprob.engine.em import run_statistics_em
+from genprob.engine.em_driver import warn_decrease, warn_max_iter
 from genprob.story import Story
 
 jax = LazyModule("jax")
@@ -95,14 +95,13 @@ class Chunks:
             yield y
 
 
-class _OneShot:
+class _OneShot(Chunks):
     """A one-shot iterator of chunks (read once)."""
 
     reiterable = False
 
     def __init__(self, iterator):
-        self._iterator = iterator
-        self._used = False
+        self._chunks, self._used = iterator, False
 
     def chunks(self):
         if self._used:
@@ -113,8 +112,7 @@ class _OneShot:
                 "Parquet."
             )
         self._used = True
-        for item in self._iterator:
-            yield _as_chunk(item)
+        yield from super().chunks()
 
 
 class ParquetSource:
@@ -211,9 +209,8 @@ class ParquetSource:
             yield self._labels_of(batch.column(self.target))
 
 
-def parquet(path, target: str, features=None, weight=None, batch_size: int = 262_144):
-    """A Parquet source for ``fit`` (see :class:`ParquetSource`)."""
-    return ParquetSource(path, target, features=features, weight=weight, batch_size=batch_size)
+#: A Parquet source for ``fit``.
+parquet = ParquetSource
 
 
 def _is_parquet_path(X) -> bool:
@@ -230,13 +227,13 @@ def is_dask_collection(X) -> bool:
 
 def is_out_of_core(X) -> bool:
     """Whether ``fit`` should take the streaming/distributed path for ``X``."""
-    if isinstance(X, (Chunks, ParquetSource, _OneShot)) or is_dask_collection(X):
+    if isinstance(X, (Chunks, ParquetSource)) or is_dask_collection(X):
         return True
     return _is_parquet_path(X) or isinstance(X, Iterator)
 
 
 def _source(X, y, sample_weight):
-    if isinstance(X, (Chunks, ParquetSource, _OneShot)):
+    if isinstance(X, (Chunks, ParquetSource)):
         source = X
     elif _is_parquet_path(X):
         raise ValueError(
@@ -343,17 +340,6 @@ def combine(a: ChunkStatistics | None, b: ChunkStatistics | None) -> ChunkStatis
     )
 
 
-def _fold(source, estimator, progress=None):
-    """Sequential map-reduce of E-step statistics over a chunk source."""
-    total = None
-    for X, y, w in source.chunks():
-        part = estimator.chunk_statistics(X, y, w, e_step=True)
-        total = part if total is None else combine(total, part)
-        if progress is not None:
-            progress.update(part.rows)
-    return total
-
-
 # -- the fit ---------------------------------------------------------------------------------------
 _RESET = (
     "n_iter_",
@@ -387,11 +373,6 @@ def fit_or_keep(estimator, fit: Callable):
     return estimator
 
 
-def unlabeled_marker(estimator):
-    """The estimator's ``unlabeled_label``, checked (None: every label is a class)."""
-    return check_unlabeled_label(estimator.unlabeled_label)
-
-
 def collect_classes(labels: Iterable, unlabeled_label=-1) -> np.ndarray:
     """Sorted distinct labels, the unlabeled marker excluded, from an iterable of label arrays."""
     seen = None
@@ -412,7 +393,7 @@ def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
     """Pass 1: the story and the labeled statistics by ``partial_fit`` (unlabeled rows with
     weight 0: the story sees them). Returns ``(rows, unlabeled rows)``."""
     rows = unlabeled_rows = 0
-    marker = unlabeled_marker(estimator)
+    marker = check_unlabeled_label(estimator.unlabeled_label)
     with warnings.catch_warnings():
         # early chunks may miss a class; the final statistics are checked below
         warnings.filterwarnings("ignore", message="partial_fit kept the chunk")
@@ -469,52 +450,37 @@ def finish_labeled(estimator, unlabeled_rows: int, total: ChunkStatistics | None
 def run_em(estimator, one_pass, num_unlabeled: int):
     """EM from the labeled fit through ``run_em_loop``; ``one_pass()``: the
     :class:`ChunkStatistics` of an E-step over all the data at ``estimator.params_``."""
-    unlabeled_weight, max_iter, tol = (
-        estimator.unlabeled_weight,
-        estimator.max_iter,
-        estimator.em_tol,
-    )
+    max_iter, tol = estimator.max_iter, estimator.em_tol
     if estimator.n_init != 1:
         raise ValueError(
             f"a streaming or distributed EM fit starts from the labeled fit only; n_init must "
             f"be 1, got {estimator.n_init}."
         )
-    story = estimator.story_
-    counts = np.asarray(estimator.stats_["class_counts"])
-    absent = estimator.classes_[counts <= 0]
-    if absent.size and num_unlabeled and unlabeled_weight > 0:
+    absent = estimator.classes_[np.asarray(estimator.stats_["class_counts"]) <= 0]
+    if absent.size and num_unlabeled and estimator.unlabeled_weight > 0:
         raise ValueError(
             f"classes {absent.tolist()} have no labeled row: a streaming EM fit starts from the "
             f"labeled fit, which needs a labeled row of every class."
         )
     # nothing to impute (λ = 0): the labeled fit is the answer, as in memory
-    nothing_to_impute = unlabeled_weight == 0
+    nothing_to_impute = estimator.unlabeled_weight == 0
     first = one_pass()  # the start's pass; its soft counts, the rows' weight, scale the rule
     passes, dtype = [first], first.dtype
 
-    def penalty_of(params, stats):
-        with precision(dtype):
-            return float(
-                story.log_penalty(
-                    {k: jnp.asarray(v) for k, v in params.items()},
-                    jax.tree_util.tree_map(jnp.asarray, stats["emission"]),
-                )
-            )
-
-    def e_step(state):  # one pass at θ_t: F(θ_t) and the statistics of the next M-step
-        params, used = state  # the parameters and the statistics they maximized
-        estimator.params_ = params  # the pass (on workers too) scores with these
+    def e_pass(params):  # one pass at θ_t (on workers too): F(θ_t) and the next statistics
+        estimator.params_ = params
         part = passes.pop() if passes else one_pass()
-        if not all(np.all(np.isfinite(v)) for v in params.values()):
-            return math.nan, part.stats
-        # the floor: EM's ascent with the penalty at the statistics of this pass (as fit_em)
-        value, floor = (part.log_likelihood + penalty_of(params, s) for s in (used, part.stats))
-        return value, part.stats, floor
+        return part.log_likelihood, part.stats
 
-    loop = run_em_loop(
-        lambda stats: (estimator.parameters_from_statistics(stats), stats), e_step,
-        params=(estimator.params_, estimator.stats_), max_iter=1 if nothing_to_impute else max_iter,
-        tol=tol, eps=float(np.finfo(dtype).eps),
+    def penalty(params, stats):
+        with precision(dtype):
+            as_jax = partial(jax.tree_util.tree_map, jnp.asarray)
+            return float(estimator.story_.log_penalty(as_jax(params), as_jax(stats["emission"])))
+
+    loop = run_statistics_em(
+        lambda stats: (estimator.parameters_from_statistics(stats), stats), e_pass,
+        (estimator.params_, estimator.stats_), penalty=penalty,
+        max_iter=1 if nothing_to_impute else max_iter, tol=tol, eps=float(np.finfo(dtype).eps),
         scale=max(float(np.sum(first.stats["class_counts"])), np.finfo(float).tiny),
     )  # fmt: skip
     if not loop.finite and loop.n_iter == 1:
@@ -523,7 +489,7 @@ def run_em(estimator, one_pass, num_unlabeled: int):
             "finite): regularize the story or label more rows."
         )
     converged = loop.converged or nothing_to_impute
-    estimator.fit_statistics(loop.expectation, params=loop.params[0])
+    estimator.fit_statistics(loop.expectation[0], params=loop.params[0])
     estimator.n_iter_ = loop.n_iter
     estimator.converged_ = bool(converged)
     estimator.log_likelihood_trace_ = np.asarray(loop.trace, dtype=numpy_dtype(dtype))
@@ -554,7 +520,7 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
         return estimator.fit(X, y, sample_weight=sample_weight, classes=classes)
     source = _source(X, y, sample_weight)
     validate_params(estimator)
-    marker = unlabeled_marker(estimator)
+    marker = check_unlabeled_label(estimator.unlabeled_label)
     if isinstance(source, ParquetSource):
         source.unlabeled_label = marker
     if classes is None:
@@ -578,10 +544,16 @@ def _fit_source(source, classes, progress, estimator):
         return
     passes = [0]  # EM's passes (a one-shot iterator refuses the first, saying why)
 
-    def one_pass():
+    def one_pass():  # E-step statistics added chunk by chunk
         passes[0] += 1
         if progress is not None:
             progress.new_pass(f"fit: EM pass {passes[0]}")
-        return _fold(source, estimator, progress)
+        total = None
+        for X, y, w in source.chunks():
+            part = estimator.chunk_statistics(X, y, w, e_step=True)
+            total = part if total is None else combine(total, part)
+            if progress is not None:
+                progress.update(part.rows)
+        return total
 
     run_em(estimator, one_pass, unlabeled_rows)
