@@ -120,9 +120,9 @@ def estimator_posterior(
     sizes.update(num_rows=int(y.shape[0]) if y.ndim else 0, nuts=method == "nuts")
     check_posterior_size(parameter_entries=0, **sizes)  # before a fit: chains, iterations, rows
     unlabeled = estimator._unlabeled_rows(y)
-    if method == "exact" and np.any(unlabeled):
-        raise _unlabeled_rows_error(int(np.sum(unlabeled)))  # before a fit it cannot use
     if not hasattr(estimator, "params_"):
+        if method == "exact" and np.any(unlabeled):
+            raise _unlabeled_rows_error(int(np.sum(unlabeled)))  # before a fit it cannot use
         estimator.fit(X, y)
     X = estimator._check_X(X)
     if y.shape != (X.shape[0],):
@@ -148,6 +148,8 @@ def estimator_posterior(
         story = marginalized(story)  # NaN entries are missing for the model and log-likelihoods
     if method == "exact" and not has_exact_posterior(story):
         raise ValueError(f"method must be 'nuts' here: {_no_exact_posterior_error(story)}")
+    if method == "exact" and np.any(unlabeled):
+        raise _unlabeled_rows_error(int(np.sum(unlabeled)))
     num_classes = len(estimator.classes_)
     seed = int(check_random_state(random_state).randint(0, 2**31 - 1))
     feature_names = getattr(estimator, "feature_names_in_", None)
