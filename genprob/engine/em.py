@@ -109,18 +109,6 @@ def _labeled_responsibilities(codes, row_weights, num_classes, dtype):
 
 
 # -- the gradient M-step -------------------------------------------------------------------------
-def _trace_prior(story: Story, num_classes: int, num_features: int):
-    """One seeded run of the prior: ``(returned dict, latent sample sites in draw order)``."""
-    with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.trace() as tr:
-        returned = story.prior(num_classes, num_features)
-    sites = {
-        name: site
-        for name, site in tr.items()
-        if site["type"] == "sample" and not site["is_observed"]
-    }
-    return returned, sites
-
-
 def _prior_sites(story: Story, num_classes: int, num_features: int, dtype) -> list:
     """The prior's latent sites in draw order: :func:`genprob.inference.optimize.model_sites`."""
     from genprob.inference.optimize import model_sites

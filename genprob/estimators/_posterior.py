@@ -194,10 +194,9 @@ def estimator_posterior(
             if method == "nuts"
             else posterior
         )
-        columns = range(Xj.shape[1]) if feature_names is None else feature_names
         names = (
             estimator.classes_.tolist(),  # plain values: messages show 1, not np.int64(1)
-            [f"x{j}" for j in columns] if feature_names is None else list(columns),
+            [f"x{j}" for j in range(Xj.shape[1])] if feature_names is None else list(feature_names),
         )
         sample_stats = None
         if method == "nuts" and align_draws is not None:

@@ -77,8 +77,7 @@ _SAMPLERS = {
 
 
 def _sampler(base):
-    """``(parameter names, NumPy draw)`` of a distribution type: NumPyro's from the table, an
-    emission's own (``host_parameters`` and ``host_sample``), or None."""
+    """``(parameter names, NumPy draw)``: the table's, the emission's ``host_sample``, or None."""
     kind = type(base)
     if kind in _SAMPLERS:
         return _SAMPLERS[kind]

@@ -326,23 +326,17 @@ def crosscheck(
             f"y has {int(np.sum(codes < 0))} unlabeled rows (-1); the cross-check is supervised. "
             "Check semi-supervised fits with genprob.fit_optimizer(..., unlabeled_weight=...)."
         )
-    penalty_stats = None
     with precision(dtype):
         Xj = jnp.asarray(X)
-        story.validate(Xj)
-        R = core.one_hot_responsibilities(
-            codes, num_classes, sample_weight, dtype=numpy_dtype(dtype)
-        )
+        story.validate(Xj)  # before the closed form is computed on it
+        R = core.one_hot_responsibilities(codes, num_classes, sample_weight, dtype=X.dtype)
+        penalty_stats = None
         if closed_form:
             stats = core.sufficient_statistics(story, Xj, R)
             checked = core.maximize(story, stats, class_prior, fit_prior)
             penalty_stats = jax.tree_util.tree_map(np.asarray, stats["emission"])
-        else:
-            counts = R.sum(axis=0)
-            prior = core.class_prior_from_counts(counts, class_prior, fit_prior)
-    fixed = None
-    if class_prior is not None or not fit_prior:
-        fixed = {CLASS_PRIOR: np.asarray(checked[CLASS_PRIOR] if closed_form else prior)}
+        prior = core.class_prior_from_counts(R.sum(axis=0), class_prior, fit_prior)
+    fixed = None if class_prior is None and fit_prior else {CLASS_PRIOR: np.asarray(prior)}
     common = dict(
         num_classes=num_classes,
         sample_weight=sample_weight,

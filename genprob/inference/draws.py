@@ -56,14 +56,14 @@ def _over_draws(story, draws, X, y, proba):
     return values[:, : X.shape[0]].reshape(batch_shape + (X.shape[0],) + values.shape[2:])
 
 
-def pointwise_log_likelihood(story: Story, draws: dict, X, y=None) -> jax.Array:
+def pointwise_log_likelihood(story: Story, draws: dict, X, y=None) -> np.ndarray:
     """Per-row log-likelihood at every draw, ``batch_shape + (n,)``: ``log p(x_i, y_i | θ_s)``
     on labeled rows, the marginal ``log Σ_k p(x_i, k | θ_s)`` on unlabeled ones (y = -1, or
     every row when y is None)."""
     return _over_draws(story, draws, X, y, proba=False)
 
 
-def posterior_predict_proba(story: Story, draws: dict, X) -> jax.Array:
+def posterior_predict_proba(story: Story, draws: dict, X) -> np.ndarray:
     """Class probabilities ``p(y = k | x_i, θ_s)`` at every draw, ``batch_shape + (n, K)``
     (their mean over draws is the posterior predictive)."""
     return _over_draws(story, draws, X, None, proba=True)

@@ -22,7 +22,7 @@ from genprob.engine import execution
 from genprob.engine._limits import check_count, check_posterior_size
 from genprob.engine._validation import check_features
 from genprob.engine.capabilities import capability, has_closed_form
-from genprob.engine.em import _trace_prior, encode_partial_labels, params_from_latent
+from genprob.engine.em import encode_partial_labels, params_from_latent
 from genprob.engine.masking import has_missing, marginalized
 from genprob.inference.draws import flatten_draws
 from genprob.story import CLASS_PRIOR, Story, as_sample_sites
@@ -59,6 +59,8 @@ SAMPLERS = ("numpyro", "blackjax")
 INITS = ("mle", "uniform")
 #: Default sd of the starting jitter in unconstrained coordinates.
 JITTER = 0.1
+#: NUTS statistics recorded per draw.
+_FIELDS = ("diverging", "accept_prob", "num_steps", "energy", "potential_energy")
 
 
 class SamplingWarning(UserWarning):
@@ -130,7 +132,7 @@ def run_nuts(
     progress_bar: bool = False,
     init_params: dict | None = None,
     chain_method: str = "parallel",
-    extra_fields: tuple = ("diverging", "accept_prob", "num_steps", "energy", "potential_energy"),
+    extra_fields: tuple = _FIELDS,
     init="mle",
     jitter: float = JITTER,
     priors: str = "data",
@@ -173,6 +175,11 @@ def run_nuts(
     """
     check_options(priors=priors, init=init, jitter=jitter, sampler=sampler)
     settings = _kernel_settings(nuts_kwargs, sampler)
+    if chain_method not in CHAIN_METHODS:
+        raise ValueError(f"chain_method must be one of {CHAIN_METHODS}, got {chain_method!r}.")
+    unknown = sorted(set(extra_fields) - set(_FIELDS))
+    if unknown:
+        raise ValueError(f"extra_fields {unknown} are not recorded; known: {_FIELDS}.")
     num_samples = check_count(num_samples, "num_samples")
     num_chains = check_count(num_chains, "num_chains")
     num_warmup = check_count(num_warmup, "num_warmup", minimum=0)
@@ -209,36 +216,33 @@ def run_nuts(
         settings=settings,
         sampler=sampler,
     )
-    if chain_method in CHAIN_METHODS:  # compiles while the starting points are found
-        _compiled_chain(
-            _abstract_inputs(args, sites, num_chains, chain_method),
-            chain_method == "vectorized",
-            **static,
-        )
+    # compiles while the starting points are found
+    _compiled_chain(
+        _abstract_inputs(args, sites, num_chains, chain_method),
+        chain_method == "vectorized",
+        **static,
+    )
     if init_params is not None:
-        values = {k: jnp.asarray(v, X.dtype) for k, v in init_params.items()}
-        starts = [values] * num_chains
-        jitter = 0.0
+        starts, jitter = [init_params] * num_chains, 0.0
     elif init == "uniform":
-        starts = None
+        starts = [{}] * num_chains
     elif isinstance(init, list | tuple):
         if len(init) != int(num_chains):
             raise ValueError(f"init has {len(init)} starting points for {num_chains} chains.")
         starts = [_start_sites(story, start) for start in init]
-    else:
-        if init == "mle":
-            start = start_values(fitted_story, X, codes, num_classes) if fit is None else fit
-            start = _start_sites(story, start)
-            start, message = best_start(fitted_story, X, codes, num_classes, start, seed, story)
-            if message:
-                warnings.warn(message, SamplingWarning, stacklevel=2)
-        else:
-            start = _start_sites(story, init)
+        for start in starts:
+            if missing := [site.name for site in sites if site.name not in start]:
+                raise ValueError(f"a starting point lacks the parameters {missing}.")
+    elif init == "mle":
+        start = start_values(fitted_story, X, codes, num_classes) if fit is None else fit
+        start = _start_sites(story, start)
+        start, message = best_start(fitted_story, X, codes, num_classes, start, seed, story)
+        if message:
+            warnings.warn(message, SamplingWarning, stacklevel=2)
         starts = [start] * num_chains
-    strict = init_params is None and isinstance(init, list | tuple)
-    free = _chain_starts(
-        story, X, codes, num_classes, starts, num_chains, jitter, seed, sites, strict
-    )
+    else:
+        starts = [_start_sites(story, init)] * num_chains
+    free = _chain_starts(story, X, codes, num_classes, starts, jitter, seed, sites)
     # what needs no draws runs on this thread while the chain compiles in the background
     if check:
         from genprob.io import _arviz_compat
@@ -327,7 +331,7 @@ def start_values(story: Story, X, y, num_classes: int) -> dict:
 START_RESTARTS = 4
 
 
-def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int, prior_story=None):
+def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int, prior_story):
     """``start``, or a better mode found by EM restarts (docs/reference/mcmc.md): ``(params,
     message or None)``."""
     from genprob.engine.em import fit_em
@@ -337,7 +341,6 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
         return start, None
     from genprob.inference.optimize import model_sites
 
-    prior_story = story if prior_story is None else prior_story
     args = _chain_args(prior_story, X, codes, None)  # padded once for both evaluations
     sites = [site.name for site in model_sites(args, num_classes)]
     if any(name not in start for name in sites):
@@ -385,23 +388,15 @@ def _start_sites(story, params) -> dict:
     return story.align_parameters(params, params)
 
 
-def _chain_starts(
-    story, X, codes, num_classes, starts, num_chains, jitter, seed, sites, strict=False
-):
-    """Jittered unconstrained starting points ``(num_chains, ...)`` of the ``model_sites``
-    ``sites``; a site without a finite value starts like ``init_to_uniform``."""
+def _chain_starts(story, X, codes, num_classes, starts, jitter, seed, sites):
+    """Jittered unconstrained starting points ``(chains, ...)`` of the ``model_sites`` ``sites``."""
     args = _chain_args(story, X, codes, None)
     shapes = {site.name: site for site in sites}
     sites = list(shapes)
     # drawn by NumPy: JAX's samplers would be programs of their own to compile on a first call
     rng = np.random.default_rng([int(seed), 1])
     points = []
-    for start in starts if starts is not None else [None] * num_chains:
-        given = {} if start is None else start
-        if strict:
-            missing = [name for name in sites if name not in given]
-            if missing:
-                raise ValueError(f"a starting point lacks the parameters {missing}.")
+    for given in starts:
         values = {
             name: jnp.broadcast_to(jnp.asarray(given[name], X.dtype), shapes[name].shape)
             for name in sites
@@ -446,21 +441,8 @@ def _log_density(args, values, num_classes):
     return -potential_energy(core.model, args, kwargs, free)
 
 
-#: NUTS settings accepted as ``**nuts_kwargs`` (passed to NumPyro's NUTS initialization).
-KERNEL_SETTINGS = (
-    "step_size",
-    "adapt_step_size",
-    "adapt_mass_matrix",
-    "dense_mass",
-    "target_accept_prob",
-    "max_tree_depth",
-    "find_heuristic_step_size",
-    "regularize_mass_matrix",
-    "forward_mode_differentiation",
-)
 #: Chain schedules: side by side in threads (default), one after the other, or vmapped.
 CHAIN_METHODS = ("parallel", "sequential", "vectorized")
-_FIELDS = ("diverging", "accept_prob", "num_steps", "energy", "potential_energy")
 
 
 #: The NUTS settings that ``sampler="blackjax"`` maps onto BlackJAX's window adaptation.
@@ -485,9 +467,16 @@ def _blocks(value) -> bool:
     return all(isinstance(b, list | tuple) and all(isinstance(s, str) for s in b) for b in value)
 
 
+_FLAG = (_flag, "True or False")
 #: Each NUTS setting's valid values (a test and its words), checked before any work.
 _SETTING_VALUES = {
     "step_size": (lambda v: _number(v) and 0 < v < math.inf, "a finite number > 0"),
+    "adapt_step_size": _FLAG,
+    "adapt_mass_matrix": _FLAG,
+    "dense_mass": (
+        lambda v: _flag(v) or _blocks(v),
+        "True, False, or NumPyro's list of tuples of site names (dense blocks)",
+    ),
     "target_accept_prob": (
         lambda v: _number(v) and 0 < v < 1,
         "a number strictly between 0 and 1 (0.8 by default; 0.9 to 0.99 for smaller steps)",
@@ -497,21 +486,12 @@ _SETTING_VALUES = {
         "an int in [1, 30] (at most 2**depth - 1 leapfrog steps per draw), or NumPyro's pair "
         "(warm-up depth, sampling depth) of such ints",
     ),
-    "dense_mass": (
-        lambda v: _flag(v) or _blocks(v),
-        "True, False, or NumPyro's list of tuples of site names (dense blocks)",
-    ),
-    **dict.fromkeys(
-        (
-            "adapt_step_size",
-            "adapt_mass_matrix",
-            "find_heuristic_step_size",
-            "regularize_mass_matrix",
-            "forward_mode_differentiation",
-        ),
-        (_flag, "True or False"),
-    ),
+    "find_heuristic_step_size": _FLAG,
+    "regularize_mass_matrix": _FLAG,
+    "forward_mode_differentiation": _FLAG,
 }
+#: NUTS settings accepted as ``**nuts_kwargs`` (passed to NumPyro's NUTS initialization).
+KERNEL_SETTINGS = tuple(_SETTING_VALUES)
 
 
 def _kernel_settings(nuts_kwargs: dict, sampler: str = "numpyro") -> tuple:
@@ -563,14 +543,7 @@ def _numpyro_draws(args, free, key, num_warmup, num_samples, settings, potential
 
     def step(state, _):
         state = sample_kernel(state, model_args=args)
-        stats = {
-            "diverging": state.diverging,
-            "accept_prob": state.accept_prob,
-            "num_steps": state.num_steps,
-            "energy": state.energy,
-            "potential_energy": state.potential_energy,
-        }
-        return state, (state.z, stats)
+        return state, (state.z, {name: getattr(state, name) for name in _FIELDS})
 
     # one scan over warm-up and draws: the kernel compiles once, not twice
     _, (draws, stats) = jax.lax.scan(step, state, None, length=num_warmup + num_samples)
@@ -673,8 +646,6 @@ def _abstract_inputs(args, sites, num_chains, chain_method):
 
 def _run_chains(args, free, keys, *, chain_method, extra_fields, **static):
     """Every chain of one run, by one compiled chain whatever the schedule."""
-    if chain_method not in CHAIN_METHODS:
-        raise ValueError(f"chain_method must be one of {CHAIN_METHODS}, got {chain_method!r}.")
     num_chains = int(keys.shape[0])
     # as jit would see them (the precision in force): the compiled program's argument types
     args = jax.tree_util.tree_map(jnp.asarray, args)
@@ -701,9 +672,6 @@ def _run_chains(args, free, keys, *, chain_method, extra_fields, **static):
         else:
             results = [run(i) for i in range(num_chains)]
         draws, stats = jax.tree_util.tree_map(lambda *leaves: np.stack(leaves), *results)
-    unknown = sorted(set(extra_fields) - set(_FIELDS))
-    if unknown:
-        raise ValueError(f"extra_fields {unknown} are not recorded; known: {_FIELDS}.")
     stats = {name: stats[name] for name in extra_fields}
     return NutsRun(draws, stats, num_warmup=static["num_warmup"])
 
@@ -868,34 +836,24 @@ def fit_nuts(story: Story, X, y=None, *, group_by_chain: bool = False, **kwargs)
 def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     """The story's named parameters at every draw (any leading batch shape), ``class_prior``
     included: the prior run with its sites substituted."""
+    from genprob.inference.optimize import model_sites
+
     class_prior = jnp.asarray(samples[CLASS_PRIOR])
-    batch_shape = class_prior.shape[:-1]
-    num_classes = class_prior.shape[-1]
-    names, returned = _prior_sites(story, num_classes, num_features)
-    if returned:  # the parameters are the draws themselves (built-in stories)
-        return {name: samples[name] for name in (CLASS_PRIOR, *names)}
-    flat, _ = flatten_draws({name: samples[name] for name in (CLASS_PRIOR, *names)})
+    batch_shape, num_classes = class_prior.shape[:-1], class_prior.shape[-1]
+    rows = jax.ShapeDtypeStruct((1, num_features), class_prior.dtype)
+    sites = model_sites((story, rows, jax.ShapeDtypeStruct((1,), jnp.int32)), num_classes)
+    flat, _ = flatten_draws({site.name: samples[site.name] for site in sites})
+    drawn = {}
 
     def one(latent):
         params = params_from_latent(story, latent, num_classes, num_features)
-        return {**params, CLASS_PRIOR: latent[CLASS_PRIOR]}
+        # a site the prior returns as drawn is the draws themselves: nothing to map
+        drawn.update({k: samples[k] for k, v in params.items() if v is latent.get(k)})
+        return {k: v for k, v in params.items() if k not in drawn}
 
-    params = jax.vmap(one)(flat)
-    return {k: v.reshape(batch_shape + v.shape[1:]) for k, v in params.items()}
-
-
-def _prior_sites(story: Story, num_classes: int, num_features: int) -> tuple:
-    """The prior's latent site names, and whether ``story.prior`` returns exactly them."""
-    found = []
-
-    def run():
-        returned, sites = _trace_prior(story, num_classes, num_features)
-        same = set(returned) == set(sites) and all(returned[k] is sites[k]["value"] for k in sites)
-        found.extend([tuple(sites), same])
-        return 0
-
-    jax.eval_shape(run)
-    return tuple(found)
+    mapped = jax.vmap(one)(flat)
+    mapped = {k: v.reshape(batch_shape + v.shape[1:]) for k, v in mapped.items()}
+    return {CLASS_PRIOR: samples[CLASS_PRIOR], **drawn, **mapped}
 
 
 def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:

@@ -84,7 +84,7 @@ class _Spec(NamedTuple):
     structure: object  # the story's pytree structure: its static fields (numbers are traced)
     num_classes: int
     penalized: bool
-    fixed: tuple  # names of latent sites held at given values
+    sites: tuple  # the latent sites optimized (all but the fixed ones), in model order
 
 
 class _Data(NamedTuple):
@@ -101,32 +101,6 @@ class _Site(NamedTuple):
     shape: tuple  # constrained value
     unconstrained_shape: tuple
     simplex: bool = False  # weights (last axis sums to 1): a class prior, a mixture's weights
-
-
-#: Free sites by (spec, data shape and dtype, shapes and dtypes of the story's numbers).
-_FREE_SITES: dict = {}
-
-
-def _free_sites(spec: _Spec, data: _Data) -> tuple[_Site, ...]:
-    """The model's latent sites that are optimized (all but ``fixed``), in model order."""
-    leaves = jax.tree_util.tree_leaves(data.story)
-    numbers = tuple((jnp.shape(leaf), str(jnp.result_type(leaf))) for leaf in leaves)
-    key = (spec, tuple(data.X.shape), str(data.X.dtype), numbers)
-    if key not in _FREE_SITES:
-        if len(_FREE_SITES) >= 256:
-            _FREE_SITES.clear()
-        X = jax.ShapeDtypeStruct(data.X.shape, data.X.dtype)
-        y = jax.ShapeDtypeStruct(data.X.shape[:1], jnp.int32)
-        sites = model_sites((data.story, X, y), spec.num_classes)
-        names = [site.name for site in sites]
-        unknown = sorted(set(spec.fixed) - set(names))
-        if unknown:
-            raise ValueError(
-                f"fixed parameters {unknown} are not latent sites of the model; latent sites: "
-                f"{names}."
-            )
-        _FREE_SITES[key] = tuple(site for site in sites if site.name not in spec.fixed)
-    return _FREE_SITES[key]
 
 
 def _is_simplex(support) -> bool:
@@ -176,7 +150,7 @@ def _model(spec: _Spec, data: _Data):
 def _unflatten(spec: _Spec, data: _Data, u) -> dict:
     """The free sites' unconstrained values from the flat vector ``u``."""
     pieces, start = {}, 0
-    for site in _free_sites(spec, data):
+    for site in spec.sites:
         size = math.prod(site.unconstrained_shape)
         pieces[site.name] = u[start : start + size].reshape(site.unconstrained_shape)
         start += size
@@ -227,14 +201,14 @@ def _evaluate(spec: _Spec, data: _Data, u):
 def _unconstrain_values(spec: _Spec, data: _Data, params: dict):
     model, args, kwargs = _model(spec, data)
     unconstrained = infer_util.unconstrain_fn(model, args, kwargs, params)
-    pieces = [jnp.ravel(unconstrained[site.name]) for site in _free_sites(spec, data)]
+    pieces = [jnp.ravel(unconstrained[site.name]) for site in spec.sites]
     return jnp.concatenate(pieces) if pieces else jnp.zeros(0, data.X.dtype)
 
 
 def _unconstrain(spec: _Spec, data: _Data, params: dict) -> jax.Array:
     """Unconstrained vector of named parameters (NumPyro's inverse bijections)."""
     values = {}
-    for site in _free_sites(spec, data):
+    for site in spec.sites:
         if site.name not in params:
             raise ValueError(
                 f"parameters have no entry {site.name!r}, a latent site of the model's prior; "
@@ -255,7 +229,7 @@ def _prior_draw(spec: _Spec, data: _Data, key):
     model_trace = handlers.trace(seeded).get_trace(
         data.story, data.X, data.y, num_classes=spec.num_classes
     )
-    return {site.name: model_trace[site.name]["value"] for site in _free_sites(spec, data)}
+    return {site.name: model_trace[site.name]["value"] for site in spec.sites}
 
 
 #: Above this estimated cost (seconds) of a finite-difference Hessian, compile an exact one.
@@ -263,8 +237,7 @@ HESSIAN_COMPILE_SECONDS = 5.0
 
 
 def _hessian(spec: _Spec, data: _Data, u, seconds_per_gradient: float) -> np.ndarray:
-    """Hessian of the loss in unconstrained coordinates, to whiten them
-    (docs/reference/optimize.md)."""
+    """Hessian of the loss in unconstrained coordinates (docs/reference/optimize.md)."""
     size = u.shape[0]
     if 2 * size * seconds_per_gradient > HESSIAN_COMPILE_SECONDS:
         return np.asarray(_exact_hessian(spec, data, u))
@@ -308,8 +281,7 @@ def _whitening(hessian: np.ndarray, dtype):
 def _lbfgs_stage(
     spec, data, anchor, whitening, value0, grad0, tol, max_iter, *, trace_size, memory_size
 ):
-    """One L-BFGS run in ``u = anchor + whitening v`` (a matrix or a diagonal) from ``v = 0``,
-    with the anchor's value and gradient given; ``max_iter`` is dynamic (one compilation)."""
+    """One L-BFGS run in ``u = anchor + whitening v`` from ``v = 0`` (``max_iter`` traced)."""
     import optax  # imported on first use: closed-form fits never need it
 
     def to_u(v):
@@ -349,7 +321,7 @@ def _lbfgs_stage(
 
 # -- input handling --------------------------------------------------------------------------------
 def _problem(arguments: dict):
-    """``(spec, data, free sites)`` of a public function's checked ``arguments``."""
+    """``(spec, data)`` of a public function's checked ``arguments``."""
     story, X, y, penalized = (arguments[k] for k in ("story", "X", "y", "penalized"))
     if not isinstance(story, Story):
         raise TypeError(f"story must be a genprob Story, got {type(story).__name__}.")
@@ -375,22 +347,27 @@ def _problem(arguments: dict):
         R = core.one_hot_responsibilities(np.where(labeled, y, 0), num_classes, dtype=Xj.dtype)
         R = R * jnp.where(codes >= 0, row_weights, 0.0)[:, None]
         penalty_stats = core.sufficient_statistics(story, Xj, R)["emission"]
-    fixed = dict(arguments["fixed"] or {})
-    fixed_values = {name: jnp.asarray(value, Xj.dtype) for name, value in fixed.items()}
-    structure = jax.tree_util.tree_structure(story)
-    spec = _Spec(structure, num_classes, bool(penalized), tuple(sorted(fixed)))
-    data = _Data(story, Xj, codes, row_weights, penalty_stats if penalized else None, fixed_values)
-    sites = _free_sites(spec, data)
-    return spec, data, sites
+    fixed = {k: jnp.asarray(v, Xj.dtype) for k, v in (arguments["fixed"] or {}).items()}
+    sites = model_sites((story, Xj, codes), num_classes)
+    unknown = sorted(set(fixed) - {site.name for site in sites})
+    if unknown:
+        raise ValueError(
+            f"fixed parameters {unknown} are not latent sites of the model; latent sites: "
+            f"{[site.name for site in sites]}."
+        )
+    free = tuple(site for site in sites if site.name not in fixed)
+    spec = _Spec(jax.tree_util.tree_structure(story), num_classes, bool(penalized), free)
+    data = _Data(story, Xj, codes, row_weights, penalty_stats if penalized else None, fixed)
+    return spec, data
 
 
-def _initial_point(spec, data, sites, init, seed, init_scale):
+def _initial_point(spec, data, init, seed, init_scale):
     if isinstance(init, dict):
         return _unconstrain(spec, data, init)
     if init == "poor":
         # seeded standard-normal unconstrained values: deliberately far from the answer
         key = jax.random.PRNGKey(int(seed))
-        draw = np.asarray(jax.random.normal(key, (_size(sites),), data.X.dtype))
+        draw = np.asarray(jax.random.normal(key, (_size(spec.sites),), data.X.dtype))
         return jnp.asarray(init_scale * draw, data.X.dtype)
     if init == "prior":
         return _unconstrain(spec, data, _prior_draw(spec, data, jax.random.PRNGKey(int(seed))))
@@ -574,15 +551,15 @@ def fit_optimizer(
     if precondition not in ("auto", "hessian", "none"):
         raise ValueError(f"precondition must be 'auto', 'hessian' or 'none', got {precondition!r}.")
     with precision(dtype):
-        spec, data, sites = _problem(arguments)
-        size = _size(sites)
+        spec, data = _problem(arguments)
+        size = _size(spec.sites)
         whiten = size > 0 and (
             precondition == "hessian" or (precondition == "auto" and size <= int(max_whitened_size))
         )
         best, objectives, failure = None, [], None
         for start in range(int(n_init)):
             start_init = init if start == 0 or not isinstance(init, dict) else "poor"
-            u = _initial_point(spec, data, sites, start_init, seed + start, init_scale)
+            u = _initial_point(spec, data, start_init, seed + start, init_scale)
             try:
                 result = _run(
                     spec,
@@ -606,7 +583,7 @@ def fit_optimizer(
             raise ValueError(str(failure)) from None
         best = best._replace(
             start_objectives=np.asarray(objectives),
-            collapsed=_collapsed(sites, best.params, float(min_weight)),
+            collapsed=_collapsed(spec.sites, best.params, float(min_weight)),
         )
     if warn:
         _warn_if_dishonest(best, max_iter=max_iter, tol=tol, min_weight=min_weight, n_init=n_init)
@@ -632,7 +609,7 @@ def evaluate_objective(
     arguments = dict(locals())
     dtype = arguments["dtype"] = resolve_dtype(dtype)
     with precision(dtype):
-        spec, data, _ = _problem(arguments)
+        spec, data = _problem(arguments)
         u = _unconstrain(spec, data, params)
         (_, (loglik, penalty, _)), grad = _evaluate(spec, data, u)
         return ObjectiveValue(

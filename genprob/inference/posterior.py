@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import jax
 import numpy as np
@@ -85,11 +85,6 @@ class ExactPosterior:
     num_classes: int
     num_features: int
     smoothing_as: str = "mode"
-    names: tuple = field(init=False)
-
-    def __post_init__(self):
-        names = [n for key in self.factors for n in (key if isinstance(key, tuple) else (key,))]
-        object.__setattr__(self, "names", tuple(names))
 
     def _each(self, method) -> dict:
         """``method(factor)`` of every factor by parameter name (a joint factor gives a dict)."""
