@@ -265,7 +265,7 @@ def test_out_checks_accept_good_targets(files, capsys):
     target = files["root"] / "predictions.csv"
     assert cli.main(["predict", files["model"], files["data"], "--out", str(target)]) == 0
     assert len(pd.read_csv(target)) == 50
-    cli._check_out_dir(str(out))  # a new nested directory under a writable one is fine
+    cli._check_out(str(out), directory=True)  # a new nested directory under a writable one is fine
     assert not out.exists()  # the check creates nothing
 
 

@@ -1,6 +1,5 @@
 """The ``genprob`` command line (also ``python -m genprob``); docs/cli.md describes its commands,
-options, messages and exit codes. Each subcommand's ``_add_<command>`` registers its arguments
-and handler; the library's messages are printed as they are, one line each."""
+options, messages and exit codes. The library's messages are printed as they are, one line each."""
 
 from __future__ import annotations
 
@@ -53,36 +52,26 @@ _SEED = _int_at_least(0, 2**32 - 1)  # the range NumPy's seeding accepts
 _COUNT = _int_at_least(1)  # draws, chains, iterations
 
 
-def _writable_dir(directory: str, option: str, target: str) -> None:
-    """Refuse ``option`` unless a file can be created in ``directory`` (before the work)."""
+def _check_out(path: str, directory: bool = False) -> None:
+    """Refuse ``--out`` before the work unless ``path`` (a file, or a directory) can be written."""
     import tempfile
 
-    if not os.path.isdir(directory):
-        raise UserError(f"{option} {target}: no directory {directory}.")
+    if directory and os.path.exists(path) and not os.path.isdir(path):
+        raise UserError(f"--out {path} exists and is not a directory.")
+    if not directory and os.path.isdir(path):
+        raise UserError(f"--out {path} is a directory; give a file name.")
+    existing = os.path.abspath(path) if directory else os.path.dirname(os.path.abspath(path))
+    while directory and not os.path.exists(existing):  # the nearest ancestor that exists
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UserError(f"--out {path}: no directory {existing}.")
     try:
-        with tempfile.TemporaryFile(dir=directory):
+        with tempfile.TemporaryFile(dir=existing):
             pass
     except OSError as error:
         raise UserError(
-            f"{option} {target}: cannot write in {directory} ({error.strerror or error})."
+            f"--out {path}: cannot write in {existing} ({error.strerror or error})."
         ) from None
-
-
-def _check_out_file(path: str, option: str = "--out") -> None:
-    """A file to be written: its directory writable, and not itself a directory."""
-    if os.path.isdir(path):
-        raise UserError(f"{option} {path} is a directory; give a file name.")
-    _writable_dir(os.path.dirname(os.path.abspath(path)), option, path)
-
-
-def _check_out_dir(path: str, option: str = "--out") -> None:
-    """A directory to be created or filled: it, or its nearest existing ancestor, writable."""
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise UserError(f"{option} {path} exists and is not a directory.")
-    existing = os.path.abspath(path)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    _writable_dir(existing, option, path)
 
 
 def _arg(names: str, help_text: str, **options) -> tuple:
@@ -356,13 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- genprob check ---------------------------------------------------------------------------------
-def _read_labeled_table(path: str, target: str | None, args=None, text: bool = False):
-    """``(X, label codes, story or None)`` of a fully labeled table, read as ``genprob fit`` does
-    (``text``: X as the table estimator's category codes, and its story)."""
+def _read_labeled_table(args, text: bool):
+    """``(X, label codes, story or None)`` of a fully labeled table (``text``: category codes)."""
+    path, target = args.data, args.target
     if not target:
         raise UserError(f"--target COL is required with a CSV file ({path}).")
-    frame = _select_columns(_read_table(path, target, _separator(args)), args, path, target)
-    features, y, _ = _split_target(frame, target, "none", path)
+    features, y, _ = _split_target(_read_table(path, args, target), target, "none", path)
     features = _check_features(features, path, text_allowed=text)
     codes = np.unique(y.astype(str), return_inverse=True)[1].astype(np.int64)
     if text:  # the table estimator's story, each categorical column as its category codes
@@ -391,20 +379,18 @@ def _check_jobs(args):
         )
     if args.target and not args.data:
         raise UserError("--target applies to a CSV file given with --data.")
+    if args.target and args.data in registry.DATASETS:
+        raise UserError(f"--target is for CSV files; {args.data!r} is a bundled data set.")
     jobs = []
     for name in names:
         if args.data is None or args.data in registry.DATASETS:
-            if args.target:
-                raise UserError(f"--target is for CSV files; {args.data!r} is a bundled data set.")
             natural = registry.get(name).datasets  # the default first
             data_sets = [args.data] if args.data else natural if args.all_data else natural[:1]
             jobs += [(name, data, functools.partial(_bundled, data)) for data in data_sets]
         elif args.data.lower().endswith(".csv") or os.path.isfile(args.data):
-            path, target = args.data, args.target
-            label = f"{os.path.basename(path)} (target {target})"
+            label = f"{os.path.basename(args.data)} (target {args.target})"
             text = registry.get(name).table_estimator is not None
-            load = functools.partial(_read_labeled_table, path, target, args, text)
-            jobs.append((name, (label, text), load))
+            jobs.append((name, (label, text), functools.partial(_read_labeled_table, args, text)))
         else:
             raise UserError(
                 f"--data {args.data!r} is neither a bundled data set "
@@ -520,10 +506,11 @@ def _import_story(reference: str):
     return cls
 
 
-def _read_table(path: str, target: str | None = None, sep: str = ","):
-    """A CSV file, or a Parquet file by its extension, as a DataFrame."""
+def _read_table(path: str, args, target: str | None = None):
+    """A CSV file, or a Parquet file by its extension, as a DataFrame of the selected columns."""
     import pandas as pd
 
+    sep = _separator(args)
     if os.path.isdir(path):
         raise UserError(f"{path} is a directory, not a data file.")
     if not os.path.isfile(path):
@@ -547,7 +534,7 @@ def _read_table(path: str, target: str | None = None, sep: str = ","):
             f"{path} reads as a single column {str(frame.columns[0])!r}; its fields look "
             "separated by ';': pass --sep ';'."
         )
-    return frame
+    return _select_columns(frame, args, path, target)
 
 
 def _first_line(error) -> str:
@@ -801,8 +788,7 @@ def _fit_features(args):
     user_story = None if args.story_ref is None else _import_story(args.story_ref)
     # the registry's ValueError names the known stories
     name = args.story_ref if user_story else registry.get(args.story).name
-    frame = _read_table(args.data, args.target, _separator(args))
-    frame = _select_columns(frame, args, args.data, args.target)
+    frame = _read_table(args.data, args, args.target)
     features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
     _marker_hint(frame, args.target, args.unlabeled, args.command)
     text_allowed = user_story is None and registry.get(name).table_estimator is not None
@@ -864,8 +850,7 @@ def _separator(args) -> str:
 ID_MIN_ROWS = 8
 #: A text column with fewer rows per category than this is flagged (a category per few rows).
 ROWS_PER_CATEGORY = 5
-#: Target values that usually mean "no label" (compared stripped and lower-cased); pandas reads
-#: empty cells, NA, N/A, null and nan as empty already.
+#: Target values that usually mean "no label", compared stripped and lower-cased (pandas reads NA).
 MISSING_MARKERS = frozenset({"?", "??", "unknown", "unk", "missing", "-", "--", "n.a.", "."})
 
 
@@ -934,7 +919,7 @@ def _run_demo(args) -> int:
     matplotlib.use("Agg")  # files only, no display
     from genprob.app import report
 
-    _check_out_dir(args.out)
+    _check_out(args.out, directory=True)
     start = time.perf_counter()
 
     def progress(step, total, message):
@@ -965,9 +950,8 @@ def _run_demo(args) -> int:
 
 
 def demo_advice(messages, settings) -> list[str]:
-    """The library's warnings as the demo's lines, each once and as it is, then the remedy of
-    the mode the user ran when one is about draws or chains (``settings``: the demo's
-    :class:`~genprob.app.report.Settings`; no flag of the demo sets the library's arguments)."""
+    """The library's warnings as the demo's lines, each once, then the remedy for the demo's mode
+    when one is about draws or chains."""
     lines = list(dict.fromkeys(" ".join(message.split()) for message in messages))
     if any(word in line for line in lines for word in ("draws", "chains")):
         if settings.quick:
@@ -984,7 +968,7 @@ def demo_advice(messages, settings) -> list[str]:
 # -- genprob fit -----------------------------------------------------------------------------------
 def _run_fit(args) -> int:
     out = args.out if args.out.endswith(".npz") else args.out + ".npz"
-    _check_out_file(out)
+    _check_out(out)
     from genprob.io.persistence import save_target_error
 
     what = save_target_error(out)
@@ -996,12 +980,7 @@ def _run_fit(args) -> int:
     name, estimator, features, y, unlabeled = _fit_features(args)
     # The target's name travels with the model, so that `genprob predict` can drop the column.
     estimator.target_column_ = args.target
-    loglik = estimator.log_likelihood(features, y)
-    if np.isnan(loglik):  # not saved: every prediction of such a model would be arbitrary
-        raise UserError(
-            f"the {name} fit on {args.data} gives a NaN log-likelihood; the model was not saved "
-            "(a constant numeric column, or extreme values?)."
-        )
+    loglik = estimator.log_likelihood(features, y)  # refuses rows without a finite score
     path = estimator.save(args.out)
     labeled = ~unlabeled
     accuracy = estimator.score(features[labeled], np.asarray(list(y[labeled])))
@@ -1057,7 +1036,7 @@ def _run_fit_streaming(args) -> int:
                 f"--{option.removesuffix('_ref')} applies to tables read whole; {args.data} is a "
                 "Parquet directory (streamed)."
             )
-    name = registry.get(args.story).name
+    entry = registry.get(args.story)
     try:
         source = streaming.parquet(args.data, target=args.target)
         first, _, _ = next(source.chunks())
@@ -1066,10 +1045,8 @@ def _run_fit_streaming(args) -> int:
             f"{args.data} is a directory, read as a Parquet dataset, and cannot be streamed: "
             f"{_first_line(error) or 'no rows'}"
         ) from None
-    sample = _check_features(
-        first, args.data, text_allowed=registry.get(name).table_estimator is not None
-    )
-    estimator = _make_estimator(name, sample, args)
+    sample = _check_features(first, args.data, text_allowed=entry.table_estimator is not None)
+    estimator = _make_estimator(entry.name, sample, args)
     progress = streaming.ProgressBar(total=source.num_rows)
     start = time.perf_counter()
     try:  # the library's messages are printed as they are
@@ -1079,8 +1056,7 @@ def _run_fit_streaming(args) -> int:
     elapsed = time.perf_counter() - start
     estimator.target_column_ = args.target
     path = estimator.save(args.out)
-    counts = np.asarray(estimator.class_count_ if hasattr(estimator, "class_count_") else [])
-    print(f"genprob fit: {name} on {args.data} (target {args.target}), streamed")
+    print(f"genprob fit: {entry.name} on {args.data} (target {args.target}), streamed")
     print(f"  model:          {type(estimator).__name__}, {estimator.num_parameters()} parameters")
     print(f"  classes:        {', '.join(map(str, estimator.classes_))}")
     print(
@@ -1090,7 +1066,8 @@ def _run_fit_streaming(args) -> int:
     if hasattr(estimator, "n_iter_"):
         state = "converged" if estimator.converged_ else "NOT converged"
         print(f"  EM:             {estimator.n_iter_} iterations, {state}")
-    if counts.size:
+    if hasattr(estimator, "class_count_"):
+        counts = np.asarray(estimator.class_count_)
         print(f"  class weights:  {', '.join(f'{c:g}' for c in counts)}")
     print(f"  saved:          {path}")
     return 0
@@ -1118,12 +1095,7 @@ def _prediction_features(model, frame, path: str):
     if target is not None and target in frame.columns:
         frame = frame.drop(columns=[target])
     names = getattr(model, "feature_names_in_", None)
-    if names is None:
-        if frame.shape[1] != model.n_features_in_:
-            raise UserError(
-                f"{path} has {frame.shape[1]} feature columns; the model expects "
-                f"{model.n_features_in_}."
-            )
+    if names is None:  # the estimator's own message names a wrong column count
         features = frame
     else:
         names = [str(n) for n in names]
@@ -1166,21 +1138,15 @@ def _run_predict(args) -> int:
     import pandas as pd
 
     if args.out:
-        _check_out_file(args.out)
+        _check_out(args.out)
     model = _load_model(args.model, args.story_ref)
-    frame = _read_table(args.data, sep=_separator(args))
+    frame = _read_table(args.data, args)
     if args.missing is not None:
         _predict_missing(model, args.missing)
     features = _prediction_features(model, frame, args.data)
-    proba = model.predict_proba(features)
-    bad = ~np.all(np.isfinite(proba), axis=1)
-    if bad.any():  # a NaN row would print empty cells and an arbitrary class
-        raise UserError(
-            f"the model gives non-finite class probabilities for {int(bad.sum())} row(s) of "
-            f"{args.data} (first: row {int(np.argmax(bad))}); check those feature values."
-        )
     out = pd.DataFrame({"prediction": model.predict(features)})
     if args.proba:
+        proba = model.predict_proba(features)
         for k, label in enumerate(model.classes_):
             out[f"proba_{label}"] = proba[:, k]
     if args.out:
@@ -1203,7 +1169,7 @@ def _run_compare(args) -> int:
 
     if args.method == "nuts":  # a missing sampler package is named before the fit
         genprob.mcmc.check_options(sampler=args.sampler)
-    _check_out_dir(args.out)
+    _check_out(args.out, directory=True)
     name, estimator, features, y, _ = _fit_features(args)
     unknown = [var for var in args.var_names or () if var not in estimator.params_]
     if unknown:  # checked before sampling, so no draws are lost to a typo

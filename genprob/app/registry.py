@@ -30,8 +30,7 @@ __all__ = [
 SMS_VOCABULARY = 200
 
 
-#: Built-in stories by name, from the families' records (a command without make_story builds
-#: its family's story by from_data with its options).
+#: Built-in stories by name (a command without make_story gets its family's from_data).
 STORIES: dict = {
     command.name: command
     if command.make_story
@@ -62,8 +61,7 @@ def make_story(name: str, X) -> Story:
 
 
 def has_story(name: str) -> bool:
-    """Whether ``name`` is one story that ``genprob check`` can cross-check (not a face that
-    chooses its model, ``_has_story = False``)."""
+    """Whether ``name`` is one story ``genprob check`` can cross-check (not a model choice)."""
     entry = get(name)
     if not entry.face:
         return True
@@ -95,14 +93,11 @@ def _digits_binary():
 
 
 def _sms(binary: bool):
-    def load():
-        from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.feature_extraction.text import CountVectorizer
 
-        texts, labels = datasets.load_sms_spam()
-        vectorizer = CountVectorizer(max_features=SMS_VOCABULARY, binary=binary)
-        return vectorizer.fit_transform(texts).toarray(), labels
-
-    return load
+    texts, labels = datasets.load_sms_spam()
+    vectorizer = CountVectorizer(max_features=SMS_VOCABULARY, binary=binary)
+    return vectorizer.fit_transform(texts).toarray(), labels
 
 
 def _penguins():
@@ -120,8 +115,8 @@ def _penguins():
 DATASETS: dict = {
     **{name: partial(datasets.load, name) for name in ("iris", "wine", "breast_cancer", "digits")},
     "digits_binary": _digits_binary,
-    "sms_counts": _sms(binary=False),
-    "sms_binary": _sms(binary=True),
+    "sms_counts": partial(_sms, binary=False),
+    "sms_binary": partial(_sms, binary=True),
     "penguins": _penguins,
 }
 

@@ -184,7 +184,6 @@ def boundaries_figure(
     if title is None:
         fitted = ", ".join(models)
         title = f"{fitted} on {data or f'{len(X)} training rows'}: maximum-likelihood fits"
-    figure_title = title
     figure = _figure(4.2 * len(models), 4.0)
     axes = figure.subplots(1, len(models), sharey=True, squeeze=False)[0]
     colors = np.array(_COLORS)
@@ -200,10 +199,9 @@ def boundaries_figure(
         )
         ax.contour(grid_x, grid_y, regions, levels=[0.5, 1.5], colors="k", linewidths=0.9)
         ax.scatter(X[:, 0], X[:, 1], c=colors[np.asarray(y)], s=7)
-        title = name
         if X_test is not None:
-            title += f" (test accuracy {estimator.score(X_test, y_test):.3f})"
-        ax.set(title=title, xlabel="$x_1$")
+            name += f" (test accuracy {estimator.score(X_test, y_test):.3f})"
+        ax.set(title=name, xlabel="$x_1$")
     axes[0].set_ylabel("$x_2$")
     names = class_names or [f"class {k}" for k in range(len(_COLORS))]
     handles = [
@@ -211,13 +209,12 @@ def boundaries_figure(
         for color, name in zip(_COLORS, names, strict=True)
     ]
     figure.legend(handles=handles, loc="outside right upper", title="class (points, region)")
-    figure.suptitle(figure_title)
+    figure.suptitle(title)
     return figure
 
 
 def bic_figure(table, title: str = "BIC", suptitle: str | None = None):
-    """mclust's BIC plot of ``MixtureDiscriminantAnalysis.bic_table_``: a line per structure,
-    a panel per class that chose its own model; a collapsed candidate is a gap."""
+    """mclust's BIC plot of ``MixtureDiscriminantAnalysis.bic_table_`` (a collapsed fit: a gap)."""
     import matplotlib as mpl
 
     panels = (
@@ -397,17 +394,13 @@ def semi_supervised_curve(fractions, repeats: int = 5, seed: int = 0, data: str 
                 keep[rng.choice(members, size=size, replace=False)] = True
             supervised = genprob.GaussianNB().fit(X_train[keep], y_train[keep])
             labeled_only.append(supervised.score(X_test, y_test))
-            if keep.all():  # nothing to impute: EM is the supervised fit
-                em.append(labeled_only[-1])
-                iterations.append(0)
-            else:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", ConvergenceWarning)
-                    semi = genprob.GaussianNB(random_state=seed).fit(
-                        X_train, np.where(keep, y_train, -1)
-                    )
-                em.append(semi.score(X_test, y_test))
-                iterations.append(semi.n_iter_)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                semi = genprob.GaussianNB(random_state=seed).fit(
+                    X_train, np.where(keep, y_train, -1)
+                )
+            em.append(semi.score(X_test, y_test))
+            iterations.append(getattr(semi, "n_iter_", 0))  # no EM when every label is kept
             counts.append(int(keep.sum()))
         rows.append(
             {
