@@ -18,11 +18,10 @@ import numpy as np
 
 from genprob._version import __version__
 from genprob.engine.capabilities import has_closed_form
-from genprob.story import Story, qualified_name, story_class
+from genprob.story import Story, _init_parameters, qualified_name, story_class
 
 FORMAT_NAME = "genprob-model"
-#: 2: derived parameters and references to parameters; 3: derived fitted attributes;
-#: 4: derived statistics; 5: object arrays (labels, names) item by item in the metadata
+#: The versions and what each added: docs/reference/persistence.md.
 FORMAT_VERSION = 5
 
 #: Fitted attributes that are caches or provenance records, rebuilt after loading.
@@ -41,8 +40,7 @@ class ModelFileError(ValueError):
 
 
 def register_estimator(cls) -> type:
-    """Make estimator class ``cls`` loadable (the estimator base class calls this for every
-    subclass when it is defined)."""
+    """Make estimator class ``cls`` loadable (the estimator base class registers each subclass)."""
     _ESTIMATORS[qualified_name(cls)] = cls
     return cls
 
@@ -62,11 +60,8 @@ def _story_class(name):
 
 # -- JSON encoding of configuration values --------------------------------------------------------
 def _encode(value, arrays: dict, prefix: str, aliases=None):
-    """JSON-compatible form of a hyperparameter or story attribute; arrays go to ``arrays``.
-
-    ``aliases`` maps ``id`` of parameter arrays to their names: such an array is stored as a
-    reference to the parameter.
-    """
+    """JSON form of a setting; arrays go to ``arrays``, those in ``aliases`` (id -> parameter
+    name) are stored as references to the parameter."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if aliases and isinstance(value, np.ndarray) and id(value) in aliases:
@@ -134,13 +129,16 @@ def _object_item(value, name: str):
     return value
 
 
+def _is_shape(shape) -> bool:
+    return isinstance(shape, list | tuple) and all(type(d) is int and d >= 0 for d in shape)
+
+
 def _object_array(value) -> np.ndarray:
     """The object array of a ``__objects__`` entry (checked: shape and scalar items)."""
     items, shape = value["__objects__"], value.get("shape")
     if (
         not isinstance(items, list)
-        or not isinstance(shape, list)
-        or not all(type(d) is int and d >= 0 for d in shape)
+        or not _is_shape(shape)
         or math.prod(shape) != len(items)
         or not all(isinstance(item, _OBJECT_ITEMS) for item in items)
     ):
@@ -200,8 +198,8 @@ def _decode(value, arrays):
 def _checked_story(story: Story) -> Story:
     """``story`` after its settings went through ``__init__`` once (refused at load, not use)."""
     cls = type(story)
-    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in parameters):
+    parameters = _init_parameters(cls)
+    if parameters is None:
         return story
     fields = vars(story)
     missing = [p.name for p in parameters if p.name not in fields and p.default is p.empty]
@@ -243,18 +241,14 @@ def _digest(metadata: dict, arrays: dict) -> str:
 
 # -- public API -----------------------------------------------------------------------------------
 def save(estimator, path, *, key: bytes | str | None = None) -> Path:
-    """Write a fitted genprob estimator to ``path`` (an ``.npz`` file; the suffix is added).
-
-    The file is written beside ``path`` under a temporary name and renamed into place when
-    complete, so a failed save leaves a model already at ``path`` intact.
+    """Write a fitted genprob estimator to ``path`` (an ``.npz`` file; the suffix is added);
+    a failed save leaves a model already at ``path`` intact.
 
     Args:
         estimator: a fitted genprob estimator.
         path: where to write it.
         key: a secret (bytes or text) to sign the file with (HMAC-SHA256 of its digest);
-            ``load(path, key=key)`` then refuses any file not signed with that key. Without a
-            key the file carries only its SHA-256 digest, which anyone can recompute: it detects
-            accidents (damaged, truncated files), not a deliberate forger.
+            ``load(path, key=key)`` then refuses any file not signed with that key.
 
     Raises:
         sklearn.exceptions.NotFittedError: if the estimator is not fitted.
@@ -419,17 +413,12 @@ def _derivable_params(estimator) -> set:
 def load(path, *, key: bytes | str | None = None):
     """Read an estimator written by :func:`save`; predictions are identical to the saved one.
 
-    Without ``key``, the file's SHA-256 digest detects accidental damage only: anyone can edit
-    a file and recompute it. Load files from sources you trust, or sign them (``save(...,
-    key=...)``) and pass the same ``key`` here: a file not signed with it is then refused.
+    Without ``key`` the digest detects damage, not a forger: load files from sources you trust,
+    or pass the ``key`` they were signed with (an unsigned file is then refused).
 
     Raises:
-        ModelFileError: anything wrong with the file's contents: not a zip archive, damaged or
-            encrypted members, arrays that are not plain ``.npy`` data, metadata of the wrong
-            schema, an unknown class, a format version other than 1..:data:`FORMAT_VERSION`, a
-            failed integrity check, arrays declaring more than
-            ``genprob.engine._limits.MAX_LOAD_BYTES`` in all (checked before anything is inflated),
-            or a path that is not a regular file (a FIFO, a device, a directory).
+        ModelFileError: anything wrong with the file (docs/reference/persistence.md lists the
+            checks), or a path that is not a regular file.
         FileNotFoundError: no such file (other ``OSError`` when the path cannot be read).
     """
     path = Path(path)
@@ -451,9 +440,7 @@ def load(path, *, key: bytes | str | None = None):
 
 
 def _check_consistent(estimator, recomputed=None) -> None:
-    """Refuse an edited file whose fitted attributes disagree (not a KeyError at predict).
-
-    ``recomputed``: the parameters :func:`_rebuild`'s M-step derived from the statistics."""
+    """Refuse an edited file whose fitted attributes disagree; ``recomputed``: _rebuild's M-step."""
     from genprob.story import CLASS_PRIOR
 
     params = getattr(estimator, "params_", None)
@@ -719,14 +706,9 @@ def _named_arrays(metadata: dict) -> dict:
             raise TypeError
         named = {}
         for name, (dtype, shape) in listed.items():
-            dtype = np.dtype(dtype)
-            if (
-                not isinstance(shape, list)
-                or not all(type(d) is int and d >= 0 for d in shape)
-                or dtype.hasobject
-            ):
+            if not _is_shape(shape):
                 raise TypeError
-            named[name] = (dtype, tuple(shape))
+            named[name] = (np.dtype(dtype), tuple(shape))
     except (TypeError, ValueError):
         raise ModelFileError("metadata field 'arrays' must map names to [dtype, shape].") from None
     return named
@@ -800,7 +782,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, spec=None) -> 
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
         else:
             raise ModelFileError(f"unsupported .npy version {version}.")
-        if dtype.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape):
+        if dtype.hasobject or not _is_shape(shape):
             raise ModelFileError(
                 f"array header with dtype {dtype} and shape {shape} is not allowed."
             )
