@@ -90,12 +90,15 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
         kind = "__tuple__" if isinstance(value, tuple) else "__list__"
         return {kind: [_encode(v, arrays, f"{prefix}[{i}]", aliases) for i, v in enumerate(value)]}
     if isinstance(value, np.ndarray) and value.dtype == object:
-        # kept in the JSON, item by item: a fixed-width string array would drop trailing NULs
-        # ('a' and 'a\x00' would merge) and lose the object dtype
-        return {
-            "__objects__": [_object_item(v, prefix) for v in value.ravel().tolist()],
-            "shape": list(value.shape),
-        }
+        # item by item in the JSON: a fixed-width string array would drop trailing NULs
+        items = [v.item() if isinstance(v, np.generic) else v for v in value.ravel().tolist()]
+        kinds = [type(v).__name__ for v in items if not isinstance(v, _OBJECT_ITEMS)]
+        if kinds:
+            raise TypeError(
+                f"cannot save {prefix}: it holds a Python {kinds[0]}; object arrays can be "
+                f"stored without pickle when they hold strings, numbers, booleans or None."
+            )
+        return {"__objects__": items, "shape": list(value.shape)}
     if isinstance(value, np.ndarray):
         arrays[f"config.{prefix}"] = value
         return {"__array__": f"config.{prefix}"}
@@ -105,28 +108,12 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
     )
 
 
-_MARKERS = (
-    "__story__",
-    "__items__",
-    "__list__",
-    "__tuple__",
-    "__array__",
-    "__param__",
-    "__objects__",
+#: The marker keys of encoded values, each with the other keys it may come with.
+_MARKERS = {"__story__": {"config"}, "__objects__": {"shape"}} | dict.fromkeys(
+    ("__items__", "__list__", "__tuple__", "__array__", "__param__"), set()
 )
 #: Entries an object array may hold (stored as JSON, read back exactly).
 _OBJECT_ITEMS = (str, int, float, bool, type(None))
-
-
-def _object_item(value, name: str):
-    if isinstance(value, np.generic):
-        value = value.item()
-    if not isinstance(value, _OBJECT_ITEMS):
-        raise TypeError(
-            f"cannot save {name}: it holds a Python {type(value).__name__}; object arrays can be "
-            f"stored without pickle when they hold strings, numbers, booleans or None."
-        )
-    return value
 
 
 def _is_shape(shape) -> bool:
@@ -155,9 +142,7 @@ def _decode(value, arrays):
     if not isinstance(value, dict):
         raise ModelFileError(f"malformed metadata: unexpected {type(value).__name__}.")
     marker = [key for key in _MARKERS if key in value]
-    allowed = {"__story__": {"config"}, "__objects__": {"shape"}}.get(marker[0] if marker else "")
-    extra = set(value) - set(marker) - (allowed or set())
-    if len(marker) != 1 or extra:
+    if len(marker) != 1 or set(value) - {marker[0], *_MARKERS[marker[0]]}:
         raise ModelFileError(f"malformed metadata entry with keys {sorted(value)!r}.")
     if marker[0] == "__objects__":
         return _object_array(value)
@@ -266,13 +251,8 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
     # every fitted attribute is stored (encodings too): the loaded estimator needs no data
     derivable = getattr(type(estimator), "_derivable_attributes", None)
     derived_attributes = set(derivable(estimator)) if derivable is not None else set()
-    fitted = {
-        name: value
-        for name, value in vars(estimator).items()
-        if name not in init_params
-        and name not in ("params_", "story_", *_TRANSIENT)
-        and name not in derived_attributes
-    }
+    skipped = {*init_params, "params_", "story_", *_TRANSIENT, *derived_attributes}
+    fitted = {name: value for name, value in vars(estimator).items() if name not in skipped}
     derived = _derivable_params(estimator)
     for name, value in estimator.params_.items():
         if np.asarray(value).dtype.kind not in "biuf":  # load reads numeric parameters only
@@ -289,7 +269,7 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
         "format_version": FORMAT_VERSION,
         "genprob_version": __version__,
         "estimator": qualified_name(type(estimator)),
-        "init_params": _encode(estimator.get_params(deep=False), arrays, "init"),
+        "init_params": _encode(init_params, arrays, "init"),
         "story": _encode(estimator.story_, arrays, "story"),
         "attributes": _encode(fitted, arrays, "attr", aliases),
         "params": sorted(estimator.params_),
@@ -443,10 +423,8 @@ def _check_consistent(estimator, recomputed=None) -> None:
     """Refuse an edited file whose fitted attributes disagree; ``recomputed``: _rebuild's M-step."""
     from genprob.story import CLASS_PRIOR
 
-    params = getattr(estimator, "params_", None)
-    if not isinstance(params, dict) or not all(
-        isinstance(value, np.ndarray) and value.dtype.kind in "biuf" for value in params.values()
-    ):
+    params = estimator.params_  # arrays as read (no pickle) or recomputed
+    if not all(value.dtype.kind in "biuf" for value in params.values()):
         raise ModelFileError("the parameters must be numeric arrays.")
     prior = params.get(CLASS_PRIOR)
     if prior is None or prior.ndim != 1 or prior.size < 1:
@@ -596,13 +574,13 @@ def _rebuild(metadata: dict, contents: dict):
     return estimator, recomputed
 
 
-_FILE_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
+_FILE_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
 
 
 def _has_no_story(metadata) -> bool:
@@ -612,7 +590,7 @@ def _has_no_story(metadata) -> bool:
 
 
 def _file_kind(mode: int) -> str:
-    return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+    return _FILE_KINDS.get(stat.S_IFMT(mode), "a special file")
 
 
 def _refuse_unless_regular(mode: int) -> None:
