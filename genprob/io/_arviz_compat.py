@@ -109,12 +109,9 @@ def hdi(dataset, prob: float):
     az = arviz()
     with _quiet():
         if major() >= 1:
-            out = az.hdi(dataset, prob=prob, dim=list(_SAMPLE_DIMS))
-            old = "ci_bound"
+            out = az.hdi(dataset, prob=prob, dim=list(_SAMPLE_DIMS)).rename({"ci_bound": HDI_DIM})
         else:
-            out = az.hdi(dataset, hdi_prob=prob)
-            old = "hdi"
-    out = out.rename({old: HDI_DIM}) if old != HDI_DIM else out
+            out = az.hdi(dataset, hdi_prob=prob)  # its dim is named HDI_DIM already
     return out.assign_coords({HDI_DIM: ["lower", "upper"]})
 
 

@@ -158,17 +158,16 @@ def to_arviz(
         name: list(story.parameter_dims(name, value.shape[2:], num_classes, num_features))
         for name, value in draws.items()
     }
-    dims[CLASS_PRIOR] = ["class"]
+    rows = {"y": ["row"], "X": ["row", "feature"], LOG_LIKELIHOOD_NAME: ["row"]}
+    dims.update({CLASS_PRIOR: ["class"], **rows})
     # feature2: the second axis of a (feature x feature) matrix
     coords = {"class": classes, "feature": feature_names, "feature2": feature_names}
     coords.update(story.coords(list(feature_names)))
     log_lik = np.asarray(pointwise_log_likelihood(story, draws, X, codes))
     observed = {"y": _class_names(classes, codes)}
-    dims["y"] = ["row"]
     dense = isinstance(X, jax.Array)  # a sparse (BCOO) matrix is not copied in densely
     if dense:
         observed["X"] = np.asarray(X)
-        dims["X"] = ["row", "feature"]
     seed = 0 if predictive_seed is None else int(predictive_seed)
     predictive = prior_draws = None
     predictive_draws = PREDICTIVE_DRAWS if predictive_draws is None else int(predictive_draws)
@@ -178,7 +177,6 @@ def to_arviz(
         predictive = _posterior_predictive(story, draws, (n, num_features), per_chain, seed, dense)
         predictive["y"] = _class_names(classes, predictive["y"])
         prior_draws = _prior_draws(story, num_classes, num_features, predictive_draws, seed)
-    dims[LOG_LIKELIHOOD_NAME] = ["row"]
     attrs = {
         "inference_method": method,
         "inference_library": "genprob",

@@ -825,13 +825,10 @@ def _check_metadata(metadata: dict, contents: dict, key=None) -> dict:
         "genprob_version": str,
         "estimator": str,
         "init_params": dict,
-        "story": dict,
         "attributes": dict,
         "params": list,
     }
-    for field, kind in schema.items():
-        if field == "story" and metadata.get(field, 0) is None and _has_no_story(metadata):
-            continue
+    for field, kind in schema.items():  # the story is checked once decoded (None or a Story)
         if not isinstance(metadata.get(field), kind):
             raise ModelFileError(
                 f"metadata field {field!r} must be a {kind.__name__}, got "
@@ -842,10 +839,7 @@ def _check_metadata(metadata: dict, contents: dict, key=None) -> dict:
     derived = metadata.get("derived", [])
     if not isinstance(derived, list) or not set(derived) <= set(metadata["params"]):
         raise ModelFileError("metadata field 'derived' must list parameter names.")
-    derived_attributes = metadata.get("derived_attributes", [])
-    if not isinstance(derived_attributes, list) or not all(
-        isinstance(name, str) for name in derived_attributes
-    ):
+    if not isinstance(metadata.get("derived_attributes", []), list):  # names: _attribute_name
         raise ModelFileError("metadata field 'derived_attributes' must list names.")
     if metadata.get("derived_statistics"):
         raise ModelFileError(
