@@ -177,11 +177,12 @@ def to_arviz(
         predictive = _posterior_predictive(story, draws, (n, num_features), per_chain, seed, dense)
         predictive["y"] = _class_names(classes, predictive["y"])
         prior_draws = _prior_draws(story, num_classes, num_features, predictive_draws, seed)
+    prior = [f"class_concentration={float(story.class_concentration):g}", *_numeric_settings(story)]
     attrs = {
         "inference_method": method,
         "inference_library": "genprob",
         "story": repr(story),
-        "prior": _prior_description(story),
+        "prior": f"{type(story).__name__} prior: " + "; ".join(prior),
     }
     # groups in ArviZ 0.x's schema order, which InferenceData imposes and DataTree keeps
     groups = {"posterior": compat.dataset(draws, dims, coords, attrs)}
@@ -210,15 +211,13 @@ def to_arviz(
         missing = sorted(set(draws) - set(mle))
         if missing:
             raise ValueError(f"mle lacks parameters {missing} that the draws have.")
-        data_vars = {}
-        for name in draws:
-            value = np.asarray(mle[name])
+        data_vars = {name: np.asarray(mle[name]) for name in draws}
+        for name, value in data_vars.items():
             if value.shape != draws[name].shape[2:]:
                 raise ValueError(
                     f"mle[{name!r}] has shape {value.shape}; the draws have "
                     f"{draws[name].shape[2:]}."
                 )
-            data_vars[name] = value
         groups["mle"] = compat.dataset(data_vars, dims, coords, {"estimate": "mle"}, sample_dims=())
     return compat.build(groups)
 
@@ -232,14 +231,7 @@ def _class_names(classes, codes) -> np.ndarray:
     return np.where(codes >= 0, values, np.asarray(missing, dtype=names.dtype))
 
 
-def _prior_description(story: Story) -> str:
-    """The story's prior settings (numbers and per-feature arrays), for ``attrs["prior"]``."""
-    parts = [f"class_concentration={float(story.class_concentration):g}"]
-    parts += _numeric_settings(story, "")
-    return f"{type(story).__name__} prior: " + "; ".join(parts)
-
-
-def _numeric_settings(story: Story, prefix: str) -> list:
+def _numeric_settings(story: Story, prefix: str = "") -> list:
     """``name=value`` of the story's floating-point settings, nested stories' prefixed."""
     parts = []
     for name, value in story.fields().items():

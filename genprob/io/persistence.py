@@ -18,7 +18,7 @@ import numpy as np
 
 from genprob._version import __version__
 from genprob.engine.capabilities import has_closed_form
-from genprob.story import Story, _init_parameters, qualified_name, story_class
+from genprob.story import CLASS_PRIOR, Story, _init_parameters, qualified_name, story_class
 
 FORMAT_NAME = "genprob-model"
 #: The versions and what each added: docs/reference/persistence.md.
@@ -298,16 +298,9 @@ def _write_atomically(path: Path, write) -> None:
     """Call ``write(stream)`` on a new file beside ``path`` (links followed), then rename it."""
     target = Path(os.path.realpath(path))
     mode = _writable_target(path, target)
-    for _ in range(100):
-        temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            # 0o666 less the umask, as for any new file
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise FileExistsError(f"cannot create a temporary file beside {target}.")
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
+    # O_EXCL: a new file (a random 64-bit name); mode 0o666 less the umask, as any new file's
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as stream:
             write(stream)
@@ -421,8 +414,6 @@ def load(path, *, key: bytes | str | None = None):
 
 def _check_consistent(estimator, recomputed=None) -> None:
     """Refuse an edited file whose fitted attributes disagree; ``recomputed``: _rebuild's M-step."""
-    from genprob.story import CLASS_PRIOR
-
     params = estimator.params_  # arrays as read (no pickle) or recomputed
     if not all(value.dtype.kind in "biuf" for value in params.values()):
         raise ModelFileError("the parameters must be numeric arrays.")
@@ -435,8 +426,7 @@ def _check_consistent(estimator, recomputed=None) -> None:
         raise ModelFileError(f"n_features_in_ must be an int >= 1, got {features!r}.")
     sizes = {}
     for name, value in params.items():
-        # every parameter has an axis its story names (class, feature, a mixture's components)
-        # or one of the classes or features (0-d fails at predict)
+        # an axis the story names (class, feature, component) or of the classes' or features' size
         dims = estimator.story_.parameter_dims(name, value.shape, num_classes, features)
         named = any(dim is not None for dim in dims)
         for dim, size in zip(dims, value.shape, strict=True):  # an axis has one size throughout
@@ -535,7 +525,7 @@ def _rebuild(metadata: dict, contents: dict):
     story = _decode(metadata["story"], contents)
     if not isinstance(init_params, dict):
         raise ModelFileError("init_params and attributes must be mappings.")
-    if not isinstance(story, Story) and not (story is None and _has_no_story(metadata)):
+    if not (isinstance(story, Story) or story is None and not getattr(cls, "_has_story", True)):
         raise ModelFileError(f"the story must be a Story, got {type(story).__name__}.")
     try:
         estimator = cls(**{_attribute_name(k): v for k, v in init_params.items()})
@@ -581,12 +571,6 @@ _FILE_KINDS = {
     stat.S_IFBLK: "a block device",
     stat.S_IFSOCK: "a socket",
 }
-
-
-def _has_no_story(metadata) -> bool:
-    """Whether the file's estimator is one without a story (``story_``): its story is None."""
-    cls = _ESTIMATORS.get(metadata.get("estimator"))
-    return cls is not None and not getattr(cls, "_has_story", True)
 
 
 def _file_kind(mode: int) -> str:
