@@ -285,17 +285,12 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
     path = Path(path)
     if path.suffix != ".npz":
         path = path.with_name(path.name + ".npz")
-    _write_atomically(
-        path,
-        lambda stream: np.savez_compressed(
-            stream, metadata=np.array(json.dumps(metadata)), **arrays
-        ),
-    )
+    _write_atomically(path, metadata, arrays)
     return path
 
 
-def _write_atomically(path: Path, write) -> None:
-    """Call ``write(stream)`` on a new file beside ``path`` (links followed), then rename it."""
+def _write_atomically(path: Path, metadata: dict, arrays: dict) -> None:
+    """Write the archive to a new file beside ``path`` (links followed), then rename it."""
     target = Path(os.path.realpath(path))
     mode = _writable_target(path, target)
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
@@ -303,7 +298,7 @@ def _write_atomically(path: Path, write) -> None:
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as stream:
-            write(stream)
+            np.savez_compressed(stream, metadata=np.array(json.dumps(metadata)), **arrays)
             stream.flush()
             os.fsync(stream.fileno())
         if mode is not None:
