@@ -9,29 +9,8 @@ import warnings
 
 import numpy as np
 
-__all__ = [
-    "arviz",
-    "major",
-    "dataset",
-    "build",
-    "group_names",
-    "has_group",
-    "get_group",
-    "hdi",
-    "hdi_array",
-    "hdi_columns",
-    "ess",
-    "rhat",
-    "summary",
-    "loo",
-    "loo_numbers",
-    "compare",
-    "plot_ppc",
-]
-
-#: Name and coordinates of the interval dimension that :func:`hdi` returns on both majors.
+#: The interval dimension (coordinates lower, upper) that :func:`hdi` returns on both majors.
 HDI_DIM = "hdi"
-HDI_BOUNDS = ("lower", "upper")
 _SAMPLE_DIMS = ("chain", "draw")
 
 
@@ -64,8 +43,7 @@ def major() -> int:
 
 # -- the groups -----------------------------------------------------------------------------
 def dataset(variables: dict, dims: dict, coords: dict, attrs=None, sample_dims=_SAMPLE_DIMS):
-    """One group as an ``xarray.Dataset`` in ArviZ's layout; an axis ``dims`` does not name
-    (None) is ``{name}_dim_{i}``, a dim without ``coords`` gets ``0, 1, ...``."""
+    """One group as an ``xarray.Dataset``; unnamed axes are ``{name}_dim_{i}``, coords 0, 1, ..."""
     import xarray as xr
 
     data_vars, used = {}, {}
@@ -131,13 +109,10 @@ def hdi(dataset, prob: float):
     az = arviz()
     with _quiet():
         if major() >= 1:
-            out = az.hdi(dataset, prob=prob, dim=list(_SAMPLE_DIMS))
-            old = "ci_bound"
+            out = az.hdi(dataset, prob=prob, dim=list(_SAMPLE_DIMS)).rename({"ci_bound": HDI_DIM})
         else:
-            out = az.hdi(dataset, hdi_prob=prob)
-            old = "hdi"
-    out = out.rename({old: HDI_DIM}) if old != HDI_DIM else out
-    return out.assign_coords({HDI_DIM: list(HDI_BOUNDS)})
+            out = az.hdi(dataset, hdi_prob=prob)  # its dim is named HDI_DIM already
+    return out.assign_coords({HDI_DIM: ["lower", "upper"]})
 
 
 def hdi_array(values, prob: float) -> np.ndarray:
@@ -189,18 +164,14 @@ def loo(data, pointwise: bool = True):
 
 def loo_numbers(result) -> dict:
     """``elpd``, ``se``, ``p`` (and pointwise ``elpd_i``, ``pareto_k``) of an ``az.loo`` result."""
+    ours = ("elpd", "se", "p", "elpd_i", "pareto_k")
     if major() >= 1:
-        numbers = {"elpd": result.elpd, "se": result.se, "p": result.p}
-        pointwise = {"elpd_i": "elpd_i", "pareto_k": "pareto_k"}
+        theirs, get = ("elpd", "se", "p", "elpd_i"), lambda name: getattr(result, name, None)
     else:
-        numbers = {"elpd": result["elpd_loo"], "se": result["se"], "p": result["p_loo"]}
-        pointwise = {"elpd_i": "loo_i", "pareto_k": "pareto_k"}
-    out = {k: float(v) for k, v in numbers.items()}
-    for ours, theirs in pointwise.items():
-        value = getattr(result, theirs, None) if major() >= 1 else result.get(theirs)
-        if value is not None:
-            out[ours] = np.asarray(value)
-    return out
+        theirs, get = ("elpd_loo", "se", "p_loo", "loo_i"), result.get
+    values = dict(zip(ours, [get(name) for name in (*theirs, "pareto_k")], strict=True))
+    out = {name: float(values.pop(name)) for name in ours[:3]}
+    return out | {name: np.asarray(value) for name, value in values.items() if value is not None}
 
 
 def compare(results: dict):

@@ -111,39 +111,33 @@ def to_arviz(
     """Posterior draws of a story's parameters as an ArviZ result (docs/reference/arviz_io.md).
 
     Args:
-        posterior: a NumPyro ``MCMC`` object run on :func:`genprob.core.model` (e.g. from
-            :func:`genprob.run_nuts`), or a dict of parameter draws with leading shape
-            ``(chains, draws)`` or ``(draws,)`` — e.g. :func:`genprob.fit_nuts` with
-            ``group_by_chain=True`` or ``ExactPosterior.sample(key, (chains, draws))``.
+        posterior: a NumPyro ``MCMC`` object run on :func:`genprob.core.model`, or a dict of
+            parameter draws with leading shape ``(chains, draws)`` or ``(draws,)``.
         story: the story the draws belong to.
         X: the data the posterior was conditioned on (n, D).
         y: class codes (n,), -1 for unlabeled rows; None when every row is unlabeled.
         mle: point estimate to carry along (e.g. ``estimator.params_``): group ``mle``.
         classes: class names (coordinates of dim ``class``); default ``0..K-1``.
         feature_names: feature names (coordinates of dim ``feature``); default ``x0..``.
-        sample_stats: NumPyro extra fields (``(chains, draws)`` arrays), taken from the MCMC
-            object when it is given.
+        sample_stats: NumPyro extra fields (``(chains, draws)`` arrays); default: the MCMC's.
         method: ``"nuts"`` or ``"exact"``, recorded as ``attrs["inference_method"]``.
-        predictive_draws: posterior draws kept in total (evenly thinned, spread over the
-            chains) for ``posterior_predictive``, at most :data:`PREDICTIVE_MAX_VALUES`
-            replicated values and at least one draw per chain; also the draws of the ``prior``
-            group (one chain). None: :data:`PREDICTIVE_DRAWS`; 0 leaves both groups out.
+        predictive_draws: draws of the ``posterior_predictive`` (thinned over the chains, at
+            most :data:`PREDICTIVE_MAX_VALUES` values) and ``prior`` groups; None:
+            :data:`PREDICTIVE_DRAWS`; 0 leaves both groups out.
         predictive_seed: seed of the predictive and prior draws (default: fixed by the data).
 
     Returns:
-        ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x) with the groups
-        the reference page lists.
+        ``arviz.InferenceData`` (ArviZ 0.x) or ``xarray.DataTree`` (ArviZ 1.x).
     """
     X = check_features(X, keep_sparse=True, to_device=True, allow_nan=reads_nan_as_missing(story))
     num_features = int(X.shape[1])
-    from_mcmc = hasattr(posterior, "get_samples")
     # run_nuts records the story with the prior it sampled under (data-scaled by default)
     story = getattr(posterior, "genprob_story", story)
     draws, mcmc_stats = _as_draws(posterior, story, num_features)
     if sample_stats is None:
         sample_stats = mcmc_stats
     if method is None:
-        method = "nuts" if from_mcmc or sample_stats is not None else "unknown"
+        method = "nuts" if sample_stats is not None else "unknown"
     num_classes = draws[CLASS_PRIOR].shape[-1]
     n = int(X.shape[0])
     codes = np.full(n, -1, np.int32) if y is None else np.asarray(y)
@@ -164,18 +158,16 @@ def to_arviz(
         name: list(story.parameter_dims(name, value.shape[2:], num_classes, num_features))
         for name, value in draws.items()
     }
-    dims[CLASS_PRIOR] = ["class"]
+    rows = {"y": ["row"], "X": ["row", "feature"], LOG_LIKELIHOOD_NAME: ["row"]}
+    dims.update({CLASS_PRIOR: ["class"], **rows})
     # feature2: the second axis of a (feature x feature) matrix
     coords = {"class": classes, "feature": feature_names, "feature2": feature_names}
     coords.update(story.coords(list(feature_names)))
-    coords["row"] = np.arange(n)
     log_lik = np.asarray(pointwise_log_likelihood(story, draws, X, codes))
     observed = {"y": _class_names(classes, codes)}
-    dims["y"] = ["row"]
     dense = isinstance(X, jax.Array)  # a sparse (BCOO) matrix is not copied in densely
     if dense:
         observed["X"] = np.asarray(X)
-        dims["X"] = ["row", "feature"]
     seed = 0 if predictive_seed is None else int(predictive_seed)
     predictive = prior_draws = None
     predictive_draws = PREDICTIVE_DRAWS if predictive_draws is None else int(predictive_draws)
@@ -185,14 +177,12 @@ def to_arviz(
         predictive = _posterior_predictive(story, draws, (n, num_features), per_chain, seed, dense)
         predictive["y"] = _class_names(classes, predictive["y"])
         prior_draws = _prior_draws(story, num_classes, num_features, predictive_draws, seed)
-    dims[LOG_LIKELIHOOD_NAME] = ["row"]
-    used = {d for name in draws for d in dims[name]} | {"row", "feature"}
-    coords = {k: v for k, v in coords.items() if k in used}
+    prior = [f"class_concentration={float(story.class_concentration):g}", *_numeric_settings(story)]
     attrs = {
         "inference_method": method,
         "inference_library": "genprob",
         "story": repr(story),
-        "prior": _prior_description(story),
+        "prior": f"{type(story).__name__} prior: " + "; ".join(prior),
     }
     # groups in ArviZ 0.x's schema order, which InferenceData imposes and DataTree keeps
     groups = {"posterior": compat.dataset(draws, dims, coords, attrs)}
@@ -221,15 +211,13 @@ def to_arviz(
         missing = sorted(set(draws) - set(mle))
         if missing:
             raise ValueError(f"mle lacks parameters {missing} that the draws have.")
-        data_vars = {}
-        for name in draws:
-            value = np.asarray(mle[name])
+        data_vars = {name: np.asarray(mle[name]) for name in draws}
+        for name, value in data_vars.items():
             if value.shape != draws[name].shape[2:]:
                 raise ValueError(
                     f"mle[{name!r}] has shape {value.shape}; the draws have "
                     f"{draws[name].shape[2:]}."
                 )
-            data_vars[name] = value
         groups["mle"] = compat.dataset(data_vars, dims, coords, {"estimate": "mle"}, sample_dims=())
     return compat.build(groups)
 
@@ -243,14 +231,7 @@ def _class_names(classes, codes) -> np.ndarray:
     return np.where(codes >= 0, values, np.asarray(missing, dtype=names.dtype))
 
 
-def _prior_description(story: Story) -> str:
-    """The story's prior settings (numbers and per-feature arrays), for ``attrs["prior"]``."""
-    parts = [f"class_concentration={float(story.class_concentration):g}"]
-    parts += _numeric_settings(story, "")
-    return f"{type(story).__name__} prior: " + "; ".join(parts)
-
-
-def _numeric_settings(story: Story, prefix: str) -> list:
+def _numeric_settings(story: Story, prefix: str = "") -> list:
     """``name=value`` of the story's floating-point settings, nested stories' prefixed."""
     parts = []
     for name, value in story.fields().items():
@@ -260,11 +241,10 @@ def _numeric_settings(story: Story, prefix: str) -> list:
             parts += _numeric_settings(value, f"{prefix}{name}.")
         elif isinstance(value, list | tuple):
             for item in value:  # blocks such as (name, story, columns)
-                entries = item if isinstance(item, tuple) else (item,)
-                nested = [v for v in entries if isinstance(v, Story)]
                 label = item[0] if isinstance(item, tuple) and isinstance(item[0], str) else name
-                for child in nested:
-                    parts += _numeric_settings(child, f"{prefix}{label}.")
+                for child in item if isinstance(item, tuple) else (item,):
+                    if isinstance(child, Story):
+                        parts += _numeric_settings(child, f"{prefix}{label}.")
         elif isinstance(value, float) and not isinstance(value, bool):
             parts.append(f"{prefix}{name}={value:.6g}")
         elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
@@ -274,8 +254,7 @@ def _numeric_settings(story: Story, prefix: str) -> list:
 
 
 def predictive_per_chain(num_chains: int, num_draws: int, n: int, num_features: int, total: int):
-    """Draws per chain kept for ``posterior_predictive``: ``total`` spread evenly over the chains,
-    at most :data:`PREDICTIVE_MAX_VALUES` replicated values, at least one draw per chain."""
+    """Draws per chain of ``posterior_predictive``: ``total`` over the chains, capped, >= 1."""
     per_chain = max(total // max(num_chains, 1), 1)
     values = max(num_chains * n * (num_features + 1), 1)  # X and y of one draw per chain
     return max(min(per_chain, PREDICTIVE_MAX_VALUES // values, num_draws), 1)
@@ -293,9 +272,11 @@ def _prior_sites(story, key, num_classes, num_features, num_draws):
     from numpyro.infer import Predictive
 
     from genprob import core
-    from genprob.engine.em import _latent_sites
+    from genprob.inference.optimize import model_sites
 
-    sites = [CLASS_PRIOR, *_latent_sites(story, num_classes, num_features)]
+    X = jax.ShapeDtypeStruct((1, num_features), jax.numpy.result_type(float))
+    y = jax.ShapeDtypeStruct((1,), np.int32)
+    sites = [site.name for site in model_sites((story, X, y), num_classes)]
     predictive = Predictive(core.model, num_samples=num_draws, return_sites=sites)
     return predictive(key, story, num_classes=num_classes, num_features=num_features, num_samples=1)
 
@@ -399,10 +380,8 @@ def _selection(idata, var_names, coords, labels, *, need_mle: bool):
 def mle_vs_posterior_table(
     idata, var_names=None, hdi_prob: float = HDI_PROB, coords=None, labels=None
 ):
-    """One row per distinct scalar parameter entry: the MLE next to the posterior's summary.
-
-    A symmetric matrix (a covariance over ``feature`` x ``feature2``) is listed once per pair:
-    its upper triangle, so ``mle_in_hdi`` counts each free parameter once.
+    """One row per distinct scalar parameter entry (a symmetric matrix's upper triangle): the
+    MLE next to the posterior's summary.
 
     Args:
         idata: ArviZ result from :func:`to_arviz` / ``estimator.posterior`` (with ``mle``).
@@ -470,8 +449,6 @@ def plot_posterior_vs_mle(
 ):
     """Posterior densities with their HDI and the MLE as reference line, one panel per entry.
 
-    Each panel prints the posterior mass below and above the MLE.
-
     Args:
         idata: ArviZ result with an ``mle`` group.
         var_names: parameters to plot (default: all).
@@ -479,8 +456,7 @@ def plot_posterior_vs_mle(
         coords: selection by dim, e.g. ``{"class": ["setosa"]}``.
         labels: display names of a dim's coordinates, e.g. ``{"category": ["Biscoe", ...]}``.
         max_panels: most panels of the figure (12): select with ``var_names`` / ``coords``.
-        title: the figure's title; by default the story, the number of rows and the method
-            (pass one that names the data, e.g. ``"Gaussian NB on iris: ..."``; ``""`` for none).
+        title: the figure's title (default: the story, rows and method; ``""``: none).
         **kwargs: ``figsize``, ``textsize`` (font size of titles and labels) and ``columns``.
 
     Returns:
@@ -522,10 +498,6 @@ def plot_forest(
 
 def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB):
     """Plug-in (MLE) against posterior-predictive class probabilities at some points.
-
-    The posterior predictive is ``p(y = k | x, data) = E_θ[p(y = k | x, θ)]``, the mean over the
-    posterior draws of the class probabilities at each draw (from ``joint_log_prob``); the
-    plug-in probability uses the estimator's fitted parameters alone.
 
     Args:
         estimator: the fitted genprob estimator the posterior belongs to.
@@ -574,11 +546,8 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
 def plot_predictive_vs_plugin(
     estimator, idata, X_points, hdi_prob: float = HDI_PROB, title: str | None = None
 ):
-    """Plot plug-in (MLE) and posterior-predictive class probabilities at each point.
-
-    One panel per class: the plug-in probability (circle) and the posterior-predictive mean
-    (diamond) with the HDI of the per-draw probabilities (bar), for every point of ``X_points``.
-    The numbers are :func:`predictive_vs_plugin`; ``title`` as for :func:`plot_posterior_vs_mle`.
+    """Plot :func:`predictive_vs_plugin`: one panel per class, plug-in (circle) and posterior
+    mean (diamond) with its HDI (bar) at each point; ``title`` as for :func:`plot_posterior_vs_mle`.
 
     Returns:
         The ``matplotlib.figure.Figure`` (created without pyplot: no GUI needed).

@@ -18,11 +18,10 @@ import numpy as np
 
 from genprob._version import __version__
 from genprob.engine.capabilities import has_closed_form
-from genprob.story import Story, qualified_name, story_class
+from genprob.story import CLASS_PRIOR, Story, _init_parameters, qualified_name, story_class
 
 FORMAT_NAME = "genprob-model"
-#: 2: derived parameters and references to parameters; 3: derived fitted attributes;
-#: 4: derived statistics; 5: object arrays (labels, names) item by item in the metadata
+#: The versions and what each added: docs/reference/persistence.md.
 FORMAT_VERSION = 5
 
 #: Fitted attributes that are caches or provenance records, rebuilt after loading.
@@ -41,8 +40,7 @@ class ModelFileError(ValueError):
 
 
 def register_estimator(cls) -> type:
-    """Make estimator class ``cls`` loadable (the estimator base class calls this for every
-    subclass when it is defined)."""
+    """Make estimator class ``cls`` loadable (the estimator base class registers each subclass)."""
     _ESTIMATORS[qualified_name(cls)] = cls
     return cls
 
@@ -62,11 +60,8 @@ def _story_class(name):
 
 # -- JSON encoding of configuration values --------------------------------------------------------
 def _encode(value, arrays: dict, prefix: str, aliases=None):
-    """JSON-compatible form of a hyperparameter or story attribute; arrays go to ``arrays``.
-
-    ``aliases`` maps ``id`` of parameter arrays to their names: such an array is stored as a
-    reference to the parameter.
-    """
+    """JSON form of a setting; arrays go to ``arrays``, those in ``aliases`` (id -> parameter
+    name) are stored as references to the parameter."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if aliases and isinstance(value, np.ndarray) and id(value) in aliases:
@@ -95,12 +90,15 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
         kind = "__tuple__" if isinstance(value, tuple) else "__list__"
         return {kind: [_encode(v, arrays, f"{prefix}[{i}]", aliases) for i, v in enumerate(value)]}
     if isinstance(value, np.ndarray) and value.dtype == object:
-        # kept in the JSON, item by item: a fixed-width string array would drop trailing NULs
-        # ('a' and 'a\x00' would merge) and lose the object dtype
-        return {
-            "__objects__": [_object_item(v, prefix) for v in value.ravel().tolist()],
-            "shape": list(value.shape),
-        }
+        # item by item in the JSON: a fixed-width string array would drop trailing NULs
+        items = [v.item() if isinstance(v, np.generic) else v for v in value.ravel().tolist()]
+        kinds = [type(v).__name__ for v in items if not isinstance(v, _OBJECT_ITEMS)]
+        if kinds:
+            raise TypeError(
+                f"cannot save {prefix}: it holds a Python {kinds[0]}; object arrays can be "
+                f"stored without pickle when they hold strings, numbers, booleans or None."
+            )
+        return {"__objects__": items, "shape": list(value.shape)}
     if isinstance(value, np.ndarray):
         arrays[f"config.{prefix}"] = value
         return {"__array__": f"config.{prefix}"}
@@ -110,28 +108,16 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
     )
 
 
-_MARKERS = (
-    "__story__",
-    "__items__",
-    "__list__",
-    "__tuple__",
-    "__array__",
-    "__param__",
-    "__objects__",
+#: The marker keys of encoded values, each with the other keys it may come with.
+_MARKERS = {"__story__": {"config"}, "__objects__": {"shape"}} | dict.fromkeys(
+    ("__items__", "__list__", "__tuple__", "__array__", "__param__"), set()
 )
 #: Entries an object array may hold (stored as JSON, read back exactly).
 _OBJECT_ITEMS = (str, int, float, bool, type(None))
 
 
-def _object_item(value, name: str):
-    if isinstance(value, np.generic):
-        value = value.item()
-    if not isinstance(value, _OBJECT_ITEMS):
-        raise TypeError(
-            f"cannot save {name}: it holds a Python {type(value).__name__}; object arrays can be "
-            f"stored without pickle when they hold strings, numbers, booleans or None."
-        )
-    return value
+def _is_shape(shape) -> bool:
+    return isinstance(shape, list | tuple) and all(type(d) is int and d >= 0 for d in shape)
 
 
 def _object_array(value) -> np.ndarray:
@@ -139,8 +125,7 @@ def _object_array(value) -> np.ndarray:
     items, shape = value["__objects__"], value.get("shape")
     if (
         not isinstance(items, list)
-        or not isinstance(shape, list)
-        or not all(type(d) is int and d >= 0 for d in shape)
+        or not _is_shape(shape)
         or math.prod(shape) != len(items)
         or not all(isinstance(item, _OBJECT_ITEMS) for item in items)
     ):
@@ -157,9 +142,7 @@ def _decode(value, arrays):
     if not isinstance(value, dict):
         raise ModelFileError(f"malformed metadata: unexpected {type(value).__name__}.")
     marker = [key for key in _MARKERS if key in value]
-    allowed = {"__story__": {"config"}, "__objects__": {"shape"}}.get(marker[0] if marker else "")
-    extra = set(value) - set(marker) - (allowed or set())
-    if len(marker) != 1 or extra:
+    if len(marker) != 1 or set(value) - {marker[0], *_MARKERS[marker[0]]}:
         raise ModelFileError(f"malformed metadata entry with keys {sorted(value)!r}.")
     if marker[0] == "__objects__":
         return _object_array(value)
@@ -200,8 +183,8 @@ def _decode(value, arrays):
 def _checked_story(story: Story) -> Story:
     """``story`` after its settings went through ``__init__`` once (refused at load, not use)."""
     cls = type(story)
-    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in parameters):
+    parameters = _init_parameters(cls)
+    if parameters is None:
         return story
     fields = vars(story)
     missing = [p.name for p in parameters if p.name not in fields and p.default is p.empty]
@@ -243,18 +226,14 @@ def _digest(metadata: dict, arrays: dict) -> str:
 
 # -- public API -----------------------------------------------------------------------------------
 def save(estimator, path, *, key: bytes | str | None = None) -> Path:
-    """Write a fitted genprob estimator to ``path`` (an ``.npz`` file; the suffix is added).
-
-    The file is written beside ``path`` under a temporary name and renamed into place when
-    complete, so a failed save leaves a model already at ``path`` intact.
+    """Write a fitted genprob estimator to ``path`` (an ``.npz`` file; the suffix is added);
+    a failed save leaves a model already at ``path`` intact.
 
     Args:
         estimator: a fitted genprob estimator.
         path: where to write it.
         key: a secret (bytes or text) to sign the file with (HMAC-SHA256 of its digest);
-            ``load(path, key=key)`` then refuses any file not signed with that key. Without a
-            key the file carries only its SHA-256 digest, which anyone can recompute: it detects
-            accidents (damaged, truncated files), not a deliberate forger.
+            ``load(path, key=key)`` then refuses any file not signed with that key.
 
     Raises:
         sklearn.exceptions.NotFittedError: if the estimator is not fitted.
@@ -272,13 +251,8 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
     # every fitted attribute is stored (encodings too): the loaded estimator needs no data
     derivable = getattr(type(estimator), "_derivable_attributes", None)
     derived_attributes = set(derivable(estimator)) if derivable is not None else set()
-    fitted = {
-        name: value
-        for name, value in vars(estimator).items()
-        if name not in init_params
-        and name not in ("params_", "story_", *_TRANSIENT)
-        and name not in derived_attributes
-    }
+    skipped = {*init_params, "params_", "story_", *_TRANSIENT, *derived_attributes}
+    fitted = {name: value for name, value in vars(estimator).items() if name not in skipped}
     derived = _derivable_params(estimator)
     for name, value in estimator.params_.items():
         if np.asarray(value).dtype.kind not in "biuf":  # load reads numeric parameters only
@@ -295,7 +269,7 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
         "format_version": FORMAT_VERSION,
         "genprob_version": __version__,
         "estimator": qualified_name(type(estimator)),
-        "init_params": _encode(estimator.get_params(deep=False), arrays, "init"),
+        "init_params": _encode(init_params, arrays, "init"),
         "story": _encode(estimator.story_, arrays, "story"),
         "attributes": _encode(fitted, arrays, "attr", aliases),
         "params": sorted(estimator.params_),
@@ -311,32 +285,20 @@ def save(estimator, path, *, key: bytes | str | None = None) -> Path:
     path = Path(path)
     if path.suffix != ".npz":
         path = path.with_name(path.name + ".npz")
-    _write_atomically(
-        path,
-        lambda stream: np.savez_compressed(
-            stream, metadata=np.array(json.dumps(metadata)), **arrays
-        ),
-    )
+    _write_atomically(path, metadata, arrays)
     return path
 
 
-def _write_atomically(path: Path, write) -> None:
-    """Call ``write(stream)`` on a new file beside ``path`` (links followed), then rename it."""
+def _write_atomically(path: Path, metadata: dict, arrays: dict) -> None:
+    """Write the archive to a new file beside ``path`` (links followed), then rename it."""
     target = Path(os.path.realpath(path))
     mode = _writable_target(path, target)
-    for _ in range(100):
-        temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            # 0o666 less the umask, as for any new file
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise FileExistsError(f"cannot create a temporary file beside {target}.")
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(8)}.tmp")
+    # O_EXCL: a new file (a random 64-bit name); mode 0o666 less the umask, as any new file's
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as stream:
-            write(stream)
+            np.savez_compressed(stream, metadata=np.array(json.dumps(metadata)), **arrays)
             stream.flush()
             os.fsync(stream.fileno())
         if mode is not None:
@@ -419,17 +381,12 @@ def _derivable_params(estimator) -> set:
 def load(path, *, key: bytes | str | None = None):
     """Read an estimator written by :func:`save`; predictions are identical to the saved one.
 
-    Without ``key``, the file's SHA-256 digest detects accidental damage only: anyone can edit
-    a file and recompute it. Load files from sources you trust, or sign them (``save(...,
-    key=...)``) and pass the same ``key`` here: a file not signed with it is then refused.
+    Without ``key`` the digest detects damage, not a forger: load files from sources you trust,
+    or pass the ``key`` they were signed with (an unsigned file is then refused).
 
     Raises:
-        ModelFileError: anything wrong with the file's contents: not a zip archive, damaged or
-            encrypted members, arrays that are not plain ``.npy`` data, metadata of the wrong
-            schema, an unknown class, a format version other than 1..:data:`FORMAT_VERSION`, a
-            failed integrity check, arrays declaring more than
-            ``genprob.engine._limits.MAX_LOAD_BYTES`` in all (checked before anything is inflated),
-            or a path that is not a regular file (a FIFO, a device, a directory).
+        ModelFileError: anything wrong with the file (docs/reference/persistence.md lists the
+            checks), or a path that is not a regular file.
         FileNotFoundError: no such file (other ``OSError`` when the path cannot be read).
     """
     path = Path(path)
@@ -451,15 +408,9 @@ def load(path, *, key: bytes | str | None = None):
 
 
 def _check_consistent(estimator, recomputed=None) -> None:
-    """Refuse an edited file whose fitted attributes disagree (not a KeyError at predict).
-
-    ``recomputed``: the parameters :func:`_rebuild`'s M-step derived from the statistics."""
-    from genprob.story import CLASS_PRIOR
-
-    params = getattr(estimator, "params_", None)
-    if not isinstance(params, dict) or not all(
-        isinstance(value, np.ndarray) and value.dtype.kind in "biuf" for value in params.values()
-    ):
+    """Refuse an edited file whose fitted attributes disagree; ``recomputed``: _rebuild's M-step."""
+    params = estimator.params_  # arrays as read (no pickle) or recomputed
+    if not all(value.dtype.kind in "biuf" for value in params.values()):
         raise ModelFileError("the parameters must be numeric arrays.")
     prior = params.get(CLASS_PRIOR)
     if prior is None or prior.ndim != 1 or prior.size < 1:
@@ -470,8 +421,7 @@ def _check_consistent(estimator, recomputed=None) -> None:
         raise ModelFileError(f"n_features_in_ must be an int >= 1, got {features!r}.")
     sizes = {}
     for name, value in params.items():
-        # every parameter has an axis its story names (class, feature, a mixture's components)
-        # or one of the classes or features (0-d fails at predict)
+        # an axis the story names (class, feature, component) or of the classes' or features' size
         dims = estimator.story_.parameter_dims(name, value.shape, num_classes, features)
         named = any(dim is not None for dim in dims)
         for dim, size in zip(dims, value.shape, strict=True):  # an axis has one size throughout
@@ -570,7 +520,7 @@ def _rebuild(metadata: dict, contents: dict):
     story = _decode(metadata["story"], contents)
     if not isinstance(init_params, dict):
         raise ModelFileError("init_params and attributes must be mappings.")
-    if not isinstance(story, Story) and not (story is None and _has_no_story(metadata)):
+    if not (isinstance(story, Story) or story is None and not getattr(cls, "_has_story", True)):
         raise ModelFileError(f"the story must be a Story, got {type(story).__name__}.")
     try:
         estimator = cls(**{_attribute_name(k): v for k, v in init_params.items()})
@@ -609,23 +559,17 @@ def _rebuild(metadata: dict, contents: dict):
     return estimator, recomputed
 
 
-_FILE_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _has_no_story(metadata) -> bool:
-    """Whether the file's estimator is one without a story (``story_``): its story is None."""
-    cls = _ESTIMATORS.get(metadata.get("estimator"))
-    return cls is not None and not getattr(cls, "_has_story", True)
+_FILE_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
 
 
 def _file_kind(mode: int) -> str:
-    return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+    return _FILE_KINDS.get(stat.S_IFMT(mode), "a special file")
 
 
 def _refuse_unless_regular(mode: int) -> None:
@@ -719,14 +663,9 @@ def _named_arrays(metadata: dict) -> dict:
             raise TypeError
         named = {}
         for name, (dtype, shape) in listed.items():
-            dtype = np.dtype(dtype)
-            if (
-                not isinstance(shape, list)
-                or not all(type(d) is int and d >= 0 for d in shape)
-                or dtype.hasobject
-            ):
+            if not _is_shape(shape):
                 raise TypeError
-            named[name] = (dtype, tuple(shape))
+            named[name] = (np.dtype(dtype), tuple(shape))
     except (TypeError, ValueError):
         raise ModelFileError("metadata field 'arrays' must map names to [dtype, shape].") from None
     return named
@@ -800,7 +739,7 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, spec=None) -> 
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
         else:
             raise ModelFileError(f"unsupported .npy version {version}.")
-        if dtype.hasobject or not all(isinstance(d, int) and d >= 0 for d in shape):
+        if dtype.hasobject or not _is_shape(shape):
             raise ModelFileError(
                 f"array header with dtype {dtype} and shape {shape} is not allowed."
             )
@@ -865,13 +804,10 @@ def _check_metadata(metadata: dict, contents: dict, key=None) -> dict:
         "genprob_version": str,
         "estimator": str,
         "init_params": dict,
-        "story": dict,
         "attributes": dict,
         "params": list,
     }
-    for field, kind in schema.items():
-        if field == "story" and metadata.get(field, 0) is None and _has_no_story(metadata):
-            continue
+    for field, kind in schema.items():  # the story is checked once decoded (None or a Story)
         if not isinstance(metadata.get(field), kind):
             raise ModelFileError(
                 f"metadata field {field!r} must be a {kind.__name__}, got "
@@ -882,10 +818,7 @@ def _check_metadata(metadata: dict, contents: dict, key=None) -> dict:
     derived = metadata.get("derived", [])
     if not isinstance(derived, list) or not set(derived) <= set(metadata["params"]):
         raise ModelFileError("metadata field 'derived' must list parameter names.")
-    derived_attributes = metadata.get("derived_attributes", [])
-    if not isinstance(derived_attributes, list) or not all(
-        isinstance(name, str) for name in derived_attributes
-    ):
+    if not isinstance(metadata.get("derived_attributes", []), list):  # names: _attribute_name
         raise ModelFileError("metadata field 'derived_attributes' must list names.")
     if metadata.get("derived_statistics"):
         raise ModelFileError(
