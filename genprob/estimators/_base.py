@@ -271,11 +271,16 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 feature_names=getattr(self, "feature_names_in_", None),
                 class_names=self.classes_,
             )
-        self.stats_ = tree_map(np.asarray, result.stats)
         self._missing_fit = True  # statistics of observed entries: partial_fit cannot add rows
-        labels = unlabeled.any() or classes is not None
-        what = "EM over the missing entries"
-        return self._keep_em(story, result, self.stats_, options, result.n_iter > 1, labels, what)
+        return self._keep_em(
+            story,
+            result,
+            result.stats,
+            options,
+            iterated=result.n_iter > 1,
+            labels=unlabeled.any() or classes is not None,
+            what="EM over the missing entries",
+        )
 
     def _check_X(self, X):
         """``X`` validated for a prediction (finite, unless NaN marks missing entries)."""
@@ -586,7 +591,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         self.params_ = {k: np.asarray(v) for k, v in params.items()}
         self._set_fitted_attributes(stats)
         self._check_parameters()
-        self.stats_ = stats
+        if stats is not None:  # None: a story without closed form (EM's)
+            self.stats_ = stats
         return self
 
     # -- missing labels (EM) ---------------------------------------------------------------------
@@ -631,6 +637,11 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             self.classes_, codes = encode_labels(y)
             check_num_classes(self.classes_, self._min_classes)
             return codes
+        self._set_classes(y, unlabeled, classes)
+        return self._label_codes(y)
+
+    def _set_classes(self, y, unlabeled, classes):
+        """``classes_`` of partly labeled ``y``: the labeled rows', or ``classes``."""
         labeled_y = y[~unlabeled]
         if labeled_y.size:
             check_classification_targets(labeled_y)
@@ -652,45 +663,36 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 f"class, pass unlabeled_label=None, or pass classes= to name the classes of the "
                 f"unlabeled rows."
             )
-        return self._label_codes(y)
 
     def _fit_partly_labeled(self, X, y, unlabeled, sample_weight, classes):
-        """Fit with unlabeled rows by λ-weighted EM (:func:`genprob.fit_em`), which also sets
-        ``n_iter_``, ``converged_``, ``log_likelihood_trace_``, ``label_distributions_`` and
-        ``transduction_``."""
-        codes = self._encode_classes(y, unlabeled, classes)
+        """Fit with unlabeled rows by λ-weighted EM (:func:`genprob.fit_em`)."""
+        self._set_classes(y, unlabeled, classes)
         X = self._validate_X(X, fitting=True)
         story = self._make_story(X)
         options = self._em_options()
         with precision(self._dtype):
             Xj = self._as_array(X)
             self._validate_story(story, Xj)
-            # the labels themselves, not codes, so that EM's messages name the classes
+            # the labels themselves, encoded there once, so that EM's messages name the classes
             labels = {"classes": self.classes_, "unlabeled_label": self._unlabeled_label}
             arguments = {**labels, **self._em_data_arguments(sample_weight), **options}
             result = _em.fit_em(story, Xj, y, **arguments)
-            # on the host, and the statistics on padded rows: no program compiled per row count
-            weights = _em._row_weights(
-                np.asarray(codes),
-                float(options["unlabeled_weight"]),
-                None if sample_weight is None else np.asarray(sample_weight, dtype=float),
-                xp=np,
-            )
-            R = np.asarray(result.responsibilities) * weights[:, None]
+            stats = None  # a story without closed form has no statistics
             if has_closed_form(story):
-                stats = execution.statistics(story, self._as_array(X), R.astype(Xj.dtype), pad=True)
-            else:
-                stats = {"class_counts": R.sum(axis=0), "emission": None}
-            stats = tree_map(np.asarray, stats)
-        self._keep_em(story, result, stats, options, iterated=True, labels=True)
-        if has_closed_form(story):
-            self.stats_ = stats
-        return self
+                # on the host, and the statistics on padded rows: no program compiled per row count
+                weights = _em._row_weights(
+                    np.where(unlabeled, -1, 0),
+                    float(options["unlabeled_weight"]),
+                    sample_weight,
+                    xp=np,
+                )
+                R = np.asarray(result.responsibilities) * weights[:, None]
+                stats = execution.statistics(story, Xj, R.astype(Xj.dtype), pad=True)
+        return self._keep_em(story, result, stats, options, iterated=True, labels=True)
 
-    def _keep_em(self, story, result, stats, options, iterated, labels, what="EM"):
-        """An EM fit's parameters and attributes, checked; a warning if it stopped at max_iter."""
+    def _keep_em(self, story, result, stats, options, *, iterated, labels, what="EM"):
+        """An EM fit's attributes, then :meth:`fit_statistics`; a warning if it hit max_iter."""
         self.story_ = story
-        self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
         if iterated:
             self.n_iter_ = result.n_iter
             self.converged_ = result.converged
@@ -698,8 +700,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         if labels:
             self.label_distributions_ = np.asarray(result.responsibilities)
             self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
-        self._set_fitted_attributes(stats)
-        self._check_parameters()
+        self.fit_statistics(stats, params=result.params)
         if not result.converged and result.n_iter >= options["max_iter"]:  # else EM said why
             warn_max_iter(options["max_iter"], options["tol"], 5, what)
         return self
