@@ -10,7 +10,6 @@ import pytest
 from scipy.stats import multivariate_normal
 
 import genprob
-from genprob.estimators.mda import align_draws
 from genprob.families.gaussian.mclust import STRUCTURES
 from genprob.families.gaussian.mixture_story import ClassMixtureStory
 from genprob.inference.mcmc import RHAT_MAX, SamplingWarning, diagnose
@@ -128,7 +127,7 @@ def test_rhat_is_computed_on_aligned_draws():
     assert raw["max_rhat"] > 1.5
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        aligned, checks = align_draws(story, draws, reference, labels="all")
+        aligned, checks = story.align_draws(draws, reference, labels="all")
     assert checks["max_rhat"] <= RHAT_MAX
     assert checks["components"] == [] and checks["problems"] == []
     # the second chain's draws are its own draws, components put back in the MLE's order
@@ -145,7 +144,7 @@ def test_a_mode_the_chains_do_not_share_is_named():
     story = ClassMixtureStory([0, 0], ["VVV"], [(0, 1)])
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        _, checks = align_draws(story, draws, reference, labels="all")
+        _, checks = story.align_draws(draws, reference, labels="all")
     named = [w for w in record if issubclass(w.category, SamplingWarning)]
     text = " ".join(str(w.message) for w in named if "after aligning" in str(w.message))
     assert "means of class 0, component 1 (x0)" in text

@@ -60,7 +60,7 @@ _missing = LazyModule("genprob.engine.missing")
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
 
-__all__ = ["GenerativeClassifierBase"]
+__all__ = ["GenerativeClassifierBase", "keep_parameters"]
 
 #: Fitted estimator -> (its dtype, the parameters, their placed copies): see fitted_cache.
 _DEVICE_PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -77,6 +77,13 @@ def fitted_cache(cache: weakref.WeakKeyDictionary, estimator, compute):
     value = compute()
     cache[estimator] = (estimator._dtype, key, value)
     return value
+
+
+def keep_parameters(estimator, parameters: dict) -> None:
+    """An estimator's ``__init__`` arguments (its ``locals()``) as attributes, unchanged."""
+    for name, value in parameters.items():
+        if name != "self":
+            setattr(estimator, name, value)
 
 
 #: Attributes set only by a fit with unlabeled rows (removed by a later fully labeled fit).
@@ -100,11 +107,9 @@ def _dask_predict(estimator, method, X, /, *args, **kwargs):
 class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
     """Base class: fit by closed form from one-hot responsibilities, predict by Bayes' rule.
 
-    Subclasses implement :meth:`_make_story` and may override :meth:`_validate_X` (conversions
-    of the features) and :meth:`_set_fitted_attributes` (scikit-learn's names from
-    ``params_``). Fitted attributes of every estimator: ``classes_``, ``n_features_in_``,
-    ``feature_names_in_``, ``story_``, ``params_`` (the story's parameters, ``class_prior``
-    included) and ``stats_`` (the sufficient statistics, which :meth:`partial_fit` adds to).
+    Subclasses implement :meth:`_make_story` or :meth:`_partial_fit_story`, and may override
+    :meth:`_validate_X` and :meth:`_set_fitted_attributes`; the fitted attributes every
+    estimator shares are listed in docs/reference/estimators.md.
     """
 
     def __init_subclass__(cls, **kwargs):
@@ -123,7 +128,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
 
     # -- hooks -----------------------------------------------------------------------------------
     def _make_story(self, X) -> Story:
-        raise NotImplementedError
+        return self._partial_fit_story(X, None)
 
     def _validate_X(self, X, *, fitting: bool):
         """The estimator's conversions of checked rows (binarizing, say)."""
@@ -165,19 +170,6 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
 
     def _set_fitted_attributes(self, stats):
         """Set scikit-learn-named attributes from ``self.params_`` and the fit's statistics."""
-
-    def _check_parameters(self):
-        """The story's check of the fitted parameters; a failed fit leaves no parameters behind."""
-        try:
-            self.story_.check_parameters(
-                self.params_,
-                class_names=self.classes_,
-                feature_names=getattr(self, "feature_names_in_", None),
-            )
-        except ValueError:
-            self.__dict__.pop("params_", None)
-            self.__dict__.pop("story_", None)
-            raise
 
     # -- helpers ---------------------------------------------------------------------------------
     @property
@@ -254,8 +246,17 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         X = self._checked_features(X, fitting=True)
         story = self._make_story(np.where(np.isnan(X), 0, X))
         marginalized(story)  # refuses stories that cannot leave entries out, saying why
-        if not has_closed_form(story):
-            return self._fit_missing_by_optimizer(story, X, codes, unlabeled, sample_weight)
+        if not has_closed_form(story):  # its marginalized likelihood maximized directly
+            if unlabeled.any():
+                raise ValueError(
+                    f"{type(story).__name__} has no closed form, and fitting it on rows with both "
+                    f"missing entries and missing labels is not supported: give every row a "
+                    f"label, or drop the {int(unlabeled.sum())} unlabeled rows."
+                )
+            self._fit_labeled(marginalized(story), X, codes, sample_weight)  # validates X there
+            self.story_ = story  # the user's story; scoring marginalizes whenever X has NaN
+            self._missing_fit = True
+            return self
         options = self._em_options()
         with precision(self._dtype):
             Xj = self._as_array(X)
@@ -271,11 +272,16 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 feature_names=getattr(self, "feature_names_in_", None),
                 class_names=self.classes_,
             )
-        self.stats_ = tree_map(np.asarray, result.stats)
         self._missing_fit = True  # statistics of observed entries: partial_fit cannot add rows
-        labels = unlabeled.any() or classes is not None
-        what = "EM over the missing entries"
-        return self._keep_em(story, result, self.stats_, options, result.n_iter > 1, labels, what)
+        return self._keep_em(
+            story,
+            result,
+            result.stats,
+            options,
+            iterated=result.n_iter > 1,
+            labels=unlabeled.any() or classes is not None,
+            what="EM over the missing entries",
+        )
 
     def _check_X(self, X):
         """``X`` validated for a prediction (finite, unless NaN marks missing entries)."""
@@ -353,19 +359,6 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         self.story_ = story
         return self.fit_statistics(stats, params=params)
 
-    def _fit_missing_by_optimizer(self, story, X, codes, unlabeled, sample_weight):
-        """A story without closed form maximizes its marginalized likelihood directly."""
-        if unlabeled.any():
-            raise ValueError(
-                f"{type(story).__name__} has no closed form, and fitting it on rows with both "
-                f"missing entries and missing labels is not supported: give every row a label, "
-                f"or drop the {int(unlabeled.sum())} unlabeled rows."
-            )
-        self._fit_labeled(marginalized(story), X, codes, sample_weight)  # validates X there
-        self.story_ = story  # the user's story; scoring marginalizes whenever X has NaN
-        self._missing_fit = True
-        return self
-
     # -- incremental fitting ---------------------------------------------------------------------
     def _partial_fit_story(self, X, previous):
         """The story after a new chunk ``X`` (``previous``: the story so far, or None)."""
@@ -384,10 +377,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return stats
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """Update the fit with a chunk of labeled rows (docs/scaling.md): the chunk's statistics
-        are added to ``stats_`` and the closed form re-derived, so any sequence of chunks gives
-        :meth:`fit`'s parameters. While they give none yet (a class without rows) the chunk is
-        kept with a warning, and prediction raises ``NotFittedError``.
+        """Add a chunk of labeled rows to ``stats_`` and re-derive the closed form: any sequence
+        of chunks gives :meth:`fit`'s parameters (docs/scaling.md).
 
         Args:
             X: features of the chunk (n_chunk, n_features).
@@ -460,13 +451,11 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                     )
                 stats = execution.combine_statistics(story, before, stats)
             stats = tree_map(np.asarray, stats)
-        self.stats_ = stats
+        self.stats_ = stats  # before the attributes: a class without rows yet then waits
         self.story_ = story
         self.__dict__.pop("_pending_reason", None)
         try:
-            self.params_ = self.parameters_from_statistics(stats)
-            self._set_fitted_attributes(stats)
-            self._check_parameters()
+            self.fit_statistics(stats)
         except ValueError as error:
             # not enough data yet (a class without rows): no parameters until a later chunk
             self.__dict__.pop("params_", None)
@@ -481,20 +470,10 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
 
     # -- fits over chunks (genprob.engine.streaming, genprob.engine.distributed)
     def chunk_statistics(self, X, y, sample_weight=None, *, e_step: bool = False):
-        """Sufficient statistics of a chunk of rows under the fitted story, in this estimator's
-        terms; the estimator is not changed (docs/scaling.md: :meth:`fit_statistics` finishes).
-
-        Args:
-            X: features of the chunk.
-            y: labels in ``classes_``, or ``unlabeled_label`` for an unlabeled row.
-            sample_weight: optional non-negative row weights.
-            e_step: an E-step of EM (unlabeled rows enter by their posteriors at ``params_``);
-                otherwise unlabeled rows add nothing.
-
-        Returns:
-            A :class:`genprob.engine.streaming.ChunkStatistics`; without ``e_step``, None when the
-            chunk does not fit ``story_`` (an unknown category, say).
-        """
+        """Sufficient statistics of a chunk ``(X, y, sample_weight)`` under the fitted story,
+        unlabeled rows by their posteriors with ``e_step`` (docs/scaling.md); the estimator is
+        not changed. Returns a :class:`genprob.engine.streaming.ChunkStatistics`, or (without
+        ``e_step``) None when the chunk does not fit ``story_`` (an unknown category, say)."""
         num_rows = np.shape(X)[0]
         if num_rows == 0:
             return ChunkStatistics(self.story_, self._dtype, None)
@@ -564,19 +543,16 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             return {k: np.asarray(v) for k, v in params.items()}
 
     def fit_statistics(self, stats, *, params=None, context=None):
-        """Finish a fit from statistics added over chunks (:meth:`chunk_statistics`).
+        """Finish a fit from statistics added over chunks (docs/scaling.md); returns self.
 
         Args:
-            stats: ``{"class_counts": ..., "emission": ...}`` in the layout of ``stats_``.
+            stats: ``{"class_counts": ..., "emission": ...}`` in the layout of ``stats_`` (None:
+                a story without closed form, whose parameters ``params`` gives).
             params: the parameters to keep (EM's), or None for the closed form of ``stats``.
             context: the chunks' added contexts, which the story is rebuilt from.
 
-        Returns:
-            self (Self): the fitted estimator itself, for chaining.
-
         Raises:
-            ValueError: the statistics do not determine the parameters (a class without rows,
-                a singular covariance), naming why.
+            ValueError: the statistics do not determine the parameters, naming why.
         """
         if context:
             self.story_ = self._story_for_context(context, self.n_features_in_)
@@ -585,8 +561,18 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             params = self.parameters_from_statistics(stats)
         self.params_ = {k: np.asarray(v) for k, v in params.items()}
         self._set_fitted_attributes(stats)
-        self._check_parameters()
-        self.stats_ = stats
+        try:
+            self.story_.check_parameters(
+                self.params_,
+                class_names=self.classes_,
+                feature_names=getattr(self, "feature_names_in_", None),
+            )
+        except ValueError:  # a failed fit leaves no parameters behind
+            self.__dict__.pop("params_", None)
+            self.__dict__.pop("story_", None)
+            raise
+        if stats is not None:  # None: a story without closed form (EM's)
+            self.stats_ = stats
         return self
 
     # -- missing labels (EM) ---------------------------------------------------------------------
@@ -631,6 +617,11 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             self.classes_, codes = encode_labels(y)
             check_num_classes(self.classes_, self._min_classes)
             return codes
+        self._set_classes(y, unlabeled, classes)
+        return self._label_codes(y)
+
+    def _set_classes(self, y, unlabeled, classes):
+        """``classes_`` of partly labeled ``y``: the labeled rows', or ``classes``."""
         labeled_y = y[~unlabeled]
         if labeled_y.size:
             check_classification_targets(labeled_y)
@@ -652,45 +643,36 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 f"class, pass unlabeled_label=None, or pass classes= to name the classes of the "
                 f"unlabeled rows."
             )
-        return self._label_codes(y)
 
     def _fit_partly_labeled(self, X, y, unlabeled, sample_weight, classes):
-        """Fit with unlabeled rows by λ-weighted EM (:func:`genprob.fit_em`), which also sets
-        ``n_iter_``, ``converged_``, ``log_likelihood_trace_``, ``label_distributions_`` and
-        ``transduction_``."""
-        codes = self._encode_classes(y, unlabeled, classes)
+        """Fit with unlabeled rows by λ-weighted EM (:func:`genprob.fit_em`)."""
+        self._set_classes(y, unlabeled, classes)
         X = self._validate_X(X, fitting=True)
         story = self._make_story(X)
         options = self._em_options()
         with precision(self._dtype):
             Xj = self._as_array(X)
             self._validate_story(story, Xj)
-            # the labels themselves, not codes, so that EM's messages name the classes
+            # the labels themselves, encoded there once, so that EM's messages name the classes
             labels = {"classes": self.classes_, "unlabeled_label": self._unlabeled_label}
             arguments = {**labels, **self._em_data_arguments(sample_weight), **options}
             result = _em.fit_em(story, Xj, y, **arguments)
-            # on the host, and the statistics on padded rows: no program compiled per row count
-            weights = _em._row_weights(
-                np.asarray(codes),
-                float(options["unlabeled_weight"]),
-                None if sample_weight is None else np.asarray(sample_weight, dtype=float),
-                xp=np,
-            )
-            R = np.asarray(result.responsibilities) * weights[:, None]
+            stats = None  # a story without closed form has no statistics
             if has_closed_form(story):
-                stats = execution.statistics(story, self._as_array(X), R.astype(Xj.dtype), pad=True)
-            else:
-                stats = {"class_counts": R.sum(axis=0), "emission": None}
-            stats = tree_map(np.asarray, stats)
-        self._keep_em(story, result, stats, options, iterated=True, labels=True)
-        if has_closed_form(story):
-            self.stats_ = stats
-        return self
+                # on the host, and the statistics on padded rows: no program compiled per row count
+                weights = _em._row_weights(
+                    np.where(unlabeled, -1, 0),
+                    float(options["unlabeled_weight"]),
+                    sample_weight,
+                    xp=np,
+                )
+                R = np.asarray(result.responsibilities) * weights[:, None]
+                stats = execution.statistics(story, Xj, R.astype(Xj.dtype), pad=True)
+        return self._keep_em(story, result, stats, options, iterated=True, labels=True)
 
-    def _keep_em(self, story, result, stats, options, iterated, labels, what="EM"):
-        """An EM fit's parameters and attributes, checked; a warning if it stopped at max_iter."""
+    def _keep_em(self, story, result, stats, options, *, iterated, labels, what="EM"):
+        """An EM fit's attributes, then :meth:`fit_statistics`; a warning if it hit max_iter."""
         self.story_ = story
-        self.params_ = {k: np.asarray(v) for k, v in result.params.items()}
         if iterated:
             self.n_iter_ = result.n_iter
             self.converged_ = result.converged
@@ -698,8 +680,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         if labels:
             self.label_distributions_ = np.asarray(result.responsibilities)
             self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
-        self._set_fitted_attributes(stats)
-        self._check_parameters()
+        self.fit_statistics(stats, params=result.params)
         if not result.converged and result.n_iter >= options["max_iter"]:  # else EM said why
             warn_max_iter(options["max_iter"], options["tol"], 5, what)
         return self

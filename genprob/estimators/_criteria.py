@@ -51,18 +51,9 @@ class CriteriaMixin:
         return float(self.log_likelihood(X, y)), (X.shape[0] if hasattr(X, "shape") else len(X))
 
     def bic(self, X, y=None) -> float:
-        """Bayesian information criterion ``-2 log L + df log n`` (smaller is better).
-
-        ``log L`` is :meth:`log_likelihood` (the mixture one when ``y`` is None), ``df``
-        :meth:`num_parameters`; scikit-learn's sign, as in ``GaussianMixture.bic``.
-
-        Args:
-            X: features (n, D); NaN cells are summed out with ``missing="marginalize"``.
-            y: labels in ``classes_`` or the unlabeled marker; None for the mixture.
-
-        Returns:
-            The criterion (a float).
-        """
+        """Bayesian information criterion ``-2 log L + df log n`` (scikit-learn's sign: smaller
+        is better): ``log L`` is :meth:`log_likelihood` of ``X`` and ``y`` (the mixture one when
+        ``y`` is None), ``df`` :meth:`num_parameters` (docs/criteria.md)."""
         log_lik, n = self._criterion_log_likelihood(X, y)
         return -2.0 * log_lik + self.num_parameters() * math.log(n)
 
@@ -137,9 +128,8 @@ class CriteriaMixin:
             tol: stop when the mean per-row log-likelihood gains less than this.
 
         Returns:
-            A fitted copy (this one is untouched) with the new prior in ``params_`` and the
-            prior attributes, and ``prior_n_iter_``, ``prior_converged_``,
-            ``prior_log_likelihood_`` and ``prior_log_likelihood_trace_`` (the start first).
+            A fitted copy (this one is untouched) with the new prior, and ``prior_n_iter_``,
+            ``prior_converged_``, ``prior_log_likelihood_`` and ``prior_log_likelihood_trace_``.
         """
         if not (isinstance(max_iter, int | np.integer) and max_iter >= 1):
             raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}.")

@@ -16,7 +16,7 @@ from genprob._lazy import LazyModule
 from genprob.engine._arrays import without_duplicates
 from genprob.engine._dtype import numpy_dtype
 from genprob.engine._validation import FeatureValueError, check_alpha
-from genprob.estimators._base import GenerativeClassifierBase
+from genprob.estimators._base import GenerativeClassifierBase, keep_parameters
 from genprob.families._discrete import check_non_negative_values, check_values, stored_values
 from genprob.families.bernoulli import BernoulliStory
 from genprob.families.categorical import CategoricalStory, check_table_size
@@ -71,8 +71,7 @@ class _DiscreteNB(GenerativeClassifierBase):
             raise self._in_sklearn_words(error, X) from None
 
     def _in_sklearn_words(self, error, X):
-        """``error`` led by scikit-learn's "Negative values in data passed to ..." (its checks
-        match it) when ``X`` holds negative values and the family takes none."""
+        """``error`` led by scikit-learn's "Negative values in data passed to ..." if X has any."""
         if not self._input_tags.get("positive_only") or not (stored_values(X) < 0).any():
             return error
         message = f"Negative values in data passed to {type(self).__name__} (input X). {error}"
@@ -135,10 +134,8 @@ class _DiscreteNB(GenerativeClassifierBase):
 class BernoulliNB(_DiscreteNB):
     """Naive Bayes for binary features (multivariate Bernoulli), scikit-learn compatible.
 
-    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
-    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
-    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
-    every naive Bayes estimator shares: see docs/reference/estimators.md.
+    Shared parameters (``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init``,
+    ``random_state``, ``dtype``, ``missing``, ...) and attributes: docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing, a number or one per feature: ``(count + alpha) / (N_k +
@@ -176,19 +173,7 @@ class BernoulliNB(_DiscreteNB):
         missing="error",
         unlabeled_label=-1,
     ):
-        self.alpha = alpha
-        self.force_alpha = force_alpha
-        self.binarize = binarize
-        self.fit_prior = fit_prior
-        self.class_prior = class_prior
-        self.unlabeled_weight = unlabeled_weight
-        self.max_iter = max_iter
-        self.em_tol = em_tol
-        self.n_init = n_init
-        self.random_state = random_state
-        self.dtype = dtype
-        self.missing = missing
-        self.unlabeled_label = unlabeled_label
+        keep_parameters(self, locals())
 
     def _validate_X(self, X, *, fitting):
         if scipy.sparse.issparse(X):
@@ -215,10 +200,8 @@ class MultinomialNB(_DiscreteNB):
     """Naive Bayes for counts (multinomial bag of words), scikit-learn compatible; its
     :meth:`predict_joint_log_proba` includes the multinomial coefficient (a real log density).
 
-    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
-    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
-    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
-    every naive Bayes estimator shares: see docs/reference/estimators.md.
+    Shared parameters (``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init``,
+    ``random_state``, ``dtype``, ``missing``, ...) and attributes: docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing, a number or one per feature: ``(c_kj + alpha) /
@@ -250,18 +233,7 @@ class MultinomialNB(_DiscreteNB):
         missing="error",
         unlabeled_label=-1,
     ):
-        self.alpha = alpha
-        self.force_alpha = force_alpha
-        self.fit_prior = fit_prior
-        self.class_prior = class_prior
-        self.unlabeled_weight = unlabeled_weight
-        self.max_iter = max_iter
-        self.em_tol = em_tol
-        self.n_init = n_init
-        self.random_state = random_state
-        self.dtype = dtype
-        self.missing = missing
-        self.unlabeled_label = unlabeled_label
+        keep_parameters(self, locals())
 
     def _validate_X(self, X, *, fitting):
         # before the story, which is made from the counts' total
@@ -273,9 +245,6 @@ class MultinomialNB(_DiscreteNB):
         if type(story) is MultinomialStory:
             return X  # its check is _validate_X's
         return super()._validate_story(story, X)
-
-    def _make_story(self, X):
-        return self._partial_fit_story(X, None)
 
     def _partial_fit_story(self, X, previous):
         rows, length = X.shape[0], _total(X)
@@ -302,10 +271,8 @@ class CategoricalNB(_DiscreteNB):
     ``k_j = max(max_i x_ij + 1, min_categories_j)``; a code ``>= n_categories_[j]`` at
     prediction raises ``ValueError``.
 
-    The parameters ``force_alpha``, ``fit_prior``, ``class_prior``, ``unlabeled_weight``,
-    ``max_iter``, ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and
-    ``unlabeled_label`` and the attributes ``class_count_`` and ``class_log_prior_`` are those
-    every naive Bayes estimator shares: see docs/reference/estimators.md.
+    Shared parameters (``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init``,
+    ``random_state``, ``dtype``, ``missing``, ...) and attributes: docs/reference/estimators.md.
 
     Args:
         alpha: additive smoothing (one number): ``(c_kjm + alpha) / (N_k + alpha k_j)``.
@@ -344,19 +311,7 @@ class CategoricalNB(_DiscreteNB):
         missing="error",
         unlabeled_label=-1,
     ):
-        self.alpha = alpha
-        self.force_alpha = force_alpha
-        self.fit_prior = fit_prior
-        self.class_prior = class_prior
-        self.min_categories = min_categories
-        self.unlabeled_weight = unlabeled_weight
-        self.max_iter = max_iter
-        self.em_tol = em_tol
-        self.n_init = n_init
-        self.random_state = random_state
-        self.dtype = dtype
-        self.missing = missing
-        self.unlabeled_label = unlabeled_label
+        keep_parameters(self, locals())
 
     def _validate_X(self, X, *, fitting):
         if fitting:  # the story is made from the codes (at predict the fitted one checks them)
@@ -390,9 +345,6 @@ class CategoricalNB(_DiscreteNB):
         if np.any(minimum < 1):
             raise ValueError(f"min_categories must be >= 1, got {self.min_categories!r}.")
         return np.maximum(observed, minimum).astype(np.int64)
-
-    def _make_story(self, X):
-        return self._partial_fit_story(X, None)
 
     def _partial_fit_story(self, X, previous):
         # A chunk may show codes not seen before: the tables grow (as scikit-learn's do).
@@ -428,10 +380,8 @@ class PoissonNB(_DiscreteNB):
     j in class k (:class:`genprob.families.poisson.PoissonStory`); ``alpha = beta = 0`` is
     maximum likelihood.
 
-    The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
-    ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
-    and the attributes ``class_count_`` and ``class_log_prior_`` are those every naive Bayes
-    estimator shares: see docs/reference/estimators.md.
+    Shared parameters (``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init``,
+    ``random_state``, ``dtype``, ``missing``, ...) and attributes: docs/reference/estimators.md.
 
     Args:
         alpha: pseudo-counts (>= 0).
@@ -467,18 +417,7 @@ class PoissonNB(_DiscreteNB):
         missing="error",
         unlabeled_label=-1,
     ):
-        self.alpha = alpha
-        self.beta = beta
-        self.fit_prior = fit_prior
-        self.class_prior = class_prior
-        self.unlabeled_weight = unlabeled_weight
-        self.max_iter = max_iter
-        self.em_tol = em_tol
-        self.n_init = n_init
-        self.random_state = random_state
-        self.dtype = dtype
-        self.missing = missing
-        self.unlabeled_label = unlabeled_label
+        keep_parameters(self, locals())
 
     def _make_story(self, X):
         return PoissonStory(alpha=self.alpha, beta=self.beta)

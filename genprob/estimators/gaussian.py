@@ -18,7 +18,7 @@ from genprob.engine._arrays import placed, tree_map
 from genprob.engine._dtype import numpy_dtype, precision
 from genprob.engine.masking import has_missing
 from genprob.engine.streaming import is_out_of_core
-from genprob.estimators._base import GenerativeClassifierBase, fitted_cache
+from genprob.estimators._base import GenerativeClassifierBase, fitted_cache, keep_parameters
 from genprob.families.gaussian import (
     COVARIANCE_ROWS,
     FACTORS,
@@ -109,9 +109,8 @@ class _GaussianBase(GenerativeClassifierBase):
 class GaussianNB(_GaussianBase):
     """Gaussian naive Bayes: per-class diagonal Gaussians (scikit-learn compatible).
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    Shared parameters (``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init``,
+    ``random_state``, ``dtype``, ``missing``, ...) and attributes: docs/reference/estimators.md.
 
     Args:
         priors: fixed class prior (K,) (non-negative, summing to 1), or None to estimate class
@@ -146,16 +145,7 @@ class GaussianNB(_GaussianBase):
         missing="error",
         unlabeled_label=-1,
     ):
-        self.priors = priors
-        self.var_smoothing = var_smoothing
-        self.unlabeled_weight = unlabeled_weight
-        self.max_iter = max_iter
-        self.em_tol = em_tol
-        self.n_init = n_init
-        self.random_state = random_state
-        self.dtype = dtype
-        self.missing = missing
-        self.unlabeled_label = unlabeled_label
+        keep_parameters(self, locals())
 
     def _make_story(self, X):
         return GaussianStory(covariance="diag", shared=False, var_smoothing=self.var_smoothing)
@@ -171,8 +161,14 @@ class GaussianNB(_GaussianBase):
         if hasattr(self, "stats_"):
             # partial_fit: a class without rows so far waits for its rows (pending state)
             counts = self._check_class_counts(stats)
-        elif np.any(counts <= 0):
-            self._zero_weight_classes(counts <= 0)
+        elif np.any(counts <= 0):  # scikit-learn's mean 0, variance epsilon_ and prior 0
+            empty = counts <= 0
+            params = {k: np.array(v) for k, v in self.params_.items()}
+            params["means"][empty] = 0.0
+            params["variances"][empty] = self.epsilon_
+            if self.priors is None:
+                params["class_prior"][empty] = 0.0
+            self.params_ = params
         lonely = (counts == 1) & np.any(np.asarray(self.params_["variances"]) <= 0, axis=1)
         if lonely.any():
             self._fail(
@@ -184,15 +180,6 @@ class GaussianNB(_GaussianBase):
         self.theta_ = self.params_["means"]
         self.var_ = self.params_["variances"]
         self.class_prior_ = self.params_["class_prior"]
-
-    def _zero_weight_classes(self, empty):
-        """Classes of zero weight: scikit-learn's mean 0, variance ``epsilon_`` and prior 0."""
-        params = {k: np.array(v) for k, v in self.params_.items()}
-        params["means"][empty] = 0.0
-        params["variances"][empty] = self.epsilon_
-        if self.priors is None:
-            params["class_prior"][empty] = 0.0
-        self.params_ = params
 
 
 class _DiscriminantBase(_GaussianBase):
@@ -284,17 +271,12 @@ class LinearDiscriminantAnalysis(
 ):
     """Linear discriminant analysis: Gaussian classes sharing one covariance.
 
-    Parameters follow scikit-learn 1.9 (``solver``, ``shrinkage``, ``priors``, ``n_components``,
-    ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``; all solvers fit the
-    same story (docs/reference/estimators.md).
+    Parameters (plus ``dtype``) and fitted attributes follow scikit-learn 1.9: ``classes_``,
+    ``priors_``, ``means_``, ``covariance_``, ``coef_``, ``intercept_``, ``scalings_``, ``xbar_``,
+    ``explained_variance_ratio_``, ``n_features_in_``.
 
-    Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``covariance_``,
-    ``coef_``, ``intercept_``, ``scalings_``, ``xbar_``, ``explained_variance_ratio_``,
-    ``n_features_in_``.
-
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    Shared parameters (``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init``,
+    ``random_state``, ``dtype``, ``missing``, ...) and attributes: docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance``, ``class_prior``).
@@ -325,21 +307,7 @@ class LinearDiscriminantAnalysis(
         missing="error",
         unlabeled_label=-1,
     ):
-        self.solver = solver
-        self.shrinkage = shrinkage
-        self.priors = priors
-        self.n_components = n_components
-        self.store_covariance = store_covariance
-        self.tol = tol
-        self.covariance_estimator = covariance_estimator
-        self.unlabeled_weight = unlabeled_weight
-        self.max_iter = max_iter
-        self.em_tol = em_tol
-        self.n_init = n_init
-        self.random_state = random_state
-        self.dtype = dtype
-        self.missing = missing
-        self.unlabeled_label = unlabeled_label
+        keep_parameters(self, locals())
 
     def _make_story(self, X):
         if X.shape[0] <= len(self.classes_):
@@ -587,16 +555,12 @@ class LinearDiscriminantAnalysis(
 class QuadraticDiscriminantAnalysis(_DiscriminantBase):
     """Quadratic discriminant analysis: one full Gaussian per class.
 
-    Parameters follow scikit-learn 1.9 (``solver``, ``shrinkage``, ``priors``, ``reg_param``,
-    ``store_covariance``, ``tol``, ``covariance_estimator``) plus ``dtype``; the solvers and the
-    rank check are described in docs/reference/estimators.md.
+    Parameters (plus ``dtype``) and fitted attributes follow scikit-learn 1.9: ``classes_``,
+    ``priors_``, ``means_``, ``rotations_`` and ``scalings_`` (computed on first use),
+    ``covariance_`` (with ``store_covariance``).
 
-    Fitted attributes as in scikit-learn: ``classes_``, ``priors_``, ``means_``, ``rotations_``
-    and ``scalings_`` (computed on first use), ``covariance_`` (with ``store_covariance``).
-
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label`` are the same
-    for every estimator: see docs/reference/estimators.md.
+    Shared parameters (``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init``,
+    ``random_state``, ``dtype``, ``missing``, ...) and attributes: docs/reference/estimators.md.
 
     Attributes:
         params_: the story's named parameters (``means``, ``covariance`` (K, D, D),
@@ -628,21 +592,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         missing="error",
         unlabeled_label=-1,
     ):
-        self.solver = solver
-        self.shrinkage = shrinkage
-        self.priors = priors
-        self.reg_param = reg_param
-        self.store_covariance = store_covariance
-        self.tol = tol
-        self.covariance_estimator = covariance_estimator
-        self.unlabeled_weight = unlabeled_weight
-        self.max_iter = max_iter
-        self.em_tol = em_tol
-        self.n_init = n_init
-        self.random_state = random_state
-        self.dtype = dtype
-        self.missing = missing
-        self.unlabeled_label = unlabeled_label
+        keep_parameters(self, locals())
 
     _other_solvers = "solver='eigen'"
     _svd_estimator_message = (

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import StrOptions
 from genprob.engine._dtype import numpy_dtype, precision
 from genprob.engine._validation import NumberInterval
 from genprob.engine.capabilities import has_closed_form
-from genprob.estimators._base import GenerativeClassifierBase
+from genprob.estimators._base import GenerativeClassifierBase, keep_parameters
 from genprob.story import CLASS_PRIOR, Story
 
 __all__ = ["GenerativeClassifier"]
@@ -24,9 +24,8 @@ class GenerativeClassifier(GenerativeClassifierBase):
     log-likelihood (:func:`genprob.fit_optimizer`). The story is a constructor parameter like
     any other (``clone``, ``set_params(story=...)``).
 
-    The semi-supervised and input parameters ``unlabeled_weight``, ``max_iter``, ``em_tol``,
-    ``dtype``, ``missing`` and ``unlabeled_label`` are the same for every estimator: see
-    docs/reference/estimators.md.
+    Shared parameters (``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init``,
+    ``random_state``, ``dtype``, ``missing``, ...) and attributes: docs/reference/estimators.md.
 
     Args:
         story: the generative story.
@@ -69,18 +68,7 @@ class GenerativeClassifier(GenerativeClassifierBase):
         missing="error",
         unlabeled_label=-1,
     ):
-        self.story = story
-        self.priors = priors
-        self.optimizer_max_iter = optimizer_max_iter
-        self.unlabeled_weight = unlabeled_weight
-        self.max_iter = max_iter
-        self.em_tol = em_tol
-        self.n_init = n_init
-        self.random_state = random_state
-        self.dtype = dtype
-        self.init = init
-        self.missing = missing
-        self.unlabeled_label = unlabeled_label
+        keep_parameters(self, locals())
 
     def _make_story(self, X) -> Story:
         if not isinstance(self.story, Story):

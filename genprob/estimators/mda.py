@@ -25,7 +25,7 @@ from genprob.engine._validation import (
 from genprob.engine.em_driver import warn_max_iter
 from genprob.engine.execution import refuse_unscored
 from genprob.engine.streaming import is_out_of_core
-from genprob.estimators._base import GenerativeClassifierBase
+from genprob.estimators._base import GenerativeClassifierBase, keep_parameters
 from genprob.families.gaussian import mixture
 
 __all__ = ["MixtureDiscriminantAnalysis"]
@@ -59,13 +59,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         unlabeled_label: the label of unlabeled rows (-1); None: every label is a class.
 
     Attributes:
-        classes_: class labels.
         structure_: (K,) the structure chosen for each class (the same for all under EDDA).
         n_components_: (K,) the number of components chosen for each class.
-        bic_table_: every candidate's BIC in mclust's sign (larger is better), a DataFrame
-            (rows structures, or (class, structure); columns G; NaN: it collapsed).
-        icl_table_: the same for ICL.
-        criterion_table_: the table of ``criterion``.
         params_: ``class_prior`` (K,), ``weights`` (J,) within-class mixing proportions,
             ``means`` (J, D), ``covariances`` (J, D, D), ``component_class`` (J,) class code
             of each component (J = sum of ``n_components_``).
@@ -114,16 +109,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         random_state=0,
         unlabeled_label=-1,
     ):
-        self.structure = structure
-        self.n_components = n_components
-        self.criterion = criterion
-        self.missing = missing
-        self.unlabeled_weight = unlabeled_weight
-        self.max_iter = max_iter
-        self.em_tol = em_tol
-        self.n_init = n_init
-        self.random_state = random_state
-        self.unlabeled_label = unlabeled_label
+        keep_parameters(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -252,8 +238,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
     @staticmethod
     def _split(X, one, G, row_weight, settings):
-        """Responsibilities of every row for G components a class, from the one-component
-        fit ``one`` split (:func:`mixture.split_start`)."""
+        """Every row's responsibilities for G components a class: ``one`` split."""
         K = len(one.class_prior)
         classes = np.stack(
             [one.responsibilities[:, one.cell_class == k].sum(1) for k in range(K)], 1
@@ -273,6 +258,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             settings_k = dict(settings)
             if settings["observed"] is not None:
                 settings_k["observed"] = settings["observed"][rows]
+
             fit_one = partial(_fit_class, Xk, wk, settings_k)
             fits, bic, icl, failures = _candidates(fit_one, structures, components, 1, wk)
             left_out += self._report(failures, len(structures) * len(components), self.classes_[k])
@@ -368,7 +354,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
     @property
     def bic_table_(self):
-        """BIC of every candidate (mclust's sign, larger is better), a pandas DataFrame."""
+        """BIC of every candidate (mclust's sign, larger is better), a pandas DataFrame: rows
+        structures (or (class, structure)), columns G, NaN where a candidate collapsed."""
         return self._table("BIC")
 
     @property
@@ -445,8 +432,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         return structures[0]
 
     def _make_story(self, X):
-        """One Gaussian per class, the one structure across them (EDDA): the story whose
-        statistics (per-class counts, sums and scatter) add over chunks."""
+        """EDDA's story (one Gaussian per class, one structure): its statistics add over chunks."""
         classes = tuple(range(len(self.classes_)))
         return self._story(classes, (self._streamed_structure(),), (classes,))
 
@@ -488,11 +474,6 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         return super().chunk_statistics(X, y, sample_weight)
 
 
-def align_draws(story, draws, reference, potential_energy=None, **options):
-    """:meth:`GaussianMixtureStory.align_draws` (kept importable here, where it was written)."""
-    return story.align_draws(draws, reference, potential_energy, **options)
-
-
 def _fit_class(X, row_weight, settings, structure, G):
     """One class's rows as a mixture of G components of one structure."""
     codes = np.zeros(len(X), int)
@@ -500,8 +481,7 @@ def _fit_class(X, row_weight, settings, structure, G):
 
 
 def _candidates(fit_one, structures, components, num_classes, row_weight, log_lik=None):
-    """Every (structure, G) fitted: the fits, BIC and ICL tables (mclust's sign) and the
-    candidates that collapsed."""
+    """Every (structure, G) fitted: the fits, BIC and ICL (mclust's sign), the collapsed ones."""
     n = float(row_weight.sum())
     bic = np.full((len(structures), len(components)), np.nan)
     icl = np.full_like(bic, np.nan)

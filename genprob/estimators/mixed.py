@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from genprob.engine._validation import check_alpha
 from genprob.engine.streaming import add_contexts, is_out_of_core
-from genprob.estimators._base import GenerativeClassifierBase
+from genprob.estimators._base import GenerativeClassifierBase, keep_parameters
 from genprob.estimators.discrete import _DiscreteNB
 from genprob.families._registry import block_context, block_families, family_named, naive_block
 from genprob.families.mixed import DEFAULT_NAIVE_FAMILY, MixedStory, grow_statistics
@@ -125,10 +125,8 @@ class MixedNB(GenerativeClassifierBase):
     Columns are named by DataFrame column name, or by integer position for arrays; every column
     of ``X`` must have a family.
 
-    The parameters ``fit_prior``, ``class_prior``, ``unlabeled_weight``, ``max_iter``,
-    ``em_tol``, ``n_init``, ``random_state``, ``dtype``, ``missing`` and ``unlabeled_label``
-    and the attributes ``class_count_`` and ``class_log_prior_`` are those every naive Bayes
-    estimator shares: see docs/reference/estimators.md.
+    Shared parameters (``unlabeled_weight``, ``max_iter``, ``em_tol``, ``n_init``,
+    ``random_state``, ``dtype``, ``missing``, ...) and attributes: docs/reference/estimators.md.
 
     Args:
         families: mapping column -> family name, e.g. ``{"bill_length_mm": "gaussian",
@@ -186,20 +184,7 @@ class MixedNB(GenerativeClassifierBase):
         missing="error",
         unlabeled_label=-1,
     ):
-        self.families = families
-        self.alpha = alpha
-        self.beta = beta
-        self.var_smoothing = var_smoothing
-        self.fit_prior = fit_prior
-        self.class_prior = class_prior
-        self.unlabeled_weight = unlabeled_weight
-        self.max_iter = max_iter
-        self.em_tol = em_tol
-        self.n_init = n_init
-        self.random_state = random_state
-        self.dtype = dtype
-        self.missing = missing
-        self.unlabeled_label = unlabeled_label
+        keep_parameters(self, locals())
 
     # -- columns -> blocks and codes -------------------------------------------------------------
     def _learn_columns(self, X):
@@ -380,9 +365,6 @@ class MixedNB(GenerativeClassifierBase):
             for family, positions in self._block_positions.items()
         }
 
-    def _make_story(self, X):
-        return self._partial_fit_story(X, None)
-
     def _partial_fit_story(self, X, previous):
         context = self._chunk_context(X)
         if previous is not None:
@@ -391,10 +373,6 @@ class MixedNB(GenerativeClassifierBase):
 
     def _story_for_context(self, context, num_features):
         self._context = context
-        return self._story(context)
-
-    def _story(self, contexts=None):
-        """The mixed story; ``contexts`` are the blocks' fit-time contexts (None: empty)."""
         settings = {
             "alpha": check_alpha(self.alpha, per_feature=False),
             "beta": self.beta,
@@ -406,7 +384,7 @@ class MixedNB(GenerativeClassifierBase):
             counts = [self.categories_.get(self._columns[p]) for p in positions]
             n_categories = None if any(c is None for c in counts) else tuple(map(len, counts))
             story = naive_block(
-                family, {**settings, "n_categories": n_categories}, (contexts or {}).get(family)
+                family, {**settings, "n_categories": n_categories}, context.get(family)
             )
             blocks.append((family, story, tuple(positions)))
         return MixedStory(blocks)
