@@ -48,8 +48,7 @@ def mapping_count() -> int | None:
 
 
 def after_call() -> None:
-    """Count one top-level genprob call; every :data:`CHECK_EVERY` (and :data:`MIN_SECONDS`),
-    check the mappings."""
+    """Count one top-level call; check the mappings every :data:`CHECK_EVERY` calls."""
     global _calls, _last_count
     with _lock:
         _calls += 1
