@@ -60,12 +60,8 @@ class ClassConditional(dist.Distribution):
 
 
 def unlabeled_log_likelihood(emission, class_log_prior, blocks, num_unlabeled):
-    """``sum_i log sum_k pi_k p(x_i | k)`` over the first ``num_unlabeled`` rows of ``blocks``.
-
-    ``blocks``: rows in equal blocks (B, c, D), unlabeled first; blocks past ``num_unlabeled``
-    (traced) are skipped at run time. Each block's value and gradient are taken together, so
-    reverse mode (the only mode it has) keeps no per-row intermediates.
-    """
+    """``sum_i log sum_k pi_k p(x_i | k)`` over the first ``num_unlabeled`` rows of ``blocks``
+    (B, c, D); value and gradient per block together, so reverse mode keeps no per-row values."""
     leaves, treedef = jax.tree_util.tree_flatten(emission)
     inexact = [jnp.issubdtype(jnp.result_type(leaf), jnp.inexact) for leaf in leaves]
     pairs = list(zip(leaves, inexact, strict=True))

@@ -35,8 +35,7 @@ def has_missing(X) -> bool:
 
 
 def fill_missing(X, value=0.0):
-    """``(filled, observed)``: ``X`` with NaN replaced by ``value`` and the mask of observed
-    entries. ``value`` must lie in the story's support (0 does for every built-in family)."""
+    """``(filled, observed)``: NaN replaced by ``value`` (in the support) and the observed mask."""
     observed = ~jnp.isnan(X)
     return jnp.where(observed, X, jnp.asarray(value, X.dtype)), observed
 
@@ -152,6 +151,5 @@ def marginalized(story: Story) -> Marginalized:
 
 
 def reads_nan_as_missing(story: Story) -> bool:
-    """True when the story's own scoring reads NaN entries as missing (:class:`Marginalized`),
-    so that NaN may reach it."""
+    """True when the story's own scoring reads NaN entries as missing (:class:`Marginalized`)."""
     return isinstance(story, Marginalized)
