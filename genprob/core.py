@@ -14,7 +14,6 @@ from genprob.engine._labels import (
     UNLABELED,
     check_class_codes,
     check_responsibilities,
-    core_label_codes,
 )
 from genprob.engine._limits import check_count, check_traced_size, check_working_set, compact
 from genprob.engine._validation import (
@@ -119,7 +118,10 @@ def log_likelihood(
     if y is None:
         y = np.full(joint.shape[:1], UNLABELED, np.int32)
     else:
-        y = core_label_codes(y, joint.shape[-1], unlabeled_label)
+        check_class_codes(y, joint.shape[-1], unlabeled_label=unlabeled_label)
+        y = jnp.asarray(y)
+        if unlabeled_label not in (None, UNLABELED):
+            y = jnp.where(y == unlabeled_label, UNLABELED, y)
         if jnp.shape(y) != joint.shape[:1]:
             raise ValueError(f"y has shape {jnp.shape(y)} but X has {joint.shape[0]} rows.")
     values = _rows_log_likelihood(joint, y)

@@ -40,8 +40,7 @@ __getattr__ = lazy_attribute(__name__, {"ClassConditional": "genprob.engine.clas
 #: Name of the class-prior parameter (a probability vector over the K classes).
 CLASS_PRIOR = "class_prior"
 
-#: Statistics may hold a Gram matrix ``squares`` (D, D) as its ``rows`` (m, D) and their
-#: ``root_weights`` (m,) while m <= D / 2 (:func:`keeps_rows`): O(m D) memory, not O(D^2).
+#: Statistics may hold a Gram matrix ``squares`` as its ``rows`` and their ``root_weights``
 ROWS, ROOT_WEIGHTS = "rows", "root_weights"
 
 
@@ -76,8 +75,7 @@ def statistics_layout(stats):
     return {name: statistics_layout(stats.get(name)) for name in sorted(names)}
 
 
-#: A parameter kept as the rows G of its Gram matrix carries this suffix (``covariance_rows``:
-#: a wide LDA's covariance G^T G, which scoring never forms); :func:`as_sample_sites` forms it.
+#: Suffix of a parameter kept as the rows G of its Gram matrix G^T G (a wide LDA's covariance)
 PARAMETER_ROWS = "_rows"
 
 
@@ -112,8 +110,7 @@ def why_not(answer, default: str) -> str:
     return answer.reason if isinstance(answer, Unsupported) else default
 
 
-#: Each capability a story may declare, with its default (:mod:`genprob.engine.capabilities` reads
-#: them); docs/story_hooks.md says what each means and when to declare it.
+#: Each capability a story may declare, with its default (docs/story_hooks.md)
 CAPABILITY_DEFAULTS = MappingProxyType(
     {
         "array_api": False,  # its closed form and discriminant run on NumPy rows in NumPy
@@ -405,9 +402,8 @@ class Story(metaclass=_StoryType):
         raise NotImplementedError
 
     def combine_statistics(self, stats_a: dict, stats_b: dict) -> dict:
-        """Statistics of the union of two data chunks: by default their leafwise sum; statistics
-        about a chunk's own reference point override it, ones that do not combine raise
-        ``ValueError``."""
+        """Statistics of the union of two data chunks: by default their leafwise sum (``ValueError``
+        for statistics that do not combine)."""
         return jax.tree_util.tree_map(operator.add, stats_a, stats_b)  # NumPy or JAX alike
 
     def log_penalty(self, params: dict, stats: dict):
@@ -487,7 +483,6 @@ class Story(metaclass=_StoryType):
             spread = np.nanstd(values, axis=0)
         spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
         fields = {**vars(self), "data_location": location, "data_scale": spread}
-        fields = {k: v for k, v in fields.items() if k not in ("_layout", "_sealed")}
         return type(self)._from_fields(fields)
 
     def _reads_data_scales(self, num_features: int) -> bool:

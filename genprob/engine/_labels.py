@@ -250,15 +250,6 @@ def check_class_codes(codes, num_classes: int, *, name: str = "y", unlabeled_lab
         )
 
 
-def core_label_codes(codes, num_classes: int, unlabeled_label=UNLABELED):
-    """Class codes checked (:func:`check_class_codes`), with -1 on unlabeled rows."""
-    check_class_codes(codes, num_classes, unlabeled_label=unlabeled_label)
-    codes = jnp.asarray(codes)
-    if unlabeled_label is None or unlabeled_label == UNLABELED:
-        return codes
-    return jnp.where(codes == unlabeled_label, UNLABELED, codes)
-
-
 def check_responsibilities(R) -> None:
     """R (n, K) must be 2-D and, where concrete, finite and non-negative."""
     if np.ndim(R) != 2:

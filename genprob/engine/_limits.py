@@ -192,11 +192,9 @@ def check_working_set(array_bytes: int, copies: int, *, what: str, sizes: str, a
 
 
 # -- a story's statistics --------------------------------------------------------------------------
-#: Arrays the size of its largest statistic that a closed-form fit holds at its peak (measured
-#: with tracemalloc for a full covariance: 12 for LDA, 7 per class for QDA).
+#: Arrays the size of its largest statistic that a closed-form fit holds at its peak (LDA's)
 FIT_COPIES = 12
-#: Bytes of K x D x D entries up to which an ``array_api`` story's statistics (at most of that
-#: order: :data:`genprob.engine.capabilities.DEFAULTS`) are measured on NumPy rows, without JAX.
+#: Bytes of K x D x D up to which an ``array_api`` story's statistics are measured in NumPy
 PROBE_BYTES = 1 << 22
 _STATISTIC_SIZES: dict = {}
 _PROBED_SIZES: dict = {}

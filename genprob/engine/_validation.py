@@ -282,8 +282,7 @@ EM_PARAMETER_CONSTRAINTS = {
 #: How NaN entries of X are read: refused (scikit-learn's behaviour) or summed out of the story.
 MISSING_PARAMETER_CONSTRAINTS = {"missing": [StrOptions({"error", "marginalize"})]}
 
-#: What a parameter means, appended to scikit-learn's message when its value is refused
-#: (``{value}`` is the refused value).
+#: What a parameter means, appended to scikit-learn's message when its ``{value}`` is refused
 PARAMETER_HINTS = {
     "unlabeled_weight": (
         "unlabeled_weight must lie in [0, 1] (the weight λ of unlabeled rows in EM), or be "

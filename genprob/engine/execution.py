@@ -46,8 +46,7 @@ jnp = LazyModule("jax.numpy")
 BLOCK_BYTES = 1 << 21
 #: ... and at least this many rows, so that wide rows do not make a block per row.
 _MIN_BLOCK_ROWS = 256
-#: Dense inputs up to this many rows and entries are padded to a bucket size (``padded_rows``);
-#: larger ones compile in a small fraction of their run time and are not copied.
+#: Dense inputs up to this many rows and entries are padded to a bucket size (``padded_rows``)
 PAD_LIMIT = 1 << 16
 PAD_ENTRY_LIMIT = 1 << 21
 #: Entries (rows x features) of the smallest bucket: iris's folds and refits share 256 rows.
@@ -279,9 +278,7 @@ def _rows_of(compiled, story, params, X):
 
 def _check_width(event_shape, X) -> None:
     """Shapes only: inside a compiled program it runs once per compilation, not per call."""
-    if np.ndim(X) != 2:
-        raise ValueError(f"X must be 2-D (n, D), got shape {np.shape(X)}.")
-    if event_shape:
+    if event_shape:  # X is 2-D: every entry checks it
         check_feature_width(X, event_shape[-1])
 
 
@@ -377,21 +374,16 @@ def _row_max(scores) -> np.ndarray:
     return top
 
 
-def unscored_rows(scores) -> np.ndarray:
-    """Rows of ``scores`` (n, K) holding a NaN or +inf, or -inf under every class."""
-    scores = np.asarray(scores)
-    if np.isfinite(scores.sum()):  # the usual case, one reduction without a boolean temporary
-        return np.empty(0, np.intp)
-    top = scores.max(axis=1)
-    return np.flatnonzero(np.isnan(scores).any(axis=1) | ~np.isfinite(top))
-
-
 def refuse_unscored(scores, X=None) -> None:
     """Raise ``ValueError`` naming the rows of ``scores`` without a finite class score."""
-    bad = unscored_rows(scores)
-    if not bad.size:
+    scores = np.asarray(scores)
+    if np.isfinite(scores.sum()):  # the usual case, one reduction without a boolean temporary
         return
-    dtype = np.dtype(getattr(X, "dtype", None) or np.asarray(scores).dtype)
+    # a NaN or +inf, or -inf under every class
+    bad = np.flatnonzero(np.isnan(scores).any(axis=1) | ~np.isfinite(scores.max(axis=1)))
+    if not bad.size:  # finite scores whose sum overflowed
+        return
+    dtype = np.dtype(getattr(X, "dtype", None) or scores.dtype)
     dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
     scale = ""
     if X is not None and is_concrete(X):
