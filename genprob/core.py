@@ -208,11 +208,10 @@ def model(
     -1 unlabeled (label masked, class summed out), or None to generate (with ``X`` None,
     ``num_samples`` needed); ``summary``: :func:`labeled_summary` of ``X`` and ``y`` (two factors
     of the same value); ``rows``: boolean (n,), False on padding rows."""
-    num_features = X.shape[-1] if X is not None else num_features
-    if X is not None and has_missing(X):
-        story = marginalized(story)  # NaN entries are missing: only observed entries score
     if X is not None:
-        num_samples = X.shape[0]
+        num_samples, num_features = X.shape[0], X.shape[-1]
+        if has_missing(X):
+            story = marginalized(story)  # NaN entries are missing: only observed entries score
     elif y is not None:
         num_samples = jnp.shape(y)[0]
     class_prior = numpyro.sample(

@@ -26,24 +26,6 @@ MAX_CHAINS = 1024
 #: Most iterations (warm-up plus draws) a NUTS chain may run: more would not finish.
 MAX_ITERATIONS = 10**6
 
-__all__ = [
-    "MAX_CHAINS",
-    "MAX_ITERATIONS",
-    "check_posterior_size",
-    "check_working_set",
-    "physical_memory",
-    "SizeLimitError",
-    "MAX_ARRAY_BYTES",
-    "MAX_LOAD_BYTES",
-    "MAX_METADATA_BYTES",
-    "check_count",
-    "check_traced_size",
-    "check_statistics_size",
-    "traced_once",
-    "FIT_COPIES",
-    "compact",
-]
-
 
 class SizeLimitError(ValueError, MemoryError):
     """A request whose arrays would exceed :data:`MAX_ARRAY_BYTES` (refused before allocation)."""
