@@ -108,9 +108,7 @@ if _typing.TYPE_CHECKING:  # served on first use (_LAZY): they need JAX
 import genprob._version as _version  # noqa: E402
 from genprob._lazy import lazy_attribute  # noqa: E402
 
-#: Names served on first use: the NumPyro distribution classes and the modules that need JAX
-#: throughout. ``import genprob`` and closed-form fits of NumPy rows import neither NumPyro nor
-#: JAX (docs/benchmarks.md).
+#: Names served on first use, so that ``import genprob`` imports neither NumPyro nor JAX
 _LAZY = {
     "ClassConditional": "genprob.engine.class_conditional",
     "DiagonalNormal": "genprob.families.gaussian.normals",

@@ -43,8 +43,7 @@ def when_jax(call) -> None:
 
 
 def load_stand_ins() -> None:
-    """Load a lazy stand-in for ``jax`` or ``numpyro`` in ``sys.modules`` in place (a no-op on a
-    module already loaded): reading any attribute of a stand-in executes its module."""
+    """Load lazy stand-ins for ``jax`` or ``numpyro`` left in ``sys.modules``, in place."""
     for name in ("jax", "numpyro"):
         module = sys.modules.get(name)
         if module is not None:
@@ -62,9 +61,7 @@ def _run_waiting() -> None:
 
 @contextlib.contextmanager
 def jax_context(make):
-    """Run the block inside the context ``make(jax)`` (``jax.enable_x64``, say): entered now
-    if JAX is imported, else when genprob first sees JAX imported inside the block (no JAX work
-    runs before, so none runs outside it)."""
+    """Run the block inside ``make(jax)``: now if JAX is imported, else once JAX is first seen."""
     with contextlib.ExitStack() as stack:
         if jax_imported():
             stack.enter_context(make(sys.modules["jax"]))
@@ -93,8 +90,7 @@ def jax():
 
 
 def jax_imported() -> bool:
-    """True once JAX is imported (before, no JAX array or tracer can exist); registers the
-    waiting story classes the first time it sees it."""
+    """True once JAX is imported; registers the waiting story classes the first time."""
     if "jax" not in sys.modules:
         return False
     load_stand_ins()
@@ -128,8 +124,7 @@ class LazyModule:
 
 
 def lazy_attribute(module_name: str, names: dict[str, str]):
-    """A module ``__getattr__`` that serves ``names`` (attribute -> defining module) on first use,
-    so moved classes stay reachable where they used to be defined."""
+    """A module ``__getattr__`` serving ``names`` (attribute -> defining module) on first use."""
 
     def __getattr__(name: str):
         if name in names:
@@ -144,8 +139,7 @@ def lazy_attribute(module_name: str, names: dict[str, str]):
 
 
 def jitted(function=None, **options):
-    """``jax.jit(function, **options)`` built at the first call, importing JAX then: a module
-    defines its compiled functions without importing JAX."""
+    """``jax.jit(function, **options)``, built (importing JAX) at the first call."""
     if function is None:
         return functools.partial(jitted, **options)
     compiled = []

@@ -39,23 +39,15 @@ def _call(story, method: str, params, *args):
 
 
 def linear_boundary(story, params, k: int, l: int):  # noqa: E741
-    """Linear log-odds between classes ``k`` and ``l`` (codes, positions in ``classes_``).
-
-    Returns:
-        ``(w, b)`` with ``w @ x + b == log p(y=k | x) - log p(y=l | x)``.
-
-    Raises:
-        ValueError: when the story's log-odds are not linear (per-class covariances, QDA).
-    """
+    """Linear log-odds ``(w, b)`` between classes ``k`` and ``l`` (codes, positions in
+    ``classes_``): ``w @ x + b == log p(y=k | x) - log p(y=l | x)``; ``ValueError`` when the
+    story's log-odds are not linear (per-class covariances, QDA)."""
     _check_pair(params, k, l)
     return _call(story, "linear_boundary", params, int(k), int(l))
 
 
 def quadratic_boundary(story, params, k: int, l: int):  # noqa: E741
-    """Quadratic log-odds between classes ``k`` and ``l``.
-
-    Returns:
-        ``(Q, L, C)`` with ``x @ Q @ x + L @ x + C == log p(y=k | x) - log p(y=l | x)``.
-    """
+    """Quadratic log-odds ``(Q, L, C)`` between classes ``k`` and ``l``:
+    ``x @ Q @ x + L @ x + C == log p(y=k | x) - log p(y=l | x)``."""
     _check_pair(params, k, l)
     return _call(story, "quadratic_boundary", params, int(k), int(l))

@@ -14,7 +14,6 @@ from genprob.engine._labels import (
     UNLABELED,
     check_class_codes,
     check_responsibilities,
-    core_label_codes,
 )
 from genprob.engine._limits import check_count, check_traced_size, check_working_set, compact
 from genprob.engine._validation import (
@@ -54,14 +53,12 @@ __all__ = [
 
 
 def joint_log_prob(story: Story, params: dict, X) -> jax.Array:
-    """Log joint density ``log pi_k + log p(x_i | k)`` of every row and class, shape (n, K).
-
-    ``X`` may be SciPy sparse for an ``accepts_scipy_sparse`` story (scored, never densified).
+    """Log joint density ``log pi_k + log p(x_i | k)`` of every row and class, shape (n, K);
+    ``X`` may be SciPy sparse for an ``accepts_scipy_sparse`` story.
 
     Raises:
-        ValueError: ``X`` not 2-D, of another feature count than the parameters, with NaN (unless
-            the story reads it as missing) or infinity, or outside the story's support.
-    """
+        ValueError: ``X`` not 2-D, of another width than the parameters, non-finite (NaN unless
+            the story reads it as missing) or outside the story's support."""
     _check_features(story, X)
     return jnp.asarray(execution.joint_log_prob(story, params, X))
 
@@ -88,22 +85,15 @@ def _check_features(story: Story, X, num_rows=None) -> None:
 
 def class_scores(story: Story, params: dict, X) -> jax.Array:
     """``log pi_k + story.discriminant(params, X)`` (n, K): the joint log-probability up to a
-    term of each row alone, which prediction normalizes away.
-
-    Raises:
-        ValueError: as :func:`joint_log_prob`.
-    """
+    term of each row alone. Raises as :func:`joint_log_prob`."""
     _check_features(story, X)
     execution.check_host_width(story, params, X)
     return jnp.asarray(execution.class_scores(story, params, X))
 
 
 def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
-    """Log class posteriors ``log p(y = k | x_i)`` (n, K), from :func:`class_scores`.
-
-    Raises:
-        ValueError: as :func:`class_scores`, or rows without a finite class score.
-    """
+    """Log class posteriors ``log p(y = k | x_i)`` (n, K). Raises as :func:`class_scores`, or
+    for rows without a finite class score."""
     _check_features(story, X)
     execution.check_host_width(story, params, X)
     if not (is_concrete(X) and all_concrete(params)):
@@ -112,11 +102,7 @@ def predict_log_proba(story: Story, params: dict, X) -> jax.Array:
 
 
 def predict_proba(story: Story, params: dict, X) -> jax.Array:
-    """Class posteriors ``p(y = k | x_i)`` (n, K); each row sums to one.
-
-    Raises:
-        ValueError: as :func:`predict_log_proba`.
-    """
+    """Class posteriors ``p(y = k | x_i)`` (n, K). Raises as :func:`predict_log_proba`."""
     return jnp.exp(predict_log_proba(story, params, X))
 
 
@@ -132,7 +118,10 @@ def log_likelihood(
     if y is None:
         y = np.full(joint.shape[:1], UNLABELED, np.int32)
     else:
-        y = core_label_codes(y, joint.shape[-1], unlabeled_label)
+        check_class_codes(y, joint.shape[-1], unlabeled_label=unlabeled_label)
+        y = jnp.asarray(y)
+        if unlabeled_label not in (None, UNLABELED):
+            y = jnp.where(y == unlabeled_label, UNLABELED, y)
         if jnp.shape(y) != joint.shape[:1]:
             raise ValueError(f"y has shape {jnp.shape(y)} but X has {joint.shape[0]} rows.")
     values = _rows_log_likelihood(joint, y)
@@ -143,10 +132,8 @@ _rows_log_likelihood = jitted(execution.rows_log_likelihood)
 
 
 def one_hot_responsibilities(y, num_classes: int, sample_weight=None, dtype=None) -> jax.Array:
-    """Responsibility matrix R (n, K) of label codes ``y``, rows scaled by sample weights.
-
-    A code of -1 (an unlabeled row) gives a row of zeros; a code outside ``-1..K-1`` is refused.
-    """
+    """Responsibilities R (n, K) of label codes ``y`` (-1: a row of zeros), rows scaled by
+    ``sample_weight``; a code outside ``-1..K-1`` is refused."""
     check_class_codes(y, num_classes)
     dtype = dtype or jnp.result_type(float)
     if not (is_concrete(y) and is_concrete(sample_weight)):
@@ -171,19 +158,13 @@ def maximize(story: Story, stats: dict, class_prior=None, fit_prior: bool = True
 
 
 def fit_closed_form(story: Story, X, R, class_prior=None, fit_prior: bool = True) -> dict:
-    """Fit a closed-form story to data ``X`` with responsibilities ``R`` (n, K).
-
-    Args:
-        story: a story with a closed form.
-        X: features (n, D); NaN only for a story that reads it as missing.
-        R: finite non-negative responsibilities (n, K): one-hot labels times weights, or
-            class posteriors.
-        class_prior: fixed class prior (K,); None: estimated (uniform when not ``fit_prior``).
+    """Fit a closed-form story to features ``X`` (n, D) with finite non-negative
+    responsibilities ``R`` (n, K) (one-hot labels times weights, or class posteriors);
+    ``class_prior`` (K,) fixed, else estimated (uniform unless ``fit_prior``).
 
     Raises:
         ValueError: a bad ``X``, ``R`` or ``class_prior``, or fitted parameters that define no
-            distribution (:meth:`Story.check_parameters`).
-    """
+            distribution (:meth:`Story.check_parameters`)."""
     if not has_closed_form(story):
         raise NotImplementedError(
             f"{type(story).__name__} has no closed form; fit it with genprob.fit_optimizer."
@@ -221,22 +202,16 @@ def model(
     num_features=None,
     num_samples=None,
 ):
-    """The story as a NumPyro model of the generative process (docs/reference/core.md); the
-    label site of a -1 row is masked out and its feature site sums the class out.
+    """The story as a NumPyro model of the generative process (docs/reference/core.md).
 
-    Args:
-        X: observed features (n, D), or None to generate (then ``num_features`` is needed).
-        y: label codes (n,), -1 for unlabeled rows; None to generate them (with ``X`` None
-            too, ``num_samples`` is needed).
-        summary: :func:`labeled_summary` of ``X`` and ``y``: the rows then enter through two
-            factors of the same value (the sampler's potential only).
-        rows: boolean (n,), False on padding rows, which add nothing; None: every row is data.
-    """
-    num_features = X.shape[-1] if X is not None else num_features
-    if X is not None and has_missing(X):
-        story = marginalized(story)  # NaN entries are missing: only observed entries score
+    ``X``: features (n, D), or None to generate (``num_features`` needed); ``y``: label codes (n,),
+    -1 unlabeled (label masked, class summed out), or None to generate (with ``X`` None,
+    ``num_samples`` needed); ``summary``: :func:`labeled_summary` of ``X`` and ``y`` (two factors
+    of the same value); ``rows``: boolean (n,), False on padding rows."""
     if X is not None:
-        num_samples = X.shape[0]
+        num_samples, num_features = X.shape[0], X.shape[-1]
+        if has_missing(X):
+            story = marginalized(story)  # NaN entries are missing: only observed entries score
     elif y is not None:
         num_samples = jnp.shape(y)[0]
     class_prior = numpyro.sample(
@@ -287,10 +262,8 @@ SUMMARY_BLOCKS = 8
 
 
 def labeled_summary(story: Story, X, y, num_classes: int):
-    """The data of :func:`model`'s cheaper density (docs/reference/core.md), or None for
-    sparse or missing entries and for emissions without ``labeled_statistics`` and
-    ``labeled_log_prob``; every leaf's shape is set by ``X``'s alone (``y``: codes, -1
-    unlabeled)."""
+    """The data of :func:`model`'s cheaper density (docs/reference/core.md), or None where it
+    does not apply; every leaf's shape is set by ``X``'s alone (``y``: codes, -1 unlabeled)."""
     if not (is_concrete(X) and is_concrete(y)) or scipy.sparse.issparse(X) or is_bcoo(X):
         return None
     if has_missing(X):
@@ -330,8 +303,7 @@ def labeled_summary(story: Story, X, y, num_classes: int):
 
 
 def _summarizes(emission_type) -> bool:
-    """The emission offers labeled statistics, defined with its log density (a subclass that
-    changes ``log_prob`` alone keeps the row-by-row density)."""
+    """The emission's labeled statistics and density are defined with its ``log_prob``."""
 
     def owner(name):
         return next((c for c in emission_type.__mro__ if name in vars(c)), None)
@@ -348,11 +320,8 @@ _UNTRACEABLE_ROWS = 2**48
 
 
 def sample(story: Story, params: dict, num_samples: int, key):
-    """Draw ``(X, y)`` from the two-step generative process with fixed parameters.
-
-    Returns ``X`` (num_samples, D) and label codes ``y``; refuses a ``num_samples`` that is not
-    an int >= 1, or a draw too large to allocate (``SizeLimitError``, before any allocation).
-    """
+    """Draw ``(X, y)`` (``num_samples`` rows, label codes) with fixed parameters; refuses a count
+    that is not an int >= 1, or a draw too large to allocate (``SizeLimitError``)."""
     num_samples = check_count(num_samples, "num_samples")
     what = f"sampling {compact(num_samples)} rows"
     if num_samples > _UNTRACEABLE_ROWS:  # shapes JAX cannot trace: the labels alone decide

@@ -1,8 +1,5 @@
 """Offline data sets: scikit-learn's bundled sets, palmerpenguins, and the shipped SMS corpus.
-
-Every loader returns ``(X, y)`` NumPy arrays by default, or a :class:`Dataset` with feature names,
-target names and a description when ``return_dataset=True``. Nothing is downloaded.
-"""
+Every loader returns ``(X, y)`` NumPy arrays, or a :class:`Dataset` with ``return_dataset=True``."""
 
 from __future__ import annotations
 
@@ -83,18 +80,9 @@ Shipped compressed in genprob/data (see genprob/data/README.md)."""
 
 
 def load_sms_spam(return_dataset: bool = False):
-    """The SMS Spam Collection: 5,574 raw text messages labelled ``"ham"`` or ``"spam"``.
-
-    Read from the compressed copy shipped in ``genprob/data`` (no download). Turn the texts into
-    features with e.g. ``sklearn.feature_extraction.text.CountVectorizer`` (word counts for
-    multinomial NB, or presence with ``binary=True`` for Bernoulli NB).
-
-    Args:
-        return_dataset: return a :class:`Dataset` (with the attribution as description).
-
-    Returns:
-        ``(texts, labels)``: object arrays of str, shape (5574,); or a :class:`Dataset`.
-    """
+    """The SMS Spam Collection: ``(texts, labels)``, object arrays of 5,574 raw messages and
+    ``"ham"`` or ``"spam"``, from the compressed copy in ``genprob/data`` (no download); a
+    :class:`Dataset` with the attribution as description when ``return_dataset``."""
     import lzma
     from importlib import resources
 

@@ -40,14 +40,12 @@ __getattr__ = lazy_attribute(__name__, {"ClassConditional": "genprob.engine.clas
 #: Name of the class-prior parameter (a probability vector over the K classes).
 CLASS_PRIOR = "class_prior"
 
-#: Statistics may hold a Gram matrix ``squares`` (D, D) as its ``rows`` (m, D) and their
-#: ``root_weights`` (m,) while m <= D / 2 (:func:`keeps_rows`): O(m D) memory, not O(D^2).
+#: Statistics may hold a Gram matrix ``squares`` as its ``rows`` and their ``root_weights``
 ROWS, ROOT_WEIGHTS = "rows", "root_weights"
 
 
 def keeps_rows(num_rows: int, num_features: int) -> bool:
-    """Whether weighted rows are kept as rows rather than as their Gram matrix: at most half as
-    many rows as features (beyond that the Gram matrix is at most twice their size)."""
+    """Whether weighted rows are kept as rows rather than their Gram matrix: at most D / 2 rows."""
     return 2 * int(num_rows) <= int(num_features)
 
 
@@ -77,8 +75,7 @@ def statistics_layout(stats):
     return {name: statistics_layout(stats.get(name)) for name in sorted(names)}
 
 
-#: A parameter kept as the rows G of its Gram matrix carries this suffix (``covariance_rows``:
-#: a wide LDA's covariance G^T G, which scoring never forms); :func:`as_sample_sites` forms it.
+#: Suffix of a parameter kept as the rows G of its Gram matrix G^T G (a wide LDA's covariance)
 PARAMETER_ROWS = "_rows"
 
 
@@ -94,8 +91,7 @@ def as_sample_sites(params):
 
 
 class Unsupported:
-    """A "no" in :attr:`Story.capabilities` that says why: falsy, and its reason goes into the
-    error the user sees (docs/story_hooks.md)."""
+    """A falsy "no" in :attr:`Story.capabilities` whose reason goes into the error."""
 
     __slots__ = ("reason",)
 
@@ -114,8 +110,7 @@ def why_not(answer, default: str) -> str:
     return answer.reason if isinstance(answer, Unsupported) else default
 
 
-#: Each capability a story may declare, with its default (:mod:`genprob.engine.capabilities` reads
-#: them); docs/story_hooks.md says what each means and when to declare it.
+#: Each capability a story may declare, with its default (docs/story_hooks.md)
 CAPABILITY_DEFAULTS = MappingProxyType(
     {
         "array_api": False,  # its closed form and discriminant run on NumPy rows in NumPy
@@ -130,8 +125,7 @@ CAPABILITY_DEFAULTS = MappingProxyType(
 
 
 def check_capabilities(cls, declared=None) -> None:
-    """Refuse unknown capability keys, or a capability as its own attribute (before issue 56);
-    a mapping is checked when ``cls`` is defined, a property's keys (``declared``) when read."""
+    """Refuse unknown capability keys, or a capability as its own attribute (before issue 56)."""
     if declared is None:
         declared = cls.capabilities if isinstance(cls.capabilities, Mapping) else {}
     unread = sorted(set(declared) - CAPABILITY_DEFAULTS.keys())
@@ -252,20 +246,14 @@ class Story(metaclass=_StoryType):
     """Base class of a generative story: class prior, then class-conditional features.
 
     Subclasses set :attr:`name` and implement :meth:`prior` and :meth:`emission`; closed-form
-    stories also implement :meth:`sufficient_statistics` and :meth:`maximize`.
-
-    A story is immutable once ``__init__`` returns (use :meth:`replace` for a changed copy) and is
-    a JAX pytree whose attributes are traced or static (docs/reference/story.md).
-
-    Attributes:
-        name: short identifier used by the CLI and in reports.
-        class_concentration: Dirichlet concentration of the class prior's prior (1 = uniform).
-    """
+    stories also :meth:`sufficient_statistics` and :meth:`maximize`. A story is an immutable JAX
+    pytree (:meth:`replace` gives a changed copy; docs/reference/story.md)."""
 
     __slots__ = ("__dict__", "__weakref__", "_sealed", "_layout")
 
+    #: short identifier used by the CLI and in reports
     name = "story"
-    #: a setting, not a hook: ``story.replace(class_concentration=...)`` changes it per story
+    #: Dirichlet concentration of the class prior's prior (1 = uniform); a setting, not a hook
     class_concentration: typing.Final = 1.0
     #: What the engine may do with the story beyond its hooks (a mapping, or a property):
     #: keys and defaults in :data:`CAPABILITY_DEFAULTS` (docs/story_hooks.md).
@@ -348,15 +336,11 @@ class Story(metaclass=_StoryType):
 
     @typing.final
     def replace(self, **changes) -> Story:
-        """A new story with some attributes replaced; the original is unchanged.
-
-        Names that are ``__init__`` parameters go through ``__init__`` again (so values are
-        validated and derived attributes recomputed); other existing attributes and class-level
-        settings such as ``class_concentration`` are set on the copy directly.
+        """A new story with some attributes replaced: ``__init__`` parameters go through
+        ``__init__`` again (validated, derived attributes recomputed), others are set on the copy.
 
         Raises:
-            ValueError: for a name the story does not have.
-        """
+            ValueError: for a name the story does not have."""
         if not changes:
             return self
         current = vars(self)
@@ -418,9 +402,8 @@ class Story(metaclass=_StoryType):
         raise NotImplementedError
 
     def combine_statistics(self, stats_a: dict, stats_b: dict) -> dict:
-        """Statistics of the union of two data chunks: by default their leafwise sum; statistics
-        about a chunk's own reference point override it, ones that do not combine raise
-        ``ValueError``."""
+        """Statistics of the union of two data chunks: by default their leafwise sum (``ValueError``
+        for statistics that do not combine)."""
         return jax.tree_util.tree_map(operator.add, stats_a, stats_b)  # NumPy or JAX alike
 
     def log_penalty(self, params: dict, stats: dict):
@@ -442,12 +425,9 @@ class Story(metaclass=_StoryType):
                 )
 
     def validate(self, X):
-        """Check that ``X`` lies in the emission's support; raise ``ValueError`` naming the problem.
-
-        Called once per public entry on concrete host values (never a tracer; missing entries
-        filled with 0): keep it vectorized. A ``FeatureValueError`` lets the estimator name the
-        column. The default accepts any finite real matrix (checked by the caller).
-        """
+        """Check that ``X`` lies in the emission's support; raise ``ValueError`` (or a
+        ``FeatureValueError``) naming the problem. Called on concrete host values once per public
+        entry (missing entries filled with 0); the default accepts any finite real matrix."""
         return X
 
     # -- missing feature values (NaN entries, marginalized): the capability "supports_missing"
@@ -492,10 +472,8 @@ class Story(metaclass=_StoryType):
         return cls(**options)
 
     def scaled_to_data(self, X) -> Story:
-        """The story with weakly informative prior scales set from features ``X`` (n, D), for
-        NUTS with ``priors="data"``. The default returns the story unchanged, or, when its prior
-        reads :meth:`data_scales`, a copy carrying each feature's mean and sd (1 where constant).
-        """
+        """The story with weakly informative prior scales from ``X`` (NUTS, ``priors="data"``): a
+        copy carrying each feature's mean and sd when its prior reads :meth:`data_scales`."""
         if not isinstance(X, np.ndarray | jax.Array) or not self._reads_data_scales(X.shape[1]):
             return self
         values = np.asarray(X, dtype=np.float64)
@@ -505,7 +483,6 @@ class Story(metaclass=_StoryType):
             spread = np.nanstd(values, axis=0)
         spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
         fields = {**vars(self), "data_location": location, "data_scale": spread}
-        fields = {k: v for k, v in fields.items() if k not in ("_layout", "_sealed")}
         return type(self)._from_fields(fields)
 
     def _reads_data_scales(self, num_features: int) -> bool:
@@ -542,13 +519,8 @@ class Story(metaclass=_StoryType):
         return params
 
     def parameter_dims(self, name: str, shape: tuple, num_classes: int, num_features: int):
-        """Dimension names of parameter ``name`` of the given shape, None for an axis the story
-        does not name (ArviZ export and model files read them).
-
-        The default names a (K, D) parameter ``("class", "feature")``, a (K,) one ``("class",)``,
-        a (D,) one ``("feature",)``, a leading axis of K entries ``"class"``, and no other axis.
-        Families with other layouts (matrices, category tables) override it.
-        """
+        """Dimension names of parameter ``name`` of ``shape`` (None for an axis the story does not
+        name); the default names K, (K, D) and (D,) axes ``"class"`` and ``"feature"``."""
         shape = tuple(shape)
         if shape == (num_classes, num_features):
             return ("class", "feature")
@@ -561,17 +533,9 @@ class Story(metaclass=_StoryType):
         return {}
 
     def conjugate_factors(self, stats: dict, offset: float) -> dict:
-        """Exact posterior factors of the emission parameters from sufficient statistics.
-
-        Args:
-            stats: the story's statistics of fully labeled data (NumPy arrays).
-            offset: 1 for the story's own prior (the smoothed fit is the posterior mode), 0 for
-                the prior whose posterior mean the smoothed fit is.
-
-        Returns:
-            Parameter name (or a tuple of names, jointly) ->
-            :class:`genprob.inference.conjugate.ConjugateFactor`.
-        """
+        """Exact posterior factors of the emission parameters from fully labeled ``stats``: name
+        (or tuple of names) -> :class:`~genprob.inference.conjugate.ConjugateFactor`; ``offset``
+        1 for the story's own prior, 0 for the prior whose posterior mean the smoothed fit is."""
         raise NotImplementedError
 
     # Equal configurations compare (and hash) equal, so a story can still key a cache.
@@ -590,8 +554,7 @@ class Story(metaclass=_StoryType):
 
 
 def nested_stories(story: Story) -> list:
-    """The stories held in ``story``'s attributes (directly, or in tuples and lists): a mixed
-    table's blocks, say. Not a hook: the story's layout decides."""
+    """The stories held in ``story``'s attributes (directly, or in tuples and lists)."""
     fields, nested = vars(story), []
     for key, kind in story._layout:
         if kind is _HOLE and isinstance(fields[key], Story):
@@ -605,8 +568,7 @@ _PLAIN = (str, bool, int, type(None))
 
 
 def structure_key(story: Story) -> tuple:
-    """A hashable key of what decides shapes and code paths: class, static settings, shapes and
-    dtypes of traced values, nested stories included (without JAX)."""
+    """A hashable key of what decides shapes and code paths (without JAX)."""
     fields, parts = vars(story), []
     for key, kind in story._layout:
         value = fields[key]

@@ -16,8 +16,7 @@ _COUNTING_SPAN = 1 << 16
 
 
 def namespace(*arrays):
-    """NumPy when every argument is a NumPy array or a number, else ``jax.numpy``: code written
-    against their shared functions then runs eagerly on the host or traced in a program."""
+    """NumPy when every argument is a NumPy array or a number, else ``jax.numpy``."""
     if "jax" not in sys.modules:  # no JAX array or tracer exists before JAX is imported
         return np
     if all(isinstance(a, (np.ndarray, np.generic, int, float)) for a in arrays):
@@ -34,8 +33,7 @@ class _NotPlain(Exception):
 
 
 def tree_map(function, tree, *rest):
-    """``jax.tree_util.tree_map(function, tree, *rest)``; trees of dicts, lists, tuples and
-    NumPy values are walked without importing JAX, which only the trees it knows need."""
+    """``jax.tree_util.tree_map``, walking plain trees of NumPy values without importing JAX."""
     if not jax_imported():
         try:
             return _plain_map(function, tree, rest)
@@ -85,15 +83,12 @@ def _read_only(array):
 
 
 def column_sums(array):
-    """``array.sum(axis=0)`` of a 2-D float array as a product with ones (NumPy's axis-0 sum of
-    a narrow C-ordered array is many times slower)."""
+    """``array.sum(axis=0)`` as a product with ones (NumPy's sum of narrow arrays is slow)."""
     return namespace(array).ones(array.shape[0], dtype=array.dtype) @ array
 
 
 def hard_labels(R):
-    """``(codes, weights)`` of NumPy responsibilities ``R`` (n, K) with at most one nonzero per
-    row (labels times sample weights: row i is ``weights[i]`` at ``codes[i]``), else None (soft
-    rows, JAX arrays or tracers)."""
+    """``(codes, weights)`` of a NumPy R with at most one nonzero per row, else None."""
     if type(R) is not np.ndarray or R.ndim != 2 or not R.shape[1]:
         return None
     codes = R.argmax(axis=1)
@@ -102,23 +97,19 @@ def hard_labels(R):
 
 
 def class_sums(R, X):
-    """``R.T @ X`` (K, D); NumPy arrays by ``einsum``, not BLAS, whose threads wait for cores
-    busy with other processes (a GaussianNB fit on digits: 17 times slower)."""
+    """``R.T @ X``; NumPy by ``einsum``, not BLAS (its threads wait for cores others use)."""
     if type(R) is np.ndarray and type(X) is np.ndarray and X.ndim == 2:
         return np.einsum("nk,nd->kd", R, X)
     return R.T @ X
 
 
 def row_sums(array):
-    """``array.sum(axis=1)`` of a 2-D float array as a product with ones (see
-    :func:`column_sums`: NumPy's row sums of a narrow array are as slow)."""
+    """``array.sum(axis=1)`` as a product with ones (see :func:`column_sums`)."""
     return array @ namespace(array).ones(array.shape[1], dtype=array.dtype)
 
 
 def sparse_as_float(X):
-    """A SciPy CSR or CSC matrix of integer or boolean values with its values as float64 and
-    the same indices (SciPy's ``astype`` would sort them first: half of a prediction on
-    ``CountVectorizer`` output); anything else unchanged."""
+    """Integer SciPy CSR/CSC as float64 with the same indices (``astype`` would sort them first)."""
     if not (scipy.sparse.issparse(X) and X.format in ("csr", "csc")):
         return X
     if X.dtype.kind not in "biu":
@@ -127,8 +118,7 @@ def sparse_as_float(X):
 
 
 def without_duplicates(X):
-    """A SciPy sparse matrix storing each (row, column) at most once: ``X`` itself when it does,
-    else a copy with the duplicates summed; unsorted CSR is checked through its (sorted) CSC."""
+    """A SciPy sparse matrix storing each (row, column) at most once (``X`` itself when it does)."""
     if X.has_canonical_format:
         return X
     if (
@@ -142,8 +132,7 @@ def without_duplicates(X):
 
 
 def encode_labels(y) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct labels and each row's code: ``np.unique``'s answer, by counting for
-    integer labels over a modest range (its sort dominates label handling at 1e6 rows)."""
+    """``np.unique(y, return_inverse=True)``, by counting for integer labels of a modest range."""
     y = np.asarray(y)
     if y.dtype.kind in "iu" and y.size:
         low, high = int(y.min()), int(y.max())

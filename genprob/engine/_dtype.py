@@ -1,5 +1,5 @@
-"""Precision: every public entry runs its JAX work inside the thread-local ``jax.enable_x64``
-context of the requested dtype, never the global JAX config (other libraries share it)."""
+"""Precision: JAX work runs inside the thread-local ``jax.enable_x64`` of the requested dtype,
+never the global JAX config."""
 
 from __future__ import annotations
 
@@ -21,11 +21,7 @@ TOLERANCES = {
 
 
 def resolve_dtype(dtype) -> str:
-    """Return the canonical name (``"float64"`` or ``"float32"``) of ``dtype``.
-
-    Raises:
-        ValueError: if ``dtype`` is not one of the supported floating types.
-    """
+    """``"float64"`` or ``"float32"`` for ``dtype``; ``ValueError`` for another one."""
     if dtype is None:
         return DEFAULT_DTYPE
     if isinstance(dtype, str) and dtype in _SUPPORTED:
@@ -37,11 +33,7 @@ def resolve_dtype(dtype) -> str:
 
 
 def precision(dtype=None):
-    """Context manager enabling 64-bit JAX inside the block when ``dtype`` is float64.
-
-    It also keeps the process below its limit on memory mappings (:mod:`genprob.engine._mappings`),
-    since every JAX entry point goes through here.
-    """
+    """Context enabling 64-bit JAX for float64; each call is counted (:mod:`._mappings`)."""
     name = resolve_dtype(dtype)
     return _counted(jax_context(lambda jax: _x64(jax, name == "float64")))
 

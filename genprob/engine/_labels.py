@@ -1,5 +1,4 @@
-"""Labels: the unlabeled marker (``-1`` unless named), class labels and codes, and
-responsibilities (soft labels), checked for the estimators and the functional core alike."""
+"""Labels: the unlabeled marker, class labels and codes, and responsibilities, checked once."""
 
 from __future__ import annotations
 
@@ -36,8 +35,7 @@ def check_unlabeled_label(value):
 
 
 def check_unlabeled_label_type(y, unlabeled_label) -> None:
-    """Refuse a marker of another type than the labels (no row could carry it); the default -1
-    with string labels marks no row."""
+    """Refuse a marker of another type than the labels (no row could carry it)."""
     if unlabeled_label is None:
         return
     dtype = np.asarray(y).dtype
@@ -54,11 +52,7 @@ def check_unlabeled_label_type(y, unlabeled_label) -> None:
 
 
 def unlabeled_mask(y, unlabeled_label=UNLABELED) -> np.ndarray:
-    """Boolean mask of the rows whose label is the unlabeled marker (``-1`` by default).
-
-    A numeric marker matches numbers only (in an object array too; the string ``"-1"`` is a
-    class name), a string marker strings only; ``None`` marks no row.
-    """
+    """Rows whose label is the marker: a numeric one matches numbers only, a string strings."""
     y = np.asarray(y)
     if unlabeled_label is None:
         return np.zeros(y.shape, dtype=bool)
@@ -86,8 +80,7 @@ def unknown_labels(labels, classes) -> list:
 
 
 def check_classes(classes, unlabeled_label=UNLABELED, *, sort: bool = True) -> np.ndarray:
-    """The ``classes`` argument as unique labels, sorted unless ``sort`` is False (then code k
-    is ``classes[k]``); the unlabeled marker and duplicates raise."""
+    """The ``classes`` argument as unique labels (sorted unless ``sort`` is False)."""
     array = np.asarray(classes)
     if array.ndim != 1 or array.size == 0 or np.any(unlabeled_mask(array, unlabeled_label)):
         raise ValueError(
@@ -141,17 +134,8 @@ def check_known_labels(y, classes) -> None:
 
 
 def encode_partial_labels(y, *, num_classes=None, classes=None, unlabeled_label=UNLABELED):
-    """Check partly labeled ``y`` and return ``(codes, num_classes)``.
-
-    Args:
-        y: labels (n,): class codes ``0..K-1``, or values of ``classes`` when given.
-        num_classes: K, when the labels are codes and some class may have no labeled row.
-        classes: every class label, in code order (code k is ``classes[k]``).
-        unlabeled_label: the label of unlabeled rows (-1); None: every row is labeled.
-
-    Returns:
-        ``codes`` (n,) int32 NumPy array with -1 on unlabeled rows, and ``K``.
-    """
+    """``(codes, K)`` of partly labeled ``y``: int32 codes, -1 on unlabeled rows; ``y`` holds codes
+    0..K-1, or values of ``classes`` (code k is ``classes[k]``) when given."""
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be one-dimensional, got shape {y.shape}.")
@@ -233,8 +217,7 @@ def class_codes(y, num_samples: int, num_classes=None, unlabeled_label=UNLABELED
 
 # -- the functional core: class codes and responsibilities ----------------------------------------
 def check_class_codes(codes, num_classes: int, *, name: str = "y", unlabeled_label=UNLABELED):
-    """Class codes must be integers in ``0..num_classes-1``, or the unlabeled marker (-1 unless
-    ``unlabeled_label`` names another integer; None: every row is labeled)."""
+    """Class codes must be integers in ``0..num_classes-1`` or the unlabeled marker."""
     if unlabeled_label is not None and (
         isinstance(unlabeled_label, bool)
         or not isinstance(unlabeled_label, numbers.Integral)
@@ -267,18 +250,8 @@ def check_class_codes(codes, num_classes: int, *, name: str = "y", unlabeled_lab
         )
 
 
-def core_label_codes(codes, num_classes: int, unlabeled_label=UNLABELED):
-    """Class codes checked (:func:`check_class_codes`), with -1 on unlabeled rows."""
-    check_class_codes(codes, num_classes, unlabeled_label=unlabeled_label)
-    codes = jnp.asarray(codes)
-    if unlabeled_label is None or unlabeled_label == UNLABELED:
-        return codes
-    return jnp.where(codes == unlabeled_label, UNLABELED, codes)
-
-
 def check_responsibilities(R) -> None:
-    """A responsibility matrix R (n, K): 2-D and, where concrete, finite and non-negative (bad
-    entries named by class and first row)."""
+    """R (n, K) must be 2-D and, where concrete, finite and non-negative."""
     if np.ndim(R) != 2:
         raise ValueError(f"R must be a (n, K) responsibility matrix, got shape {np.shape(R)}.")
     if not is_concrete(R):

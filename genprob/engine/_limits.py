@@ -1,6 +1,5 @@
 """Size limits checked before anything is allocated (XLA aborts the interpreter on an absurd
-buffer: requests are traced abstractly and their largest array compared with a limit), and
-checks of count arguments."""
+buffer), and checks of count arguments."""
 
 from __future__ import annotations
 
@@ -27,24 +26,6 @@ MAX_CHAINS = 1024
 #: Most iterations (warm-up plus draws) a NUTS chain may run: more would not finish.
 MAX_ITERATIONS = 10**6
 
-__all__ = [
-    "MAX_CHAINS",
-    "MAX_ITERATIONS",
-    "check_posterior_size",
-    "check_working_set",
-    "physical_memory",
-    "SizeLimitError",
-    "MAX_ARRAY_BYTES",
-    "MAX_LOAD_BYTES",
-    "MAX_METADATA_BYTES",
-    "check_count",
-    "check_traced_size",
-    "check_statistics_size",
-    "traced_once",
-    "FIT_COPIES",
-    "compact",
-]
-
 
 class SizeLimitError(ValueError, MemoryError):
     """A request whose arrays would exceed :data:`MAX_ARRAY_BYTES` (refused before allocation)."""
@@ -65,12 +46,7 @@ def compact(value) -> str:
 
 
 def check_count(value, name: str, minimum: int = 1) -> int:
-    """``value`` as an int >= ``minimum``; refuse floats (``2.7``), bools and strings by name.
-
-    Raises:
-        TypeError: not an integer (bools and integral floats such as ``2.0`` included).
-        ValueError: below ``minimum``.
-    """
+    """``value`` as an int >= ``minimum``: ``TypeError`` unless an integer, else ``ValueError``."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise TypeError(
             f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r}."
@@ -111,11 +87,7 @@ def _largest_aval(jaxpr):
 def check_traced_size(
     function, *args, what: str, advice: str = "Ask for fewer rows at a time."
 ) -> None:
-    """Trace ``function(*args)`` without running it; refuse if an array would be too large.
-
-    Raises:
-        SizeLimitError: naming ``what``, the largest array, the limit and ``advice``.
-    """
+    """Trace ``function(*args)`` without running it; ``SizeLimitError`` if an array is too large."""
     size, aval = _largest_aval(jax().make_jaxpr(function)(*args).jaxpr)
     if size > MAX_ARRAY_BYTES:
         raise SizeLimitError(
@@ -137,8 +109,7 @@ def check_posterior_size(
     nuts: bool = True,
     log_likelihood: bool = True,
 ) -> None:
-    """Refuse a posterior whose chains, iterations or arrays (the draws, the pointwise
-    log-likelihood unless not ``log_likelihood``, one NUTS step's scores) are too large."""
+    """Refuse a posterior whose chains, iterations or largest array are too large."""
     if num_chains > MAX_CHAINS:
         raise SizeLimitError(
             f"num_chains={compact(num_chains)} is more than {MAX_CHAINS} chains "
@@ -182,8 +153,7 @@ def physical_memory() -> int | None:
 
 
 def check_working_set(array_bytes: int, copies: int, *, what: str, sizes: str, advice: str):
-    """Refuse work whose largest array exceeds :data:`MAX_ARRAY_BYTES`, or whose working set
-    (``copies`` such arrays at once) exceeds physical memory, naming ``what`` and ``advice``."""
+    """Refuse an array over :data:`MAX_ARRAY_BYTES`, or ``copies`` of it over physical memory."""
     memory = physical_memory()
     if array_bytes > MAX_ARRAY_BYTES:
         limit = (
@@ -204,19 +174,16 @@ def check_working_set(array_bytes: int, copies: int, *, what: str, sizes: str, a
 
 
 # -- a story's statistics --------------------------------------------------------------------------
-#: Arrays the size of its largest statistic that a closed-form fit holds at its peak (measured
-#: with tracemalloc for a full covariance: 12 for LDA, 7 per class for QDA).
+#: Arrays the size of its largest statistic that a closed-form fit holds at its peak (LDA's)
 FIT_COPIES = 12
-#: Bytes of K x D x D entries up to which an ``array_api`` story's statistics (at most of that
-#: order: :data:`genprob.engine.capabilities.DEFAULTS`) are measured on NumPy rows, without JAX.
+#: Bytes of K x D x D up to which an ``array_api`` story's statistics are measured in NumPy
 PROBE_BYTES = 1 << 22
 _STATISTIC_SIZES: dict = {}
 _PROBED_SIZES: dict = {}
 
 
 def traced_once(cache: dict, trace, tree, *static):
-    """``trace(tree)`` (an abstract evaluation) once per pytree structure, leaf shapes and dtypes
-    and ``static`` values: new hyperparameter values and data do not trace again."""
+    """``trace(tree)`` once per pytree structure, leaf shapes and dtypes and ``static`` values."""
     leaves, structure = jax().tree_util.tree_flatten(tree)
     key = (
         structure,
@@ -240,9 +207,7 @@ def _once(cache: dict, key, compute, value):
 def _largest_statistic(
     story, num_classes: int, num_features: int, dtype, num_rows=None, own: bool = False
 ) -> tuple:
-    """(bytes, name, shape) of the largest array of ``story``'s statistics of ``num_rows`` rows
-    (None: many): in NumPy when surely small, else traced once per structure (``own``: with the
-    story's own settings, on which keeping rows may depend)."""
+    """(bytes, name, shape) of the largest statistic: probed in NumPy when small, else traced."""
     few = num_rows is not None and keeps_rows(num_rows, num_features)
     rows = int(num_rows) if few else max(2, num_features)
     small = num_classes * num_features**2 * dtype.itemsize <= PROBE_BYTES
@@ -300,9 +265,7 @@ def _largest(named_leaves) -> tuple:
 
 
 def check_statistics_size(story, num_classes: int, num_features: int, dtype, num_rows=None):
-    """Refuse, before anything is allocated, a fit whose largest statistic exceeds
-    :data:`MAX_ARRAY_BYTES`, or :data:`FIT_COPIES` of it physical memory (with ``num_rows``,
-    statistics kept as rows are measured as the rows they are)."""
+    """Refuse a fit whose largest statistic, or :data:`FIT_COPIES` of it, is too large."""
     if not has_closed_form(story):
         return  # no statistics: a gradient M-step's arrays are the parameters'
 

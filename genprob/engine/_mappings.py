@@ -13,8 +13,7 @@ __all__ = ["CHECK_EVERY", "MIN_SECONDS", "FRACTION", "CompiledProgramsDropped", 
 
 #: Top-level genprob calls between two counts (a count reads all of /proc/self/maps) ...
 CHECK_EVERY = 64
-#: ... and seconds at least between them: a count costs milliseconds, and fewer programs than
-#: the margin below the limit can compile in that time.
+#: ... and seconds at least between them (a count costs milliseconds)
 MIN_SECONDS = 1.0
 #: Share of ``vm.max_map_count`` above which compiled programs are dropped.
 FRACTION = 0.5
@@ -48,8 +47,7 @@ def mapping_count() -> int | None:
 
 
 def after_call() -> None:
-    """Count one top-level genprob call; every :data:`CHECK_EVERY` (and :data:`MIN_SECONDS`),
-    check the mappings."""
+    """Count one top-level call; check the mappings every :data:`CHECK_EVERY` calls."""
     global _calls, _last_count
     with _lock:
         _calls += 1

@@ -1,7 +1,5 @@
-"""Checks of user input, written once for every entry: rows of features (:func:`check_rows` at
-an estimator's, :func:`check_features` at the functional core's), sample weights, class priors,
-smoothing and the EM controls (labels: :mod:`genprob.engine._labels`; a family's own check is
-its story's ``validate``)."""
+"""Checks of user input, written once for every entry (rows, weights, priors, smoothing, EM
+controls); labels are in :mod:`genprob.engine._labels`, a family's own check in ``validate``."""
 
 from __future__ import annotations
 
@@ -28,8 +26,7 @@ jnp = LazyModule("jax.numpy")
 
 
 class FeatureValueError(ValueError):
-    """A ``ValueError`` about one feature of ``X``; ``feature`` (its position) lets an estimator
-    fitted on named columns name the column."""
+    """A ``ValueError`` about the feature at position ``feature``, which an estimator can name."""
 
     def __init__(self, message: str, feature: int | None = None):
         super().__init__(message)
@@ -48,9 +45,7 @@ def describe(values, limit: int = 5) -> str:
 
 # -- features -------------------------------------------------------------------------------------
 def check_rows(estimator, X, y="no_validation", *, reset: bool, allow_nan=False, **options):
-    """The rows at an estimator's public entry, checked once: text and complex values refused by
-    name, then scikit-learn's ``validate_data`` as float64 or float32. Returns ``X``, or
-    ``(X, y)`` when ``y`` is given (None too: a fit refuses it)."""
+    """An estimator's rows checked once: text and complex refused, then ``validate_data``."""
     X = sparse_as_float(check_real_numbers(X, "X"))
     options = {"dtype": [np.float64, np.float32], **options}
     options["ensure_all_finite"] = "allow-nan" if allow_nan else True
@@ -68,12 +63,8 @@ def check_features(
     nan_hint: str = "",
     num_rows: int | None = None,
 ):
-    """Features at a public entry: 2-D, ``num_rows`` rows if given, finite (NaN with
-    ``allow_nan``, then ``nan_hint`` is not needed) where concrete; by default made a numeric,
-    non-empty floating array (``dtype``, else a floating one kept or JAX's default float), sparse
-    densified except a BCOO with ``keep_sparse``. ``as_given``: checked as it is (a tracer: its
-    shape) and returned unchanged; ``to_device``: returned as a JAX array. Raises ``ValueError``
-    naming the problem (non-finite values in scikit-learn's words, with the first entry)."""
+    """Features at a functional entry, refused by name unless 2-D, finite (NaN with ``allow_nan``)
+    and of ``num_rows`` rows; made a non-empty float array unless ``as_given`` (returned as is)."""
     check_real_numbers(X, "X")
     if not as_given:
         X = _as_float_features(X, dtype, keep_sparse)
@@ -89,8 +80,7 @@ def check_features(
 
 
 def check_real_numbers(values, name: str):
-    """Refuse text and complex values in ``name`` as scikit-learn does (a cast would read
-    ``"1"`` as 1 and cut ``1+1j`` to 1); object arrays of weights item by item."""
+    """Refuse text and complex values in ``name`` as scikit-learn does (a cast misreads them)."""
     dtype = getattr(values, "dtype", None)
     if dtype is None and isinstance(values, list | tuple):
         try:
@@ -143,8 +133,7 @@ def _as_float_features(X, dtype, keep_sparse: bool):
 def check_sample_weight(
     sample_weight, num_samples: int, *, allow_all_zero: bool = True, dtype=np.float64
 ):
-    """Row weights as float64 (n,), or None; a scalar weighs every row alike. ``allow_all_zero``:
-    accept all-zero weights (a ``partial_fit`` chunk); ``dtype`` bounds the largest weight."""
+    """Row weights as float64 (n,) (a scalar weighs every row alike), or None."""
     if sample_weight is None:
         return None
     sample_weight = np.asarray(check_real_numbers(sample_weight, "sample_weight"), np.float64)
@@ -178,8 +167,7 @@ def check_sample_weight(
 
 # -- class priors ---------------------------------------------------------------------------------
 def check_class_prior(prior, classes, *, name: str = "class_prior", renormalize: bool = False):
-    """A fixed class prior (K,) as float64 in the order of ``classes`` (labels, or ``range(K)``);
-    None stays None. ``renormalize``: warn and divide by a sum that is not 1 (LDA, QDA)."""
+    """A fixed class prior (K,) as float64 in ``classes`` order, or None; ``renormalize`` warns."""
     if prior is None:
         return None
     values = np.array(prior, dtype=np.float64)  # a copy: the user's array may change later
@@ -222,8 +210,7 @@ ALPHA_LOWER_BOUND = 1e-10
 
 
 def check_alpha(alpha, num_features: int | None = None, *, per_feature=True, force_alpha=True):
-    """Smoothing ``alpha`` as a float, or a per-feature tuple (of ``num_features`` when given):
-    finite and >= 0; without ``force_alpha``, raised to 1e-10 with a warning (scikit-learn's)."""
+    """Smoothing ``alpha`` as a float or per-feature tuple, finite and >= 0 (or floored)."""
     if not per_feature and not isinstance(alpha, Real):
         raise ValueError(f"alpha must be a single number, got {alpha!r}.")
     values = np.asarray(alpha, dtype=float)
@@ -295,8 +282,7 @@ EM_PARAMETER_CONSTRAINTS = {
 #: How NaN entries of X are read: refused (scikit-learn's behaviour) or summed out of the story.
 MISSING_PARAMETER_CONSTRAINTS = {"missing": [StrOptions({"error", "marginalize"})]}
 
-#: What a parameter means, appended to scikit-learn's message when its value is refused
-#: (``{value}`` is the refused value).
+#: What a parameter means, appended to scikit-learn's message when its ``{value}`` is refused
 PARAMETER_HINTS = {
     "unlabeled_weight": (
         "unlabeled_weight must lie in [0, 1] (the weight λ of unlabeled rows in EM), or be "
@@ -320,11 +306,7 @@ PARAMETER_HINTS = {
 
 
 def validate_params(estimator) -> None:
-    """Check an estimator's constructor parameters against its ``_parameter_constraints``.
-
-    scikit-learn's validation (``InvalidParameterError``, a ``ValueError`` and ``TypeError``),
-    one parameter at a time so that the message can say what the refused parameter means.
-    """
+    """Parameter validation of scikit-learn, one by one, so a message can explain it."""
     constraints_of = estimator._parameter_constraints
     # the constructor's parameters by attribute (get_params inspects the signature every call)
     params = {name: getattr(estimator, name) for name in constraints_of}
@@ -341,9 +323,7 @@ def validate_params(estimator) -> None:
 
 # -- the functional core --------------------------------------------------------------------------
 def is_concrete(value) -> bool:
-    """Whether ``value`` holds numbers (not a JAX tracer inside ``jit``/``vmap``): only then can
-    its values be checked; shapes are checked either way. A BCOO matrix is concrete when its
-    stored values and indices are."""
+    """Whether ``value`` holds numbers, not a JAX tracer (a BCOO: whether its arrays do)."""
     if "jax" not in sys.modules:  # no tracer exists before JAX is imported
         return True
     if is_bcoo(value):  # no tracer itself, but its arrays are inside jit/vmap
@@ -358,8 +338,7 @@ def is_bcoo(value) -> bool:
 
 
 def all_concrete(*trees) -> bool:
-    """True when every leaf of the pytrees (arrays, numbers) is concrete (:func:`is_concrete`):
-    their values can go to NumPy."""
+    """True when every leaf of the pytrees is concrete (:func:`is_concrete`)."""
     return "jax" not in sys.modules or all(map(is_concrete, tree_leaves(trees)))
 
 
@@ -372,8 +351,7 @@ def check_feature_width(X, expected: int) -> None:
 
 
 def _check_finite_features(X, allow_nan: bool, nan_hint: str) -> None:
-    """NaN (unless ``allow_nan``) and infinity refused where the values are concrete: a pass
-    over the values, and only on failure a second one to name the columns."""
+    """Refuse NaN (unless ``allow_nan``) and infinity where concrete, naming the columns."""
     if not is_concrete(X):
         return
     rows, cols, values = _stored_entries(X)
@@ -402,8 +380,7 @@ def _check_finite_features(X, allow_nan: bool, nan_hint: str) -> None:
 
 
 def _stored_entries(X):
-    """``(rows, cols, values)`` of a sparse ``X`` (its stored entries), ``(None, None, X)`` of a
-    dense one; values None when ``X`` is not an array."""
+    """``(rows, cols, values)`` of a sparse ``X``, ``(None, None, X)`` of a dense one."""
     if is_bcoo(X):
         return X.indices[:, 0], X.indices[:, 1], X.data
     if scipy.sparse.issparse(X):

@@ -42,8 +42,7 @@ def has_closed_form(story: Story) -> bool:
 
 
 def chunk_refusal(story: Story) -> str | None:
-    """Why ``story``'s statistics cannot be added over chunks (``partial_fit``, streaming,
-    Dask), or None when they can."""
+    """Why ``story``'s statistics cannot be added over chunks, or None when they can."""
     name = type(story).__name__
     if not has_closed_form(story):
         return f"{name} has no closed form (no sufficient statistics)"
@@ -52,8 +51,7 @@ def chunk_refusal(story: Story) -> str | None:
 
 
 def has_exact_posterior(story: Story) -> bool:
-    """True when ``conjugate_factors`` give the exact posterior (a conjugate prior), for
-    ``story`` and every story nested in its attributes."""
+    """True when ``conjugate_factors`` give the exact posterior, nested stories included."""
     return bool(
         type(story).conjugate_factors is not Story.conjugate_factors
         and capability(story, "exact_conjugate")

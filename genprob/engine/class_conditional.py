@@ -12,17 +12,11 @@ __all__ = ["ClassConditional", "unlabeled_log_likelihood"]
 
 
 class ClassConditional(dist.Distribution):
-    """Features of each row given its class, with the class summed out where it is unknown.
+    """Features of each row given its class, the class summed out where it is unknown.
 
-    Row i's density is ``p(x_i | labels[i])``, or ``sum_k pi_k p(x_i | k)`` where ``labeled[i]``
-    is false; with the label site, the model's density is the partly labeled marginal likelihood.
-
-    Args:
-        emission: distribution with batch shape ``(K,)`` and event shape ``(D,)``.
-        labels: integer array (n,), any value on unlabeled rows.
-        labeled: boolean array (n,) or None (all labeled).
-        class_log_prior: log class probabilities (K,), needed only when some rows are unlabeled.
-    """
+    Row i's density is ``p(x_i | labels[i])``, or ``sum_k pi_k p(x_i | k)`` where ``labeled[i]`` is
+    false (``labeled`` None: every row; ``class_log_prior`` (K,) needed only then); ``emission``
+    has batch shape ``(K,)`` and event shape ``(D,)``."""
 
     arg_constraints = {}
     pytree_data_fields = ("emission", "labels", "labeled", "class_log_prior")
@@ -60,12 +54,8 @@ class ClassConditional(dist.Distribution):
 
 
 def unlabeled_log_likelihood(emission, class_log_prior, blocks, num_unlabeled):
-    """``sum_i log sum_k pi_k p(x_i | k)`` over the first ``num_unlabeled`` rows of ``blocks``.
-
-    ``blocks``: rows in equal blocks (B, c, D), unlabeled first; blocks past ``num_unlabeled``
-    (traced) are skipped at run time. Each block's value and gradient are taken together, so
-    reverse mode (the only mode it has) keeps no per-row intermediates.
-    """
+    """``sum_i log sum_k pi_k p(x_i | k)`` over the first ``num_unlabeled`` rows of ``blocks``
+    (B, c, D); value and gradient per block together, so reverse mode keeps no per-row values."""
     leaves, treedef = jax.tree_util.tree_flatten(emission)
     inexact = [jnp.issubdtype(jnp.result_type(leaf), jnp.inexact) for leaf in leaves]
     pairs = list(zip(leaves, inexact, strict=True))

@@ -1,12 +1,5 @@
-"""The one EM driver: one stopping rule (:func:`em_step`) plus a loop of E- and M-steps.
-
-Every EM of the package runs here with its own E-step and M-step callables: partly labeled
-closed forms on the host (:func:`genprob.fit_em`), missing cells (:func:`genprob.engine.missing.
-fit_observed`), streaming and Dask passes (:func:`genprob.engine.streaming.run_em`) and the Gaussian
-mixtures within classes (:mod:`genprob.families.gaussian.mixture`). The compiled loop of
-:func:`genprob.fit_em` judges its steps with the same :func:`em_step` (a ``while_loop`` cannot
-call host callables). No NumPy nor JAX import.
-"""
+"""The one EM driver: one stopping rule (:func:`em_step`) and one loop of E- and M-steps, which
+every EM of the package runs with its own step callables (docs/reference/em.md)."""
 
 from __future__ import annotations
 
@@ -24,18 +17,9 @@ __all__ = [
 
 
 def em_step(new_value, old_value, floor, judged, scale, tol, eps):
-    """EM's one rule on one step, for the host loop and the compiled one (floats or arrays).
-
-    A change of the objective per unit of ``scale`` is within the rule when it is at most
-    ``tol`` or, with ``tol > 0``, at the objective's rounding level (a float32 fit cannot
-    resolve a tiny ``tol``). ``scale`` is the total row weight (unit-free: rescaling X shifts
-    the objective by a constant), or ``max(1, |objective|)`` for mclust's relative rule.
-
-    Returns ``(finite, decreased, converged)``: the new objective is finite; it went below
-    ``floor`` by more than the rule forgives (only when ``judged``: not an ascent step, an
-    M-step that is not the exact maximizer, a rank-truncated covariance say; EM stops there and
-    keeps the previous parameters); it converged (changed within the rule from ``old_value``).
-    """
+    """``(finite, decreased, converged)`` of one EM step, host or compiled loop alike: a change
+    per unit of ``scale`` within ``tol`` (or, with ``tol > 0``, the objective's rounding level)
+    converges; a drop below ``floor`` beyond that, when ``judged``, is refused."""
 
     def within(change):
         return (change <= tol) | ((tol > 0) & (change <= 4 * eps * abs(new_value) / scale))
@@ -79,20 +63,8 @@ def warn_max_iter(
 
 
 class EMLoop(NamedTuple):
-    """Outcome of :func:`run_em_loop`.
-
-    Attributes:
-        params: the last kept parameters (never a step that decreased the objective, nor a
-            non-finite one after the first).
-        expectation: the E-step's output at ``params``.
-        value: the objective at ``params``.
-        trace: the objective after every M-step counted in ``n_iter`` (a non-finite one
-            included: it stopped EM).
-        n_iter: M-steps, the first included.
-        converged: :func:`em_step`'s rule was met.
-        finite: every recorded objective is finite.
-        drop: how much the refused step would have lowered the objective (0 if none).
-    """
+    """Outcome of :func:`run_em_loop`: the last kept parameters, their E-step output and
+    objective, the objective after each M-step, and ``drop``, what a refused step would lose."""
 
     params: Any
     expectation: Any
@@ -105,22 +77,13 @@ class EMLoop(NamedTuple):
 
 
 def run_em_loop(m_step, e_step, *, params, max_iter, tol, eps, scale):
-    """EM from ``params``: their E-step, then M-step and E-step in turn until the rule is met.
+    """EM from ``params`` until :func:`em_step`'s rule is met or ``max_iter`` E-steps ran.
 
-    Args:
-        m_step: ``expectation -> params``, the whole state the next E-step needs (the
-            parameters and the statistics they were maximized from, say).
-        e_step: ``params -> (objective, expectation[, floor])``. ``floor``, the value the next
-            step must not fall below, defaults to the objective: a penalty that moves with the
-            soft counts is scored at this E-step's statistics there; -inf judges no step (exact
-            M-steps whose drops are rounding, which ``tol=0`` would refuse). The start's step is
-            not judged: the start may be a density on a subspace, whose values do not compare.
-        params: the start (the caller's first M-step).
-        max_iter: most E-steps, the start's included (as many M-steps with the caller's first).
-        tol, eps, scale: :func:`em_step`'s (``scale`` a function of the new objective for
-            mclust's relative rule); the caller warns of a refused step (``drop``) and of
-            ``max_iter`` (:func:`warn_decrease`, :func:`warn_max_iter`).
-    """
+    ``m_step``: expectation -> params; ``e_step``: params -> ``(objective, expectation[,
+    floor])``, ``floor`` the value the next step must not fall below (default the objective,
+    -inf judges no step; the start's step is never judged). ``scale`` may be a function of the
+    new objective (mclust's relative rule). The caller warns (:func:`warn_decrease`,
+    :func:`warn_max_iter`)."""
     value, expectation, *floor = e_step(params)
     trace, n_iter, converged, drop = [value], 1, False, 0.0
     while math.isfinite(value) and n_iter < max_iter:

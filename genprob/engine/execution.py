@@ -1,6 +1,4 @@
-"""Where rows live and how a pass over them runs, decided in one place (docs/reference/core.md):
-NumPy rows of an ``array_api`` story and SciPy sparse rows run eagerly in NumPy, everything else
-inside ``jax.jit``, small dense inputs padded to bucket sizes so new row counts reuse code."""
+"""Where rows live and how a pass over them runs, decided in one place (docs/reference/core.md)."""
 
 from __future__ import annotations
 
@@ -48,8 +46,7 @@ jnp = LazyModule("jax.numpy")
 BLOCK_BYTES = 1 << 21
 #: ... and at least this many rows, so that wide rows do not make a block per row.
 _MIN_BLOCK_ROWS = 256
-#: Dense inputs up to this many rows and entries are padded to a bucket size (``padded_rows``);
-#: larger ones compile in a small fraction of their run time and are not copied.
+#: Dense inputs up to this many rows and entries are padded to a bucket size (``padded_rows``)
 PAD_LIMIT = 1 << 16
 PAD_ENTRY_LIMIT = 1 << 21
 #: Entries (rows x features) of the smallest bucket: iris's folds and refits share 256 rows.
@@ -66,8 +63,7 @@ def on_host(story: Story, X) -> bool:
 
 
 def padded_rows(num_rows: int, num_features: int | None = None) -> int:
-    """Row count a dense input is padded to: powers of two up to 4096, then multiples of 4096;
-    given ``num_features``, the smallest bucket holds about ``_SMALLEST_BUCKET_ENTRIES`` entries."""
+    """Row count a dense input is padded to: powers of two up to 4096, then multiples of 4096."""
     smallest = 16
     if num_features:
         rows = max(1, _SMALLEST_BUCKET_ENTRIES // num_features)
@@ -78,9 +74,8 @@ def padded_rows(num_rows: int, num_features: int | None = None) -> int:
 
 
 def padded(X, *rows):
-    """``(X, *rows)`` with a small concrete dense ``X`` padded to its bucket size
-    (:func:`padded_rows`), the one padding rule: ``X`` by copies of its first row (in every
-    story's support), each of ``rows`` by weight 0 (zeros, or -1 in integer label codes)."""
+    """``(X, *rows)``, a small concrete dense ``X`` padded to its bucket by copies of its first row,
+    each of ``rows`` by weight 0 (zeros, or -1 in integer codes)."""
     shape = np.shape(X)
     if not (isinstance(X, np.ndarray) or is_jax_array(X)) or len(shape) != 2:
         return (X, *rows)
@@ -109,8 +104,7 @@ def _all_host(tree) -> bool:
 
 # -- statistics ------------------------------------------------------------------------------------
 def responsibilities(codes, num_classes: int, weights=None, dtype=np.float64) -> np.ndarray:
-    """Dense R (n, K) of label codes: row i is ``weights[i]`` at column ``codes[i]``, zeros for
-    code -1; a code outside -1..K-1 raises."""
+    """Dense R (n, K) of label codes times ``weights``, zeros for code -1; other codes raise."""
     codes = np.asarray(codes)
     if codes.size and not -1 <= int(codes.min()) <= int(codes.max()) < num_classes:
         first = int(np.flatnonzero((codes < -1) | (codes >= num_classes))[0])
@@ -126,12 +120,8 @@ def responsibilities(codes, num_classes: int, weights=None, dtype=np.float64) ->
 
 
 def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
-    """``{"class_counts": R.sum(0), "emission": story.sufficient_statistics(X, R)}``.
-
-    Host rows (:func:`on_host`) are read in blocks of about ``BLOCK_BYTES``, added by
-    ``story.combine_statistics``; others run compiled, padded with ``pad``. An overflow gives
-    inf or NaN silently: the fit refuses it by name.
-    """
+    """``{"class_counts": R.sum(0), "emission": story.sufficient_statistics(X, R)}``: host rows in
+    blocks added by ``story.combine_statistics``, others compiled (padded with ``pad``)."""
     check_statistics_size(story, R.shape[1], X.shape[1], X.dtype, X.shape[0])
     if not on_host(story, X):
         if pad and is_concrete(R):
@@ -153,9 +143,7 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
 
 
 def _block_rows(X) -> int:
-    """Rows of a host pass's block: about ``BLOCK_BYTES`` of dense rows (the pass's temporaries
-    stay that small); every row at once for SciPy sparse rows, whose products allocate no dense
-    (n, D) temporary."""
+    """Rows of a host block: about ``BLOCK_BYTES`` of dense rows, all rows of SciPy sparse ones."""
     num_rows, num_features = X.shape
     step = max(_MIN_BLOCK_ROWS, BLOCK_BYTES // max(1, num_features * X.dtype.itemsize))
     return max(num_rows, 1) if num_rows <= step or scipy.sparse.issparse(X) else step
@@ -179,15 +167,13 @@ def _statistics(story: Story, X, R) -> dict:
 
 
 def labeled_statistics(story: Story, X, codes, num_classes: int, weights=None) -> dict:
-    """:func:`statistics` of labeled rows: codes 0..K-1 (-1: a row that adds nothing) and
-    optional row weights."""
+    """:func:`statistics` of label codes (-1: a row that adds nothing) and optional weights."""
     dtype = X.dtype if np.dtype(X.dtype).kind == "f" else np.float64
     return statistics(story, X, responsibilities(codes, num_classes, weights, dtype), pad=True)
 
 
 def combine_statistics(story: Story, stats_a: dict, stats_b: dict) -> dict:
-    """Statistics of two data chunks together: ``parameters(story, combine(s_a, s_b))`` is the
-    fit on both, which incremental (``partial_fit``) and distributed fits rest on."""
+    """Statistics of two data chunks together (``partial_fit``, streaming and Dask rest on it)."""
     if capability(story, "array_api") and _all_host((stats_a, stats_b)):
         return _host_tree(_combine(story, stats_a, stats_b))
     return _combined(story, stats_a, stats_b)
@@ -201,10 +187,7 @@ def _combine(story: Story, stats_a: dict, stats_b: dict) -> dict:
 
 
 def add_emission_statistics(story: Story, emission_a: dict, emission_b: dict) -> dict:
-    """``story.combine_statistics`` of two chunks' emission statistics, the one place where
-    statistics add (row blocks, ``partial_fit``, streaming, Dask): statistics kept as rows
-    (:data:`~genprob.story.ROWS`, stacked by the story) become their Gram matrix once there
-    are too many rows to keep (:func:`~genprob.story.keeps_rows`)."""
+    """``story.combine_statistics`` of two chunks, rows kept as a Gram matrix once too many."""
     return gram_form(story.combine_statistics(emission_a, emission_b))
 
 
@@ -212,10 +195,7 @@ _combined = jitted(_combine)
 
 
 def em_statistics(story: Story, params: dict, X, codes, row_weights):
-    """``(stats, objective)`` of one E-step over rows ``X``: the statistics of the
-    responsibilities (one-hot on labeled rows, class posteriors on rows of code -1, each row
-    scaled by ``row_weights``) and the weighted log-likelihood. One compiled program per
-    bucket of rows (:func:`padded`)."""
+    """``(stats, objective)`` of one E-step over rows ``X`` (code -1: unlabeled), compiled."""
     check_statistics_size(story, np.shape(params[CLASS_PRIOR])[-1], X.shape[1], X.dtype)
     X, codes, row_weights = padded(X, np.asarray(codes), np.asarray(row_weights))
     return _em_step(story, params, X, codes, row_weights.astype(X.dtype))
@@ -236,8 +216,7 @@ def _em_step(story, params, X, codes, row_weights):
 
 
 def rows_log_likelihood(joint, codes):
-    """Each row's log-likelihood from its joint (n, K): ``joint[i, y_i]`` on labeled rows, the
-    log-sum-exp over classes on rows of code -1."""
+    """Each row's log-likelihood from its joint (n, K): the label's entry, else the log-sum-exp."""
     xp, labeled = namespace(joint, codes), codes >= 0
     chosen = xp.take_along_axis(joint, xp.where(labeled, codes, 0)[:, None], axis=-1)[:, 0]
     if xp is np:
@@ -263,9 +242,7 @@ def class_prior_from_counts(class_counts, class_prior=None, fit_prior: bool = Tr
 
 
 def emission_parameters(story: Story, emission_stats) -> dict:
-    """The story's M-step: eagerly for host statistics of an ``array_api`` story (or a story
-    whose M-step needs concrete values), else one compiled program, the same wherever
-    parameters are derived from statistics, so that they agree bit for bit."""
+    """The story's M-step: eager for host statistics of an ``array_api`` story, else compiled."""
     if capability(story, "array_api") and _all_host(emission_stats):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             return dict(story.maximize(emission_stats))
@@ -301,9 +278,7 @@ def _rows_of(compiled, story, params, X):
 
 def _check_width(event_shape, X) -> None:
     """Shapes only: inside a compiled program it runs once per compilation, not per call."""
-    if np.ndim(X) != 2:
-        raise ValueError(f"X must be 2-D (n, D), got shape {np.shape(X)}.")
-    if event_shape:
+    if event_shape:  # X is 2-D: every entry checks it
         check_feature_width(X, event_shape[-1])
 
 
@@ -320,11 +295,8 @@ def _scores(story: Story, params: dict, X):
 
 
 def joint_log_prob(story: Story, params: dict, X, *, eager: bool = False):
-    """``log pi_k + log p(x_i | k)`` (n, K) of checked features; SciPy sparse rows are scored on
-    the host by the emission's own sparse products; ``eager`` (EM on the host) scores host rows
-    of a story with its own :meth:`~genprob.story.Story.log_density` by it, without compiling
-    (other calls keep the compiled density: a complete row scores the same bit for bit whether
-    or not other rows of its batch miss entries)."""
+    """``log pi_k + log p(x_i | k)`` (n, K) of checked features; ``eager``: host rows of a story
+    with its own ``log_density`` scored without compiling (EM on the host)."""
     if scipy.sparse.issparse(X):
         emission = story.emission(params)
         _check_width(emission.event_shape, X)
@@ -340,9 +312,7 @@ _EVENT_SHAPES: dict = {}
 
 
 def check_host_width(story: Story, params: dict, X) -> None:
-    """:func:`_check_width` of host rows, the emission's event shape traced once per story
-    structure and parameter shapes (no density is computed). Estimators check the width they
-    were fitted on instead; the functional core calls it."""
+    """:func:`_check_width` of host rows, the event shape traced once per structure."""
     if not on_host(story, X):
         return  # the compiled program checks it while tracing
 
@@ -355,10 +325,8 @@ def check_host_width(story: Story, params: dict, X) -> None:
 
 
 def class_scores(story: Story, params: dict, X):
-    """``log pi_k + story.discriminant(params, X)`` (n, K) of checked features: the joint
-    log-probability up to a term of each row, which normalizing removes. Host rows are scored
-    in blocks of about ``BLOCK_BYTES`` (the temporaries of a score stay in cache) and rows
-    without a finite score are refused by name (:func:`refuse_unscored`)."""
+    """``log pi_k + story.discriminant(params, X)`` (n, K) of checked features; host rows in blocks,
+    rows without a finite score refused (:func:`refuse_unscored`)."""
     if not on_host(story, X):
         return _rows_of(_scores, story, params, X)
     params, step, scores = _host_tree(params), _block_rows(X), None
@@ -377,9 +345,8 @@ def class_scores(story: Story, params: dict, X):
 
 
 def class_posteriors(story: Story, params: dict, X, kind: str = "log") -> np.ndarray:
-    """Class scores (``kind="scores"``), log posteriors (``"log"``) or posteriors (``"proba"``)
-    (n, K) of checked features, as NumPy; rows without a finite score are refused by name
-    (:func:`refuse_unscored`)."""
+    """Class scores (``kind="scores"``), log posteriors (``"log"``) or posteriors (``"proba"``) as
+    NumPy; rows without a finite score refused."""
     scores = np.asarray(class_scores(story, params, X))
     if not on_host(story, X):
         refuse_unscored(scores, X)
@@ -398,8 +365,7 @@ def class_posteriors(story: Story, params: dict, X, kind: str = "log") -> np.nda
 
 
 def _row_max(scores) -> np.ndarray:
-    """Each row's maximum, class by class: K vectorized passes over the columns beat NumPy's
-    row-wise reduction of a narrow (n, K) array."""
+    """Each row's maximum, class by class (faster than NumPy's reduction of a narrow array)."""
     if scores.shape[1] > 64:  # wide enough for NumPy's own reduction
         return scores.max(axis=1)
     top = scores[:, 0].copy()
@@ -408,23 +374,16 @@ def _row_max(scores) -> np.ndarray:
     return top
 
 
-def unscored_rows(scores) -> np.ndarray:
-    """Rows of ``scores`` (n, K) holding a NaN or +inf, or -inf under every class."""
+def refuse_unscored(scores, X=None) -> None:
+    """Raise ``ValueError`` naming the rows of ``scores`` without a finite class score."""
     scores = np.asarray(scores)
     if np.isfinite(scores.sum()):  # the usual case, one reduction without a boolean temporary
-        return np.empty(0, np.intp)
-    top = scores.max(axis=1)
-    return np.flatnonzero(np.isnan(scores).any(axis=1) | ~np.isfinite(top))
-
-
-def refuse_unscored(scores, X=None) -> None:
-    """Raise ``ValueError`` naming the rows of ``scores`` without a finite class score, the
-    scale where squares overflow their dtype (about 1e154 in float64) and the first row's
-    largest feature."""
-    bad = unscored_rows(scores)
-    if not bad.size:
         return
-    dtype = np.dtype(getattr(X, "dtype", None) or np.asarray(scores).dtype)
+    # a NaN or +inf, or -inf under every class
+    bad = np.flatnonzero(np.isnan(scores).any(axis=1) | ~np.isfinite(scores.max(axis=1)))
+    if not bad.size:  # finite scores whose sum overflowed
+        return
+    dtype = np.dtype(getattr(X, "dtype", None) or scores.dtype)
     dtype = dtype if dtype.kind == "f" else np.dtype(np.float64)
     scale = ""
     if X is not None and is_concrete(X):

@@ -35,8 +35,7 @@ def has_missing(X) -> bool:
 
 
 def fill_missing(X, value=0.0):
-    """``(filled, observed)``: ``X`` with NaN replaced by ``value`` and the mask of observed
-    entries. ``value`` must lie in the story's support (0 does for every built-in family)."""
+    """``(filled, observed)``: NaN replaced by ``value`` (in the support) and the observed mask."""
     observed = ~jnp.isnan(X)
     return jnp.where(observed, X, jnp.asarray(value, X.dtype)), observed
 
@@ -64,15 +63,8 @@ class Marginalized(Story):
         self.story = story
         self.class_concentration = story.class_concentration
 
-    # the story --------------------------------------------------------------------------------
-    def prior(self, num_classes, num_features):
-        return self.story.prior(num_classes, num_features)
-
     def emission(self, params):
         return _emission.MaskedEmission(self.story, params)
-
-    def log_penalty(self, params, stats):
-        return self.story.log_penalty(params, stats)
 
     @property
     def capabilities(self):
@@ -80,13 +72,6 @@ class Marginalized(Story):
             "supports_missing": True,
             "adds_over_rows": has_closed_form(self) and capability(self.story, "adds_over_rows"),
         }
-
-    # hooks -----------------------------------------------------------------------------------
-    def check_parameters(self, params, class_names=None, feature_names=None):
-        self.story.check_parameters(params, class_names, feature_names)
-
-    def align_parameters(self, params, reference):
-        return self.story.align_parameters(params, reference)
 
     def validate(self, X):
         """The story's check of the observed entries (NaN entries are missing, not values)."""
@@ -104,20 +89,21 @@ class Marginalized(Story):
         self.story.validate(filled)
         return X
 
-    def observed_log_prob(self, params, X, observed):
-        return self.story.observed_log_prob(params, X, observed)
 
-    def observed_statistics(self, X, R, observed, params=None):
-        return self.story.observed_statistics(X, R, observed, params)
+def _forwarded(name: str):
+    def hook(self, *args, **kwargs):
+        return getattr(self.story, name)(*args, **kwargs)
 
-    def num_parameters(self, num_classes, num_features):
-        return self.story.num_parameters(num_classes, num_features)
+    hook.__name__ = hook.__qualname__ = name
+    return hook
 
-    def parameter_dims(self, name, shape, num_classes, num_features):
-        return self.story.parameter_dims(name, shape, num_classes, num_features)
 
-    def coords(self, feature_names):
-        return self.story.coords(feature_names)
+# the wrapped story's own hooks: same parameters, only the density of a row differs
+for _name in (
+    "prior log_penalty check_parameters align_parameters observed_log_prob observed_statistics "
+    "num_parameters parameter_dims coords"
+).split():
+    setattr(Marginalized, _name, _forwarded(_name))
 
 
 class ObservedClosedForm(Marginalized):
@@ -128,14 +114,9 @@ class ObservedClosedForm(Marginalized):
         filled, observed = fill_missing(X)
         return self.story.observed_statistics(filled, R, observed)
 
-    def maximize(self, stats):
-        return self.story.maximize(stats)
 
-    def combine_statistics(self, stats_a, stats_b):
-        return self.story.combine_statistics(stats_a, stats_b)
-
-    def conjugate_factors(self, stats, offset):
-        return self.story.conjugate_factors(stats, offset)
+for _name in ("maximize", "combine_statistics", "conjugate_factors"):
+    setattr(ObservedClosedForm, _name, _forwarded(_name))
 
 
 def marginalized(story: Story) -> Marginalized:
@@ -152,6 +133,5 @@ def marginalized(story: Story) -> Marginalized:
 
 
 def reads_nan_as_missing(story: Story) -> bool:
-    """True when the story's own scoring reads NaN entries as missing (:class:`Marginalized`),
-    so that NaN may reach it."""
+    """True when the story's own scoring reads NaN entries as missing (:class:`Marginalized`)."""
     return isinstance(story, Marginalized)
