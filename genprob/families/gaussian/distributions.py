@@ -259,8 +259,10 @@ def _by_pattern(vectors, matrices, index, transpose=False):
     if xp is not np:
         return xp.einsum(subscripts, vectors, matrices[index])
     out = np.empty(vectors.shape, np.result_type(vectors, matrices))
+    order = np.argsort(index, kind="stable")  # each pattern's rows as one slice of the order
+    bounds = np.searchsorted(index[order], np.arange(matrices.shape[0] + 1))
     for p in range(matrices.shape[0]):
-        rows = index == p
+        rows = order[bounds[p] : bounds[p + 1]]
         out[rows] = np.einsum(subscripts.replace("nkde", "kde"), vectors[rows], matrices[p])
     return out
 
@@ -271,15 +273,6 @@ def observed_log_density(rows, observed, loc, factors, patterns):
     xp = namespace(rows, loc, factors["whitening"])
     count = xp.sum(xp.asarray(pattern_mask), axis=-1).astype(rows.dtype)[:, None]  # (P, 1)
     constant = class_constant(count, factors["log_normalizer"])  # (P, K)
-    if xp is np:  # the score of complete rows, pattern by pattern (missing coordinates 0)
-        out = np.empty((rows.shape[0], loc.shape[0]), rows.dtype)
-        for p, mask in enumerate(pattern_mask):
-            where = index == p
-            out[where] = quadratic_scores(
-                np.where(mask, rows[where], 0.0), np.where(mask, loc, 0.0),
-                factors["whitening"][p], constant[p],
-            )  # fmt: skip
-        return out
     centered = xp.where(observed[:, None, :], rows[:, None, :] - loc, 0.0)
     z = _by_pattern(centered, factors["whitening"], index)
     return -0.5 * xp.sum(z * z, axis=-1) + constant[index]
