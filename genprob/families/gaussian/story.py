@@ -612,10 +612,9 @@ class GaussianStory(Story):
     def maximize(self, stats):
         if np.ndim(stats["counts"]) == 2:  # per-feature counts: observed entries only
             return gaussian_missing.maximize_observed_diagonal(self, stats)
-        if ROWS in stats:
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                return self._covariance_rows(stats)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            if ROWS in stats:
+                return self._covariance_rows(stats)
             terms = self._spread_terms(stats)
         params = {"means": terms["means"], self.spread_name: terms["spread"]}
         if self.structure in NAMED_STRUCTURES:
@@ -655,11 +654,8 @@ class GaussianStory(Story):
         return xp.sum(extra * factors["log_normalizer"] - 0.5 * trace)
 
     # -- missing entries (genprob.families.gaussian.missing) -------------------------------------
-    def observed_log_prob(self, params, X, observed):
-        return gaussian_missing.observed_log_prob(self, params, X, observed)
-
-    def observed_statistics(self, X, R, observed, params=None):
-        return gaussian_missing.observed_statistics(self, X, R, observed, params)
+    observed_log_prob = gaussian_missing.observed_log_prob
+    observed_statistics = gaussian_missing.observed_statistics
 
     def num_parameters(self, num_classes, num_features):
         covariances = num_covariance_parameters(self.structure_name, num_classes, num_features)
