@@ -1,10 +1,5 @@
-"""Helpers shared by the discrete families (Bernoulli, categorical, multinomial, Poisson).
-
-Validation that works on dense arrays, SciPy sparse matrices and
-``jax.experimental.sparse.BCOO`` matrices, floored logarithms, and the linear scoring
-``x . W_k + b_k`` that accepts a BCOO matrix (so a sparse bag of words is scored by a
-sparse-dense product without densifying it).
-"""
+"""Helpers of the discrete families: validation and linear scoring of dense, SciPy sparse and
+BCOO rows (a sparse bag of words is never densified), floored logarithms."""
 
 from __future__ import annotations
 
@@ -18,7 +13,6 @@ from genprob.story import CLASS_PRIOR, Story
 
 jnp = LazyModule("jax.numpy")
 jax_special = LazyModule("jax.scipy.special")
-jsparse = LazyModule("jax.experimental.sparse")
 
 __all__ = [
     "alpha_array",
@@ -41,8 +35,7 @@ __all__ = [
 
 
 def stored_values(X) -> np.ndarray:
-    """Host copy of the explicitly stored values: all entries of a dense array, the data of a
-    sparse one (implicit zeros are never materialized)."""
+    """Host copy of the stored values: a dense array's entries, a sparse one's data."""
     return np.asarray(X.data if is_bcoo(X) or scipy.sparse.issparse(X) else X)
 
 
@@ -62,8 +55,7 @@ def _position(X, flat_index: int) -> tuple[int, int]:
 
 
 def check_values(X, is_bad, expected: str) -> None:
-    """Raise ``FeatureValueError`` naming the first stored entry of ``X`` (dense or sparse) for
-    which the vectorized ``is_bad`` holds; ``expected`` says what the values should be."""
+    """``FeatureValueError`` naming the first stored entry where ``is_bad`` holds or not finite."""
     values = stored_values(X)
     # fast path: a finite sum means finite values (the full mask is built only on failure)
     if not np.asarray(is_bad(values)).any() and np.isfinite(values.sum()):
@@ -89,8 +81,7 @@ def check_non_negative_values(X, expected: str) -> None:
 
 
 def special_functions(*arrays):
-    """SciPy's special functions for host arrays, JAX's for the others (the same names): an
-    M-step or penalty on NumPy rows then needs no JAX import."""
+    """SciPy's special functions for host arrays (no JAX import), JAX's for the others."""
     if namespace(*arrays) is np:
         import scipy.special
 
@@ -111,8 +102,7 @@ def floor_log1m(p):
 
 
 def linear_log_prob(value, weights, offset):
-    """``value . weights[k] + offset[k]`` (..., K) for every class k, by a matrix product;
-    ``value`` (..., 1, D) (dense or BCOO), (..., K, D), (D,), or SciPy sparse rows (n, D)."""
+    """``value . weights[k] + offset[k]`` (..., K): ``value`` (..., 1, D), (..., K, D) or (D,)."""
     if scipy.sparse.issparse(value):  # (n, D) rows, scored on the host
         return scipy_linear_scores(value, weights, offset)
     if value.ndim >= 2 and value.shape[-2] == 1:
@@ -128,20 +118,17 @@ def linear_log_prob(value, weights, offset):
 
 
 def row_counts(counts):
-    """Rows per class and feature, (K, D) or (K, 1): class counts (K,), or per-feature counts of
-    observed entries (K, D) when some entries are missing."""
+    """Rows per class and feature (K, D) or (K, 1), from per-feature or per-class counts."""
     return counts if np.ndim(counts) == 2 else counts[:, None]
 
 
 def observed_sums(X, R, observed):
-    """``(R^T observed, R^T X)``: rows and feature sums per class over observed entries (``X``
-    filled with 0 where missing)."""
+    """``(R^T observed, R^T X)`` (``X`` filled with 0 where missing)."""
     return class_sums(R, observed.astype(R.dtype)), class_sums(R, X)
 
 
 def weighted_sums(X, R):
-    """``R^T X`` (K, D): per-class weighted feature sums. A SciPy sparse ``X`` is multiplied by
-    SciPy on the host (never densified); only the dense (K, D) result is returned."""
+    """``R^T X`` (K, D), a SciPy sparse ``X`` by SciPy on the host (never densified)."""
     if scipy.sparse.issparse(X):
         return np.asarray(X.T @ np.asarray(R, dtype=X.dtype)).T
     return class_sums(R, X)
@@ -154,8 +141,7 @@ def scipy_linear_scores(X, weights, offset) -> np.ndarray:
 
 
 def entry_sums(X, terms) -> np.ndarray:
-    """``sum_j terms_k(j, x_ij)`` (n, K) over the nonzero entries of host rows ``X``, with
-    ``terms(columns, values) -> (K, nnz)`` (a posterior predictive's; a sparse row stays sparse)."""
+    """``sum_j terms_k(j, x_ij)`` (n, K) over the nonzeros of ``X``; ``terms`` gives (K, nnz)."""
     coo = scipy.sparse.coo_matrix(X)
     values = terms(coo.col, coo.data.astype(np.float64))
     return np.stack([np.bincount(coo.row, v, minlength=X.shape[0]) for v in values], axis=1)
@@ -167,8 +153,7 @@ def host_rows(X) -> bool:
 
 
 def linear_discriminant(X, weights, offset):
-    """``x . W_k + b_k`` less class 0's score (K - 1 products, the same class posteriors) of
-    rows ``X`` (n, D): dense, BCOO or SciPy sparse."""
+    """``x . W_k + b_k`` less class 0's score (K - 1 products, the same posteriors)."""
     if X.shape[-1] != weights.shape[-1]:
         raise ValueError(
             f"X has {X.shape[-1]} features, but the parameters are for {weights.shape[-1]} "
@@ -188,8 +173,7 @@ def linear_discriminant(X, weights, offset):
 
 
 def alpha_array(alpha, num_features: int, dtype=None, xp=jnp):
-    """Smoothing as an array broadcastable to (num_features,), checking a per-feature length;
-    ``xp``: the namespace of the arrays it meets (NumPy in an M-step on the host)."""
+    """Smoothing as an array (in namespace ``xp``) broadcastable to (num_features,)."""
     if isinstance(alpha, tuple):
         if len(alpha) != num_features:
             raise ValueError(
@@ -204,8 +188,7 @@ def class_feature_shapes(probs) -> dict:
 
 
 class LinearStory(Story):
-    """Bernoulli and multinomial: ``log p(x | k)`` is ``linear_form(probs)`` applied to ``x``,
-    plus :meth:`_row_term`; ``alpha`` is the smoothing."""
+    """Bernoulli and multinomial: ``log p(x | k)`` is ``linear_form(probs)`` plus a row term."""
 
     linear_form = None  # ``linear_form(probs) -> (weights (K, D), offset (K,))``
 
@@ -234,8 +217,7 @@ class LinearStory(Story):
         return scipy_linear_scores(X, weights, offset) + self._row_term(X)
 
     def linear_boundary(self, params, k: int, l: int):  # noqa: E741
-        """``(w, b)`` with ``w . x + b`` the log-odds of classes ``k`` and ``l``
-        (docs/reference/boundaries.md)."""
+        """``(w, b)``: the log-odds of ``k`` and ``l`` (docs/reference/boundaries.md)."""
         weights, offset = self.linear_form(params["probs"])
         log_prior = jnp.log(params[CLASS_PRIOR])
         return weights[k] - weights[l], log_prior[k] - log_prior[l] + offset[k] - offset[l]

@@ -22,8 +22,6 @@ from genprob.families._discrete import (
 from genprob.families._registry import Block, Command, Family
 from genprob.inference.conjugate import ConjugateFactor
 
-jnp = LazyModule("jax.numpy")
-
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
 _emission = LazyModule("genprob.families.bernoulli_emission")

@@ -13,12 +13,8 @@ __all__ = ["BernoulliFeatures"]
 
 
 class BernoulliFeatures(dist.Distribution):
-    """Independent Bernoulli features: batch shape (K,), event shape (D,); a linear form, so
-    ``log_prob`` accepts a BCOO matrix (n, 1, D) too.
-
-    Args:
-        probs: (K, D) probabilities that feature j is 1 in class k.
-    """
+    """Independent Bernoulli features of probabilities ``probs`` (K, D): batch shape (K,), event
+    shape (D,); a linear form, so ``log_prob`` accepts a BCOO matrix (n, 1, D) too."""
 
     arg_constraints = {"probs": constraints.unit_interval}
     support = constraints.independent(constraints.boolean, 1)

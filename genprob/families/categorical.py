@@ -17,7 +17,6 @@ from genprob.story import CLASS_PRIOR, Story
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
-jsparse = LazyModule("jax.experimental.sparse")
 special = LazyModule("jax.scipy.special")
 
 numpyro = LazyModule("numpyro")
@@ -45,8 +44,7 @@ __getattr__ = lazy_attribute(
 
 
 def check_table_size(n_categories, num_classes: int | None = None) -> None:
-    """Refuse, by ``SizeLimitError`` naming the feature, tables of ``num_classes`` (None: one)
-    x D x max(n_categories) cells past the limit; before an int cast, so 1e300 is not wrapped."""
+    """``SizeLimitError`` naming the feature of a count table past the limit (before int casts)."""
     sizes = np.asarray(n_categories, dtype=float).ravel()
     if sizes.size == 0 or not np.all(np.isfinite(sizes)):
         return  # left to the callers' own checks (empty, NaN or infinite codes)
@@ -148,8 +146,7 @@ class CategoricalStory(Story):
         n_categories: number of categories ``k_j`` of each feature (codes ``0 .. k_j - 1``).
         alpha: additive smoothing (>= 0), the same for every cell.
 
-    Parameters (``params`` keys): ``probs``, the padded table (K, D, M) described
-    below.
+    Parameters (``params`` keys): ``probs``, the padded table (K, D, M).
     """
 
     name = "categorical"
@@ -209,7 +206,7 @@ class CategoricalStory(Story):
             weighted = R if weight is None else R * weight[:, None]
             return jax.ops.segment_sum(weighted, column, num_segments=self.max_categories)
 
-        # One segment-sum per feature (a loop over features, not rows): memory n*K per step.
+        # one segment-sum per feature (a loop over features, not rows): memory n*K per step
         codes = X.astype(jnp.int32).T
         per_feature = jax.lax.map(count, (codes, None if weights is None else weights.T))
         return jnp.transpose(per_feature, (2, 0, 1))  # (D, M, K) -> (K, D, M)
@@ -252,8 +249,7 @@ class CategoricalStory(Story):
         return {"category": list(range(self.max_categories))}
 
     def validate(self, X):
-        """Every entry must be a code ``0 .. k_j - 1`` of its feature (the emission's gathers
-        would clamp any other); ``FeatureValueError`` naming the first bad one otherwise."""
+        """``FeatureValueError`` naming the first entry that is not a code ``0 .. k_j - 1``."""
         num_features = int(X.shape[-1])
         self._check_num_features(num_features)
         values = np.asarray(_dense(X)).reshape(-1, num_features)
@@ -312,18 +308,13 @@ class CategoricalStory(Story):
 
 
 def _grow_statistics(story, stats, moves):
-    """Counts of an earlier story moved to ``story``'s categories (code c of column j to
-    ``moves[j][c]``)."""
+    """Counts moved to ``story``'s categories (code c of column j to ``moves[j][c]``)."""
     counts = np.asarray(stats["category_counts"])
     grown = np.zeros(counts.shape[:2] + (story.max_categories,), dtype=counts.dtype)
     for j, move in enumerate(moves):
         move = np.arange(story.n_categories[j]) if move is None else np.asarray(move)
         grown[:, j, move] = counts[:, j, : len(move)]
     return {**stats, "category_counts": jnp.asarray(grown)}
-
-
-def _naive_block(context, alpha, n_categories):
-    return CategoricalStory(n_categories=n_categories, alpha=alpha)
 
 
 FAMILY = Family(
@@ -342,7 +333,7 @@ FAMILY = Family(
     ),
     # a block encodes its raw values (any type) as category codes
     block=Block(
-        _naive_block,
+        lambda context, alpha, n_categories: CategoricalStory(n_categories, alpha),
         settings=("alpha", "n_categories"),
         encodes_values=True,
         grow_statistics=_grow_statistics,

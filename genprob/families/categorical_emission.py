@@ -1,5 +1,5 @@
-"""The padded Dirichlet prior (its constraint and bijection) and categorical features as NumPyro
-objects. Imported on first use, with NumPyro."""
+"""The padded Dirichlet prior, its constraint and bijection, and categorical features as NumPyro
+objects (imported on first use)."""
 
 from __future__ import annotations
 
@@ -23,14 +23,24 @@ __all__ = [
 
 
 # -- the padded Dirichlet prior ------------------------------------------------------------------
-class PaddedSimplex(constraints.Constraint):
+class _OfCategories:
+    """A constraint or transform set by ``n_categories`` alone (static in its pytree)."""
+
+    def __init__(self, n_categories):
+        self.n_categories = _check_n_categories(n_categories)
+
+    def tree_flatten(self):
+        return (), ((), {"n_categories": self.n_categories})
+
+    def eq(self, other, static=False):
+        return type(other) is type(self) and self.n_categories == other.n_categories
+
+
+class PaddedSimplex(_OfCategories, constraints.Constraint):
     """Padded tables (..., D, M): row j is a probability vector on its first ``k_j`` cells, zeros
     after."""
 
     event_dim = 2
-
-    def __init__(self, n_categories):
-        self.n_categories = _check_n_categories(n_categories)
 
     def __call__(self, x):
         mask = jnp.asarray(category_mask(self.n_categories))
@@ -43,12 +53,6 @@ class PaddedSimplex(constraints.Constraint):
         table = mask / mask.sum(axis=-1, keepdims=True)
         return jnp.broadcast_to(jnp.asarray(table, dtype=prototype.dtype), prototype.shape)
 
-    def tree_flatten(self):
-        return (), ((), {"n_categories": self.n_categories})
-
-    def eq(self, other, static=False):
-        return isinstance(other, PaddedSimplex) and self.n_categories == other.n_categories
-
     def __hash__(self):
         return hash((PaddedSimplex, self.n_categories))
 
@@ -56,14 +60,11 @@ class PaddedSimplex(constraints.Constraint):
         return f"PaddedSimplex(n_categories={self.n_categories})"
 
 
-class PaddedStickBreakingTransform(Transform):
+class PaddedStickBreakingTransform(_OfCategories, Transform):
     """Bijection from ``R^(sum_j (k_j - 1))`` to :class:`PaddedSimplex` tables (D, M): NumPyro's
     stick-breaking per group of features of equal ``k_j`` (ascending ``k``)."""
 
     domain = constraints.real_vector
-
-    def __init__(self, n_categories):
-        self.n_categories = _check_n_categories(n_categories)
 
     @property
     def codomain(self):
@@ -120,15 +121,6 @@ class PaddedStickBreakingTransform(Transform):
     def inverse_shape(self, shape):
         return shape[:-2] + (sum(k - 1 for k in self.n_categories),)
 
-    def tree_flatten(self):
-        return (), ((), {"n_categories": self.n_categories})
-
-    def eq(self, other, static=False):
-        return (
-            isinstance(other, PaddedStickBreakingTransform)
-            and self.n_categories == other.n_categories
-        )
-
 
 @biject_to.register(PaddedSimplex)
 def _transform_to_padded_simplex(constraint):
@@ -136,12 +128,8 @@ def _transform_to_padded_simplex(constraint):
 
 
 class PaddedDirichlet(dist.Distribution):
-    """Independent Dirichlets of sizes ``k_j`` stored as one padded table (event shape (D, M)).
-
-    Args:
-        concentration: (..., D, M); only the first ``k_j`` cells of row j are used.
-        n_categories: ``k_j`` for each of the D rows.
-    """
+    """Independent Dirichlets of sizes ``n_categories`` as one padded table: ``concentration``
+    (..., D, M), of which row j's first ``k_j`` cells are used."""
 
     arg_constraints = {}
     pytree_data_fields = ("concentration",)
@@ -183,12 +171,8 @@ class PaddedDirichlet(dist.Distribution):
 
 
 class CategoricalFeatures(dist.Distribution):
-    """Independent categorical features given the class: batch shape (K,), event shape (D,);
-    codes validated first (:meth:`CategoricalStory.validate`: gathers clamp out-of-range ones).
-
-    Args:
-        probs: padded table (K, D, M).
-    """
+    """Independent categorical features of a padded table ``probs`` (K, D, M); codes are
+    validated first (:meth:`CategoricalStory.validate`: gathers clamp out-of-range ones)."""
 
     arg_constraints = {}
     support = constraints.independent(constraints.nonnegative_integer, 1)
@@ -208,7 +192,7 @@ class CategoricalFeatures(dist.Distribution):
         codes = jnp.asarray(value).astype(jnp.int32)
         feature = jnp.arange(num_features)
         if codes.ndim >= 2 and codes.shape[-2] == 1:
-            # One row against every class: gather (D, M, K) at (j, x_j), sum over features.
+            # one row against every class: gather (D, M, K) at (j, x_j), sum over features
             by_feature = jnp.moveaxis(log_probs, 0, -1)[feature, codes[..., 0, :]]
             return by_feature.sum(axis=-2)
         return log_probs[jnp.arange(num_classes)[:, None], feature, codes].sum(axis=-1)

@@ -34,8 +34,7 @@ __getattr__ = lazy_attribute(__name__, {"MixedFeatures": "genprob.families.mixed
 
 #: The family of a column that names none (``MixedNB(families=None)``).
 DEFAULT_NAIVE_FAMILY = GaussianStory.name
-#: A column is read as categorical by :meth:`MixedStory.from_data` and :func:`table_families`
-#: when it holds non-negative integer codes with at most this many distinct values.
+#: Most distinct non-negative integer codes of a column read as categorical.
 MAX_CODES = 20
 
 
@@ -49,12 +48,6 @@ class MixedStory(Story):
             blocks must partition ``0 .. D - 1``.
 
     Parameters (``params`` keys): ``"<block>.<name>"`` for every parameter of every block.
-
-    Example:
-        >>> MixedStory([
-        ...     ("numeric", GaussianStory(covariance="diag", shared=False), (0, 1, 2, 3)),
-        ...     ("island", CategoricalStory(n_categories=(3,)), (4,)),
-        ... ])  # doctest: +SKIP
     """
 
     name = "mixed"
@@ -99,8 +92,7 @@ class MixedStory(Story):
 
     @classmethod
     def from_data(cls, X, **options):
-        """Gaussian naive Bayes on the measurement columns of ``X`` and a categorical block on
-        its columns of codes (:func:`categorical_columns`)."""
+        """Gaussian naive Bayes on measurements, categorical on :func:`categorical_columns`."""
         X = np.asarray(X)
         codes = categorical_columns(X)
         numeric = [j for j in range(X.shape[1]) if j not in codes]
@@ -303,8 +295,7 @@ def categorical_columns(X) -> list:
 
 
 def table_families(features) -> dict:
-    """Column -> family of a DataFrame for ``MixedNB``: text columns and numeric columns of small
-    integer codes (:func:`categorical_columns`) are categorical, the others Gaussian."""
+    """Column -> family of a DataFrame: text and :func:`categorical_columns` are categorical."""
     import pandas as pd
 
     numeric = [c for c in features.columns if pd.api.types.is_numeric_dtype(features[c])]

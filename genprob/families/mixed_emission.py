@@ -1,5 +1,4 @@
-"""Column blocks of other emissions as one NumPyro distribution. Imported on first use, with
-NumPyro."""
+"""Column blocks of other emissions as one NumPyro distribution (imported with NumPyro)."""
 
 from __future__ import annotations
 
@@ -12,13 +11,8 @@ __all__ = ["MixedFeatures"]
 
 
 class MixedFeatures(dist.Distribution):
-    """Independent blocks of columns: batch shape (K,), event shape (D,).
-
-    Args:
-        emissions: one distribution per block, each with batch shape (K,) and event shape
-            ``(len(columns[b]),)``.
-        columns: tuple of column-index tuples, one per block, partitioning ``range(D)``.
-    """
+    """Independent blocks of columns: one emission (batch shape (K,)) per tuple of ``columns``,
+    which partition ``range(D)``."""
 
     arg_constraints = {}
     support = constraints.independent(constraints.real, 1)

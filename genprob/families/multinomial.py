@@ -21,7 +21,6 @@ from genprob.families._registry import Block, Command, Family
 from genprob.inference.conjugate import ConjugateFactor
 from genprob.story import Unsupported
 
-jnp = LazyModule("jax.numpy")
 jsparse = LazyModule("jax.experimental.sparse")
 
 numpyro = LazyModule("numpyro")
@@ -38,8 +37,7 @@ __getattr__ = lazy_attribute(
 
 
 class DirichletMultinomialFactor(ConjugateFactor):
-    """Dirichlet posterior of the word probabilities: a new row's predictive is
-    Dirichlet-multinomial (its multinomial coefficient included)."""
+    """Dirichlet posterior of the word probabilities; predictive Dirichlet-multinomial."""
 
     def _log_predictive(self, X):
         a = np.asarray(self.concentration, np.float64)
@@ -108,8 +106,7 @@ class MultinomialStory(LinearStory):
         self.alpha = check_alpha(alpha)
         if total_count is not None and int(total_count) < 0:
             raise ValueError(f"total_count must be >= 0, got {total_count!r}.")
-        # a float, so traced: only sampling reads it, and a new length (each fold has its own
-        # mean length) reuses compiled code
+        # a float, so traced: a new length (each fold's mean length) reuses compiled code
         self.total_count = None if total_count is None else float(int(total_count))
 
     def prior(self, num_classes, num_features):
@@ -154,8 +151,7 @@ class MultinomialStory(LinearStory):
 
 
 def _naive_block(context, alpha):
-    """Sampled documents get the mean training length (the density conditions on each row's own
-    length)."""
+    """A block whose sampled documents get the mean training length."""
     rows = context.get("rows")
     mean_length = context.get("length", 0.0) / rows if rows else 0.0
     return MultinomialStory(alpha=alpha, total_count=int(round(mean_length)))

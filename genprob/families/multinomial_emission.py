@@ -16,15 +16,8 @@ __all__ = ["MultinomialFeatures"]
 
 
 class MultinomialFeatures(dist.Distribution):
-    """Word counts of a document given its length: batch shape (K,), event shape (D,).
-
-    ``log_prob`` conditions on each row's own total ``n = sum_j x_j`` and accepts a BCOO matrix
-    of shape (n, 1, D). Sampling draws documents of a fixed length ``total_count``.
-
-    Args:
-        probs: (K, D) word probabilities of each class.
-        total_count: document length used by :meth:`sample` (None: sampling is unavailable).
-    """
+    """Word counts (probabilities ``probs`` (K, D)) given each row's own length (BCOO rows
+    (n, 1, D) too); :meth:`sample` draws documents of length ``total_count`` (None: no sampling)."""
 
     arg_constraints = {"probs": constraints.simplex}
     support = constraints.independent(constraints.nonnegative_integer, 1)

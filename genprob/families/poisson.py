@@ -47,8 +47,7 @@ class PoissonStory(Story):
         self.beta = float(beta)
 
     def prior(self, num_classes, num_features):
-        # beta = 0 makes the MAP prior improper; the generative story then uses a vague proper
-        # Gamma (rate VAGUE_RATE) so that prior draws, traces and NUTS stay well defined.
+        # beta = 0 makes the MAP prior improper: a vague proper Gamma for draws and NUTS
         rate = _proper_rate(self.beta)
         rates = numpyro.sample(
             "rates",
@@ -72,8 +71,7 @@ class PoissonStory(Story):
         return jnp.sum(special.xlogy(self.alpha, rates) - self.beta * rates)
 
     def conjugate_factors(self, stats, offset):
-        """``Gamma(S + alpha + 1, N + beta)`` (the NumPyro prior, vague rate when beta = 0), or
-        ``Gamma(S + alpha, N + beta)`` for the mean reading (``offset = 0``)."""
+        """``Gamma(S + alpha + offset, N + beta)``; with ``offset``, vague at beta = 0 (NumPyro)."""
         sums, counts = stats["feature_sums"], row_counts(stats["counts"])
         if offset:
             shape, rate = self.alpha + 1.0, _proper_rate(self.beta)

@@ -11,12 +11,8 @@ __all__ = ["PoissonFeatures"]
 
 
 class PoissonFeatures(dist.Independent):
-    """Independent Poisson counts: NumPyro's ``Poisson(rates).to_event(1)``, batch shape (K,),
-    event shape (D,), with the labeled rows' density from their statistics.
-
-    Args:
-        rates: (K, D) mean count of feature j in class k.
-    """
+    """NumPyro's ``Poisson(rates).to_event(1)`` (rates (K, D)), with the labeled rows' density
+    from their statistics."""
 
     def __init__(self, rates, *, validate_args=None):
         super().__init__(dist.Poisson(rates), 1, validate_args=validate_args)

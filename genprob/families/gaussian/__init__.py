@@ -46,11 +46,6 @@ def _command(
     )
 
 
-def _naive_block(context, var_smoothing):
-    """A block of a mixed table: Gaussian naive Bayes (GaussianNB) on its columns."""
-    return GaussianStory(covariance="diag", shared=False, var_smoothing=var_smoothing)
-
-
 FAMILY = Family(
     story=GaussianStory,
     estimators=(
@@ -130,5 +125,9 @@ FAMILY = Family(
             face_options={"structure": "all", "n_components": (1, 2, 3)},
         ),
     ),
-    block=Block(_naive_block, settings=("var_smoothing",)),
+    # a block of a mixed table: Gaussian naive Bayes (GaussianNB) on its columns
+    block=Block(
+        lambda context, var_smoothing: GaussianStory("diag", False, var_smoothing=var_smoothing),
+        settings=("var_smoothing",),
+    ),
 )

@@ -215,9 +215,7 @@ def data_scales(structure, stats):
 
 
 def debiased_log_scores(stats, class_prior, X) -> np.ndarray:
-    """MASS's ``"debiased"`` LDA scores (n, K) (Moran and Murphy 1979): with the unbiased
-    pooled covariance S (divisor N - K) and D features,
-    ``-(N - K - D - 1) / (N - K) * d2(x, xbar_k) / 2 + log pi_k - D / N_k``."""
+    """MASS's ``"debiased"`` LDA scores (n, K) (Moran and Murphy 1979, docs/reference/families)."""
     stats = {k: np.asarray(v, np.float64) for k, v in stats.items()}
     counts, sums = stats["counts"], stats["sums"]
     K, D = sums.shape

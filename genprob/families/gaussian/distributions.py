@@ -1,10 +1,5 @@
-"""Gaussian class scores, the factorization of full covariances, the density of observed
-coordinates and the conditional-mean fill of missing ones, one implementation each, written
-against the array namespace of their inputs (NumPy in, NumPy out; JAX under ``jit``).
-
-The derivations (retained-subspace density, the linear scores of a shared spread) are in
-docs/gaussian.md; those of missing coordinates in docs/howto/missing.md.
-"""
+"""Gaussian class scores, factorizations, observed-coordinate densities and conditional fills,
+in their inputs' array namespace (derivations: docs/gaussian.md, docs/howto/missing.md)."""
 
 from __future__ import annotations
 
@@ -89,8 +84,7 @@ def quadratic_scores(rows, loc, whitening, constant):
     one class at a time (no (n, K, D) temporary)."""
     xp, num_classes = namespace(rows, loc, whitening), loc.shape[0]
     if whitening.ndim == 2:
-        # classes in blocks of (n, classes, D) temporaries of about 2 MB on the host, one fused
-        # block under jit; squares before scaling: rows whose squares overflow are refused
+        # host blocks of ~2 MB (one fused block under jit); squares first: overflows are refused
         step = max(1, (1 << 18) // max(1, rows.size)) if xp is np else num_classes
         blocks = []
         for start in range(0, num_classes, step):
@@ -120,8 +114,7 @@ def _linalg(xp):
                 return np.full(matrix.shape, np.nan, matrix.dtype)
 
         def solve(a, b, lower):
-            # every class at once; SciPy's triangular solve starts BLAS threads even for 4 x 4
-            # systems, and on a busy machine it waits for one that is descheduled
+            # every class at once: SciPy's triangular solve waits on BLAS threads even at 4 x 4
             return np.linalg.solve(a, b)
 
         return cholesky, solve, np.linalg.eigh, lambda a: a
@@ -180,12 +173,10 @@ def _feature_scale(xp, variances):
 
 
 def _retained_factors(xp, eigenvalues, eigenvectors, variances, scale, rank_tol, inner_of):
-    """Whitening, log normalizer and rank of the subspace of correlation eigenvalues above
-    ``rank_tol^2`` (eigenvectors (..., D, m)); ``inner_of(B)`` is ``B^T Sigma B``."""
+    """Factors on correlation eigenvalues above ``rank_tol^2``; ``inner_of(B) = B^T Sigma B``."""
     cholesky, solve, _, stop_gradient = _linalg(xp)
     keep = eigenvalues > rank_tol**2
-    # a zero-variance coordinate is exactly 0 in every kept eigenvector: drop its rounding-level
-    # entries, which the other coordinates' 1/scale would otherwise let dominate the basis
+    # zero-variance coordinates: drop rounding-level entries that 1/scale would blow up
     varies = (variances > 0)[..., :, None]
     basis = stop_gradient(eigenvectors / scale[..., :, None] * varies * keep[..., None, :])
     identity = xp.eye(eigenvalues.shape[-1], dtype=variances.dtype)
@@ -259,8 +250,10 @@ def _by_pattern(vectors, matrices, index, transpose=False):
     if xp is not np:
         return xp.einsum(subscripts, vectors, matrices[index])
     out = np.empty(vectors.shape, np.result_type(vectors, matrices))
+    order = np.argsort(index, kind="stable")  # each pattern's rows as one slice of the order
+    bounds = np.searchsorted(index[order], np.arange(matrices.shape[0] + 1))
     for p in range(matrices.shape[0]):
-        rows = index == p
+        rows = order[bounds[p] : bounds[p + 1]]
         out[rows] = np.einsum(subscripts.replace("nkde", "kde"), vectors[rows], matrices[p])
     return out
 
@@ -271,15 +264,6 @@ def observed_log_density(rows, observed, loc, factors, patterns):
     xp = namespace(rows, loc, factors["whitening"])
     count = xp.sum(xp.asarray(pattern_mask), axis=-1).astype(rows.dtype)[:, None]  # (P, 1)
     constant = class_constant(count, factors["log_normalizer"])  # (P, K)
-    if xp is np:  # the score of complete rows, pattern by pattern (missing coordinates 0)
-        out = np.empty((rows.shape[0], loc.shape[0]), rows.dtype)
-        for p, mask in enumerate(pattern_mask):
-            where = index == p
-            out[where] = quadratic_scores(
-                np.where(mask, rows[where], 0.0), np.where(mask, loc, 0.0),
-                factors["whitening"][p], constant[p],
-            )  # fmt: skip
-        return out
     centered = xp.where(observed[:, None, :], rows[:, None, :] - loc, 0.0)
     z = _by_pattern(centered, factors["whitening"], index)
     return -0.5 * xp.sum(z * z, axis=-1) + constant[index]

@@ -40,18 +40,11 @@ def observed_log_prob(story, params, X, observed):
     return observed_log_density(X, observed, means, factors, patterns)
 
 
-def _shift(X, observed):
-    """Mean of the observed entries of each feature: the reference point of the moments."""
-    xp = namespace(X)
-    counts = observed.sum(axis=0).astype(X.dtype)
-    return xp.where(observed, X, 0.0).sum(axis=0) / xp.maximum(counts, 1.0)
-
-
 def observed_statistics(story, X, R, observed, params=None):
-    """Statistics of the observed entries (diagonal) or expected complete-data ones (full);
-    NumPy in, NumPy out (the mixtures' host EM), JAX alike."""
+    """Statistics of the observed entries (diagonal) or expected complete-data ones (full)."""
     xp = namespace(X, R)
-    shift = _shift(X, observed)
+    # the moments' reference point: each feature's mean of observed entries
+    shift = xp.where(observed, X, 0.0).sum(axis=0) / xp.maximum(observed.sum(axis=0), 1)
     weights = observed.astype(R.dtype)
     centered = xp.where(observed, X - shift, 0.0)
     structure = story.covariance_structure
@@ -97,8 +90,7 @@ def observed_statistics(story, X, R, observed, params=None):
 
 
 def maximize_observed_diagonal(story, stats):
-    """Observed-data MLE of diagonal Gaussians, per class and feature (estimator and
-    var_smoothing as with complete data)."""
+    """Observed-data MLE of diagonal Gaussians, per class and feature."""
     counts, sums, squares = stats["counts"], stats["sums"], stats["squares"]
     structure = story.covariance_structure
     safe = jnp.where(counts > 0, counts, 1.0)

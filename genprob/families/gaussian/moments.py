@@ -28,8 +28,7 @@ _ORIGIN_SDS = 4.0
 
 
 def reference_point(X):
-    """The point the moments of ``X`` are taken about: the origin or a sampled mean
-    (docs/gaussian.md, "One implementation, NumPy or JAX")."""
+    """The point the moments of ``X`` are taken about: the origin or a sampled mean."""
     xp = namespace(X)
     step = -(-X.shape[0] // _REFERENCE_ROWS)
     rows = X if step <= 1 else X[::step]
@@ -46,8 +45,7 @@ def about(X, shift):
 
 
 def standardizing_scale(variances, counts, means):
-    """Feature sds, 1 for a variance within the two-pass rounding bound ``n eps var + (n |mean|
-    eps)^2`` (Chan, Golub & LeVeque), as scikit-learn's ``StandardScaler``."""
+    """Feature sds, 1 within the two-pass rounding bound (Chan, Golub & LeVeque) of a variance."""
     xp = namespace(variances, counts, means)
     counts = counts[..., None]
     bound = counts * _EPS64 * variances + (counts * xp.abs(means) * _EPS64) ** 2
@@ -56,8 +54,7 @@ def standardizing_scale(variances, counts, means):
 
 
 def ledoit_wolf_shrinkage(covariance, fourth_moment, counts, scale):
-    """``(shrunk covariances, alpha)`` of MLE covariances (..., D, D) by Ledoit–Wolf on the
-    scale ``scale`` (..., D), from ``sum_i R_i ||z_i||^4`` and the counts (docs/gaussian.md)."""
+    """``(shrunk covariances, alpha)``: Ledoit–Wolf on the scale ``scale`` (docs/gaussian.md)."""
     xp = namespace(covariance, fourth_moment, counts, scale)
     num_features = covariance.shape[-1]
     correlation = covariance / (scale[..., :, None] * scale[..., None, :])
@@ -94,8 +91,7 @@ def centering_floor(counts, means):
 
 
 def snap_constant_features(scatter, squares, full: bool = True, floor=None):
-    """Zero the scatter of features whose variance is rounding noise of its own computation
-    (or below ``floor``), as scikit-learn's two-pass moments give (docs/gaussian.md)."""
+    """Zero the scatter of features whose variance is rounding noise or below ``floor``."""
     xp = namespace(scatter, squares)
     if full:
         diagonal = xp.diagonal(scatter, axis1=-2, axis2=-1)
@@ -120,9 +116,7 @@ def varying_features(diagonal, magnitude, floor=None):
     return live.astype(diagonal.dtype)
 
 
-#: Parameter of a shared full covariance fitted from fewer rows than features
-#: (:func:`~genprob.story.keeps_rows`), in place of ``covariance``: rows ``G`` (m, D) with
-#: ``covariance = G^T G`` (:func:`covariance_of` forms it on demand).
+#: Parameter in place of ``covariance`` fitted from fewer rows than features: ``G^T G = Sigma``.
 COVARIANCE_ROWS = "covariance" + PARAMETER_ROWS
 
 

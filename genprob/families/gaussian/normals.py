@@ -1,7 +1,5 @@
-"""The Gaussian emissions as NumPyro distributions (imported on first use, with NumPyro).
-
-A second log-density beside ``distributions.quadratic_scores``: NumPyro's sites score any batch
-of sample and plate dimensions, not only rows by classes."""
+"""The Gaussian emissions as NumPyro distributions (imported on first use, with NumPyro); their
+own log density scores any batch of sample and plate dimensions, not only rows by classes."""
 
 from __future__ import annotations
 
@@ -81,8 +79,7 @@ class WhitenedNormal(dist.Distribution):
         return {"means": means, "scatter": scatter}
 
     def labeled_log_prob(self, stats):
-        """``sum_i log p(x_i | y_i)`` over the labeled rows, ``tr(W^T S W) + n ||(m - mu) W||^2``
-        with the centered scatter ``S``: O(K D^2 r)."""
+        """``sum_i log p(x_i | y_i)`` of labeled rows from their scatter ``S``: O(K D^2 r)."""
         counts, scatter = stats["counts"], stats["scatter"]
         offset = stats["means"] - self.loc  # (K, D)
         if self.shared:

@@ -1,9 +1,5 @@
-r"""LDA's discriminant directions: the principal axes of the class means after whitening by the
-shared covariance (Fisher's directions), and the projection on them.
-
-Both take a shared-covariance Gaussian story and its named parameters (``est.story_``,
-``est.params_``) and return NumPy arrays computed in the precision of ``params``.
-"""
+"""LDA's discriminant (Fisher's) directions of a shared-covariance story and its parameters
+(``est.story_``, ``est.params_``), and the projection on them, as NumPy arrays."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The Gaussian story: LDA, QDA, Gaussian naive Bayes and shared-variance naive Bayes.
-
-Story: ``y ~ Categorical(class_prior)``, ``x | y = k ~ Normal(means[k], Sigma_k)`` with
-``Sigma_k`` full or diagonal and shared or per class; each of the four structures is a strategy
-object (:mod:`genprob.families.gaussian.structures`). The closed form, the regularizers read as
-priors and the rank-deficient case are derived in docs/gaussian.md.
-"""
+"""The Gaussian story (LDA, QDA, Gaussian and shared-variance naive Bayes); each covariance
+structure is a strategy object (:mod:`~.structures`); derivations in docs/gaussian.md."""
 
 from __future__ import annotations
 
@@ -60,11 +55,9 @@ dist = LazyModule("numpyro.distributions")
 
 __all__ = ["GaussianStory", "FACTORS", "COVARIANCE_ROWS", "covariance_of"]
 
-#: Optional entry of ``params``: the spread's factorization (:meth:`GaussianStory.factorize`),
-#: which a fitted estimator computes once and passes with its parameters.
+#: Optional entry of ``params``: the spread's factorization (:meth:`GaussianStory.factorize`).
 FACTORS = "factorization"
-#: Entry of ``params[FACTORS]`` of a shared full covariance: what linear class scores need
-#: (:func:`~genprob.families.gaussian.distributions.linear_terms`).
+#: Entry of ``params[FACTORS]`` of a shared full covariance: the linear scores' terms.
 LINEAR_TERMS = "linear_terms"
 
 
@@ -290,27 +283,18 @@ class GaussianStory(Story):
 
     # -- the generative story --------------------------------------------------------------------
     def prior(self, num_classes, num_features):
-        if self.conjugate_prior is not None:
-            spread = self.covariance_structure.prior(
-                num_classes, num_features, self.covariance_prior_scale,
-                self.conjugate_dof(num_features),
-            )  # fmt: skip
-            means = numpyro.sample(
-                "means",
-                self.covariance_structure.conditional_means(
-                    self.mean_prior_loc, spread, self.mean_prior_rows, num_classes, num_features
-                ),
+        structure, scale = self.covariance_structure, self.covariance_prior_scale
+        if self.conjugate_prior is None:
+            means = dist.Normal(self.mean_prior_loc, self.mean_prior_scale)
+            means = numpyro.sample("means", means.expand([num_classes, num_features]).to_event(2))
+            spread = structure.prior(num_classes, num_features, scale)
+        else:
+            dof = self.conjugate_dof(num_features)
+            spread = structure.prior(num_classes, num_features, scale, dof)
+            means = structure.conditional_means(
+                self.mean_prior_loc, spread, self.mean_prior_rows, num_classes, num_features
             )
-            return {"means": means, self.spread_name: spread}
-        means = numpyro.sample(
-            "means",
-            dist.Normal(self.mean_prior_loc, self.mean_prior_scale)
-            .expand([num_classes, num_features])
-            .to_event(2),
-        )
-        spread = self.covariance_structure.prior(
-            num_classes, num_features, self.covariance_prior_scale
-        )
+            means = numpyro.sample("means", means)
         return {"means": means, self.spread_name: spread}
 
     def scaled_to_data(self, X):
@@ -341,8 +325,7 @@ class GaussianStory(Story):
         return self.covariance_structure.emission(params["means"], spread, self.rank_tol, factors)
 
     def factorize(self, params) -> dict:
-        """The full spread's factorization, passed back as ``params[FACTORS]`` (no O(D^3) work
-        in later scoring calls)."""
+        """The full spread's factorization, passed back as ``params[FACTORS]`` (no O(D^3) redo)."""
         if not self.covariance_structure.full:
             return {}  # diagonal spreads score from their variances
         factors = self._factorized(params)
@@ -354,8 +337,7 @@ class GaussianStory(Story):
         return factors
 
     def discriminant(self, params, X):
-        """``log p(x | k)`` less a term of the row, linear in ``x`` for a shared spread
-        (docs/gaussian.md); finite NumPy rows whose scores overflow get NaN."""
+        """``log p(x | k)`` less a row term, linear for a shared spread (docs/gaussian.md)."""
         means = params["means"]
         check_feature_width(X, np.shape(means)[-1])
         if isinstance(X, np.ndarray) and all_concrete(params):
@@ -519,8 +501,7 @@ class GaussianStory(Story):
         return xp.stack(moments)
 
     def _spread_terms(self, stats):
-        """``means``, closed-form ``spread``, ``mle``, ``group_counts`` and ``dof`` (the
-        penalized objective's sample size) per covariance group."""
+        """``means``, ``spread``, ``mle``, ``group_counts`` and ``dof`` per covariance group."""
         counts, sums = stats["counts"], stats["sums"]
         xp = namespace(*tree_leaves(stats), *self._hyperparameters())
         num_classes, num_features = sums.shape
@@ -631,10 +612,9 @@ class GaussianStory(Story):
     def maximize(self, stats):
         if np.ndim(stats["counts"]) == 2:  # per-feature counts: observed entries only
             return gaussian_missing.maximize_observed_diagonal(self, stats)
-        if ROWS in stats:
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                return self._covariance_rows(stats)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            if ROWS in stats:
+                return self._covariance_rows(stats)
             terms = self._spread_terms(stats)
         params = {"means": terms["means"], self.spread_name: terms["spread"]}
         if self.structure in NAMED_STRUCTURES:
@@ -646,14 +626,12 @@ class GaussianStory(Story):
 
     def log_penalty(self, params, stats):
         """Log density of the prior whose MAP is the regularized closed form (docs/gaussian.md)."""
-        if self._auto_shrinkage:
-            regularized = True
-        else:
-            regularized = self.estimator == "unbiased" or self.covariance_weights is not None
-            regularized = regularized or not all(
-                _known_zero(v) for v in (self.reg_param, self.shrinkage, self.var_smoothing)
-            )
-        if not regularized:
+        if not (
+            self._auto_shrinkage
+            or self.estimator == "unbiased"
+            or self.covariance_weights is not None
+            or not all(_known_zero(v) for v in (self.reg_param, self.shrinkage, self.var_smoothing))
+        ):
             return 0.0
         ones = [self.reg_param] + ([] if self._auto_shrinkage else [self.shrinkage])
         if any(is_concrete(v) and float(v) == 1.0 for v in ones):
@@ -676,11 +654,8 @@ class GaussianStory(Story):
         return xp.sum(extra * factors["log_normalizer"] - 0.5 * trace)
 
     # -- missing entries (genprob.families.gaussian.missing) -------------------------------------
-    def observed_log_prob(self, params, X, observed):
-        return gaussian_missing.observed_log_prob(self, params, X, observed)
-
-    def observed_statistics(self, X, R, observed, params=None):
-        return gaussian_missing.observed_statistics(self, X, R, observed, params)
+    observed_log_prob = gaussian_missing.observed_log_prob
+    observed_statistics = gaussian_missing.observed_statistics
 
     def num_parameters(self, num_classes, num_features):
         covariances = num_covariance_parameters(self.structure_name, num_classes, num_features)
@@ -775,15 +750,13 @@ class GaussianStory(Story):
         if spread.dtype.kind != "f":
             return
         info = np.finfo(spread.dtype)
-        # headroom of 1 / eps below the maximum: the scatter (n S), Cholesky's sums of D
-        # products and the log density's quadratic forms stay finite (the slow fuzzing
-        # profile found -inf log-likelihoods at variances near 1e308)
+        # headroom of 1 / eps: scatter, Cholesky sums and quadratic forms stay finite
         limit = info.max * info.eps
         finite = np.isfinite(means) & np.isfinite(variances) & (variances <= limit)
         bad = np.flatnonzero(~np.all(finite[present], axis=0))
         if not bad.size:
             return
-        # smoothing or shrinkage spreads one overflow to other features: name the largest
+        # smoothing spreads one overflow to other features: name the largest
         size = np.nan_to_num(np.max(np.abs(means[:, bad]), axis=0), nan=np.inf)
         j = int(bad[np.argmax(size)])
         name = (
