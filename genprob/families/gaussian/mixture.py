@@ -45,21 +45,9 @@ class CollapsedComponentWarning(UserWarning):
 
 @dataclass
 class MixtureFit:
-    """A fitted mixture-within-classes model.
-
-    Attributes:
-        class_prior: (K,) class proportions pi_k.
-        weights: (J,) mixing proportions of each cell within its class (sum to 1 per class).
-        means: (J, D).
-        covariances: (J, D, D).
-        cell_class: (J,) class code of each cell.
-        structures: the structure of each group.
-        groups: the cells of each group (one call of ``covariances`` each).
-        log_likelihood: the partly labeled log-likelihood EM maximized (weighted).
-        trace: its value after each iteration (never decreasing, up to rounding).
-        n_iter: EM iterations.
-        converged: whether the tolerance was reached.
-        responsibilities: (n, J) of the last E-step (zeros on rows of weight 0).
+    """A fitted mixture-within-classes model: ``weights`` (J,) within each class, ``means``
+    (J, D), ``covariances`` (J, D, D) of the cells, the structure of each group of cells, the
+    partly labeled (weighted) log-likelihood, its trace and the last E-step's responsibilities.
     """
 
     class_prior: np.ndarray
@@ -189,9 +177,8 @@ def _run_em(story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, sta
     """EM from responsibilities ``R`` (M-step first; ``start``: see :data:`STARTS`)."""
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
     multi = len(fit.cell_class) > len(fit.class_prior)
-    first_rows = row_weight * (codes >= 0)
     patterns = None if observed is None else _patterns(observed)
-    iterative = unlabeled or multi or (observed is not None and not observed.all())
+    iterative = unlabeled or multi or observed is not None  # fit_mixture: None if all observed
     # a few warm M-step updates per iteration until EM converges, then full M-steps (still monotone)
     caps = [mclust.MAX_ITER]
     # the starts from every row take full M-steps, as mclust: capped ones led EVE lower there
@@ -201,7 +188,7 @@ def _run_em(story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, sta
     # EM's first M-step is only a starting point; without EM it is the fit
     first_cap = caps[0] if iterative else caps[-1]
     if start == "labeled":
-        _m_step(story, fit, X, R, first_rows, observed, first_cap)
+        _m_step(story, fit, X, R, row_weight * (codes >= 0), observed, first_cap)
     else:
         R = _every_row_start(story, fit, X, codes, row_weight, observed, R, start, first_cap)
         _m_step(story, fit, X, R, row_weight, observed, first_cap)
@@ -262,8 +249,7 @@ def fit_mixture(
         across_classes: the structure constrains one component per class across classes.
         row_weight: (n,) sample weights (unlabeled rows already scaled by their weight).
         observed: (n, D) bool mask of observed cells; None: all observed.
-        n_init: k-means starts per class (classes with several components); the start with
-            the largest log-likelihood is kept.
+        n_init: k-means starts per class with several components; the best one is kept.
         random_state: seed of the first start (start ``r`` uses ``random_state + r``).
         max_iter: EM's iterations.
         tol: EM's relative tolerance on the log-likelihood.

@@ -391,13 +391,11 @@ class GaussianMixtureStory(Story):
         (docs/story_hooks.md, docs/howto/model_based.md).
 
         Args:
-            draws: ``class_prior``, ``weights``, ``means``, ``covariances``, leading axes
-                ``(chains, draws)``.
+            draws: ``params_``'s entries and ``class_prior``, leading axes ``(chains, draws)``.
             reference: the parameters to align to (``params_``).
             potential_energy: ``(chains, draws)`` negative log densities, or None.
-            labels, started_at_fit: as :func:`genprob.inference.mcmc.diagnose` takes them.
-            class_names, feature_names: labels for the messages (default: codes and ``x<j>``).
-            warn: emit the warnings.
+            labels, started_at_fit: :func:`genprob.inference.mcmc.diagnose`'s.
+            class_names, feature_names: labels for the messages; warn: emit the warnings.
 
         Returns:
             ``(aligned draws, diagnostics)``: :func:`~genprob.inference.mcmc.diagnose`'s dict
@@ -419,9 +417,12 @@ class GaussianMixtureStory(Story):
         if flagged:
             classes = list(range(self.num_classes)) if class_names is None else list(class_names)
 
-            def where(name, k, g, entry):
+            def where(name, k, g, entry):  # e.g. "means of class 'a', component 1 (x0)"
                 owner = f"class {classes[k]!r}" + ("" if g is None else f", component {g}")
-                return f"{name} of {owner}{_entry(entry, feature_names)}"
+                names = ", ".join(
+                    f"x{i}" if feature_names is None else str(feature_names[i]) for i in entry[1:]
+                )
+                return f"{name} of {owner}" + (f" ({names})" if names else "")
 
             shown = "; ".join(
                 f"{where(name, k, g, entry)}: R-hat {rhat:.3f}"
@@ -479,23 +480,15 @@ class GaussianMixtureStory(Story):
                 else:
                     key = (name, int(cell_class[j]), int(index[j]))
                 value = float(values[e]) if np.isfinite(values[e]) else float("nan")
-                old = flagged.get(key)
-                if old is None or value > old[0]:
-                    flagged[key] = (value, bool(apart[e]) or (old is not None and old[1]), position)
-                else:
-                    flagged[key] = (old[0], old[1] or bool(apart[e]), old[2])
+                old = flagged.get(key, (value, False, position))
+                top = (value, position) if value > old[0] else (old[0], old[2])
+                flagged[key] = (top[0], old[1] or bool(apart[e]), top[1])
         return [(*key, value, apart, position) for key, (value, apart, position) in flagged.items()]
 
 
 def _setting(value):
     array = np.asarray(value, dtype=np.float64)
     return float(array) if array.ndim == 0 else array
-
-
-def _entry(position, features):
-    """`` (x0)`` or `` (x0, x1)``: the feature(s) of an entry of ``means`` or ``covariances``."""
-    names = [str(features[i]) if features is not None else f"x{i}" for i in position[1:]]
-    return f" ({', '.join(names)})" if names else ""
 
 
 #: The name of releases before issue 56 (tests and user code import it).

@@ -1,12 +1,10 @@
-"""Covariance structures of the Gaussian story, one small strategy class per structure.
-
-A structure knows how its spread is sampled, scored and estimated: full or diagonal
-(:class:`FullCovariance`, :class:`DiagonalCovariance`), shared by all classes or one per class
-(the :class:`Shared` and :class:`PerClass` mixins). ``GaussianStory`` delegates every
-structure-dependent step to ``story.covariance_structure`` instead of branching on it.
+"""Covariance structures of the Gaussian story, one small strategy class per structure:
+``GaussianStory`` delegates every structure-dependent step to ``story.covariance_structure``.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -276,12 +274,8 @@ class NamedStructure(PerClassFull):
 
 #: mclust's structures without a strategy of their own above.
 NAMED_STRUCTURES = tuple(s for s in mclust.STRUCTURES if s not in ("EEE", "VVV", "EEI", "VVI"))
-_NAMED = {name: NamedStructure(name) for name in NAMED_STRUCTURES}
-
-
-def named_structure(name: str) -> NamedStructure:
-    """The strategy object of one of :data:`NAMED_STRUCTURES`."""
-    return _NAMED[name]
+#: The strategy object of one of :data:`NAMED_STRUCTURES` (one per name).
+named_structure = functools.cache(NamedStructure)
 
 
 _STRUCTURES = {
