@@ -111,17 +111,6 @@ def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, max_iter, warm=F
     fit.weights, fit.means, fit.covariances = new["weights"], new["means"], new["covariances"]
 
 
-def _layout(num_components, structures, across_classes: bool):
-    """cell_class, structures and groups for ``num_components[k]`` components of class k."""
-    cell_class = np.repeat(np.arange(len(num_components)), num_components)
-    if across_classes:
-        if any(g != 1 for g in num_components):
-            raise ValueError("a structure across classes needs one component per class (EDDA).")
-        return cell_class, (structures[0],), (tuple(range(len(cell_class))),)
-    groups = tuple(tuple(np.flatnonzero(cell_class == k)) for k in range(len(num_components)))
-    return cell_class, tuple(structures), groups
-
-
 def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed):
     """One-hot responsibilities of the labeled rows, split among a class's cells by k-means."""
     from sklearn.cluster import KMeans
@@ -155,24 +144,6 @@ STARTS = ("labeled", "diagonal", "uniform")
 _IDENTIFIABLE = ("VVI", "EEI", "EII")
 
 
-def _every_row_start(story, fit, X, codes, row_weight, observed, R, start, cap):
-    """Responsibilities of every row for the first M-step of a ``start`` from every row."""
-    unlabeled = codes < 0
-    if start == "given":  # a caller's responsibilities of every row (fit_mixture's start_from)
-        return R
-    if start == "uniform":
-        return np.where(unlabeled[:, None], 1.0 / R.shape[1], R)
-    for simpler in _IDENTIFIABLE:
-        diagonal = story.replace(structures=(simpler,) * len(story.structures))
-        try:
-            _m_step(diagonal, fit, X, R, row_weight * ~unlabeled, observed, cap)
-            break
-        except CollapsedComponentError:
-            if simpler == _IDENTIFIABLE[-1]:
-                raise
-    return _e_step(story, fit, X, codes, row_weight, observed)[0]
-
-
 def _run_em(story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, start):
     """EM from responsibilities ``R`` (M-step first; ``start``: see :data:`STARTS`)."""
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
@@ -187,11 +158,20 @@ def _run_em(story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, sta
         caps.insert(0, WARM_MAX_ITER)
     # EM's first M-step is only a starting point; without EM it is the fit
     first_cap = caps[0] if iterative else caps[-1]
-    if start == "labeled":
-        _m_step(story, fit, X, R, row_weight * (codes >= 0), observed, first_cap)
-    else:
-        R = _every_row_start(story, fit, X, codes, row_weight, observed, R, start, first_cap)
-        _m_step(story, fit, X, R, row_weight, observed, first_cap)
+    if start == "uniform":
+        R = np.where((codes < 0)[:, None], 1.0 / R.shape[1], R)
+    elif start == "diagonal":  # the first diagonal structure the labeled rows identify
+        for simpler in _IDENTIFIABLE:
+            diagonal = story.replace(structures=(simpler,) * len(story.structures))
+            try:
+                _m_step(diagonal, fit, X, R, row_weight * (codes >= 0), observed, first_cap)
+                break
+            except CollapsedComponentError:
+                if simpler == _IDENTIFIABLE[-1]:
+                    raise
+        R = _e_step(story, fit, X, codes, row_weight, observed)[0]
+    rows = row_weight * (codes >= 0) if start == "labeled" else row_weight  # "given": as is
+    _m_step(story, fit, X, R, rows, observed, first_cap)
 
     def m_step(expectation):  # from the E-step's fit: its covariances fill missing cells
         R, previous = expectation
@@ -253,9 +233,8 @@ def fit_mixture(
         random_state: seed of the first start (start ``r`` uses ``random_state + r``).
         max_iter: EM's iterations.
         tol: EM's relative tolerance on the log-likelihood.
-        start_from: (n, J) responsibilities of every row for the first M-step (for example
-            :func:`split_start` of a one-component fit), the only start then; None: the
-            starts of :data:`STARTS`.
+        start_from: (n, J) responsibilities of every row for the first M-step, the only start
+            (e.g. :func:`split_start`); None: the starts of :data:`STARTS`.
 
     Raises:
         CollapsedComponentError: every start collapsed a component (the message names the
@@ -263,8 +242,7 @@ def fit_mixture(
     """
     X = np.asarray(X, dtype=np.float64)
     codes = np.asarray(codes, dtype=int)
-    n = X.shape[0]
-    row_weight = np.ones(n) if row_weight is None else np.asarray(row_weight, dtype=np.float64)
+    row_weight = np.ones(len(X)) if row_weight is None else np.asarray(row_weight, dtype=np.float64)
     if observed is not None:
         observed = np.asarray(observed, dtype=bool)
         X = np.where(observed, X, 0.0)
@@ -272,7 +250,13 @@ def fit_mixture(
             observed = None
     num_components = tuple(int(g) for g in num_components)
     structures = (structures,) if isinstance(structures, str) else tuple(structures)
-    cell_class, structures, groups = _layout(num_components, structures, across_classes)
+    cell_class = np.repeat(np.arange(len(num_components)), num_components)
+    if across_classes:
+        if any(g != 1 for g in num_components):
+            raise ValueError("a structure across classes needs one component per class (EDDA).")
+        structures, groups = structures[:1], (tuple(range(len(cell_class))),)
+    else:
+        groups = tuple(tuple(np.flatnonzero(cell_class == k)) for k in range(len(num_components)))
     story = GaussianMixtureStory(cell_class, structures, groups)
     num_classes = len(num_components)
     starts = n_init if start_from is None and any(g > 1 for g in num_components) else 1
