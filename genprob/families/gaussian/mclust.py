@@ -408,10 +408,8 @@ _STEPS.update(VVE=partial(_common_orientation, equal_volume=False))
 
 def latent_shapes(structure: str, num_groups: int, num_features: int) -> dict:
     r"""Shapes of the free parameters of :math:`\Sigma_g = \lambda_g D_g A_g D_g^\top`:
-    ``log_volume`` (:math:`\log\lambda`), ``log_shape`` (the first D-1 of :math:`\log
-    \operatorname{diag} A`; the last is minus their sum) and ``orientation`` (the D(D-1)/2
-    upper entries of the skew-symmetric S with :math:`D = (I - S)(I + S)^{-1}`, Cayley), each
-    shared (E) or per group (V), absent when the letter is I or when D = 1."""
+    ``log_volume``, ``log_shape`` (D-1 free) and ``orientation`` (Cayley's D(D-1)/2 skew
+    entries), each shared (E) or per group (V), absent when the letter is I or when D = 1."""
     _check_name(structure)
     volume, shape, orientation = structure
     G, D = int(num_groups), int(num_features)

@@ -237,8 +237,7 @@ def fit_mixture(
             (e.g. :func:`split_start`); None: the starts of :data:`STARTS`.
 
     Raises:
-        CollapsedComponentError: every start collapsed a component (the message names the
-            class code and component).
+        CollapsedComponentError: every start collapsed a component (named in the message).
     """
     X = np.asarray(X, dtype=np.float64)
     codes = np.asarray(codes, dtype=int)
