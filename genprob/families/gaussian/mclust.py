@@ -6,6 +6,8 @@ routines each step follows are in docs/concepts.md ("The 14 structures").
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from genprob._lazy import LazyModule
@@ -52,9 +54,7 @@ _SINGULAR = 1e-13
 
 
 def num_covariance_parameters(structure: str, G: int, D: int) -> int:
-    """Free parameters of the ``G`` covariances of a structure in ``D`` dimensions (mclust's
-    ``nVarParams``): volumes 1 or G, shapes D-1 or G(D-1) (or none), orientations D(D-1)/2 or
-    G D(D-1)/2 (or none); EVV counts ``G D(D+1)/2 - (G-1)`` (one volume for G free matrices)."""
+    """Free parameters of ``G`` covariances of a structure in ``D`` dimensions (``nVarParams``)."""
     _check_name(structure)
     G, D = int(G), int(D)
     volume, shape, orientation = structure
@@ -92,7 +92,7 @@ def covariances(
     """The covariances ``(G, D, D)`` of ``structure`` maximizing the complete-data likelihood
     given the weighted scatter ``scatter`` (G, D, D) about each group's mean and the weights
     ``weights`` (G,); ``start``: covariances (G, D, D) the iterative structures warm-start from.
-    NumPy arrays are checked (a degenerate group raises, naming it); traced JAX ones are not."""
+    A degenerate NumPy group raises, naming it (docs/concepts.md, "The M-step in detail")."""
     _check_name(structure)
     if not tol >= 0 or int(max_iter) < 1:
         raise ValueError(f"tol must be >= 0 and max_iter >= 1, got {tol!r} and {max_iter!r}")
@@ -122,8 +122,7 @@ def covariances(
 
 
 class _Context:
-    """The structure's name (for messages), the iterations' settings, the namespace and the
-    warm start's covariances (or None)."""
+    """A structure's name (for messages), iteration settings, namespace and warm start."""
 
     def __init__(self, name, tol, max_iter, xp, start=None):
         self.name, self.tol, self.max_iter, self.xp = name, tol, max_iter, xp
@@ -234,9 +233,7 @@ def _vev(W, n, c):
 
 
 def _volumes_and_common_shape(values, n, c, start=None):
-    """``lambda_g a`` (G, D) maximizing Q for scatter eigenvalues (or diagonals) ``values``
-    (G, D), a common shape ``a`` with product 1: alternate exact updates of volumes and shape,
-    from a unit shape or from the shape of ``start``'s ``lambda_g a`` (G, D)."""
+    """``lambda_g a`` (G, D) maximizing Q for scatter eigenvalues (or diagonals) ``values``."""
     xp = c.xp
     D = values.shape[1]
     if start is None:
@@ -282,17 +279,8 @@ def _vee(W, n, c):
     return volume[:, None, None] * common
 
 
-def _eve(W, n, c):
-    return _common_orientation(W, n, c, equal_volume=True)
-
-
-def _vve(W, n, c):
-    return _common_orientation(W, n, c, equal_volume=False)
-
-
 def _common_orientation(W, n, c, equal_volume):
-    """EVE and VVE: ``D`` by the MM1 and MM2 updates of Browne & McNicholas (2014), then the
-    diagonals in closed form, from the identity and from the pooled eigenvectors."""
+    """EVE and VVE: ``D`` by Browne & McNicholas's (2014) MM updates, then the diagonals."""
     xp = c.xp
     values = xp.linalg.eigvalsh(W)
     c.positive(values[:, 0] - _SINGULAR * values[:, -1], "has a singular scatter")
@@ -409,22 +397,10 @@ def _check_definite(sigma, name):
     _positive(values[:, 0] - _SINGULAR * values[:, -1], name, "has a singular covariance")
 
 
-_STEPS = {
-    "EII": _eii,
-    "VII": _vii,
-    "EEI": _eei,
-    "VEI": _vei,
-    "EVI": _evi,
-    "VVI": _vvi,
-    "EEE": _eee,
-    "VEE": _vee,
-    "EVE": _eve,
-    "VVE": _vve,
-    "EEV": _eev,
-    "VEV": _vev,
-    "EVV": _evv,
-    "VVV": _vvv,
-}
+#: The M-step of each name (``_eii`` for EII, ...).
+_STEPS = {name: globals().get(f"_{name.lower()}") for name in STRUCTURES}
+_STEPS.update(EVE=partial(_common_orientation, equal_volume=True))
+_STEPS.update(VVE=partial(_common_orientation, equal_volume=False))
 
 
 # -- the eigen parametrization (priors, optimizers, NUTS) -----------------------------------------
@@ -432,10 +408,8 @@ _STEPS = {
 
 def latent_shapes(structure: str, num_groups: int, num_features: int) -> dict:
     r"""Shapes of the free parameters of :math:`\Sigma_g = \lambda_g D_g A_g D_g^\top`:
-    ``log_volume`` (:math:`\log\lambda`), ``log_shape`` (the first D-1 of :math:`\log
-    \operatorname{diag} A`; the last is minus their sum) and ``orientation`` (the D(D-1)/2
-    upper entries of the skew-symmetric S with :math:`D = (I - S)(I + S)^{-1}`, Cayley), each
-    shared (E) or per group (V), absent when the letter is I or when D = 1."""
+    ``log_volume``, ``log_shape`` (D-1 free) and ``orientation`` (Cayley's D(D-1)/2 skew
+    entries), each shared (E) or per group (V), absent when the letter is I or when D = 1."""
     _check_name(structure)
     volume, shape, orientation = structure
     G, D = int(num_groups), int(num_features)
@@ -476,10 +450,8 @@ def compose(structure: str, latent: dict, num_groups: int, num_features: int, xp
 
 
 def decompose(structure: str, sigma) -> dict:
-    """The free parameters (:func:`latent_shapes`) of covariances ``sigma`` (G, D, D) of the
-    structure, canonical: decreasing eigenvalues (of a fixed combination of the groups, for a
-    common orientation), eigenvector signs making D a rotation Cayley's map reaches. NumPy or
-    JAX alike."""
+    """The canonical free parameters (:func:`latent_shapes`) of covariances ``sigma`` (G, D, D),
+    NumPy or JAX alike."""
     _check_name(structure)
     xp = namespace(sigma)
     sigma = _symmetric(sigma if xp is not np else np.asarray(sigma, dtype=float))
@@ -514,8 +486,7 @@ def decompose(structure: str, sigma) -> dict:
 
 
 def _rotations(vectors, xp=np):
-    """Eigenvector matrices with column signs making the diagonal non-negative and det +1 (the
-    column of the smallest diagonal entry flipped if needed): away from Cayley's -1 poles."""
+    """Eigenvectors signed to a non-negative diagonal and det +1: away from Cayley's poles."""
     diagonal = _diagonal(vectors, xp)
     vectors = vectors * xp.where(diagonal < 0, -1.0, 1.0)[:, None, :]
     smallest = xp.argmin(xp.abs(diagonal), axis=1)

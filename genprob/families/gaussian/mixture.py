@@ -1,11 +1,8 @@
 """Gaussian mixtures within classes (MclustDA, EDDA, MclustSSC): EM and its starts.
 
-Class ``k`` is a mixture of ``G_k`` components; all components are laid out as *cells* (class
-``cell_class[j]``), and a covariance structure constrains a *group* of cells (a class's
-components in MclustDA, one component per class in EDDA). EM maximizes the partly labeled
-log-likelihood (MclustSSC's), NaN cells summed out; its M-step is the story's
-(:class:`.mixture_story.GaussianMixtureStory`). NumPy throughout: small dense algebra per
-candidate model.
+Components are *cells* (of class ``cell_class[j]``); a structure constrains a *group* of cells (a
+class's components in MclustDA, one component per class in EDDA). EM maximizes the partly
+labeled log-likelihood, NaN cells summed out, by the story's M-step; NumPy throughout.
 """
 
 from __future__ import annotations
@@ -36,11 +33,9 @@ __all__ = [
     "split_start",
 ]
 
-#: Smallest ratio of a covariance's smallest to largest eigenvalue that is not a collapse
-#: (mclust's default ``eps`` of ``emControl`` is the machine epsilon: the same order).
+#: Smallest eigenvalue ratio of a covariance that is not a collapse (mclust's ``eps``'s order).
 _COLLAPSE_RATIO = 1e3 * np.finfo(np.float64).eps
-#: Updates of an iterative structure's M-step per EM iteration, warm-started from the previous
-#: iteration's covariances, until EM first converges (then the M-steps run to their tolerance).
+#: Warm updates of an iterative structure's M-step per EM iteration until EM first converges.
 WARM_MAX_ITER = 5
 
 
@@ -50,21 +45,9 @@ class CollapsedComponentWarning(UserWarning):
 
 @dataclass
 class MixtureFit:
-    """A fitted mixture-within-classes model.
-
-    Attributes:
-        class_prior: (K,) class proportions pi_k.
-        weights: (J,) mixing proportions of each cell within its class (sum to 1 per class).
-        means: (J, D).
-        covariances: (J, D, D).
-        cell_class: (J,) class code of each cell.
-        structures: the structure of each group.
-        groups: the cells of each group (one call of ``covariances`` each).
-        log_likelihood: the partly labeled log-likelihood EM maximized (weighted).
-        trace: its value after each iteration (never decreasing, up to rounding).
-        n_iter: EM iterations.
-        converged: whether the tolerance was reached.
-        responsibilities: (n, J) of the last E-step (zeros on rows of weight 0).
+    """A fitted mixture-within-classes model: ``weights`` (J,) within each class, ``means``
+    (J, D), ``covariances`` (J, D, D) of the cells, the structure of each group of cells, the
+    partly labeled (weighted) log-likelihood, its trace and the last E-step's responsibilities.
     """
 
     class_prior: np.ndarray
@@ -83,8 +66,7 @@ class MixtureFit:
 
 # -- EM ------------------------------------------------------------------------------------------
 def _e_step(story, fit: MixtureFit, X, codes, row_weight, observed, patterns=None):
-    """Responsibilities (n, J) over the cells of the row's class (labeled rows) or all cells
-    (``codes == -1``), and the partly labeled log-likelihood."""
+    """Responsibilities (n, J) over the row's class's cells (all if unlabeled), log-likelihood."""
     cell_class = fit.cell_class
     with np.errstate(divide="ignore", invalid="ignore"):
         joint = story._cell_joint(vars(fit), X, observed, patterns)
@@ -97,10 +79,8 @@ def _e_step(story, fit: MixtureFit, X, codes, row_weight, observed, patterns=Non
     return R, float(np.sum(row_weight * np.where(row_weight > 0, row_log, 0.0)))
 
 
-def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, warm=False):
-    """The story's M-step from responsibilities ``R``: its statistics per cell (NaN cells
-    filled by their conditional means at ``fit``), then the structures' covariances; ``warm``:
-    the iterative structures start from the current covariances (EM's previous iteration)."""
+def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, max_iter, warm=False):
+    """The story's M-step from ``R`` into ``fit``; ``warm``: from ``fit``'s covariances."""
     WR = R * row_weight[:, None]
     counts = WR.sum(axis=0)  # (J,)
     if np.any(counts <= 0):
@@ -114,7 +94,7 @@ def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, w
         stats = cells.observed_statistics(X, WR, observed, current)
     try:
         new = story.maximize(
-            stats, tol=tol, max_iter=max_iter, start=fit.covariances if warm else None
+            stats, tol=mclust.TOL, max_iter=max_iter, start=fit.covariances if warm else None
         )
     except ValueError as error:
         raise _collapsed(
@@ -131,20 +111,8 @@ def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, tol, max_iter, w
     fit.weights, fit.means, fit.covariances = new["weights"], new["means"], new["covariances"]
 
 
-def _layout(num_components, structures, across_classes: bool):
-    """cell_class, structures and groups for ``num_components[k]`` components of class k."""
-    cell_class = np.repeat(np.arange(len(num_components)), num_components)
-    if across_classes:
-        if any(g != 1 for g in num_components):
-            raise ValueError("a structure across classes needs one component per class (EDDA).")
-        return cell_class, (structures[0],), (tuple(range(len(cell_class))),)
-    groups = tuple(tuple(np.flatnonzero(cell_class == k)) for k in range(len(num_components)))
-    return cell_class, tuple(structures), groups
-
-
 def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed):
-    """One-hot responsibilities of the labeled rows: the class's rows split among its
-    components by seeded k-means (NaN cells filled by the class means); unlabeled rows 0."""
+    """One-hot responsibilities of the labeled rows, split among a class's cells by k-means."""
     from sklearn.cluster import KMeans
 
     R = np.zeros((X.shape[0], len(cell_class)))
@@ -171,61 +139,44 @@ def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed):
     return R
 
 
-#: EM's first M-step: from the labeled rows' responsibilities; when they cannot identify the
-#: structure, the better of two starts from every row: "diagonal" (the first diagonal structure
-#: they identify, then one E-step) and "uniform" (unlabeled rows spread evenly, MclustSSC's start)
+#: EM's first M-step: labeled rows, else the better of two from every row (howto/model_based)
 STARTS = ("labeled", "diagonal", "uniform")
 _IDENTIFIABLE = ("VVI", "EEI", "EII")
 
 
-def _every_row_start(story, fit, X, codes, row_weight, observed, R, start, cov_tol, cap):
-    """Responsibilities of every row for the first M-step of a ``start`` from every row."""
-    unlabeled = codes < 0
-    if start == "given":  # a caller's responsibilities of every row (fit_mixture's start_from)
-        return R
-    if start == "uniform":
-        return np.where(unlabeled[:, None], 1.0 / R.shape[1], R)
-    for simpler in _IDENTIFIABLE:
-        diagonal = story.replace(structures=(simpler,) * len(story.structures))
-        try:
-            _m_step(diagonal, fit, X, R, row_weight * ~unlabeled, observed, cov_tol, cap)
-            break
-        except CollapsedComponentError:
-            if simpler == _IDENTIFIABLE[-1]:
-                raise
-    return _e_step(story, fit, X, codes, row_weight, observed)[0]
-
-
-def _run_em(
-    story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, cov_tol, cov_max_iter, start
-):
+def _run_em(story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, start):
     """EM from responsibilities ``R`` (M-step first; ``start``: see :data:`STARTS`)."""
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
     multi = len(fit.cell_class) > len(fit.class_prior)
-    first_rows = row_weight * (codes >= 0)
     patterns = None if observed is None else _patterns(observed)
-    iterative = unlabeled or multi or (observed is not None and not observed.all())
-    # iterative M-steps: a few warm updates per EM iteration (generalized EM, still
-    # monotone) until EM converges, then full M-steps until it converges again
-    caps = [cov_max_iter]
+    iterative = unlabeled or multi or observed is not None  # fit_mixture: None if all observed
+    # a few warm M-step updates per iteration until EM converges, then full M-steps (still monotone)
+    caps = [mclust.MAX_ITER]
     # the starts from every row take full M-steps, as mclust: capped ones led EVE lower there
     warm = start == "labeled" and any(s in mclust.ITERATIVE for s in fit.structures)
-    if warm and WARM_MAX_ITER < cov_max_iter:
+    if warm and WARM_MAX_ITER < caps[0]:
         caps.insert(0, WARM_MAX_ITER)
     # EM's first M-step is only a starting point; without EM it is the fit
-    first_cap = caps[0] if iterative else cov_max_iter
-    if start == "labeled":
-        _m_step(story, fit, X, R, first_rows, observed, cov_tol, first_cap)
-    else:
-        R = _every_row_start(
-            story, fit, X, codes, row_weight, observed, R, start, cov_tol, first_cap
-        )
-        _m_step(story, fit, X, R, row_weight, observed, cov_tol, first_cap)
+    first_cap = caps[0] if iterative else caps[-1]
+    if start == "uniform":
+        R = np.where((codes < 0)[:, None], 1.0 / R.shape[1], R)
+    elif start == "diagonal":  # the first diagonal structure the labeled rows identify
+        for simpler in _IDENTIFIABLE:
+            diagonal = story.replace(structures=(simpler,) * len(story.structures))
+            try:
+                _m_step(diagonal, fit, X, R, row_weight * (codes >= 0), observed, first_cap)
+                break
+            except CollapsedComponentError:
+                if simpler == _IDENTIFIABLE[-1]:
+                    raise
+        R = _e_step(story, fit, X, codes, row_weight, observed)[0]
+    rows = row_weight * (codes >= 0) if start == "labeled" else row_weight  # "given": as is
+    _m_step(story, fit, X, R, rows, observed, first_cap)
 
     def m_step(expectation):  # from the E-step's fit: its covariances fill missing cells
         R, previous = expectation
         new = replace(previous)
-        _m_step(story, new, X, R, row_weight, observed, cov_tol, caps[0], warm=True)
+        _m_step(story, new, X, R, row_weight, observed, caps[0], warm=True)
         return new
 
     def e_step(params):
@@ -266,8 +217,6 @@ def fit_mixture(
     random_state: int = 0,
     max_iter: int = 100,
     tol: float = 1e-8,
-    cov_tol: float | None = None,
-    cov_max_iter: int | None = None,
     start_from=None,
 ) -> MixtureFit:
     """Fit class mixtures by EM (the partly labeled log-likelihood; see the module).
@@ -280,27 +229,19 @@ def fit_mixture(
         across_classes: the structure constrains one component per class across classes.
         row_weight: (n,) sample weights (unlabeled rows already scaled by their weight).
         observed: (n, D) bool mask of observed cells; None: all observed.
-        n_init: k-means starts per class (classes with several components); the start with
-            the largest log-likelihood is kept.
+        n_init: k-means starts per class with several components; the best one is kept.
         random_state: seed of the first start (start ``r`` uses ``random_state + r``).
         max_iter: EM's iterations.
         tol: EM's relative tolerance on the log-likelihood.
-        cov_tol: the iterative structures' own M-step tolerance (None: their module's).
-        cov_max_iter: their iterations (None: their module's default).
-        start_from: (n, J) responsibilities of every row for the first M-step (for example
-            :func:`split_start` of a one-component fit), the only start then; None: the
-            starts of :data:`STARTS`.
+        start_from: (n, J) responsibilities of every row for the first M-step, the only start
+            (e.g. :func:`split_start`); None: the starts of :data:`STARTS`.
 
     Raises:
-        CollapsedComponentError: every start collapsed a component (the message names the
-            class code and component).
+        CollapsedComponentError: every start collapsed a component (named in the message).
     """
     X = np.asarray(X, dtype=np.float64)
     codes = np.asarray(codes, dtype=int)
-    n = X.shape[0]
-    cov_tol = mclust.TOL if cov_tol is None else cov_tol
-    cov_max_iter = mclust.MAX_ITER if cov_max_iter is None else cov_max_iter
-    row_weight = np.ones(n) if row_weight is None else np.asarray(row_weight, dtype=np.float64)
+    row_weight = np.ones(len(X)) if row_weight is None else np.asarray(row_weight, dtype=np.float64)
     if observed is not None:
         observed = np.asarray(observed, dtype=bool)
         X = np.where(observed, X, 0.0)
@@ -308,14 +249,18 @@ def fit_mixture(
             observed = None
     num_components = tuple(int(g) for g in num_components)
     structures = (structures,) if isinstance(structures, str) else tuple(structures)
-    cell_class, structures, groups = _layout(num_components, structures, across_classes)
+    cell_class = np.repeat(np.arange(len(num_components)), num_components)
+    if across_classes:
+        if any(g != 1 for g in num_components):
+            raise ValueError("a structure across classes needs one component per class (EDDA).")
+        structures, groups = structures[:1], (tuple(range(len(cell_class))),)
+    else:
+        groups = tuple(tuple(np.flatnonzero(cell_class == k)) for k in range(len(num_components)))
     story = GaussianMixtureStory(cell_class, structures, groups)
     num_classes = len(num_components)
-    starts = n_init if any(g > 1 for g in num_components) else 1
+    starts = n_init if start_from is None and any(g > 1 for g in num_components) else 1
     best, error = None, None
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
-    if start_from is not None:
-        starts = 1
     for seed in range(starts):
         R = None if start_from is None else np.asarray(start_from, dtype=np.float64)
         for start in STARTS if start_from is None else ("given",):
@@ -347,8 +292,6 @@ def fit_mixture(
                         R,
                         max_iter=max_iter,
                         tol=tol,
-                        cov_tol=cov_tol,
-                        cov_max_iter=cov_max_iter,
                         start=start,
                     )
             except (CollapsedComponentError, np.linalg.LinAlgError) as caught:
@@ -372,9 +315,8 @@ def fit_mixture(
 
 
 def split_start(X, class_responsibilities, num_components, row_weight, seed=0):
-    """Responsibilities (n, J) of every row for ``num_components[k]`` components of class k: a
-    one-component fit's class responsibilities (n, K), each class's share split by weighted
-    k-means (mclust's start of G components from the one-component fit, split)."""
+    """Responsibilities (n, J) of every row: a one-component fit's class responsibilities
+    (n, K), each class's share split among its ``num_components[k]`` by weighted k-means."""
     from sklearn.cluster import KMeans
 
     R1 = np.asarray(class_responsibilities, dtype=np.float64)
@@ -402,8 +344,7 @@ def mixture_log_likelihood(fit: MixtureFit, X, row_weight=None, observed=None) -
 
 
 def icl_penalty(responsibilities, row_weight=None) -> float:
-    """``sum_i w_i log max_j z_ij``: ICL = BIC's log-likelihood plus this entropy term of the MAP
-    labels (mclust's ``icl``), <= 0."""
+    """``sum_i w_i log max_j z_ij`` (<= 0): ICL's term added to BIC's log-likelihood."""
     R = np.asarray(responsibilities)
     top = R.max(axis=1)
     w = np.ones(len(top)) if row_weight is None else row_weight

@@ -1,16 +1,7 @@
 """The mixtures within classes (:mod:`.mixture`) as a story: the estimator's predictions, and NUTS
-with the components summed out.
-
-Class ``k`` is a mixture of the cells ``j`` with ``cell_class[j] = k``: ``x | k ~ sum_g tau_kg
-N(mu_kg, Sigma_kg)``. The prior: ``tau_k ~ Dirichlet(weight_concentration)`` per class with
-several components, ``mu_j ~ N(mean_prior_loc, mean_prior_scale^2)``, and each group's
-covariances through the eigen parametrization of its structure
-(:class:`~.structures.NamedStructure`'s prior on :func:`.mclust.latent_shapes`), sites prefixed
-``group<g>_``. ``core.model`` then scores a labeled row ``log(pi_k sum_g tau_kg f_kg(x))`` and an
-unlabeled one ``log sum_k pi_k sum_g tau_kg f_kg(x)``: no discrete site is left.
-
-Within a class the components are exchangeable: :meth:`GaussianMixtureStory.align_parameters`
-permutes each draw's components to those of a reference (the MLE) before any summary.
+with the components summed out (docs/howto/model_based.md, "Posterior of a mixture"). Class ``k``
+is a mixture of the cells ``j`` with ``cell_class[j] = k``; covariance sites are prefixed
+``group<g>_``.
 """
 
 from __future__ import annotations
@@ -43,8 +34,7 @@ __all__ = ["ClassMixtureStory", "GaussianMixtureStory", "MIXTURE_PARAMETERS"]
 #: The mixture's parameters besides the class prior, as ``params_`` names them.
 MIXTURE_PARAMETERS = ("weights", "means", "covariances")
 
-#: Within-chain sds between two chains' means (of one aligned entry) beyond which the chains
-#: are said to sit in different modes (:meth:`GaussianMixtureStory.align_draws`).
+#: Within-chain sds between two chains' means (one aligned entry) beyond which modes differ.
 CHAIN_GAP_SD = 3.0
 
 
@@ -63,8 +53,7 @@ class CollapsedComponentError(ValueError):
 
 
 def num_parameters(structures, groups, num_classes: int, num_features: int) -> int:
-    """Free parameters: ``K - 1`` class proportions, ``G_k - 1`` mixing proportions per class,
-    ``J D`` means and each group's covariance parameters (mclust >= 6.1.1's count)."""
+    """Free parameters, mclust >= 6.1.1's count (docs/concepts.md)."""
     cells = sum(len(g) for g in groups)
     proportions = (num_classes - 1) + (cells - num_classes)
     covariance = sum(
@@ -84,26 +73,20 @@ def _cell_index(cell_class):
 
 
 def cell_log_density(X, means, covariances, cell_class=None, observed=None, patterns=None):
-    """``log f_j(x_i)`` (n, J): the Gaussian density of each cell at each row; with
-    ``observed`` (n, D) bool, the density of the observed coordinates (0 for a row with none);
-    ``patterns``: :func:`_patterns` of ``observed`` when already found."""
+    """``log f_j(x_i)`` (n, J) of each cell at each row; with ``observed`` (n, D), of the
+    observed coordinates (0 for a row with none); ``patterns``: :func:`_patterns` of it."""
     X = np.asarray(X, dtype=np.float64)
     observed = np.ones(X.shape, dtype=bool) if observed is None else observed
     patterns = _patterns(observed) if patterns is None else patterns
     factors = observed_factors(covariances, patterns[0])
-    if np.isnan(factors["log_normalizer"]).any():
-        _refuse_singular(covariances, patterns[0], cell_class)
+    if np.isnan(factors["log_normalizer"]).any():  # name the cell without a Cholesky factor
+        cell_class = np.zeros(len(covariances), int) if cell_class is None else cell_class
+        for mask in patterns[0]:
+            for j, covariance in enumerate(covariances):
+                if np.isnan(observed_factors(covariance[None], mask[None])["log_normalizer"]).any():
+                    why = "its covariance is singular (the component collapsed)."
+                    raise _collapsed(cell_class, j, why)
     return observed_log_density(X, observed, means, factors, patterns)
-
-
-def _refuse_singular(covariances, pattern_mask, cell_class):
-    """Names the first cell whose covariance, on an observed block, has no Cholesky factor."""
-    cell_class = np.zeros(len(covariances), dtype=int) if cell_class is None else cell_class
-    for mask in pattern_mask:
-        for j, covariance in enumerate(covariances):
-            if np.isnan(observed_factors(covariance[None], mask[None])["log_normalizer"]).any():
-                why = "its covariance is singular (the component collapsed)."
-                raise _collapsed(cell_class, j, why)
 
 
 def _collapsed(cell_class, j: int, why: str):
@@ -112,33 +95,8 @@ def _collapsed(cell_class, j: int, why: str):
     return CollapsedComponentError(f"class {k}, component {g}: {why}", k, g)
 
 
-def group_covariances(structures, groups, scatter, counts, *, start=None, **settings):
-    """(J, D, D): each group's :func:`.mclust.covariances` of the cells' weighted scatter
-    ``scatter`` (J, D, D) and ``counts`` (J,); ``start``: (J, D, D) warm start. A
-    ``ValueError`` gets the failing cell as its attribute ``cell``."""
-    covariances = np.empty_like(scatter)
-    for structure, group in zip(structures, groups, strict=True):
-        group = list(group)
-        try:
-            covariances[group] = mclust.covariances(
-                structure,
-                scatter[group],
-                counts[group],
-                start=None if start is None else start[group],
-                **settings,
-            )
-        except ValueError as error:  # mclust names the group's member: the cell
-            found = re.search(r"group (\d+)", str(error))
-            error.cell = group[int(found.group(1))] if found else group[0]
-            raise
-    return covariances
-
-
 class GaussianMixtureStory(Story):
     """Gaussian mixtures within classes (cells ``j`` of class ``cell_class[j]``).
-
-    NumPy rows are scored in NumPy by the family's one Gaussian density
-    (:func:`cell_log_density`); traced rows (NUTS) by NumPyro's mixture of it.
 
     Args:
         cell_class: class code of each cell (component), in cell order.
@@ -256,8 +214,7 @@ class GaussianMixtureStory(Story):
         return joint, np.logaddexp.reduce(np.where(present, joint[:, index], -np.inf), -1)
 
     def log_density(self, params, X, observed=None):
-        """``log p(x | k)`` (n, K); of NumPy rows, given ``observed`` (n, D), that of the
-        observed coordinates (the estimator's host scoring of NaN cells)."""
+        """``log p(x | k)`` (n, K); of NumPy rows given ``observed``: of the observed cells."""
         if not isinstance(X, np.ndarray):
             return super().log_density(params, X)
         return self._within(params, X, observed)[1]
@@ -266,15 +223,13 @@ class GaussianMixtureStory(Story):
     @staticmethod
     @functools.cache
     def _cells():
-        """The Gaussian story with the cells as its classes: its statistics (counts, sums and
-        scatter about a reference point, combined by re-centering) are the cells'."""
+        """The Gaussian story with the cells as its classes: its statistics are the cells'."""
         from genprob.families.gaussian.story import GaussianStory
 
         return GaussianStory(covariance="full", shared=False)
 
     def cell_responsibilities(self, params, X, R):
-        """(n, J): each class's responsibilities ``R`` (n, K) shared among its cells by their
-        posterior at ``params``; the statistics need them (one cell per class: ``R`` itself)."""
+        """(n, J): each class's responsibilities ``R`` (n, K) shared by its cells' posterior."""
         cell_class = np.asarray(self.cell_class)
         if params is None:
             if len(cell_class) != self.num_classes:
@@ -290,9 +245,10 @@ class GaussianMixtureStory(Story):
     def combine_statistics(self, stats_a, stats_b):
         return self._cells().combine_statistics(stats_a, stats_b)
 
-    def maximize(self, stats, **settings):
-        """Means and each group's structured covariances (:func:`.mclust.covariances`, given
-        ``settings``: ``tol``, ``max_iter``, ``start``) from the cells' statistics."""
+    def maximize(self, stats, *, start=None, **settings):
+        """Means and each group's :func:`.mclust.covariances` (``settings``: ``tol``,
+        ``max_iter``; ``start``: (J, D, D) warm start) from the cells' statistics; a
+        ``ValueError`` gets the failing cell as its attribute ``cell``."""
         counts = np.asarray(stats["counts"], dtype=np.float64)
         sums = np.asarray(stats["sums"], dtype=np.float64)
         with np.errstate(all="ignore"):  # a cell without rows: its group's M-step names it
@@ -300,7 +256,21 @@ class GaussianMixtureStory(Story):
         # the cells' scatter about their means (their story's, without its fit's extras)
         squares = np.asarray(stats["squares"], dtype=np.float64)
         scatter = self._cells().covariance_structure.scatter(squares, sums, centered, counts)
-        covariances = group_covariances(self.structures, self.groups, scatter, counts, **settings)
+        covariances = np.empty_like(scatter)
+        for structure, group in zip(self.structures, self.groups, strict=True):
+            group = list(group)
+            try:
+                covariances[group] = mclust.covariances(
+                    structure,
+                    scatter[group],
+                    counts[group],
+                    start=None if start is None else start[group],
+                    **settings,
+                )
+            except ValueError as error:  # mclust names the group's member: the cell
+                found = re.search(r"group (\d+)", str(error))
+                error.cell = group[int(found.group(1))] if found else group[0]
+                raise
         cell_class = np.asarray(self.cell_class)
         class_counts = np.bincount(cell_class, weights=counts, minlength=self.num_classes)
         return {
@@ -328,9 +298,7 @@ class GaussianMixtureStory(Story):
         return latent
 
     def scaled_to_data(self, X):
-        """Prior on the data's scale, as :meth:`GaussianStory.scaled_to_data` sets it: means about
-        each feature's mean with ``mean_prior_scale`` sds, covariance scale
-        ``covariance_prior_scale s_j / 10``; NaN cells left out."""
+        """Prior on the data's scale, as :meth:`GaussianStory.scaled_to_data` sets it."""
         settings = (self.mean_prior_scale, self.covariance_prior_scale, self.mean_prior_loc)
         if any(np.ndim(v) for v in settings):
             return self
@@ -346,12 +314,9 @@ class GaussianMixtureStory(Story):
 
     # -- missing cells ---------------------------------------------------------------------------
     def observed_log_prob(self, params, X, observed):
-        """``log sum_g tau_kg N(x_o; mu_kg,o, Sigma_kg,oo)`` (n, K): each cell's marginal of
-        the observed coordinates (the Gaussian story's, cells as its classes)."""
-        from genprob.families.gaussian.story import GaussianStory
-
+        """``log sum_g tau_kg N(x_o; mu_kg,o, Sigma_kg,oo)`` (n, K) of the observed coordinates."""
         cells = gaussian_missing.observed_log_prob(
-            GaussianStory(covariance="full", shared=False),
+            self._cells(),
             {"means": params["means"], "covariance": params["covariances"]},
             X,
             observed,
@@ -379,10 +344,8 @@ class GaussianMixtureStory(Story):
         return num_parameters(self.structures, self.groups, num_classes, num_features)
 
     def align_parameters(self, params, reference):
-        """``params`` (any leading batch shape, e.g. chains x draws) with each class's
-        components permuted to best match ``reference``'s (:func:`align_components` per draw,
-        on the weights, and means and covariances in units of the reference's spread); one set
-        of parameters also gets the prior's sites at it (where NUTS chains start)."""
+        """``params`` (any batch shape) with each class's components permuted to best match
+        ``reference``'s; one set of parameters also gets the prior's sites (NUTS starts)."""
         ref = {n: np.asarray(reference[n], dtype=np.float64) for n in MIXTURE_PARAMETERS}
         J, D = ref["means"].shape
         batch = np.shape(params["means"])[:-2]
@@ -424,23 +387,15 @@ class GaussianMixtureStory(Story):
         warn: bool = True,
         started_at_fit: bool = True,
     ):
-        """Draws aligned to ``reference`` (the MLE) by :meth:`align_parameters`, and their checks.
-
-        R-hat, ESS and the chains' modes are computed on the aligned draws
-        (:func:`genprob.inference.mcmc.diagnose`); an entry whose R-hat exceeds
-        :data:`~genprob.inference.mcmc.RHAT_MAX`, or whose chains' means lie more than
-        :data:`CHAIN_GAP_SD` within-chain sds apart, is named by parameter, class and component
-        in one :class:`~genprob.inference.mcmc.SamplingWarning` (the posterior hook of
-        ``estimator.posterior``; docs/story_hooks.md).
+        """Draws aligned to ``reference`` (the MLE) by :meth:`align_parameters`, and their checks
+        (docs/story_hooks.md, docs/howto/model_based.md).
 
         Args:
-            draws: ``class_prior``, ``weights``, ``means``, ``covariances``, leading axes
-                ``(chains, draws)``.
+            draws: ``params_``'s entries and ``class_prior``, leading axes ``(chains, draws)``.
             reference: the parameters to align to (``params_``).
             potential_energy: ``(chains, draws)`` negative log densities, or None.
-            labels, started_at_fit: as :func:`genprob.inference.mcmc.diagnose` takes them.
-            class_names, feature_names: labels for the messages (default: codes and ``x<j>``).
-            warn: emit the warnings.
+            labels, started_at_fit: :func:`genprob.inference.mcmc.diagnose`'s.
+            class_names, feature_names: labels for the messages; warn: emit the warnings.
 
         Returns:
             ``(aligned draws, diagnostics)``: :func:`~genprob.inference.mcmc.diagnose`'s dict
@@ -462,9 +417,12 @@ class GaussianMixtureStory(Story):
         if flagged:
             classes = list(range(self.num_classes)) if class_names is None else list(class_names)
 
-            def where(name, k, g, entry):
+            def where(name, k, g, entry):  # e.g. "means of class 'a', component 1 (x0)"
                 owner = f"class {classes[k]!r}" + ("" if g is None else f", component {g}")
-                return f"{name} of {owner}{_entry(entry, feature_names)}"
+                names = ", ".join(
+                    f"x{i}" if feature_names is None else str(feature_names[i]) for i in entry[1:]
+                )
+                return f"{name} of {owner}" + (f" ({names})" if names else "")
 
             shown = "; ".join(
                 f"{where(name, k, g, entry)}: R-hat {rhat:.3f}"
@@ -491,8 +449,7 @@ class GaussianMixtureStory(Story):
         return aligned, diagnostics
 
     def _component_checks(self, draws, rhat_max):
-        """``(parameter, class, component, worst R-hat, chains apart, worst entry)`` for each
-        parameter of a class or component with an entry failing the checks."""
+        """``(parameter, class, component, worst R-hat, chains apart, worst entry)`` failing."""
         from genprob.io import _arviz_compat as compat
         from genprob.story import CLASS_PRIOR
 
@@ -523,23 +480,15 @@ class GaussianMixtureStory(Story):
                 else:
                     key = (name, int(cell_class[j]), int(index[j]))
                 value = float(values[e]) if np.isfinite(values[e]) else float("nan")
-                old = flagged.get(key)
-                if old is None or value > old[0]:
-                    flagged[key] = (value, bool(apart[e]) or (old is not None and old[1]), position)
-                else:
-                    flagged[key] = (old[0], old[1] or bool(apart[e]), old[2])
+                old = flagged.get(key, (value, False, position))
+                top = (value, position) if value > old[0] else (old[0], old[2])
+                flagged[key] = (top[0], old[1] or bool(apart[e]), top[1])
         return [(*key, value, apart, position) for key, (value, apart, position) in flagged.items()]
 
 
 def _setting(value):
     array = np.asarray(value, dtype=np.float64)
     return float(array) if array.ndim == 0 else array
-
-
-def _entry(position, features):
-    """`` (x0)`` or `` (x0, x1)``: the feature(s) of an entry of ``means`` or ``covariances``."""
-    names = [str(features[i]) if features is not None else f"x{i}" for i in position[1:]]
-    return f" ({', '.join(names)})" if names else ""
 
 
 #: The name of releases before issue 56 (tests and user code import it).

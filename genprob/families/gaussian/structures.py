@@ -1,12 +1,10 @@
-"""Covariance structures of the Gaussian story, one small strategy class per structure.
-
-A structure knows how its spread is sampled, scored and estimated: full or diagonal
-(:class:`FullCovariance`, :class:`DiagonalCovariance`), shared by all classes or one per class
-(the :class:`Shared` and :class:`PerClass` mixins). ``GaussianStory`` delegates every
-structure-dependent step to ``story.covariance_structure`` instead of branching on it.
+"""Covariance structures of the Gaussian story, one small strategy class per structure:
+``GaussianStory`` delegates every structure-dependent step to ``story.covariance_structure``.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -22,7 +20,6 @@ from genprob.families.gaussian.distributions import (
 from genprob.families.gaussian.moments import (
     about,
     per_group,
-    snap_constant_features,
     symmetrize,
 )
 
@@ -45,71 +42,26 @@ __all__ = [
 
 
 class CovarianceStructure:
-    """How one covariance structure is sampled, scored and estimated."""
+    """How one covariance structure is sampled, scored and estimated.
+
+    A sharing mixin (:class:`Shared`, :class:`PerClass`) gives ``group`` (per-class sums into
+    covariance groups), ``copies`` (the spread's batch shape), ``denominator`` (of the scatter)
+    and ``scope`` (for messages); a kind (:class:`FullCovariance`, :class:`DiagonalCovariance`)
+    gives ``prior``, ``conditional_means`` (the conjugate prior of the means), ``emission``,
+    ``factorize`` (what scoring needs once per fit), ``moments`` (sums and second moments about
+    a shift), ``move`` (them about another shift), ``between``, ``diagonal`` and ``summary``
+    (precision, normalizer, whitening).
+    """
 
     full: bool
     shared: bool
     spread_name: str
-
-    # -- shared or per class -------------------------------------------------------------------
-    def group(self, per_class):
-        """Per-class sums (K, ...) gathered into this structure's covariance groups."""
-        raise NotImplementedError
-
-    def copies(self, num_classes: int) -> list:
-        """Batch shape of the spread parameter: ``[]`` shared, ``[K]`` per class."""
-        raise NotImplementedError
-
-    def denominator(self, counts, unbiased: bool):
-        """Divisor of the scatter: N (or N - K) shared, N_k (or N_k - 1) per class."""
-        raise NotImplementedError
-
-    def scope(self, k, where) -> str:
-        """Where a degenerate spread sits, for error messages."""
-        raise NotImplementedError
-
-    # -- full or diagonal ----------------------------------------------------------------------
-    def prior(self, num_classes, num_features, scale, dof=None):
-        """The spread's prior; ``dof`` (nu0) None: the default of the independent prior."""
-        raise NotImplementedError
-
-    def conditional_means(self, loc, spread, rows, num_classes, num_features):
-        """The conjugate prior of the means given the spread: ``N(loc, spread / rows)``."""
-        raise NotImplementedError
-
-    def emission(self, means, spread, rank_tol, factors=None):
-        """The emission; ``factors`` from :meth:`factorize` skip the factorization."""
-        raise NotImplementedError
-
-    def factorize(self, spread, rank_tol) -> dict:
-        """What scoring needs of the spread beyond the parameters, computed once per fit."""
-        raise NotImplementedError
-
-    def moments(self, X, R, shift, class_scatter: bool) -> dict:
-        """``sums`` (K, D) and the second moments about ``shift`` of rows ``X`` weighted by the
-        dense responsibilities ``R`` (n, K), NumPy or JAX alike."""
-        raise NotImplementedError
-
-    def move(self, squares, sums, counts, offset):
-        """Second moments about ``shift - offset`` from those about ``shift``."""
-        raise NotImplementedError
-
-    def between(self, sums, centered_means):
-        raise NotImplementedError
 
     def scatter(self, squares, sums, centered_means, counts):
         """Within-group scatter: second moments about the shift less the between-class part
         (symmetric for full covariances)."""
         scatter = squares - self.group(self.between(sums, centered_means))
         return symmetrize(scatter) if self.full else scatter
-
-    def diagonal(self, squares):
-        """The variance part of second moments."""
-        raise NotImplementedError
-
-    def summary(self, means, spread, rank_tol, factors=None):
-        """``(precision (K, D, D), normalizer (K,), whitening or None)`` of the emission."""
-        raise NotImplementedError
 
 
 class Shared:
@@ -217,8 +169,7 @@ class FullCovariance(CovarianceStructure):
 
 
 def _weighted_gram(Z, weights):
-    """``sum_i w_i z_i z_i^T`` as one symmetric product ``A^T A``, ``A = sqrt(w) z`` (w >= 0):
-    BLAS computes half of it."""
+    """``sum_i w_i z_i z_i^T`` as ``A^T A``, ``A = sqrt(w) z``: BLAS computes half of it."""
     scaled = Z * namespace(Z, weights).sqrt(weights)[:, None]
     return scaled.T @ scaled
 
@@ -274,8 +225,7 @@ class SharedFull(Shared, FullCovariance):
     """One full covariance for all classes (linear discriminant analysis)."""
 
     def scatter(self, squares, sums, centered_means, counts):
-        # the between part as one product W^T W, symmetric as computed: only the second
-        # moments need symmetrizing, and no (K, D, D) outer products are formed
+        # the between part as one product W^T W: symmetric as computed, no (K, D, D) outer products
         weighted = centered_means * namespace(counts).sqrt(counts)[:, None]
         return symmetrize(squares) - weighted.T @ weighted
 
@@ -293,10 +243,8 @@ class PerClassDiagonal(PerClass, DiagonalCovariance):
 
 
 class NamedStructure(PerClassFull):
-    """One of mclust's structures besides EEE, VVV, EEI and VVI (:mod:`.mclust`): per-class
-    covariances (K, D, D) constrained by the name, scored like QDA's. The prior and the
-    optimizers see the free parameters of ``lambda_k D_k A_k D_k^T``
-    (:func:`.mclust.latent_shapes`); the closed form is :func:`.mclust.covariances`."""
+    """One of mclust's structures besides EEE, VVV, EEI and VVI, scored like QDA's: its prior
+    on :func:`.mclust.latent_shapes`, its closed form :func:`.mclust.covariances`."""
 
     def __init__(self, name: str):
         self.name = name
@@ -305,8 +253,7 @@ class NamedStructure(PerClassFull):
         latent = {}
         shapes = mclust.latent_shapes(self.name, num_classes, num_features)
         for site, shape in shapes.items():
-            # log volume about the scale's square (its geometric mean over features for a
-            # per-feature scale), shape and orientation about the identity
+            # log volume about the scale's square (geometric mean), shape and orientation about I
             volume = 2.0 * jnp.mean(jnp.log(jnp.asarray(scale)))
             loc, sd = (volume, 2.0) if site == "log_volume" else (0.0, 1.0)
             latent[site] = numpyro.sample(
@@ -320,21 +267,15 @@ class NamedStructure(PerClassFull):
         return {k: np.asarray(v, dtype=np.asarray(covariance).dtype) for k, v in latent.items()}
 
     def maximize(self, scatter, counts) -> dict:
-        """``covariance`` and its free parameters from per-class scatter matrices and counts:
-        NumPy in, NumPy out (a degenerate class raises, naming it); traced, JAX out (a degenerate
-        class gives non-finite values, which EM and the fit refuse)."""
+        """``covariance`` and its free parameters from per-class scatter matrices and counts."""
         sigma = mclust.covariances(self.name, scatter, counts)
         return {"covariance": sigma, **mclust.decompose(self.name, sigma)}
 
 
 #: mclust's structures without a strategy of their own above.
 NAMED_STRUCTURES = tuple(s for s in mclust.STRUCTURES if s not in ("EEE", "VVV", "EEI", "VVI"))
-_NAMED = {name: NamedStructure(name) for name in NAMED_STRUCTURES}
-
-
-def named_structure(name: str) -> NamedStructure:
-    """The strategy object of one of :data:`NAMED_STRUCTURES`."""
-    return _NAMED[name]
+#: The strategy object of one of :data:`NAMED_STRUCTURES` (one per name).
+named_structure = functools.cache(NamedStructure)
 
 
 _STRUCTURES = {
@@ -357,11 +298,6 @@ def pseudo_scatter(terms):
         per_group(terms["dof"], spread) * spread
         - per_group(terms["group_counts"], spread) * terms["mle"]
     )
-
-
-def snap(structure, scatter, squares):
-    """:func:`snap_constant_features` with the structure's layout."""
-    return snap_constant_features(scatter, squares, structure.full)
 
 
 def check_variances(variances, means) -> np.ndarray:
