@@ -413,3 +413,19 @@ def test_sparse_chunks(name):
     sparse = scipy.sparse.csr_matrix(X)
     model = _chunked_fit(estimator, sparse, y, [7, 30])
     _assert_same_fit(model, clone(estimator).fit(X, y), name)
+
+
+def test_an_estimator_without_a_story_says_which_hook_it_lacks():
+    """The base builds a fit's story from ``_partial_fit_story`` and a chunk's from
+    ``_make_story``: a subclass that defines neither is told, not sent into a recursion."""
+    from genprob.estimators._base import GenerativeClassifierBase
+
+    class Storyless(genprob.GaussianNB):  # GaussianNB's parameters, the base's hooks
+        _make_story = GenerativeClassifierBase._make_story
+        _partial_fit_story = GenerativeClassifierBase._partial_fit_story
+
+    X, y = load_iris()
+    with pytest.raises(NotImplementedError, match="Storyless must define _make_story"):
+        Storyless().fit(X, y)
+    with pytest.raises(NotImplementedError, match="Storyless must define _make_story"):
+        Storyless().partial_fit(X, y, classes=np.unique(y))

@@ -128,6 +128,8 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
 
     # -- hooks -----------------------------------------------------------------------------------
     def _make_story(self, X) -> Story:
+        if type(self)._partial_fit_story is GenerativeClassifierBase._partial_fit_story:
+            raise NotImplementedError(f"{type(self).__name__} must define _make_story")
         return self._partial_fit_story(X, None)
 
     def _validate_X(self, X, *, fitting: bool):
