@@ -62,21 +62,8 @@ jnp = LazyModule("jax.numpy")
 
 __all__ = ["GenerativeClassifierBase", "keep_parameters"]
 
-#: Fitted estimator -> (its dtype, the parameters, their placed copies): see fitted_cache.
+#: Fitted estimator -> (its dtype, the parameters, their prepared copies): see _params_jax.
 _DEVICE_PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def fitted_cache(cache: weakref.WeakKeyDictionary, estimator, compute):
-    """``compute()`` once per fitted parameters (precision, ``story_``, ``params_`` and its
-    arrays by identity), kept beside the estimator: predicting must not change its pickle."""
-    key = (estimator.params_, getattr(estimator, "story_", None), *estimator.params_.values())
-    cached = cache.get(estimator)
-    if cached is not None and cached[0] == estimator._dtype and len(cached[1]) == len(key):
-        if all(a is b for a, b in zip(cached[1], key, strict=True)):
-            return cached[2]
-    value = compute()
-    cache[estimator] = (estimator._dtype, key, value)
-    return value
 
 
 def keep_parameters(estimator, parameters: dict) -> None:
@@ -200,13 +187,22 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return self._as_array(X)
 
     def _params_jax(self):
-        """The fitted parameters in the estimator's dtype, prepared once per fit."""
+        """:meth:`_prepared_params` once per fitted parameters (precision, ``story_``,
+        ``params_`` and its arrays by identity), kept beside the estimator: predicting must not
+        change its pickle."""
+        key = (self.params_, getattr(self, "story_", None), *self.params_.values())
+        cached = _DEVICE_PARAMS.get(self)
+        if cached is not None and cached[0] == self._dtype and len(cached[1]) == len(key):
+            if all(a is b for a, b in zip(cached[1], key, strict=True)):
+                return cached[2]
+        value = self._prepared_params()
+        _DEVICE_PARAMS[self] = (self._dtype, key, value)
+        return value
+
+    def _prepared_params(self):
+        """The fitted parameters in the estimator's dtype, placed on the device."""
         dtype = numpy_dtype(self._dtype)
-        return fitted_cache(
-            _DEVICE_PARAMS,
-            self,
-            lambda: placed({k: np.asarray(v, dtype) for k, v in self.params_.items()}),
-        )
+        return placed({k: np.asarray(v, dtype) for k, v in self.params_.items()})
 
     # -- missing entries (NaN with missing="marginalize"; genprob.engine.missing)
     @property

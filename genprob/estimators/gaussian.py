@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import warnings
-import weakref
 from numbers import Integral, Real
 
 import numpy as np
@@ -18,7 +17,7 @@ from genprob.engine._arrays import placed, tree_map
 from genprob.engine._dtype import numpy_dtype, precision
 from genprob.engine.masking import has_missing
 from genprob.engine.streaming import is_out_of_core
-from genprob.estimators._base import GenerativeClassifierBase, fitted_cache, keep_parameters
+from genprob.estimators._base import GenerativeClassifierBase, keep_parameters
 from genprob.families.gaussian import (
     COVARIANCE_ROWS,
     FACTORS,
@@ -30,9 +29,6 @@ from genprob.story import gram_form
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
-
-#: Fitted estimator -> (dtype, parameters it was made from, device parameters with factors).
-_SCORING_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @jitted
@@ -81,12 +77,9 @@ class _GaussianBase(GenerativeClassifierBase):
             self.__dict__.pop(name, None)
         raise error(message)
 
-    def _params_jax(self):
-        """The parameters and the story's factorization, once per fit (not saved)."""
-        return fitted_cache(_SCORING_CACHE, self, self._factorized_params)
-
-    def _factorized_params(self):
-        params = super()._params_jax()
+    def _prepared_params(self):
+        """The parameters and the story's factorization (cached, not saved)."""
+        params = super()._prepared_params()
         with precision(self._dtype):
             factors = self.story_.factorize(params)
         return {**params, FACTORS: placed(factors)} if factors else params
@@ -204,8 +197,9 @@ class _DiscriminantBase(_GaussianBase):
         "(solver='lsqr' or 'eigen')."
     )
 
-    def _check_hyperparameters(self):
-        """Checks across parameters (each one alone is checked by _parameter_constraints)."""
+    def _validate_params(self):
+        """Each parameter, then the checks across parameters."""
+        super()._validate_params()
         if self.solver == "svd" and self.shrinkage is not None:
             raise UnsupportedOptionError(
                 f"shrinkage not supported with 'svd' solver: use {self._other_solvers}."
@@ -226,7 +220,6 @@ class _DiscriminantBase(_GaussianBase):
     def fit(self, X, y=None, sample_weight=None, **kwargs):
         """:meth:`GenerativeClassifierBase.fit` (no ``sample_weight`` with
         ``covariance_estimator``)."""
-        self._check_hyperparameters()
         super().fit(X, y, sample_weight, **kwargs)
         if is_out_of_core(X):  # chunks, Parquet or Dask: no rows held here
             self._after_fit(None)
@@ -254,7 +247,6 @@ class _DiscriminantBase(_GaussianBase):
         """:meth:`GenerativeClassifierBase.partial_fit`; not with ``covariance_estimator`` or
         ``shrinkage="auto"``, whose statistics do not add up."""
         self._validate_params()
-        self._check_hyperparameters()
         if self.covariance_estimator is not None:
             raise ValueError(
                 "partial_fit is not available with covariance_estimator: a covariance "
@@ -599,8 +591,8 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         "covariance_estimator is not supported with solver='svd'. Try solver='eigen' instead."
     )
 
-    def _check_hyperparameters(self):
-        super()._check_hyperparameters()
+    def _validate_params(self):
+        super()._validate_params()
         if self.solver != "svd" and self.reg_param:
             raise ValueError(
                 "reg_param is only used by solver='svd' (scikit-learn silently ignores it with "
