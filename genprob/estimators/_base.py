@@ -62,7 +62,7 @@ jnp = LazyModule("jax.numpy")
 
 __all__ = ["GenerativeClassifierBase", "keep_parameters"]
 
-#: Fitted estimator -> (its dtype, the parameters, their prepared copies): see _params_jax.
+#: Fitted estimator -> (dtype, params_ with story_ and arrays by identity, prepared copies).
 _DEVICE_PARAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -187,9 +187,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return self._as_array(X)
 
     def _params_jax(self):
-        """:meth:`_prepared_params` once per fitted parameters (precision, ``story_``,
-        ``params_`` and its arrays by identity), kept beside the estimator: predicting must not
-        change its pickle."""
+        """:meth:`_prepared_params`, cached beside the estimator (predicting keeps its pickle)."""
         key = (self.params_, getattr(self, "story_", None), *self.params_.values())
         cached = _DEVICE_PARAMS.get(self)
         if cached is not None and cached[0] == self._dtype and len(cached[1]) == len(key):

@@ -213,8 +213,7 @@ class _DiscriminantBase(_GaussianBase):
             )
 
     def _after_fit(self, X, unit_rows=False):
-        """Fitted attributes that need the rows ``X`` (None: none held); ``unit_rows``: every
-        row is labeled and weighs 1."""
+        """Fitted attributes that need the rows ``X`` (None: none held; ``unit_rows``: all 1)."""
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None, **kwargs):
@@ -419,8 +418,7 @@ class LinearDiscriminantAnalysis(
         return scalings, ratio
 
     def _total_covariance(self, X, stats, unit_rows=False):
-        """Covariance of all rows, regularized like the class covariances (eigen solver), and
-        whether ``stats_`` give it bit for bit (then a model file leaves ``scalings_`` out)."""
+        """The eigen solver's regularized total covariance, and whether ``stats_`` derive it."""
         if self._custom is not None:
             return self._custom[1], False
         if self.story_.shrinkage != "auto":
