@@ -312,14 +312,14 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
     def _set_fit(self, fit, X, row_weight, observed, semi):
         self.story_ = self._story(fit.cell_class, fit.structures, fit.groups)
-        self.params_ = {
+        params = {
             "class_prior": fit.class_prior,
             "weights": fit.weights,
             "means": fit.means,
             "covariances": fit.covariances,
             "component_class": fit.cell_class,
         }
-        self._set_fitted_attributes(None)
+        self.fit_statistics(None, params=params)
         if semi:
             self.log_likelihood_ = fit.log_likelihood
         else:
