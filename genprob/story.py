@@ -180,15 +180,11 @@ class _Static:
 
 def _is_traced_value(value) -> bool:
     """Default classification: floats and floating arrays are traced, the rest is structure."""
-    if isinstance(value, bool | np.bool_):
-        return False
     if isinstance(value, float | np.floating):
         return True
     if isinstance(value, np.ndarray):
         return np.issubdtype(value.dtype, np.floating)
-    if is_jax_array(value):
-        return jnp.issubdtype(value.dtype, jnp.floating)
-    return False
+    return is_jax_array(value) and jnp.issubdtype(value.dtype, jnp.floating)
 
 
 def _skeleton(value):
