@@ -84,8 +84,7 @@ def jax():
     load_stand_ins()
     import jax as module
 
-    if _WAITING or _BLOCKS.waiting:
-        _run_waiting()
+    _run_waiting()
     return module
 
 

@@ -17,7 +17,7 @@ def parameters_dtype(params) -> str:
     return "float64" if np.dtype(np.float64) in dtypes else "float32"
 
 
-def _check_pair(params, k, l):  # noqa: E741
+def _call(story, method: str, params, k, l):  # noqa: E741
     num_classes = np.shape(params[CLASS_PRIOR])[-1]
     for name, index in (("k", k), ("l", l)):
         if not (isinstance(index, (int, np.integer)) and 0 <= index < num_classes):
@@ -25,9 +25,6 @@ def _check_pair(params, k, l):  # noqa: E741
                 f"class index {name}={index!r} must be an integer code in [0, {num_classes}) "
                 f"(the position of the class in classes_)."
             )
-
-
-def _call(story, method: str, params, *args):
     function = getattr(story, method, None)
     if function is None:
         raise ValueError(
@@ -35,19 +32,17 @@ def _call(story, method: str, params, *args):
             f"not of that form (it defines no {method}(params, k, l) method)."
         )
     with precision(parameters_dtype(params)):
-        return tuple(np.asarray(part) for part in function(params, *args))
+        return tuple(np.asarray(part) for part in function(params, int(k), int(l)))
 
 
 def linear_boundary(story, params, k: int, l: int):  # noqa: E741
     """Linear log-odds ``(w, b)`` between classes ``k`` and ``l`` (codes, positions in
     ``classes_``): ``w @ x + b == log p(y=k | x) - log p(y=l | x)``; ``ValueError`` when the
     story's log-odds are not linear (per-class covariances, QDA)."""
-    _check_pair(params, k, l)
-    return _call(story, "linear_boundary", params, int(k), int(l))
+    return _call(story, "linear_boundary", params, k, l)
 
 
 def quadratic_boundary(story, params, k: int, l: int):  # noqa: E741
     """Quadratic log-odds ``(Q, L, C)`` between classes ``k`` and ``l``:
     ``x @ Q @ x + L @ x + C == log p(y=k | x) - log p(y=l | x)``."""
-    _check_pair(params, k, l)
-    return _call(story, "quadratic_boundary", params, int(k), int(l))
+    return _call(story, "quadratic_boundary", params, k, l)

@@ -171,24 +171,18 @@ def fit_closed_form(story: Story, X, R, class_prior=None, fit_prior: bool = True
         )
     check_responsibilities(R)
     _check_features(story, X, num_rows=jnp.shape(R)[0])
-    if class_prior is not None:
-        class_prior = _core_class_prior(class_prior, jnp.shape(R)[1])
-    params = maximize(story, sufficient_statistics(story, X, R), class_prior, fit_prior)
-    if is_concrete(X):
-        story.check_parameters(params)
-    return params
-
-
-def _core_class_prior(class_prior, num_classes: int):
-    """A fixed class prior checked as the estimators check it; a traced one by its shape only."""
-    if is_concrete(class_prior):
-        return check_class_prior(class_prior, range(num_classes))
-    if jnp.shape(class_prior) != (num_classes,):
+    num_classes = jnp.shape(R)[1]
+    if is_concrete(class_prior):  # checked as the estimators check it; a traced one by shape
+        class_prior = check_class_prior(class_prior, range(num_classes))
+    elif jnp.shape(class_prior) != (num_classes,):
         raise ValueError(
             f"class_prior has shape {jnp.shape(class_prior)}; expected ({num_classes},), one "
             f"probability per class (column of R)."
         )
-    return class_prior
+    params = maximize(story, sufficient_statistics(story, X, R), class_prior, fit_prior)
+    if is_concrete(X):
+        story.check_parameters(params)
+    return params
 
 
 def model(

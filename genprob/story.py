@@ -180,15 +180,11 @@ class _Static:
 
 def _is_traced_value(value) -> bool:
     """Default classification: floats and floating arrays are traced, the rest is structure."""
-    if isinstance(value, bool | np.bool_):
-        return False
     if isinstance(value, float | np.floating):
         return True
     if isinstance(value, np.ndarray):
         return np.issubdtype(value.dtype, np.floating)
-    if is_jax_array(value):
-        return jnp.issubdtype(value.dtype, jnp.floating)
-    return False
+    return is_jax_array(value) and jnp.issubdtype(value.dtype, jnp.floating)
 
 
 def _skeleton(value):
@@ -474,7 +470,21 @@ class Story(metaclass=_StoryType):
     def scaled_to_data(self, X) -> Story:
         """The story with weakly informative prior scales from ``X`` (NUTS, ``priors="data"``): a
         copy carrying each feature's mean and sd when its prior reads :meth:`data_scales`."""
-        if not isinstance(X, np.ndarray | jax.Array) or not self._reads_data_scales(X.shape[1]):
+        if not isinstance(X, np.ndarray | jax.Array):
+            return self
+        from numpyro import handlers
+
+        def run():  # an abstract trace: nothing is drawn
+            handlers.trace(handlers.seed(self.prior, 0)).get_trace(2, X.shape[1])
+            return 0
+
+        calls = []
+        token = _DATA_SCALES_CALLS.set(calls)
+        try:
+            jax.eval_shape(run)
+        finally:
+            _DATA_SCALES_CALLS.reset(token)
+        if not calls:  # the prior does not read data_scales
             return self
         values = np.asarray(X, dtype=np.float64)
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
@@ -484,22 +494,6 @@ class Story(metaclass=_StoryType):
         spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
         fields = {**vars(self), "data_location": location, "data_scale": spread}
         return type(self)._from_fields(fields)
-
-    def _reads_data_scales(self, num_features: int) -> bool:
-        """Whether the prior calls :meth:`data_scales` (an abstract trace: nothing is drawn)."""
-        from numpyro import handlers
-
-        def run():
-            handlers.trace(handlers.seed(self.prior, 0)).get_trace(2, num_features)
-            return 0
-
-        calls = []
-        token = _DATA_SCALES_CALLS.set(calls)
-        try:
-            jax.eval_shape(run)
-        finally:
-            _DATA_SCALES_CALLS.reset(token)
-        return bool(calls)
 
     @typing.final
     def data_scales(self, num_features: int):

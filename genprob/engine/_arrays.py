@@ -47,9 +47,7 @@ def _plain_map(function, tree, rest):
     if kind is np.ndarray:
         return function(tree, *rest)
     if kind is dict:
-        if rest:
-            return {k: _plain_map(function, tree[k], [r[k] for r in rest]) for k in sorted(tree)}
-        return {k: _plain_map(function, tree[k], rest) for k in sorted(tree)}
+        return {k: _plain_map(function, tree[k], [r[k] for r in rest]) for k in sorted(tree)}
     if kind is list or kind is tuple:
         return kind(
             _plain_map(function, item, list(others))

@@ -45,15 +45,15 @@ def compact(value) -> str:
     return f"{number:.4g}"
 
 
-def check_count(value, name: str, minimum: int = 1) -> int:
-    """``value`` as an int >= ``minimum``: ``TypeError`` unless an integer, else ``ValueError``."""
+def check_count(value, name: str, minimum: int = 1, *, noun="an int", type_error=TypeError) -> int:
+    """``value`` as an int >= ``minimum``: ``type_error`` unless an integer, else ``ValueError``."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{name} must be an int >= {minimum}, got {type(value).__name__} {value!r}."
+        raise type_error(
+            f"{name} must be {noun} >= {minimum}, got {type(value).__name__} {value!r}."
         )
     value = int(value)
     if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {compact(value)}.")
+        raise ValueError(f"{name} must be {noun} >= {minimum}, got {compact(value)}.")
     return value
 
 

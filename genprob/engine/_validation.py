@@ -3,7 +3,6 @@ controls); labels are in :mod:`genprob.engine._labels`, a family's own check in 
 
 from __future__ import annotations
 
-import numbers
 import sys
 import warnings
 from numbers import Integral, Real
@@ -20,6 +19,7 @@ from sklearn.utils.validation import validate_data
 
 from genprob._lazy import LazyModule, is_jax_array
 from genprob.engine._arrays import plain, sparse_as_float, tree_leaves
+from genprob.engine._limits import check_count
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
@@ -252,10 +252,8 @@ def check_unlabeled_weight(value) -> float:
 
 
 def check_positive_int(name: str, value) -> int:
-    """An integer control (``max_iter``, ``n_init``) >= 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    return int(value)
+    """An integer control (``max_iter``, ``n_init``) >= 1: ``ValueError`` for any bad value."""
+    return check_count(value, name, noun="an integer", type_error=ValueError)
 
 
 # -- estimator parameters (scikit-learn's _parameter_constraints) ---------------------------------

@@ -266,10 +266,10 @@ def parameters(story: Story, stats: dict, class_prior=None, fit_prior: bool = Tr
 
 
 # -- scores and posteriors -------------------------------------------------------------------------
-def _rows_of(compiled, story, params, X):
+def _rows_of(compiled, story, params, X, **options):
     """``compiled(story, params, X)`` on ``X`` padded to a bucket size, padding rows dropped."""
     rows = padded(X)[0]
-    values = compiled(story, params, rows)
+    values = compiled(story, params, rows, **options)
     if rows is X:
         return values
     # concrete values sliced on the host: a device slice compiles a program per row count
@@ -282,16 +282,11 @@ def _check_width(event_shape, X) -> None:
         check_feature_width(X, event_shape[-1])
 
 
-@jitted
-def _joint(story: Story, params: dict, X):
-    _check_width(story.emission(params).event_shape, X)
-    return jnp.log(params[CLASS_PRIOR]) + story.log_density(params, X)
-
-
-@jitted
-def _scores(story: Story, params: dict, X):
+@jitted(static_argnames="hook")
+def _scores(story: Story, params: dict, X, hook: str = "discriminant"):
+    """``log pi_k`` plus the story's ``hook`` (``discriminant`` or ``log_density``) of ``X``."""
     _check_width(story.emission(params).event_shape, X)  # the unused emission is not computed
-    return jnp.log(params[CLASS_PRIOR]) + story.discriminant(params, X)
+    return jnp.log(params[CLASS_PRIOR]) + getattr(story, hook)(params, X)
 
 
 def joint_log_prob(story: Story, params: dict, X, *, eager: bool = False):
@@ -305,7 +300,7 @@ def joint_log_prob(story: Story, params: dict, X, *, eager: bool = False):
         params = _host_tree(params)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             return np.log(params[CLASS_PRIOR]) + story.log_density(params, X)
-    return _rows_of(_joint, story, params, X)
+    return _rows_of(_scores, story, params, X, hook="log_density")
 
 
 _EVENT_SHAPES: dict = {}
