@@ -36,7 +36,6 @@ __all__ = [
     "semi_supervised_section",
     "posterior_section",
     "save_figure",
-    "markdown_table",
     "convergence_line",
     "STEPS",
     "write_report",
@@ -115,8 +114,8 @@ def _step(key: str, title: str):
     return wrap
 
 
-def markdown_table(header, rows) -> str:
-    """A Markdown table of text cells (numbers formatted by the caller)."""
+def _table(header, rows) -> str:
+    """A Markdown table; numbers should already be formatted as strings."""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -281,7 +280,7 @@ def boundaries_section(settings: Settings, progress: Callable) -> tuple:
         "$\\log \\pi_k + \\log p(x \\mid k)$ are equal: with one shared covariance the "
         "quadratic terms cancel and it is a line. BIC is $-2 \\log L + \\mathrm{df} \\log n$ "
         "of the training rows with their labels (smaller is better; df is the parameter count).\n\n"
-        + markdown_table(
+        + _table(
             ["model", "covariance", "boundaries", "parameters", "BIC (train)", "test accuracy"],
             rows,
         )
@@ -331,7 +330,7 @@ def crosscheck_section(settings: Settings, progress: Callable) -> tuple:
             }
         )
         printouts.append(str(result))
-    table = markdown_table(list(rows[0]), [list(row.values()) for row in rows])
+    table = _table(list(rows[0]), [list(row.values()) for row in rows])
     tolerances = ", ".join(f"{name} {limit:g}" for name, limit in TOLERANCES["float64"].items())
     text = (
         "Each closed form is a derivation; the check fits the same story a second time by "
@@ -431,7 +430,7 @@ def semi_supervised_section(settings: Settings, progress: Callable) -> tuple:
         f"{settings.repeats} repeats"
     )
     curve = semi_supervised_curve(settings.label_fractions, settings.repeats, settings.seed)
-    table = markdown_table(
+    table = _table(
         ["labels kept", "labeled rows", "labeled only", "EM", "EM iterations"],
         [
             [
@@ -466,7 +465,7 @@ def semi_supervised_section(settings: Settings, progress: Callable) -> tuple:
 # -- step 5: MLE vs posterior ----------------------------------------------------------------------
 def _posterior_table(table) -> str:
     lower, upper = (c for c in table.columns if c.startswith("hdi_"))
-    return markdown_table(
+    return _table(
         ["parameter", "MLE", "posterior mean", "sd", f"{lower} .. {upper}", "MLE in HDI", "ESS"],
         [
             [

@@ -118,16 +118,21 @@ def run(selected=None, progress=None) -> list[TourRow]:
 
 def table(rows) -> str:
     """The rows as a Markdown table (the report's, and what ``python -m`` prints)."""
-    from genprob.app.report import markdown_table
-
-    return markdown_table(
-        ["story", "data", "train/test rows", "accuracy", "log-lik / row", "parameters", "fit s"],
-        [
-            [r.story, r.data, f"{r.train_rows}/{r.test_rows}", f"{r.accuracy:.3f}"]
-            + [f"{r.loglik_per_row:.2f}", f"{r.num_parameters:,}", f"{r.seconds:.2f}"]
-            for r in rows
-        ],
-    )
+    header = [
+        "story",
+        "data",
+        "train/test rows",
+        "accuracy",
+        "log-lik / row",
+        "parameters",
+        "fit s",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in rows:
+        cells = [r.story, r.data, f"{r.train_rows}/{r.test_rows}", f"{r.accuracy:.3f}"]
+        cells += [f"{r.loglik_per_row:.2f}", f"{r.num_parameters:,}", f"{r.seconds:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main() -> int:
