@@ -229,7 +229,7 @@ def test_fault_is_one_line_and_exit_2(case, files, capsys, monkeypatch):
     # --out is checked before the work: none of these cases may reach fitting or loading.
     if "out" in case:
         monkeypatch.setattr(cli, "_fit_features", _must_not_run)
-        monkeypatch.setattr(cli, "_load_model", _must_not_run)
+        monkeypatch.setattr("genprob.load", _must_not_run)
         monkeypatch.setattr("genprob.app.report.write_report", _must_not_run)
     _fails_cleanly(capsys, argv, *fragments)
 

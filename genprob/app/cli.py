@@ -11,8 +11,10 @@ import functools
 import logging
 import os
 import re
+import shlex
 import shutil
 import sys
+import tempfile
 import time
 import warnings
 
@@ -54,8 +56,6 @@ _COUNT = _int_at_least(1)  # draws, chains, iterations
 
 def _check_out(path: str, directory: bool = False) -> None:
     """Refuse ``--out`` before the work unless ``path`` (a file, or a directory) can be written."""
-    import tempfile
-
     if directory and os.path.exists(path) and not os.path.isdir(path):
         raise UserError(f"--out {path} exists and is not a directory.")
     if not directory and os.path.isdir(path):
@@ -510,7 +510,10 @@ def _read_table(path: str, args, target: str | None = None):
     """A CSV file, or a Parquet file by its extension, as a DataFrame of the selected columns."""
     import pandas as pd
 
-    sep = _separator(args)
+    sep = getattr(args, "sep", ",")
+    sep = "\t" if sep in ("\\t", "tab") else sep
+    if not sep:
+        raise UserError("--sep: give a separator character, e.g. --sep ';'.")
     if os.path.isdir(path):
         raise UserError(f"{path} is a directory, not a data file.")
     if not os.path.isfile(path):
@@ -655,8 +658,6 @@ def _check_features(
         return features
     text = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
     if text:
-        import shlex
-
         from genprob.app import registry
 
         readers = " or ".join(repr(e.name) for e in registry.STORIES.values() if e.table_estimator)
@@ -838,14 +839,6 @@ def _select_columns(frame, args, path: str, target: str | None):
     return frame[chosen + ([target] if target in columns else [])]
 
 
-def _separator(args) -> str:
-    sep = getattr(args, "sep", ",")
-    sep = "\t" if sep in ("\\t", "tab") else sep
-    if not sep:
-        raise UserError("--sep: give a separator character, e.g. --sep ';'.")
-    return sep
-
-
 #: Fewest rows on which a column with a distinct value per row is taken for an identifier.
 ID_MIN_ROWS = 8
 #: A text column with fewer rows per category than this is flagged (a category per few rows).
@@ -856,8 +849,6 @@ MISSING_MARKERS = frozenset({"?", "??", "unknown", "unk", "missing", "-", "--", 
 
 def _column_warnings(features, command: str) -> None:
     """Warn of columns that look like identifiers or have a category per few rows."""
-    import shlex
-
     import pandas as pd
 
     for name in features.columns:
@@ -884,8 +875,6 @@ def _column_warnings(features, command: str) -> None:
 
 def _marker_hint(frame, target: str, unlabeled: str | None, command: str) -> None:
     """Hint when labels such as ``?`` are fitted as a class of their own."""
-    import shlex
-
     if unlabeled is not None or target not in frame.columns:
         return
     texts = frame[target].dropna().astype(str).str.strip()
@@ -950,8 +939,7 @@ def _run_demo(args) -> int:
 
 
 def demo_advice(messages, settings) -> list[str]:
-    """The library's warnings as the demo's lines, each once, then the remedy for the demo's mode
-    when one is about draws or chains."""
+    """The library's warnings as the demo's lines, each once, and the remedy for few draws."""
     lines = list(dict.fromkeys(" ".join(message.split()) for message in messages))
     if any(word in line for line in lines for word in ("draws", "chains")):
         if settings.quick:
@@ -1074,19 +1062,6 @@ def _run_fit_streaming(args) -> int:
 
 
 # -- genprob predict -------------------------------------------------------------------------------
-def _load_model(path: str, story_ref: str | None = None):
-    import genprob
-
-    if not os.path.isfile(path):
-        raise UserError(f"no such model file: {path}.")
-    if story_ref is not None:
-        _import_story(story_ref)
-    try:  # ModelFileError (a ValueError) for any damaged content, printed as it is
-        return genprob.load(path)
-    except OSError as error:
-        raise UserError(f"cannot read model file {path}: {error.strerror or error}.") from None
-
-
 def _prediction_features(model, frame, path: str):
     """The columns of ``frame`` the model was fitted on, in its order."""
     from genprob.app import registry
@@ -1119,30 +1094,36 @@ def _prediction_features(model, frame, path: str):
     )
 
 
-def _predict_missing(model, missing: str) -> None:
-    """``predict --missing``: marginalize empty cells (parameters unchanged) or refuse them."""
+def _run_predict(args) -> int:
+    import pandas as pd
+
+    import genprob
     from genprob.engine.masking import marginalized
 
-    if missing == "marginalize" and hasattr(model, "story_"):  # else the estimator's own
+    if args.out:
+        _check_out(args.out)
+    if not os.path.isfile(args.model):
+        raise UserError(f"no such model file: {args.model}.")
+    if args.story_ref is not None:
+        _import_story(args.story_ref)
+    try:  # ModelFileError (a ValueError) for any damaged content, printed as it is
+        model = genprob.load(args.model)
+    except OSError as error:
+        raise UserError(
+            f"cannot read model file {args.model}: {error.strerror or error}."
+        ) from None
+    frame = _read_table(args.data, args)
+    # no refit; a story that cannot leave entries out is refused (no story_: by the estimator)
+    if args.missing == "marginalize" and hasattr(model, "story_"):
         try:
-            marginalized(model.story_)  # refuses a story that cannot leave entries out
+            marginalized(model.story_)
         except ValueError as error:
             raise UserError(
                 f"--missing marginalize: this model's story cannot sum out empty cells "
                 f"({' '.join(str(error).split())})"
             ) from None
-    model.set_params(missing=missing)
-
-
-def _run_predict(args) -> int:
-    import pandas as pd
-
-    if args.out:
-        _check_out(args.out)
-    model = _load_model(args.model, args.story_ref)
-    frame = _read_table(args.data, args)
     if args.missing is not None:
-        _predict_missing(model, args.missing)
+        model.set_params(missing=args.missing)
     features = _prediction_features(model, frame, args.data)
     out = pd.DataFrame({"prediction": model.predict(features)})
     if args.proba:
@@ -1272,8 +1253,7 @@ def main(argv=None) -> int:
 
 
 def run() -> None:
-    """The ``genprob`` console script: :func:`main` in a process of genprob's own, which keeps
-    compiled programs between runs and skips Python's teardown (docs/cli.md says why)."""
+    """The ``genprob`` console script: :func:`main`, compiled programs kept (docs/cli.md: why)."""
     # before JAX loads: jaxlib logs a false error line per cached program ("1": import jax's)
     if os.environ.get("TF_CPP_MIN_LOG_LEVEL", "1") == "1":
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"

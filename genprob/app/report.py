@@ -13,7 +13,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -54,19 +54,12 @@ TRUE_COVARIANCES = np.array(
 _COLORS = ("tab:blue", "tab:orange", "tab:green")
 
 
-def _registry():
-    from genprob.app import registry
-
-    return registry
-
-
 @dataclass(frozen=True)
 class Settings:
     """Sizes of the demo's steps (docs/cli.md describes each field)."""
 
     quick: bool = False
-    tour: str = "all"
-    crosscheck_stories: tuple = field(default_factory=lambda: _registry().report_stories())
+    crosscheck_stories: tuple | None = None  # None: registry.report_stories()
     label_fractions: tuple = (0.06, 0.1, 0.2, 0.35, 0.5, 1.0)
     repeats: int = 10
     nuts_warmup: int = 500
@@ -84,7 +77,6 @@ class Settings:
             return cls(seed=seed)
         return cls(
             quick=True,
-            tour="quick",
             crosscheck_stories=("lda",),
             label_fractions=(0.05, 0.2, 1.0),
             repeats=2,
@@ -113,7 +105,8 @@ def _step(key: str, title: str):
         @functools.wraps(function)
         def section(settings: Settings, progress: Callable | None = None) -> Section:
             started = time.perf_counter()
-            markdown, figures = function(settings, progress or (lambda message: None))
+            with _quiet_fonts():  # for every step's figures
+                markdown, figures = function(settings, progress or (lambda message: None))
             return Section(key, title, markdown, figures, time.perf_counter() - started)
 
         return section
@@ -140,7 +133,7 @@ def tour_section(settings: Settings, progress: Callable) -> tuple:
     """Fit the tour's stories on bundled real data; a table of held-out scores."""
     from genprob.app import tour
 
-    selected = tour.quick_cases() if settings.tour == "quick" else tour.cases()
+    selected = tour.quick_cases() if settings.quick else tour.cases()
     rows = tour.run(selected, progress=lambda label, data: progress(f"{label} on {data}"))
     table = tour.table(rows)
     scope = "a subset of the built-in stories (`--quick`)" if settings.quick else "every story"
@@ -314,7 +307,7 @@ def crosscheck_section(settings: Settings, progress: Callable) -> tuple:
     from genprob.inference.crosscheck import TOLERANCES, crosscheck
 
     rows, printouts, cache = [], [], {}
-    for name in settings.crosscheck_stories:
+    for name in settings.crosscheck_stories or registry.report_stories():
         data = registry.get(name).datasets[0]
         progress(f"{name} on {data}")
         if data not in cache:
@@ -324,32 +317,20 @@ def crosscheck_section(settings: Settings, progress: Callable) -> tuple:
             registry.make_story(name, X), X, y, seed=settings.seed, data_name=data, label=name
         )
         parameters = [row for row in result.rows if row.kind == "parameter"]
-        objective = result.row("objective")
         gradient = result.row("gradient at closed form")
         rows.append(
-            [
-                name,
-                data,
-                f"{max(row.rel_diff for row in parameters):.1e}",
-                f"{objective.rel_diff:.1e}",
-                f"{gradient.rel_diff:.1e}",
-                str(result.optimizer.num_iterations),
-                "passed" if result.passed else "**FAILED**",
-            ]
+            {
+                "story": name,
+                "data": data,
+                "max rel. parameter diff": f"{max(row.rel_diff for row in parameters):.1e}",
+                "rel. objective diff": f"{result.row('objective').rel_diff:.1e}",
+                "gradient norm at closed form": f"{gradient.rel_diff:.1e}",
+                "L-BFGS iterations": str(result.optimizer.num_iterations),
+                "result": "passed" if result.passed else "**FAILED**",
+            }
         )
         printouts.append(str(result))
-    table = _table(
-        [
-            "story",
-            "data",
-            "max rel. parameter diff",
-            "rel. objective diff",
-            "gradient norm at closed form",
-            "L-BFGS iterations",
-            "result",
-        ],
-        rows,
-    )
+    table = _table(list(rows[0]), [list(row.values()) for row in rows])
     tolerances = ", ".join(f"{name} {limit:g}" for name, limit in TOLERANCES["float64"].items())
     text = (
         "Each closed form is a derivation; the check fits the same story a second time by "
@@ -416,7 +397,7 @@ def semi_supervised_curve(fractions, repeats: int = 5, seed: int = 0, data: str 
     return pd.DataFrame(rows)
 
 
-def semi_supervised_figure(curve, title: str | None = None, data: str = "iris"):
+def semi_supervised_figure(curve, data: str = "iris"):
     """Held-out accuracy against the fraction of labels kept (a log axis): labeled-only vs EM."""
     figure = _figure(5.5, 3.6)
     ax = figure.subplots()
@@ -431,15 +412,11 @@ def semi_supervised_figure(curve, title: str | None = None, data: str = "iris"):
     ax.set_xscale("log")
     ax.set_xticks(fractions, [f"{f:g}" for f in fractions])
     ax.minorticks_off()
-    if title is None:
-        title = (
-            f"Gaussian NB on {data}: EM on all training rows\n"
-            "vs a fit on the labeled rows alone (mean ± sd)"
-        )
     ax.set(
         xlabel="fraction of training labels kept (log scale)",
         ylabel="held-out accuracy",
-        title=title,
+        title=f"Gaussian NB on {data}: EM on all training rows\n"
+        "vs a fit on the labeled rows alone (mean ± sd)",
     )
     ax.legend(loc="lower right")
     return figure
@@ -486,8 +463,8 @@ def semi_supervised_section(settings: Settings, progress: Callable) -> tuple:
 
 
 # -- step 5: MLE vs posterior ----------------------------------------------------------------------
-def _posterior_table(table, hdi_columns) -> str:
-    lower, upper = hdi_columns
+def _posterior_table(table) -> str:
+    lower, upper = (c for c in table.columns if c.startswith("hdi_"))
     return _table(
         ["parameter", "MLE", "posterior mean", "sd", f"{lower} .. {upper}", "MLE in HDI", "ESS"],
         [
@@ -541,20 +518,18 @@ def posterior_section(settings: Settings, progress: Callable) -> tuple:
         progress_bar=settings.progress_bar,
     )
     nuts_table = genprob.mle_vs_posterior_table(idata)
-    hdi_columns = tuple(c for c in nuts_table.columns if c.startswith("hdi_"))
     divergences = int(idata.sample_stats["diverging"].sum())
     progress("plotting the posterior of the variances")
-    with _quiet_fonts():
-        nuts_figure = genprob.plot_posterior_vs_mle(
-            idata,
-            var_names=["variances"],
-            figsize=(13, 11),
-            textsize=10,
-            title=(
-                f"Gaussian NB on iris ({len(y)} rows): NUTS posterior of the variances "
-                f"({settings.nuts_chains} chain(s) x {settings.nuts_samples} draws) against the MLE"
-            ),
-        )
+    nuts_figure = genprob.plot_posterior_vs_mle(
+        idata,
+        var_names=["variances"],
+        figsize=(13, 11),
+        textsize=10,
+        title=(
+            f"Gaussian NB on iris ({len(y)} rows): NUTS posterior of the variances "
+            f"({settings.nuts_chains} chain(s) x {settings.nuts_samples} draws) against the MLE"
+        ),
+    )
     # (2) exact: a categorical story is conjugate (Dirichlet prior), no sampler needed
     progress(f"exact posterior for categorical NB on penguins ({settings.exact_samples} draws x 2)")
     penguins, species = datasets.load_penguins(as_frame=True)
@@ -572,18 +547,17 @@ def posterior_section(settings: Settings, progress: Callable) -> tuple:
     )
     island_names = {"category": [str(name) for name in categories]}
     exact_table = genprob.mle_vs_posterior_table(exact, labels=island_names)
-    with _quiet_fonts():
-        exact_figure = genprob.plot_posterior_vs_mle(
-            exact,
-            var_names=["probs"],
-            labels=island_names,
-            figsize=(13, 8.5),
-            textsize=10,
-            title=(
-                f"Categorical NB on the penguins' islands ({len(species)} rows): exact "
-                "Dirichlet posterior of P(island | species) against the smoothed MLE"
-            ),
-        )
+    exact_figure = genprob.plot_posterior_vs_mle(
+        exact,
+        var_names=["probs"],
+        labels=island_names,
+        figsize=(13, 8.5),
+        textsize=10,
+        title=(
+            f"Categorical NB on the penguins' islands ({len(species)} rows): exact "
+            "Dirichlet posterior of P(island | species) against the smoothed MLE"
+        ),
+    )
     inside = int(nuts_table["mle_in_hdi"].sum())
     variances = nuts_table[nuts_table["parameter"].str.startswith("variances")]
     n_above = int((variances["mean"] > variances["mle"]).sum())
@@ -607,7 +581,7 @@ def posterior_section(settings: Settings, progress: Callable) -> tuple:
         "sd_j the feature's standard deviation, which rules out only variances far below the "
         "data's spread (see the *Posteriors and priors* page); "
         '`priors="fixed"` gives the unit-scale prior meant for standardized features.\n\n'
-        + _posterior_table(nuts_table, hdi_columns)
+        + _posterior_table(nuts_table)
         + "\n\n![Posterior of the variances with the MLE marked](posterior_vs_mle.png)\n\n"
         "**Exact posterior, categorical naive Bayes on the island of each penguin** "
         f"(islands {legend}). With a Dirichlet prior the posterior is Dirichlet again, so "
@@ -615,7 +589,7 @@ def posterior_section(settings: Settings, progress: Callable) -> tuple:
         "(`alpha=1`) is the posterior *mode* under a Dirichlet(2) prior; the posterior mean "
         "adds one more pseudo-count, so it sits closer to uniform than the smoothed MLE "
         "(see the Chinstrap and Gentoo rows: each species lives mostly on one island).\n\n"
-        + _posterior_table(exact_table, hdi_columns)
+        + _posterior_table(exact_table)
         + "\n\n![Exact posterior of the island probabilities with the MLE marked]"
         "(posterior_vs_mle_exact.png)"
     )
