@@ -34,37 +34,34 @@ def _is_frame(X) -> bool:
 def partitions(X, y=None, sample_weight=None):
     """Aligned per-partition delayed pieces ``[(X_i, y_i, w_i)]`` and the row count (or None)."""
     dask, da = _dask()
-    if _is_frame(X):
-        pieces = [X.to_delayed()]
-        for other, name in ((y, "y"), (sample_weight, "sample_weight")):
-            if other is None:
-                pieces.append([None] * X.npartitions)
-                continue
-            if not _is_frame(other) or other.npartitions != X.npartitions:
+    frame = _is_frame(X)
+    if not frame:
+        if X.ndim != 2:
+            raise ValueError(f"X must be a 2-D Dask array; got {X.ndim} dimensions.")
+        if any(np.isnan(c) for c in X.chunks[0]):
+            X = X.compute_chunk_sizes()
+        X = X.rechunk({1: -1})
+    pieces = [X.to_delayed() if frame else X.to_delayed().ravel()]
+    count = X.npartitions if frame else len(X.chunks[0])
+    for other, name in ((y, "y"), (sample_weight, "sample_weight")):
+        if other is None:
+            pieces.append([None] * count)
+        elif frame:
+            if not _is_frame(other) or other.npartitions != count:
                 raise ValueError(
-                    f"{name} must be a Dask Series partitioned like X ({X.npartitions} "
+                    f"{name} must be a Dask Series partitioned like X ({count} "
                     f"partitions), e.g. a column of the same Dask DataFrame."
                 )
             pieces.append(other.to_delayed())
-        return list(zip(*pieces, strict=True)), None
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D Dask array; got {X.ndim} dimensions.")
-    if any(np.isnan(c) for c in X.chunks[0]):
-        X = X.compute_chunk_sizes()
-    X = X.rechunk({1: -1})
-    pieces = [X.to_delayed().ravel()]
-    for other, name in ((y, "y"), (sample_weight, "sample_weight")):
-        if other is None:
-            pieces.append([None] * len(X.chunks[0]))
-            continue
-        other = other if hasattr(other, "rechunk") else da.from_array(np.asarray(other))
-        if other.ndim != 1 or other.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"{name} must be 1-D with one entry per row of X ({X.shape[0]}); got shape "
-                f"{other.shape}."
-            )
-        pieces.append(other.rechunk((X.chunks[0],)).to_delayed().ravel())
-    return list(zip(*pieces, strict=True)), int(X.shape[0])
+        else:
+            other = other if hasattr(other, "rechunk") else da.from_array(np.asarray(other))
+            if other.ndim != 1 or other.shape[0] != X.shape[0]:
+                raise ValueError(
+                    f"{name} must be 1-D with one entry per row of X ({X.shape[0]}); got shape "
+                    f"{other.shape}."
+                )
+            pieces.append(other.rechunk((X.chunks[0],)).to_delayed().ravel())
+    return list(zip(*pieces, strict=True)), None if frame else int(X.shape[0])
 
 
 def class_labels(y, unlabeled_label=-1) -> np.ndarray:
@@ -82,8 +79,7 @@ _IMPORTING = threading.Lock()
 
 
 def _part(estimator, X, y, w, e_step=False):
-    """The partition's ``ChunkStatistics`` under the driver's story (None when the partition
-    would change it: the driver then reads the partitions), or its E-step's."""
+    """The partition's (E-step's) ``ChunkStatistics`` under the driver's story; None: changed."""
     with _IMPORTING:
         jax()
     return estimator.chunk_statistics(X, y, w, e_step=e_step)
@@ -125,8 +121,7 @@ def _reduce(dask, estimator, parts, part, merge):
 
 
 def _labeled_from_head(dask, estimator, parts, classes):
-    """Story from the first rows, every partition on the workers; None when the rows are empty
-    or a partition would change that story."""
+    """Story from the first rows, every partition on the workers; None: no rows or a new story."""
     head = dask.compute(*(dask.delayed(_head)(piece, HEAD_ROWS) for piece in parts[0]))
     if not np.shape(head[0])[0]:
         return None
@@ -178,32 +173,23 @@ def _fit_parts(dask, parts, expected, classes, estimator):
     else:
         rows, unlabeled_rows = total.rows, total.unlabeled_rows
     _check_rows(rows, expected, "labeled pass")
-    streaming.finish_labeled(estimator, unlabeled_rows, total)
-    if unlabeled_rows == 0:
-        return
 
     def one_pass():
         result = _reduce(dask, estimator, parts, partial(_part, e_step=True), streaming.combine)
         _check_rows(result.rows, rows, "EM pass")
         return result
 
-    streaming.run_em(estimator, one_pass, unlabeled_rows)
+    streaming.finish(estimator, one_pass, unlabeled_rows, total)
 
 
 # -- prediction ------------------------------------------------------------------------------------
-def _block(estimator, method, X, /, *args, **kwargs):
+def _block(estimator, method, X, /, *y, **kwargs):
     if np.shape(X)[0] == 0:
-        num_classes = len(estimator.classes_)
         if method == "predict":
             return np.empty(0, dtype=estimator.classes_.dtype)
-        if method == "log_likelihood":
-            return np.empty(0)
-        return np.empty((0, num_classes))
-    return np.asarray(getattr(estimator, method)(X, *args, **kwargs))
-
-
-def _block_y(estimator, method, X, y, /, **kwargs):
-    return _block(estimator, method, X, np.asarray(y).reshape(-1), **kwargs)
+        return np.empty(0 if method == "log_likelihood" else (0, len(estimator.classes_)))
+    labels = [np.asarray(values).reshape(-1) for values in y]  # a Dask array's are (rows, 1)
+    return np.asarray(getattr(estimator, method)(X, *labels, **kwargs))
 
 
 def predict(estimator, method, X, /, y=None, pointwise=False, **settings):
@@ -218,11 +204,7 @@ def predict(estimator, method, X, /, y=None, pointwise=False, **settings):
         import pandas as pd
 
         def frame_block(block, *labels):
-            values = (
-                _block_y(estimator, method, block, labels[0], **kwargs)
-                if labels
-                else _block(estimator, method, block, **kwargs)
-            )
+            values = _block(estimator, method, block, *labels, **kwargs)
             if per_row:
                 return pd.Series(values, index=block.index)
             return pd.DataFrame(values, index=block.index, columns=list(estimator.classes_))
@@ -238,12 +220,10 @@ def predict(estimator, method, X, /, y=None, pointwise=False, **settings):
         if X.ndim != 2:
             raise ValueError(f"X must be a 2-D Dask array; got {X.ndim} dimensions.")
         X = X.rechunk({1: -1})
-        if y is None:
-            args, block = (X,), partial(_block, estimator, method, **kwargs)
-        else:
+        block, args = partial(_block, estimator, method, **kwargs), (X,)
+        if y is not None:
             y = y if hasattr(y, "rechunk") else da.from_array(np.asarray(y))
-            y = y.rechunk((X.chunks[0],)).reshape(-1, 1).rechunk((X.chunks[0], 1))
-            args, block = (X, y), partial(_block_y, estimator, method, **kwargs)
+            args = (X, y.rechunk((X.chunks[0],)).reshape(-1, 1).rechunk((X.chunks[0], 1)))
         if per_row:
             result = da.map_blocks(block, *args, drop_axis=1, dtype=dtype, meta=np.empty(0, dtype))
         else:

@@ -7,6 +7,7 @@ when a fit degenerates: docs/reference/em.md.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -109,21 +110,6 @@ def _labeled_responsibilities(codes, row_weights, num_classes, dtype):
 
 
 # -- the gradient M-step -------------------------------------------------------------------------
-def _prior_sites(story: Story, num_classes: int, num_features: int, dtype) -> list:
-    """The prior's latent sites in draw order: :func:`genprob.inference.optimize.model_sites`."""
-    from genprob.inference.optimize import model_sites
-
-    rows = jax.ShapeDtypeStruct((1, num_features), dtype), jax.ShapeDtypeStruct((1,), jnp.int32)
-    return [s for s in model_sites((story, *rows), num_classes) if s.name != CLASS_PRIOR]
-
-
-def _latent_sites(story: Story, num_classes: int, num_features: int) -> dict:
-    """The prior's latent sites in draw order, as name -> ``{"value": zeros of its shape}``."""
-    dtype = jnp.result_type(float)
-    sites = _prior_sites(story, num_classes, num_features, dtype)
-    return {site.name: {"value": np.zeros(site.shape, dtype)} for site in sites}
-
-
 def params_from_latent(story: Story, latent: dict, num_classes: int, num_features: int) -> dict:
     """Emission parameters from values of the prior's latent sites (the prior run substituted)."""
     with numpyro.handlers.seed(rng_seed=0), numpyro.handlers.substitute(data=latent):
@@ -173,7 +159,10 @@ def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
 
 def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) -> dict:
     """Starting values of the latent sites: the image of 0 in NumPyro's unconstrained space."""
-    sites = _prior_sites(story, num_classes, num_features, dtype)
+    from genprob.inference.optimize import model_sites
+
+    rows = jax.ShapeDtypeStruct((1, num_features), dtype), jax.ShapeDtypeStruct((1,), jnp.int32)
+    sites = [s for s in model_sites((story, *rows), num_classes) if s.name != CLASS_PRIOR]
     zeros = {site.name: jnp.zeros(site.unconstrained_shape, dtype) for site in sites}
     return infer_util.constrain_fn(story.prior, (num_classes, num_features), {}, zeros)
 
@@ -194,11 +183,6 @@ def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps, previous=Non
     return params, latent, 0.0, 0.0
 
 
-def _trace_capacity(max_iter: int) -> int:
-    """Length of the preallocated trace: a power of two, so nearby ``max_iter`` share code."""
-    return max(128, 1 << (int(max_iter) - 1).bit_length())
-
-
 @jitted(static_argnames=("capacity", "fit_prior"))
 def _em_runs(
     story,
@@ -216,8 +200,7 @@ def _em_runs(
     fit_prior,
 ):
     """EM from responsibilities ``R0`` (n, K) compiled: a while_loop judged by ``em_step``."""
-    labeled = codes >= 0
-    one_hot, labeled_R, unlabeled_weights = fixed
+    _, labeled_R, unlabeled_weights = fixed
     total_weight = jnp.maximum(jnp.sum(row_weights), jnp.finfo(X.dtype).tiny)
 
     def e_step(params):
@@ -283,8 +266,7 @@ def _em_runs(
     final = jax.lax.while_loop(keep_going, iterate, state)
     params, _, value, trace, n_iter, converged, finite, class_mass, drop, _ = final
     posterior = core.predict_proba(story, params, X)
-    responsibilities = jnp.where(labeled[:, None], one_hot, posterior)
-    return params, trace, n_iter, converged, finite, value, responsibilities, class_mass, drop
+    return params, trace, n_iter, converged, finite, value, posterior, class_mass, drop
 
 
 def run_statistics_em(maximize, e_pass, params, *, statistics=None, penalty=None, **rule):
@@ -311,7 +293,7 @@ def run_statistics_em(maximize, e_pass, params, *, statistics=None, penalty=None
 
 def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior):
     """:func:`_em_runs` of one start on NumPy rows, eagerly (no JAX import for a closed form)."""
-    labeled, (one_hot, labeled_R, unlabeled_weights) = codes >= 0, fixed
+    _, labeled_R, unlabeled_weights = fixed
 
     def maximize(stats):
         return core.maximize(story, stats, class_prior, fit_prior), stats
@@ -334,12 +316,11 @@ def _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter
         max_iter=max_iter, tol=tol, eps=float(np.finfo(X.dtype).eps),
         scale=max(float(row_weights.sum()), float(np.finfo(X.dtype).tiny)),
     )  # fmt: skip
-    responsibilities = np.where(labeled[:, None], one_hot, loop.expectation[1])
     # the mass of the statistics the last step maximized (a failed one: the class that vanished)
     mass = (loop.expectation[0] or loop.params[1])["class_counts"]
     trace, value, drop = (np.asarray(a, X.dtype) for a in (loop.trace, loop.value, loop.drop))
     return (loop.params[0], trace, loop.n_iter, loop.converged, loop.finite, value,
-            responsibilities, mass, drop)  # fmt: skip
+            loop.expectation[1], mass, drop)  # fmt: skip
 
 
 def fit_em(
@@ -449,32 +430,18 @@ def fit_em(
             story, X, init, n_init, seed, fixed, labeled_mass, num_rows, classes
         )
     # one start per call: a vmapped while loop compiles longer and runs until the slowest stops
-    if host:
-        runs = [
-            _em_host(story, X, codes, row_weights, fixed, R0, tol, class_prior, max_iter, fit_prior)
-            for R0 in initial_R
-        ]
-        put = np.asarray
-    else:
-        codes_on_device = jax.device_put(codes)
-        runs = [
-            _em_runs(
-                story,
-                X,
-                codes_on_device,
-                row_weights,
-                fixed,
-                R0,
-                latent,
-                np.asarray(tol, X.dtype),
-                class_prior,
-                np.asarray(max_iter),
-                capacity=_trace_capacity(max_iter),
-                fit_prior=bool(fit_prior),
-            )
-            for R0 in initial_R
-        ]
-        put = jax.device_put
+    run, put = _em_host, np.asarray
+    if not host:
+        # the trace's length a power of two: nearby max_iter share the compiled program
+        capacity = max(128, 1 << (int(max_iter) - 1).bit_length())
+        run = partial(_em_runs, latent=latent, capacity=capacity)
+        put, codes = jax.device_put, jax.device_put(codes)
+        tol, max_iter = np.asarray(tol, X.dtype), np.asarray(max_iter)
+    settings = {"tol": tol, "class_prior": class_prior, "max_iter": max_iter}
+    runs = [
+        run(story, X, codes, row_weights, fixed, R0, **settings, fit_prior=bool(fit_prior))
+        for R0 in initial_R
+    ]
     # to the host, sliced, then device_put: a device slice compiles a program per shape
     runs = [tree_map(np.asarray, run) for run in runs]
     values = np.array([run[5] if run[4] else np.nan for run in runs], X.dtype)
@@ -490,7 +457,8 @@ def fit_em(
             f"for discrete features), label more rows, or lower unlabeled_weight."
         )
     best = int(np.nanargmax(values))
-    params, trace, n_iter, converged, _, _, responsibilities, _, drop = runs[best]
+    params, trace, n_iter, converged, _, _, posterior, _, drop = runs[best]
+    responsibilities = np.where(labeled[:, None], fixed[0], posterior)
     if drop > 0:
         warn_decrease(int(n_iter) + 1, float(drop), float(values[best]))
     return EMResult(
@@ -540,12 +508,8 @@ def _initial_responsibilities(story, X, init, n_init, seed, fixed, labeled_mass,
     num_random = n_init - len(first)
     if num_random > 0:
         # NumPy's sampler: JAX's Dirichlet compiles for seconds per shape, for a few draws
-        draws = (
-            np.random.default_rng(int(seed))
-            .dirichlet(np.ones(num_classes), (num_random, num_rows))
-            .astype(X.dtype)
-        )
-        padding = np.zeros((num_random, X.shape[0] - num_rows, num_classes), X.dtype)
-        draws = np.concatenate([np.asarray(draws), padding], axis=1)
+        draws = np.zeros((num_random, X.shape[0], num_classes), X.dtype)  # padding rows: 0
+        rng = np.random.default_rng(int(seed))
+        draws[:, :num_rows] = rng.dirichlet(np.ones(num_classes), (num_random, num_rows))
         first.extend(labeled_R + unlabeled_weights[:, None] * draws)
     return np.stack(first[:n_init])

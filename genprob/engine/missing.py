@@ -143,8 +143,7 @@ def fit_observed(
 
 
 def _check_observed(observed, labeled_R, labeled, feature_names, class_names) -> None:
-    """A class whose labeled rows never observe a feature (that no unlabeled row observes
-    either) leaves that feature's parameters undetermined: refused by name."""
+    """Refuse, by name, a feature no row of a class (nor any unlabeled row) observes."""
     seen_unlabeled = observed[~labeled].any(axis=0)
     per_class = labeled_R.T @ observed  # (K, D) weight of observed entries
     has_rows = labeled_R.sum(axis=0) > 0

@@ -144,19 +144,18 @@ class ParquetSource:
             raise ValueError(f"batch_size must be >= 1, got {batch_size!r}.")
         self.dataset = ds.dataset(path, format="parquet")
         names = list(self.dataset.schema.names)
-        for column in (target, weight):
+        if features is None:
+            features = [n for n in names if n not in (target, weight)]
+        for role, column in (("target", target), ("weight", weight)):
             if column is not None and column not in names:
                 raise ValueError(
                     f"column {column!r} is not in {path}; columns: {', '.join(names)}."
                 )
-        if features is None:
-            features = [n for n in names if n not in (target, weight)]
+            if column is not None and column in features:
+                raise ValueError(f"features= includes the {role} column {column!r}: drop it.")
         missing = [c for c in features if c not in names]
         if missing:
             raise ValueError(f"feature columns {missing} are not in {path}.")
-        for role, column in (("target", target), ("weight", weight)):
-            if column is not None and column in features:
-                raise ValueError(f"features= includes the {role} column {column!r}: drop it.")
         if not features:
             raise ValueError(f"{path} has no feature columns besides {target!r}.")
         self.features = list(features)
@@ -315,8 +314,7 @@ def add_contexts(a: dict, b: dict) -> dict:
 
 
 def combine(a: ChunkStatistics | None, b: ChunkStatistics | None) -> ChunkStatistics | None:
-    """Two chunks' :class:`ChunkStatistics` together; None when either is (a partition that
-    would change the story)."""
+    """Two chunks' :class:`ChunkStatistics` added; None when either is (the story changed)."""
     if a is None or b is None:
         return None
     if a.stats is None or b.stats is None:
@@ -362,8 +360,7 @@ def reset(estimator):
 
 
 def fit_or_keep(estimator, fit: Callable):
-    """``fit(work)`` on a fresh copy of ``estimator``, whose state it takes only when ``fit``
-    returns (a failure midway leaves it as it was)."""
+    """``fit(work)`` on a fresh copy of ``estimator``, whose state it takes when ``fit`` returns."""
     work = copy.copy(estimator)  # shallow: the fit rebinds attributes, it mutates none
     reset(work)
     fit(work)
@@ -426,9 +423,10 @@ def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
     return rows, unlabeled_rows
 
 
-def finish_labeled(estimator, unlabeled_rows: int, total: ChunkStatistics | None = None):
+def finish(estimator, one_pass, unlabeled_rows: int, total: ChunkStatistics | None = None):
     """After pass 1, the parameters (from a distributed pass's ``total`` when given) or the
-    reason why not; with no unlabeled row, every class needs labeled mass."""
+    reason why not, then EM from them through ``run_em_loop`` when rows are unlabeled;
+    ``one_pass()``: the :class:`ChunkStatistics` of an E-step over all the data at ``params_``."""
     if total is not None or not hasattr(estimator, "params_"):
         stats = estimator.stats_ if total is None else total.stats
         try:
@@ -437,30 +435,22 @@ def finish_labeled(estimator, unlabeled_rows: int, total: ChunkStatistics | None
             raise ValueError(
                 f"the streamed data do not determine the parameters: {error}"
             ) from None
-    if unlabeled_rows:
-        return
     absent = estimator.classes_[np.asarray(estimator.stats_["class_counts"]) <= 0]
-    if absent.size:
-        raise ValueError(
-            f"classes {absent.tolist()} have no labeled row (with positive weight), and no "
-            f"unlabeled row is left to learn them from."
+    if absent.size and (not unlabeled_rows or estimator.unlabeled_weight > 0):
+        reason = (
+            ": a streaming EM fit starts from the labeled fit, which needs a labeled row of "
+            "every class"
+            if unlabeled_rows
+            else " (with positive weight), and no unlabeled row is left to learn them from"
         )
-
-
-def run_em(estimator, one_pass, num_unlabeled: int):
-    """EM from the labeled fit through ``run_em_loop``; ``one_pass()``: the
-    :class:`ChunkStatistics` of an E-step over all the data at ``estimator.params_``."""
+        raise ValueError(f"classes {absent.tolist()} have no labeled row{reason}.")
+    if not unlabeled_rows:
+        return
     max_iter, tol = estimator.max_iter, estimator.em_tol
     if estimator.n_init != 1:
         raise ValueError(
             f"a streaming or distributed EM fit starts from the labeled fit only; n_init must "
             f"be 1, got {estimator.n_init}."
-        )
-    absent = estimator.classes_[np.asarray(estimator.stats_["class_counts"]) <= 0]
-    if absent.size and num_unlabeled and estimator.unlabeled_weight > 0:
-        raise ValueError(
-            f"classes {absent.tolist()} have no labeled row: a streaming EM fit starts from the "
-            f"labeled fit, which needs a labeled row of every class."
         )
     # nothing to impute (λ = 0): the labeled fit is the answer, as in memory
     nothing_to_impute = estimator.unlabeled_weight == 0
@@ -539,9 +529,6 @@ def _fit_source(source, classes, progress, estimator):
     if progress is not None:
         progress.new_pass("fit: labeled pass")
     rows, unlabeled_rows = labeled_pass(estimator, source.chunks(), classes, progress)
-    finish_labeled(estimator, unlabeled_rows)
-    if unlabeled_rows == 0:
-        return
     passes = [0]  # EM's passes (a one-shot iterator refuses the first, saying why)
 
     def one_pass():  # E-step statistics added chunk by chunk
@@ -556,4 +543,4 @@ def _fit_source(source, classes, progress, estimator):
                 progress.update(part.rows)
         return total
 
-    run_em(estimator, one_pass, unlabeled_rows)
+    finish(estimator, one_pass, unlabeled_rows)

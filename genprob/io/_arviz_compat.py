@@ -115,16 +115,6 @@ def hdi(dataset, prob: float):
     return out.assign_coords({HDI_DIM: ["lower", "upper"]})
 
 
-def hdi_array(values, prob: float) -> np.ndarray:
-    """HDI of an array of draws ``(chain, draw, ...)``: shape ``(..., 2)`` (lower, upper)."""
-    import xarray as xr
-
-    values = np.asarray(values)
-    dims = list(_SAMPLE_DIMS) + [f"dim_{i}" for i in range(values.ndim - 2)]
-    interval = hdi(xr.Dataset({"x": (dims, values)}), prob)["x"]
-    return interval.transpose(*dims[2:], HDI_DIM).values
-
-
 def ess(dataset, method: str = "bulk"):
     """Effective sample size of every variable of a posterior Dataset (same name on both)."""
     with _quiet():

@@ -511,6 +511,7 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
     """
     import jax.numpy as jnp
     import pandas as pd
+    import xarray as xr
 
     from genprob.engine._dtype import precision
 
@@ -531,7 +532,9 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
             posterior_predict_proba(estimator.story_, draws_j, estimator._as_array(X))
         )
     lower_name, upper_name = compat.hdi_columns(hdi_prob)
-    interval = compat.hdi_array(per_draw, hdi_prob)  # (m, K, 2)
+    dims = ["chain", "draw", "point", "class"]
+    interval = compat.hdi(xr.Dataset({"p": (dims, per_draw)}), hdi_prob)["p"]
+    interval = interval.transpose("point", "class", compat.HDI_DIM).values  # (m, K, 2)
     m, K = plugin.shape
     floats = {
         "plugin": plugin,

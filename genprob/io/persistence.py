@@ -187,9 +187,6 @@ def _checked_story(story: Story) -> Story:
     if parameters is None:
         return story
     fields = vars(story)
-    missing = [p.name for p in parameters if p.name not in fields and p.default is p.empty]
-    if missing:
-        raise ModelFileError(f"the story {cls.__name__} lacks the settings {missing!r}.")
     rebuilt = cls(**{p.name: fields[p.name] for p in parameters if p.name in fields})
     absent = sorted(set(vars(rebuilt)) - set(fields))
     if absent:
