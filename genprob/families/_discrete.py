@@ -14,25 +14,6 @@ from genprob.story import CLASS_PRIOR, Story
 jnp = LazyModule("jax.numpy")
 jax_special = LazyModule("jax.scipy.special")
 
-__all__ = [
-    "alpha_array",
-    "class_feature_shapes",
-    "check_non_negative_values",
-    "check_values",
-    "entry_sums",
-    "floor_log",
-    "floor_log1m",
-    "host_rows",
-    "LinearStory",
-    "linear_discriminant",
-    "linear_log_prob",
-    "observed_sums",
-    "row_counts",
-    "scipy_linear_scores",
-    "stored_values",
-    "weighted_sums",
-]
-
 
 def stored_values(X) -> np.ndarray:
     """Host copy of the stored values: a dense array's entries, a sparse one's data."""
@@ -152,26 +133,6 @@ def host_rows(X) -> bool:
     return scipy.sparse.issparse(X) or isinstance(X, np.ndarray)
 
 
-def linear_discriminant(X, weights, offset):
-    """``x . W_k + b_k`` less class 0's score (K - 1 products, the same posteriors)."""
-    if X.shape[-1] != weights.shape[-1]:
-        raise ValueError(
-            f"X has {X.shape[-1]} features, but the parameters are for {weights.shape[-1]} "
-            f"features."
-        )
-    weights, offset = weights[1:] - weights[:1], offset[1:] - offset[:1]
-    if host_rows(X):
-        out = np.zeros((X.shape[0], len(weights) + 1), np.result_type(X.dtype, weights.dtype))
-        if scipy.sparse.issparse(X):
-            out[:, 1:] = scipy_linear_scores(X, weights, offset)
-        else:
-            np.matmul(X, weights.astype(out.dtype, copy=False).T, out=out[:, 1:])
-            out[:, 1:] += offset
-        return out
-    rest = linear_log_prob(X[:, None, :], weights, offset)
-    return jnp.concatenate([jnp.zeros((X.shape[0], 1), rest.dtype), rest], axis=1)
-
-
 def alpha_array(alpha, num_features: int, dtype=None, xp=jnp):
     """Smoothing as an array (in namespace ``xp``) broadcastable to (num_features,)."""
     if isinstance(alpha, tuple):
@@ -205,9 +166,23 @@ class LinearStory(Story):
     def discriminant(self, params, X):
         """The linear form less class 0's (K - 1 products; the same posteriors)."""
         probs = params["probs"]  # NumPy for host rows: one BLAS product, no copy to the device
-        return linear_discriminant(
-            X, *self.linear_form(np.asarray(probs) if host_rows(X) else probs)
-        )
+        weights, offset = self.linear_form(np.asarray(probs) if host_rows(X) else probs)
+        if X.shape[-1] != weights.shape[-1]:
+            raise ValueError(
+                f"X has {X.shape[-1]} features, but the parameters are for {weights.shape[-1]} "
+                f"features."
+            )
+        weights, offset = weights[1:] - weights[:1], offset[1:] - offset[:1]
+        if host_rows(X):
+            out = np.zeros((X.shape[0], len(weights) + 1), np.result_type(X.dtype, weights.dtype))
+            if scipy.sparse.issparse(X):
+                out[:, 1:] = scipy_linear_scores(X, weights, offset)
+            else:
+                np.matmul(X, weights.astype(out.dtype, copy=False).T, out=out[:, 1:])
+                out[:, 1:] += offset
+            return out
+        rest = linear_log_prob(X[:, None, :], weights, offset)
+        return jnp.concatenate([jnp.zeros((X.shape[0], 1), rest.dtype), rest], axis=1)
 
     def log_density(self, params, X):
         """NumPy rows: the linear form plus the row's term, on the host (EM there needs no JAX)."""

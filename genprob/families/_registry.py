@@ -9,20 +9,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = [
-    "Block",
-    "Command",
-    "Family",
-    "MODULES",
-    "block_context",
-    "block_families",
-    "commands",
-    "families",
-    "family_named",
-    "load",
-    "naive_block",
-]
-
 #: The modules (or packages) of the built-in families, each with a ``FAMILY`` record.
 MODULES = (
     "genprob.families.gaussian",

@@ -132,13 +132,6 @@ def _dense(X):
     return X
 
 
-def _code_text(value: float) -> str:
-    """A code for a message: integers compactly (``7``, ``1e+200``), others exactly (``2.5``)."""
-    if math.isfinite(value) and float(value).is_integer():
-        return _limits.compact(value)
-    return repr(float(value))
-
-
 class CategoricalStory(Story):
     """Categorical features, independent given the class (categorical naive Bayes).
 
@@ -270,8 +263,11 @@ class CategoricalStory(Story):
             bad = not_code | (values >= limits)
         row, col = (int(i) for i in np.argwhere(bad)[0])
         code, known = values[row, col].item(), int(self.n_categories[col])
+        # integers compactly (7, 1e+200), others exactly (2.5)
+        integral = math.isfinite(code) and float(code).is_integer()
+        code = _limits.compact(code) if integral else repr(float(code))
         where = (
-            f"feature {col} (row {row}) has category code {_code_text(code)}, but the story "
+            f"feature {col} (row {row}) has category code {code}, but the story "
             f"knows codes 0..{known - 1} only (n_categories[{col}] = {known}); entries of X "
             f"that are not codes of their feature: {int(bad.sum())}."
         )

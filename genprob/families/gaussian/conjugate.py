@@ -9,7 +9,7 @@ import scipy.linalg
 import scipy.special
 import scipy.stats
 
-from genprob.families.gaussian.moments import symmetrize
+from genprob.families.gaussian.moments import feature_moments, symmetrize
 
 __all__ = ["NormalInverseWishart", "conjugate_posterior", "debiased_log_scores"]
 
@@ -205,12 +205,8 @@ def conjugate_posterior(story, stats) -> NormalInverseWishart:
 
 def data_scales(structure, stats):
     """Each feature's mean and sd (1 where constant) over all rows, from the statistics."""
-    counts, sums = stats["counts"], stats["sums"]
-    total = counts.sum()
-    squares = structure.diagonal(stats["squares"])
-    squares = squares.sum(axis=0) if squares.ndim == 2 else squares
-    mean = sums.sum(axis=0) / total
-    sd = np.sqrt(np.maximum(squares / total - mean**2, 0.0))
+    mean, variance = feature_moments(stats, structure.diagonal(stats["squares"]))
+    sd = np.sqrt(np.maximum(variance, 0.0))
     return stats["shift"] + mean, np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
 
 

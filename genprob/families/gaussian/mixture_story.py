@@ -27,7 +27,6 @@ jnp = LazyModule("jax.numpy")
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
 handlers = LazyModule("numpyro.handlers")
-gaussian_missing = LazyModule("genprob.families.gaussian.missing")
 
 __all__ = ["ClassMixtureStory", "GaussianMixtureStory", "MIXTURE_PARAMETERS"]
 
@@ -315,11 +314,8 @@ class GaussianMixtureStory(Story):
     # -- missing cells ---------------------------------------------------------------------------
     def observed_log_prob(self, params, X, observed):
         """``log sum_g tau_kg N(x_o; mu_kg,o, Sigma_kg,oo)`` (n, K) of the observed coordinates."""
-        cells = gaussian_missing.observed_log_prob(
-            self._cells(),
-            {"means": params["means"], "covariance": params["covariances"]},
-            X,
-            observed,
+        cells = self._cells().observed_log_prob(
+            {"means": params["means"], "covariance": params["covariances"]}, X, observed
         )
         index, present = self._padding()
         joint = jnp.where(present, cells[:, index] + jnp.log(params["weights"][index]), -jnp.inf)

@@ -11,6 +11,7 @@ from genprob.story import PARAMETER_ROWS, as_sample_sites
 __all__ = [
     "COVARIANCE_ROWS",
     "covariance_of",
+    "feature_moments",
     "ledoit_wolf_shrinkage",
     "about",
     "reference_point",
@@ -42,6 +43,15 @@ def about(X, shift):
     if type(shift) is np.ndarray and not shift.any():
         return X
     return X - shift
+
+
+def feature_moments(stats, squares):
+    """Each feature's mean (about ``shift``) and variance over all rows (``squares``: diagonal)."""
+    total = stats["counts"].sum(axis=0)  # per feature when counts are (K, D) (missing entries)
+    if squares.ndim == 2:
+        squares = squares.sum(axis=0)
+    mean = stats["sums"].sum(axis=0) / total
+    return mean, squares / total - mean**2
 
 
 def standardizing_scale(variances, counts, means):

@@ -15,12 +15,15 @@ from genprob.engine._arrays import (
     tree_map,
 )
 from genprob.engine._validation import all_concrete, check_feature_width, is_concrete
-from genprob.families.gaussian import missing as gaussian_missing
 from genprob.families.gaussian.distributions import (
     class_constant,
+    conditional_fill,
     diagonal_log_normalizer,
     linear_scores,
     linear_terms,
+    observed_factors,
+    observed_log_density,
+    observed_patterns,
     quadratic_scores,
     row_factors,
     whiten_twice,
@@ -31,6 +34,7 @@ from genprob.families.gaussian.moments import (
     about,
     centering_floor,
     covariance_of,
+    feature_moments,
     ledoit_wolf_shrinkage,
     per_group,
     reference_point,
@@ -49,6 +53,7 @@ from genprob.families.gaussian.structures import (
 )
 from genprob.story import ROOT_WEIGHTS, ROWS, Story, Unsupported, gram_form, keeps_rows
 
+jnp = LazyModule("jax.numpy")
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
 
@@ -353,8 +358,9 @@ class GaussianStory(Story):
             else:
                 whitening, constant = self._whitening_and_constant(params)
                 scores = quadratic_scores(X, params["means"], whitening, constant)
-        if isinstance(scores, np.ndarray):
-            _mark_overflowed_rows(X, scores)
+        # NumPy: finite rows whose class score overflowed become NaN rows, which the caller refuses
+        if isinstance(scores, np.ndarray) and not np.isfinite(scores.sum()):
+            scores[~np.isfinite(scores).all(axis=-1) & np.isfinite(X).all(axis=-1)] = np.nan
         return scores
 
     def log_density(self, params, X):
@@ -503,7 +509,8 @@ class GaussianStory(Story):
     def _spread_terms(self, stats):
         """``means``, ``spread``, ``mle``, ``group_counts`` and ``dof`` per covariance group."""
         counts, sums = stats["counts"], stats["sums"]
-        xp = namespace(*tree_leaves(stats), *self._hyperparameters())
+        settings = (self.reg_param, self.shrinkage, self.var_smoothing)  # traced ones: JAX
+        xp = namespace(*tree_leaves(stats), *(v for v in settings if not isinstance(v, str)))
         num_classes, num_features = sums.shape
         centered_means = sums / counts[:, None]
         means = centered_means + stats["shift"]
@@ -584,11 +591,6 @@ class GaussianStory(Story):
         live = varying_features(diagonal, magnitude, floor)
         return {"means": means, COVARIANCE_ROWS: covariance_rows * live}
 
-    def _hyperparameters(self):
-        """The numeric hyperparameters the closed form reads (traced ones make it JAX)."""
-        values = (self.reg_param, self.shrinkage, self.var_smoothing)
-        return [v for v in values if not isinstance(v, str)]
-
     def _ledoit_wolf(self, class_covariances, stats):
         """Ledoit–Wolf shrunk per-class covariances and their coefficients alpha_k."""
         counts = stats["counts"]
@@ -599,19 +601,14 @@ class GaussianStory(Story):
 
     def smoothing_variance(self, stats):
         """``var_smoothing * max_j Var(x_j)``: the variance added by Gaussian-NB smoothing."""
-        counts, sums = stats["counts"], stats["sums"]
-        total = counts.sum(axis=0)  # per feature when counts are (K, D) (missing entries)
         squares = self.covariance_structure.diagonal(stats["squares"])
-        if squares.ndim == 2:
-            squares = squares.sum(axis=0)
         # an overflow gives inf, which the fit refuses by name (check_overflow)
         with np.errstate(over="ignore", invalid="ignore"):
-            centered_mean = sums.sum(axis=0) / total
-            return self.var_smoothing * (squares / total - centered_mean**2).max()
+            return self.var_smoothing * feature_moments(stats, squares)[1].max()
 
     def maximize(self, stats):
         if np.ndim(stats["counts"]) == 2:  # per-feature counts: observed entries only
-            return gaussian_missing.maximize_observed_diagonal(self, stats)
+            return self._maximize_observed_diagonal(stats)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             if ROWS in stats:
                 return self._covariance_rows(stats)
@@ -653,9 +650,91 @@ class GaussianStory(Story):
         trace = xp.trace(xp.swapaxes(whitening, -1, -2) @ pseudo @ whitening, axis1=-2, axis2=-1)
         return xp.sum(extra * factors["log_normalizer"] - 0.5 * trace)
 
-    # -- missing entries (genprob.families.gaussian.missing) -------------------------------------
-    observed_log_prob = gaussian_missing.observed_log_prob
-    observed_statistics = gaussian_missing.observed_statistics
+    # -- missing entries (docs/reference/families.md) ---------------------------------------------
+    def _observed_factors(self, params, observed):
+        """``(means, covariances (K, D, D), patterns, their factors)`` of a full spread."""
+        means = params["means"]
+        # rows with missing entries need the covariance's blocks: formed here, when they come
+        shape = means.shape + means.shape[-1:]
+        covariance = namespace(means).broadcast_to(covariance_of(params), shape)
+        patterns = observed_patterns(observed)
+        return means, covariance, patterns, observed_factors(covariance, patterns[0])
+
+    def observed_log_prob(self, params, X, observed):
+        """``log N(x_o; mu_k,o, Sigma_k,oo)`` of every row and class, (n, K)."""
+        if not self.covariance_structure.full:
+            means, variances = params["means"], params[self.spread_name]
+            by_feature = -0.5 * (
+                (X[:, None, :] - means) ** 2 / variances + jnp.log(2.0 * jnp.pi * variances)
+            )
+            return jnp.sum(jnp.where(observed[:, None, :], by_feature, 0.0), axis=-1)
+        means, _, patterns, factors = self._observed_factors(params, observed)
+        return observed_log_density(X, observed, means, factors, patterns)
+
+    def observed_statistics(self, X, R, observed, params=None):
+        """Statistics of the observed entries (diagonal) or expected complete-data ones (full)."""
+        xp = namespace(X, R)
+        # the moments' reference point: each feature's mean of observed entries
+        shift = xp.where(observed, X, 0.0).sum(axis=0) / xp.maximum(observed.sum(axis=0), 1)
+        weights = observed.astype(R.dtype)
+        centered = xp.where(observed, X - shift, 0.0)
+        structure = self.covariance_structure
+        if not structure.full:
+            return {
+                "counts": R.T @ weights,
+                "shift": shift,
+                "sums": R.T @ centered,
+                "squares": structure.group(R.T @ (centered * centered)),
+            }
+        if self._auto_shrinkage:
+            raise ValueError(
+                "shrinkage='auto' cannot be fitted with missing entries (its Ledoit–Wolf "
+                "statistics need complete rows); use a fixed shrinkage in [0, 1]."
+            )
+        num_features = X.shape[-1]
+        if params is None:
+            # first iteration: each class's observed means stand in for its missing entries
+            seen = R.T @ weights
+            class_means = xp.where(seen > 0, (R.T @ centered) / xp.where(seen > 0, seen, 1.0), 0.0)
+            completed = xp.where(observed[:, None, :], centered[:, None, :], class_means[None])
+            conditional = xp.zeros((R.shape[1], num_features, num_features), dtype=R.dtype)
+        else:
+            means, covariance, patterns, factors = self._observed_factors(params, observed)
+            completed, per_pattern = conditional_fill(
+                X, observed, means, covariance, factors, patterns
+            )
+            completed = completed - shift
+            # each pattern's total responsibility (P, K), by a one-hot product in either namespace
+            which = patterns[1][None, :] == xp.arange(patterns[0].shape[0])[:, None]
+            conditional = xp.einsum("pk,pkde->kde", which.astype(R.dtype) @ R, per_pattern)
+        sums = xp.einsum("nk,nkd->kd", R, completed)
+        class_squares = xp.einsum("nk,nkd,nke->kde", R, completed, completed) + conditional
+        stats = {
+            "counts": R.sum(axis=0),
+            "shift": shift,
+            "sums": sums,
+            "squares": structure.group(class_squares),
+        }
+        if self.shared and self._needs_class_scatter:
+            stats["class_squares"] = class_squares
+        return stats
+
+    def _maximize_observed_diagonal(self, stats):
+        """Observed-data MLE of diagonal Gaussians, per class and feature."""
+        counts, sums, squares = stats["counts"], stats["sums"], stats["squares"]
+        structure = self.covariance_structure
+        safe = jnp.where(counts > 0, counts, 1.0)
+        centered = sums / safe
+        means = jnp.where(counts > 0, centered + stats["shift"], jnp.nan)
+        scatter = snap_constant_features(squares - structure.group(sums * centered), squares, False)
+        group_counts = structure.group(counts)
+        unbiased = self.estimator == "unbiased"
+        if self.shared:
+            denominator = group_counts - counts.shape[0] if unbiased else group_counts
+        else:
+            denominator = counts - 1.0 if unbiased else counts
+        smoothing = self.smoothing_variance(stats)  # of the observed entries, per feature
+        return {"means": means, "variances": scatter / denominator + smoothing}
 
     def num_parameters(self, num_classes, num_features):
         covariances = num_covariance_parameters(self.structure_name, num_classes, num_features)
@@ -847,14 +926,6 @@ def _linear_and_intercept(linear, params):
         with np.errstate(divide="ignore"):  # a class of prior 0: -inf, as in JAX
             intercept = intercept + xp.log(params["class_prior"])
     return linear, intercept
-
-
-def _mark_overflowed_rows(X, scores) -> None:
-    """Finite rows whose class score overflowed become NaN rows, which the caller refuses."""
-    if np.isfinite(scores.sum()):  # the usual case in one reduction, no boolean temporary
-        return
-    bad = ~np.isfinite(scores).all(axis=-1) & np.isfinite(X).all(axis=-1)
-    scores[bad] = np.nan
 
 
 def _known_zero(value) -> bool:
