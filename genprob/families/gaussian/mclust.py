@@ -6,6 +6,7 @@ routines each step follows are in docs/concepts.md ("The 14 structures").
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import numpy as np
@@ -55,15 +56,7 @@ _SINGULAR = 1e-13
 
 def num_covariance_parameters(structure: str, G: int, D: int) -> int:
     """Free parameters of ``G`` covariances of a structure in ``D`` dimensions (``nVarParams``)."""
-    _check_name(structure)
-    G, D = int(G), int(D)
-    volume, shape, orientation = structure
-    count = 1 if volume == "E" else G
-    if shape != "I":
-        count += (D - 1) * (1 if shape == "E" else G)
-    if orientation != "I":
-        count += D * (D - 1) // 2 * (1 if orientation == "E" else G)
-    return count
+    return sum(math.prod(shape) for shape in latent_shapes(structure, G, D).values())
 
 
 def m_step_objective(scatter, weights, sigma) -> float:
@@ -99,11 +92,7 @@ def covariances(
     xp = namespace(scatter, weights)
     if xp is np:
         W, n = _inputs(scatter, weights)
-        for g in range(n.size):
-            if not n[g] > 0:
-                raise ValueError(
-                    f"{structure}: group {g} has weight {n[g]!r}; it needs a positive one"
-                )
+        _positive(n, structure, "has a weight that is not positive")
     else:
         W, n = _symmetric(scatter), weights
     if start is not None:
@@ -157,25 +146,12 @@ class _Context:
 # -- closed forms ---------------------------------------------------------------------------------
 
 
-def _eii(W, n, c):
-    xp = c.xp
-    G, D = W.shape[:2]
-    variance = xp.trace(W, axis1=1, axis2=2).sum() / (D * n.sum())
-    c.positive(variance, "has zero scatter")
-    return xp.broadcast_to(variance * xp.eye(D, dtype=W.dtype), W.shape)
-
-
 def _vii(W, n, c):
     xp = c.xp
     D = W.shape[1]
     variance = xp.trace(W, axis1=1, axis2=2) / (D * n)
     c.positive(variance, "has zero scatter")
     return variance[:, None, None] * xp.eye(D, dtype=W.dtype)
-
-
-def _eei(W, n, c):
-    diag = _diagonal(W, c.xp)
-    return _diagonal_matrices(c.xp.broadcast_to(diag.sum(axis=0) / n.sum(), diag.shape), c)
 
 
 def _vvi(W, n, c):
@@ -187,10 +163,6 @@ def _evi(W, n, c):
     c.positive(diag.min(axis=1), "has a feature with zero scatter")
     size = _geometric_mean(diag, c.xp)
     return _diagonal_matrices(size.sum() / n.sum() * diag / size[:, None], c)
-
-
-def _eee(W, n, c):
-    return c.xp.broadcast_to(W.sum(axis=0) / n.sum(), W.shape)
 
 
 def _vvv(W, n, c):
@@ -210,6 +182,15 @@ def _eev(W, n, c):
     c.positive(pooled[-1] - _SINGULAR * pooled[0], "", pooled=True)
     size = _geometric_mean(pooled, c.xp)
     return _compose(vectors, c.xp.broadcast_to(size / n.sum() * pooled / size, values.shape), c.xp)
+
+
+def _pooled(step):
+    """The equal-volume closed form of a V one (VII, VVI, VVV): ``step`` on the pooled scatter."""
+
+    def pooled(W, n, c):
+        return c.xp.broadcast_to(step(W.sum(axis=0)[None], n.sum()[None], c), W.shape)
+
+    return pooled
 
 
 # -- iterative ------------------------------------------------------------------------------------
@@ -274,9 +255,7 @@ def _vee(W, n, c):
     else:
         volume = xp.exp(xp.linalg.slogdet(c.start)[1] / D)
     volume = c.iterate(update, volume)
-    common = common_of(volume)
-    volume = xp.einsum("gij,ji->g", W, xp.linalg.inv(common)) / (D * n)
-    return volume[:, None, None] * common
+    return update(volume)[0][:, None, None] * common_of(volume)
 
 
 def _common_orientation(W, n, c, equal_volume):
@@ -304,16 +283,14 @@ def _common_orientation(W, n, c, equal_volume):
         # the common orientation of ``start``: the eigenvectors of a generic combination
         weights = xp.asarray(1.0 + np.arange(W.shape[0]) / (W.shape[0] + 1.0), dtype=W.dtype)
         starts = (xp.linalg.eigh(xp.einsum("g,gij->ij", weights, c.start))[1],)
-    best, best_q = None, None
+    best, best_q = None, -xp.inf
     for start in starts:
         orientation = c.iterate(update, start)
         diagonals = _orientation_diagonals(W, n, orientation, equal_volume, xp)
         sigma = _compose(xp.broadcast_to(orientation, W.shape), diagonals, xp)
         q = _objective(W, n, sigma, xp)
-        if best is None:
-            best, best_q = sigma, q
-        else:
-            best = xp.where(q > best_q, sigma, best)
+        best = sigma if best is None else xp.where(q > best_q, sigma, best)
+        best_q = xp.maximum(q, best_q)
     return best
 
 
@@ -397,8 +374,9 @@ def _check_definite(sigma, name):
     _positive(values[:, 0] - _SINGULAR * values[:, -1], name, "has a singular covariance")
 
 
-#: The M-step of each name (``_eii`` for EII, ...).
+#: The M-step of each name (``_vii`` for VII, ...).
 _STEPS = {name: globals().get(f"_{name.lower()}") for name in STRUCTURES}
+_STEPS.update(EII=_pooled(_vii), EEI=_pooled(_vvi), EEE=_pooled(_vvv))
 _STEPS.update(EVE=partial(_common_orientation, equal_volume=True))
 _STEPS.update(VVE=partial(_common_orientation, equal_volume=False))
 
@@ -490,7 +468,6 @@ def _rotations(vectors, xp=np):
     diagonal = _diagonal(vectors, xp)
     vectors = vectors * xp.where(diagonal < 0, -1.0, 1.0)[:, None, :]
     smallest = xp.argmin(xp.abs(diagonal), axis=1)
-    flip = (xp.arange(vectors.shape[-1]) == smallest[:, None]) & (xp.linalg.det(vectors) < 0)[
-        :, None
-    ]
+    negative = xp.linalg.det(vectors) < 0
+    flip = (xp.arange(vectors.shape[-1]) == smallest[:, None]) & negative[:, None]
     return vectors * xp.where(flip, -1.0, 1.0)[:, None, :]

@@ -222,17 +222,14 @@ def fit_mixture(
     """Fit class mixtures by EM (the partly labeled log-likelihood; see the module).
 
     Args:
-        X: (n, D) floats; NaN cells allowed where ``observed`` is False.
-        codes: (n,) class codes 0..K-1, -1 for an unlabeled row.
-        num_components: G_k for each class.
-        structures: one structure name per class, or one name when ``across_classes`` (EDDA).
-        across_classes: the structure constrains one component per class across classes.
-        row_weight: (n,) sample weights (unlabeled rows already scaled by their weight).
-        observed: (n, D) bool mask of observed cells; None: all observed.
-        n_init: k-means starts per class with several components; the best one is kept.
-        random_state: seed of the first start (start ``r`` uses ``random_state + r``).
-        max_iter: EM's iterations.
-        tol: EM's relative tolerance on the log-likelihood.
+        X, codes: (n, D) floats (NaN where ``observed`` is False); (n,) class codes, -1 unlabeled.
+        num_components, structures: G_k per class; a structure name per class, or one name
+            for all when ``across_classes`` (it constrains one component per class: EDDA).
+        row_weight, observed: (n,) sample weights (unlabeled rows already scaled by their
+            weight); (n, D) mask of observed cells (None: all observed).
+        n_init, random_state: k-means starts per class with several components, the best kept;
+            start ``r``'s seed is ``random_state + r``.
+        max_iter, tol: EM's iterations and relative tolerance on the log-likelihood.
         start_from: (n, J) responsibilities of every row for the first M-step, the only start
             (e.g. :func:`split_start`); None: the starts of :data:`STARTS`.
 
@@ -257,7 +254,8 @@ def fit_mixture(
     else:
         groups = tuple(tuple(np.flatnonzero(cell_class == k)) for k in range(len(num_components)))
     story = GaussianMixtureStory(cell_class, structures, groups)
-    num_classes = len(num_components)
+    num_classes, J, D = len(num_components), len(cell_class), X.shape[1]
+    data = (X, codes, row_weight, observed)
     starts = n_init if start_from is None and any(g > 1 for g in num_components) else 1
     best, error = None, None
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
@@ -266,11 +264,9 @@ def fit_mixture(
         for start in STARTS if start_from is None else ("given",):
             fit = MixtureFit(
                 class_prior=np.full(num_classes, 1.0 / num_classes),
-                weights=np.ones(len(cell_class)),
-                means=np.zeros((len(cell_class), X.shape[1])),
-                covariances=np.broadcast_to(
-                    np.eye(X.shape[1]), (len(cell_class),) + (X.shape[1],) * 2
-                ),
+                weights=np.ones(J),
+                means=np.zeros((J, D)),
+                covariances=np.broadcast_to(np.eye(D), (J, D, D)),
                 cell_class=cell_class,
                 structures=structures,
                 groups=groups,
@@ -282,18 +278,7 @@ def fit_mixture(
                     )
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
-                    fit = _run_em(
-                        story,
-                        fit,
-                        X,
-                        codes,
-                        row_weight,
-                        observed,
-                        R,
-                        max_iter=max_iter,
-                        tol=tol,
-                        start=start,
-                    )
+                    fit = _run_em(story, fit, *data, R, max_iter=max_iter, tol=tol, start=start)
             except (CollapsedComponentError, np.linalg.LinAlgError) as caught:
                 if not isinstance(caught, CollapsedComponentError):
                     caught = CollapsedComponentError(f"the fit failed: {caught}", -1, -1)

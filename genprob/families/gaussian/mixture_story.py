@@ -27,6 +27,7 @@ jnp = LazyModule("jax.numpy")
 numpyro = LazyModule("numpyro")
 dist = LazyModule("numpyro.distributions")
 handlers = LazyModule("numpyro.handlers")
+covariance_structures = LazyModule("genprob.families.gaussian.structures")
 
 __all__ = ["ClassMixtureStory", "GaussianMixtureStory", "MIXTURE_PARAMETERS"]
 
@@ -38,12 +39,8 @@ CHAIN_GAP_SD = 3.0
 
 
 class CollapsedComponentError(ValueError):
-    """A component's covariance became singular (too few rows, or rows on a subspace).
-
-    Attributes:
-        cls: the class code of the component.
-        component: its index within the class.
-    """
+    """A component's covariance became singular (too few rows, or rows on a subspace); ``cls``
+    is its class code, ``component`` its index within the class."""
 
     def __init__(self, message: str, cls: int, component: int):
         super().__init__(message)
@@ -78,13 +75,11 @@ def cell_log_density(X, means, covariances, cell_class=None, observed=None, patt
     observed = np.ones(X.shape, dtype=bool) if observed is None else observed
     patterns = _patterns(observed) if patterns is None else patterns
     factors = observed_factors(covariances, patterns[0])
-    if np.isnan(factors["log_normalizer"]).any():  # name the cell without a Cholesky factor
+    failed = np.argwhere(np.isnan(factors["log_normalizer"]))  # (pattern, cell) without Cholesky
+    if failed.size:
         cell_class = np.zeros(len(covariances), int) if cell_class is None else cell_class
-        for mask in patterns[0]:
-            for j, covariance in enumerate(covariances):
-                if np.isnan(observed_factors(covariance[None], mask[None])["log_normalizer"]).any():
-                    why = "its covariance is singular (the component collapsed)."
-                    raise _collapsed(cell_class, j, why)
+        why = "its covariance is singular (the component collapsed)."
+        raise _collapsed(cell_class, int(failed[0, 1]), why)
     return observed_log_density(X, observed, means, factors, patterns)
 
 
@@ -154,37 +149,36 @@ class GaussianMixtureStory(Story):
         """The cells of class ``k``, in order."""
         return np.flatnonzero(np.asarray(self.cell_class) == k)
 
+    def _mixed(self):
+        """``(k, cells)`` of each class with several cells (free mixing proportions)."""
+        return [(k, c) for k in range(self.num_classes) if len(c := self.cells(k)) > 1]
+
     def _padding(self):
         """``(index (K, G_max), present (K, G_max))``: each class's cells, padded by cell 0."""
-        sizes = [len(self.cells(k)) for k in range(self.num_classes)]
-        index = np.zeros((self.num_classes, max(sizes)), dtype=np.int32)
-        present = np.zeros(index.shape, dtype=bool)
-        for k, size in enumerate(sizes):
-            index[k, :size] = self.cells(k)
-            present[k, :size] = True
+        cells = [self.cells(k) for k in range(self.num_classes)]
+        present = np.arange(max(map(len, cells))) < np.array([len(c) for c in cells])[:, None]
+        index = np.zeros(present.shape, dtype=np.int32)
+        index[present] = np.concatenate(cells)
         return index, present
 
     # -- the story -------------------------------------------------------------------------------
     def prior(self, num_classes, num_features):
-        from genprob.families.gaussian.structures import NamedStructure
-
         J, D = len(self.cell_class), int(num_features)
         means = numpyro.sample(
             "means",
             dist.Normal(self.mean_prior_loc, self.mean_prior_scale).expand([J, D]).to_event(2),
         )
         weights = jnp.ones(J, dtype=means.dtype)
-        for k in range(num_classes):
-            cells = self.cells(k)
-            if len(cells) > 1:
-                concentration = jnp.full(len(cells), self.weight_concentration, means.dtype)
-                tau = numpyro.sample(f"weights_{k}", dist.Dirichlet(concentration))
-                weights = weights.at[cells].set(tau)
+        for k, cells in self._mixed():
+            concentration = jnp.full(len(cells), self.weight_concentration, means.dtype)
+            tau = numpyro.sample(f"weights_{k}", dist.Dirichlet(concentration))
+            weights = weights.at[cells].set(tau)
         covariances = jnp.zeros((J, D, D), dtype=means.dtype)
         for g, (structure, group) in enumerate(zip(self.structures, self.groups, strict=True)):
             # every structure, EEE and VVV included, through its eigen parametrization
             with handlers.scope(prefix=f"group{g}", divider="_"):
-                sigma = NamedStructure(structure).prior(len(group), D, self.covariance_prior_scale)
+                named = covariance_structures.named_structure(structure)
+                sigma = named.prior(len(group), D, self.covariance_prior_scale)
             covariances = covariances.at[np.asarray(group)].set(sigma)
         return {"weights": weights, "means": means, "covariances": covariances}
 
@@ -280,19 +274,16 @@ class GaussianMixtureStory(Story):
 
     def _sites_at(self, params) -> dict:
         """The prior's sites at parameters ``params`` (e.g. the MLE, where chains start)."""
-        from genprob.families.gaussian.structures import NamedStructure
-
         covariances = np.asarray(params["covariances"], dtype=np.float64)
         weights = np.asarray(params["weights"], dtype=np.float64)
         latent = {"means": np.asarray(params["means"], dtype=np.float64)}
         if "class_prior" in params:
             latent["class_prior"] = np.asarray(params["class_prior"], dtype=np.float64)
-        for k in range(self.num_classes):
-            cells = self.cells(k)
-            if len(cells) > 1:
-                latent[f"weights_{k}"] = weights[cells] / weights[cells].sum()
+        for k, cells in self._mixed():
+            latent[f"weights_{k}"] = weights[cells] / weights[cells].sum()
         for g, (structure, group) in enumerate(zip(self.structures, self.groups, strict=True)):
-            sites = NamedStructure(structure).latent_of(covariances[np.asarray(group)])
+            named = covariance_structures.named_structure(structure)
+            sites = named.latent_of(covariances[np.asarray(group)])
             latent.update({f"group{g}_{name}": value for name, value in sites.items()})
         return latent
 
@@ -343,7 +334,6 @@ class GaussianMixtureStory(Story):
         """``params`` (any batch shape) with each class's components permuted to best match
         ``reference``'s; one set of parameters also gets the prior's sites (NUTS starts)."""
         ref = {n: np.asarray(reference[n], dtype=np.float64) for n in MIXTURE_PARAMETERS}
-        J, D = ref["means"].shape
         batch = np.shape(params["means"])[:-2]
         size = math.prod(batch)
         flat = {
@@ -355,10 +345,7 @@ class GaussianMixtureStory(Story):
         unit = 2.0 ** np.round(np.log2(np.where(spread > 0, spread, 1.0)))
         factor = {"weights": 1.0, "means": unit, "covariances": np.outer(unit, unit)}
         out = {n: flat[n].copy() for n in MIXTURE_PARAMETERS}
-        for k in range(self.num_classes):
-            cells = self.cells(k)
-            if len(cells) < 2:
-                continue
+        for _, cells in self._mixed():
             part = {n: flat[n][:, cells] / factor[n] for n in MIXTURE_PARAMETERS}
             target = {
                 n: np.broadcast_to(ref[n][cells] / factor[n], part[n].shape)
@@ -383,20 +370,14 @@ class GaussianMixtureStory(Story):
         warn: bool = True,
         started_at_fit: bool = True,
     ):
-        """Draws aligned to ``reference`` (the MLE) by :meth:`align_parameters`, and their checks
-        (docs/story_hooks.md, docs/howto/model_based.md).
-
-        Args:
-            draws: ``params_``'s entries and ``class_prior``, leading axes ``(chains, draws)``.
-            reference: the parameters to align to (``params_``).
-            potential_energy: ``(chains, draws)`` negative log densities, or None.
-            labels, started_at_fit: :func:`genprob.inference.mcmc.diagnose`'s.
-            class_names, feature_names: labels for the messages; warn: emit the warnings.
-
-        Returns:
-            ``(aligned draws, diagnostics)``: :func:`~genprob.inference.mcmc.diagnose`'s dict
-            plus ``components``, one ``(parameter, class, component, max R-hat, chains
-            disagree)`` per flagged parameter (``component`` None for ``class_prior``).
+        """Draws aligned to ``reference`` (``params_``, the MLE) by :meth:`align_parameters`,
+        and their checks (docs/story_hooks.md). ``draws``: ``params_``'s entries and
+        ``class_prior``, leading axes ``(chains, draws)``; ``potential_energy``: their negative
+        log densities or None; ``labels``, ``started_at_fit``: :func:`.mcmc.diagnose`'s;
+        ``class_names``, ``feature_names`` label the messages; ``warn``: emit the warnings.
+        Returns ``(aligned draws, diagnostics)``: ``diagnose``'s dict plus ``components``, one
+        ``(parameter, class, component, max R-hat, chains disagree)`` per flagged parameter
+        (``component`` None for ``class_prior``).
         """
         import warnings
 
@@ -425,19 +406,15 @@ class GaussianMixtureStory(Story):
                 + (", chains' means apart" if apart else "")
                 for name, k, g, rhat, apart, entry in flagged
             )
-            # the named check replaces diagnose's R-hat line, which names a parameter only
-            problems = [p for p in problems if p.kind != "rhat"]
-            problems.insert(
-                0,
-                Problem(
-                    "components",
-                    f"after aligning each class's components to the MLE's, the chains disagree "
-                    f"on {shown} (R-hat > {RHAT_MAX} or chains' means more than "
-                    f"{CHAIN_GAP_SD:g} within-chain sds apart): the chains sit in modes they do "
-                    f"not share (a component placed differently), or have not mixed. Run more "
-                    f"warm-up and draws, or fit fewer components.",
-                ),
+            message = (
+                f"after aligning each class's components to the MLE's, the chains disagree "
+                f"on {shown} (R-hat > {RHAT_MAX} or chains' means more than "
+                f"{CHAIN_GAP_SD:g} within-chain sds apart): the chains sit in modes they do "
+                f"not share (a component placed differently), or have not mixed. Run more "
+                f"warm-up and draws, or fit fewer components."
             )
+            # the named check replaces diagnose's R-hat line, which names a parameter only
+            problems = [Problem("components", message)] + [p for p in problems if p.kind != "rhat"]
         diagnostics["components"] = [row[:5] for row in flagged]
         diagnostics["problems"] = problems
         for problem in problems if warn else ():
@@ -471,10 +448,8 @@ class GaussianMixtureStory(Story):
             for e in np.flatnonzero((values > rhat_max) | apart):
                 position = tuple(int(i) for i in owners[name][e])
                 j = position[0]
-                if name == CLASS_PRIOR:
-                    key = (name, j, None)
-                else:
-                    key = (name, int(cell_class[j]), int(index[j]))
+                owner = (j, None) if name == CLASS_PRIOR else (int(cell_class[j]), int(index[j]))
+                key = (name, *owner)
                 value = float(values[e]) if np.isfinite(values[e]) else float("nan")
                 old = flagged.get(key, (value, False, position))
                 top = (value, position) if value > old[0] else (old[0], old[2])

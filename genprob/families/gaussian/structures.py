@@ -42,24 +42,15 @@ __all__ = [
 
 
 class CovarianceStructure:
-    """How one covariance structure is sampled, scored and estimated.
-
-    A sharing mixin (:class:`Shared`, :class:`PerClass`) gives ``group`` (per-class sums into
-    covariance groups), ``copies`` (the spread's batch shape), ``denominator`` (of the scatter)
-    and ``scope`` (for messages); a kind (:class:`FullCovariance`, :class:`DiagonalCovariance`)
-    gives ``prior``, ``conditional_means`` (the conjugate prior of the means), ``emission``,
-    ``factorize`` (what scoring needs once per fit), ``moments`` (sums and second moments about
-    a shift), ``move`` (them about another shift), ``between``, ``diagonal`` and ``summary``
-    (precision, normalizer, whitening).
-    """
+    """How one covariance structure is sampled, scored and estimated: a sharing mixin and a kind
+    (their methods: docs/concepts.md, "Covariance structures in the code")."""
 
     full: bool
     shared: bool
     spread_name: str
 
     def scatter(self, squares, sums, centered_means, counts):
-        """Within-group scatter: second moments about the shift less the between-class part
-        (symmetric for full covariances)."""
+        """Within-group scatter: second moments about the shift less the between-class part."""
         scatter = squares - self.group(self.between(sums, centered_means))
         return symmetrize(scatter) if self.full else scatter
 
