@@ -93,10 +93,12 @@ alone <- function(data, label) {
 # (d) mclust's hierarchical start as Mclust / MclustDA call it: hc(X, modelName =
 # mclust.options("hcModelName"), use = mclust.options("hcUse")). With use "SVD", hc works on
 # Z = scale(X) %*% V %*% diag(1 / sqrt(d)) (svd(scale(X)) = U diag(d) V', scale with sd of n - 1),
-# starting from the partition dupPartition(X) (duplicated rows start together; 1:n otherwise);
-# hcVVV's alpha = traceW(Z / sqrt(n p)). merges: one row per merge (n0 - 1 rows for n0 starting
-# groups), the two group labels merged (the smaller one survives, as hclass reads them).
-# partitions[[g]]: hclass(hc, 1:5)[, g], the labels 1..g of each row. Also the bare call hc(X)
+# starting from singletons 1:n (hc's default partition = dupPartition(data) is not passed on to
+# hcVVV, which starts from 1:n; iris's duplicated rows 102 and 143 are simply the first merge);
+# hcVVV's alpha = traceW(Z / sqrt(n p)) (sum of squared deviations from the column means), beta
+# = 1. merges: one row per merge (n - 1 rows), the two group labels merged (hclass keeps the
+# smaller). partitions[[g]]: hclass(hc, 1:5)[, g], each row's group, labelled 1..g in order of
+# first appearance. Also the bare call hc(X)
 # (formal defaults modelName "VVV", use "VARS": the raw data), which is not what Mclust uses.
 hier <- function(X) {
   X <- unname(X)
