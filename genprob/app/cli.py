@@ -347,11 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
 # -- genprob check ---------------------------------------------------------------------------------
 def _read_labeled_table(args, text: bool):
     """``(X, label codes, story or None)`` of a fully labeled table (``text``: category codes)."""
-    path, target = args.data, args.target
-    if not target:
-        raise UserError(f"--target COL is required with a CSV file ({path}).")
-    features, y, _ = _split_target(_read_table(path, args, target), target, "none", path)
-    features = _check_features(features, path, text_allowed=text)
+    if not args.target:
+        raise UserError(f"--target COL is required with a CSV file ({args.data}).")
+    features, y, _ = _read_features(args, text)
     codes = np.unique(y.astype(str), return_inverse=True)[1].astype(np.int64)
     if text:  # the table estimator's story, each categorical column as its category codes
         from genprob.app import registry
@@ -599,8 +597,11 @@ def _every_label_a_class(unlabeled: str | None) -> bool:
     return unlabeled is not None and unlabeled.strip().lower() == "none"
 
 
-def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
-    """``(features, y, unlabeled mask)``: ``y`` is -1 on unlabeled rows."""
+def _read_features(args, text_allowed: bool):
+    """``(features, y, unlabeled mask)`` of ``args.data``, features checked; ``y`` -1: unlabeled."""
+    path, target = args.data, args.target
+    unlabeled = getattr(args, "unlabeled", "none")  # check: every row labeled
+    frame = _read_table(path, args, target)
     if target not in frame.columns:
         raise UserError(
             f"target column {target!r} is not in {path}; columns: {', '.join(map(str, frame))}."
@@ -639,6 +640,17 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     features = frame.drop(columns=[target])
     if features.shape[1] == 0:
         raise UserError(f"{path} has no feature columns besides {target!r}.")
+    texts = column.dropna().astype(str).str.strip()
+    markers = texts[texts.str.lower().isin(MISSING_MARKERS)] if unlabeled is None else []
+    for marker in sorted(set(markers)):  # labels such as "?" fitted as a class of their own
+        _note(
+            args.command,
+            f"hint: target column {target!r} holds {marker!r} on {int((texts == marker).sum())} "
+            "row(s), which looks like a missing label; it is fitted as a class of its own unless "
+            f"--unlabeled {shlex.quote(marker)} marks those rows unlabeled (fitted by EM).",
+        )
+    missing_cells = getattr(args, "missing", "error")
+    features = _check_features(features, path, text_allowed=text_allowed, missing=missing_cells)
     return features, y, missing
 
 
@@ -789,11 +801,8 @@ def _fit_features(args):
     user_story = None if args.story_ref is None else _import_story(args.story_ref)
     # the registry's ValueError names the known stories
     name = args.story_ref if user_story else registry.get(args.story).name
-    frame = _read_table(args.data, args, args.target)
-    features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
-    _marker_hint(frame, args.target, args.unlabeled, args.command)
     text_allowed = user_story is None and registry.get(name).table_estimator is not None
-    features = _check_features(features, args.data, text_allowed=text_allowed, missing=args.missing)
+    features, y, unlabeled = _read_features(args, text_allowed)
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
     estimator = _make_estimator(name, features, args, user_story)
@@ -871,21 +880,6 @@ def _column_warnings(features, command: str) -> None:
         else:
             continue
         _note(command, f"warning: {found}; --drop {shlex.quote(str(name))} leaves it out.")
-
-
-def _marker_hint(frame, target: str, unlabeled: str | None, command: str) -> None:
-    """Hint when labels such as ``?`` are fitted as a class of their own."""
-    if unlabeled is not None or target not in frame.columns:
-        return
-    texts = frame[target].dropna().astype(str).str.strip()
-    for marker in sorted(set(texts[texts.str.lower().isin(MISSING_MARKERS)])):
-        count = int((texts == marker).sum())
-        _note(
-            command,
-            f"hint: target column {target!r} holds {marker!r} on {count} row(s), which looks like "
-            f"a missing label; it is fitted as a class of its own unless --unlabeled "
-            f"{shlex.quote(marker)} marks those rows unlabeled (fitted by EM).",
-        )
 
 
 def _param_message(estimator, error) -> str:

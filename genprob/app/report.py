@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from genprob.app import tour
+
 __all__ = [
     "Settings",
     "Section",
@@ -114,13 +116,6 @@ def _step(key: str, title: str):
     return wrap
 
 
-def _table(header, rows) -> str:
-    """A Markdown table; numbers should already be formatted as strings."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def _figure(width: float, height: float):
     from matplotlib.figure import Figure
 
@@ -131,8 +126,6 @@ def _figure(width: float, height: float):
 @_step("tour", "Built-in stories on real data")
 def tour_section(settings: Settings, progress: Callable) -> tuple:
     """Fit the tour's stories on bundled real data; a table of held-out scores."""
-    from genprob.app import tour
-
     selected = tour.quick_cases() if settings.quick else tour.cases()
     rows = tour.run(selected, progress=lambda label, data: progress(f"{label} on {data}"))
     table = tour.table(rows)
@@ -280,7 +273,7 @@ def boundaries_section(settings: Settings, progress: Callable) -> tuple:
         "$\\log \\pi_k + \\log p(x \\mid k)$ are equal: with one shared covariance the "
         "quadratic terms cancel and it is a line. BIC is $-2 \\log L + \\mathrm{df} \\log n$ "
         "of the training rows with their labels (smaller is better; df is the parameter count).\n\n"
-        + _table(
+        + tour.markdown_table(
             ["model", "covariance", "boundaries", "parameters", "BIC (train)", "test accuracy"],
             rows,
         )
@@ -330,7 +323,7 @@ def crosscheck_section(settings: Settings, progress: Callable) -> tuple:
             }
         )
         printouts.append(str(result))
-    table = _table(list(rows[0]), [list(row.values()) for row in rows])
+    table = tour.markdown_table(list(rows[0]), [list(row.values()) for row in rows])
     tolerances = ", ".join(f"{name} {limit:g}" for name, limit in TOLERANCES["float64"].items())
     text = (
         "Each closed form is a derivation; the check fits the same story a second time by "
@@ -430,7 +423,7 @@ def semi_supervised_section(settings: Settings, progress: Callable) -> tuple:
         f"{settings.repeats} repeats"
     )
     curve = semi_supervised_curve(settings.label_fractions, settings.repeats, settings.seed)
-    table = _table(
+    table = tour.markdown_table(
         ["labels kept", "labeled rows", "labeled only", "EM", "EM iterations"],
         [
             [
@@ -465,7 +458,7 @@ def semi_supervised_section(settings: Settings, progress: Callable) -> tuple:
 # -- step 5: MLE vs posterior ----------------------------------------------------------------------
 def _posterior_table(table) -> str:
     lower, upper = (c for c in table.columns if c.startswith("hdi_"))
-    return _table(
+    return tour.markdown_table(
         ["parameter", "MLE", "posterior mean", "sd", f"{lower} .. {upper}", "MLE in HDI", "ESS"],
         [
             [
