@@ -158,8 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     from genprob.app import registry
 
     stories = ", ".join(registry.names())
+    notes = " ".join(entry.note for entry in registry.STORIES.values() if entry.note)
     fit_epilog = (
-        f"stories: {stories} (also {', '.join(registry.ALIASES)}). {registry.notes()} The "
+        f"stories: {stories} (also {', '.join(registry.ALIASES)}). {notes} The "
         "other stories need numeric columns."
     )
     check = (
@@ -683,10 +684,7 @@ def _check_features(
             f"(leave them out with --drop {shlex.quote(','.join(text))}, encode them as category "
             f"codes, or use the {readers} story, which takes text categories)."
         )
-    features = features.astype(np.float64)
-    if np.any(np.isinf(features.to_numpy())):
-        raise UserError(f"{path} has infinite feature values.")
-    return features
+    return features.astype(np.float64)  # infinity: the estimator's message
 
 
 def _make_estimator(name: str, features, args, user_story=None):
@@ -1058,7 +1056,7 @@ def _run_fit_streaming(args) -> int:
 # -- genprob predict -------------------------------------------------------------------------------
 def _prediction_features(model, frame, path: str):
     """The columns of ``frame`` the model was fitted on, in its order."""
-    from genprob.app import registry
+    from genprob.families import families
 
     target = getattr(model, "target_column_", None)
     if target is not None and target in frame.columns:
@@ -1079,10 +1077,11 @@ def _prediction_features(model, frame, path: str):
         if extra:
             _note("predict", f"ignoring columns the model does not use: {', '.join(extra)}")
         features = frame[names]
+    family = families().get(getattr(getattr(model, "story_", None), "name", None))
     return _check_features(
         features,
         path,
-        text_allowed=registry.takes_text(getattr(model, "story_", None)),
+        text_allowed=any(c.table_estimator for c in getattr(family, "commands", ())),
         missing=getattr(model, "missing", "error"),  # a model fit to marginalize predicts so too
         predicting=True,
     )
