@@ -46,7 +46,6 @@ def _int_at_least(minimum: int, maximum: int | None = None):
             raise argparse.ArgumentTypeError(f"must be an integer {bound}, got {text}")
         return value
 
-    parse.__name__ = "int"
     return parse
 
 
@@ -346,17 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- genprob check ---------------------------------------------------------------------------------
-def _read_labeled_table(args, text: bool):
-    """``(X, label codes, story or None)`` of a fully labeled table (``text``: category codes)."""
+def _read_labeled_table(args, reader):
+    """``(X, label codes, story or None)`` of a fully labeled table (``reader``: text columns)."""
     if not args.target:
         raise UserError(f"--target COL is required with a CSV file ({args.data}).")
-    features, y, _ = _read_features(args, text)
+    features, y, _ = _read_features(args, reader is not None)
     codes = np.unique(y.astype(str), return_inverse=True)[1].astype(np.int64)
-    if text:  # the table estimator's story, each categorical column as its category codes
-        from genprob.app import registry
-
-        entry = next(e for e in registry.STORIES.values() if e.table_estimator)
-        estimator = entry.table_estimator(features).fit(features, codes)
+    if reader:  # the table estimator's story, each categorical column as its category codes
+        estimator = reader(features).fit(features, codes)
         table = np.asarray(estimator.encode(features), dtype=np.float64), codes, estimator.story_
     else:
         table = features.to_numpy(), codes, None
@@ -385,23 +381,19 @@ def _check_jobs(args):
         if args.data is None or args.data in registry.DATASETS:
             natural = registry.get(name).datasets  # the default first
             data_sets = [args.data] if args.data else natural if args.all_data else natural[:1]
-            jobs += [(name, data, functools.partial(_bundled, data)) for data in data_sets]
+            jobs += [(name, d, lambda d=d: (*registry.load_data(d)[:2], None)) for d in data_sets]
         elif args.data.lower().endswith(".csv") or os.path.isfile(args.data):
             label = f"{os.path.basename(args.data)} (target {args.target})"
-            text = registry.get(name).table_estimator is not None
-            jobs.append((name, (label, text), functools.partial(_read_labeled_table, args, text)))
+            reader = registry.get(name).table_estimator  # None: numeric columns only
+            jobs.append(
+                (name, (label, reader), functools.partial(_read_labeled_table, args, reader))
+            )
         else:
             raise UserError(
                 f"--data {args.data!r} is neither a bundled data set "
                 f"({', '.join(registry.DATASETS)}) nor a CSV file."
             )
     return jobs
-
-
-def _bundled(name):
-    from genprob.app import registry
-
-    return (*registry.load_data(name)[:2], None)
 
 
 def _run_check(args) -> int:
@@ -423,23 +415,21 @@ def _run_check(args) -> int:
         X, y, story = cache[key]
         data_label = key[0] if isinstance(key, tuple) else key
         if sys.stderr.isatty():  # progress for people; pipes and logs get only the tables
-            print(f"genprob check: {name} on {data_label} ...", file=sys.stderr, flush=True)
+            _note("check", f"{name} on {data_label} ...")
         if story is None:
             story = registry.make_story(name, X)
         result = crosscheck(story, X, y, data_name=data_label, label=name, **options)
         print(result, end="\n\n", flush=True)
         if not result.passed:
             failed.append(f"{name} on {data_label}")
-    total = len(jobs)
     if failed:
-        print(f"{len(failed)} of {total} checks FAILED: {'; '.join(failed)}")
+        print(f"{len(failed)} of {len(jobs)} checks FAILED: {'; '.join(failed)}")
         return 1
-    print(f"all {total} checks passed")
+    print(f"all {len(jobs)} checks passed")
     return 0
 
 
 # -- shared by fit, predict and compare ------------------------------------------------------------
-_PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Bound of the command line's compilation cache directory (JAX drops the oldest entries).
 CLI_CACHE_BYTES = 1 << 30
 #: Cache directories found damaged in this process, dropped at its end (rebuilt by the next).
@@ -517,7 +507,7 @@ def _read_table(path: str, args, target: str | None = None):
         raise UserError(f"{path} is a directory, not a data file.")
     if not os.path.isfile(path):
         raise UserError(f"no such file: {path}.")
-    if path.lower().endswith(_PARQUET_SUFFIXES):
+    if path.lower().endswith((".parquet", ".pq")):
         try:  # pyarrow is a dependency of genprob
             frame = pd.read_parquet(path)
         except (OSError, ValueError) as error:

@@ -1,8 +1,5 @@
-"""The ``genprob demo`` report: every face of the library on bundled data, as Markdown and PNGs.
-
-Each ``*_section`` function runs one step (docs/cli.md lists them) and returns a :class:`Section`;
-figures use :class:`matplotlib.figure.Figure` directly (no pyplot state), imported when drawn.
-"""
+"""The ``genprob demo`` report: every face of the library on bundled data, as Markdown and PNGs;
+each ``*_section`` function runs one step (docs/cli.md lists them), returning a :class:`Section`."""
 
 from __future__ import annotations
 
@@ -117,7 +114,7 @@ def _step(key: str, title: str):
 
 
 def _figure(width: float, height: float):
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # no pyplot state; imported when drawn
 
     return Figure(figsize=(width, height), layout="constrained")
 
@@ -527,9 +524,8 @@ def posterior_section(settings: Settings, progress: Callable) -> tuple:
     # (2) exact: a categorical story is conjugate (Dirichlet prior), no sampler needed
     progress(f"exact posterior for categorical NB on penguins ({settings.exact_samples} draws x 2)")
     penguins, species = datasets.load_penguins(as_frame=True)
-    islands = penguins[["island"]]
-    categories = np.unique(islands["island"].astype(str))
-    codes = pd.DataFrame({"island": np.searchsorted(categories, islands["island"].astype(str))})
+    categories, island = np.unique(penguins["island"].astype(str), return_inverse=True)
+    codes = pd.DataFrame({"island": island})
     categorical = genprob.CategoricalNB(alpha=1.0).fit(codes, species.to_numpy())
     exact = categorical.posterior(
         codes,
