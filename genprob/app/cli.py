@@ -46,7 +46,6 @@ def _int_at_least(minimum: int, maximum: int | None = None):
             raise argparse.ArgumentTypeError(f"must be an integer {bound}, got {text}")
         return value
 
-    parse.__name__ = "int"
     return parse
 
 
@@ -158,8 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     from genprob.app import registry
 
     stories = ", ".join(registry.names())
+    notes = " ".join(entry.note for entry in registry.STORIES.values() if entry.note)
     fit_epilog = (
-        f"stories: {stories} (also {', '.join(registry.ALIASES)}). {registry.notes()} The "
+        f"stories: {stories} (also {', '.join(registry.ALIASES)}). {notes} The "
         "other stories need numeric columns."
     )
     check = (
@@ -345,19 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # -- genprob check ---------------------------------------------------------------------------------
-def _read_labeled_table(args, text: bool):
-    """``(X, label codes, story or None)`` of a fully labeled table (``text``: category codes)."""
-    path, target = args.data, args.target
-    if not target:
-        raise UserError(f"--target COL is required with a CSV file ({path}).")
-    features, y, _ = _split_target(_read_table(path, args, target), target, "none", path)
-    features = _check_features(features, path, text_allowed=text)
+def _read_labeled_table(args, reader):
+    """``(X, label codes, story or None)`` of a fully labeled table (``reader``: text columns)."""
+    if not args.target:
+        raise UserError(f"--target COL is required with a CSV file ({args.data}).")
+    features, y, _ = _read_features(args, reader is not None)
     codes = np.unique(y.astype(str), return_inverse=True)[1].astype(np.int64)
-    if text:  # the table estimator's story, each categorical column as its category codes
-        from genprob.app import registry
-
-        entry = next(e for e in registry.STORIES.values() if e.table_estimator)
-        estimator = entry.table_estimator(features).fit(features, codes)
+    if reader:  # the table estimator's story, each categorical column as its category codes
+        estimator = reader(features).fit(features, codes)
         table = np.asarray(estimator.encode(features), dtype=np.float64), codes, estimator.story_
     else:
         table = features.to_numpy(), codes, None
@@ -386,23 +381,19 @@ def _check_jobs(args):
         if args.data is None or args.data in registry.DATASETS:
             natural = registry.get(name).datasets  # the default first
             data_sets = [args.data] if args.data else natural if args.all_data else natural[:1]
-            jobs += [(name, data, functools.partial(_bundled, data)) for data in data_sets]
+            jobs += [(name, d, lambda d=d: (*registry.load_data(d)[:2], None)) for d in data_sets]
         elif args.data.lower().endswith(".csv") or os.path.isfile(args.data):
             label = f"{os.path.basename(args.data)} (target {args.target})"
-            text = registry.get(name).table_estimator is not None
-            jobs.append((name, (label, text), functools.partial(_read_labeled_table, args, text)))
+            reader = registry.get(name).table_estimator  # None: numeric columns only
+            jobs.append(
+                (name, (label, reader), functools.partial(_read_labeled_table, args, reader))
+            )
         else:
             raise UserError(
                 f"--data {args.data!r} is neither a bundled data set "
                 f"({', '.join(registry.DATASETS)}) nor a CSV file."
             )
     return jobs
-
-
-def _bundled(name):
-    from genprob.app import registry
-
-    return (*registry.load_data(name)[:2], None)
 
 
 def _run_check(args) -> int:
@@ -424,23 +415,21 @@ def _run_check(args) -> int:
         X, y, story = cache[key]
         data_label = key[0] if isinstance(key, tuple) else key
         if sys.stderr.isatty():  # progress for people; pipes and logs get only the tables
-            print(f"genprob check: {name} on {data_label} ...", file=sys.stderr, flush=True)
+            _note("check", f"{name} on {data_label} ...")
         if story is None:
             story = registry.make_story(name, X)
         result = crosscheck(story, X, y, data_name=data_label, label=name, **options)
         print(result, end="\n\n", flush=True)
         if not result.passed:
             failed.append(f"{name} on {data_label}")
-    total = len(jobs)
     if failed:
-        print(f"{len(failed)} of {total} checks FAILED: {'; '.join(failed)}")
+        print(f"{len(failed)} of {len(jobs)} checks FAILED: {'; '.join(failed)}")
         return 1
-    print(f"all {total} checks passed")
+    print(f"all {len(jobs)} checks passed")
     return 0
 
 
 # -- shared by fit, predict and compare ------------------------------------------------------------
-_PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Bound of the command line's compilation cache directory (JAX drops the oldest entries).
 CLI_CACHE_BYTES = 1 << 30
 #: Cache directories found damaged in this process, dropped at its end (rebuilt by the next).
@@ -518,7 +507,7 @@ def _read_table(path: str, args, target: str | None = None):
         raise UserError(f"{path} is a directory, not a data file.")
     if not os.path.isfile(path):
         raise UserError(f"no such file: {path}.")
-    if path.lower().endswith(_PARQUET_SUFFIXES):
+    if path.lower().endswith((".parquet", ".pq")):
         try:  # pyarrow is a dependency of genprob
             frame = pd.read_parquet(path)
         except (OSError, ValueError) as error:
@@ -599,8 +588,11 @@ def _every_label_a_class(unlabeled: str | None) -> bool:
     return unlabeled is not None and unlabeled.strip().lower() == "none"
 
 
-def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
-    """``(features, y, unlabeled mask)``: ``y`` is -1 on unlabeled rows."""
+def _read_features(args, text_allowed: bool):
+    """``(features, y, unlabeled mask)`` of ``args.data``, features checked; ``y`` -1: unlabeled."""
+    path, target = args.data, args.target
+    unlabeled = getattr(args, "unlabeled", "none")  # check: every row labeled
+    frame = _read_table(path, args, target)
     if target not in frame.columns:
         raise UserError(
             f"target column {target!r} is not in {path}; columns: {', '.join(map(str, frame))}."
@@ -639,6 +631,17 @@ def _split_target(frame, target: str | None, unlabeled: str | None, path: str):
     features = frame.drop(columns=[target])
     if features.shape[1] == 0:
         raise UserError(f"{path} has no feature columns besides {target!r}.")
+    texts = column.dropna().astype(str).str.strip()
+    markers = texts[texts.str.lower().isin(MISSING_MARKERS)] if unlabeled is None else []
+    for marker in sorted(set(markers)):  # labels such as "?" fitted as a class of their own
+        _note(
+            args.command,
+            f"hint: target column {target!r} holds {marker!r} on {int((texts == marker).sum())} "
+            "row(s), which looks like a missing label; it is fitted as a class of its own unless "
+            f"--unlabeled {shlex.quote(marker)} marks those rows unlabeled (fitted by EM).",
+        )
+    missing_cells = getattr(args, "missing", "error")
+    features = _check_features(features, path, text_allowed=text_allowed, missing=missing_cells)
     return features, y, missing
 
 
@@ -671,10 +674,7 @@ def _check_features(
             f"(leave them out with --drop {shlex.quote(','.join(text))}, encode them as category "
             f"codes, or use the {readers} story, which takes text categories)."
         )
-    features = features.astype(np.float64)
-    if np.any(np.isinf(features.to_numpy())):
-        raise UserError(f"{path} has infinite feature values.")
-    return features
+    return features.astype(np.float64)  # infinity: the estimator's message
 
 
 def _make_estimator(name: str, features, args, user_story=None):
@@ -789,11 +789,8 @@ def _fit_features(args):
     user_story = None if args.story_ref is None else _import_story(args.story_ref)
     # the registry's ValueError names the known stories
     name = args.story_ref if user_story else registry.get(args.story).name
-    frame = _read_table(args.data, args, args.target)
-    features, y, unlabeled = _split_target(frame, args.target, args.unlabeled, args.data)
-    _marker_hint(frame, args.target, args.unlabeled, args.command)
     text_allowed = user_story is None and registry.get(name).table_estimator is not None
-    features = _check_features(features, args.data, text_allowed=text_allowed, missing=args.missing)
+    features, y, unlabeled = _read_features(args, text_allowed)
     if not 0.0 <= args.unlabeled_weight <= 1.0:
         raise UserError(f"--unlabeled-weight must lie in [0, 1], got {args.unlabeled_weight}.")
     estimator = _make_estimator(name, features, args, user_story)
@@ -871,21 +868,6 @@ def _column_warnings(features, command: str) -> None:
         else:
             continue
         _note(command, f"warning: {found}; --drop {shlex.quote(str(name))} leaves it out.")
-
-
-def _marker_hint(frame, target: str, unlabeled: str | None, command: str) -> None:
-    """Hint when labels such as ``?`` are fitted as a class of their own."""
-    if unlabeled is not None or target not in frame.columns:
-        return
-    texts = frame[target].dropna().astype(str).str.strip()
-    for marker in sorted(set(texts[texts.str.lower().isin(MISSING_MARKERS)])):
-        count = int((texts == marker).sum())
-        _note(
-            command,
-            f"hint: target column {target!r} holds {marker!r} on {count} row(s), which looks like "
-            f"a missing label; it is fitted as a class of its own unless --unlabeled "
-            f"{shlex.quote(marker)} marks those rows unlabeled (fitted by EM).",
-        )
 
 
 def _param_message(estimator, error) -> str:
@@ -1064,7 +1046,7 @@ def _run_fit_streaming(args) -> int:
 # -- genprob predict -------------------------------------------------------------------------------
 def _prediction_features(model, frame, path: str):
     """The columns of ``frame`` the model was fitted on, in its order."""
-    from genprob.app import registry
+    from genprob.families import families
 
     target = getattr(model, "target_column_", None)
     if target is not None and target in frame.columns:
@@ -1085,10 +1067,11 @@ def _prediction_features(model, frame, path: str):
         if extra:
             _note("predict", f"ignoring columns the model does not use: {', '.join(extra)}")
         features = frame[names]
+    family = families().get(getattr(getattr(model, "story_", None), "name", None))
     return _check_features(
         features,
         path,
-        text_allowed=registry.takes_text(getattr(model, "story_", None)),
+        text_allowed=any(c.table_estimator for c in getattr(family, "commands", ())),
         missing=getattr(model, "missing", "error"),  # a model fit to marginalize predicts so too
         predicting=True,
     )

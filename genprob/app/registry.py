@@ -21,9 +21,6 @@ __all__ = [
     "get",
     "make_story",
     "load_data",
-    "notes",
-    "report_stories",
-    "takes_text",
 ]
 
 #: Vocabulary size of the SMS bag-of-words data sets (the most frequent words).
@@ -68,22 +65,6 @@ def has_story(name: str) -> bool:
     from genprob.families._registry import load
 
     return getattr(load(entry.face), "_has_story", True)
-
-
-def report_stories() -> tuple:
-    """The stories the full report cross-checks (the families' choice)."""
-    return tuple(name for name, command in STORIES.items() if command.in_report)
-
-
-def notes() -> str:
-    """The stories' notes for the command line's help, one after the other."""
-    return " ".join(entry.note for entry in STORIES.values() if entry.note)
-
-
-def takes_text(story: Story) -> bool:
-    """Whether a fitted model of ``story`` reads text columns (a family with a table estimator)."""
-    family = families().get(getattr(story, "name", None))
-    return family is not None and any(c.table_estimator for c in family.commands)
 
 
 # -- data ------------------------------------------------------------------------------------------

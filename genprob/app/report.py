@@ -1,8 +1,5 @@
-"""The ``genprob demo`` report: every face of the library on bundled data, as Markdown and PNGs.
-
-Each ``*_section`` function runs one step (docs/cli.md lists them) and returns a :class:`Section`;
-figures use :class:`matplotlib.figure.Figure` directly (no pyplot state), imported when drawn.
-"""
+"""The ``genprob demo`` report: every face of the library on bundled data, as Markdown and PNGs;
+each ``*_section`` function runs one step (docs/cli.md lists them), returning a :class:`Section`."""
 
 from __future__ import annotations
 
@@ -18,6 +15,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
+from genprob.app import tour
 
 __all__ = [
     "Settings",
@@ -59,7 +58,7 @@ class Settings:
     """Sizes of the demo's steps (docs/cli.md describes each field)."""
 
     quick: bool = False
-    crosscheck_stories: tuple | None = None  # None: registry.report_stories()
+    crosscheck_stories: tuple | None = None  # None: the families' in_report stories
     label_fractions: tuple = (0.06, 0.1, 0.2, 0.35, 0.5, 1.0)
     repeats: int = 10
     nuts_warmup: int = 500
@@ -114,15 +113,8 @@ def _step(key: str, title: str):
     return wrap
 
 
-def _table(header, rows) -> str:
-    """A Markdown table; numbers should already be formatted as strings."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def _figure(width: float, height: float):
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # no pyplot state; imported when drawn
 
     return Figure(figsize=(width, height), layout="constrained")
 
@@ -131,8 +123,6 @@ def _figure(width: float, height: float):
 @_step("tour", "Built-in stories on real data")
 def tour_section(settings: Settings, progress: Callable) -> tuple:
     """Fit the tour's stories on bundled real data; a table of held-out scores."""
-    from genprob.app import tour
-
     selected = tour.quick_cases() if settings.quick else tour.cases()
     rows = tour.run(selected, progress=lambda label, data: progress(f"{label} on {data}"))
     table = tour.table(rows)
@@ -280,7 +270,7 @@ def boundaries_section(settings: Settings, progress: Callable) -> tuple:
         "$\\log \\pi_k + \\log p(x \\mid k)$ are equal: with one shared covariance the "
         "quadratic terms cancel and it is a line. BIC is $-2 \\log L + \\mathrm{df} \\log n$ "
         "of the training rows with their labels (smaller is better; df is the parameter count).\n\n"
-        + _table(
+        + tour.markdown_table(
             ["model", "covariance", "boundaries", "parameters", "BIC (train)", "test accuracy"],
             rows,
         )
@@ -306,8 +296,9 @@ def crosscheck_section(settings: Settings, progress: Callable) -> tuple:
     from genprob.app import registry
     from genprob.inference.crosscheck import TOLERANCES, crosscheck
 
+    in_report = [name for name, command in registry.STORIES.items() if command.in_report]
     rows, printouts, cache = [], [], {}
-    for name in settings.crosscheck_stories or registry.report_stories():
+    for name in settings.crosscheck_stories or in_report:
         data = registry.get(name).datasets[0]
         progress(f"{name} on {data}")
         if data not in cache:
@@ -330,7 +321,7 @@ def crosscheck_section(settings: Settings, progress: Callable) -> tuple:
             }
         )
         printouts.append(str(result))
-    table = _table(list(rows[0]), [list(row.values()) for row in rows])
+    table = tour.markdown_table(list(rows[0]), [list(row.values()) for row in rows])
     tolerances = ", ".join(f"{name} {limit:g}" for name, limit in TOLERANCES["float64"].items())
     text = (
         "Each closed form is a derivation; the check fits the same story a second time by "
@@ -430,7 +421,7 @@ def semi_supervised_section(settings: Settings, progress: Callable) -> tuple:
         f"{settings.repeats} repeats"
     )
     curve = semi_supervised_curve(settings.label_fractions, settings.repeats, settings.seed)
-    table = _table(
+    table = tour.markdown_table(
         ["labels kept", "labeled rows", "labeled only", "EM", "EM iterations"],
         [
             [
@@ -465,7 +456,7 @@ def semi_supervised_section(settings: Settings, progress: Callable) -> tuple:
 # -- step 5: MLE vs posterior ----------------------------------------------------------------------
 def _posterior_table(table) -> str:
     lower, upper = (c for c in table.columns if c.startswith("hdi_"))
-    return _table(
+    return tour.markdown_table(
         ["parameter", "MLE", "posterior mean", "sd", f"{lower} .. {upper}", "MLE in HDI", "ESS"],
         [
             [
@@ -533,9 +524,8 @@ def posterior_section(settings: Settings, progress: Callable) -> tuple:
     # (2) exact: a categorical story is conjugate (Dirichlet prior), no sampler needed
     progress(f"exact posterior for categorical NB on penguins ({settings.exact_samples} draws x 2)")
     penguins, species = datasets.load_penguins(as_frame=True)
-    islands = penguins[["island"]]
-    categories = np.unique(islands["island"].astype(str))
-    codes = pd.DataFrame({"island": np.searchsorted(categories, islands["island"].astype(str))})
+    categories, island = np.unique(penguins["island"].astype(str), return_inverse=True)
+    codes = pd.DataFrame({"island": island})
     categorical = genprob.CategoricalNB(alpha=1.0).fit(codes, species.to_numpy())
     exact = categorical.posterior(
         codes,

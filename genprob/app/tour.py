@@ -14,7 +14,7 @@ from sklearn.model_selection import train_test_split
 import genprob
 from genprob import datasets
 
-__all__ = ["TourRow", "cases", "quick_cases", "run", "table", "main"]
+__all__ = ["TourRow", "cases", "quick_cases", "run", "table", "markdown_table", "main"]
 
 
 class TourRow(NamedTuple):
@@ -116,6 +116,13 @@ def run(selected=None, progress=None) -> list[TourRow]:
     return rows
 
 
+def markdown_table(header, rows) -> str:
+    """A Markdown table of string cells (the tour's and the demo report's)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def table(rows) -> str:
     """The rows as a Markdown table (the report's, and what ``python -m`` prints)."""
     header = [
@@ -127,12 +134,12 @@ def table(rows) -> str:
         "parameters",
         "fit s",
     ]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for r in rows:
-        cells = [r.story, r.data, f"{r.train_rows}/{r.test_rows}", f"{r.accuracy:.3f}"]
-        cells += [f"{r.loglik_per_row:.2f}", f"{r.num_parameters:,}", f"{r.seconds:.2f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    cells = [
+        [r.story, r.data, f"{r.train_rows}/{r.test_rows}", f"{r.accuracy:.3f}"]
+        + [f"{r.loglik_per_row:.2f}", f"{r.num_parameters:,}", f"{r.seconds:.2f}"]
+        for r in rows
+    ]
+    return markdown_table(header, cells)
 
 
 def main() -> int:
