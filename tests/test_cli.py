@@ -317,7 +317,13 @@ def test_fit_and_predict_errors_exit_2_with_one_line(iris_csv, tmp_path, capsys)
     frame.assign(sepal_width="wide").to_csv(text, index=False)
     all_hidden = tmp_path / "hidden.csv"
     frame.assign(species=np.nan).to_csv(all_hidden, index=False)
+    infinite = tmp_path / "infinite.csv"
+    frame.assign(sepal_width=np.where(frame.index == 4, np.inf, frame.sepal_width)).to_csv(
+        infinite, index=False
+    )
     cases = [
+        (["fit", "lda", str(infinite), "--target", "species"], ["infinite", "sepal_width"]),
+        (["predict", str(model), str(infinite)], ["infinite values in", "columns: sepal_width"]),
         (["fit", "nonsense", str(iris_csv), "--target", "species"], ["unknown story 'nonsense'"]),
         (["fit", "lda", str(tmp_path / "no.csv"), "--target", "species"], ["no such file"]),
         (["fit", "lda", str(iris_csv), "--target", "label"], ["'label' is not in", "species"]),

@@ -674,7 +674,11 @@ def _check_features(
             f"(leave them out with --drop {shlex.quote(','.join(text))}, encode them as category "
             f"codes, or use the {readers} story, which takes text categories)."
         )
-    return features.astype(np.float64)  # infinity: the estimator's message
+    features = features.astype(np.float64)
+    infinite = [str(c) for c in features.columns if np.isinf(features[c].to_numpy()).any()]
+    if infinite:
+        raise UserError(f"infinite values in {path}, columns: {', '.join(infinite)}.")
+    return features
 
 
 def _make_estimator(name: str, features, args, user_story=None):
