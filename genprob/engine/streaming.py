@@ -231,24 +231,6 @@ def is_out_of_core(X) -> bool:
     return _is_parquet_path(X) or isinstance(X, Iterator)
 
 
-def _source(X, y, sample_weight):
-    if isinstance(X, (Chunks, ParquetSource)):
-        source = X
-    elif _is_parquet_path(X):
-        raise ValueError(
-            f"fit on the Parquet data {os.fspath(X)!r} needs the label column: pass "
-            f"genprob.streaming.parquet({os.fspath(X)!r}, target='label')."
-        )
-    else:
-        source = _OneShot(X)
-    if y is not None or sample_weight is not None:
-        raise ValueError(
-            "with chunked or Parquet input, labels and weights travel in the chunks: pass y=None "
-            "and no sample_weight (chunks are (X, y) or (X, y, sample_weight) tuples)."
-        )
-    return source
-
-
 # -- progress --------------------------------------------------------------------------------------
 class ProgressBar:
     """Rows done, rows/s and ETA on one line of ``stream`` (a terminal); silent elsewhere."""
@@ -505,7 +487,17 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
     """
     if is_dask_collection(X):  # the estimator hands it to genprob.engine.distributed
         return estimator.fit(X, y, sample_weight=sample_weight, classes=classes)
-    source = _source(X, y, sample_weight)
+    if _is_parquet_path(X):
+        raise ValueError(
+            f"fit on the Parquet data {os.fspath(X)!r} needs the label column: pass "
+            f"genprob.streaming.parquet({os.fspath(X)!r}, target='label')."
+        )
+    if y is not None or sample_weight is not None:
+        raise ValueError(
+            "with chunked or Parquet input, labels and weights travel in the chunks: pass y=None "
+            "and no sample_weight (chunks are (X, y) or (X, y, sample_weight) tuples)."
+        )
+    source = X if isinstance(X, (Chunks, ParquetSource)) else _OneShot(X)
     validate_params(estimator)
     marker = check_unlabeled_label(estimator.unlabeled_label)
     if isinstance(source, ParquetSource):
