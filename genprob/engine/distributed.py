@@ -85,7 +85,7 @@ def _part(estimator, X, y, w, e_step=False):
     return estimator.chunk_statistics(X, y, w, e_step=e_step)
 
 
-def _tree(dask, parts, merge):
+def _tree(parts, merge):
     """Binary tree of ``merge`` tasks over delayed partial results (depth log2 of their number)."""
     while len(parts) > 1:
         merged = [merge(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
@@ -113,42 +113,26 @@ def _head(block, rows):
     return block.iloc[:rows] if hasattr(block, "iloc") else block[:rows]
 
 
-def _reduce(dask, estimator, parts, part, merge):
-    """``part`` of every partition on the workers, reduced by ``merge`` in a tree of tasks."""
+def _reduce(dask, estimator, parts, e_step=False):
+    """Every partition's (E-step's) statistics on the workers, added in a tree of tasks."""
     shipped = dask.delayed(estimator, pure=False)
-    tasks = [dask.delayed(part)(shipped, xd, yd, wd) for xd, yd, wd in parts]
-    return dask.compute(_tree(dask, tasks, dask.delayed(merge)))[0]
+    tasks = [dask.delayed(_part)(shipped, xd, yd, wd, e_step) for xd, yd, wd in parts]
+    return dask.compute(_tree(tasks, dask.delayed(streaming.combine)))[0]
 
 
-def _labeled_from_head(dask, estimator, parts, classes):
-    """Story from the first rows, every partition on the workers; None: no rows or a new story."""
-    head = dask.compute(*(dask.delayed(_head)(piece, HEAD_ROWS) for piece in parts[0]))
-    if not np.shape(head[0])[0]:
-        return None
-    streaming.labeled_pass(estimator, [head], classes)
-    return _reduce(dask, estimator, parts, _part, streaming.combine)
-
-
-def _labeled_from_first_partition(dask, estimator, parts, classes):
-    """Story from the first non-empty partition (read by the driver), the rest on the workers."""
-    index, piece = 0, None
-    while piece is None or not np.shape(piece[0])[0]:
-        if index == len(parts):
-            raise ValueError("the data has no rows: every partition is empty.")
-        piece = dask.compute(*parts[index])
-        index += 1
-    streaming.labeled_pass(estimator, [piece], classes)
-    first = estimator.chunk_statistics(*piece)
-    if first is None or index == len(parts):
-        return first
-    rest = _reduce(dask, estimator, parts[index:], _part, streaming.combine)
-    return streaming.combine(first, rest)
+def _first_rows(dask, parts, rows):
+    """The first ``rows`` rows (None: all) of the first non-empty partition, on the driver."""
+    for part in parts:
+        piece = dask.compute(*(dask.delayed(_head)(block, rows) for block in part))
+        if np.shape(piece[0])[0]:
+            return piece
+    raise ValueError("the data has no rows: every partition is empty.")
 
 
 def fit(estimator, X, y, *, sample_weight=None, classes=None):
     """Fit ``estimator`` on a Dask array or DataFrame ``X`` with Dask labels ``y``, as
     ``estimator.fit`` on the computed arrays (to rounding); it finishes or changes nothing."""
-    dask, da = _dask()
+    dask, _ = _dask()
     if y is None:
         raise ValueError("y is required with a Dask X: a Dask array or Series of labels.")
     validate_params(estimator)
@@ -160,22 +144,23 @@ def fit(estimator, X, y, *, sample_weight=None, classes=None):
 
 
 def _fit_parts(dask, parts, expected, classes, estimator):
-    total = _labeled_from_head(dask, estimator, parts, classes)
-    if total is None:
-        streaming.reset(estimator)
-        total = _labeled_from_first_partition(dask, estimator, parts, classes)
-    if total is None:
+    # the story from the head, else from the first partition; the workers add every partition
+    for head_rows in (HEAD_ROWS, None):
+        streaming.labeled_pass(estimator, [_first_rows(dask, parts, head_rows)], classes)
+        total = _reduce(dask, estimator, parts)
+        if total is not None:
+            rows, unlabeled_rows = total.rows, total.unlabeled_rows
+            break
+        streaming.reset(estimator)  # None: a partition changed the story
+    else:
         # the story grows with later partitions: read them through the driver (exact)
-        streaming.reset(estimator)
         rows, unlabeled_rows = streaming.labeled_pass(
             estimator, (dask.compute(xd, yd, wd) for xd, yd, wd in parts), classes
         )
-    else:
-        rows, unlabeled_rows = total.rows, total.unlabeled_rows
     _check_rows(rows, expected, "labeled pass")
 
     def one_pass():
-        result = _reduce(dask, estimator, parts, partial(_part, e_step=True), streaming.combine)
+        result = _reduce(dask, estimator, parts, e_step=True)
         _check_rows(result.rows, rows, "EM pass")
         return result
 

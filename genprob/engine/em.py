@@ -76,13 +76,8 @@ class EMResult(NamedTuple):
 # -- the objective --------------------------------------------------------------------------------
 def _row_weights(codes, unlabeled_weight, sample_weight, xp=jnp):
     """Weights of every row in the objective: w_i (labeled) and λ w_i (unlabeled)."""
-    labeled = codes >= 0
-    w = (
-        xp.ones(codes.shape, dtype=xp.result_type(float))
-        if sample_weight is None
-        else sample_weight
-    )
-    return xp.where(labeled, w, unlabeled_weight * w)
+    w = 1.0 if sample_weight is None else sample_weight
+    return xp.where(codes >= 0, w, unlabeled_weight * w)
 
 
 def weighted_log_likelihood(
@@ -116,7 +111,7 @@ def params_from_latent(story: Story, latent: dict, num_classes: int, num_feature
         return dict(story.prior(num_classes, num_features))
 
 
-def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
+def _gradient_m_step(story, X, R, latent, class_prior):
     """Generalized M-step: L-BFGS on Σ R_ik log p(x_i, k) over unconstrained latent values."""
     import optax  # imported on first use: closed-form fits never need it
 
@@ -148,7 +143,7 @@ def _gradient_m_step(story, X, R, latent, class_prior, num_steps):
         )
         return (optax.apply_updates(unconstrained, updates), state), None
 
-    (end, _), _ = jax.lax.scan(step, (start, optimizer.init(start)), None, length=num_steps)
+    (end, _), _ = jax.lax.scan(step, (start, optimizer.init(start)), None, length=GRADIENT_STEPS)
     before = negative_expected_log_joint(start)
     after = negative_expected_log_joint(end)
     # keep the step only when it does not lower the expected log-joint: EM's monotonicity
@@ -168,7 +163,7 @@ def _neutral_latent(story: Story, num_classes: int, num_features: int, dtype) ->
 
 
 # -- the EM loop ----------------------------------------------------------------------------------
-def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps, previous=None):
+def _m_step(story, X, R, latent, class_prior, fit_prior, previous=None):
     """One M-step from ``R``: (params, latent, penalty, the ``previous`` params' penalty)."""
     if has_closed_form(story):
         stats = core.sufficient_statistics(story, X, R)
@@ -177,7 +172,7 @@ def _m_step(story, X, R, latent, class_prior, fit_prior, num_steps, previous=Non
         return params, latent, story.log_penalty(params, stats["emission"]), before
     num_classes, num_features = R.shape[1], X.shape[1]
     prior = core.class_prior_from_counts(R.sum(axis=0), class_prior, fit_prior)
-    latent = _gradient_m_step(story, X, R, latent, prior, num_steps)
+    latent = _gradient_m_step(story, X, R, latent, prior)
     params = params_from_latent(story, latent, num_classes, num_features)
     params[CLASS_PRIOR] = prior
     return params, latent, 0.0, 0.0
@@ -207,16 +202,10 @@ def _em_runs(
         posterior = core.predict_proba(story, params, X)
         return labeled_R + unlabeled_weights[:, None] * posterior
 
-    def placeholder_params():
-        # Parameters of the right structure for the loop's carry; iteration 0 ignores them.
-        shapes = jax.eval_shape(
-            lambda R: _m_step(story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS)[0],
-            R0,
-        )
-        return jax.tree_util.tree_map(lambda s: jnp.ones(s.shape, s.dtype), shapes)
-
+    # parameters of the right structure for the loop's carry; iteration 0 ignores them
+    shapes = jax.eval_shape(lambda R: _m_step(story, X, R, latent, class_prior, fit_prior)[0], R0)
     state = (
-        placeholder_params(),
+        jax.tree_util.tree_map(lambda s: jnp.ones(s.shape, s.dtype), shapes),
         latent,
         jnp.asarray(-jnp.inf, X.dtype),
         jnp.full(capacity, jnp.nan, dtype=X.dtype),
@@ -237,7 +226,7 @@ def _em_runs(
         # one M-step site in the program (from R0 first, then the E-step): shorter compilation
         R = jnp.where(iteration == 0, R0, e_step(params))
         new_params, new_latent, penalty, penalty_before = _m_step(
-            story, X, R, latent, class_prior, fit_prior, GRADIENT_STEPS, previous=params
+            story, X, R, latent, class_prior, fit_prior, previous=params
         )
         new_value = _objective(story, new_params, X, codes, row_weights, penalty)
         finite_params = jnp.stack([jnp.isfinite(a).all() for a in tree_leaves(new_params)])
@@ -413,12 +402,11 @@ def fit_em(
             f"(no unlabeled rows, or unlabeled_weight=0) is left to learn them from."
         )
 
-    num_features = X.shape[1]
-    latent = (
-        {} if has_closed_form(story) else _neutral_latent(story, num_classes, num_features, X.dtype)
-    )
-    if isinstance(init, dict) and not has_closed_form(story):
-        latent = {**latent, **{k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}}
+    latent = {}
+    if not has_closed_form(story):
+        latent = _neutral_latent(story, num_classes, X.shape[1], X.dtype)
+        if isinstance(init, dict):
+            latent |= {k: jnp.asarray(v, X.dtype) for k, v in init.items() if k in latent}
     fixed = _labeled_responsibilities(codes, row_weights, num_classes, X.dtype)
 
     if unlabeled_mass <= 0:
@@ -489,18 +477,14 @@ def _initial_responsibilities(story, X, init, n_init, seed, fixed, labeled_mass,
             raise ValueError("init parameters must include 'class_prior'.")
         posterior = execution.class_posteriors(story, params, X, "proba")
         first = [labeled_R + unlabeled_weights[:, None] * posterior]
-    elif init is None:
-        first = [labeled_R] if every_class_labeled else []
-    elif init == "labeled":
-        if not every_class_labeled:
+    elif init in (None, "labeled", "random"):
+        if init == "labeled" and not every_class_labeled:
             missing = np.flatnonzero(labeled_mass <= 0)
             raise ValueError(
                 f"init='labeled' needs a labeled row in every class; "
                 f"{_named(missing, classes)} have none."
             )
-        first = [labeled_R]
-    elif init == "random":
-        first = []
+        first = [labeled_R] if every_class_labeled and init != "random" else []
     else:
         raise ValueError(
             f"init must be None, 'labeled', 'random' or a parameter dict; got {init!r}."

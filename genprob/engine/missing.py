@@ -79,13 +79,12 @@ def fit_observed(
     class_names=None,
 ) -> MissingFitResult:
     """Maximize the observed-data likelihood of ``X`` (NaN = missing) by EM over missing entries
-    and unlabeled rows (codes -1); ``feature_names`` and ``class_names`` name them in errors.
+    and unlabeled rows (codes -1) of a story that ``marginalized`` accepts; ``feature_names`` and
+    ``class_names`` name them in errors.
 
     Raises:
-        ValueError: the story cannot leave out missing entries, or a feature has no observed
-            entry to learn a class's parameters from (named).
+        ValueError: a feature has no observed entry to learn a class's parameters from (named).
     """
-    marginalized(story)  # refuses a story that cannot leave entries out, saying why
     check_statistics_size(story, num_classes, np.shape(X)[1], X.dtype)
     X = jnp.asarray(X)
     dtype = X.dtype
@@ -93,7 +92,7 @@ def fit_observed(
     codes = np.asarray(codes)
     labeled = codes >= 0
     row_weights = _row_weights(codes, unlabeled_weight, sample_weight, xp=np)
-    one_hot, labeled_R, _ = _labeled_responsibilities(codes, row_weights, num_classes, float)
+    one_hot, labeled_R, rest = _labeled_responsibilities(codes, row_weights, num_classes, float)
     _check_observed(np.asarray(observed), labeled_R, labeled, feature_names, class_names)
     scale = jnp.asarray(float(class_prior is None and fit_prior), dtype)  # 1: estimate the prior
     even = np.full(num_classes, 1.0 / num_classes)
@@ -102,11 +101,8 @@ def fit_observed(
     labeled_j = jnp.asarray(labeled)
     row_weights_j = jnp.asarray(row_weights, dtype)
     # start from the labeled rows (every class has one) or from uniform responsibilities
-    if np.unique(codes[labeled]).size == num_classes:
-        R = jnp.asarray(labeled_R, dtype)
-    else:
-        uniform = jnp.full_like(labels_R, 1.0 / num_classes)
-        R = jnp.where(labeled_j[:, None], labels_R, uniform) * row_weights_j[:, None]
+    uniform = 0.0 if np.unique(codes[labeled]).size == num_classes else 1.0 / num_classes
+    R = jnp.asarray(labeled_R + rest[:, None] * uniform, dtype)
     needs_em = capability(story, "missing_needs_em")
     iterate = needs_em or not labeled.all()
 

@@ -231,24 +231,6 @@ def is_out_of_core(X) -> bool:
     return _is_parquet_path(X) or isinstance(X, Iterator)
 
 
-def _source(X, y, sample_weight):
-    if isinstance(X, (Chunks, ParquetSource)):
-        source = X
-    elif _is_parquet_path(X):
-        raise ValueError(
-            f"fit on the Parquet data {os.fspath(X)!r} needs the label column: pass "
-            f"genprob.streaming.parquet({os.fspath(X)!r}, target='label')."
-        )
-    else:
-        source = _OneShot(X)
-    if y is not None or sample_weight is not None:
-        raise ValueError(
-            "with chunked or Parquet input, labels and weights travel in the chunks: pass y=None "
-            "and no sample_weight (chunks are (X, y) or (X, y, sample_weight) tuples)."
-        )
-    return source
-
-
 # -- progress --------------------------------------------------------------------------------------
 class ProgressBar:
     """Rows done, rows/s and ETA on one line of ``stream`` (a terminal); silent elsewhere."""
@@ -391,6 +373,8 @@ def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
     weight 0: the story sees them). Returns ``(rows, unlabeled rows)``."""
     rows = unlabeled_rows = 0
     marker = check_unlabeled_label(estimator.unlabeled_label)
+    if isinstance(getattr(estimator, "story", None), Story):
+        check_additive(estimator.story)  # a user's story, before any chunk is read
     with warnings.catch_warnings():
         # early chunks may miss a class; the final statistics are checked below
         warnings.filterwarnings("ignore", message="partial_fit kept the chunk")
@@ -408,12 +392,7 @@ def labeled_pass(estimator, chunks: Iterable, classes, progress=None):
                 y = y.copy() if y.dtype.kind != "O" else y.astype(object)
                 y[unlabeled] = classes[0]
                 w = np.where(unlabeled, 0.0, w)
-            first = not hasattr(estimator, "stats_")
-            if first and isinstance(getattr(estimator, "story", None), Story):
-                check_additive(estimator.story)  # a user's story, before any chunk is read
-            estimator.partial_fit(X, y, classes=classes, sample_weight=w)
-            if first:
-                check_additive(estimator.story_)
+            estimator.partial_fit(X, y, classes=classes, sample_weight=w)  # refuses the rest
             rows += num_rows
             unlabeled_rows += int(unlabeled.sum())
             if progress is not None:
@@ -508,7 +487,17 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
     """
     if is_dask_collection(X):  # the estimator hands it to genprob.engine.distributed
         return estimator.fit(X, y, sample_weight=sample_weight, classes=classes)
-    source = _source(X, y, sample_weight)
+    if _is_parquet_path(X):
+        raise ValueError(
+            f"fit on the Parquet data {os.fspath(X)!r} needs the label column: pass "
+            f"genprob.streaming.parquet({os.fspath(X)!r}, target='label')."
+        )
+    if y is not None or sample_weight is not None:
+        raise ValueError(
+            "with chunked or Parquet input, labels and weights travel in the chunks: pass y=None "
+            "and no sample_weight (chunks are (X, y) or (X, y, sample_weight) tuples)."
+        )
+    source = X if isinstance(X, (Chunks, ParquetSource)) else _OneShot(X)
     validate_params(estimator)
     marker = check_unlabeled_label(estimator.unlabeled_label)
     if isinstance(source, ParquetSource):
@@ -522,25 +511,23 @@ def fit(estimator, X, y=None, *, sample_weight=None, classes=None, progress=None
                 "pass collects the labels."
             )
         classes = collect_classes(source.labels(), marker)
+    progress = progress or ProgressBar(enabled=False)
     return fit_or_keep(estimator, partial(_fit_source, source, classes, progress))
 
 
 def _fit_source(source, classes, progress, estimator):
-    if progress is not None:
-        progress.new_pass("fit: labeled pass")
-    rows, unlabeled_rows = labeled_pass(estimator, source.chunks(), classes, progress)
+    progress.new_pass("fit: labeled pass")
+    _, unlabeled_rows = labeled_pass(estimator, source.chunks(), classes, progress)
     passes = [0]  # EM's passes (a one-shot iterator refuses the first, saying why)
 
     def one_pass():  # E-step statistics added chunk by chunk
         passes[0] += 1
-        if progress is not None:
-            progress.new_pass(f"fit: EM pass {passes[0]}")
+        progress.new_pass(f"fit: EM pass {passes[0]}")
         total = None
         for X, y, w in source.chunks():
             part = estimator.chunk_statistics(X, y, w, e_step=True)
             total = part if total is None else combine(total, part)
-            if progress is not None:
-                progress.update(part.rows)
+            progress.update(part.rows)
         return total
 
     finish(estimator, one_pass, unlabeled_rows)

@@ -41,6 +41,7 @@ _SAMPLE_STATS_NAMES = {
     "accept_prob": "acceptance_rate",
     "num_steps": "n_steps",
     "adapt_state.step_size": "step_size",
+    "potential_energy": "lp",  # negated
 }
 
 
@@ -84,13 +85,10 @@ def _as_draws(posterior, story: Story, num_features: int):
 
 
 def _sample_stats(extra: dict) -> dict:
-    stats = {}
-    for name, value in extra.items():
-        value = np.asarray(value)
-        if name == "potential_energy":
-            stats["lp"] = -value
-        else:
-            stats[_SAMPLE_STATS_NAMES.get(name, name.replace(".", "_"))] = value
+    names = {name: _SAMPLE_STATS_NAMES.get(name, name.replace(".", "_")) for name in extra}
+    stats = {names[name]: np.asarray(value) for name, value in extra.items()}
+    if "potential_energy" in extra:
+        stats["lp"] = -stats["lp"]
     return stats
 
 
@@ -509,7 +507,6 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
         ``pandas.DataFrame`` with one row per point and class: ``point``, ``class``, ``plugin``,
         ``posterior_mean`` and the HDI bounds of the per-draw probabilities.
     """
-    import jax.numpy as jnp
     import pandas as pd
     import xarray as xr
 
@@ -527,7 +524,7 @@ def predictive_vs_plugin(estimator, idata, X_points, hdi_prob: float = HDI_PROB)
             f"{len(estimator.classes_)}: they do not belong together."
         )
     with precision(estimator._dtype):
-        draws_j = {k: jnp.asarray(v) for k, v in draws.items()}
+        draws_j = {k: jax.numpy.asarray(v) for k, v in draws.items()}
         per_draw = np.asarray(
             posterior_predict_proba(estimator.story_, draws_j, estimator._as_array(X))
         )

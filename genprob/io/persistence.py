@@ -60,8 +60,7 @@ def _story_class(name):
 
 # -- JSON encoding of configuration values --------------------------------------------------------
 def _encode(value, arrays: dict, prefix: str, aliases=None):
-    """JSON form of a setting; arrays go to ``arrays``, those in ``aliases`` (id -> parameter
-    name) are stored as references to the parameter."""
+    """JSON form of a setting; arrays go to ``arrays``, or by reference to ``aliases``' names."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if aliases and isinstance(value, np.ndarray) and id(value) in aliases:
