@@ -25,6 +25,7 @@ from genprob.engine.capabilities import capability, has_closed_form
 from genprob.engine.em import encode_partial_labels, params_from_latent
 from genprob.engine.masking import has_missing, marginalized
 from genprob.inference.draws import flatten_draws
+from genprob.inference.optimize import fit_optimizer, model_sites, unconstrain
 from genprob.story import CLASS_PRIOR, Story, as_sample_sites
 
 __all__ = [
@@ -191,8 +192,6 @@ def run_nuts(
         story = conjugate_story(story)
     if priors != "fixed":
         story = story.scaled_to_data(X)
-    from genprob.inference.optimize import model_sites
-
     sites = model_sites(_chain_args(story, X, codes, None), num_classes)
     check_posterior_size(
         num_chains=num_chains,
@@ -236,7 +235,7 @@ def run_nuts(
     elif init == "mle":
         start = start_values(fitted_story, X, codes, num_classes) if fit is None else fit
         start = _start_sites(story, start)
-        start, message = best_start(fitted_story, X, codes, num_classes, start, seed, story)
+        start, message = best_start(fitted_story, X, codes, num_classes, start, seed, story, sites)
         if message:
             warnings.warn(message, SamplingWarning, stacklevel=2)
         starts = [start] * num_chains
@@ -318,8 +317,6 @@ def start_values(story: Story, X, y, num_classes: int) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a start point needs no EM convergence notice
             return fit_em(story, X, jnp.asarray(codes), num_classes=num_classes).params
-    from genprob.inference.optimize import fit_optimizer
-
     dtype = "float32" if X.dtype == jnp.float32 else "float64"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -331,7 +328,9 @@ def start_values(story: Story, X, y, num_classes: int) -> dict:
 START_RESTARTS = 4
 
 
-def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int, prior_story):
+def best_start(
+    story: Story, X, codes, num_classes: int, start: dict, seed: int, prior_story, sites=None
+):
     """``start``, or a better mode found by EM restarts (docs/reference/mcmc.md): ``(params,
     message or None)``."""
     from genprob.engine.em import fit_em
@@ -339,10 +338,8 @@ def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int,
     codes = np.asarray(codes)
     if not has_closed_form(story) or np.all(codes >= 0):
         return start, None
-    from genprob.inference.optimize import model_sites
-
     args = _chain_args(prior_story, X, codes, None)  # padded once for both evaluations
-    sites = [site.name for site in model_sites(args, num_classes)]
+    sites = [site.name for site in sites or model_sites(args, num_classes)]
     if any(name not in start for name in sites):
         return start, None
 
@@ -402,7 +399,7 @@ def _chain_starts(story, X, codes, num_classes, starts, jitter, seed, sites):
             for name in sites
             if name in given
         }
-        free = _unconstrain(args, values, num_classes) if values else {}
+        free = unconstrain(args, values, num_classes) if values else {}
         point = {}
         for name in sites:  # a site without a value is NaN here: it starts like init_to_uniform
             shape = shapes[name].unconstrained_shape
@@ -424,20 +421,12 @@ def _chain_keys(seed, num_chains):
 
 
 @partial(jax.jit, static_argnums=2)
-def _unconstrain(args, values, num_classes):
-    """``values`` in NumPyro's unconstrained coordinates (compiled once per structure)."""
-    from numpyro.infer.util import unconstrain_fn
-
-    return unconstrain_fn(core.model, args, {"num_classes": num_classes}, values)
-
-
-@partial(jax.jit, static_argnums=2)
 def _log_density(args, values, num_classes):
     """Log posterior density at ``values`` in the chains' unconstrained coordinates."""
     from numpyro.infer.util import potential_energy
 
     kwargs = {"num_classes": num_classes}
-    free = _unconstrain(args, values, num_classes)
+    free = unconstrain(args, values, num_classes)
     return -potential_energy(core.model, args, kwargs, free)
 
 
@@ -836,8 +825,6 @@ def fit_nuts(story: Story, X, y=None, *, group_by_chain: bool = False, **kwargs)
 def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     """The story's named parameters at every draw (any leading batch shape), ``class_prior``
     included: the prior run with its sites substituted."""
-    from genprob.inference.optimize import model_sites
-
     class_prior = jnp.asarray(samples[CLASS_PRIOR])
     batch_shape, num_classes = class_prior.shape[:-1], class_prior.shape[-1]
     rows = jax.ShapeDtypeStruct((1, num_features), class_prior.dtype)

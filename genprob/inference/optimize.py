@@ -197,10 +197,16 @@ def _evaluate(spec: _Spec, data: _Data, u):
     return jax.value_and_grad(partial(_loss_and_terms, spec, data), has_aux=True)(u)
 
 
+@partial(jax.jit, static_argnums=2)
+def unconstrain(args, values: dict, num_classes: int) -> dict:
+    """``values`` in NumPyro's unconstrained coordinates of ``core.model(*args)`` (NUTS too)."""
+    return infer_util.unconstrain_fn(core.model, args, {"num_classes": num_classes}, values)
+
+
 @partial(jax.jit, static_argnums=0)
 def _unconstrain_values(spec: _Spec, data: _Data, params: dict):
-    model, args, kwargs = _model(spec, data)
-    unconstrained = infer_util.unconstrain_fn(model, args, kwargs, params)
+    values = {**data.fixed_values, **params}  # the fixed sites held, as in ``_model``
+    unconstrained = unconstrain((data.story, data.X, data.y), values, spec.num_classes)
     pieces = [jnp.ravel(unconstrained[site.name]) for site in spec.sites]
     return jnp.concatenate(pieces) if pieces else jnp.zeros(0, data.X.dtype)
 
