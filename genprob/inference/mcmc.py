@@ -20,12 +20,12 @@ import numpy as np
 from genprob import core
 from genprob.engine import execution
 from genprob.engine._limits import check_count, check_posterior_size
-from genprob.engine._validation import check_features
 from genprob.engine.capabilities import capability, has_closed_form
-from genprob.engine.em import encode_partial_labels, params_from_latent
+from genprob.engine.em import fit_em, params_from_latent
 from genprob.engine.masking import has_missing, marginalized
 from genprob.inference.draws import flatten_draws
 from genprob.inference.optimize import fit_optimizer, model_sites, unconstrain
+from genprob.inference.posterior import checked_rows, conjugate_story
 from genprob.story import CLASS_PRIOR, Story, as_sample_sites
 
 __all__ = [
@@ -100,14 +100,7 @@ CURVATURE_MAX_ENTRIES = 2000
 
 def _prepare(story: Story, X, y, num_classes):
     # NaN: missing, summed out by the model
-    X = check_features(
-        X, keep_sparse=True, to_device=True, allow_nan=capability(story, "supports_missing")
-    )
-    if y is None:
-        y = np.full(X.shape[0], -1)
-    codes, num_classes = encode_partial_labels(y, num_classes=num_classes)
-    if codes.shape[0] != X.shape[0]:
-        raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
+    X, codes, num_classes = checked_rows(X, y, num_classes, capability(story, "supports_missing"))
     (marginalized(story) if has_missing(X) else story).validate(X)
     # NumPy: staging a JAX copy compiles per row count
     return X, np.asarray(codes, np.int32), num_classes
@@ -187,8 +180,6 @@ def run_nuts(
     X, codes, num_classes = _prepare(story, X, y, num_classes)
     fitted_story = story
     if priors == "conjugate":
-        from genprob.inference.posterior import conjugate_story
-
         story = conjugate_story(story)
     if priors != "fixed":
         story = story.scaled_to_data(X)
@@ -307,8 +298,6 @@ def check_options(*, priors="data", init="mle", jitter=JITTER, sampler="numpyro"
 def start_values(story: Story, X, y, num_classes: int) -> dict:
     """The story's own fit that chains start from: closed form, EM with unlabeled rows (``y``
     -1), or :func:`genprob.fit_optimizer` for a story without a closed form."""
-    from genprob.engine.em import fit_em
-
     codes = np.asarray(y)
     if has_closed_form(story):
         if np.all(codes >= 0):
@@ -333,8 +322,6 @@ def best_start(
 ):
     """``start``, or a better mode found by EM restarts (docs/reference/mcmc.md): ``(params,
     message or None)``."""
-    from genprob.engine.em import fit_em
-
     codes = np.asarray(codes)
     if not has_closed_form(story) or np.all(codes >= 0):
         return start, None
@@ -846,11 +833,7 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
 def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
     """Posterior label draws ``batch_shape + (n,)`` for draws of :func:`fit_nuts`
     (docs/reference/mcmc.md); labeled rows (``y`` >= 0) keep their code."""
-    X = check_features(X, keep_sparse=True, to_device=True)
-    num_classes = jnp.shape(samples[CLASS_PRIOR])[-1]
-    codes, _ = encode_partial_labels(y, num_classes=num_classes)
-    if codes.shape[0] != X.shape[0]:
-        raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
+    X, codes, _ = checked_rows(X, y, jnp.shape(samples[CLASS_PRIOR])[-1])
     flat, batch_shape = flatten_draws(params_from_samples(story, samples, X.shape[1]))
     keys = jax.random.split(key, math.prod(batch_shape))
 
