@@ -129,7 +129,8 @@ def run_nutpie_density(X, y, warmup, samples, seed):
 
     import genprob
     from genprob import core
-    from genprob.inference.mcmc import JITTER, _unconstrain
+    from genprob.inference.mcmc import JITTER
+    from genprob.inference.optimize import unconstrain
 
     start = time.perf_counter()
     with warnings.catch_warnings(), jax.enable_x64(True):
@@ -139,7 +140,7 @@ def run_nutpie_density(X, y, warmup, samples, seed):
         story = model.story_.scaled_to_data(Xj)
         args, kwargs = (story, Xj, codes), {"num_classes": K}
         fit = {k: jnp.asarray(v, jnp.float64) for k, v in model.params_.items()}
-        free = _unconstrain(args, {k: fit[k] for k in NAMES}, K)
+        free = unconstrain(args, {k: fit[k] for k in NAMES}, K)
         flat_start, unravel = ravel_pytree(free)
         value_and_grad = jax.jit(
             jax.value_and_grad(lambda x: -potential_energy(core.model, args, kwargs, unravel(x)))

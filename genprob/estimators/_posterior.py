@@ -33,30 +33,11 @@ from genprob.inference.posterior import (
 from genprob.io.arviz_io import to_arviz
 from genprob.story import as_sample_sites
 
-__all__ = ["estimator_posterior", "predictive_log_joint", "fitted_exact_posterior"]
+__all__ = ["estimator_posterior", "predictive_log_joint"]
 
 #: Rules of ``predict_proba(X, method=...)``: the plug-in rule at the fit (default), the
 #: posterior predictive under the conjugate prior, and MASS's debiased LDA rule.
 PREDICT_METHODS = ("plugin", "predictive", "debiased")
-
-
-def fitted_exact_posterior(estimator, prior=None):
-    """The exact posterior under the story's conjugate prior from the fit's labeled statistics
-    (``stats_``), ``prior`` overriding story settings as in ``posterior(prior=...)``."""
-    check_is_fitted(estimator, "params_")
-    if getattr(estimator, "_missing_fit", False) or hasattr(estimator, "label_distributions_"):
-        raise ValueError(
-            "the predictive rule needs a fit on fully labeled, complete rows: this fit has "
-            "unlabeled rows or missing entries, whose posterior has no closed form. Use "
-            "posterior(X, y, method='nuts') instead."
-        )
-    if prior is not None and not isinstance(prior, dict):
-        raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
-    story = conjugate_story(with_prior(estimator.story_, **(prior or {})))
-    stats = getattr(estimator, "stats_", None)
-    if not has_exact_posterior(story) or stats is None:
-        raise _no_exact_posterior_error(story)
-    return posterior_from_statistics(story, stats, int(estimator.n_features_in_))
 
 
 def predictive_log_joint(estimator, X, method, prior=None) -> np.ndarray:
@@ -76,7 +57,20 @@ def predictive_log_joint(estimator, X, method, prior=None) -> np.ndarray:
                 f"prior settings); {type(estimator).__name__} has method='predictive'."
             )
         return rule(X)
-    exact = fitted_exact_posterior(estimator, prior)
+    # the exact posterior under the conjugate prior from the fit's labeled statistics
+    if getattr(estimator, "_missing_fit", False) or hasattr(estimator, "label_distributions_"):
+        raise ValueError(
+            "the predictive rule needs a fit on fully labeled, complete rows: this fit has "
+            "unlabeled rows or missing entries, whose posterior has no closed form. Use "
+            "posterior(X, y, method='nuts') instead."
+        )
+    if prior is not None and not isinstance(prior, dict):
+        raise ValueError(f"prior must be a dict of story settings, got {prior!r}.")
+    story = conjugate_story(with_prior(estimator.story_, **(prior or {})))
+    stats = getattr(estimator, "stats_", None)
+    if stats is None:  # no labeled statistics; posterior_from_statistics checks the story
+        raise _no_exact_posterior_error(story)
+    exact = posterior_from_statistics(story, stats, int(estimator.n_features_in_))
     return exact.predictive_log_joint(X)
 
 
@@ -146,10 +140,8 @@ def estimator_posterior(
             # the wrapper keeps its story's prior (run_nuts's scaling passes it by): scale it here
             story = story.scaled_to_data(X[complete])
         story = marginalized(story)  # NaN entries are missing for the model and log-likelihoods
-    if method == "exact" and not has_exact_posterior(story):
+    if method == "exact" and not has_exact_posterior(story):  # exact_posterior refuses unlabeled
         raise ValueError(f"method must be 'nuts' here: {_no_exact_posterior_error(story)}")
-    if method == "exact" and np.any(unlabeled):
-        raise _unlabeled_rows_error(int(np.sum(unlabeled)))
     num_classes = len(estimator.classes_)
     seed = int(check_random_state(random_state).randint(0, 2**31 - 1))
     feature_names = getattr(estimator, "feature_names_in_", None)
@@ -162,17 +154,13 @@ def estimator_posterior(
         Xj = estimator._as_array(X)
         if method == "exact":
             exact = exact_posterior(story, Xj, codes, num_classes=num_classes)
-            posterior = exact.sample(seed, (num_chains, num_samples))
+            draws = posterior = exact.sample(seed, (num_chains, num_samples))
         else:
-            nuts_kwargs = dict(nuts_settings)
             started_at_fit = isinstance(init, str) and init == "mle"
-            if started_at_fit:
-                nuts_kwargs["fit"] = fitted  # the fit made: no second EM
 
             def while_compiling():  # needs the fit only: runs while the chain compiles
                 curvature.update(likelihood_curvature(story, fitted, Xj, codes))
 
-            nuts_kwargs["while_compiling"] = while_compiling
             posterior = run_nuts(
                 story,
                 Xj,
@@ -187,13 +175,12 @@ def estimator_posterior(
                 priors=priors,
                 sampler=sampler,
                 check=align_draws is None,  # else diagnosed below, on aligned draws
-                **nuts_kwargs,
+                fit=fitted if started_at_fit else None,  # the fit made: no second EM
+                while_compiling=while_compiling,
+                **nuts_settings,
             )
-        draws = (
-            params_from_samples(story, posterior.get_samples(group_by_chain=True), Xj.shape[1])
-            if method == "nuts"
-            else posterior
-        )
+            samples = posterior.get_samples(group_by_chain=True)
+            draws = params_from_samples(story, samples, Xj.shape[1])
         names = (
             estimator.classes_.tolist(),  # plain values: messages show 1, not np.int64(1)
             [f"x{j}" for j in range(Xj.shape[1])] if feature_names is None else list(feature_names),

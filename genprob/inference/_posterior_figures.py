@@ -45,21 +45,14 @@ def distinct_entries(posterior, mle, names):
             yield name, dims, index, label, value
 
 
-def _entries(posterior, mle, names):
-    """``(label, draws (chain*draw,), mle value or None)`` for every distinct scalar entry."""
+def _entries(posterior, mle, names, hdi_prob):
+    """``(label, draws (chain*draw,), mle value or None, HDI (lower, upper))`` of every distinct
+    scalar entry."""
+    intervals = compat.hdi(posterior[names], hdi_prob)
     for name, dims, index, label, value in distinct_entries(posterior, mle, names):
         draws = posterior[name].transpose("chain", "draw", *dims).values
-        yield label, draws.reshape((-1,) + draws.shape[2:])[(slice(None),) + index], value
-
-
-def _bounds(posterior, mle, names, hdi_prob):
-    """HDI ``(lower, upper)`` of every distinct entry, in :func:`distinct_entries` order."""
-    intervals = compat.hdi(posterior[names], hdi_prob)
-    bounds = []
-    for name, dims, index, _, _ in distinct_entries(posterior, mle, names):
-        values = intervals[name].transpose(*dims, compat.HDI_DIM).values
-        bounds.append(tuple(values[index]))
-    return bounds
+        bounds = intervals[name].transpose(*dims, compat.HDI_DIM).values[index]
+        yield label, draws.reshape((-1,) + draws.shape[2:])[(slice(None),) + index], value, bounds
 
 
 def _too_many_panels(count, max_panels, posterior, names) -> ValueError:
@@ -116,20 +109,18 @@ def posterior_vs_mle(
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    entries = list(_entries(posterior, mle, names))
+    entries = list(_entries(posterior, mle, names, hdi_prob))
     if len(entries) > max_panels:
         raise _too_many_panels(len(entries), max_panels, posterior, names)
-    flat_bounds = _bounds(posterior, mle, names, hdi_prob)
     columns = max(1, min(columns, len(entries)))
     rows = -(-len(entries) // columns)
     figure = Figure(figsize=figsize or (4.3 * columns, 2.6 * rows + 0.6), layout="constrained")
     axes = np.atleast_1d(figure.subplots(rows, columns, squeeze=False)).ravel()
-    fontsize = textsize
-    for ax, (label, sample, value), (lower, upper) in zip(axes, entries, flat_bounds, strict=False):
+    for ax, (label, sample, value, (lower, upper)) in zip(axes, entries, strict=False):
         top = _density(ax, sample, "C0")
         ax.plot([lower, upper], [0.0, 0.0], color="k", linewidth=4, solid_capstyle="butt")
-        ax.text(lower, 0.05 * top, f"{lower:.3g}", ha="center", fontsize=fontsize)
-        ax.text(upper, 0.05 * top, f"{upper:.3g}", ha="center", fontsize=fontsize)
+        ax.text(lower, 0.05 * top, f"{lower:.3g}", ha="center", fontsize=textsize)
+        ax.text(upper, 0.05 * top, f"{upper:.3g}", ha="center", fontsize=textsize)
         below = 100 * float(np.mean(sample < value))
         ax.axvline(value, color="C3", linestyle="--")
         # inside the axes (axes coordinates), so that it cannot run into the title or a neighbour
@@ -141,14 +132,14 @@ def posterior_vs_mle(
             color="C3",
             ha="center",
             va="top",
-            fontsize=fontsize,
+            fontsize=textsize,
             bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1},
         )
         ax.set_ylim(-0.05 * top, 1.3 * top)  # room for the mass label above the density
-        ax.set_title(label, fontsize=fontsize)
-        ax.set_xlabel("parameter value", fontsize=fontsize)
+        ax.set_title(label, fontsize=textsize)
+        ax.set_xlabel("parameter value", fontsize=textsize)
         ax.set_yticks([])
-        ax.tick_params(labelsize=fontsize)
+        ax.tick_params(labelsize=textsize)
     for ax in axes[len(entries) :]:
         ax.set_visible(False)
     handles = [
@@ -159,10 +150,10 @@ def posterior_vs_mle(
         ),
     ]
     # below the panels: constrained layout stacks an outside legend over a suptitle
-    figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=fontsize)
+    figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=textsize)
     if title:
-        figure.suptitle(title, fontsize=fontsize)
-    figure.supylabel("posterior density", fontsize=fontsize)
+        figure.suptitle(title, fontsize=textsize)
+    figure.supylabel("posterior density", fontsize=textsize)
     return figure
 
 
@@ -171,13 +162,12 @@ def forest(posterior, mle, names, hdi_prob, *, figsize=None, textsize=None, titl
     a ``matplotlib.figure.Figure`` (without pyplot)."""
     from matplotlib.figure import Figure
 
-    entries = list(_entries(posterior, mle, names))
-    bounds = _bounds(posterior, mle, names, hdi_prob)
+    entries = list(_entries(posterior, mle, names, hdi_prob))
     height = max(2.0, 0.35 * len(entries) + 1.0)
     figure = Figure(figsize=figsize or (7.0, height), layout="tight")
     ax = figure.subplots()
     rows = np.arange(len(entries))[::-1]
-    for row, (_, sample, value), (lower, upper) in zip(rows, entries, bounds, strict=True):
+    for row, (_, sample, value, (lower, upper)) in zip(rows, entries, strict=True):
         ax.plot([lower, upper], [row, row], color="C0", linewidth=2)
         ax.plot([float(np.mean(sample))], [row], "o", color="C0")
         if value is not None:
@@ -185,7 +175,7 @@ def forest(posterior, mle, names, hdi_prob, *, figsize=None, textsize=None, titl
     ax.plot([], [], "o-", color="C0", label=f"posterior mean, {100 * hdi_prob:g}% HDI")
     if mle is not None:
         ax.plot([], [], "D", color="C3", label="MLE")
-    ax.set_yticks(rows, [label for label, _, _ in entries], fontsize=textsize)
+    ax.set_yticks(rows, [entry[0] for entry in entries], fontsize=textsize)
     ax.tick_params(axis="x", labelsize=textsize)
     ax.set_xlabel("parameter value", fontsize=textsize)
     ax.legend(loc="best", fontsize="small")

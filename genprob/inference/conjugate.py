@@ -1,9 +1,5 @@
-"""Conjugate posterior factors: Beta, Gamma and Dirichlet products in closed form.
-
-A family with a conjugate prior returns these from :meth:`genprob.story.Story.conjugate_factors`;
-:func:`genprob.inference.posterior.exact_posterior` assembles them. The module depends on NumPy,
-SciPy and NumPyro only, so families can import it.
-"""
+"""Conjugate posterior factors (Beta, Gamma, Dirichlet) that families return from
+``Story.conjugate_factors``: NumPy, SciPy and NumPyro only, so that families can import it."""
 
 from __future__ import annotations
 

@@ -20,11 +20,12 @@ import numpy as np
 from genprob import core
 from genprob.engine import execution
 from genprob.engine._limits import check_count, check_posterior_size
-from genprob.engine._validation import check_features
 from genprob.engine.capabilities import capability, has_closed_form
-from genprob.engine.em import encode_partial_labels, params_from_latent
+from genprob.engine.em import fit_em, params_from_latent
 from genprob.engine.masking import has_missing, marginalized
 from genprob.inference.draws import flatten_draws
+from genprob.inference.optimize import fit_optimizer, model_sites, unconstrain
+from genprob.inference.posterior import checked_rows, conjugate_story
 from genprob.story import CLASS_PRIOR, Story, as_sample_sites
 
 __all__ = [
@@ -99,14 +100,7 @@ CURVATURE_MAX_ENTRIES = 2000
 
 def _prepare(story: Story, X, y, num_classes):
     # NaN: missing, summed out by the model
-    X = check_features(
-        X, keep_sparse=True, to_device=True, allow_nan=capability(story, "supports_missing")
-    )
-    if y is None:
-        y = np.full(X.shape[0], -1)
-    codes, num_classes = encode_partial_labels(y, num_classes=num_classes)
-    if codes.shape[0] != X.shape[0]:
-        raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
+    X, codes, num_classes = checked_rows(X, y, num_classes, capability(story, "supports_missing"))
     (marginalized(story) if has_missing(X) else story).validate(X)
     # NumPy: staging a JAX copy compiles per row count
     return X, np.asarray(codes, np.int32), num_classes
@@ -186,13 +180,9 @@ def run_nuts(
     X, codes, num_classes = _prepare(story, X, y, num_classes)
     fitted_story = story
     if priors == "conjugate":
-        from genprob.inference.posterior import conjugate_story
-
         story = conjugate_story(story)
     if priors != "fixed":
         story = story.scaled_to_data(X)
-    from genprob.inference.optimize import model_sites
-
     sites = model_sites(_chain_args(story, X, codes, None), num_classes)
     check_posterior_size(
         num_chains=num_chains,
@@ -236,7 +226,7 @@ def run_nuts(
     elif init == "mle":
         start = start_values(fitted_story, X, codes, num_classes) if fit is None else fit
         start = _start_sites(story, start)
-        start, message = best_start(fitted_story, X, codes, num_classes, start, seed, story)
+        start, message = best_start(fitted_story, X, codes, num_classes, start, seed, story, sites)
         if message:
             warnings.warn(message, SamplingWarning, stacklevel=2)
         starts = [start] * num_chains
@@ -308,8 +298,6 @@ def check_options(*, priors="data", init="mle", jitter=JITTER, sampler="numpyro"
 def start_values(story: Story, X, y, num_classes: int) -> dict:
     """The story's own fit that chains start from: closed form, EM with unlabeled rows (``y``
     -1), or :func:`genprob.fit_optimizer` for a story without a closed form."""
-    from genprob.engine.em import fit_em
-
     codes = np.asarray(y)
     if has_closed_form(story):
         if np.all(codes >= 0):
@@ -318,8 +306,6 @@ def start_values(story: Story, X, y, num_classes: int) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a start point needs no EM convergence notice
             return fit_em(story, X, jnp.asarray(codes), num_classes=num_classes).params
-    from genprob.inference.optimize import fit_optimizer
-
     dtype = "float32" if X.dtype == jnp.float32 else "float64"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -331,18 +317,16 @@ def start_values(story: Story, X, y, num_classes: int) -> dict:
 START_RESTARTS = 4
 
 
-def best_start(story: Story, X, codes, num_classes: int, start: dict, seed: int, prior_story):
+def best_start(
+    story: Story, X, codes, num_classes: int, start: dict, seed: int, prior_story, sites=None
+):
     """``start``, or a better mode found by EM restarts (docs/reference/mcmc.md): ``(params,
     message or None)``."""
-    from genprob.engine.em import fit_em
-
     codes = np.asarray(codes)
     if not has_closed_form(story) or np.all(codes >= 0):
         return start, None
-    from genprob.inference.optimize import model_sites
-
     args = _chain_args(prior_story, X, codes, None)  # padded once for both evaluations
-    sites = [site.name for site in model_sites(args, num_classes)]
+    sites = [site.name for site in sites or model_sites(args, num_classes)]
     if any(name not in start for name in sites):
         return start, None
 
@@ -402,7 +386,7 @@ def _chain_starts(story, X, codes, num_classes, starts, jitter, seed, sites):
             for name in sites
             if name in given
         }
-        free = _unconstrain(args, values, num_classes) if values else {}
+        free = unconstrain(args, values, num_classes) if values else {}
         point = {}
         for name in sites:  # a site without a value is NaN here: it starts like init_to_uniform
             shape = shapes[name].unconstrained_shape
@@ -424,20 +408,12 @@ def _chain_keys(seed, num_chains):
 
 
 @partial(jax.jit, static_argnums=2)
-def _unconstrain(args, values, num_classes):
-    """``values`` in NumPyro's unconstrained coordinates (compiled once per structure)."""
-    from numpyro.infer.util import unconstrain_fn
-
-    return unconstrain_fn(core.model, args, {"num_classes": num_classes}, values)
-
-
-@partial(jax.jit, static_argnums=2)
 def _log_density(args, values, num_classes):
     """Log posterior density at ``values`` in the chains' unconstrained coordinates."""
     from numpyro.infer.util import potential_energy
 
     kwargs = {"num_classes": num_classes}
-    free = _unconstrain(args, values, num_classes)
+    free = unconstrain(args, values, num_classes)
     return -potential_energy(core.model, args, kwargs, free)
 
 
@@ -836,8 +812,6 @@ def fit_nuts(story: Story, X, y=None, *, group_by_chain: bool = False, **kwargs)
 def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
     """The story's named parameters at every draw (any leading batch shape), ``class_prior``
     included: the prior run with its sites substituted."""
-    from genprob.inference.optimize import model_sites
-
     class_prior = jnp.asarray(samples[CLASS_PRIOR])
     batch_shape, num_classes = class_prior.shape[:-1], class_prior.shape[-1]
     rows = jax.ShapeDtypeStruct((1, num_features), class_prior.dtype)
@@ -859,11 +833,7 @@ def params_from_samples(story: Story, samples: dict, num_features: int) -> dict:
 def sample_labels(story: Story, samples: dict, X, y, key) -> jax.Array:
     """Posterior label draws ``batch_shape + (n,)`` for draws of :func:`fit_nuts`
     (docs/reference/mcmc.md); labeled rows (``y`` >= 0) keep their code."""
-    X = check_features(X, keep_sparse=True, to_device=True)
-    num_classes = jnp.shape(samples[CLASS_PRIOR])[-1]
-    codes, _ = encode_partial_labels(y, num_classes=num_classes)
-    if codes.shape[0] != X.shape[0]:
-        raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
+    X, codes, _ = checked_rows(X, y, jnp.shape(samples[CLASS_PRIOR])[-1])
     flat, batch_shape = flatten_draws(params_from_samples(story, samples, X.shape[1]))
     keys = jax.random.split(key, math.prod(batch_shape))
 

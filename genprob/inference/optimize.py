@@ -141,12 +141,6 @@ def _size(sites) -> int:
     return sum(math.prod(site.unconstrained_shape) for site in sites)
 
 
-def _model(spec: _Spec, data: _Data):
-    """``core.model`` with the fixed sites held, and its arguments."""
-    model = handlers.substitute(core.model, data=data.fixed_values)
-    return model, (data.story, data.X, data.y), {"num_classes": spec.num_classes}
-
-
 def _unflatten(spec: _Spec, data: _Data, u) -> dict:
     """The free sites' unconstrained values from the flat vector ``u``."""
     pieces, start = {}, 0
@@ -175,7 +169,8 @@ def _params_from_latents(spec: _Spec, story, latents: dict, num_features: int) -
 def _loss_and_terms(spec: _Spec, data: _Data, u):
     """Minus the objective per unit of row weight; aux: (loglik, penalty, named parameters)."""
     # NumPyro's reparametrization without the Jacobian: a likelihood, not a density over u
-    model, args, kwargs = _model(spec, data)
+    model = handlers.substitute(core.model, data=data.fixed_values)  # the fixed sites held
+    args, kwargs = (data.story, data.X, data.y), {"num_classes": spec.num_classes}
     latents = {
         **data.fixed_values,
         **infer_util.constrain_fn(model, args, kwargs, _unflatten(spec, data, u)),
@@ -197,10 +192,16 @@ def _evaluate(spec: _Spec, data: _Data, u):
     return jax.value_and_grad(partial(_loss_and_terms, spec, data), has_aux=True)(u)
 
 
+@partial(jax.jit, static_argnums=2)
+def unconstrain(args, values: dict, num_classes: int) -> dict:
+    """``values`` in NumPyro's unconstrained coordinates of ``core.model(*args)`` (NUTS too)."""
+    return infer_util.unconstrain_fn(core.model, args, {"num_classes": num_classes}, values)
+
+
 @partial(jax.jit, static_argnums=0)
 def _unconstrain_values(spec: _Spec, data: _Data, params: dict):
-    model, args, kwargs = _model(spec, data)
-    unconstrained = infer_util.unconstrain_fn(model, args, kwargs, params)
+    values = {**data.fixed_values, **params}  # the fixed sites held, as in ``_model``
+    unconstrained = unconstrain((data.story, data.X, data.y), values, spec.num_classes)
     pieces = [jnp.ravel(unconstrained[site.name]) for site in spec.sites]
     return jnp.concatenate(pieces) if pieces else jnp.zeros(0, data.X.dtype)
 

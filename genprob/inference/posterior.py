@@ -69,6 +69,16 @@ def _unlabeled_rows_error(count: int) -> ValueError:
     )
 
 
+def checked_rows(X, y, num_classes, allow_nan: bool = False):
+    """Checked features (on the device) and the codes of their labels (``y`` None: unlabeled)."""
+    X = check_features(X, keep_sparse=True, to_device=True, allow_nan=allow_nan)
+    y = np.full(X.shape[0], -1) if y is None else y
+    codes, num_classes = encode_partial_labels(y, num_classes=num_classes)
+    if codes.shape[0] != X.shape[0]:
+        raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
+    return X, codes, num_classes
+
+
 # -- the exact posterior -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ExactPosterior:
@@ -215,10 +225,7 @@ def _labeled_posterior(story, X, y, num_classes, smoothing_as="mode"):
     """Checked features, label codes (every row labeled) and their exact posterior."""
     if not has_exact_posterior(story):
         raise _no_exact_posterior_error(story)
-    X = check_features(X, keep_sparse=True, to_device=True, allow_nan=reads_nan_as_missing(story))
-    codes, num_classes = encode_partial_labels(np.asarray(y), num_classes=num_classes)
-    if codes.shape[0] != X.shape[0]:
-        raise ValueError(f"y has {codes.shape[0]} rows but X has {X.shape[0]}.")
+    X, codes, num_classes = checked_rows(X, y, num_classes, reads_nan_as_missing(story))
     if np.any(codes < 0):
         raise _unlabeled_rows_error(int(np.sum(codes < 0)))
     story.validate(X)
