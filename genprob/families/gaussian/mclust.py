@@ -20,6 +20,7 @@ jnp = LazyModule("jax.numpy")
 
 __all__ = [
     "STRUCTURES",
+    "DegenerateGroupError",
     "covariances",
     "m_step_objective",
     "num_covariance_parameters",
@@ -52,6 +53,18 @@ TOL = 1e-13
 MAX_ITER = 10000
 #: A covariance whose smallest eigenvalue is at most this times its largest is singular.
 _SINGULAR = 1e-13
+
+
+class DegenerateGroupError(ValueError):
+    """A group's covariance is not identified; ``group`` is its index, ``structure`` the name."""
+
+    def __init__(self, structure: str, group: int, what: str):
+        self.structure, self.group, self.what = structure, group, what
+        super().__init__(self.naming(f"group {group}"))
+
+    def naming(self, owner: str) -> str:
+        """The message with the group called ``owner`` (e.g. its class)."""
+        return f"{self.structure}: {owner} {self.what}; its covariance is not identified"
 
 
 def num_covariance_parameters(structure: str, G: int, D: int) -> int:
@@ -364,7 +377,7 @@ def _positive(values, name, what, pooled=False):
                 f"{name}: the scatter pooled over all groups is singular; the structure's common "
                 "shape is not identified"
             )
-        raise ValueError(f"{name}: group {bad[0]} {what}; its covariance is not identified")
+        raise DegenerateGroupError(name, int(bad[0]), what)
 
 
 def _check_definite(sigma, name):

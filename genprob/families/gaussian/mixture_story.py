@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 
 import numpy as np
 
@@ -261,8 +260,8 @@ class GaussianMixtureStory(Story):
                     **settings,
                 )
             except ValueError as error:  # mclust names the group's member: the cell
-                found = re.search(r"group (\d+)", str(error))
-                error.cell = group[int(found.group(1))] if found else group[0]
+                named = isinstance(error, mclust.DegenerateGroupError)
+                error.cell = group[error.group if named else 0]
                 raise
         cell_class = np.asarray(self.cell_class)
         class_counts = np.bincount(cell_class, weights=counts, minlength=self.num_classes)
