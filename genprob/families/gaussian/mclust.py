@@ -119,7 +119,10 @@ def covariances(
         step = "VVI" if structure.endswith("I") else "VVV"
     sigma = _STEPS[step](W, n, context)
     if xp is np:
-        _check_definite(sigma, structure)
+        if not np.all(np.isfinite(sigma)):
+            raise ValueError(f"{structure}: the M-step did not give finite covariances")
+        values = np.linalg.eigvalsh(sigma)
+        _positive(values[:, 0] - _SINGULAR * values[:, -1], structure, "has a singular covariance")
     return sigma
 
 
@@ -378,13 +381,6 @@ def _positive(values, name, what, pooled=False):
                 "shape is not identified"
             )
         raise DegenerateGroupError(name, int(bad[0]), what)
-
-
-def _check_definite(sigma, name):
-    if not np.all(np.isfinite(sigma)):
-        raise ValueError(f"{name}: the M-step did not give finite covariances")
-    values = np.linalg.eigvalsh(sigma)
-    _positive(values[:, 0] - _SINGULAR * values[:, -1], name, "has a singular covariance")
 
 
 #: The M-step of each name (``_vii`` for VII, ...).
