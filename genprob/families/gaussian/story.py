@@ -494,7 +494,7 @@ class GaussianStory(Story):
         counts, sums = stats["counts"], stats["sums"]
         settings = (self.reg_param, self.shrinkage, self.var_smoothing)  # traced ones: JAX
         xp = namespace(*tree_leaves(stats), *(v for v in settings if not isinstance(v, str)))
-        num_classes, num_features = sums.shape
+        num_features = sums.shape[1]
         centered_means = sums / counts[:, None]
         means = centered_means + stats["shift"]
         structure = self.covariance_structure
@@ -886,9 +886,8 @@ class GaussianStory(Story):
         """``W`` (D, D) with ``W^T Sigma W = I`` on the retained subspace (shared spread only)."""
         if not self.shared:
             raise ValueError("a whitening common to all classes needs a shared covariance.")
-        if self.covariance_structure.full:
-            return self._whitening_and_constant(params)[0]
-        return self.emission_summary(params)["whitening"]
+        whitening = self._whitening_and_constant(params)[0]  # inverse sds when diagonal
+        return whitening if self.covariance_structure.full else namespace(whitening).diag(whitening)
 
 
 def scaled_prior(story, X):
