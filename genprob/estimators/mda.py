@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 import warnings
 from functools import partial
 
@@ -452,14 +451,14 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         empty = np.flatnonzero(~(np.asarray(stats["class_counts"]) > 0))
         if empty.size:
             raise ValueError(f"class {_label(self.classes_[empty[0]])!r} has no rows yet")
+        from genprob.families.gaussian.mclust import DegenerateGroupError
+
         try:
             params = super().parameters_from_statistics(stats)
-        except ValueError as error:
+        except DegenerateGroupError as error:
             # the M-step names a member of the one group, which is a class here
-            text = re.sub(
-                r"group (\d+)", lambda m: f"class {_label(self.classes_[int(m[1])])!r}", str(error)
-            )
-            raise ValueError(text) from None
+            owner = f"class {_label(self.classes_[error.group])!r}"
+            raise ValueError(error.naming(owner)) from None
         return {**params, "component_class": np.asarray(self.story_.cell_class)}
 
     def chunk_statistics(self, X, y, sample_weight=None, *, e_step=False):

@@ -13,6 +13,7 @@ import numpy as np
 
 from genprob._lazy import LazyModule
 from genprob.engine._arrays import namespace
+from genprob.families.gaussian.moments import symmetrize
 
 # NumPy M-steps (closed-form fits of NumPy rows) need no JAX
 jax = LazyModule("jax")
@@ -20,6 +21,7 @@ jnp = LazyModule("jax.numpy")
 
 __all__ = [
     "STRUCTURES",
+    "DegenerateGroupError",
     "covariances",
     "m_step_objective",
     "num_covariance_parameters",
@@ -52,6 +54,18 @@ TOL = 1e-13
 MAX_ITER = 10000
 #: A covariance whose smallest eigenvalue is at most this times its largest is singular.
 _SINGULAR = 1e-13
+
+
+class DegenerateGroupError(ValueError):
+    """A group's covariance is not identified; ``group`` is its index, ``structure`` the name."""
+
+    def __init__(self, structure: str, group: int, what: str):
+        self.structure, self.group, self.what = structure, group, what
+        super().__init__(self.naming(f"group {group}"))
+
+    def naming(self, owner: str) -> str:
+        """The message with the group called ``owner`` (e.g. its class)."""
+        return f"{self.structure}: {owner} {self.what}; its covariance is not identified"
 
 
 def num_covariance_parameters(structure: str, G: int, D: int) -> int:
@@ -94,9 +108,9 @@ def covariances(
         W, n = _inputs(scatter, weights)
         _positive(n, structure, "has a weight that is not positive")
     else:
-        W, n = _symmetric(scatter), weights
+        W, n = symmetrize(scatter), weights
     if start is not None:
-        start = _symmetric(np.asarray(start, dtype=float) if xp is np else start)
+        start = symmetrize(np.asarray(start, dtype=float) if xp is np else start)
         if start.shape != W.shape:
             raise ValueError(f"start must have the scatter's shape {W.shape}, got {start.shape}")
     context = _Context(structure, float(tol), int(max_iter), xp, start)
@@ -106,7 +120,10 @@ def covariances(
         step = "VVI" if structure.endswith("I") else "VVV"
     sigma = _STEPS[step](W, n, context)
     if xp is np:
-        _check_definite(sigma, structure)
+        if not np.all(np.isfinite(sigma)):
+            raise ValueError(f"{structure}: the M-step did not give finite covariances")
+        values = np.linalg.eigvalsh(sigma)
+        _positive(values[:, 0] - _SINGULAR * values[:, -1], structure, "has a singular covariance")
     return sigma
 
 
@@ -243,7 +260,7 @@ def _vee(W, n, c):
 
     def common_of(volume):
         common = (W / volume[:, None, None]).sum(axis=0)
-        return _symmetric(common / xp.exp(xp.linalg.slogdet(common)[1] / D))
+        return symmetrize(common / xp.exp(xp.linalg.slogdet(common)[1] / D))
 
     def update(volume):
         inverse = xp.linalg.inv(common_of(volume))
@@ -326,11 +343,7 @@ def _inputs(scatter, weights):
         raise ValueError(f"scatter must be (G, D, D) and weights (G,), got {W.shape} and {n.shape}")
     if not (np.all(np.isfinite(W)) and np.all(np.isfinite(n))):
         raise ValueError("scatter and weights must be finite")
-    return _symmetric(W), n
-
-
-def _symmetric(A):
-    return 0.5 * (A + A.swapaxes(-1, -2))
+    return symmetrize(W), n
 
 
 def _diagonal(W, xp=np):
@@ -347,7 +360,7 @@ def _eigen_decreasing(W, xp=np):
 
 
 def _compose(vectors, values, xp=np):
-    return _symmetric(xp.einsum("gij,gj,gkj->gik", vectors, values, vectors))
+    return symmetrize(xp.einsum("gij,gj,gkj->gik", vectors, values, vectors))
 
 
 def _diagonal_matrices(variances, c):
@@ -364,14 +377,7 @@ def _positive(values, name, what, pooled=False):
                 f"{name}: the scatter pooled over all groups is singular; the structure's common "
                 "shape is not identified"
             )
-        raise ValueError(f"{name}: group {bad[0]} {what}; its covariance is not identified")
-
-
-def _check_definite(sigma, name):
-    if not np.all(np.isfinite(sigma)):
-        raise ValueError(f"{name}: the M-step did not give finite covariances")
-    values = np.linalg.eigvalsh(sigma)
-    _positive(values[:, 0] - _SINGULAR * values[:, -1], name, "has a singular covariance")
+        raise DegenerateGroupError(name, int(bad[0]), what)
 
 
 #: The M-step of each name (``_vii`` for VII, ...).
@@ -432,7 +438,7 @@ def decompose(structure: str, sigma) -> dict:
     NumPy or JAX alike."""
     _check_name(structure)
     xp = namespace(sigma)
-    sigma = _symmetric(sigma if xp is not np else np.asarray(sigma, dtype=float))
+    sigma = symmetrize(sigma if xp is not np else np.asarray(sigma, dtype=float))
     G, D = sigma.shape[:2]
     volume, shape, orientation = structure
     if orientation == "I" or D == 1:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 
 import numpy as np
 
@@ -261,8 +260,8 @@ class GaussianMixtureStory(Story):
                     **settings,
                 )
             except ValueError as error:  # mclust names the group's member: the cell
-                found = re.search(r"group (\d+)", str(error))
-                error.cell = group[int(found.group(1))] if found else group[0]
+                named = isinstance(error, mclust.DegenerateGroupError)
+                error.cell = group[error.group if named else 0]
                 raise
         cell_class = np.asarray(self.cell_class)
         class_counts = np.bincount(cell_class, weights=counts, minlength=self.num_classes)
@@ -289,18 +288,9 @@ class GaussianMixtureStory(Story):
 
     def scaled_to_data(self, X):
         """Prior on the data's scale, as :meth:`GaussianStory.scaled_to_data` sets it."""
-        settings = (self.mean_prior_scale, self.covariance_prior_scale, self.mean_prior_loc)
-        if any(np.ndim(v) for v in settings):
-            return self
-        values = np.asarray(X, dtype=np.float64)
-        location = np.nan_to_num(np.nanmean(values, axis=0))
-        spread = np.nanstd(values, axis=0)
-        spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
-        return self.replace(
-            mean_prior_loc=location,
-            mean_prior_scale=self.mean_prior_scale * spread,
-            covariance_prior_scale=self.covariance_prior_scale * spread / 10.0,
-        )
+        from genprob.families.gaussian.story import scaled_prior
+
+        return scaled_prior(self, X)
 
     # -- missing cells ---------------------------------------------------------------------------
     def observed_log_prob(self, params, X, observed):
@@ -367,18 +357,12 @@ class GaussianMixtureStory(Story):
         labels: str = "every class",
         class_names=None,
         feature_names=None,
-        warn: bool = True,
         started_at_fit: bool = True,
     ):
-        """Draws aligned to ``reference`` (``params_``, the MLE) by :meth:`align_parameters`,
-        and their checks (docs/story_hooks.md). ``draws``: ``params_``'s entries and
-        ``class_prior``, leading axes ``(chains, draws)``; ``potential_energy``: their negative
-        log densities or None; ``labels``, ``started_at_fit``: :func:`.mcmc.diagnose`'s;
-        ``class_names``, ``feature_names`` label the messages; ``warn``: emit the warnings.
-        Returns ``(aligned draws, diagnostics)``: ``diagnose``'s dict plus ``components``, one
-        ``(parameter, class, component, max R-hat, chains disagree)`` per flagged parameter
-        (``component`` None for ``class_prior``).
-        """
+        """``(draws aligned to reference (the MLE), diagnostics)`` (docs/story_hooks.md). ``draws``:
+        ``params_``'s entries and ``class_prior``, axes ``(chains, draws, ...)``; ``labels``,
+        ``started_at_fit``: :func:`.mcmc.diagnose`'s; ``diagnostics``: its dict plus ``components``,
+        one ``(parameter, class, component or None, max R-hat, chains apart)`` per flagged one."""
         import warnings
 
         from genprob.inference.mcmc import RHAT_MAX, Problem, SamplingWarning, diagnose
@@ -417,7 +401,7 @@ class GaussianMixtureStory(Story):
             problems = [Problem("components", message)] + [p for p in problems if p.kind != "rhat"]
         diagnostics["components"] = [row[:5] for row in flagged]
         diagnostics["problems"] = problems
-        for problem in problems if warn else ():
+        for problem in problems:
             warnings.warn(f"NUTS diagnostics: {problem}", SamplingWarning, stacklevel=3)
         return aligned, diagnostics
 

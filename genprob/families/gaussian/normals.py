@@ -72,7 +72,7 @@ class WhitenedNormal(dist.Distribution):
 
     def labeled_statistics(self, X, one_hot):
         """Class means and scatter matrices about them (K, D, D) of labeled rows (NumPy)."""
-        counts, means = _class_means(X, one_hot)
+        means = _class_means(X, one_hot)
         scatter = np.stack(
             [(X - m).T @ ((X - m) * w[:, None]) for m, w in zip(means, one_hot.T, strict=True)]
         )
@@ -148,7 +148,7 @@ class DiagonalNormal(dist.Distribution):
 
     def labeled_statistics(self, X, one_hot):
         """Class means and squared deviations from them (K, D) of labeled rows (NumPy)."""
-        counts, means = _class_means(X, one_hot)
+        means = _class_means(X, one_hot)
         squares = np.stack([w @ (X - m) ** 2 for m, w in zip(means, one_hot.T, strict=True)])
         return {"means": means, "squares": squares}
 
@@ -165,7 +165,5 @@ class DiagonalNormal(dist.Distribution):
 
 
 def _class_means(X, one_hot):
-    """Rows per class (K,) and class means (K, D) (0 for a class without rows)."""
-    counts = one_hot.sum(axis=0)
-    means = (one_hot.T @ X) / np.maximum(counts, 1.0)[:, None]
-    return counts, means
+    """Class means (K, D) (0 for a class without rows)."""
+    return (one_hot.T @ X) / np.maximum(one_hot.sum(axis=0), 1.0)[:, None]

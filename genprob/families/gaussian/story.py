@@ -304,24 +304,7 @@ class GaussianStory(Story):
 
     def scaled_to_data(self, X):
         """Prior on the data's scale (docs/bayes.md); per-feature settings are kept as given."""
-        settings = (self.mean_prior_scale, self.covariance_prior_scale, self.mean_prior_loc)
-        if any(np.ndim(v) for v in settings) or self.conjugate_prior == "fixed":
-            return self
-        values = np.asarray(X, dtype=np.float64)
-        location = values.mean(axis=0)
-        spread = values.std(axis=0)
-        spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
-        if self.conjugate_prior == "data":  # the spread's prior mean: each feature's variance
-            return self.replace(
-                conjugate_prior="fixed",
-                mean_prior_loc=location,
-                covariance_prior_scale=self.covariance_prior_scale * spread,
-            )
-        return self.replace(
-            mean_prior_loc=location,
-            mean_prior_scale=self.mean_prior_scale * spread,
-            covariance_prior_scale=self.covariance_prior_scale * spread / 10.0,
-        )
+        return self if self.conjugate_prior == "fixed" else scaled_prior(self, X)
 
     def emission(self, params):
         spread = None if _has_rows(params) else params[self.spread_name]
@@ -511,7 +494,7 @@ class GaussianStory(Story):
         counts, sums = stats["counts"], stats["sums"]
         settings = (self.reg_param, self.shrinkage, self.var_smoothing)  # traced ones: JAX
         xp = namespace(*tree_leaves(stats), *(v for v in settings if not isinstance(v, str)))
-        num_classes, num_features = sums.shape
+        num_features = sums.shape[1]
         centered_means = sums / counts[:, None]
         means = centered_means + stats["shift"]
         structure = self.covariance_structure
@@ -727,12 +710,7 @@ class GaussianStory(Story):
         centered = sums / safe
         means = jnp.where(counts > 0, centered + stats["shift"], jnp.nan)
         scatter = snap_constant_features(squares - structure.group(sums * centered), squares, False)
-        group_counts = structure.group(counts)
-        unbiased = self.estimator == "unbiased"
-        if self.shared:
-            denominator = group_counts - counts.shape[0] if unbiased else group_counts
-        else:
-            denominator = counts - 1.0 if unbiased else counts
+        denominator = structure.denominator(counts, self.estimator == "unbiased")
         smoothing = self.smoothing_variance(stats)  # of the observed entries, per feature
         return {"means": means, "variances": scatter / denominator + smoothing}
 
@@ -908,9 +886,31 @@ class GaussianStory(Story):
         """``W`` (D, D) with ``W^T Sigma W = I`` on the retained subspace (shared spread only)."""
         if not self.shared:
             raise ValueError("a whitening common to all classes needs a shared covariance.")
-        if self.covariance_structure.full:
-            return self._whitening_and_constant(params)[0]
-        return self.emission_summary(params)["whitening"]
+        whitening = self._whitening_and_constant(params)[0]  # inverse sds when diagonal
+        return whitening if self.covariance_structure.full else namespace(whitening).diag(whitening)
+
+
+def scaled_prior(story, X):
+    """A Gaussian or mixture ``story``'s prior on the scale of ``X``'s observed cells (their means
+    and sds); the story itself when a setting is per feature."""
+    settings = (story.mean_prior_scale, story.covariance_prior_scale, story.mean_prior_loc)
+    if any(np.ndim(v) for v in settings):
+        return story
+    values = np.asarray(X, dtype=np.float64)
+    location = np.nan_to_num(np.nanmean(values, axis=0))
+    spread = np.nanstd(values, axis=0)
+    spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+    if getattr(story, "conjugate_prior", None) == "data":  # the spread's mean: each variance
+        return story.replace(
+            conjugate_prior="fixed",
+            mean_prior_loc=location,
+            covariance_prior_scale=story.covariance_prior_scale * spread,
+        )
+    return story.replace(
+        mean_prior_loc=location,
+        mean_prior_scale=story.mean_prior_scale * spread,
+        covariance_prior_scale=story.covariance_prior_scale * spread / 10.0,
+    )
 
 
 def _has_rows(params) -> bool:

@@ -67,7 +67,7 @@ class Shared:
         return []
 
     def denominator(self, counts, unbiased):
-        total = counts.sum()
+        total = self.group(counts)
         return total - counts.shape[0] if unbiased else total
 
     def scope(self, k, where):
