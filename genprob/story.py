@@ -32,6 +32,7 @@ __all__ = [
     "Unsupported",
     "why_not",
     "nested_stories",
+    "init_parameters",
 ]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
@@ -340,7 +341,7 @@ class Story(metaclass=_StoryType):
         if not changes:
             return self
         current = vars(self)
-        parameters = _init_parameters(type(self))
+        parameters = init_parameters(type(self))
         # an __init__ setting kept as a class default until given is settable too
         settable = set(current) | {"class_concentration"} | {p.name for p in parameters or ()}
         unknown = sorted(set(changes) - settable)
@@ -581,8 +582,10 @@ def structure_key(story: Story) -> tuple:
     return (type(story), tuple(parts))
 
 
-def _init_parameters(cls):
-    """Keyword parameters of ``cls.__init__``, or None when it takes ``*args``/``**kwargs``."""
+def init_parameters(cls):
+    """The settings of story class ``cls``, its ``__init__``'s keyword parameters (what
+    :meth:`Story.replace` and model files rebuild a story through), or None when it takes
+    ``*args``/``**kwargs``."""
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in parameters):
         return None
