@@ -309,10 +309,6 @@ class Story(metaclass=_StoryType):
                 aux.append((key, _Static(kind), len(nested)))
         return children, tuple(aux)
 
-    def _flatten(self):
-        children, aux = Story._flatten_with_keys(self)
-        return [value for _, value in children], aux
-
     @classmethod
     def _from_fields(cls, fields: dict, layout=None):
         """A sealed story with the given attributes, bypassing ``__init__`` (no validation)."""
@@ -636,9 +632,7 @@ def class_distribution(class_prior) -> dist.Distribution:
 
 
 def _register_pytree(cls, jax) -> None:
-    jax.tree_util.register_pytree_with_keys(
-        cls, Story._flatten_with_keys, _unflattener(cls), Story._flatten
-    )
+    jax.tree_util.register_pytree_with_keys(cls, Story._flatten_with_keys, _unflattener(cls))
 
 
 when_jax(lambda jax: _register_pytree(Story, jax))
