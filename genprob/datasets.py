@@ -102,16 +102,6 @@ def load_sms_spam(return_dataset: bool = False):
     )
 
 
-PENGUIN_FEATURES = [
-    "island",
-    "bill_length_mm",
-    "bill_depth_mm",
-    "flipper_length_mm",
-    "body_mass_g",
-    "sex",
-    "year",
-]
-
 #: Type of every penguin feature: a column -> family mapping ready for ``genprob.MixedNB``.
 PENGUIN_FAMILIES = {
     "island": "categorical",
@@ -122,6 +112,7 @@ PENGUIN_FAMILIES = {
     "sex": "categorical",
     "year": "categorical",
 }
+PENGUIN_FEATURES = list(PENGUIN_FAMILIES)
 
 
 def load_penguins(return_dataset: bool = False, as_frame: bool = False, dropna: bool = True):

@@ -32,6 +32,7 @@ __all__ = [
     "Unsupported",
     "why_not",
     "nested_stories",
+    "init_parameters",
 ]
 
 #: NumPyro classes, defined in their own module so that importing this one needs no NumPyro
@@ -308,10 +309,6 @@ class Story(metaclass=_StoryType):
                 aux.append((key, _Static(kind), len(nested)))
         return children, tuple(aux)
 
-    def _flatten(self):
-        children, aux = Story._flatten_with_keys(self)
-        return [value for _, value in children], aux
-
     @classmethod
     def _from_fields(cls, fields: dict, layout=None):
         """A sealed story with the given attributes, bypassing ``__init__`` (no validation)."""
@@ -340,7 +337,7 @@ class Story(metaclass=_StoryType):
         if not changes:
             return self
         current = vars(self)
-        parameters = _init_parameters(type(self))
+        parameters = init_parameters(type(self))
         # an __init__ setting kept as a class default until given is settable too
         settable = set(current) | {"class_concentration"} | {p.name for p in parameters or ()}
         unknown = sorted(set(changes) - settable)
@@ -581,8 +578,10 @@ def structure_key(story: Story) -> tuple:
     return (type(story), tuple(parts))
 
 
-def _init_parameters(cls):
-    """Keyword parameters of ``cls.__init__``, or None when it takes ``*args``/``**kwargs``."""
+def init_parameters(cls):
+    """The settings of story class ``cls``, its ``__init__``'s keyword parameters (what
+    :meth:`Story.replace` and model files rebuild a story through), or None when it takes
+    ``*args``/``**kwargs``."""
     parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in parameters):
         return None
@@ -633,9 +632,7 @@ def class_distribution(class_prior) -> dist.Distribution:
 
 
 def _register_pytree(cls, jax) -> None:
-    jax.tree_util.register_pytree_with_keys(
-        cls, Story._flatten_with_keys, _unflattener(cls), Story._flatten
-    )
+    jax.tree_util.register_pytree_with_keys(cls, Story._flatten_with_keys, _unflattener(cls))
 
 
 when_jax(lambda jax: _register_pytree(Story, jax))

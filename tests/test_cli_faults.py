@@ -304,7 +304,7 @@ def test_predict_never_prints_empty_probability_cells(files, capsys, tmp_path):
     line = _finite_or_one_line_error(code, capsys.readouterr())
     if line is not None:
         # refused by the estimator, naming the row (0-based 3), before any cell is printed
-        assert "rows 3 have values too large to score" in line
+        assert "row 3 has values too large to score" in line
 
 
 def test_fit_never_saves_a_nan_model(files, capsys, tmp_path):

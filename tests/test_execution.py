@@ -98,7 +98,7 @@ def test_unscored_rows_are_refused_with_their_scale():
     params = execution.parameters(story, execution.labeled_statistics(story, X, codes, 3))
     # a row at 1e200 has squares beyond float64: refused by row, with the scale to stay within
     rows = np.vstack([X[:2], [[1e200, 0.0, 0.0, 0.0]], X[2:4]])
-    with pytest.raises(ValueError, match=r"rows 2 have values too large .*about 1.3e\+154"):
+    with pytest.raises(ValueError, match=r"row 2 has values too large .*about 1.3e\+154"):
         execution.class_posteriors(story, params, rows)
     proba = execution.class_posteriors(story, params, np.delete(rows, 2, axis=0), "proba")
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)

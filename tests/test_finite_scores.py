@@ -258,7 +258,7 @@ def test_a_story_whose_density_overflows_keeps_the_clear_refusal(iris):
     estimator.story_, estimator.params_ = story, params
     rows = np.vstack([X[:2], X[:1] * 1e155])
     for method in (estimator.predict, estimator.predict_proba, estimator.predict_log_proba):
-        with pytest.raises(ValueError, match="rows 2 have values too large to score"):
+        with pytest.raises(ValueError, match="row 2 has values too large to score"):
             method(rows)
     np.testing.assert_array_equal(estimator.predict(X[:2]), y[:2])
 

@@ -80,7 +80,7 @@ def test_item2_predict_scores_or_names_rows_beyond_1e154(name, iris):
     else:
         with pytest.raises(ValueError, match=TOO_LARGE) as error:
             estimator.predict(rows)
-        assert "rows 2 " in str(error.value)
+        assert "row 2 " in str(error.value)
     np.testing.assert_array_equal(estimator.predict(rows[:2]), y[:2])
 
 

@@ -34,7 +34,7 @@ def test_extreme_rows_are_refused_by_name(iris, G):
     for method in ("predict_proba", "predict", "predict_log_proba"):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no overflow warning on the way to the refusal
-            with pytest.raises(ValueError, match=r"rows 2 have values too large to score") as a:
+            with pytest.raises(ValueError, match=r"row 2 has values too large to score") as a:
                 getattr(model, method)(rows)
         with pytest.raises(ValueError) as b:
             getattr(reference, method)(rows)

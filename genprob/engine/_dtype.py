@@ -35,13 +35,7 @@ def resolve_dtype(dtype) -> str:
 def precision(dtype=None):
     """Context enabling 64-bit JAX for float64; each call is counted (:mod:`._mappings`)."""
     name = resolve_dtype(dtype)
-    return _counted(jax_context(lambda jax: _x64(jax, name == "float64")))
-
-
-def _x64(jax, enabled: bool):
-    if enabled:
-        return jax.enable_x64(True)
-    return jax.enable_x64(False) if hasattr(jax, "enable_x64") else contextlib.nullcontext()
+    return _counted(jax_context(lambda jax: jax.enable_x64(name == "float64")))
 
 
 _depth = threading.local()

@@ -386,9 +386,12 @@ def refuse_unscored(scores, X=None) -> None:
         row = row.toarray() if scipy.sparse.issparse(row) else np.asarray(row)
         largest = np.max(np.abs(row)) if row.size else 0.0
         scale = f"; row {int(bad[0])}'s largest |feature| is {largest:.3g}"
+    rows, their = (
+        (f"row {bad[0]} has", "its") if bad.size == 1 else (f"rows {describe(bad)} have", "their")
+    )
     raise ValueError(
-        f"rows {describe(bad)} have values too large to score in {dtype} (beyond about "
-        f"{np.sqrt(np.finfo(dtype).max):.2g}, where their squares overflow{scale}): their "
+        f"{rows} values too large to score in {dtype} (beyond about "
+        f"{np.sqrt(np.finfo(dtype).max):.2g}, where their squares overflow{scale}): {their} "
         "log-density is not finite under any class. Rescale the features (e.g. standardize "
         "them) before fitting."
     )

@@ -18,7 +18,7 @@ import numpy as np
 
 from genprob._version import __version__
 from genprob.engine.capabilities import has_closed_form
-from genprob.story import CLASS_PRIOR, Story, _init_parameters, qualified_name, story_class
+from genprob.story import CLASS_PRIOR, Story, init_parameters, qualified_name, story_class
 
 FORMAT_NAME = "genprob-model"
 #: The versions and what each added: docs/reference/persistence.md.
@@ -182,7 +182,7 @@ def _decode(value, arrays):
 def _checked_story(story: Story) -> Story:
     """``story`` after its settings went through ``__init__`` once (refused at load, not use)."""
     cls = type(story)
-    parameters = _init_parameters(cls)
+    parameters = init_parameters(cls)
     if parameters is None:
         return story
     fields = vars(story)
