@@ -8,7 +8,6 @@ Three faces over one functional core:
 * scikit-learn estimators (:mod:`genprob.estimators`).
 """
 
-import sys as _sys
 import typing as _typing
 
 from genprob._lazy import load_stand_ins as _load_stand_ins
@@ -107,34 +106,46 @@ if _typing.TYPE_CHECKING:  # served on first use (_LAZY): they need JAX
 # -- end posteriors and ArviZ --
 
 import genprob._version as _version  # noqa: E402
-from genprob._lazy import MovedModules, lazy_attribute  # noqa: E402
+from genprob._lazy import lazy_attribute  # noqa: E402
 
-#: Paths of modules before they moved into packages (changelog): ``import genprob.em`` works
-_MOVED = {"engine": "em streaming", "inference": "mcmc posterior", "io": "arviz_io persistence"}
-_sys.meta_path.insert(
-    0,
-    MovedModules(
-        {f"genprob.{n}": f"genprob.{p}.{n}" for p, names in _MOVED.items() for n in names.split()}
-    ),
-)
-
-#: Names served on first use, by module, so that ``import genprob`` imports neither NumPyro nor JAX
+#: Names served on first use, so that ``import genprob`` imports neither NumPyro nor JAX
 _LAZY = {
-    name: module
-    for module, names in {
-        "genprob.engine.class_conditional": "ClassConditional",
-        "genprob.families.gaussian.normals": "DiagonalNormal WhitenedNormal",
-        "genprob.inference.optimize": "ObjectiveValue OptimizerResult evaluate_objective "
-        "fit_optimizer",
-        "genprob.engine.em": "em EMResult fit_em weighted_log_likelihood",
-        "genprob.inference.mcmc": "mcmc fit_nuts params_from_samples run_nuts sample_labels",
-        "genprob.io.arviz_io": "arviz_io mle_vs_posterior_table plot_forest plot_posterior_vs_mle "
-        "plot_predictive_vs_plugin predictive_vs_plugin to_arviz",
-        "genprob.inference.draws": "pointwise_log_likelihood posterior_predict_proba",
-        "genprob.inference.posterior": "posterior ExactPosterior exact_posterior log_evidence "
-        "with_prior",
-    }.items()
-    for name in names.split()
+    "ClassConditional": "genprob.engine.class_conditional",
+    "DiagonalNormal": "genprob.families.gaussian.normals",
+    "WhitenedNormal": "genprob.families.gaussian.normals",
+    # optimizer
+    **dict.fromkeys(
+        ["ObjectiveValue", "OptimizerResult", "evaluate_objective", "fit_optimizer"],
+        "genprob.inference.optimize",
+    ),
+    # missing labels (EM)
+    "em": "genprob.engine.em",
+    "mcmc": "genprob.inference.mcmc",
+    **dict.fromkeys(["EMResult", "fit_em", "weighted_log_likelihood"], "genprob.engine.em"),
+    **dict.fromkeys(
+        ["fit_nuts", "params_from_samples", "run_nuts", "sample_labels"], "genprob.inference.mcmc"
+    ),
+    # posteriors and ArviZ
+    "arviz_io": "genprob.io.arviz_io",
+    "posterior": "genprob.inference.posterior",
+    **dict.fromkeys(
+        [
+            "mle_vs_posterior_table",
+            "plot_forest",
+            "plot_posterior_vs_mle",
+            "plot_predictive_vs_plugin",
+            "predictive_vs_plugin",
+            "to_arviz",
+        ],
+        "genprob.io.arviz_io",
+    ),
+    **dict.fromkeys(
+        ["pointwise_log_likelihood", "posterior_predict_proba"], "genprob.inference.draws"
+    ),
+    **dict.fromkeys(
+        ["ExactPosterior", "exact_posterior", "log_evidence", "with_prior"],
+        "genprob.inference.posterior",
+    ),
 }
 __getattr__ = lazy_attribute(__name__, _LAZY)
 

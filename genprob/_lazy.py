@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
-import importlib.util
 import sys
 import threading
 
@@ -20,7 +19,6 @@ __all__ = [
     "jax_context",
     "jitted",
     "load_stand_ins",
-    "MovedModules",
 ]
 
 #: calls waiting for JAX's import (pytree registrations of story classes defined before it)
@@ -154,21 +152,3 @@ def jitted(function=None, **options):
         return compiled[0](*args, **kwargs)
 
     return call
-
-
-class MovedModules:
-    """Import hook: the old path of a moved module (``genprob.em``) imports the module itself."""
-
-    def __init__(self, moved: dict[str, str]):
-        self.moved = moved  # old path -> new path
-
-    def find_spec(self, name, path=None, target=None):
-        return importlib.util.spec_from_loader(name, self) if name in self.moved else None
-
-    def create_module(self, spec):
-        module = importlib.import_module(self.moved[spec.name])
-        spec.loader_state = module.__spec__  # the import gives the module the old path's spec
-        return module
-
-    def exec_module(self, module):
-        module.__spec__ = module.__spec__.loader_state
