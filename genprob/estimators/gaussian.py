@@ -525,10 +525,7 @@ class LinearDiscriminantAnalysis(
         X = self._check_X(X)
         if has_missing(X):
             # a linear score needs every coordinate; the joint has the same softmax and log-odds
-            with precision(self._dtype):
-                scores = np.asarray(
-                    core.joint_log_prob(self._scoring_story(X), self._params_jax(), X)
-                )
+            scores = self._joint_log_proba(X)
             return scores[:, 1] - scores[:, 0] if len(self.classes_) == 2 else scores
         scores = X @ self.coef_.T + self.intercept_
         return scores[:, 0] if len(self.classes_) == 2 else scores
