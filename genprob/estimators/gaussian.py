@@ -211,6 +211,10 @@ class _DiscriminantBase(_GaussianBase):
                 "two can be set."
             )
 
+    def _full_story(self, shared: bool, **settings) -> GaussianStory:
+        shrinkage = 0.0 if self.shrinkage is None else self.shrinkage
+        return GaussianStory(covariance="full", shared=shared, shrinkage=shrinkage, **settings)
+
     def _fit_rows(self, X, y, sample_weight, classes):
         """A covariance estimator's fit, then the story's, the rows kept for LDA's eigen solver."""
         unit_rows = sample_weight is None and classes is None
@@ -305,14 +309,7 @@ class LinearDiscriminantAnalysis(
         weights = None
         if priors is not None and self.solver != "svd":
             weights = tuple(priors)
-        shrinkage = 0.0 if self.shrinkage is None else self.shrinkage
-        return GaussianStory(
-            covariance="full",
-            shared=True,
-            shrinkage=shrinkage,
-            rank_tol=float(self.tol),
-            covariance_weights=weights,
-        )
+        return self._full_story(True, rank_tol=float(self.tol), covariance_weights=weights)
 
     def _debiased_log_joint(self, X):
         """MASS's ``predict.lda(method = "debiased")`` scores at the fit's statistics."""
@@ -587,10 +584,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
             )
 
     def _make_story(self, X):
-        shrinkage = 0.0 if self.shrinkage is None else self.shrinkage
-        return GaussianStory(
-            covariance="full", shared=False, reg_param=self.reg_param, shrinkage=shrinkage
-        )
+        return self._full_story(False, reg_param=self.reg_param)
 
     def _set_fitted_attributes(self, stats):
         counts = self._check_class_counts(stats)
