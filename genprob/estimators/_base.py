@@ -492,10 +492,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
                 "a fit over chunks does not take missing entries (NaN) yet: its statistics count "
                 "whole rows. Use fit() on the rows in memory, which marginalizes them."
             )
-        y = np.asarray(y)
-        if y.shape != (num_rows,):
-            raise ValueError(f"a chunk has {num_rows} rows of X but y has shape {y.shape}.")
-        codes = self._chunk_codes(y)
+        codes = self._row_codes(y, num_rows)
         weights = chunk_weights(sample_weight, num_rows)
         weights = np.ones(num_rows) if weights is None else weights
         unlabeled = int(np.sum(codes < 0))
@@ -516,18 +513,6 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return ChunkStatistics(
             self.story_, self._dtype, stats, objective, num_rows, unlabeled, context
         )
-
-    def _chunk_codes(self, y):
-        """:meth:`_label_codes`, vectorized for numeric labels (a million in milliseconds)."""
-        unlabeled = self._unlabeled_rows(y)
-        classes = self.classes_
-        if y.dtype.kind not in "iuf" or classes.dtype.kind not in "iuf":
-            return self._label_codes(y)
-        codes = np.minimum(np.searchsorted(classes, y), len(classes) - 1)
-        known = classes[codes] == y
-        if not np.all(known | unlabeled):
-            return self._label_codes(y)  # raises, naming the unknown labels
-        return np.where(unlabeled, -1, codes).astype(np.int32)
 
     def parameters_from_statistics(self, stats) -> dict:
         """The closed-form parameters of ``stats`` under ``story_`` and the estimator's class
@@ -593,8 +578,15 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         }
 
     def _label_codes(self, y):
-        """Codes 0..K-1 of labels in ``classes_`` and -1 on unlabeled rows; unknown labels raise."""
-        return encode_partial_labels(
+        """Codes 0..K-1 of labels in ``classes_`` and -1 on unlabeled rows; unknown labels raise.
+        Numeric labels are coded vectorized (a million in milliseconds)."""
+        classes = self.classes_
+        if y.dtype.kind in "iuf" and classes.dtype.kind in "iuf":
+            unlabeled = self._unlabeled_rows(y)
+            codes = np.minimum(np.searchsorted(classes, y), len(classes) - 1)
+            if np.all((classes[codes] == y) | unlabeled):
+                return np.where(unlabeled, -1, codes).astype(np.int32)
+        return encode_partial_labels(  # else it names the unknown labels
             y, classes=self.classes_, unlabeled_label=self._unlabeled_label
         )[0]
 
@@ -890,13 +882,9 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         else:
             fitted = clone(self).fit(X, y, sample_weight=kwargs.get("sample_weight"))
         X = fitted._check_X(X)
-        codes = fitted._row_codes(y, X.shape[0])
-        if np.any(codes < 0):
-            raise ValueError(
-                f"crosscheck compares supervised fits: y must not contain "
-                f"{fitted._unlabeled_label!r} (unlabeled_label)."
-            )
-        absent = fitted.classes_[np.bincount(codes, minlength=len(fitted.classes_)) == 0]
+        codes = fitted._row_codes(y, X.shape[0])  # unlabeled rows (-1): crosscheck refuses them
+        counts = np.bincount(codes[codes >= 0], minlength=len(fitted.classes_))
+        absent = fitted.classes_[counts == 0]
         if absent.size:
             raise ValueError(
                 f"crosscheck fits the story on (X, y) both ways, but y has no rows of class(es) "

@@ -8,7 +8,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context, clone
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from genprob import core
@@ -16,7 +16,6 @@ from genprob._lazy import LazyModule, jitted
 from genprob.engine._arrays import placed, tree_map
 from genprob.engine._dtype import numpy_dtype, precision
 from genprob.engine.masking import has_missing
-from genprob.engine.streaming import is_out_of_core
 from genprob.estimators._base import GenerativeClassifierBase, keep_parameters
 from genprob.families.gaussian import (
     COVARIANCE_ROWS,
@@ -212,20 +211,12 @@ class _DiscriminantBase(_GaussianBase):
                 "two can be set."
             )
 
-    def _after_fit(self, X, unit_rows=False):
-        """Fitted attributes that need the rows ``X`` (None: none held; ``unit_rows``: all 1)."""
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, sample_weight=None, **kwargs):
-        """:meth:`GenerativeClassifierBase.fit` (no ``sample_weight`` with
-        ``covariance_estimator``)."""
-        super().fit(X, y, sample_weight, **kwargs)
-        if is_out_of_core(X):  # chunks, Parquet or Dask: no rows held here
-            self._after_fit(None)
-        return self
+    def _full_story(self, shared: bool, **settings) -> GaussianStory:
+        shrinkage = 0.0 if self.shrinkage is None else self.shrinkage
+        return GaussianStory(covariance="full", shared=shared, shrinkage=shrinkage, **settings)
 
     def _fit_rows(self, X, y, sample_weight, classes):
-        """A covariance estimator's fit, the story's, then what needs the rows."""
+        """A covariance estimator's fit, then the story's, the rows kept for LDA's eigen solver."""
         unit_rows = sample_weight is None and classes is None
         unit_rows = unit_rows and not np.any(self._unlabeled_rows(y))
         self._custom = None
@@ -238,9 +229,11 @@ class _DiscriminantBase(_GaussianBase):
                     f"{self._unlabeled_label!r})."
                 )
             self._custom = _custom_class_covariances(self.covariance_estimator, X, y)
-        super()._fit_rows(X, y, sample_weight, classes)
-        self._after_fit(X, unit_rows)
-        return self
+        self._fit_X = (X, unit_rows)  # unit_rows: no weights, every row labeled
+        try:
+            return super()._fit_rows(X, y, sample_weight, classes)
+        finally:
+            del self._fit_X
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """:meth:`GenerativeClassifierBase.partial_fit`; not with ``covariance_estimator`` or
@@ -252,9 +245,7 @@ class _DiscriminantBase(_GaussianBase):
                 "estimator is fitted on all rows of a class at once. Use fit()."
             )
         self._custom = None
-        super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
-        self._after_fit(None)
-        return self
+        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
 
 
 class LinearDiscriminantAnalysis(
@@ -318,14 +309,7 @@ class LinearDiscriminantAnalysis(
         weights = None
         if priors is not None and self.solver != "svd":
             weights = tuple(priors)
-        shrinkage = 0.0 if self.shrinkage is None else self.shrinkage
-        return GaussianStory(
-            covariance="full",
-            shared=True,
-            shrinkage=shrinkage,
-            rank_tol=float(self.tol),
-            covariance_weights=weights,
-        )
+        return self._full_story(True, rank_tol=float(self.tol), covariance_weights=weights)
 
     def _debiased_log_joint(self, X):
         """MASS's ``predict.lda(method = "debiased")`` scores at the fit's statistics."""
@@ -392,19 +376,24 @@ class LinearDiscriminantAnalysis(
             stacklevel=4,
         )
 
-    def _after_fit(self, X, unit_rows=False):
+    def fit_statistics(self, stats, *, params=None, context=None):
+        """:meth:`GenerativeClassifierBase.fit_statistics`, then ``scalings_`` and
+        ``explained_variance_ratio_`` (the eigen solver's total covariance from ``fit``'s rows)."""
         for name in ("_derived_from", "_total_fourth_moment"):
             self.__dict__.pop(name, None)
-        if self.solver == "lsqr" or not hasattr(self, "params_"):
-            return
+        super().fit_statistics(stats, params=params, context=context)
+        if self.solver == "lsqr":
+            return self
         total, derivable = None, False
         if self.solver == "eigen":
+            X, unit_rows = self.__dict__.get("_fit_X", (None, False))  # None: out of core
             total, derivable = self._total_covariance(X, self.stats_, unit_rows)
         scalings, ratio = self._projection(total)
         self.scalings_ = scalings
         self.explained_variance_ratio_ = ratio[: self._max_components]
         if derivable:
             self._derived_from = (self.params_, self.stats_, scalings)
+        return self
 
     def _projection(self, total):
         """``(scalings, explained variance ratios)``; ``total``: the total covariance or None."""
@@ -533,10 +522,7 @@ class LinearDiscriminantAnalysis(
         X = self._check_X(X)
         if has_missing(X):
             # a linear score needs every coordinate; the joint has the same softmax and log-odds
-            with precision(self._dtype):
-                scores = np.asarray(
-                    core.joint_log_prob(self._scoring_story(X), self._params_jax(), X)
-                )
+            scores = self._joint_log_proba(X)
             return scores[:, 1] - scores[:, 0] if len(self.classes_) == 2 else scores
         scores = X @ self.coef_.T + self.intercept_
         return scores[:, 0] if len(self.classes_) == 2 else scores
@@ -598,10 +584,7 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
             )
 
     def _make_story(self, X):
-        shrinkage = 0.0 if self.shrinkage is None else self.shrinkage
-        return GaussianStory(
-            covariance="full", shared=False, reg_param=self.reg_param, shrinkage=shrinkage
-        )
+        return self._full_story(False, reg_param=self.reg_param)
 
     def _set_fitted_attributes(self, stats):
         counts = self._check_class_counts(stats)

@@ -225,15 +225,9 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 return fit.log_likelihood
             return mixture.mixture_log_likelihood(fit, X, row_weight, settings["observed"])
 
-        fits, bic, icl, failures = _candidates(
-            fit_one, structures, components, K, row_weight, log_lik
-        )
-        self._warn_left_out(self._report(failures, len(structures) * len(components)))
-        rows = list(structures)
-        self._tables = {
-            name: _table(v, rows, components) for name, v in (("BIC", bic), ("ICL", icl))
-        }
-        return fits[self._chosen(bic, icl)]
+        fit, tables, lines = self._choose(fit_one, structures, components, K, row_weight, log_lik)
+        self._keep_tables(tables, list(structures), components, lines)
+        return fit
 
     @staticmethod
     def _split(X, one, G, row_weight, settings):
@@ -244,13 +238,9 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         )
         return mixture.split_start(X, classes, (G,) * K, row_weight, settings["random_state"])
 
-    def _chosen(self, bic, icl):
-        table = bic if self.criterion == "bic" else icl
-        return np.unravel_index(np.nanargmax(table), table.shape)
-
     def _fit_per_class(self, X, codes, row_weight, structures, components, settings):
         """MclustDA: each class's structure and G chosen by BIC on its own rows."""
-        chosen, bic_frames, icl_frames, left_out = [], [], [], []
+        chosen, tables, lines = [], [], []
         for k in range(len(self.classes_)):
             rows = codes == k
             Xk, wk = X[rows], row_weight[rows]
@@ -259,37 +249,58 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 settings_k["observed"] = settings["observed"][rows]
 
             fit_one = partial(_fit_class, Xk, wk, settings_k)
-            fits, bic, icl, failures = _candidates(fit_one, structures, components, 1, wk)
-            left_out += self._report(failures, len(structures) * len(components), self.classes_[k])
-            chosen.append(fits[self._chosen(bic, icl)])
-            bic_frames.append(bic)
-            icl_frames.append(icl)
-        self._warn_left_out(left_out)
+            fit, table, left_out = self._choose(
+                fit_one, structures, components, 1, wk, cls=self.classes_[k]
+            )
+            chosen.append(fit)
+            tables.append(table)
+            lines += left_out
         rows = [[_label(c), s] for c in self.classes_ for s in structures]
-        self._tables = {
-            name: _table(np.vstack(v), rows, components)
-            for name, v in (("BIC", bic_frames), ("ICL", icl_frames))
-        }
+        self._keep_tables(np.concatenate(tables, axis=1), rows, components, lines)
         counts = np.bincount(codes[codes >= 0], weights=row_weight[codes >= 0])
         return _combine(chosen, counts / counts.sum())
 
-    def _report(self, failures, total, cls=None) -> list[str]:
-        """Raise when no candidate could be fitted; else the left-out ones, a line each."""
-        where = "" if cls is None else f"class {_label(cls)!r}: "
-        if len(failures) == total:
-            first = failures[0][2]
+    def _choose(
+        self, fit_one, structures, components, num_classes, row_weight, log_lik=None, cls=None
+    ):
+        """Every (structure, G) fitted: the fit the criterion prefers, the BIC and ICL tables
+        (mclust's sign, NaN where components collapsed) and a line per left-out candidate."""
+        n = float(row_weight.sum())
+        tables = np.full((2, len(structures), len(components)), np.nan)  # BIC, ICL
+        fits, failures = {}, []
+        for a, structure in enumerate(structures):
+            for b, G in enumerate(components):  # increasing G (_candidate_components)
+                try:
+                    fit = fit_one(structure, G)
+                except mixture.CollapsedComponentError as error:
+                    failures.append((structure, G, error))
+                    continue
+                num_features = fit.means.shape[1]
+                df = mixture.num_parameters(fit.structures, fit.groups, num_classes, num_features)
+                log_l = fit.log_likelihood if log_lik is None else log_lik(fit)
+                tables[0, a, b] = 2.0 * log_l - df * math.log(n)
+                penalty = mixture.icl_penalty(fit.responsibilities, row_weight)
+                tables[1, a, b] = tables[0, a, b] + 2.0 * penalty
+                fits[a, b] = fit
+        where, per_class = ("", False) if cls is None else (f"class {_label(cls)!r}: ", True)
+        if len(failures) == tables[0].size:
+            structure, G, error = failures[0]
             raise ValueError(
-                f"{where}no candidate model could be fitted; the first, {failures[0][0]} with "
-                f"G={failures[0][1]}: {self._named_class(first, cls is not None)}"
+                f"{where}no candidate model could be fitted; the first, {structure} with "
+                f"G={G}: {self._named_class(error, per_class)}"
             )
-        return [
-            f"{where}{structure} with G={G} ({self._named_class(error, cls is not None)})"
+        table = tables[int(self.criterion == "icl")]
+        lines = [
+            f"{where}{structure} with G={G} ({self._named_class(error, per_class)})"
             for structure, G, error in failures
         ]
+        return fits[np.unravel_index(np.nanargmax(table), table.shape)], tables, lines
 
-    @staticmethod
-    def _warn_left_out(lines) -> None:
-        """One warning per fit, as mclust records NA in its BIC table and says nothing."""
+    def _keep_tables(self, tables, rows, components, lines) -> None:
+        """The BIC and ICL tables; one warning per fit for the left-out candidates, as mclust
+        records NA in its BIC table and says nothing."""
+        self._tables = {"BIC": _table(tables[0], rows, components)}
+        self._tables["ICL"] = _table(tables[1], rows, components)
         if lines:
             shown = "; ".join(lines[:3]) + (
                 f"; and {len(lines) - 3} more" if len(lines) > 3 else ""
@@ -477,28 +488,6 @@ def _fit_class(X, row_weight, settings, structure, G):
     """One class's rows as a mixture of G components of one structure."""
     codes = np.zeros(len(X), int)
     return mixture.fit_mixture(X, codes, (G,), (structure,), row_weight=row_weight, **settings)
-
-
-def _candidates(fit_one, structures, components, num_classes, row_weight, log_lik=None):
-    """Every (structure, G) fitted: the fits, BIC and ICL (mclust's sign), the collapsed ones."""
-    n = float(row_weight.sum())
-    bic = np.full((len(structures), len(components)), np.nan)
-    icl = np.full_like(bic, np.nan)
-    fits, failures = {}, []
-    for a, structure in enumerate(structures):
-        for b, G in enumerate(components):  # increasing G (_candidate_components)
-            try:
-                fit = fit_one(structure, G)
-            except mixture.CollapsedComponentError as error:
-                failures.append((structure, G, error))
-                continue
-            num_features = fit.means.shape[1]
-            df = mixture.num_parameters(fit.structures, fit.groups, num_classes, num_features)
-            log_l = fit.log_likelihood if log_lik is None else log_lik(fit)
-            bic[a, b] = 2.0 * log_l - df * math.log(n)
-            icl[a, b] = bic[a, b] + 2.0 * mixture.icl_penalty(fit.responsibilities, row_weight)
-            fits[a, b] = fit
-    return fits, bic, icl, failures
 
 
 def _label(value):

@@ -189,18 +189,18 @@ class MixedNB(GenerativeClassifierBase):
     # -- columns -> blocks and codes -------------------------------------------------------------
     def _learn_columns(self, X):
         X = _as_table(X)
-        if not _column_keys(X):
+        keys = _column_keys(X)
+        if not keys:
             raise ValueError(
                 f"0 feature(s) (shape={np.shape(X)}) while a minimum of 1 is required by MixedNB."
             )
         families = self.families
         if families is None:
-            families = dict.fromkeys(_column_keys(X), DEFAULT_NAIVE_FAMILY)
+            families = dict.fromkeys(keys, DEFAULT_NAIVE_FAMILY)
         if not isinstance(families, Mapping) or not families:
             raise ValueError(
                 f"families must be a non-empty mapping column -> family name, got {families!r}."
             )
-        keys = _column_keys(X)
         unknown = [key for key in families if key not in keys]
         if unknown:
             if _is_frame(X):
@@ -406,17 +406,14 @@ class MixedNB(GenerativeClassifierBase):
             is categorical) and labels ``y``.
         """
         X, y = super().sample(n_samples, random_state)
-        columns = {}
-        for position, key in enumerate(self._columns):
-            if key in self.categories_:
-                columns[key] = self.categories_[key][X[:, position].astype(int)]
-            else:
-                columns[key] = X[:, position]
+        columns = [
+            self.categories_[key][X[:, p].astype(int)] if key in self.categories_ else X[:, p]
+            for p, key in enumerate(self._columns)
+        ]
         if self._fitted_on_frame:
-            return pd.DataFrame(columns, columns=self._columns), y
+            return pd.DataFrame(dict(zip(self._columns, columns, strict=True))), y
         if self.categories_:
-            out = np.empty(X.shape, dtype=object)
-            for position, key in enumerate(self._columns):
-                out[:, position] = columns[key]
-            return out, y
+            X = np.empty(X.shape, dtype=object)
+            for position, values in enumerate(columns):
+                X[:, position] = values
         return X, y
