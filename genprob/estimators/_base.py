@@ -882,9 +882,13 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         else:
             fitted = clone(self).fit(X, y, sample_weight=kwargs.get("sample_weight"))
         X = fitted._check_X(X)
-        codes = fitted._row_codes(y, X.shape[0])  # unlabeled rows (-1): crosscheck refuses them
-        counts = np.bincount(codes[codes >= 0], minlength=len(fitted.classes_))
-        absent = fitted.classes_[counts == 0]
+        codes = fitted._row_codes(y, X.shape[0])
+        if np.any(codes < 0):
+            raise ValueError(
+                f"crosscheck compares supervised fits: y must not contain "
+                f"{fitted._unlabeled_label!r} (unlabeled_label)."
+            )
+        absent = fitted.classes_[np.bincount(codes, minlength=len(fitted.classes_)) == 0]
         if absent.size:
             raise ValueError(
                 f"crosscheck fits the story on (X, y) both ways, but y has no rows of class(es) "
