@@ -236,3 +236,25 @@ def test_float32_fit_is_close_to_the_float64_closed_form(iris):
     for name in ("class_prior", "means", "variances"):
         assert _relative(result.params[name], closed[name]) <= 1e-3, name
     assert jnp.zeros(1).dtype == jnp.float32  # global JAX config untouched
+
+
+def test_the_hessian_path_is_chosen_by_size_not_by_the_clock(monkeypatch):
+    """A busy machine once made one gradient look slow, switched the whitening to the exact
+    Hessian and moved a mixture's fit: the choice is a count (2 P^2 n), never a timing."""
+    import time
+
+    from genprob.inference import optimize
+
+    X, y = load_iris()
+    calls = []
+    exact = optimize._exact_hessian
+    monkeypatch.setattr(optimize, "_exact_hessian", lambda *a: calls.append(1) or exact(*a))
+    clock = iter(range(0, 10**9, 100))  # every gradient "takes" 100 s
+    monkeypatch.setattr(time, "perf_counter", lambda: float(next(clock)))
+    differences = fit_optimizer(NAIVE_GAUSSIAN, X, y, seed=1)
+    assert calls == []  # 2 P^2 n of iris is far below HESSIAN_EXACT_WORK
+    monkeypatch.setattr(optimize, "HESSIAN_EXACT_WORK", 0.0)
+    compiled = fit_optimizer(NAIVE_GAUSSIAN, X, y, seed=1)
+    assert calls  # above it, the exact Hessian
+    assert differences.converged and compiled.converged
+    assert _relative(compiled.objective, differences.objective) < 1e-10
