@@ -509,3 +509,26 @@ def test_em_over_missing_entries_checks_its_memory_before_running(monkeypatch):
     with pytest.raises(_limits.SizeLimitError, match=r"EM step over the missing entries.*diagonal"):
         QuadraticDiscriminantAnalysis(missing="marginalize").fit(Xm, y)
     assert model.predict_proba(Xm).shape == (150, 3)
+
+
+def test_nuts_priors_on_the_data_scale_with_a_missing_cell_in_every_row(monkeypatch):
+    """No complete row: the prior still takes the observed cells' means and sds (it kept the
+    story's unit-scale prior when it read complete rows only)."""
+    from genprob.estimators import _posterior
+
+    X, y = _iris()
+    Xm = X * 100.0
+    Xm[np.arange(len(Xm)), np.arange(len(Xm)) % 4] = np.nan  # one empty cell in every row
+    model = GaussianNB(missing="marginalize").fit(Xm, y)
+    seen = []
+
+    def stop(story, *args, **kwargs):
+        seen.append(story)
+        raise RuntimeError("stop before sampling")
+
+    monkeypatch.setattr(_posterior, "run_nuts", stop)
+    with pytest.raises(RuntimeError, match="stop before sampling"):
+        model.posterior(Xm, y, num_samples=5, num_warmup=5, num_chains=1, random_state=0)
+    inner = seen[0].story  # the marginalizing wrapper's story
+    np.testing.assert_allclose(inner.mean_prior_loc, np.nanmean(Xm, axis=0), rtol=1e-12)
+    assert np.all(np.asarray(inner.mean_prior_scale) > 10.0)  # sds of about 40 to 180

@@ -135,10 +135,10 @@ def estimator_posterior(
     if priors == "conjugate":
         story = conjugate_story(story)
     if estimator._marginalizes and has_missing(X):
-        complete = ~np.isnan(X).any(axis=1)
-        if priors == "data" and method == "nuts" and complete.any():
-            # the wrapper keeps its story's prior (run_nuts's scaling passes it by): scale it here
-            story = story.scaled_to_data(X[complete])
+        if priors == "data" and method == "nuts":
+            # the wrapper keeps its story's prior (run_nuts's scaling passes it by): scale it
+            # here, on the observed cells, so that NaN in every row still gets the data's scale
+            story = story.scaled_to_data(X)
         story = marginalized(story)  # NaN entries are missing for the model and log-likelihoods
     if method == "exact" and not has_exact_posterior(story):  # exact_posterior refuses unlabeled
         raise ValueError(f"method must be 'nuts' here: {_no_exact_posterior_error(story)}")

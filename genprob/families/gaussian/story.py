@@ -3,6 +3,8 @@ structure is a strategy object (:mod:`~.structures`); derivations in docs/gaussi
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from genprob._lazy import LazyModule
@@ -897,8 +899,10 @@ def scaled_prior(story, X):
     if any(np.ndim(v) for v in settings):
         return story
     values = np.asarray(X, dtype=np.float64)
-    location = np.nan_to_num(np.nanmean(values, axis=0))
-    spread = np.nanstd(values, axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: 0 and 1
+        location = np.nan_to_num(np.nanmean(values, axis=0))
+        spread = np.nanstd(values, axis=0)
     spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
     if getattr(story, "conjugate_prior", None) == "data":  # the spread's mean: each variance
         return story.replace(
