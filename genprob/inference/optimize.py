@@ -199,7 +199,7 @@ def unconstrain(args, values: dict, num_classes: int) -> dict:
 
 @partial(jax.jit, static_argnums=0)
 def _unconstrain_values(spec: _Spec, data: _Data, params: dict):
-    values = {**data.fixed_values, **params}  # the fixed sites held, as in ``_model``
+    values = {**data.fixed_values, **params}  # the fixed sites held, as in the loss
     unconstrained = unconstrain((data.story, data.X, data.y), values, spec.num_classes)
     pieces = [jnp.ravel(unconstrained[site.name]) for site in spec.sites]
     return jnp.concatenate(pieces) if pieces else jnp.zeros(0, data.X.dtype)
