@@ -143,19 +143,23 @@ class _UnalignedMixture(ClassMixtureStory):
 
 def test_crosscheck_of_a_mixture_compares_components_up_to_their_order(wine):
     X, y = wine
+    # five features, seed 3: two components of weight >= 0.1 in every class (on all 13, a
+    # component collapses and its loc and scale are unidentified: no two runs need agree)
+    X = X[:, :5]
     story = ClassMixtureStory(num_components=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        best = fit_optimizer(story, X, y, seed=9)  # seed 9 alone finds the two-component fit
+        best = fit_optimizer(story, X, y, seed=3)
+        assert best.params["weights"].min() > 0.1
         swapped = {
             name: (value[:, ::-1] if name in ("weights", "loc", "scale") else value)
             for name, value in best.params.items()
         }
-        # the checked fit is the seed-9 optimum with its components reversed; the restart
-        # (seed 9 again) returns them in the original order: same objective, same model
-        aligned = genprob.crosscheck(story, X, y, params=swapped, seed=9, starts=1)
+        # the checked fit is the seed-3 optimum with its components reversed; the restart
+        # (seed 3 again) returns them in the original order: same objective, same model
+        aligned = genprob.crosscheck(story, X, y, params=swapped, seed=3, starts=1)
         unaligned = genprob.crosscheck(
-            _UnalignedMixture(num_components=2), X, y, params=swapped, seed=9, starts=1
+            _UnalignedMixture(num_components=2), X, y, params=swapped, seed=3, starts=1
         )
     assert aligned.passed, str(aligned)
     assert aligned.row("loc").rel_diff < 1e-6
