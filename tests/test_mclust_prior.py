@@ -15,7 +15,8 @@ from sklearn.base import clone
 from sklearn.utils._param_validation import InvalidParameterError
 
 import genprob
-from genprob.families.gaussian import mclust_prior
+from genprob.families.gaussian import mclust_prior, mixture
+from genprob.families.gaussian.mixture_story import num_parameters
 
 HERE = Path(__file__).parent / "references" / "mclust"
 REFERENCE = json.loads((HERE / "mclust_priors.json").read_text())
@@ -213,3 +214,30 @@ def test_missing_cells_under_the_prior():
     np.testing.assert_allclose(prior["mean"], [c.mean() for c in observed])
     variances = [c.var(ddof=1) for c in observed]
     np.testing.assert_allclose(np.diag(prior["scale"]), np.divide(variances, 3**0.5))
+
+
+def test_mclustda_em_under_the_prior_from_mclusts_start_matches_mclust():
+    # wine class 1 from mclust's own hierarchical partitions (the "hc" references): MAP EM with
+    # mclust's EM M-steps (me*p) and its tolerance reaches each BIC of its table, G = 2 to 5
+    X, y = _data("wine")
+    rows = X[y == 1]
+    partitions = REFERENCE["hc"]["wine_class1"]["partitions"]
+    (ref,) = [c for c in REFERENCE["wine_mclustda"]["prior"]["classes"] if c["class"] == 1]
+    compared = 0
+    for G, values in zip(ref["BIC_rows"], ref["BIC"], strict=True):
+        if G == 1:
+            continue
+        start = np.eye(G)[np.asarray(partitions[G - 1]) - 1]
+        for structure, value in zip(ref["BIC_columns"], values, strict=True):
+            if value is None:  # mclust's EM failed there
+                continue
+            prior = (mclust_prior.default_prior(rows, G, structure),)
+            fit = mixture.fit_mixture(
+                rows, np.zeros(len(rows), int), (G,), (structure,), start_from=start,
+                prior=prior, prior_step="em", tol=1e-5, max_iter=1000,
+            )  # fmt: skip
+            df = num_parameters(fit.structures, fit.groups, 1, X.shape[1])
+            bic = 2 * fit.log_likelihood - df * math.log(len(rows))
+            assert bic == pytest.approx(value, rel=1e-6), (structure, G)
+            compared += 1
+    assert compared >= 30
