@@ -56,6 +56,14 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         n_init: k-means starts per class with several components.
         random_state: seed of the k-means starts (an int; the fit is deterministic).
         unlabeled_label: the label of unlabeled rows (-1); None: every label is a class.
+        prior: None (maximum likelihood EM), ``"default"`` (mclust's ``priorControl()``: its
+            ``defaultPrior``, a conjugate normal and inverse-Wishart-type prior, MAP EM), or a
+            dict of hyperparameters among ``shrinkage`` (>= 0), ``mean`` (D,), ``dof`` (> 0) and
+            ``scale`` (a number, or a (D, D) matrix), the default prior's where left out.
+            Each candidate's prior is built from its rows as mclust builds it (all rows with
+            G = the total components under EDDA and with unlabeled rows, each class's rows with
+            its G otherwise). Only 10 structures have one (not VEE, EVE, VVE, EVV): naming one
+            of those is an error, and ``"all"`` leaves them out of the tables (NaN), as mclust.
 
     Attributes:
         structure_: (K,) the structure chosen for each class (the same for all under EDDA).
@@ -87,6 +95,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         **{k: EM_PARAMETER_CONSTRAINTS[k] for k in ("max_iter", "em_tol", "n_init")},
         "random_state": [NumberInterval(numbers.Integral, 0, None, closed="left")],
         "unlabeled_label": EM_PARAMETER_CONSTRAINTS["unlabeled_label"],
+        "prior": [None, StrOptions({"default"}), dict],
     }
 
     #: files of releases before issue 56 hold no story: ``story_`` is derived
@@ -107,6 +116,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         n_init=1,
         random_state=0,
         unlabeled_label=-1,
+        prior=None,
     ):
         keep_parameters(self, locals())
 
@@ -158,6 +168,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         X, y = self._rows(X, y, reset=True)
         structures = self._candidate_structures()
         components = self._candidate_components()
+        self._check_prior(structures, X.shape[1])
         n = X.shape[0]
         weight = check_sample_weight(sample_weight, n, allow_all_zero=False)
         weight = np.ones(n) if weight is None else weight
@@ -182,10 +193,39 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         else:
             fit = self._fit_per_class(X, codes, row_weight, structures, components, settings)
         self._set_fit(fit, X, row_weight, observed, semi)
-        if components == (1,) and len(structures) == 1 and not semi and observed is None:
-            # partial_fit continues from these
+        alone = components == (1,) and len(structures) == 1 and not semi
+        if alone and observed is None and self.prior is None:
+            # partial_fit continues from these (a fit under a prior has no partial_fit)
             self.stats_ = self._labeled_statistics(self.story_, X, codes, row_weight)
         return self
+
+    def _check_prior(self, structures, num_features) -> None:
+        """A bad ``prior`` or a named structure without one is refused before any fit."""
+        from genprob.families.gaussian import mclust_prior
+
+        if self.prior is None:
+            return
+        if isinstance(self.prior, dict):
+            mclust_prior.check_prior(self.prior, num_features)
+        missing = [s for s in structures if s not in mclust_prior.PRIOR_STRUCTURES]
+        if missing and self.structure != "all":
+            raise ValueError(
+                f"structure: mclust has no prior for {', '.join(missing)} (prior={self.prior!r} "
+                f"works with {', '.join(mclust_prior.PRIOR_STRUCTURES)}); leave them out, or "
+                "pass structure='all', which leaves them out of the tables as mclust does."
+            )
+
+    def _priors(self, X, row_weight, structure, G, num_groups):
+        """One hyperparameter dict per group, built from rows ``X`` with ``G`` components
+        (mclust's defaultPrior, the user's values over it); None without a prior."""
+        from genprob.families.gaussian import mclust_prior
+
+        if self.prior is None:
+            return None
+        hyper = mclust_prior.default_prior(X, G, structure, row_weight)
+        if isinstance(self.prior, dict):
+            hyper.update(mclust_prior.check_prior(self.prior, X.shape[1]))
+        return (hyper,) * num_groups
 
     def _fit_common(self, X, codes, row_weight, structures, components, semi, settings):
         """One structure and G for every class, chosen by one criterion over all rows."""
@@ -194,6 +234,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
         def fit_one(structure, G):
             across = G == 1 and components == (1,)
+            # mclust's EDDA and MclustSSC: one prior from all rows with G the total components
+            prior = self._priors(X, row_weight, structure, G * K, 1 if across else K)
             fit = partial(
                 mixture.fit_mixture,
                 X,
@@ -202,6 +244,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 structure if across else (structure,) * K,
                 across_classes=across,
                 row_weight=row_weight,
+                prior=prior,
                 **settings,
             )
             try:
@@ -213,7 +256,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 if structure not in ones:
                     ones[structure] = mixture.fit_mixture(
                         X, codes, (1,) * K, structure, across_classes=True,
-                        row_weight=row_weight, **settings,
+                        row_weight=row_weight, prior=self._priors(X, row_weight, structure, K, 1),
+                        **settings,
                     )  # fmt: skip
                 result = fit(start_from=self._split(X, ones[structure], G, row_weight, settings))
             if G == 1:
@@ -248,7 +292,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             if settings["observed"] is not None:
                 settings_k["observed"] = settings["observed"][rows]
 
-            fit_one = partial(_fit_class, Xk, wk, settings_k)
+            # mclust's MclustDA: each class's prior from its own rows with its G
+            fit_one = partial(_fit_class, Xk, wk, settings_k, partial(self._priors, Xk, wk))
             fit, table, left_out = self._choose(
                 fit_one, structures, components, 1, wk, cls=self.classes_[k]
             )
@@ -269,6 +314,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         tables = np.full((2, len(structures), len(components)), np.nan)  # BIC, ICL
         fits, failures = {}, []
         for a, structure in enumerate(structures):
+            if self.prior is not None and structure not in _prior_structures():
+                continue  # as mclust: missing from the tables (_check_prior refused a named one)
             for b, G in enumerate(components):  # increasing G (_candidate_components)
                 try:
                     fit = fit_one(structure, G)
@@ -283,7 +330,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 tables[1, a, b] = tables[0, a, b] + 2.0 * penalty
                 fits[a, b] = fit
         where, per_class = ("", False) if cls is None else (f"class {_label(cls)!r}: ", True)
-        if len(failures) == tables[0].size:
+        if not fits:
             structure, G, error = failures[0]
             raise ValueError(
                 f"{where}no candidate model could be fitted; the first, {structure} with "
@@ -426,6 +473,11 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
     def _streamed_structure(self) -> str:
         """The one structure of an EDDA fit (statistics that add over chunks), else why not."""
         action = "A fit over chunks (partial_fit, streaming) or on a Dask collection"
+        if self.prior is not None:
+            raise ValueError(
+                f"{action} adds maximum-likelihood statistics; prior={self.prior!r} needs the "
+                "rows' default prior and MAP M-steps of fit. Call fit on all rows."
+            )
         if self._candidate_components() != (1,):
             raise ValueError(
                 f"{action} fits one Gaussian per class (n_components=1) only, got "
@@ -484,10 +536,22 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         return super().chunk_statistics(X, y, sample_weight)
 
 
-def _fit_class(X, row_weight, settings, structure, G):
-    """One class's rows as a mixture of G components of one structure."""
+def _fit_class(X, row_weight, settings, priors, structure, G):
+    """One class's rows as a mixture of G components of one structure; ``priors(structure, G,
+    num_groups)``: the group's hyperparameters (None: maximum likelihood)."""
     codes = np.zeros(len(X), int)
-    return mixture.fit_mixture(X, codes, (G,), (structure,), row_weight=row_weight, **settings)
+    prior = priors(structure, G, 1)
+    # mclust's MclustDA fits a class by its EM (me*p, mvn*p), not its M-step alone
+    return mixture.fit_mixture(
+        X, codes, (G,), (structure,), row_weight=row_weight, prior=prior, prior_step="em",
+        **settings,
+    )  # fmt: skip
+
+
+def _prior_structures():
+    from genprob.families.gaussian.mclust_prior import PRIOR_STRUCTURES
+
+    return PRIOR_STRUCTURES
 
 
 def _label(value):

@@ -179,9 +179,12 @@ def _run_em(story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, sta
         _m_step(story, new, X, R, row_weight, observed, caps[0], warm=True)
         return new
 
+    # under a prior EM climbs the posterior, not the likelihood: no step is judged (as mclust)
+    floor = () if story.em_prior is None else (-np.inf,)
+
     def e_step(params):
         R, log_lik = _e_step(story, params, X, codes, row_weight, observed, patterns)
-        return log_lik, (R, params)
+        return log_lik, (R, params), *floor
 
     # the mclust rule (relative change); met with capped M-steps, EM goes on with full ones
     budget, trace = max_iter + 1 if iterative else 1, []
@@ -218,6 +221,8 @@ def fit_mixture(
     max_iter: int = 100,
     tol: float = 1e-8,
     start_from=None,
+    prior=None,
+    prior_step: str = "mstep",
 ) -> MixtureFit:
     """Fit class mixtures by EM (the partly labeled log-likelihood; see the module).
 
@@ -232,6 +237,10 @@ def fit_mixture(
         max_iter, tol: EM's iterations and relative tolerance on the log-likelihood.
         start_from: (n, J) responsibilities of every row for the first M-step, the only start
             (e.g. :func:`split_start`); None: the starts of :data:`STARTS`.
+        prior: None (maximum likelihood), or one hyperparameter dict per group of cells
+            (:func:`.mclust_prior.default_prior`'s keys): MAP EM, mclust's M-steps under its prior.
+        prior_step: which of mclust's MAP M-steps (:data:`.mclust_prior.STEPS`): ``"mstep"``
+            (EDDA's, MclustSSC's) or ``"em"`` (MclustDA's within a class).
 
     Raises:
         CollapsedComponentError: every start collapsed a component (named in the message).
@@ -253,7 +262,9 @@ def fit_mixture(
         structures, groups = structures[:1], (tuple(range(len(cell_class))),)
     else:
         groups = tuple(tuple(np.flatnonzero(cell_class == k)) for k in range(len(num_components)))
-    story = GaussianMixtureStory(cell_class, structures, groups)
+    story = GaussianMixtureStory(
+        cell_class, structures, groups, em_prior=prior, em_prior_step=prior_step
+    )
     num_classes, J, D = len(num_components), len(cell_class), X.shape[1]
     data = (X, codes, row_weight, observed)
     starts = n_init if start_from is None and any(g > 1 for g in num_components) else 1

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from genprob._lazy import LazyModule
-from genprob.families.gaussian import mclust
+from genprob.families.gaussian import mclust, mclust_prior
 from genprob.families.gaussian.distributions import (
     full_gaussian,
     observed_factors,
@@ -99,6 +99,10 @@ class GaussianMixtureStory(Story):
         covariance_prior_scale: scale of the covariances' prior (a float or one per feature).
         weight_concentration: Dirichlet concentration of each class's mixing proportions.
         component_labels: a name per cell (the ``component`` coordinate).
+        em_prior: None (the closed-form M-step maximizes the likelihood), or one hyperparameter
+            dict per group (:func:`.mclust_prior.default_prior`'s keys): the M-step is the
+            posterior mode's (MAP EM, mclust's ``priorControl()``).
+        em_prior_step: which of mclust's MAP M-steps (:data:`.mclust_prior.STEPS`).
 
     Parameters (``params`` keys, as the estimator's ``params_``): ``weights`` (J,), ``means``
     (J, D), ``covariances`` (J, D, D).
@@ -117,6 +121,8 @@ class GaussianMixtureStory(Story):
         covariance_prior_scale=1.0,
         weight_concentration: float = 1.0,
         component_labels=None,
+        em_prior=None,
+        em_prior_step: str = "mstep",
     ):
         cell_class = tuple(int(k) for k in cell_class)
         groups = tuple(tuple(int(j) for j in group) for group in groups)
@@ -138,6 +144,12 @@ class GaussianMixtureStory(Story):
             index = _cell_index(np.asarray(cell_class))
             component_labels = [f"{k}:{g}" for k, g in zip(cell_class, index, strict=True)]
         self.component_labels = tuple(str(label) for label in component_labels)
+        if em_prior is not None:
+            em_prior = tuple(em_prior)
+            if len(em_prior) != len(groups):
+                raise ValueError(f"em_prior needs one dict per group ({len(groups)}).")
+        self.em_prior = em_prior
+        self.em_prior_step = str(em_prior_step)
 
     # -- layout ----------------------------------------------------------------------------------
     @property
@@ -249,16 +261,24 @@ class GaussianMixtureStory(Story):
         squares = np.asarray(stats["squares"], dtype=np.float64)
         scatter = self._cells().covariance_structure.scatter(squares, sums, centered, counts)
         covariances = np.empty_like(scatter)
-        for structure, group in zip(self.structures, self.groups, strict=True):
+        means = centered + np.asarray(stats["shift"], dtype=np.float64)
+        priors = (None,) * len(self.groups) if self.em_prior is None else self.em_prior
+        for structure, group, prior in zip(self.structures, self.groups, priors, strict=True):
             group = list(group)
             try:
-                covariances[group] = mclust.covariances(
-                    structure,
-                    scatter[group],
-                    counts[group],
-                    start=None if start is None else start[group],
-                    **settings,
-                )
+                if prior is None:
+                    covariances[group] = mclust.covariances(
+                        structure,
+                        scatter[group],
+                        counts[group],
+                        start=None if start is None else start[group],
+                        **settings,
+                    )
+                else:
+                    means[group], covariances[group] = mclust_prior.map_step(
+                        structure, counts[group], means[group], scatter[group], prior,
+                        step=self.em_prior_step, **settings,
+                    )  # fmt: skip
             except ValueError as error:  # mclust names the group's member: the cell
                 named = isinstance(error, mclust.DegenerateGroupError)
                 error.cell = group[error.group if named else 0]
@@ -267,7 +287,7 @@ class GaussianMixtureStory(Story):
         class_counts = np.bincount(cell_class, weights=counts, minlength=self.num_classes)
         return {
             "weights": counts / class_counts[cell_class],
-            "means": centered + np.asarray(stats["shift"], dtype=np.float64),
+            "means": means,
             "covariances": covariances,
         }
 
