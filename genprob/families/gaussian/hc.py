@@ -4,7 +4,7 @@
 standardized and rotated onto their principal axes (:func:`svd_transform`), are merged from
 singletons by the pair whose merge costs the least classification likelihood under unconstrained
 Gaussians (hcVVV, Banfield & Raftery 1993; Fraley 1998), regularized as mclust's Fortran does:
-a group of ``n`` rows with scatter ``W`` costs ``n log(tr(W)+alpha)/n`` while ``n <= p``, else
+a group of ``n`` rows with scatter ``W`` costs ``n log((tr(W) + alpha)/n)`` while ``n <= p``, else
 ``n log(det(W/n) + (tr(W)+alpha)/n)``, with ``alpha`` the data's total scatter over ``n p``.
 Deterministic (ties: the last pair in mclust's scan order). NumPy; O(n^2) memory and time
 (each merge recomputes one group's costs, O(n p^3)).
