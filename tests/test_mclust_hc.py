@@ -72,7 +72,7 @@ def test_the_tree_is_deterministic():
     again = hc.hc_vvv(hc.svd_transform(X.copy())[0])
     np.testing.assert_array_equal(first.merges, again.merges)
     np.testing.assert_array_equal(first.costs, again.costs)
-    assert hc.tree_of(X) == hc.tree_of(X.copy())
+    assert hc.tree_of(X) is hc.tree_of(X.copy())  # one tree for the same data (cached)
 
 
 def test_too_many_rows_are_refused_and_bad_arguments_named():

@@ -6,8 +6,8 @@ singletons by the pair whose merge costs the least classification likelihood und
 Gaussians (hcVVV, Banfield & Raftery 1993; Fraley 1998), regularized as mclust's Fortran does:
 a group of ``n`` rows with scatter ``W`` costs ``n log((tr(W) + alpha)/n)`` while ``n <= p``, else
 ``n log(det(W/n) + (tr(W)+alpha)/n)``, with ``alpha`` the data's total scatter over ``n p``.
-Deterministic (ties: the last pair in mclust's scan order). NumPy; O(n^2) memory and time
-(each merge recomputes one group's costs, O(n p^3)).
+Deterministic (ties: the last pair in mclust's scan order). NumPy; O(n^2) memory, O(n^2 p^3)
+time (each merge recomputes the merged group's costs against the others).
 """
 
 from __future__ import annotations
