@@ -47,7 +47,8 @@ def test_em_through_the_story_reaches_the_fit(iris, structure):
     estimator's EM from the same k-means start lands on the same parameters."""
     X, y = iris
     story = GaussianMixtureStory([0, 0, 1, 1, 2, 2], [structure] * 3, [(0, 1), (2, 3), (4, 5)])
-    R_cells = mixture._initial_responsibilities(X, y, np.ones(150), np.repeat(range(3), 2), None, 0)
+    cells = np.repeat(range(3), 2)
+    R_cells = mixture._initial_responsibilities(X, y, np.ones(150), cells, None, 0, "kmeans")
     params = story.maximize(story._cells().sufficient_statistics(X, R_cells))
     R = np.eye(3)[y]
     trace = []
@@ -60,7 +61,7 @@ def test_em_through_the_story_reaches_the_fit(iris, structure):
             break
     assert np.all(np.diff(trace) >= -1e-8 * abs(trace[-1]))  # EM: never down
     fit = mixture.fit_mixture(
-        X, y, (2, 2, 2), (structure,) * 3, max_iter=2000, tol=1e-12, random_state=0
+        X, y, (2, 2, 2), (structure,) * 3, max_iter=2000, tol=1e-12, random_state=0, init="kmeans"
     )
     assert trace[-1] == pytest.approx(fit.log_likelihood, rel=1e-10)
     np.testing.assert_allclose(params["means"], fit.means, rtol=1e-5, atol=1e-6)

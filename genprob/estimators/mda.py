@@ -53,7 +53,12 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         unlabeled_weight: weight λ of unlabeled rows (``y = -1``) in EM.
         max_iter: EM's iterations (per candidate and start).
         em_tol: EM's relative tolerance on the log-likelihood.
-        n_init: k-means starts per class with several components.
+        init_params: how EM starts a class of several components: ``"hc"`` (default), mclust's
+            model-based hierarchical agglomeration (hcVVV on the standardized SVD rotation of
+            the class's labeled rows, as ``Mclust``; deterministic; classes of more than 2000
+            labeled rows start from k-means), or ``"kmeans"``, seeded k-means (before issue 58).
+        n_init: starts per class with several components, the best kept: the first from
+            ``init_params``, the others from k-means seeded ``random_state + r``.
         random_state: seed of the k-means starts (an int; the fit is deterministic).
         unlabeled_label: the label of unlabeled rows (-1); None: every label is a class.
         prior: None (maximum likelihood EM), ``"default"`` (mclust's ``priorControl()``: its
@@ -90,6 +95,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             range,
         ],
         "criterion": [StrOptions({"bic", "icl"})],
+        "init_params": [StrOptions({"hc", "kmeans"})],
         **MISSING_PARAMETER_CONSTRAINTS,
         "unlabeled_weight": [NumberInterval(numbers.Real, 0, 1, closed="both")],
         **{k: EM_PARAMETER_CONSTRAINTS[k] for k in ("max_iter", "em_tol", "n_init")},
@@ -109,6 +115,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         n_components=1,
         *,
         criterion="bic",
+        init_params="hc",
         missing="error",
         unlabeled_weight=1.0,
         max_iter=200,
@@ -187,6 +194,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             random_state=int(self.random_state),
             max_iter=self.max_iter,
             tol=self.em_tol,
+            init=self.init_params,
         )
         if components == (1,) or semi:
             fit = self._fit_common(X, codes, row_weight, structures, components, semi, settings)

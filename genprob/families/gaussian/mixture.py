@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from genprob.engine.em_driver import run_em_loop, warn_decrease
-from genprob.families.gaussian import mclust
+from genprob.families.gaussian import hc, mclust
 from genprob.families.gaussian.distributions import observed_patterns as _patterns
 from genprob.families.gaussian.mixture_story import (
     CollapsedComponentError,
@@ -111,8 +111,9 @@ def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, max_iter, warm=F
     fit.weights, fit.means, fit.covariances = new["weights"], new["means"], new["covariances"]
 
 
-def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed):
-    """One-hot responsibilities of the labeled rows, split among a class's cells by k-means."""
+def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed, init="hc"):
+    """One-hot responsibilities of the labeled rows, split among a class's cells by mclust's
+    hierarchical agglomeration (``init="hc"``, :mod:`.hc`) or by k-means seeded ``seed``."""
     from sklearn.cluster import KMeans
 
     R = np.zeros((X.shape[0], len(cell_class)))
@@ -133,8 +134,12 @@ def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed):
         if observed is not None:
             fill = np.nanmean(np.where(observed[rows], Xk, np.nan), axis=0)
             Xk = np.where(observed[rows], Xk, np.nan_to_num(fill))
-        km = KMeans(n_clusters=len(cells), n_init=1, random_state=seed)
-        labels = km.fit_predict(Xk, sample_weight=row_weight[rows])
+        # hc weighs rows alike and needs a varying column; past MAX_ROWS k-means (documented)
+        if init == "hc" and len(rows) <= hc.MAX_ROWS and np.ptp(Xk, axis=0).max() > 0:
+            labels = hc.hclass(hc.tree_of(Xk), len(cells))
+        else:
+            km = KMeans(n_clusters=len(cells), n_init=1, random_state=seed)
+            labels = km.fit_predict(Xk, sample_weight=row_weight[rows])
         R[rows, cells[labels]] = 1.0
     return R
 
@@ -223,6 +228,7 @@ def fit_mixture(
     start_from=None,
     prior=None,
     prior_step: str = "mstep",
+    init: str = "hc",
 ) -> MixtureFit:
     """Fit class mixtures by EM (the partly labeled log-likelihood; see the module).
 
@@ -232,8 +238,8 @@ def fit_mixture(
             for all when ``across_classes`` (it constrains one component per class: EDDA).
         row_weight, observed: (n,) sample weights (unlabeled rows already scaled by their
             weight); (n, D) mask of observed cells (None: all observed).
-        n_init, random_state: k-means starts per class with several components, the best kept;
-            start ``r``'s seed is ``random_state + r``.
+        n_init, random_state: starts per class with several components, the best kept: the
+            first from ``init``, the others from k-means seeded ``random_state + r`` (start r).
         max_iter, tol: EM's iterations and relative tolerance on the log-likelihood.
         start_from: (n, J) responsibilities of every row for the first M-step, the only start
             (e.g. :func:`split_start`); None: the starts of :data:`STARTS`.
@@ -241,10 +247,16 @@ def fit_mixture(
             (:func:`.mclust_prior.default_prior`'s keys): MAP EM, mclust's M-steps under its prior.
         prior_step: which of mclust's MAP M-steps (:data:`.mclust_prior.STEPS`): ``"mstep"``
             (EDDA's, MclustSSC's) or ``"em"`` (MclustDA's within a class).
+        init: how the labeled rows of a class split among its components at the first start:
+            ``"hc"``, mclust's hierarchical agglomeration (deterministic; k-means past
+            :data:`hc.MAX_ROWS` rows a class, and where its start collapses a component, which
+            mclust reports as NA), or ``"kmeans"`` seeded ``random_state``.
 
     Raises:
         CollapsedComponentError: every start collapsed a component (named in the message).
     """
+    if init not in ("hc", "kmeans"):
+        raise ValueError(f"init must be 'hc' or 'kmeans'; got {init!r}.")
     X = np.asarray(X, dtype=np.float64)
     codes = np.asarray(codes, dtype=int)
     row_weight = np.ones(len(X)) if row_weight is None else np.asarray(row_weight, dtype=np.float64)
@@ -267,10 +279,13 @@ def fit_mixture(
     )
     num_classes, J, D = len(num_components), len(cell_class), X.shape[1]
     data = (X, codes, row_weight, observed)
-    starts = n_init if start_from is None and any(g > 1 for g in num_components) else 1
+    split = start_from is None and any(g > 1 for g in num_components)
+    # (seed, how the classes split): the first from init, the others from seeded k-means
+    plan = [(seed, init if seed == 0 else "kmeans") for seed in range(n_init if split else 1)]
     best, error = None, None
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
-    for seed in range(starts):
+    for seed, how in plan:
+        found = False
         R = None if start_from is None else np.asarray(start_from, dtype=np.float64)
         for start in STARTS if start_from is None else ("given",):
             fit = MixtureFit(
@@ -285,7 +300,7 @@ def fit_mixture(
             try:
                 if R is None:
                     R = _initial_responsibilities(
-                        X, codes, row_weight, cell_class, observed, random_state + seed
+                        X, codes, row_weight, cell_class, observed, random_state + seed, how
                     )
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)
@@ -301,10 +316,15 @@ def fit_mixture(
                 error = error or CollapsedComponentError(
                     "the log-likelihood is not finite.", -1, -1
                 )
-            elif best is None or fit.log_likelihood > best.log_likelihood:
-                best = fit
+            else:
+                found = True
+                if best is None or fit.log_likelihood > best.log_likelihood:
+                    best = fit
             if start == "labeled":
                 break
+        if split and how == "hc" and not found:
+            # a group of hc too small for the structure (mclust's NA): seeded k-means instead
+            plan.append((seed, "kmeans"))
     if best is None:
         raise error
     return best
