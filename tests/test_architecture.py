@@ -599,6 +599,7 @@ def test_following_one_fit_goes_back_up_the_layers_at_most_ten_times():
 #: The top level: the contract, the functional core, user-facing data and maths, and the short
 #: paths of the modules users import by name (one-statement aliases).
 TOP_LEVEL = {"__init__", "__main__", "_lazy", "_version", "story", "core", "boundaries", "datasets"}
+TOP_LEVEL |= {"plots"}  # figures of a fitted mixture classifier (issue 58)
 ALIASES = {
     "em": "engine",
     "mcmc": "inference",

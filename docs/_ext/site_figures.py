@@ -857,10 +857,30 @@ def _mda_fit():
 
 def mda_bic_figure() -> str:
     """The BIC table of the two-blob example as mclust plots it, one panel per class."""
-    from genprob.app.report import bic_figure
+    from genprob.plots import plot_bic
 
     _, _, model = _mda_fit()
-    return img(bic_figure(model.bic_table_), "BIC of every structure and number of components")
+    return img(plot_bic(model), "BIC of every structure and number of components")
+
+
+def mda_summary() -> str:
+    """``model.summary(X, y)`` of the two-blob fit, as printed."""
+    X, y, model = _mda_fit()
+    return f"<pre><code>{html.escape(model.summary(X, y).text)}</code></pre>"
+
+
+def mda_class_plots() -> str:
+    """``genprob.plots.plot_classification`` and ``plot_uncertainty`` of the two-blob fit."""
+    from matplotlib.figure import Figure
+
+    from genprob import plots
+
+    X, _, model = _mda_fit()
+    fig = Figure(figsize=(8.5, 3.6), layout="constrained")
+    left, right = fig.subplots(1, 2, sharey=True)
+    plots.plot_classification(model, X, ax=left)
+    plots.plot_uncertainty(model, X, ax=right)
+    return img(fig, "Rows by predicted class, and marker size by uncertainty 1 - max p(k | x)")
 
 
 def mda_chosen() -> str:

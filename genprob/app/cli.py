@@ -984,6 +984,9 @@ def _run_fit(args) -> int:
     )
     print(f"  criteria:       {_criteria_text(estimator, features, y)}")
     print(f"  saved:          {path}")
+    if hasattr(estimator, "summary"):  # MixtureDiscriminantAnalysis: mclust's summary(MclustDA)
+        truth = np.asarray(list(y[labeled]))
+        print(f"\n{estimator.summary(features[labeled], truth)}")
     return 0
 
 

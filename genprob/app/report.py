@@ -26,7 +26,6 @@ __all__ = [
     "TRUE_COVARIANCES",
     "three_gaussians",
     "boundaries_figure",
-    "bic_figure",
     "semi_supervised_curve",
     "semi_supervised_figure",
     "tour_section",
@@ -196,37 +195,11 @@ def boundaries_figure(
     return figure
 
 
-def bic_figure(table, title: str = "BIC", suptitle: str | None = None):
-    """mclust's BIC plot of ``MixtureDiscriminantAnalysis.bic_table_`` (a collapsed fit: a gap)."""
-    import matplotlib as mpl
-
-    panels = (
-        [(f"class {c}", table.loc[c]) for c in table.index.get_level_values(0).unique()]
-        if table.index.nlevels == 2
-        else [(None, table)]
-    )
-    figure = _figure(3.4 * len(panels) + 1.4, 3.4)
-    axes = figure.subplots(1, len(panels), squeeze=False)[0]
-    colors = mpl.colormaps["tab20"]
-    for ax, (name, block) in zip(axes, panels, strict=True):
-        G = np.asarray(block.columns, dtype=int)
-        for i, (structure, row) in enumerate(block.iterrows()):
-            style = "-o" if len(G) > 1 else "o"
-            ax.plot(
-                G, row.to_numpy(dtype=float), style, ms=3.5, color=colors(i % 20), label=structure
-            )
-        ax.set(xlabel="components per class (G)", xticks=G, title=name or title)
-    axes[0].set_ylabel(f"{title} (2 log L - df log n, larger is better)")
-    axes[-1].legend(fontsize=7, ncol=1, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    if suptitle:
-        figure.suptitle(suptitle, fontsize=9)
-    return figure
-
-
 @_step("boundaries", "Decision boundaries: LDA, QDA, Gaussian naive Bayes")
 def boundaries_section(settings: Settings, progress: Callable) -> tuple:
     """LDA, QDA and Gaussian NB on the three-Gaussian example: regions, accuracy, parameters."""
     import genprob
+    from genprob import plots
 
     X, y = three_gaussians(300, seed=settings.seed)
     X_test, y_test = three_gaussians(3000, seed=settings.seed + 1)
@@ -285,7 +258,7 @@ def boundaries_section(settings: Settings, progress: Callable) -> tuple:
     suptitle = f"MixtureDiscriminantAnalysis, BIC per class: {example}, EM fits"
     return text, {
         "boundaries.png": figure,
-        "mda_bic.png": bic_figure(mda.bic_table_, suptitle=suptitle),
+        "mda_bic.png": plots.plot_bic(mda, suptitle=suptitle),
     }
 
 

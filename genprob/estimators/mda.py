@@ -201,6 +201,9 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         else:
             fit = self._fit_per_class(X, codes, row_weight, structures, components, settings)
         self._set_fit(fit, X, row_weight, observed, semi)
+        # summary(): the rows the criteria counted (BIC's n), in total and per class
+        counts = np.bincount(codes[codes >= 0], row_weight[codes >= 0], len(self.classes_))
+        self._tables["rows"] = {"n": float(row_weight.sum()), "class_counts": counts, "semi": semi}
         alone = components == (1,) and len(structures) == 1 and not semi
         if alone and observed is None and self.prior is None:
             # partial_fit continues from these (a fit under a prior has no partial_fit)
@@ -432,6 +435,28 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
     def criterion_table_(self):
         """The table of the criterion that chose the model (``criterion``)."""
         return self.bic_table_ if self.criterion == "bic" else self.icl_table_
+
+    def summary(self, X=None, y=None):
+        """mclust's ``summary(MclustDA)``: the chosen models, log-likelihood, n, df, BIC and the
+        top of the criterion table; with ``X, y`` also the confusion matrix, classification
+        error and Brier score of those rows (unlabeled ones left out).
+
+        The BIC is mclust's, ``2 log L - df log n`` (larger is better), minus :meth:`bic`.
+
+        Returns:
+            A ``MixtureSummary``: ``str()`` is the printed
+            text; ``models`` (per class), ``top``, ``confusion`` are pandas DataFrames.
+        """
+        from genprob.estimators._summary import summarize
+
+        check_is_fitted(self, "params_")
+        story, D = self.story_, self.n_features_in_
+        # each class's own Mclust (MclustDA: a group per class): G - 1 proportions, no class one
+        class_df = [
+            mixture.num_parameters((s,), (g,), 1, D)
+            for s, g in zip(story.structures, story.groups, strict=True)
+        ]
+        return summarize(self, X, y, class_df)
 
     @property
     def story_(self):
