@@ -91,11 +91,11 @@ def test_mclustda_matches_mclust():
     for k, cls in enumerate(ref["classes"]):
         theirs = np.array([[np.nan if v == "NA" else v for v in row] for row in cls["BIC"]])
         ours = table.loc[model.classes_[k]].loc[list(cls["BIC_columns"])].to_numpy().T
-        # G = 1 is closed form: the same numbers; G > 1: k-means and mclust's hierarchical
-        # starts reach different local optima of some structures (either way), but the best
-        # model of each class is as good as mclust's
+        # G = 1 is closed form: the same numbers; G > 1 from mclust's hierarchical start: every
+        # cell mclust fits is fitted and at least as good (EM runs to a tighter tolerance)
         np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6)
-        assert np.nanmax(ours) >= np.nanmax(theirs) - 1e-4 * abs(np.nanmax(theirs))
+        fitted = ~np.isnan(theirs)
+        assert np.all(ours[fitted] >= theirs[fitted] - 1e-6 * np.abs(theirs[fitted]))
 
 
 def test_banknote_mclustda_matches_mclust():
