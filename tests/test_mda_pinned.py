@@ -212,7 +212,7 @@ def test_cross_validation_matches_cvmclustda_on_its_folds(case):
 def test_cross_validation_of_wine_mclustda_on_mclust_folds():
     """Wine's VEI models (5, 3, 3 components): the error is mclust's; the Brier score is within
     1%, as in fold 10 EM from genprob's start of class 2 (VEI, G = 3) stops at a log-likelihood
-    of -617.40 where mclust's reaches -609.83 (the other folds' class fits agree)."""
+    of -617.40 where mclust's reaches -609.83 (the other class fits are within 0.2)."""
     ref = CV["wine_mclustda"]
     X, y = _data("wine")
     result = genprob.cross_validate_model(_mclust_model(ref), X, y, cv=_folds(ref))
