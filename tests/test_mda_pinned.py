@@ -242,7 +242,7 @@ def test_cross_validation_keeps_the_model_fixed_and_uses_the_full_fit_proportion
         genprob.cross_validate_model(model, X, y, class_prior="train")
 
 
-def test_cross_validation_with_an_int_is_seeded_and_stratified():
+def test_cross_validation_with_an_int_is_seeded():
     X, y = _data("iris")
     model = genprob.MixtureDiscriminantAnalysis("VEV", 1)
     first = genprob.cross_validate_model(model, X, y, cv=5, random_state=3)

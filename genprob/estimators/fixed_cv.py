@@ -31,8 +31,8 @@ def cross_validate_model(model, X, y, *, cv=10, random_state=0, class_prior="mod
         y: labels; the estimator's ``unlabeled_label`` marks an unlabeled row.
         cv: the number of folds (scikit-learn's ``StratifiedKFold``, shuffled with
             ``random_state``: mclust's ``balancedFolds`` are stratified and random too), or any
-            scikit-learn splitter or iterable of (train, test) indices, which then index the
-            labeled rows.
+            scikit-learn splitter (``LeaveOneOut()`` for mclust's ``nfold = n``) or iterable of
+            (train, test) indices, which then index the labeled rows.
         random_state: the seed of the shuffled folds of an int ``cv``.
         class_prior: ``"model"`` (mclust's default ``prop = object$prop``): every fold's
             posteriors use the class proportions of the fit on all rows; ``"fold"``: each
