@@ -113,6 +113,23 @@ def test_qda_is_edda_vvv():
     np.testing.assert_allclose(qda.directions_, edda.directions_, atol=1e-9)
 
 
+def test_a_shared_diagonal_story_is_edda_eei():
+    X, y = _data("wine")
+    story = genprob.GaussianStory(covariance="diag", shared=True)
+    ours = genprob.DiscriminantDirections(
+        genprob.GenerativeClassifier(story).fit(X, y), mean_weight=0.5
+    ).fit(X)
+    edda = genprob.DiscriminantDirections(
+        genprob.MixtureDiscriminantAnalysis(structure="EEI").fit(X, y), mean_weight=0.5
+    ).fit(X)
+    # one spread for all: no covariance variation, half the means' kernel of mean_weight=1
+    assert ours.n_directions_ == edda.n_directions_ == 2
+    np.testing.assert_allclose(ours.eigenvalues_, edda.eigenvalues_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ours.directions_, edda.directions_, atol=1e-9)
+    means_only = genprob.DiscriminantDirections(edda.model).fit(X)
+    np.testing.assert_allclose(edda.eigenvalues_[:2], means_only.eigenvalues_[:2] / 2, rtol=1e-9)
+
+
 def test_directions_span_the_whitened_means_and_are_uncorrelated(iris_mclustda):
     X, _ = _data("iris")
     dr = genprob.DiscriminantDirections(iris_mclustda).fit(X)

@@ -75,9 +75,8 @@ def discriminant_directions(weights, means, covariances, covariance, mean_weight
     spread, basis = np.linalg.eigh(np.asarray(covariance, dtype=np.float64))
     keep = spread > max(tol * spread.max(), 0.0)
     inverse_root = (basis[:, keep] / np.sqrt(spread[keep])) @ basis[:, keep].T
+    # mclust's centre is the data's mean, equal to this one for ML fits; MAP fits keep their own
     centered = means - weights @ means / weights.sum()
-    # mclust centres at the data's mean, which a maximum-likelihood fit's weighted means equal;
-    # the means' own weighted centre keeps M_I a between-means matrix for MAP fits too
     between = (weights[:, None] * centered).T @ centered
     kernel = 2.0 * mean_weight * between @ inverse_root @ inverse_root @ between
     if mean_weight < 1.0:
