@@ -31,6 +31,7 @@ from genprob.story import Story
 from genprob import boundaries
 from genprob.boundaries import linear_boundary, quadratic_boundary
 from genprob.estimators.gaussian import (
+    DiscriminantDirections,
     GaussianNB,
     LinearDiscriminantAnalysis,
     QuadraticDiscriminantAnalysis,
