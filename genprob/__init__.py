@@ -31,6 +31,7 @@ from genprob.story import Story
 from genprob import boundaries
 from genprob.boundaries import linear_boundary, quadratic_boundary
 from genprob.estimators.gaussian import (
+    DiscriminantDirections,
     GaussianNB,
     LinearDiscriminantAnalysis,
     QuadraticDiscriminantAnalysis,
@@ -40,6 +41,7 @@ from genprob.families.gaussian import GaussianStory, lda_projection, lda_transfo
 # -- end Gaussian family --
 # -- model-based discriminant analysis (issue 44) --
 from genprob.estimators.mda import MixtureDiscriminantAnalysis
+from genprob.estimators.fixed_cv import cross_validate_model
 
 # -- end model-based discriminant analysis --
 # -- discrete and mixed families --

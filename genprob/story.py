@@ -483,12 +483,7 @@ class Story(metaclass=_StoryType):
             _DATA_SCALES_CALLS.reset(token)
         if not calls:  # the prior does not read data_scales
             return self
-        values = np.asarray(X, dtype=np.float64)
-        with np.errstate(invalid="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: 0 and 1
-            location = np.nan_to_num(np.nanmean(values, axis=0))
-            spread = np.nanstd(values, axis=0)
-        spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+        location, spread = observed_scales(X)
         fields = {**vars(self), "data_location": location, "data_scale": spread}
         return type(self)._from_fields(fields)
 
@@ -659,3 +654,14 @@ def align_components(params: dict, reference: dict, names, axis: int = 1) -> dic
     out = dict(params)
     out.update({n: np.moveaxis(aligned[n], 1, axis) for n in names})
     return out
+
+
+def observed_scales(X) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's mean and sd over its observed cells: the data scale of default priors (an
+    all-missing or constant column: location 0 or its value, spread 1)."""
+    values = np.asarray(X, dtype=np.float64)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: 0 and 1
+        location = np.nan_to_num(np.nanmean(values, axis=0))
+        spread = np.nanstd(values, axis=0)
+    return location, np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)

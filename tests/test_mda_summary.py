@@ -153,13 +153,14 @@ def test_brier_score_is_mclusts_definition():
     proba = rng.dirichlet(np.ones(2), size=40)
     codes = rng.integers(0, 2, size=40)
     # two classes: the mean squared error of the second class's probability (scikit-learn's)
-    assert brier_score(proba, codes) == pytest.approx(
+    assert brier_score(proba, np.eye(2)[codes]) == pytest.approx(
         brier_score_loss(codes, proba[:, 1]), rel=1e-12
     )
     three = rng.dirichlet(np.ones(3), size=5)
     onehot = np.eye(3)[[0, 1, 2, 2, 0]]
     by_hand = sum(((three[i] - onehot[i]) ** 2).sum() for i in range(5)) / 10
-    assert brier_score(three * 7.0, [0, 1, 2, 2, 0]) == pytest.approx(by_hand, rel=1e-12)
+    # rows rescaled to sum to 1, as mclust's
+    assert brier_score(three * 7.0, onehot) == pytest.approx(by_hand, rel=1e-12)
 
 
 def test_unlabeled_rows_give_mclustssc_and_are_left_out_of_the_confusion():

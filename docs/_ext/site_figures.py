@@ -991,6 +991,35 @@ def mda_benchmark_table() -> str:
     return note + html_table(["data", "labels per class", *methods], rows, bold)
 
 
+def mda_directions() -> str:
+    """Iris on the first two MclustDR directions of mclust's MclustDA model, with the
+    eigenvalues beside mclust's (tests/references/mclust/mclustdr_reference.json)."""
+    import json
+
+    X, y = genprob.datasets.load_iris()
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    model = genprob.MixtureDiscriminantAnalysis(structure="EEE", n_components=(1, 2), em_tol=1e-12)
+    model.fit(X, y)
+    path = ROOT / "tests" / "references" / "mclust" / "mclustdr_reference.json"
+    reference = json.loads(path.read_text())["iris_mclustda"]["cases"]
+    fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.6))
+    for ax, (weight, title) in zip(
+        axes, [(1.0, "means (mean_weight=1)"), (0.5, "means and covariances (0.5)")], strict=True
+    ):
+        dr = genprob.DiscriminantDirections(model, mean_weight=weight, n_directions=2).fit(X)
+        theirs = reference["1" if weight == 1.0 else "0.5"]["evalues"][:2]
+        _scatter(ax, dr.transform(X), names, names[[0, 50, 100]])
+        ours = ", ".join(f"{v:.4f}" for v in dr.eigenvalues_[:2])
+        mclust = ", ".join(f"{v:.4f}" for v in theirs)
+        ax.set(
+            title=f"{title}\neigenvalues {ours}\n(mclust: {mclust})",
+            xlabel="direction 1",
+            ylabel="direction 2",
+        )
+    axes[0].legend(loc="best", fontsize=8)
+    return img(fig, "Iris on the first two discriminant directions of its Gaussian mixtures")
+
+
 # -- Bayes in closed form (issue 59) --------------------------------------------------------------
 PREDICTIVE_SIZES = (5, 10, 20, 50, 200)
 PREDICTIVE_SPLITS = 8

@@ -62,13 +62,12 @@ class MixtureSummary:
         return frame
 
 
-def brier_score(proba, codes) -> float:
-    """mclust's ``BrierScore``: ``sum((z - onehot)**2) / (2 n)``, rows of ``proba`` rescaled to
-    sum to 1 (0 is perfect, 1 the worst)."""
+def brier_score(proba, indicator) -> float:
+    """mclust's ``BrierScore``: ``sum((z - indicator)**2) / (2 n)``, ``indicator`` (n, K) the
+    one-hot true classes, rows of ``proba`` rescaled to sum to 1 (0 is perfect, 1 the worst)."""
     proba = np.asarray(proba, dtype=np.float64)
     proba = proba / proba.sum(axis=1, keepdims=True)
-    onehot = np.eye(proba.shape[1])[np.asarray(codes, dtype=int)]
-    return float(np.sum((proba - onehot) ** 2) / (2 * len(proba)))
+    return float(np.sum((proba - np.asarray(indicator)) ** 2) / (2 * len(proba)))
 
 
 def summarize(model, X=None, y=None, class_df=None, top: int = 3) -> MixtureSummary:
@@ -183,7 +182,7 @@ def _scores(model, X, y):
         index=pd.Index(classes, name="class"),
         columns=pd.Index(classes, name="predicted"),
     )
-    return confusion, float(np.mean(codes != predicted)), brier_score(proba, codes)
+    return confusion, float(np.mean(codes != predicted)), brier_score(proba, np.eye(K)[codes])
 
 
 def _number(value) -> str:

@@ -8,13 +8,16 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
+from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from genprob import core
 from genprob._lazy import LazyModule, jitted
 from genprob.engine._arrays import placed, tree_map
 from genprob.engine._dtype import numpy_dtype, precision
+from genprob.engine._validation import NumberInterval, check_rows, validate_params
 from genprob.engine.masking import has_missing
 from genprob.estimators._base import GenerativeClassifierBase, keep_parameters
 from genprob.families.gaussian import (
@@ -24,6 +27,7 @@ from genprob.families.gaussian import (
     covariance_of,
     lda_projection,
 )
+from genprob.families.gaussian.directions import discriminant_directions, gaussian_components
 from genprob.story import gram_form
 
 jax = LazyModule("jax")
@@ -37,6 +41,7 @@ def _total_fourth_moment(story, X, merged):
 
 
 __all__ = [
+    "DiscriminantDirections",
     "GaussianNB",
     "LinearDiscriminantAnalysis",
     "QuadraticDiscriminantAnalysis",
@@ -662,3 +667,88 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         """``log pi_k + log p(x | k) + D/2 log(2 pi)``, scikit-learn's scores; log-odds if K = 2."""
         joint = self.predict_joint_log_proba(X) + 0.5 * self.n_features_in_ * math.log(2 * math.pi)
         return joint[:, 1] - joint[:, 0] if len(self.classes_) == 2 else joint
+
+
+class DiscriminantDirections(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """The directions that carry a fitted Gaussian classifier's class structure: R mclust's
+    ``MclustDR`` (Scrucca 2010, 2014; docs/howto/model_based.md), as a transformer.
+
+    ``fit(X)`` reads the fitted ``model``'s Gaussians (a ``MixtureDiscriminantAnalysis``'s
+    components, or the classes of ``LinearDiscriminantAnalysis``, ``QuadraticDiscriminantAnalysis``,
+    ``GaussianNB`` or any Gaussian story) and the mean and covariance of ``X``, the rows the
+    model was fitted on (mclust's ``object$data``); nothing is refitted. The directions solve
+    ``M v = l Sigma v`` for mclust's kernel ``M`` of the components' means and covariances
+    (:func:`genprob.families.gaussian.directions.discriminant_directions`).
+
+    Args:
+        model: a fitted Gaussian classifier. A pipeline or search that clones its steps would
+            clone it unfitted: wrap it in ``sklearn.frozen.FrozenEstimator`` there.
+        n_directions: directions kept by ``transform``; None: every direction whose eigenvalue
+            exceeds ``sqrt(eps)`` (mclust's ``numdir``).
+        mean_weight: mclust's ``lambda`` in [0, 1]: 1 (its default) finds the directions from
+            the components' means alone, 0 from their covariances alone, 0.5 weighs both alike.
+
+    Attributes:
+        eigenvalues_: (n_features,) every eigenvalue, largest first (mclust's ``evalues``).
+        directions_: (n_directions_, n_features) unit-length directions as rows, largest
+            eigenvalue first (mclust's ``basis`` transposed; each signed so that its largest
+            entry, in absolute value, is positive).
+        n_directions_: the number of directions kept.
+        mean_: (n_features,) the mean of ``X``, which ``transform`` subtracts.
+        covariance_: (n_features, n_features) the covariance of ``X`` (divided by n).
+    """
+
+    _parameter_constraints: dict = {
+        "model": "no_validation",  # checked in fit, with a message naming what is missing
+        "n_directions": [None, NumberInterval(Integral, 1, None, closed="left")],
+        "mean_weight": [NumberInterval(Real, 0, 1, closed="both")],
+    }
+
+    def __init__(self, model, *, n_directions=None, mean_weight=1.0):
+        self.model = model
+        self.n_directions = n_directions
+        self.mean_weight = mean_weight
+
+    def fit(self, X, y=None):
+        """Directions from the model's Gaussians and ``X``'s moments (``y`` is ignored)."""
+        validate_params(self)
+        params, story = getattr(self.model, "params_", None), getattr(self.model, "story_", None)
+        if params is None or story is None:
+            raise NotFittedError(
+                f"model: {type(self.model).__name__} is not a fitted genprob Gaussian classifier "
+                "(no params_ and story_); fit it first: its parameters give the directions."
+            )
+        weights, means, covariances = gaussian_components(story, params)
+        X = check_rows(self, X, reset=True, ensure_min_samples=2)
+        if X.shape[1] != means.shape[1]:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but the model was fitted on {means.shape[1]}."
+            )
+        self.mean_ = X.mean(axis=0)
+        centered = X - self.mean_
+        self.covariance_ = centered.T @ centered / X.shape[0]
+        eigenvalues, directions, numdir = discriminant_directions(
+            weights, means, covariances, self.covariance_, self.mean_weight
+        )
+        if numdir == 0:
+            raise ValueError(
+                "X: no direction separates the model's components (every eigenvalue is below "
+                "sqrt(eps)); are these the rows the model was fitted on?"
+            )
+        if self.n_directions is not None and self.n_directions > numdir:
+            raise ValueError(
+                f"n_directions={self.n_directions} exceeds the {numdir} directions with a "
+                f"positive eigenvalue (eigenvalues {np.round(eigenvalues, 6).tolist()})."
+            )
+        self.eigenvalues_ = eigenvalues
+        self.n_directions_ = numdir if self.n_directions is None else int(self.n_directions)
+        self.directions_ = directions[:, : self.n_directions_].T
+        self._n_features_out = self.n_directions_
+        return self
+
+    def transform(self, X):
+        """``(X - mean_) @ directions_.T``, (n_samples, n_directions_): mclust's ``dir`` (the
+        rows it was fitted on) and ``predict(dr, newdata = X)$dir``."""
+        check_is_fitted(self, "directions_")
+        X = check_rows(self, X, reset=False)
+        return (X - self.mean_) @ self.directions_.T

@@ -45,8 +45,16 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
     Args:
         structure: a structure name (``"VVV"``), a list of names (or ``"EEE,VVV"``), or
-            ``"all"`` (the 14).
-        n_components: components per class: an int, or an iterable of ints to choose from.
+            ``"all"`` (the 14); or a dict from each class label to one of those, the class's own
+            candidates (mclust's ``MclustDA(modelNames = list(...))``).
+        n_components: components per class: an int, or an iterable of ints to choose from;
+            or a dict from each class label to one of those (mclust's ``G = list(...)``).
+            A dict (either argument) is MclustDA, each class fitted on its own rows, even
+            with one component a class; like mclust, it needs one entry for every class of
+            ``y`` (a missing or unknown label is an error), and it cannot be used with
+            unlabeled rows (one structure and G for every class there) or with a structure
+            dict and ``n_components=1`` (EDDA: one structure across the classes).
+            :meth:`pinned_params` gives the chosen model in this form.
         criterion: ``"bic"`` or ``"icl"``: what chooses the model.
         missing: ``"error"`` refuses NaN cells; ``"marginalize"`` sums them out (the exact
             density of the observed coordinates, in EM and in prediction).
@@ -87,12 +95,13 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
     """
 
     _parameter_constraints: dict = {
-        "structure": [str, list, tuple],
+        "structure": [str, list, tuple, dict],
         "n_components": [
             NumberInterval(numbers.Integral, 1, None, closed="left"),
             list,
             tuple,
             range,
+            dict,
         ],
         "criterion": [StrOptions({"bic", "icl"})],
         "init_params": [StrOptions({"hc", "kmeans"})],
@@ -133,11 +142,11 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         return tags
 
     # -- settings --------------------------------------------------------------------------------
-    def _candidate_structures(self) -> tuple:
+    def _candidate_structures(self, value=None) -> tuple:
         from genprob.families.gaussian import mclust
 
         known = tuple(mclust.STRUCTURES)
-        value = self.structure
+        value = self._not_per_class("structure") if value is None else value
         if isinstance(value, str):
             # "EEE,VVV": the command line's --param structure=EEE,VVV
             value = known if value == "all" else tuple(v.strip() for v in value.split(","))
@@ -150,14 +159,68 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             )
         return value
 
-    def _candidate_components(self) -> tuple:
-        value = self.n_components
-        value = (value,) if isinstance(value, numbers.Integral) else tuple(value)
+    def _candidate_components(self, value=None) -> tuple:
+        given = self._not_per_class("n_components") if value is None else value
+        value = (given,) if isinstance(given, numbers.Integral) else tuple(given)
         # whole floats too: the command line reads "1,2,3" as numbers
         whole = all(isinstance(g, numbers.Real) and float(g).is_integer() for g in value)
         if not value or not whole or min(value) < 1:
-            raise ValueError(f"n_components must be integers >= 1; got {self.n_components!r}.")
+            raise ValueError(f"n_components must be integers >= 1; got {given!r}.")
         return tuple(sorted({int(g) for g in value}))
+
+    def _per_class(self) -> bool:
+        """Whether ``structure`` or ``n_components`` is a dict: MclustDA, class by class."""
+        return isinstance(self.structure, dict) or isinstance(self.n_components, dict)
+
+    def _not_per_class(self, name):
+        value = getattr(self, name)
+        if isinstance(value, dict):
+            raise ValueError(
+                f"{name}: a dict per class label fits each class on its own rows (MclustDA); "
+                "a fit over chunks (partial_fit, streaming, Dask) fits one structure with one "
+                "Gaussian per class. Pass one value for all classes, or call fit on all rows."
+            )
+        return value
+
+    def _class_candidates(self, semi: bool, num_features: int) -> list:
+        """Each class's (structures, components), from dicts keyed by class label (mclust's
+        ``MclustDA(G = list(...), modelNames = list(...))``: one entry per class)."""
+        labels = [_label(c) for c in self.classes_]
+        if semi:
+            raise ValueError(
+                "structure and n_components: a dict per class label fits each class on its own "
+                f"rows (MclustDA), but y has unlabeled rows ({self._unlabeled_label!r}): then "
+                "the classes share one structure and G, chosen by one BIC over all rows "
+                "(MclustSSC). Pass one value for all classes."
+            )
+        values = {}
+        for name in ("structure", "n_components"):
+            value = getattr(self, name)
+            if not isinstance(value, dict):
+                values[name] = [value] * len(labels)
+                continue
+            unknown = [k for k in value if k not in set(labels)]
+            missing = [c for c in labels if c not in value]
+            if unknown or missing:
+                problems = ([f"unknown labels {unknown!r}"] if unknown else []) + (
+                    [f"no entry for {missing!r}"] if missing else []
+                )
+                raise ValueError(
+                    f"{name}: a dict needs one entry per class label of y, {labels!r} (as "
+                    f"mclust's MclustDA needs one per class); {' and '.join(problems)}."
+                )
+            values[name] = [value[c] for c in labels]
+        if not isinstance(self.n_components, dict) and self._candidate_components() == (1,):
+            raise ValueError(
+                "structure: a dict per class with n_components=1 is ambiguous: n_components=1 "
+                "is EDDA, one structure across the classes. For one component per class, each "
+                "class on its own rows (MclustDA), pass n_components={label: 1, ...} as well."
+            )
+        candidates = []
+        for s, g in zip(values["structure"], values["n_components"], strict=True):
+            candidates.append((self._candidate_structures(s), self._candidate_components(g)))
+            self._check_prior(candidates[-1][0], num_features, named=s != "all")
+        return candidates
 
     # -- fitting ---------------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)
@@ -173,9 +236,11 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             self._streamed_structure()
             return super().fit(X, y, sample_weight)
         X, y = self._rows(X, y, reset=True)
-        structures = self._candidate_structures()
-        components = self._candidate_components()
-        self._check_prior(structures, X.shape[1])
+        per_class = self._per_class()
+        if not per_class:
+            structures = self._candidate_structures()
+            components = self._candidate_components()
+            self._check_prior(structures, X.shape[1])
         n = X.shape[0]
         weight = check_sample_weight(sample_weight, n, allow_all_zero=False)
         weight = np.ones(n) if weight is None else weight
@@ -196,21 +261,25 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             tol=self.em_tol,
             init=self.init_params,
         )
-        if components == (1,) or semi:
+        if per_class:
+            candidates = self._class_candidates(semi, X.shape[1])
+            fit = self._fit_per_class(X, codes, row_weight, candidates, settings)
+        elif components == (1,) or semi:
             fit = self._fit_common(X, codes, row_weight, structures, components, semi, settings)
         else:
-            fit = self._fit_per_class(X, codes, row_weight, structures, components, settings)
+            candidates = [(structures, components)] * len(self.classes_)
+            fit = self._fit_per_class(X, codes, row_weight, candidates, settings)
         self._set_fit(fit, X, row_weight, observed, semi)
         # summary(): the rows the criteria counted (BIC's n), in total and per class
         counts = np.bincount(codes[codes >= 0], row_weight[codes >= 0], len(self.classes_))
         self._tables["rows"] = {"n": float(row_weight.sum()), "class_counts": counts, "semi": semi}
-        alone = components == (1,) and len(structures) == 1 and not semi
+        alone = not per_class and components == (1,) and len(structures) == 1 and not semi
         if alone and observed is None and self.prior is None:
             # partial_fit continues from these (a fit under a prior has no partial_fit)
             self.stats_ = self._labeled_statistics(self.story_, X, codes, row_weight)
         return self
 
-    def _check_prior(self, structures, num_features) -> None:
+    def _check_prior(self, structures, num_features, named=None) -> None:
         """A bad ``prior`` or a named structure without one is refused before any fit."""
         from genprob.families.gaussian import mclust_prior
 
@@ -219,7 +288,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         if isinstance(self.prior, dict):
             mclust_prior.check_prior(self.prior, num_features)
         missing = [s for s in structures if s not in mclust_prior.PRIOR_STRUCTURES]
-        if missing and self.structure != "all":
+        if missing and (self.structure != "all" if named is None else named):
             raise ValueError(
                 f"structure: mclust has no prior for {', '.join(missing)} (prior={self.prior!r} "
                 f"works with {', '.join(mclust_prior.PRIOR_STRUCTURES)}); leave them out, or "
@@ -293,10 +362,13 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         )
         return mixture.split_start(X, classes, (G,) * K, row_weight, settings["random_state"])
 
-    def _fit_per_class(self, X, codes, row_weight, structures, components, settings):
-        """MclustDA: each class's structure and G chosen by BIC on its own rows."""
+    def _fit_per_class(self, X, codes, row_weight, candidates, settings):
+        """MclustDA: each class's structure and G chosen by BIC on its own rows, among its
+        ``candidates[k]`` (structures, components)."""
         chosen, tables, lines = [], [], []
-        for k in range(len(self.classes_)):
+        # the table's columns: every class's G (NaN where a class had no such candidate)
+        columns = sorted({G for _, components in candidates for G in components})
+        for k, (structures, components) in enumerate(candidates):
             rows = codes == k
             Xk, wk = X[rows], row_weight[rows]
             settings_k = dict(settings)
@@ -309,10 +381,16 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 fit_one, structures, components, 1, wk, cls=self.classes_[k]
             )
             chosen.append(fit)
-            tables.append(table)
+            wide = np.full((2, len(structures), len(columns)), np.nan)
+            wide[:, :, [columns.index(G) for G in components]] = table
+            tables.append(wide)
             lines += left_out
-        rows = [[_label(c), s] for c in self.classes_ for s in structures]
-        self._keep_tables(np.concatenate(tables, axis=1), rows, components, lines)
+        rows = [
+            [_label(c), s]
+            for c, (structures, _) in zip(self.classes_, candidates, strict=True)
+            for s in structures
+        ]
+        self._keep_tables(np.concatenate(tables, axis=1), rows, columns, lines)
         counts = np.bincount(codes[codes >= 0], weights=row_weight[codes >= 0])
         return _combine(chosen, counts / counts.sum())
 
@@ -458,6 +536,33 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         ]
         return summarize(self, X, y, class_df)
 
+    def pinned_params(self) -> dict:
+        """The chosen model as ``structure`` and ``n_components`` that admit it alone.
+
+        ``clone(model).set_params(**model.pinned_params()).fit(X, y)`` fits one candidate per
+        class and, on the same rows, reproduces the chosen fit (mclust's ``MclustDA(X, class,
+        G = list(...), modelNames = list(...))`` with the chosen models), as
+        :func:`genprob.cross_validate_model` does in each fold. A class-by-class fit (MclustDA)
+        gives dicts keyed by class label; EDDA and a fit with unlabeled rows give one value.
+        """
+        check_is_fitted(self, "params_")
+        structures = [str(s) for s in self.structure_]
+        components = [int(g) for g in self.n_components_]
+        tables = getattr(self, "_tables", None)
+        rows = tables["BIC"]["rows"] if tables is not None else []
+        if rows and isinstance(rows[0], list | tuple):  # (class, structure) rows: per class
+            labels = [_label(c) for c in self.classes_]
+            return {
+                "structure": dict(zip(labels, structures, strict=True)),
+                "n_components": dict(zip(labels, components, strict=True)),
+            }
+        if max(components) == 1 and len(self.story_.groups) > 1:
+            # one component in each class's own group (G = 1 of a range with unlabeled rows):
+            # the EDDA structure with the same covariances (mclust's XII, XXI, XXX)
+            name = structures[0]
+            return {"structure": _one_component_structure(name), "n_components": 1}
+        return {"structure": structures[0], "n_components": components[0]}
+
     @property
     def story_(self):
         """The fitted mixtures within classes as one story."""
@@ -579,6 +684,12 @@ def _fit_class(X, row_weight, settings, priors, structure, G):
         X, codes, (G,), (structure,), row_weight=row_weight, prior=prior, prior_step="em",
         **settings,
     )  # fmt: skip
+
+
+def _one_component_structure(name: str) -> str:
+    """The structure across classes of one component a class in its own group: spherical,
+    diagonal or full, each class its own."""
+    return "VII" if name[1:] == "II" else "VVI" if name[2] == "I" else "VVV"
 
 
 def _prior_structures():

@@ -3,8 +3,6 @@ structure is a strategy object (:mod:`~.structures`); derivations in docs/gaussi
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from genprob._lazy import LazyModule
@@ -53,7 +51,15 @@ from genprob.families.gaussian.structures import (
     pseudo_scatter,
     structure_of,
 )
-from genprob.story import ROOT_WEIGHTS, ROWS, Story, Unsupported, gram_form, keeps_rows
+from genprob.story import (
+    ROOT_WEIGHTS,
+    ROWS,
+    Story,
+    Unsupported,
+    gram_form,
+    keeps_rows,
+    observed_scales,
+)
 
 jnp = LazyModule("jax.numpy")
 numpyro = LazyModule("numpyro")
@@ -898,12 +904,7 @@ def scaled_prior(story, X):
     settings = (story.mean_prior_scale, story.covariance_prior_scale, story.mean_prior_loc)
     if any(np.ndim(v) for v in settings):
         return story
-    values = np.asarray(X, dtype=np.float64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: 0 and 1
-        location = np.nan_to_num(np.nanmean(values, axis=0))
-        spread = np.nanstd(values, axis=0)
-    spread = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
+    location, spread = observed_scales(X)
     if getattr(story, "conjugate_prior", None) == "data":  # the spread's mean: each variance
         return story.replace(
             conjugate_prior="fixed",
