@@ -235,3 +235,17 @@ def test_cli_fit_mda_prints_the_summary(tmp_path, capsys):
     assert expected.type == "MclustSSC" and expected.n == 150
     assert "Confusion matrix of the 135 labeled rows given" in printed
     assert f"Brier score          = {expected.brier:.4f}" in printed
+
+
+def test_a_pinned_refit_summarizes_the_same_models(iris_mclustda):
+    from sklearn.base import clone
+
+    X, y, model = iris_mclustda
+    pinned = clone(model).set_params(**model.pinned_params()).fit(X, y)
+    ours, again = model.summary(X, y), pinned.summary(X, y)
+    pd.testing.assert_frame_equal(ours.models, again.models, check_exact=False, rtol=1e-6)
+    assert (ours.df, ours.n) == (again.df, again.n)
+    assert again.bic == pytest.approx(ours.bic, rel=1e-6)
+    # one candidate per class: the top of each class's table is its model alone
+    assert len(again.top) == 3 and list(again.top["structure"]) == list(model.structure_)
+    pd.testing.assert_frame_equal(ours.confusion, again.confusion)
