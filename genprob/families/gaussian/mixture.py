@@ -117,8 +117,6 @@ def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, max_iter, warm=F
 def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed, init="hc"):
     """One-hot responsibilities of the labeled rows, split among a class's cells by mclust's
     hierarchical agglomeration (``init="hc"``, :mod:`.hc`) or by k-means seeded ``seed``."""
-    from sklearn.cluster import KMeans
-
     R = np.zeros((X.shape[0], len(cell_class)))
     for k in np.unique(cell_class):
         cells = np.flatnonzero(cell_class == k)
@@ -141,6 +139,9 @@ def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed, 
         if init == "hc" and len(rows) <= hc.MAX_ROWS and np.ptp(Xk, axis=0).max() > 0:
             labels = hc.hclass(hc.tree_of(Xk), len(cells))
         else:
+            # imported here: sklearn.cluster loads ~150 modules, more than an EDDA fit's time
+            from sklearn.cluster import KMeans
+
             km = KMeans(n_clusters=len(cells), n_init=1, random_state=seed)
             labels = km.fit_predict(Xk, sample_weight=row_weight[rows])
         R[rows, cells[labels]] = 1.0
