@@ -119,9 +119,10 @@ def time_r(case: str) -> tuple[float, str]:
 def time_genprob(case: str, source: Path = ROOT) -> dict:
     paths = [str(source), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
+    # cwd: ``python -c`` puts it on sys.path before PYTHONPATH
     out = subprocess.run(
         [sys.executable, "-c", PY_SCRIPT, case, str(DATA / CASES[case]["file"])],
-        capture_output=True, text=True, check=True, env=env,
+        capture_output=True, text=True, check=True, env=env, cwd=source,
     )  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
 
