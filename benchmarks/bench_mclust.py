@@ -184,7 +184,8 @@ def main(argv=None):
         )
     record["load_average_1min"]["end"] = _load()
     record["repeats"] = args.repeats
-    record["source"] = str(args.source)
+    if args.source != ROOT:
+        record["source"] = str(args.source)
     record["rows"] = rows
     if args.json:
         Path(args.json).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
