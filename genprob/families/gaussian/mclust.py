@@ -52,7 +52,8 @@ ITERATIVE = ("VEI", "VEE", "EVE", "VVE", "VEV")
 TOL = 1e-13
 #: Default cap on their updates.
 MAX_ITER = 10000
-#: Fewest updates asked of EVE's and VVE's M-step for SQUAREM cycles (:func:`_common_orientation`).
+#: Fewest updates asked of EVE's and VVE's M-step for SQUAREM cycles (:func:`_common_orientation`;
+#: a cycle, two or three updates, counts as one against ``max_iter``).
 ACCELERATE_FROM = 100
 #: No extrapolation once the change is within this many tolerances: MM's own steps end the loop.
 JUMP_ABOVE = 10.0
@@ -309,7 +310,9 @@ def _common_orientation(W, n, c, equal_volume):
         first, change = update(orientation)
         second, change = update(first)
         r, v = first - orientation, second - 2 * first + orientation
-        alpha = xp.minimum(-xp.sqrt(xp.sum(r * r) / xp.sum(v * v)), -1.0)
+        curvature = xp.sum(v * v)  # 0 for two equal steps: alpha = -1 gives the second update
+        ratio = xp.sum(r * r) / xp.where(curvature > 0, curvature, 1.0)
+        alpha = xp.minimum(-xp.sqrt(ratio), -1.0)
         far = change > JUMP_ABOVE * c.tol  # the last updates are MM's own, to tol
 
         def jumped():
