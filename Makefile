@@ -10,7 +10,7 @@ ARVIZ1_PACKAGES := "arviz==1.3.*" "arviz-base==1.3.*" "arviz-stats==1.3.*" "arvi
 OLDEST_VENV := .venv-oldest
 OLDEST_STAMP := $(OLDEST_VENV)/.installed
 
-.PHONY: demo test test-slow lint format bench clean install docs strip-notebooks browser test-site
+.PHONY: demo test test-slow lint format bench bench-mclust clean install docs strip-notebooks browser test-site
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,10 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_fit.py --json benchmarks/results/bench_fit.json
+
+# against R's mclust in the same run (Rscript with mclust; R_LIBS=DIR for a private library)
+bench-mclust: $(STAMP)
+	$(BIN)/python benchmarks/bench_mclust.py --json benchmarks/results/bench_mclust.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache site $(ARVIZ1_VENV) $(OLDEST_VENV)

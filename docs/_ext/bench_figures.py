@@ -798,3 +798,55 @@ def busy_table() -> str:
     ]
     header = ["fit on digits, other core busy", "scikit-learn (ms)", "genprob (ms)", "ratio"]
     return _run_note(record, BUSY_COMMAND) + (_table(header, body) if body else "")
+
+
+# -- model-based classification against R's mclust (bench_mclust.py) ------------------------
+
+MCLUST_COMMAND = (
+    "R_LIBS=DIR python benchmarks/bench_mclust.py --json benchmarks/results/bench_mclust.json"
+)
+MCLUST_CASES = {
+    "iris": "iris MclustDA, 14 structures x G 1-3",
+    "wine": "wine EDDA, the 14 structures one by one",
+    "digits": "digits PCA-10 MclustDA, 14 structures x G 1-3",
+}
+
+
+def mclust_run() -> str:
+    record = results("bench_mclust")
+    note = _run_note(record, MCLUST_COMMAND)
+    if record.get("mclust"):
+        note += f"<p>mclust {html.escape(str(record['mclust']))}, {record.get('repeats')} runs.</p>"
+    return note
+
+
+def mclust_table() -> str:
+    body = []
+    for r in results("bench_mclust").get("rows", []):
+        first = _ratio(r.get("first_s"), r.get("mclust_s"))
+        refit = _ratio(r.get("refit_s"), r.get("mclust_s"))
+        target = _number(r.get("target"))
+        met = "-" if first is None or target is None else ("yes" if first <= target else "no")
+        body.append(
+            [
+                MCLUST_CASES.get(r.get("case"), r.get("case", "?")),
+                _s(r.get("first_s")),
+                _s(r.get("refit_s")),
+                _s(r.get("mclust_s"), 3),
+                _x(first, 1),
+                _x(refit, 1),
+                _x(target, 0),
+                met,
+            ]
+        )
+    header = [
+        "case",
+        "genprob first fit (s)",
+        "refit (s)",
+        "mclust (s)",
+        "first / mclust",
+        "refit / mclust",
+        "target",
+        "met",
+    ]
+    return _table(header, body) if body else "<p>No rows in the results file.</p>"

@@ -100,12 +100,15 @@ def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, max_iter, warm=F
         raise _collapsed(
             fit.cell_class, error.cell, f"{error} (the component collapsed)."
         ) from None
-    for j, covariance in enumerate(new["covariances"]):
-        eig = np.linalg.eigvalsh(covariance)
-        if not np.all(np.isfinite(eig)) or eig[0] <= _COLLAPSE_RATIO * max(eig[-1], 0.0):
-            why = f"its covariance is singular ({counts[j]:.3g} weighted rows; the component"
-            why += " collapsed)."
-            raise _collapsed(fit.cell_class, j, why)
+    covariances = np.asarray(new["covariances"])
+    # one batched call: a loop over the cells cost as much as the rest of the M-step
+    finite = np.isfinite(covariances).all(axis=(1, 2))
+    eig = np.linalg.eigvalsh(np.where(finite[:, None, None], covariances, np.eye(X.shape[1])))
+    bad = ~finite | (eig[:, 0] <= _COLLAPSE_RATIO * np.maximum(eig[:, -1], 0.0))
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        why = f"its covariance is singular ({counts[j]:.3g} weighted rows; the component"
+        raise _collapsed(fit.cell_class, j, why + " collapsed).")
     class_counts = np.bincount(fit.cell_class, weights=counts, minlength=len(fit.class_prior))
     fit.class_prior = class_counts / class_counts.sum()
     fit.weights, fit.means, fit.covariances = new["weights"], new["means"], new["covariances"]
@@ -114,8 +117,6 @@ def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, max_iter, warm=F
 def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed, init="hc"):
     """One-hot responsibilities of the labeled rows, split among a class's cells by mclust's
     hierarchical agglomeration (``init="hc"``, :mod:`.hc`) or by k-means seeded ``seed``."""
-    from sklearn.cluster import KMeans
-
     R = np.zeros((X.shape[0], len(cell_class)))
     for k in np.unique(cell_class):
         cells = np.flatnonzero(cell_class == k)
@@ -138,6 +139,9 @@ def _initial_responsibilities(X, codes, row_weight, cell_class, observed, seed, 
         if init == "hc" and len(rows) <= hc.MAX_ROWS and np.ptp(Xk, axis=0).max() > 0:
             labels = hc.hclass(hc.tree_of(Xk), len(cells))
         else:
+            # imported here: sklearn.cluster loads ~150 modules, more than an EDDA fit's time
+            from sklearn.cluster import KMeans
+
             km = KMeans(n_clusters=len(cells), n_init=1, random_state=seed)
             labels = km.fit_predict(Xk, sample_weight=row_weight[rows])
         R[rows, cells[labels]] = 1.0
@@ -153,7 +157,8 @@ def _run_em(story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, sta
     """EM from responsibilities ``R`` (M-step first; ``start``: see :data:`STARTS`)."""
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
     multi = len(fit.cell_class) > len(fit.class_prior)
-    patterns = None if observed is None else _patterns(observed)
+    # the rows' observed patterns once, not at every E-step (all observed: one pattern)
+    patterns = _patterns(np.ones(X.shape, dtype=bool) if observed is None else observed)
     iterative = unlabeled or multi or observed is not None  # fit_mixture: None if all observed
     # a few warm M-step updates per iteration until EM converges, then full M-steps (still monotone)
     caps = [mclust.MAX_ITER]
