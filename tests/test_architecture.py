@@ -277,12 +277,20 @@ def _dotted(node) -> str | None:
     return ".".join([node.id, *reversed(parts)])
 
 
+#: The one private module genprob imports: scikit-learn's parameter constraints, the protocol
+#: (``_parameter_constraints``) its public ``estimator_checks.check_param_validation`` reads
+ALLOWED_PRIVATE = ("sklearn.utils._param_validation",)
+
+
 def _private_module(module: str) -> bool:
-    """``jax._src`` and below, or a SciPy module with a private part (``scipy.sparse._x``)."""
+    """A module of JAX, SciPy, scikit-learn, NumPyro or ArviZ with a private part
+    (``jax._src``, ``scipy.sparse._x``, ``sklearn.base._fit_context``), but the allowed one."""
     parts = module.split(".")
-    if parts[:2] == ["jax", "_src"]:
-        return True
-    return parts[0] == "scipy" and any(part.startswith("_") for part in parts[1:])
+    if any(module == m or module.startswith(m + ".") for m in ALLOWED_PRIVATE):
+        return False
+    return parts[0] in ("jax", "scipy", "sklearn", "numpyro", "arviz") and any(
+        part.startswith("_") for part in parts[1:]
+    )
 
 
 def _private_uses(tree) -> list[tuple[int, str]]:
@@ -333,6 +341,9 @@ from jax import export
 from scipy.sparse import csc_matrix
 from ._arrays import namespace
 value = jax.numpy._private_name if False else scipy.sparse.csr_matrix
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted
 """
     found = [what for _, what in _private_uses(ast.parse(source))]
     assert found == [
@@ -345,12 +356,14 @@ value = jax.numpy._private_name if False else scipy.sparse.csr_matrix
         "jax._src.compilation_cache",
         "jax._src",
         "._max_workers",
+        "jax.numpy._private_name",
+        "sklearn.base._fit_context",
     ]
 
 
 def test_genprob_uses_only_public_apis_of_its_dependencies():
-    """No ``jax._src``, no private SciPy module, no private attribute of a thread pool: each
-    JAX or SciPy release may move them."""
+    """No ``jax._src``, no private module or name of SciPy, scikit-learn, NumPyro or ArviZ (but
+    :data:`ALLOWED_PRIVATE`), no private attribute of a thread pool: each release may move them."""
     offenders = [
         f"{path.relative_to(PACKAGE_DIR.parent)}:{line}: {what}"
         for path in sorted(PACKAGE_DIR.rglob("*.py"))

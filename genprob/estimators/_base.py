@@ -12,7 +12,7 @@ import weakref
 import numpy as np
 import scipy.sparse
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
@@ -154,7 +154,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         )
         return prior, getattr(self, "fit_prior", True)
 
-    def _validate_params(self):
+    def _check_parameters(self):
         validate_params(self)
 
     def _set_fitted_attributes(self, stats):
@@ -291,7 +291,6 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         return self._checked_features(self._rows(X), fitting=False)
 
     # -- fitting ---------------------------------------------------------------------------------
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None, classes=None):
         """Fit the story's parameters by maximum likelihood: the closed form, or EM over the
         rows labeled ``unlabeled_label`` (docs/semi_supervised.md).
@@ -308,6 +307,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
         Returns:
             self (Self): the fitted estimator itself, for chaining.
         """
+        self._check_parameters()
         if getattr(self, "unlabeled_weight", None) == "auto":  # λ by cross-validation
             return fit_with_chosen_weight(self, X, y, sample_weight=sample_weight, classes=classes)
         if _is_dask(X):
@@ -391,8 +391,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             ValueError: missing ``classes`` on the first call, labels outside ``classes``,
                 unlabeled rows, another number of features, or statistics that do not add up.
         """
-        # every chunk: _fit_context would skip it once the estimator looks fitted
-        self._validate_params()
+        self._check_parameters()
         first = not hasattr(self, "stats_")
         if first:
             if classes is None:

@@ -201,9 +201,9 @@ class _DiscriminantBase(_GaussianBase):
         "(solver='lsqr' or 'eigen')."
     )
 
-    def _validate_params(self):
+    def _check_parameters(self):
         """Each parameter, then the checks across parameters."""
-        super()._validate_params()
+        super()._check_parameters()
         if self.solver == "svd" and self.shrinkage is not None:
             raise UnsupportedOptionError(
                 f"shrinkage not supported with 'svd' solver: use {self._other_solvers}."
@@ -243,7 +243,7 @@ class _DiscriminantBase(_GaussianBase):
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """:meth:`GenerativeClassifierBase.partial_fit`; not with ``covariance_estimator`` or
         ``shrinkage="auto"``, whose statistics do not add up."""
-        self._validate_params()
+        self._check_parameters()
         if self.covariance_estimator is not None:
             raise ValueError(
                 "partial_fit is not available with covariance_estimator: a covariance "
@@ -580,8 +580,8 @@ class QuadraticDiscriminantAnalysis(_DiscriminantBase):
         "covariance_estimator is not supported with solver='svd'. Try solver='eigen' instead."
     )
 
-    def _validate_params(self):
-        super()._validate_params()
+    def _check_parameters(self):
+        super()._check_parameters()
         if self.solver != "svd" and self.reg_param:
             raise ValueError(
                 "reg_param is only used by solver='svd' (scikit-learn silently ignores it with "

@@ -10,7 +10,6 @@ import warnings
 from functools import partial
 
 import numpy as np
-from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
@@ -223,7 +222,6 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         return candidates
 
     # -- fitting ---------------------------------------------------------------------------------
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit every candidate model and keep the one the criterion prefers.
 
@@ -232,6 +230,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             y: labels; ``-1`` marks an unlabeled row.
             sample_weight: row weights (a weight of 2 counts a row twice, in BIC's n too).
         """
+        self._check_parameters()
         if is_out_of_core(X):  # chunks, Parquet, Dask: GenerativeClassifierBase's, EDDA only
             self._streamed_structure()
             return super().fit(X, y, sample_weight)
