@@ -149,3 +149,17 @@ def test_a_file_with_derived_parameters_runs_the_m_step_once(tmp_path, monkeypat
     assert len(calls) == 1
     np.testing.assert_array_equal(loaded.params_["probs"], estimator.params_["probs"])
     np.testing.assert_array_equal(loaded.predict_proba(X[:5]), estimator.predict_proba(X[:5]))
+
+
+def test_a_range_parameter_round_trips(tmp_path):
+    """MixtureDiscriminantAnalysis(n_components=range(1, 3)) was refused at save ("type range")."""
+    X, y = load_iris()
+    model = genprob.MixtureDiscriminantAnalysis(structure=["EEE", "VVV"], n_components=range(1, 3))
+    model.fit(X, y)
+    model.save(tmp_path / "m.npz")
+    loaded = genprob.load(tmp_path / "m.npz")
+    assert loaded.get_params()["n_components"] == range(1, 3)
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    for payload in ([1, 3], [1, 3, 0], [1.0, 3, 1]):
+        with pytest.raises(persistence.ModelFileError, match="range"):
+            persistence._decode({"__range__": payload}, {})

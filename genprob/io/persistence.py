@@ -85,6 +85,8 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
                 for i, (k, v) in enumerate(value.items())
             ]
         }
+    if isinstance(value, range):  # a parameter such as n_components=range(1, 6)
+        return {"__range__": [value.start, value.stop, value.step]}
     if isinstance(value, list | tuple):
         kind = "__tuple__" if isinstance(value, tuple) else "__list__"
         return {kind: [_encode(v, arrays, f"{prefix}[{i}]", aliases) for i, v in enumerate(value)]}
@@ -103,13 +105,13 @@ def _encode(value, arrays: dict, prefix: str, aliases=None):
         return {"__array__": f"config.{prefix}"}
     raise TypeError(
         f"cannot save {prefix} of type {type(value).__name__}: only numbers, strings, lists, "
-        f"dicts, arrays and genprob stories can be stored."
+        f"ranges, dicts, arrays and genprob stories can be stored."
     )
 
 
 #: The marker keys of encoded values, each with the other keys it may come with.
 _MARKERS = {"__story__": {"config"}, "__objects__": {"shape"}} | dict.fromkeys(
-    ("__items__", "__list__", "__tuple__", "__array__", "__param__"), set()
+    ("__items__", "__list__", "__tuple__", "__range__", "__array__", "__param__"), set()
 )
 #: Entries an object array may hold (stored as JSON, read back exactly).
 _OBJECT_ITEMS = (str, int, float, bool, type(None))
@@ -175,6 +177,10 @@ def _decode(value, arrays):
                 raise ModelFileError(f"malformed metadata: unhashable key {type(key).__name__}.")
             decoded[key] = _decode(item, arrays)
         return decoded
+    if marker[0] == "__range__":
+        if len(payload) != 3 or not all(type(v) is int for v in payload) or payload[2] == 0:
+            raise ModelFileError(f"malformed metadata: a range of {payload!r}.")
+        return range(*payload)
     items = [_decode(v, arrays) for v in payload]
     return items if marker[0] == "__list__" else tuple(items)
 
