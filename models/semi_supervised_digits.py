@@ -15,13 +15,13 @@ transductive classifiers label the unlabeled rows, and each is scored on them (t
   Gaussian with its own full covariance (QDA) whose parameters EM fits to the labeled and the
   unlabeled rows together (maximum likelihood, no prior).
 
-How the recipe was chosen without the test labels of the splits it is judged on: candidates
-(PCA 10/15/20/30 dimensions; VVV, VEV, EEE and all 14 structures; with and without
-``prior="default"``; LDA) were compared on the development splits, seeds 0-4, and the recipe was
-fixed before the evaluation splits, seeds 5-14, were drawn. Choosing by 3-fold cross-validation
-on the 30 labeled rows was tried too and is too noisy with 30 rows (docs/howto/semi_supervised.md
-has the numbers). The splits: for each seed, ``numpy.random.default_rng(seed)`` draws 3 rows of
-each digit without replacement.
+How the recipe was chosen without the test labels of the splits it is judged on: the candidates
+(whitened PCA to 10, 15, 20 or 30 dimensions; VVV, VEV, EEE or the 14 structures by BIC; with and
+without ``prior="default"``; LDA) were compared on development splits, seeds 0-4, and the recipe
+was fixed before the evaluation splits, seeds 5-14, were scored. Choosing by 3-fold
+cross-validation on the 30 labeled rows was tried too and is too noisy with 30 rows
+(docs/howto/semi_supervised.md, section 4, has the numbers). The splits: for each seed,
+``numpy.random.default_rng(seed)`` draws 3 rows of each digit without replacement.
 
 Run: ``python models/semi_supervised_digits.py``.
 """
