@@ -75,7 +75,9 @@ def choose(Z, partly, candidates=CANDIDATES):
                 # EM's iteration cap is a warning, not an error: the fit is used as it is
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 model = genprob.MixtureDiscriminantAnalysis(**settings).fit(Z, partly)
-        except ValueError:  # a candidate EM cannot fit (a collapsed class) is not chosen
+        except ValueError as error:  # a candidate EM cannot fit (a collapsed class) is not chosen
+            if "no candidate model could be fitted" not in str(error):
+                raise
             bics.append(np.inf)
             continue
         bics.append(model.bic(Z, partly))

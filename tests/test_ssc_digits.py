@@ -76,3 +76,17 @@ def test_the_recipe_reaches_label_spreading_on_average(script):
     assert mean["genprob"] >= mean["label_spreading"] + 0.01
     np.testing.assert_allclose(mean["genprob"], 0.904, atol=0.002)
     np.testing.assert_allclose(mean["label_spreading"], 0.889, atol=0.002)
+
+
+def test_a_candidate_em_cannot_fit_is_skipped_and_a_bad_setting_is_not(script):
+    """3 rows a class in 5 dimensions: VVV's covariances are singular (BIC inf), EII is chosen;
+    a misspelt structure stays an error."""
+    X = np.random.default_rng(0).normal(size=(6, 5))
+    y = np.repeat([0, 1], 3)
+    vvv, eii = ({"structure": s, "n_components": 1, "prior": None} for s in ("VVV", "EII"))
+    model, bics = script.choose(X, y, [vvv, eii])
+    assert script.name(model) == "EII"
+    assert bics[0] == np.inf
+    np.testing.assert_allclose(bics[1], 90.0741881543434, rtol=1e-6)
+    with pytest.raises(ValueError, match="structure"):
+        script.choose(X, y, [{**eii, "structure": "XYZ"}])
