@@ -274,8 +274,9 @@ def _tilted_clouds(n_labeled, n_unlabeled, seed, offset=0.6):
 def test_auto_weight_warns_when_unlabeled_rows_hurt():
     X, y, partly = _tilted_clouds(100, 600, seed=0)
     model = genprob.GaussianNB(unlabeled_weight="auto")
-    with pytest.warns(UnlabeledRowsHurtWarning, match="worse"):
+    with pytest.warns(UnlabeledRowsHurtWarning, match="worse") as found:
         model.fit(X, partly)
+    assert found[0].filename == __file__  # points at the caller's fit
     table = model.unlabeled_weight_scores_
     assert model.unlabeled_weight_ == 0.0
     assert table["log_lik"][0.0] == table["log_lik"].max()

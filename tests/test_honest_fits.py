@@ -245,8 +245,9 @@ def test_a_table_of_equal_rows_is_reported_as_a_failed_comparison():
     X, y, partly = _few_labels(labels=5)
     weights = np.where(partly >= 0, 1.0, 0.0)
     model = genprob.LinearDiscriminantAnalysis(unlabeled_weight="auto", random_state=0)
-    with pytest.warns(UnlabeledWeightTieWarning, match="could not compare the weights"):
+    with pytest.warns(UnlabeledWeightTieWarning, match="could not compare the weights") as found:
         model.fit(X, partly, sample_weight=weights)
+    assert found[0].filename == __file__  # points at the caller's fit
     table = model.unlabeled_weight_scores_
     assert not table.attrs["compared"]
     assert table["log_lik"].nunique() == 1 and len(table) == 4

@@ -339,7 +339,7 @@ def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
             f"rows of weight 0). Fitted with unlabeled_weight=1 (plain EM); pass a number to "
             f"choose. unlabeled_weight_scores_.attrs['compared'] is False.",
             UnlabeledWeightTieWarning,
-            stacklevel=4,
+            stacklevel=3,
         )
     if hurts:
         best_other = table["log_lik"][table.index > 0].max()
@@ -350,6 +350,6 @@ def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
             f"fits the mixture, not the classes). Fitted with unlabeled_weight=0; see "
             f"unlabeled_weight_scores_.",
             UnlabeledRowsHurtWarning,
-            stacklevel=4,  # the caller of fit (through scikit-learn's fit wrapper)
+            stacklevel=3,  # the caller of fit
         )
     return estimator

@@ -444,7 +444,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 f"{len(lines)} candidate model(s) left out, their components collapsed (missing "
                 f"in bic_table_ and icl_table_): {shown}",
                 mixture.CollapsedComponentWarning,
-                stacklevel=5,
+                stacklevel=4,
             )
 
     def _named_class(self, error, per_class: bool = False) -> str:
@@ -474,7 +474,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             self.converged_ = fit.converged
             self.log_likelihood_trace_ = np.asarray(fit.trace)
             if not fit.converged and fit.n_iter >= self.max_iter:
-                warn_max_iter(self.max_iter, self.em_tol, stacklevel=5, change="relative")
+                warn_max_iter(self.max_iter, self.em_tol, stacklevel=4, change="relative")
 
     def _set_fitted_attributes(self, stats):
         """``structure_`` and ``n_components_``; a fit from statistics keeps no criterion table."""
