@@ -192,8 +192,10 @@ def _set_class_prior(estimator, prior) -> None:
 
 # -- unlabeled_weight="auto" ----------------------------------------------------------------------
 def _rows(X, index):
-    """Rows ``index`` of a NumPy array, SciPy matrix or pandas frame."""
-    return X.iloc[index] if hasattr(X, "iloc") else X[index]
+    """Rows ``index`` of a NumPy array, SciPy matrix, pandas frame or nested list."""
+    if hasattr(X, "iloc"):
+        return X.iloc[index]
+    return X[index] if hasattr(X, "shape") else np.asarray(X)[index]
 
 
 def _folds(labels, num_folds: int, seed: int):

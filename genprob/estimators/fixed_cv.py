@@ -12,6 +12,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import StratifiedKFold, check_cv
 from sklearn.utils.validation import check_is_fitted
 
+from genprob.estimators._criteria import _rows
 from genprob.estimators._summary import brier_score
 
 __all__ = ["cross_validate_model"]
@@ -102,8 +103,3 @@ def cross_validate_model(model, X, y, *, cv=10, random_state=0, class_prior="mod
         "proba": proba,
         "predicted": predicted,
     }
-
-
-def _rows(X, rows):
-    """Rows of an array or a pandas DataFrame."""
-    return X.iloc[rows] if hasattr(X, "iloc") else np.asarray(X)[rows]

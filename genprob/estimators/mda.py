@@ -24,7 +24,7 @@ from genprob.engine.em_driver import warn_max_iter
 from genprob.engine.execution import refuse_unscored
 from genprob.engine.streaming import is_out_of_core
 from genprob.estimators._base import GenerativeClassifierBase, keep_parameters
-from genprob.families.gaussian import mixture
+from genprob.families.gaussian import mclust, mclust_prior, mixture
 
 __all__ = ["MixtureDiscriminantAnalysis"]
 
@@ -142,8 +142,6 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
     # -- settings --------------------------------------------------------------------------------
     def _candidate_structures(self, value=None) -> tuple:
-        from genprob.families.gaussian import mclust
-
         known = tuple(mclust.STRUCTURES)
         value = self._not_per_class("structure") if value is None else value
         if isinstance(value, str):
@@ -280,8 +278,6 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
 
     def _check_prior(self, structures, num_features, named=None) -> None:
         """A bad ``prior`` or a named structure without one is refused before any fit."""
-        from genprob.families.gaussian import mclust_prior
-
         if self.prior is None:
             return
         if isinstance(self.prior, dict):
@@ -297,8 +293,6 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
     def _priors(self, X, row_weight, structure, G, num_groups):
         """One hyperparameter dict per group, built from rows ``X`` with ``G`` components
         (mclust's defaultPrior, the user's values over it); None without a prior."""
-        from genprob.families.gaussian import mclust_prior
-
         if self.prior is None:
             return None
         hyper = mclust_prior.default_prior(X, G, structure, row_weight)
@@ -402,7 +396,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         tables = np.full((2, len(structures), len(components)), np.nan)  # BIC, ICL
         fits, failures = {}, []
         for a, structure in enumerate(structures):
-            if self.prior is not None and structure not in _prior_structures():
+            if self.prior is not None and structure not in mclust_prior.PRIOR_STRUCTURES:
                 continue  # as mclust: missing from the tables (_check_prior refused a named one)
             for b, G in enumerate(components):  # increasing G (_candidate_components)
                 try:
@@ -559,7 +553,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             # one component in each class's own group (G = 1 of a range with unlabeled rows):
             # the EDDA structure with the same covariances (mclust's XII, XXI, XXX)
             name = structures[0]
-            return {"structure": _one_component_structure(name), "n_components": 1}
+            return {"structure": mclust.one_component(name), "n_components": 1}
         return {"structure": structures[0], "n_components": components[0]}
 
     @property
@@ -651,11 +645,9 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         empty = np.flatnonzero(~(np.asarray(stats["class_counts"]) > 0))
         if empty.size:
             raise ValueError(f"class {_label(self.classes_[empty[0]])!r} has no rows yet")
-        from genprob.families.gaussian.mclust import DegenerateGroupError
-
         try:
             params = super().parameters_from_statistics(stats)
-        except DegenerateGroupError as error:
+        except mclust.DegenerateGroupError as error:
             # the M-step names a member of the one group, which is a class here
             owner = f"class {_label(self.classes_[error.group])!r}"
             raise ValueError(error.naming(owner)) from None
@@ -683,18 +675,6 @@ def _fit_class(X, row_weight, settings, priors, structure, G):
         X, codes, (G,), (structure,), row_weight=row_weight, prior=prior, prior_step="em",
         **settings,
     )  # fmt: skip
-
-
-def _one_component_structure(name: str) -> str:
-    """The structure across classes of one component a class in its own group: spherical,
-    diagonal or full, each class its own."""
-    return "VII" if name[1:] == "II" else "VVI" if name[2] == "I" else "VVV"
-
-
-def _prior_structures():
-    from genprob.families.gaussian.mclust_prior import PRIOR_STRUCTURES
-
-    return PRIOR_STRUCTURES
 
 
 def _label(value):

@@ -249,6 +249,8 @@ def _by_pattern(vectors, matrices, index, transpose=False):
     xp = namespace(vectors, matrices)
     if xp is not np:
         return xp.einsum(subscripts, vectors, matrices[index])
+    if matrices.shape[0] == 1:  # every row alike (all observed): EM's E-step, no sort
+        return np.einsum(subscripts.replace("nkde", "kde"), vectors, matrices[0])
     out = np.empty(vectors.shape, np.result_type(vectors, matrices))
     order = np.argsort(index, kind="stable")  # each pattern's rows as one slice of the order
     bounds = np.searchsorted(index[order], np.arange(matrices.shape[0] + 1))

@@ -24,6 +24,7 @@ __all__ = [
     "DegenerateGroupError",
     "covariances",
     "m_step_objective",
+    "one_component",
     "num_covariance_parameters",
 ]
 
@@ -71,6 +72,13 @@ class DegenerateGroupError(ValueError):
     def naming(self, owner: str) -> str:
         """The message with the group called ``owner`` (e.g. its class)."""
         return f"{self.structure}: {owner} {self.what}; its covariance is not identified"
+
+
+def one_component(structure: str) -> str:
+    """The structure a group of one component takes: its volume, shape and orientation are
+    the group's own (spherical, diagonal or full)."""
+    _check_name(structure)
+    return "VII" if structure[1:] == "II" else "VVI" if structure[2] == "I" else "VVV"
 
 
 def num_covariance_parameters(structure: str, G: int, D: int) -> int:

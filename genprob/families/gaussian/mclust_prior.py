@@ -158,7 +158,7 @@ def map_step(
     em = step == "em"
     if em and G == 1:
         # mclust fits one component by mvnXII, mvnXXI, mvnXXX: the V structures' steps
-        structure = "VII" if structure[1:] == "II" else "VVI" if structure[2] == "I" else "VVV"
+        structure = mclust.one_component(structure)
     kappa = float(prior["shrinkage"])
     if structure == "EEV" and not em:
         kappa = 0.0  # mclust's mseevp sets a positive shrinkage to zero
