@@ -16,7 +16,7 @@ import pytest
 
 import genprob
 from genprob.families.gaussian import GaussianStory
-from genprob.families.gaussian.mclust import STRUCTURES, m_step_objective
+from genprob.families.gaussian.mclust import STRUCTURES, m_step_objective, one_component
 
 REFERENCE = Path(__file__).parent / "references" / "mclust"
 DATASETS = ("iris", "wine")
@@ -213,3 +213,13 @@ def test_mclustda_and_mclustssc_references_are_recorded(reference):
     ssc = reference["iris"]["mclustssc"]
     assert (ssc["modelName"], ssc["G"]) == ("VEV", 3)
     assert np.asarray(ssc["z"]).shape == (150, 3)
+
+
+def test_one_component_keeps_the_letters_a_single_group_can_vary():
+    """A group of one component: spherical, diagonal or full, its own (mclust's mvnXII, mvnXXI,
+    mvnXXX)."""
+    expected = {"II": "VII", "VI": "VVI", "EI": "VVI"}
+    for name in STRUCTURES:
+        assert one_component(name) == expected.get(name[1:], "VVV"), name
+    with pytest.raises(ValueError, match="unknown structure 'XYZ'"):
+        one_component("XYZ")

@@ -253,6 +253,12 @@ def test_cross_validation_with_an_int_is_seeded():
     assert not np.isnan(first["proba"]).any()
     assert 0 < first["error"] < 0.1 and 0 < first["brier"] < 0.1
     assert first["error"] == np.mean(first["predicted"] != y)
+    # rows as nested lists and as a DataFrame: the same folds, the same numbers
+    listed = genprob.cross_validate_model(model, X.tolist(), y, cv=5, random_state=3)
+    framed = genprob.cross_validate_model(model, pd.DataFrame(X), y, cv=5, random_state=3)
+    np.testing.assert_array_equal(listed["proba"], first["proba"])
+    # a frame's columns are laid out otherwise: the same numbers to rounding
+    np.testing.assert_allclose(framed["proba"], first["proba"], rtol=1e-9, atol=1e-300)
 
 
 def test_cross_validation_with_unlabeled_rows_scores_the_labeled_rows_only():
