@@ -7,7 +7,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
-import warnings
+
+from genprob.engine._warnings import warn_user
 
 __all__ = ["CHECK_EVERY", "MIN_SECONDS", "FRACTION", "CompiledProgramsDropped", "after_call"]
 
@@ -75,12 +76,11 @@ def release_if_needed() -> bool:
     after = mapping_count()
     if not _warned:
         _warned = True
-        warnings.warn(
+        warn_user(
             f"genprob dropped JAX's compiled programs: the process held {count:,} memory "
             f"mappings of the {limit:,} Linux allows (vm.max_map_count), {after:,} now. "
             "Programs compile again on next use. This happens after thousands of different "
             "shapes in one process; see genprob.engine._mappings.",
             CompiledProgramsDropped,
-            stacklevel=3,
         )
     return True

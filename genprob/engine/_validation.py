@@ -4,7 +4,6 @@ controls); labels are in :mod:`genprob.engine._labels`, a family's own check in 
 from __future__ import annotations
 
 import sys
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -20,6 +19,7 @@ from sklearn.utils.validation import validate_data
 from genprob._lazy import LazyModule, is_jax_array
 from genprob.engine._arrays import plain, sparse_as_float, tree_leaves
 from genprob.engine._limits import check_count
+from genprob.engine._warnings import warn_user
 
 jax = LazyModule("jax")
 jnp = LazyModule("jax.numpy")
@@ -192,9 +192,7 @@ def check_class_prior(prior, classes, *, name: str = "class_prior", renormalize:
         if total <= 0:
             raise ValueError(f"{name} sum to 0: at least one class needs a positive prior.")
         if abs(total - 1.0) > 1e-5:
-            warnings.warn(
-                f"The priors sum to {total:.6g}, not 1: renormalizing.", UserWarning, stacklevel=3
-            )
+            warn_user(f"The priors sum to {total:.6g}, not 1: renormalizing.", UserWarning)
             values = values / total
     elif not np.isclose(total, 1.0):
         raise ValueError(
@@ -230,11 +228,10 @@ def check_alpha(alpha, num_features: int | None = None, *, per_feature=True, for
             f"{alpha!r}{where}.)"
         )
     if values.size and np.min(values) < ALPHA_LOWER_BOUND and not force_alpha:
-        warnings.warn(
+        warn_user(
             f"alpha too small will result in numeric errors, setting alpha = "
             f"{ALPHA_LOWER_BOUND:.1e}. Use `force_alpha=True` to keep alpha unchanged.",
             UserWarning,
-            stacklevel=4,
         )
         values = np.maximum(values, ALPHA_LOWER_BOUND)
     return float(values) if values.ndim == 0 else tuple(float(a) for a in values)

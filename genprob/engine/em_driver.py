@@ -4,8 +4,9 @@ every EM of the package runs with its own step callables (docs/reference/em.md).
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, NamedTuple
+
+from genprob.engine._warnings import warn_user
 
 __all__ = [
     "EMLoop",
@@ -32,11 +33,11 @@ def em_step(new_value, old_value, floor, judged, scale, tol, eps):
     return finite, decreased, converged
 
 
-def warn_decrease(iteration: int, drop: float, value: float, stacklevel: int = 3) -> None:
+def warn_decrease(iteration: int, drop: float, value: float) -> None:
     """The warning of an EM stopped by a refused step (:func:`em_step`) at M-step ``iteration``."""
     from sklearn.exceptions import ConvergenceWarning
 
-    warnings.warn(
+    warn_user(
         f"EM stopped at iteration {iteration}: its objective would go down by {drop:.3g} (from "
         f"{value:.6g}), which an exact EM step never does (an M-step that only approximates "
         f"the maximum: a rank-deficient covariance, or classes without the data to tell them "
@@ -44,21 +45,17 @@ def warn_decrease(iteration: int, drop: float, value: float, stacklevel: int = 3
         f"converged. Regularize the story (reg_param, shrinkage, var_smoothing), label more "
         f"rows, or ask for fewer classes.",
         ConvergenceWarning,
-        stacklevel=stacklevel,
     )
 
 
-def warn_max_iter(
-    max_iter: int, tol: float, stacklevel: int = 3, what: str = "EM", change="mean per-row"
-) -> None:
+def warn_max_iter(max_iter: int, tol: float, what: str = "EM", change="mean per-row") -> None:
     """The one warning of an EM that reached ``max_iter`` without meeting :func:`em_step`'s rule."""
     from sklearn.exceptions import ConvergenceWarning
 
-    warnings.warn(
+    warn_user(
         f"{what} did not converge in max_iter={max_iter} iterations (change of the {change} "
         f"objective above em_tol={tol}); raise max_iter.",
         ConvergenceWarning,
-        stacklevel=stacklevel,
     )
 
 

@@ -463,9 +463,9 @@ def finish(estimator, one_pass, unlabeled_rows: int, total: ChunkStatistics | No
     estimator.converged_ = bool(converged)
     estimator.log_likelihood_trace_ = np.asarray(loop.trace, dtype=numpy_dtype(dtype))
     if loop.drop:
-        warn_decrease(loop.n_iter + 1, loop.drop, loop.value, stacklevel=4)
+        warn_decrease(loop.n_iter + 1, loop.drop, loop.value)
     elif not converged and loop.n_iter >= max_iter:
-        warn_max_iter(max_iter, tol, stacklevel=4)
+        warn_max_iter(max_iter, tol)
     return estimator
 
 

@@ -6,7 +6,6 @@ context; every prediction derives from the joint log-probability.
 from __future__ import annotations
 
 import copy
-import warnings
 import weakref
 
 import numpy as np
@@ -43,6 +42,7 @@ from genprob.engine._validation import (
     check_sample_weight,
     validate_params,
 )
+from genprob.engine._warnings import warn_user
 from genprob.engine.capabilities import chunk_refusal, has_closed_form
 from genprob.engine.em_driver import warn_max_iter
 from genprob.engine.masking import has_missing, marginalized
@@ -456,10 +456,9 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             self.__dict__.pop("params_", None)
             self.story_ = story
             self._pending_reason = str(error)
-            warnings.warn(
+            warn_user(
                 f"partial_fit kept the chunk, but the parameters are not estimable yet: {error}",
                 UserWarning,
-                stacklevel=2,
             )
         return self
 
@@ -669,7 +668,7 @@ class GenerativeClassifierBase(CriteriaMixin, ClassifierMixin, BaseEstimator):
             self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
         self.fit_statistics(stats, params=result.params)
         if not result.converged and result.n_iter >= options["max_iter"]:  # else EM said why
-            warn_max_iter(options["max_iter"], options["tol"], 5, what)
+            warn_max_iter(options["max_iter"], options["tol"], what)
         return self
 
     def log_likelihood(self, X, y=None, pointwise: bool = False):

@@ -13,6 +13,8 @@ import numpy as np
 from scipy.special import logsumexp, softmax
 from sklearn.utils import check_random_state
 
+from genprob.engine._warnings import warn_user
+
 __all__ = [
     "AUTO_WEIGHT_GRID",
     "CriteriaMixin",
@@ -333,7 +335,7 @@ def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
         },
     }
     if tied:
-        warnings.warn(
+        warn_user(
             f'unlabeled_weight="auto" could not compare the weights: every λ in '
             f"{tuple(float(w) for w in table.index)} gave every fold the same held-out scores "
             f"(mean log p(y | x) {table['log_lik'].iloc[0]:.4g}), so the unlabeled rows changed "
@@ -341,17 +343,15 @@ def fit_with_chosen_weight(estimator, X, y, sample_weight=None, classes=None):
             f"rows of weight 0). Fitted with unlabeled_weight=1 (plain EM); pass a number to "
             f"choose. unlabeled_weight_scores_.attrs['compared'] is False.",
             UnlabeledWeightTieWarning,
-            stacklevel=3,
         )
     if hurts:
         best_other = table["log_lik"][table.index > 0].max()
-        warnings.warn(
+        warn_user(
             f"the unlabeled rows make the held-out labeled rows worse: mean log p(y | x) "
             f"{table['log_lik'][0.0]:.4g} ignoring them (unlabeled_weight=0) against at best "
             f"{best_other:.4g} with them; the story probably does not describe the data (EM "
             f"fits the mixture, not the classes). Fitted with unlabeled_weight=0; see "
             f"unlabeled_weight_scores_.",
             UnlabeledRowsHurtWarning,
-            stacklevel=3,  # the caller of fit
         )
     return estimator

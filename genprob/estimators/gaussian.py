@@ -4,7 +4,6 @@ has them; the deliberate differences are listed in docs/reference/estimators.md.
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -18,6 +17,7 @@ from genprob._lazy import LazyModule, jitted
 from genprob.engine._arrays import placed, tree_map
 from genprob.engine._dtype import numpy_dtype, precision
 from genprob.engine._validation import NumberInterval, check_rows, validate_params
+from genprob.engine._warnings import warn_user
 from genprob.engine.masking import has_missing
 from genprob.estimators._base import GenerativeClassifierBase, keep_parameters
 from genprob.families.gaussian import (
@@ -370,7 +370,7 @@ class LinearDiscriminantAnalysis(
             "lsqr": "takes a least-squares pseudo-inverse",
             "eigen": "solves a generalized eigenproblem that is ill-posed",
         }[self.solver]
-        warnings.warn(
+        warn_user(
             f"the within-class covariance is singular (rank {rank} of {self.n_features_in_} "
             f"features: more features than rows, or collinear or constant features). "
             f"solver={self.solver!r} uses it on the {rank}-dimensional subspace it spans, as "
@@ -378,7 +378,6 @@ class LinearDiscriminantAnalysis(
             f"{self.solver!r} solver {theirs} there, so its probabilities can differ. For a "
             f"regular covariance use shrinkage (a value in (0, 1]), or use solver='svd'.",
             UserWarning,
-            stacklevel=4,
         )
 
     def fit_statistics(self, stats, *, params=None, context=None):

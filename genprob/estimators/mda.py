@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from functools import partial
 
 import numpy as np
@@ -20,6 +19,7 @@ from genprob.engine._validation import (
     NumberInterval,
     check_sample_weight,
 )
+from genprob.engine._warnings import warn_user
 from genprob.engine.em_driver import warn_max_iter
 from genprob.engine.execution import refuse_unscored
 from genprob.engine.streaming import is_out_of_core
@@ -434,11 +434,10 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             shown = "; ".join(lines[:3]) + (
                 f"; and {len(lines) - 3} more" if len(lines) > 3 else ""
             )
-            warnings.warn(
+            warn_user(
                 f"{len(lines)} candidate model(s) left out, their components collapsed (missing "
                 f"in bic_table_ and icl_table_): {shown}",
                 mixture.CollapsedComponentWarning,
-                stacklevel=4,
             )
 
     def _named_class(self, error, per_class: bool = False) -> str:
@@ -468,7 +467,7 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
             self.converged_ = fit.converged
             self.log_likelihood_trace_ = np.asarray(fit.trace)
             if not fit.converged and fit.n_iter >= self.max_iter:
-                warn_max_iter(self.max_iter, self.em_tol, stacklevel=4, change="relative")
+                warn_max_iter(self.max_iter, self.em_tol, change="relative")
 
     def _set_fitted_attributes(self, stats):
         """``structure_`` and ``n_components_``; a fit from statistics keeps no criterion table."""

@@ -20,6 +20,7 @@ import numpy as np
 from genprob import core
 from genprob.engine import execution
 from genprob.engine._limits import check_count, check_posterior_size
+from genprob.engine._warnings import warn_user
 from genprob.engine.capabilities import capability, has_closed_form
 from genprob.engine.em import fit_em, params_from_latent
 from genprob.engine.masking import has_missing, marginalized
@@ -228,7 +229,7 @@ def run_nuts(
         start = _start_sites(story, start)
         start, message = best_start(fitted_story, X, codes, num_classes, start, seed, story, sites)
         if message:
-            warnings.warn(message, SamplingWarning, stacklevel=2)
+            warn_user(message, SamplingWarning)
         starts = [start] * num_chains
     else:
         starts = [_start_sites(story, init)] * num_chains
@@ -790,7 +791,7 @@ def diagnose(
                 )
             )
     for problem in problems if warn else ():  # one warning per problem: one line each
-        warnings.warn(f"NUTS diagnostics: {problem}", SamplingWarning, stacklevel=3)
+        warn_user(f"NUTS diagnostics: {problem}", SamplingWarning)
     return {
         "max_rhat": max_rhat,
         "min_ess_bulk": min_bulk,
@@ -932,7 +933,7 @@ def prior_dominance(
             for label, m, p, s in flagged[:5]
         )
         more = f" and {len(flagged) - 5} more" if len(flagged) > 5 else ""
-        warnings.warn(
+        warn_user(
             f"the prior dominates {len(flagged)} parameter "
             f"entr{'y' if len(flagged) == 1 else 'ies'}"
             f" that the data pin down: {shown}{more}. The MLE lies beyond "
@@ -941,7 +942,6 @@ def prior_dominance(
             f"data (priors='data': a story of your own reads each feature's location and scale "
             f"with self.data_scales(num_features), docs/bayes.md).",
             PriorWarning,
-            stacklevel=3,
         )
     return flagged
 

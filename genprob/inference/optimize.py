@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from functools import partial
 from typing import NamedTuple
 
@@ -18,6 +17,7 @@ from genprob.engine import execution
 from genprob.engine._dtype import numpy_dtype, precision, resolve_dtype
 from genprob.engine._labels import class_codes
 from genprob.engine._validation import check_features, check_sample_weight, check_unlabeled_weight
+from genprob.engine._warnings import warn_user
 from genprob.engine.capabilities import has_closed_form
 from genprob.engine.masking import reads_nan_as_missing
 from genprob.story import CLASS_PRIOR, Story
@@ -448,14 +448,13 @@ def _collapsed(sites, params: dict, min_weight: float) -> tuple:
 
 def _warn_if_dishonest(result: OptimizerResult, *, max_iter, tol, min_weight, n_init):
     if not result.converged:
-        warnings.warn(
+        warn_user(
             f"L-BFGS did not converge in max_iter={max_iter} iterations (gradient norm "
             f"{result.grad_norm:.2e}, tol {tol:.1e}); the parameters may be far from the "
             "maximum. Increase max_iter, try n_init > 1 or another init, or standardize the "
             "features. (A likelihood that is not differentiable everywhere, e.g. a Laplace "
             "location, may never meet tol.)",
             ConvergenceWarning,
-            stacklevel=3,
         )
     if result.collapsed:
         shown = ", ".join(
@@ -463,13 +462,12 @@ def _warn_if_dishonest(result: OptimizerResult, *, max_iter, tol, min_weight, n_
             for name, index, weight in result.collapsed[:6]
         )
         more = f" and {len(result.collapsed) - 6} more" if len(result.collapsed) > 6 else ""
-        warnings.warn(
+        warn_user(
             f"{len(result.collapsed)} weight(s) collapsed below min_weight={min_weight:g}: "
             f"{shown}{more}. A class or mixture component with such a weight explains no rows; "
             f"the fit is probably a poor local maximum (best of n_init={n_init}). Try a larger "
             "n_init, another init, or fewer components.",
             ConvergenceWarning,
-            stacklevel=3,
         )
 
 

@@ -206,7 +206,7 @@ def _run_em(story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, sta
         trace += loop.trace[1:] if trace else loop.trace
         fit = loop.params
         if loop.drop:
-            warn_decrease(len(trace) + 1, loop.drop, loop.value, stacklevel=3)
+            warn_decrease(len(trace) + 1, loop.drop, loop.value)
         if not (loop.converged and len(caps) > 1):
             break
         caps.pop(0)

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from genprob._lazy import LazyModule
+from genprob.engine._warnings import warn_user
 from genprob.families.gaussian import mclust, mclust_prior
 from genprob.families.gaussian.distributions import (
     full_gaussian,
@@ -383,7 +384,6 @@ class GaussianMixtureStory(Story):
         ``params_``'s entries and ``class_prior``, axes ``(chains, draws, ...)``; ``labels``,
         ``started_at_fit``: :func:`.mcmc.diagnose`'s; ``diagnostics``: its dict plus ``components``,
         one ``(parameter, class, component or None, max R-hat, chains apart)`` per flagged one."""
-        import warnings
 
         from genprob.inference.mcmc import RHAT_MAX, Problem, SamplingWarning, diagnose
         from genprob.story import CLASS_PRIOR
@@ -422,7 +422,7 @@ class GaussianMixtureStory(Story):
         diagnostics["components"] = [row[:5] for row in flagged]
         diagnostics["problems"] = problems
         for problem in problems:
-            warnings.warn(f"NUTS diagnostics: {problem}", SamplingWarning, stacklevel=3)
+            warn_user(f"NUTS diagnostics: {problem}", SamplingWarning)
         return aligned, diagnostics
 
     def _component_checks(self, draws, rhat_max):
