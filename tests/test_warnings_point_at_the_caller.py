@@ -49,7 +49,8 @@ def test_mixture_em_out_of_iterations():
 
 
 def test_inside_scikit_learn_the_warning_names_its_helper():
-    found = _caught(lambda: cross_val_score(genprob.LinearDiscriminantAnalysis(priors=[0.2, 0.2]), X, Y, cv=2))
+    model = genprob.LinearDiscriminantAnalysis(priors=[0.2, 0.2])
+    found = _caught(lambda: cross_val_score(model, X, Y, cv=2))
     ours = [w for w in found if "renormalizing" in str(w.message)]
     assert ours
     for w in ours:  # scikit-learn's line that called fit: neither genprob's nor this file's
