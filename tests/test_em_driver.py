@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from genprob.engine.em_driver import run_em_loop
+from genprob.engine.em_driver import em_loop, run_em_loop, run_in_lockstep, run_program
 
 
 def _run(values, **options):
@@ -66,3 +66,43 @@ def test_max_iter_counts_m_steps():
     assert not loop.converged and loop.n_iter == 4 and loop.trace == [-10.0, -9.0, -8.0, -7.0]
     loop = _run([-10.0], max_iter=1)  # from given parameters: their E-step first
     assert loop.trace == [-10.0] and loop.params == 0
+
+
+def _program(values):
+    """:func:`em_loop` of the scripted objective ``values`` (parameters = step index)."""
+    settings = dict(max_iter=len(values) + 5, tol=1e-6, eps=np.finfo(float).eps, scale=1.0)
+    return em_loop(lambda t: t + 1, params=0, **settings)
+
+
+def test_lockstep_runs_each_program_as_alone_and_scores_a_round_at_once():
+    scripts = [[-10.0, -5.0, -4.0, -3.9999995, 0.0], [-3.0, -2.0, -2.5], [-1.0, -1.0]]
+    rounds = []
+
+    def e_steps(pending):  # one call per round for every waiting program
+        rounds.append([index for index, _ in pending])
+        return [(scripts[index][t], t) for index, t in pending]
+
+    outcomes = run_in_lockstep([_program(s) for s in scripts], e_steps)
+    for outcome, script in zip(outcomes, scripts, strict=True):
+        alone = run_em_loop(lambda t: t + 1, lambda t, s=script: (s[t], t), params=0,
+                            max_iter=len(script) + 5, tol=1e-6, eps=np.finfo(float).eps,
+                            scale=1.0)  # fmt: skip
+        assert outcome == alone
+    # the programs leave the rounds as they stop: 3 after 2 E-steps, 2 after 3, 1 after 4
+    assert rounds == [[0, 1, 2], [0, 1, 2], [0, 1], [0]]
+    assert run_program(_program(scripts[1]), lambda t: (scripts[1][t], t)) == outcomes[1]
+
+
+def test_lockstep_keeps_one_programs_failure_to_itself():
+    class Collapsed(ValueError):
+        pass
+
+    def e_steps(pending):  # program 1's second E-step fails; the error is thrown into it
+        return [
+            Collapsed("boom") if (index, t) == (1, 1) else (-10.0 + t, t) for index, t in pending
+        ]
+
+    outcomes = run_in_lockstep([_program([0.0] * 6) for _ in range(3)], e_steps)
+    assert isinstance(outcomes[1], Collapsed) and str(outcomes[1]) == "boom"
+    assert outcomes[0] == outcomes[2] and not outcomes[0].converged  # max_iter = 11 E-steps
+    assert outcomes[0].trace == [-10.0 + t for t in range(11)]

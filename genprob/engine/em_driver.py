@@ -10,8 +10,11 @@ from genprob.engine._warnings import warn_user
 
 __all__ = [
     "EMLoop",
+    "em_loop",
     "em_step",
     "run_em_loop",
+    "run_in_lockstep",
+    "run_program",
     "warn_decrease",
     "warn_max_iter",
 ]
@@ -73,19 +76,15 @@ class EMLoop(NamedTuple):
     drop: float
 
 
-def run_em_loop(m_step, e_step, *, params, max_iter, tol, eps, scale):
-    """EM from ``params`` until :func:`em_step`'s rule is met or ``max_iter`` E-steps ran.
-
-    ``m_step``: expectation -> params; ``e_step``: params -> ``(objective, expectation[,
-    floor])``, ``floor`` the value the next step must not fall below (default the objective,
-    -inf judges no step; the start's step is never judged). ``scale`` may be a function of the
-    new objective (mclust's relative rule). The caller warns (:func:`warn_decrease`,
-    :func:`warn_max_iter`)."""
-    value, expectation, *floor = e_step(params)
+def em_loop(m_step, *, params, max_iter, tol, eps, scale):
+    """:func:`run_em_loop` as a generator: it yields the parameters each E-step scores and is
+    sent back that E-step's ``(objective, expectation[, floor])``; it returns the
+    :class:`EMLoop`. :func:`run_program` drives one, :func:`run_in_lockstep` several at a time."""
+    value, expectation, *floor = yield params
     trace, n_iter, converged, drop = [value], 1, False, 0.0
     while math.isfinite(value) and n_iter < max_iter:
         new_params = m_step(expectation)
-        new_value, new_expectation, *new_floor = e_step(new_params)
+        new_value, new_expectation, *new_floor = yield new_params
         size = scale(new_value) if callable(scale) else scale
         before = floor[0] if floor else value
         finite, decreased, converged = em_step(new_value, value, before, n_iter > 1, size, tol, eps)
@@ -101,3 +100,55 @@ def run_em_loop(m_step, e_step, *, params, max_iter, tol, eps, scale):
             break
     finite = all(map(math.isfinite, trace))
     return EMLoop(params, expectation, value, trace, n_iter, converged, finite, drop)
+
+
+def run_em_loop(m_step, e_step, *, params, max_iter, tol, eps, scale):
+    """EM from ``params`` until :func:`em_step`'s rule is met or ``max_iter`` E-steps ran.
+
+    ``m_step``: expectation -> params; ``e_step``: params -> ``(objective, expectation[,
+    floor])``, ``floor`` the value the next step must not fall below (default the objective,
+    -inf judges no step; the start's step is never judged). ``scale`` may be a function of the
+    new objective (mclust's relative rule). The caller warns (:func:`warn_decrease`,
+    :func:`warn_max_iter`)."""
+    loop = em_loop(m_step, params=params, max_iter=max_iter, tol=tol, eps=eps, scale=scale)
+    return run_program(loop, e_step)
+
+
+def run_program(program, e_step):
+    """The return value of ``program``, a generator of :func:`em_loop`'s protocol (it yields
+    parameters, ``e_step`` scores them), run alone."""
+    try:
+        params = next(program)
+        while True:
+            params = program.send(e_step(params))
+    except StopIteration as done:
+        return done.value
+
+
+def run_in_lockstep(programs, e_steps):
+    """Run several programs of :func:`em_loop`'s protocol a round at a time: each round,
+    ``e_steps(pending)``, ``pending`` a list of ``(index, params)``, scores every waiting
+    program's parameters at once and returns, for each, its E-step or the exception that E-step
+    raises (thrown into that program). Returns each program's return value or the exception it
+    raised, in order: one failing program leaves the others running."""
+    outcomes, pending = [None] * len(programs), []
+
+    def advance(index, step):
+        try:
+            pending.append((index, step()))
+        except StopIteration as done:
+            outcomes[index] = done.value
+        except Exception as error:  # noqa: BLE001 - the caller decides what a failure means
+            outcomes[index] = error
+
+    for index, program in enumerate(programs):
+        advance(index, program.__next__)
+    while pending:
+        round_, pending = pending, []
+        for (index, _), result in zip(round_, e_steps(round_), strict=True):
+            program = programs[index]
+            if isinstance(result, Exception):
+                advance(index, lambda p=program, e=result: p.throw(e))
+            else:
+                advance(index, lambda p=program, r=result: p.send(r))
+    return outcomes

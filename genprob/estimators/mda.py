@@ -342,7 +342,10 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 return fit.log_likelihood
             return mixture.mixture_log_likelihood(fit, X, row_weight, settings["observed"])
 
-        fit, tables, lines = self._choose(fit_one, structures, components, K, row_weight, log_lik)
+        def fit_all(pairs):  # in order: a range's G = 1 fit comes first
+            return [_attempt(fit_one, structure, G) for structure, G in pairs]
+
+        fit, tables, lines = self._choose(fit_all, structures, components, K, row_weight, log_lik)
         self._keep_tables(tables, list(structures), components, lines)
         return fit
 
@@ -369,9 +372,9 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 settings_k["observed"] = settings["observed"][rows]
 
             # mclust's MclustDA: each class's prior from its own rows with its G
-            fit_one = partial(_fit_class, Xk, wk, settings_k, partial(self._priors, Xk, wk))
+            fit_all = partial(_fit_class, Xk, wk, settings_k, partial(self._priors, Xk, wk))
             fit, table, left_out = self._choose(
-                fit_one, structures, components, 1, wk, cls=self.classes_[k]
+                fit_all, structures, components, 1, wk, cls=self.classes_[k]
             )
             chosen.append(fit)
             wide = np.full((2, len(structures), len(columns)), np.nan)
@@ -388,29 +391,35 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         return _combine(chosen, counts / counts.sum())
 
     def _choose(
-        self, fit_one, structures, components, num_classes, row_weight, log_lik=None, cls=None
+        self, fit_all, structures, components, num_classes, row_weight, log_lik=None, cls=None
     ):
-        """Every (structure, G) fitted: the fit the criterion prefers, the BIC and ICL tables
-        (mclust's sign, NaN where components collapsed) and a line per left-out candidate."""
+        """Every (structure, G) fitted (``fit_all``: the pairs' fits or errors): the fit the
+        criterion prefers, the BIC and ICL tables (mclust's sign, NaN where components
+        collapsed) and a line per left-out candidate."""
         n = float(row_weight.sum())
         tables = np.full((2, len(structures), len(components)), np.nan)  # BIC, ICL
         fits, failures = {}, []
-        for a, structure in enumerate(structures):
-            if self.prior is not None and structure not in mclust_prior.PRIOR_STRUCTURES:
-                continue  # as mclust: missing from the tables (_check_prior refused a named one)
-            for b, G in enumerate(components):  # increasing G (_candidate_components)
-                try:
-                    fit = fit_one(structure, G)
-                except mixture.CollapsedComponentError as error:
-                    failures.append((structure, G, error))
-                    continue
-                num_features = fit.means.shape[1]
-                df = mixture.num_parameters(fit.structures, fit.groups, num_classes, num_features)
-                log_l = fit.log_likelihood if log_lik is None else log_lik(fit)
-                tables[0, a, b] = 2.0 * log_l - df * math.log(n)
-                penalty = mixture.icl_penalty(fit.responsibilities, row_weight)
-                tables[1, a, b] = tables[0, a, b] + 2.0 * penalty
-                fits[a, b] = fit
+        # as mclust, a structure without a prior is missing from the tables (_check_prior
+        # refused a named one); G increasing (_candidate_components)
+        cells = [
+            (a, b)
+            for a, structure in enumerate(structures)
+            if self.prior is None or structure in mclust_prior.PRIOR_STRUCTURES
+            for b in range(len(components))
+        ]
+        outcomes = fit_all([(structures[a], components[b]) for a, b in cells])
+        for (a, b), fit in zip(cells, outcomes, strict=True):
+            structure, G = structures[a], components[b]
+            if isinstance(fit, mixture.CollapsedComponentError):
+                failures.append((structure, G, fit))
+                continue
+            num_features = fit.means.shape[1]
+            df = mixture.num_parameters(fit.structures, fit.groups, num_classes, num_features)
+            log_l = fit.log_likelihood if log_lik is None else log_lik(fit)
+            tables[0, a, b] = 2.0 * log_l - df * math.log(n)
+            penalty = mixture.icl_penalty(fit.responsibilities, row_weight)
+            tables[1, a, b] = tables[0, a, b] + 2.0 * penalty
+            fits[a, b] = fit
         where, per_class = ("", False) if cls is None else (f"class {_label(cls)!r}: ", True)
         if not fits:
             structure, G, error = failures[0]
@@ -664,16 +673,24 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         return super().chunk_statistics(X, y, sample_weight)
 
 
-def _fit_class(X, row_weight, settings, priors, structure, G):
-    """One class's rows as a mixture of G components of one structure; ``priors(structure, G,
-    num_groups)``: the group's hyperparameters (None: maximum likelihood)."""
+def _fit_class(X, row_weight, settings, priors, pairs):
+    """One class's rows as a mixture of G components of one structure, for each ``(structure,
+    G)`` of ``pairs`` (their EMs in lockstep); ``priors(structure, G, num_groups)``: the group's
+    hyperparameters (None: maximum likelihood). Each pair's fit or error."""
     codes = np.zeros(len(X), int)
-    prior = priors(structure, G, 1)
+    candidates = [((G,), (structure,), priors(structure, G, 1)) for structure, G in pairs]
     # mclust's MclustDA fits a class by its EM (me*p, mvn*p), not its M-step alone
-    return mixture.fit_mixture(
-        X, codes, (G,), (structure,), row_weight=row_weight, prior=prior, prior_step="em",
-        **settings,
-    )  # fmt: skip
+    return mixture.fit_mixtures(
+        X, codes, candidates, row_weight=row_weight, prior_step="em", **settings
+    )
+
+
+def _attempt(fit_one, structure, G):
+    """``fit_one(structure, G)``, or the error of its collapsed components."""
+    try:
+        return fit_one(structure, G)
+    except mixture.CollapsedComponentError as error:
+        return error
 
 
 def _label(value):

@@ -11,8 +11,10 @@ import warnings
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from numpy.linalg import LinAlgError
 
-from genprob.engine.em_driver import run_em_loop, warn_decrease
+from genprob.engine._arrays import column_sums
+from genprob.engine.em_driver import em_loop, run_in_lockstep, run_program, warn_decrease
 from genprob.families.gaussian import hc, mclust
 from genprob.families.gaussian.distributions import observed_patterns as _patterns
 from genprob.families.gaussian.mixture_story import (
@@ -29,6 +31,7 @@ __all__ = [
     "MixtureFit",
     "cell_log_density",
     "fit_mixture",
+    "fit_mixtures",
     "num_parameters",
     "split_start",
 ]
@@ -67,10 +70,16 @@ class MixtureFit:
 # -- EM ------------------------------------------------------------------------------------------
 def _e_step(story, fit: MixtureFit, X, codes, row_weight, observed, patterns=None):
     """Responsibilities (n, J) over the row's class's cells (all if unlabeled), log-likelihood."""
-    cell_class = fit.cell_class
     with np.errstate(divide="ignore", invalid="ignore"):
         joint = story._cell_joint(vars(fit), X, observed, patterns)
-        joint += np.log(fit.class_prior)[cell_class]
+    return _posterior(fit, joint, codes, row_weight)
+
+
+def _posterior(fit: MixtureFit, joint, codes, row_weight):
+    """:func:`_e_step` from the cells' ``log tau_j f_j(x)`` (n, J)."""
+    cell_class = fit.cell_class
+    with np.errstate(divide="ignore", invalid="ignore"):
+        joint = joint + np.log(fit.class_prior)[cell_class]
         other = (codes[:, None] >= 0) & (cell_class[None, :] != codes[:, None])
         masked = np.where(other, -np.inf, joint)
         row_log = np.logaddexp.reduce(masked, axis=1)
@@ -79,17 +88,18 @@ def _e_step(story, fit: MixtureFit, X, codes, row_weight, observed, patterns=Non
     return R, float(np.sum(row_weight * np.where(row_weight > 0, row_log, 0.0)))
 
 
-def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, max_iter, warm=False):
-    """The story's M-step from ``R`` into ``fit``; ``warm``: from ``fit``'s covariances."""
+def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, max_iter, warm=False, stats=None):
+    """The story's M-step from ``R`` into ``fit``; ``warm``: from ``fit``'s covariances;
+    ``stats``: the cells' statistics of ``R`` already computed (:func:`_lockstep_e_steps`)."""
     WR = R * row_weight[:, None]
     counts = WR.sum(axis=0)  # (J,)
     if np.any(counts <= 0):
         j = int(np.flatnonzero(counts <= 0)[0])
         raise _collapsed(fit.cell_class, j, "no row is assigned to it (the component collapsed).")
     cells = story._cells()  # the statistics of the cells given their responsibilities
-    if observed is None or observed.all():
+    if stats is None and (observed is None or observed.all()):
         stats = cells.sufficient_statistics(X, WR)
-    else:
+    elif stats is None:
         current = {"means": fit.means, "covariance": np.asarray(fit.covariances)}
         stats = cells.observed_statistics(X, WR, observed, current)
     try:
@@ -155,10 +165,29 @@ _IDENTIFIABLE = ("VVI", "EEI", "EII")
 
 def _run_em(story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, start):
     """EM from responsibilities ``R`` (M-step first; ``start``: see :data:`STARTS`)."""
-    unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
-    multi = len(fit.cell_class) > len(fit.class_prior)
     # the rows' observed patterns once, not at every E-step (all observed: one pattern)
     patterns = _patterns(np.ones(X.shape, dtype=bool) if observed is None else observed)
+    floor = _floor(story)
+
+    def e_step(params):
+        R, log_lik = _e_step(story, params, X, codes, row_weight, observed, patterns)
+        return log_lik, (R, params), *floor
+
+    program = _em_program(story, fit, X, codes, row_weight, observed, R, max_iter, tol, start)
+    return run_program(program, e_step)
+
+
+def _floor(story):
+    """The E-step's floor: under a prior EM climbs the posterior, not the likelihood, and no
+    step is judged (as mclust)."""
+    return () if story.em_prior is None else (-np.inf,)
+
+
+def _em_program(story, fit, X, codes, row_weight, observed, R, max_iter, tol, start):
+    """:func:`_run_em` as a program of :func:`.em_driver.em_loop`'s protocol: it yields each
+    fit to score and takes its E-step ``(log_lik, (R, fit[, statistics of R]), *floor)``."""
+    unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
+    multi = len(fit.cell_class) > len(fit.class_prior)
     iterative = unlabeled or multi or observed is not None  # fit_mixture: None if all observed
     # a few warm M-step updates per iteration until EM converges, then full M-steps (still monotone)
     caps = [mclust.MAX_ITER]
@@ -184,23 +213,16 @@ def _run_em(story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, sta
     _m_step(story, fit, X, R, rows, observed, first_cap)
 
     def m_step(expectation):  # from the E-step's fit: its covariances fill missing cells
-        R, previous = expectation
+        R, previous, *stats = expectation
         new = replace(previous)
-        _m_step(story, new, X, R, row_weight, observed, caps[0], warm=True)
+        _m_step(story, new, X, R, row_weight, observed, caps[0], True, *stats)
         return new
-
-    # under a prior EM climbs the posterior, not the likelihood: no step is judged (as mclust)
-    floor = () if story.em_prior is None else (-np.inf,)
-
-    def e_step(params):
-        R, log_lik = _e_step(story, params, X, codes, row_weight, observed, patterns)
-        return log_lik, (R, params), *floor
 
     # the mclust rule (relative change); met with capped M-steps, EM goes on with full ones
     budget, trace = max_iter + 1 if iterative else 1, []
     while True:
-        loop = run_em_loop(
-            m_step, e_step, params=fit, max_iter=budget - max(len(trace) - 1, 0), tol=tol,
+        loop = yield from em_loop(
+            m_step, params=fit, max_iter=budget - max(len(trace) - 1, 0), tol=tol,
             eps=np.finfo(float).eps, scale=lambda value: max(1.0, abs(value)),
         )  # fmt: skip
         trace += loop.trace[1:] if trace else loop.trace
@@ -215,6 +237,56 @@ def _run_em(story, fit, X, codes, row_weight, observed, R, *, max_iter, tol, sta
     fit.log_likelihood = fit.trace[-1]
     fit.responsibilities = loop.expectation[0]
     return fit
+
+
+def _lockstep_e_steps(stories, X, codes, row_weight, patterns):
+    """The E-steps of several candidates' fits on the same complete rows a round at a time
+    (:func:`.em_driver.run_in_lockstep`): one density of every cell and one set of statistics of
+    every candidate's responsibilities, the calls a lone fit makes once per candidate."""
+    cells = GaussianMixtureStory._cells()
+
+    def e_steps(pending):
+        fits = [fit for _, fit in pending]
+        try:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                log_f = cell_log_density(
+                    X,
+                    np.concatenate([fit.means for fit in fits]),
+                    np.concatenate([np.asarray(fit.covariances) for fit in fits]),
+                    patterns=patterns,
+                )
+        except CollapsedComponentError:  # each candidate's own E-step names its own cell
+            log_f = None
+        results, start = [], 0
+        for index, fit in pending:
+            story, width = stories[index], len(fit.cell_class)
+            try:
+                if log_f is None:
+                    R, log_lik = _e_step(story, fit, X, codes, row_weight, None, patterns)
+                else:
+                    with np.errstate(divide="ignore"):
+                        joint = log_f[:, start : start + width] + np.log(fit.weights)
+                    R, log_lik = _posterior(fit, joint, codes, row_weight)
+            except CollapsedComponentError as error:
+                results.append(error)
+            else:
+                results.append((log_lik, (R, fit), *_floor(story)))
+            start += width
+        scored = [i for i, r in enumerate(results) if not isinstance(r, Exception)]
+        if scored:  # the statistics of every responsibility matrix in one pass over the rows
+            WR = np.hstack([results[i][1][0] for i in scored]) * row_weight[:, None]
+            stats, start = cells.sufficient_statistics(X, WR), 0
+            for i in scored:
+                end = start + results[i][1][0].shape[1]
+                own = {k: v if k == "shift" else v[start:end] for k, v in stats.items()}
+                # a lone fit's product, not a slice of the wider one: BLAS rounds them apart
+                own["counts"] = column_sums(results[i][1][0] * row_weight[:, None])
+                log_lik, expectation, *floor = results[i]
+                results[i] = (log_lik, (*expectation, own), *floor)
+                start = end
+        return results
+
+    return e_steps
 
 
 def fit_mixture(
@@ -260,29 +332,9 @@ def fit_mixture(
     Raises:
         CollapsedComponentError: every start collapsed a component (named in the message).
     """
-    if init not in ("hc", "kmeans"):
-        raise ValueError(f"init must be 'hc' or 'kmeans'; got {init!r}.")
-    X = np.asarray(X, dtype=np.float64)
-    codes = np.asarray(codes, dtype=int)
-    row_weight = np.ones(len(X)) if row_weight is None else np.asarray(row_weight, dtype=np.float64)
-    if observed is not None:
-        observed = np.asarray(observed, dtype=bool)
-        X = np.where(observed, X, 0.0)
-        if observed.all():
-            observed = None
-    num_components = tuple(int(g) for g in num_components)
-    structures = (structures,) if isinstance(structures, str) else tuple(structures)
-    cell_class = np.repeat(np.arange(len(num_components)), num_components)
-    if across_classes:
-        if any(g != 1 for g in num_components):
-            raise ValueError("a structure across classes needs one component per class (EDDA).")
-        structures, groups = structures[:1], (tuple(range(len(cell_class))),)
-    else:
-        groups = tuple(tuple(np.flatnonzero(cell_class == k)) for k in range(len(num_components)))
-    story = GaussianMixtureStory(
-        cell_class, structures, groups, em_prior=prior, em_prior_step=prior_step
-    )
-    num_classes, J, D = len(num_components), len(cell_class), X.shape[1]
+    X, codes, row_weight, observed = _rows(X, codes, row_weight, observed, init)
+    story = _story(num_components, structures, across_classes, prior, prior_step)
+    num_components, cell_class = tuple(int(g) for g in num_components), story.cell_class
     data = (X, codes, row_weight, observed)
     split = start_from is None and any(g > 1 for g in num_components)
     # (seed, how the classes split): the first from init, the others from seeded k-means
@@ -293,15 +345,7 @@ def fit_mixture(
         found = False
         R = None if start_from is None else np.asarray(start_from, dtype=np.float64)
         for start in STARTS if start_from is None else ("given",):
-            fit = MixtureFit(
-                class_prior=np.full(num_classes, 1.0 / num_classes),
-                weights=np.ones(J),
-                means=np.zeros((J, D)),
-                covariances=np.broadcast_to(np.eye(D), (J, D, D)),
-                cell_class=cell_class,
-                structures=structures,
-                groups=groups,
-            )
+            fit = _blank(story, len(num_components), X.shape[1])
             try:
                 if R is None:
                     R = _initial_responsibilities(
@@ -333,6 +377,101 @@ def fit_mixture(
     if best is None:
         raise error
     return best
+
+
+def fit_mixtures(X, codes, candidates, *, row_weight=None, observed=None, n_init=1, **settings):
+    """:func:`fit_mixture` of each candidate ``(num_components, structures, prior)`` on the same
+    rows (``settings``: its other keywords but ``across_classes`` and ``start_from``): a list of
+    fits, or of the :class:`CollapsedComponentError` of a candidate that failed.
+
+    Labeled complete rows and one start: the candidates' EMs run in lockstep, their E-steps a
+    round at a time (:func:`_lockstep_e_steps`); a candidate that fails there is fitted again
+    alone, so every fit and every error is :func:`fit_mixture`'s."""
+    init, random_state = settings.get("init", "hc"), settings.get("random_state", 0)
+    X, codes, row_weight, observed = _rows(X, codes, row_weight, observed, init)
+    results = [None] * len(candidates)
+    if observed is None and n_init == 1 and not np.any((codes < 0) & (row_weight > 0)):
+        stories, programs, slots = [], [], []
+        for i, (num_components, structures, prior) in enumerate(candidates):
+            step = settings.get("prior_step", "mstep")
+            story = _story(num_components, structures, False, prior, step)
+            try:
+                R = _initial_responsibilities(
+                    X, codes, row_weight, story.cell_class, None, random_state, init
+                )
+            except CollapsedComponentError:
+                continue  # fit_mixture's other starts
+            fit = _blank(story, len(num_components), X.shape[1])
+            max_iter, tol = settings.get("max_iter", 100), settings.get("tol", 1e-8)
+            args = (story, fit, X, codes, row_weight, None, R, max_iter, tol, "labeled")
+            stories.append(story)
+            programs.append(_em_program(*args))
+            slots.append(i)
+        patterns = _patterns(np.ones(X.shape, dtype=bool))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            e_steps = _lockstep_e_steps(stories, X, codes, row_weight, patterns)
+            outcomes = run_in_lockstep(programs, e_steps)
+        for i, outcome in zip(slots, outcomes, strict=True):
+            if isinstance(outcome, MixtureFit) and np.isfinite(outcome.log_likelihood):
+                results[i] = outcome
+            elif not isinstance(outcome, (MixtureFit, CollapsedComponentError, LinAlgError)):
+                raise outcome
+    for i, (num_components, structures, prior) in enumerate(candidates):
+        if results[i] is None:  # alone: fit_mixture's starts, fallbacks and errors
+            try:
+                results[i] = fit_mixture(
+                    X, codes, num_components, structures, row_weight=row_weight,
+                    observed=observed, n_init=n_init, prior=prior, **settings,
+                )  # fmt: skip
+            except CollapsedComponentError as error:
+                results[i] = error
+    return results
+
+
+def _rows(X, codes, row_weight, observed, init):
+    """The rows as the fits take them: float64, NaN cells 0 under ``observed`` (None if all)."""
+    if init not in ("hc", "kmeans"):
+        raise ValueError(f"init must be 'hc' or 'kmeans'; got {init!r}.")
+    X = np.asarray(X, dtype=np.float64)
+    codes = np.asarray(codes, dtype=int)
+    row_weight = np.ones(len(X)) if row_weight is None else np.asarray(row_weight, dtype=np.float64)
+    if observed is not None:
+        observed = np.asarray(observed, dtype=bool)
+        X = np.where(observed, X, 0.0)
+        if observed.all():
+            observed = None
+    return X, codes, row_weight, observed
+
+
+def _story(num_components, structures, across_classes, prior, prior_step):
+    """The story of G_k components a class, a structure per class (or one across classes)."""
+    num_components = tuple(int(g) for g in num_components)
+    structures = (structures,) if isinstance(structures, str) else tuple(structures)
+    cell_class = np.repeat(np.arange(len(num_components)), num_components)
+    if across_classes:
+        if any(g != 1 for g in num_components):
+            raise ValueError("a structure across classes needs one component per class (EDDA).")
+        structures, groups = structures[:1], (tuple(range(len(cell_class))),)
+    else:
+        groups = tuple(tuple(np.flatnonzero(cell_class == k)) for k in range(len(num_components)))
+    return GaussianMixtureStory(
+        cell_class, structures, groups, em_prior=prior, em_prior_step=prior_step
+    )
+
+
+def _blank(story, num_classes, num_features):
+    """The fit EM starts from: its first M-step sets every number."""
+    J, D = len(story.cell_class), num_features
+    return MixtureFit(
+        class_prior=np.full(num_classes, 1.0 / num_classes),
+        weights=np.ones(J),
+        means=np.zeros((J, D)),
+        covariances=np.broadcast_to(np.eye(D), (J, D, D)),
+        cell_class=np.asarray(story.cell_class),
+        structures=story.structures,
+        groups=story.groups,
+    )
 
 
 def split_start(X, class_responsibilities, num_components, row_weight, seed=0):
