@@ -148,7 +148,7 @@ def test_one_group_shortcut_equals_the_iterations_on_two_equal_groups(structure)
     # one group takes the closed form; two equal groups run the iterations to the same answer
     W, n = _scatter(3, G=1, n=(40.0,))
     one = covariances(structure, W, n)
-    two = covariances(structure, np.concatenate([W, W]), np.concatenate([n, n]))
+    two = covariances(structure, np.concatenate([W, W]), np.concatenate([n, n]), tol=1e-13)
     np.testing.assert_allclose(two, np.concatenate([one, one]), rtol=1e-9, atol=1e-12)
 
 

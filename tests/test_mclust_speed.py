@@ -37,10 +37,11 @@ def _counted(monkeypatch):
 def test_squarem_reaches_mm_covariances_in_fewer_updates(structure, monkeypatch):
     W, n = _wine_scatter()
     calls = _counted(monkeypatch)
-    fast = mclust.covariances(structure, W, n)
+    tight = dict(tol=1e-13)  # far into MM's slow tail, where SQUAREM earns its keep
+    fast = mclust.covariances(structure, W, n, **tight)
     fast_calls, calls[0] = calls[0], 0
     monkeypatch.setattr(mclust, "ACCELERATE_FROM", mclust.MAX_ITER + 1)  # MM's own updates
-    plain = mclust.covariances(structure, W, n)
+    plain = mclust.covariances(structure, W, n, **tight)
     # the same fixed point: MM stops within ~4e-11 of it (its steps shrink by ~0.998)
     np.testing.assert_allclose(fast, plain, rtol=1e-9, atol=1e-9 * np.abs(plain).max())
     q_fast = mclust.m_step_objective(W, n, fast)

@@ -29,14 +29,19 @@ def _class_scatter(X, y):
 def test_warm_start_reaches_the_cold_maximum(structure):
     X, y = _data("iris")
     W, n = _class_scatter(X, y)
-    cold = mclust.covariances(structure, W, n)
+    tight = dict(tol=1e-13)  # the same maximum, to well within the default rule
+    cold = mclust.covariances(structure, W, n, **tight)
     # from the answer itself: nothing moves
-    np.testing.assert_allclose(mclust.covariances(structure, W, n, start=cold), cold, rtol=1e-10)
+    start = mclust.covariances(structure, W, n, start=cold, **tight)
+    np.testing.assert_allclose(start, cold, rtol=1e-10)
     # from the previous EM iteration's answer (slightly other scatter): Q never below start's,
     # and the same maximum as from scratch
     other = mclust.covariances(structure, W * np.array([1.02, 0.99, 1.01])[:, None, None], n)
-    warm = mclust.covariances(structure, W, n, start=other)
+    warm = mclust.covariances(structure, W, n, start=other, **tight)
     np.testing.assert_allclose(warm, cold, rtol=1e-8, atol=1e-12)
+    # at the default rule, within it
+    default = mclust.covariances(structure, W, n, start=other)
+    np.testing.assert_allclose(default, cold, rtol=0, atol=10 * mclust.TOL * np.abs(cold).max())
     few = mclust.covariances(structure, W, n, start=other, max_iter=2)
     assert mclust.m_step_objective(W, n, few) >= mclust.m_step_objective(W, n, other)
     with pytest.raises(ValueError, match="start must have"):
@@ -66,6 +71,12 @@ def _shuffled_iris():
     return X[order] + np.array([100.0, -50.0, 3.0, 1000.0]), y[order]
 
 
+def _within_rule(structure):
+    """How close two paths to the same M-step agree: an iterative structure stops within its
+    rule (mclust's sqrt(eps) on the parameters' change), a closed form to rounding."""
+    return 10 * mclust.TOL if structure in mclust.ITERATIVE else 1e-10
+
+
 def _assert_same_params(a, b, rtol=1e-10):
     for name in ("class_prior", "means", "covariances"):
         expected = np.asarray(b.params_[name])
@@ -82,16 +93,18 @@ def test_partial_fit_over_chunks_equals_fit(structure):
     model = genprob.MixtureDiscriminantAnalysis(structure=structure)
     for rows in np.array_split(np.arange(len(y)), 3):
         model.partial_fit(X[rows], y[rows], classes=[0, 1, 2], sample_weight=weight[rows])
-    _assert_same_params(model, full)
+    _assert_same_params(model, full, _within_rule(structure))
     np.testing.assert_allclose(model.predict_proba(X), full.predict_proba(X), atol=1e-10)
     assert model.structure_.tolist() == [structure] * 3
-    assert model.bic(X) == pytest.approx(full.bic(X), rel=1e-12)
+    # the criterion is flat at the maximum: within the rule's square, up to MM's slow tail
+    rel = 1e-9 if structure in mclust.ITERATIVE else 1e-12
+    assert model.bic(X) == pytest.approx(full.bic(X), rel=rel)
     # partial_fit after fit continues from fit's rows
     first = genprob.MixtureDiscriminantAnalysis(structure=structure).fit(
         X[:60], y[:60], weight[:60]
     )
     first.partial_fit(X[60:], y[60:], sample_weight=weight[60:])
-    _assert_same_params(first, full)
+    _assert_same_params(first, full, _within_rule(structure))
     with pytest.raises(AttributeError, match="no BIC table: partial_fit"):
         model.bic_table_  # noqa: B018
 
@@ -151,7 +164,7 @@ def test_chunks_fit_equals_fit_and_refuse_what_needs_every_row():
     chunks = Chunks([(X[r], y[r], weight[r]) for r in rows])
     full = genprob.MixtureDiscriminantAnalysis(structure="EVE").fit(X, y, weight)
     streamed = genprob.MixtureDiscriminantAnalysis(structure="EVE").fit(chunks, None)
-    _assert_same_params(streamed, full)
+    _assert_same_params(streamed, full, _within_rule("EVE"))
     assert (
         streamed.structure_.tolist() == ["EVE"] * 3 and streamed.n_components_.tolist() == [1] * 3
     )

@@ -49,8 +49,8 @@ STRUCTURES = (
 #: The structures whose M-step iterates.
 ITERATIVE = ("VEI", "VEE", "EVE", "VVE", "VEV")
 #: Default largest change of the parameters (log shapes or volumes, orientation entries)
-#: between two updates at which the iterative M-steps stop.
-TOL = 1e-13
+#: between two updates at which the iterative M-steps stop: mclust's ``emControl()$tol[2]``.
+TOL = float(np.sqrt(np.finfo(np.float64).eps))
 #: Default cap on their updates.
 MAX_ITER = 10000
 #: Fewest updates asked of EVE's and VVE's M-step for SQUAREM cycles (:func:`_common_orientation`;
