@@ -8,10 +8,10 @@ signs are LAPACK's: they are compared up to sign.
 """
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _mclust_data import REFERENCES, load
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
@@ -20,19 +20,13 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 import genprob
 
-REFERENCES = Path(__file__).parent / "references" / "mclust"
 REFERENCE = json.loads((REFERENCES / "mclustdr_reference.json").read_text())
 LAMBDAS = ("1", "0.5")
 
 
-def _data(name):
-    table = np.loadtxt(REFERENCES / f"{name}.csv", delimiter=",", skiprows=1)
-    return table[:, :-1], table[:, -1].astype(int)
-
-
 @pytest.fixture(scope="module")
 def iris_mclustda():
-    X, y = _data("iris")
+    X, y = load("iris")
     # mclust's choice over the 14 structures x G 1:3 (the reference's models), pinned
     model = genprob.MixtureDiscriminantAnalysis(structure="EEE", n_components=[1, 2], em_tol=1e-12)
     return model.fit(X, y)
@@ -56,7 +50,7 @@ def _matches_mclust(dr, case, X):
 
 @pytest.mark.parametrize("lam", LAMBDAS)
 def test_iris_mclustda_matches_mclust(iris_mclustda, lam):
-    X, _ = _data("iris")
+    X, _ = load("iris")
     ref = REFERENCE["iris_mclustda"]
     # the same fit as mclust's first: the models it chose and its log-likelihood
     assert [(m["modelName"], m["G"]) for m in ref["models"]] == [("EEE", 2), ("XXX", 1), ("XXX", 1)]
@@ -78,7 +72,7 @@ def test_iris_mclustda_matches_mclust(iris_mclustda, lam):
     ids=["edda_VVI", "gaussian_nb"],
 )
 def test_wine_edda_matches_mclust(make, lam):
-    X, y = _data("wine")
+    X, y = load("wine")
     model = make().fit(X, y)
     dr = genprob.DiscriminantDirections(model, mean_weight=float(lam)).fit(X)
     _matches_mclust(dr, REFERENCE["wine_edda_VVI"]["cases"][lam], X)
@@ -87,7 +81,7 @@ def test_wine_edda_matches_mclust(make, lam):
 def test_directions_from_the_means_are_fishers():
     """lambda = 1 with a shared covariance is LDA: its directions are LDA's scalings, and EDDA's
     EEE (the same Gaussians) gives the same directions and eigenvalues."""
-    X, y = _data("wine")
+    X, y = load("wine")
     lda = genprob.LinearDiscriminantAnalysis().fit(X, y)
     dr = genprob.DiscriminantDirections(lda).fit(X)
     assert dr.n_directions_ == 2
@@ -101,7 +95,7 @@ def test_directions_from_the_means_are_fishers():
 
 
 def test_qda_is_edda_vvv():
-    X, y = _data("iris")
+    X, y = load("iris")
     qda = genprob.DiscriminantDirections(
         genprob.QuadraticDiscriminantAnalysis().fit(X, y), mean_weight=0.5
     ).fit(X)
@@ -114,7 +108,7 @@ def test_qda_is_edda_vvv():
 
 
 def test_a_shared_diagonal_story_is_edda_eei():
-    X, y = _data("wine")
+    X, y = load("wine")
     story = genprob.GaussianStory(covariance="diag", shared=True)
     ours = genprob.DiscriminantDirections(
         genprob.GenerativeClassifier(story).fit(X, y), mean_weight=0.5
@@ -131,7 +125,7 @@ def test_a_shared_diagonal_story_is_edda_eei():
 
 
 def test_directions_span_the_whitened_means_and_are_uncorrelated(iris_mclustda):
-    X, _ = _data("iris")
+    X, _ = load("iris")
     dr = genprob.DiscriminantDirections(iris_mclustda).fit(X)
     params = iris_mclustda.params_
     weights = params["class_prior"][params["component_class"]] * params["weights"]
@@ -152,7 +146,7 @@ def test_directions_span_the_whitened_means_and_are_uncorrelated(iris_mclustda):
 
 
 def test_n_directions_keeps_the_first(iris_mclustda):
-    X, _ = _data("iris")
+    X, _ = load("iris")
     every = genprob.DiscriminantDirections(iris_mclustda, mean_weight=0.5).fit(X)
     two = genprob.DiscriminantDirections(iris_mclustda, mean_weight=0.5, n_directions=2)
     Z = two.fit_transform(X)
@@ -166,7 +160,7 @@ def test_n_directions_keeps_the_first(iris_mclustda):
 
 
 def test_a_frozen_model_survives_a_pipelines_clone(iris_mclustda):
-    X, y = _data("iris")
+    X, y = load("iris")
     pipeline = make_pipeline(
         genprob.DiscriminantDirections(FrozenEstimator(iris_mclustda), n_directions=2),
         genprob.LinearDiscriminantAnalysis(),
@@ -177,7 +171,7 @@ def test_a_frozen_model_survives_a_pipelines_clone(iris_mclustda):
 
 
 def test_bad_input_is_named(iris_mclustda):
-    X, y = _data("iris")
+    X, y = load("iris")
     with pytest.raises(NotFittedError, match="model: MixtureDiscriminantAnalysis is not"):
         genprob.DiscriminantDirections(genprob.MixtureDiscriminantAnalysis()).fit(X)
     counts = np.round(X).astype(int)

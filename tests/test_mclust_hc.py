@@ -7,27 +7,24 @@ rows, alpha, the n - 1 merges and ``hclass(hc, 1:5)``.
 """
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _mclust_data import REFERENCES, class_rows, load
 from sklearn.datasets import load_wine
 
 import genprob
 from genprob.estimators.mda import MixtureDiscriminantAnalysis
 from genprob.families.gaussian import hc
 
-REFERENCE = Path(__file__).parent / "references" / "mclust"
-HC = json.loads((REFERENCE / "mclust_priors.json").read_text())["hc"]
-WINE_MCLUSTDA = json.loads((REFERENCE / "mclust_priors.json").read_text())["wine_mclustda"]
+PRIORS = json.loads((REFERENCES / "mclust_priors.json").read_text())
+HC, WINE_MCLUSTDA = PRIORS["hc"], PRIORS["wine_mclustda"]
 CASES = {"iris": ("iris", None), "wine_class1": ("wine", 1)}
 
 
 def _rows(case):
     name, label = CASES[case]
-    table = np.loadtxt(REFERENCE / f"{name}.csv", delimiter=",", skiprows=1)
-    X, y = table[:, :-1], table[:, -1].astype(int)
-    return X if label is None else X[y == label]
+    return load(name)[0] if label is None else class_rows(name, label)
 
 
 def _same_up_to_relabeling(a, b):

@@ -2,20 +2,17 @@
 own updates, in fewer of them (benchmarks/bench_mclust.py times it against R's mclust)."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _mclust_data import REFERENCES, load
 
 from genprob.families.gaussian import mclust
-
-REFERENCES = Path(__file__).parent / "references" / "mclust"
 
 
 def _wine_scatter():
     """Each wine class's scatter about its mean (EDDA's M-step), and its row count."""
-    data = np.loadtxt(REFERENCES / "wine.csv", delimiter=",", skiprows=1)
-    X, y = data[:, :-1], data[:, -1].astype(int)
+    X, y = load("wine")
     rows = [X[y == k] - X[y == k].mean(axis=0) for k in np.unique(y)]
     return np.stack([Z.T @ Z for Z in rows]), np.array([len(Z) for Z in rows], dtype=float)
 
@@ -56,8 +53,7 @@ def test_squarem_edda_wine_at_least_mclust():
     import genprob
 
     reference = json.loads((REFERENCES / "mclust_reference.json").read_text())
-    data = np.loadtxt(REFERENCES / "wine.csv", delimiter=",", skiprows=1)
-    X, y = data[:, :-1], data[:, -1].astype(int)
+    X, y = load("wine")
     for structure in ("EVE", "VVE"):
         model = genprob.MixtureDiscriminantAnalysis(structure=structure).fit(X, y)
         expected = reference["wine"]["edda"][structure]["loglik"]

@@ -9,16 +9,15 @@ log-likelihood ``sum_i log sum_k pi_k f_k(x_i)`` at the one-Gaussian-per-class f
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _mclust_data import REFERENCES, load
 
 import genprob
 from genprob.families.gaussian import GaussianStory
 from genprob.families.gaussian.mclust import STRUCTURES, m_step_objective, one_component
 
-REFERENCE = Path(__file__).parent / "references" / "mclust"
 DATASETS = ("iris", "wine")
 
 #: Fits where mclust's iterative M-step stopped short of the maximum that genprob reaches (its
@@ -30,12 +29,7 @@ BETTER_OPTIMUM = {("wine", "EVE"), ("iris", "VVE"), ("wine", "VVE")}
 
 @pytest.fixture(scope="module")
 def reference():
-    return json.loads((REFERENCE / "mclust_reference.json").read_text())
-
-
-def _data(name):
-    table = np.loadtxt(REFERENCE / f"{name}.csv", delimiter=",", skiprows=1)
-    return table[:, :-1], table[:, -1].astype(int)
+    return json.loads((REFERENCES / "mclust_reference.json").read_text())
 
 
 def _scatter(X, y):
@@ -48,7 +42,7 @@ def _scatter(X, y):
 def fits():
     out = {}
     for name in DATASETS:
-        X, y = _data(name)
+        X, y = load(name)
         for structure in STRUCTURES:
             story = GaussianStory(structure=structure)
             out[name, structure] = genprob.GenerativeClassifier(story=story).fit(X, y)
@@ -73,7 +67,7 @@ def test_reference_was_made_with_mclust_611_or_later(reference):
 @pytest.mark.parametrize("name", DATASETS)
 @pytest.mark.parametrize("structure", STRUCTURES)
 def test_edda_matches_mclust(fits, reference, name, structure):
-    X, y = _data(name)
+    X, y = load(name)
     estimator = fits[name, structure]
     ref = reference[name]["edda"][structure]
     log_lik = float(estimator.log_likelihood(X))
@@ -95,7 +89,7 @@ def test_edda_matches_mclust(fits, reference, name, structure):
 @pytest.mark.parametrize("name", DATASETS)
 @pytest.mark.parametrize("structure", STRUCTURES)
 def test_bic_counts_mclust_degrees_of_freedom(fits, reference, name, structure):
-    X, _ = _data(name)
+    X, _ = load(name)
     n, D = X.shape
     K = 3
     volume, shape, orientation = structure
@@ -132,7 +126,7 @@ def test_structure_and_covariance_agree_or_raise():
 
 
 def test_four_structures_keep_their_closed_forms():
-    X, y = _data("iris")
+    X, y = load("iris")
     for name in ("EEE", "VVV", "EEI", "VVI"):
         old = GaussianStory(**dict(zip(("covariance", "shared"), {
             "EEE": ("full", True), "VVV": ("full", False),
@@ -146,21 +140,21 @@ def test_four_structures_keep_their_closed_forms():
 
 @pytest.mark.parametrize("structure", ["VEV", "EVE", "EII"])
 def test_crosscheck_fast_cases(structure):
-    X, y = _data("iris")
+    X, y = load("iris")
     assert genprob.crosscheck(GaussianStory(structure=structure), X[::3], y[::3]).passed
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("structure", STRUCTURES)
 def test_crosscheck_every_structure(structure):
-    X, y = _data("iris")
+    X, y = load("iris")
     result = genprob.crosscheck(GaussianStory(structure=structure), X[::3], y[::3])
     assert result.passed, str(result)
 
 
 @pytest.mark.parametrize("structure", ["VEE", "EVV"])
 def test_em_with_unlabeled_rows(structure):
-    X, y = _data("iris")
+    X, y = load("iris")
     partial = y.copy()
     partial[1::2] = -1
     estimator = genprob.GenerativeClassifier(story=GaussianStory(structure=structure), max_iter=50)
@@ -173,7 +167,7 @@ def test_em_with_unlabeled_rows(structure):
 
 
 def test_save_load_round_trip(tmp_path):
-    X, y = _data("iris")
+    X, y = load("iris")
     estimator = genprob.GenerativeClassifier(story=GaussianStory(structure="VEV")).fit(X, y)
     loaded = genprob.load(estimator.save(tmp_path / "vev"))
     assert loaded.story_.structure == "VEV"
@@ -184,7 +178,7 @@ def test_save_load_round_trip(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("structure", ["VEI", "EEV"])
 def test_nuts_and_arviz(structure):
-    X, y = _data("iris")
+    X, y = load("iris")
     rows = slice(None, None, 5)
     estimator = genprob.GenerativeClassifier(story=GaussianStory(structure=structure)).fit(
         X[rows], y[rows]

@@ -5,10 +5,10 @@ against the observed-data likelihood written by hand."""
 import json
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _mclust_data import REFERENCES, load
 from scipy.optimize import minimize
 from scipy.stats import norm
 
@@ -16,13 +16,7 @@ import genprob
 from genprob.families.gaussian import mixture
 from genprob.families.gaussian.mclust import STRUCTURES
 
-REFERENCES = Path(__file__).parent / "references" / "mclust"
 REFERENCE = json.loads((REFERENCES / "mclust_reference.json").read_text())
-
-
-def _data(name):
-    table = np.loadtxt(REFERENCES / f"{name}.csv", delimiter=",", skiprows=1)
-    return table[:, :-1], table[:, -1].astype(int)
 
 
 def _close_or_better(ours, theirs, rel=1e-4):
@@ -34,7 +28,7 @@ def _close_or_better(ours, theirs, rel=1e-4):
 @pytest.mark.parametrize("structure", STRUCTURES)
 @pytest.mark.parametrize("data", ["iris", pytest.param("wine", marks=pytest.mark.slow)])
 def test_edda_matches_mclust(data, structure):
-    X, y = _data(data)
+    X, y = load(data)
     ref = REFERENCE[data]["edda"][structure]
     model = genprob.MixtureDiscriminantAnalysis(structure=structure).fit(X, y)
     _close_or_better(model.log_likelihood_, ref["loglik"])
@@ -60,7 +54,7 @@ def _hand_count(structure, K, D):
 
 @pytest.mark.parametrize("structure", STRUCTURES)
 def test_bic_counts_parameters_by_hand(structure):
-    X, y = _data("iris")
+    X, y = load("iris")
     K, D = 3, X.shape[1]
     model = genprob.MixtureDiscriminantAnalysis(structure=structure).fit(X, y)
     df = (K - 1) + K * D + _hand_count(structure, K, D)
@@ -73,7 +67,7 @@ def test_bic_counts_parameters_by_hand(structure):
 # -- MclustDA: mixtures within classes chosen by BIC per class ------------------------------------
 @pytest.mark.slow
 def test_mclustda_matches_mclust():
-    X, y = _data("iris")
+    X, y = load("iris")
     ref = REFERENCE["iris"]["mclustda"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mixture.CollapsedComponentWarning)
@@ -102,7 +96,7 @@ def test_banknote_mclustda_matches_mclust():
     """mclust's banknote data, MclustDA over 14 structures x G 1-5 from the hierarchical start:
     mclust's chosen models (counterfeit EVE with 2 components, genuine one Gaussian, which
     mclust names XXX), its log-likelihood, BIC, posteriors and training accuracy."""
-    X, y = _data("banknote")
+    X, y = load("banknote")
     ref = json.loads((REFERENCES / "banknote_mclustda.json").read_text())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mixture.CollapsedComponentWarning)
@@ -125,7 +119,7 @@ def test_banknote_mclustda_matches_mclust():
 
 
 def test_mclustda_chosen_model_is_the_table_maximum():
-    X, y = _data("iris")
+    X, y = load("iris")
     model = genprob.MixtureDiscriminantAnalysis(structure=["EEE", "VVI"], n_components=[1, 2])
     model.fit(X, y)
     for k, cls in enumerate(model.classes_):
@@ -138,7 +132,7 @@ def test_mclustda_chosen_model_is_the_table_maximum():
 
 # -- MclustSSC: semi-supervised ------------------------------------------------------------------
 def test_mclustssc_matches_mclust():
-    X, y = _data("iris")
+    X, y = load("iris")
     ref = REFERENCE["iris"]["mclustssc"]
     y = y.copy()
     y[1::2] = -1
@@ -159,7 +153,7 @@ def test_mclustssc_matches_mclust():
 
 @pytest.mark.slow
 def test_mclustssc_table_matches_mclust():
-    X, y = _data("iris")
+    X, y = load("iris")
     ref = REFERENCE["iris"]["mclustssc"]
     y = y.copy()
     y[1::2] = -1
@@ -291,7 +285,7 @@ def _as_theta(model):
 
 # -- the estimator face --------------------------------------------------------------------------
 def test_sample_weight_counts_rows():
-    X, y = _data("iris")
+    X, y = load("iris")
     weight = np.where(np.arange(len(y)) % 3 == 0, 2.0, 1.0)
     repeated = np.repeat(np.arange(len(y)), weight.astype(int))
     a = genprob.MixtureDiscriminantAnalysis(structure=["EEE", "VEV"]).fit(X, y, weight)
@@ -303,7 +297,7 @@ def test_sample_weight_counts_rows():
 
 
 def test_dask_and_bad_settings_are_refused_clearly():
-    X, y = _data("iris")
+    X, y = load("iris")
     with pytest.raises(ValueError, match="unknown structure"):
         genprob.MixtureDiscriminantAnalysis(structure="XYZ").fit(X, y)
     with pytest.raises(ValueError, match="n_components must be integers"):
@@ -326,7 +320,7 @@ def test_cli_fits_and_predicts_mda(tmp_path, capsys):
 
     from genprob.app import cli
 
-    X, y = _data("iris")
+    X, y = load("iris")
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"]).assign(species=y)
     frame.loc[1::2, "species"] = None  # half the labels hidden: MclustSSC
     data = tmp_path / "iris.csv"
@@ -376,7 +370,7 @@ def test_icl_is_bic_plus_the_map_entropy_term():
 
 def test_a_model_of_several_components_a_class_saves_and_loads(tmp_path):
     # 6 components over 3 classes and 4 features: the components' axis is neither
-    X, y = _data("iris")
+    X, y = load("iris")
     model = genprob.MixtureDiscriminantAnalysis("VVV", n_components=2).fit(X, y)
     path = tmp_path / "mda.npz"
     model.save(path)

@@ -3,20 +3,13 @@ inside EM, partial_fit and Dask for EDDA, and NaN cells marginalized with the na
 in GaussianStory."""
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _mclust_data import load
 
 import genprob
 from genprob.families.gaussian import mclust, mixture
-
-REFERENCES = Path(__file__).parent / "references" / "mclust"
-
-
-def _data(name):
-    table = np.loadtxt(REFERENCES / f"{name}.csv", delimiter=",", skiprows=1)
-    return table[:, :-1], table[:, -1].astype(int)
 
 
 def _class_scatter(X, y):
@@ -27,7 +20,7 @@ def _class_scatter(X, y):
 # -- (d) warm starts -----------------------------------------------------------------------------
 @pytest.mark.parametrize("structure", mclust.ITERATIVE)
 def test_warm_start_reaches_the_cold_maximum(structure):
-    X, y = _data("iris")
+    X, y = load("iris")
     W, n = _class_scatter(X, y)
     tight = dict(tol=1e-13)  # the same maximum, to well within the default rule
     cold = mclust.covariances(structure, W, n, **tight)
@@ -50,7 +43,7 @@ def test_warm_start_reaches_the_cold_maximum(structure):
 
 @pytest.mark.parametrize("structure", ["EVE", "VEI"])
 def test_capped_warm_m_steps_give_the_full_fit(structure, monkeypatch):
-    X, y = _data("iris")
+    X, y = load("iris")
     rows = y == 2
     fits = []
     for cap in (mixture.WARM_MAX_ITER, mclust.MAX_ITER):
@@ -65,7 +58,7 @@ def test_capped_warm_m_steps_give_the_full_fit(structure, monkeypatch):
 
 # -- (b) partial_fit and Dask: one structure, one Gaussian per class -----------------------------
 def _shuffled_iris():
-    X, y = _data("iris")
+    X, y = load("iris")
     order = np.random.default_rng(0).permutation(len(y))
     # far from the origin: the statistics' reference point matters
     return X[order] + np.array([100.0, -50.0, 3.0, 1000.0]), y[order]

@@ -9,30 +9,24 @@ of mclust_priors.json (per class log-likelihood, df and BIC).
 import json
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from _mclust_data import REFERENCES, load
 from sklearn.metrics import brier_score_loss
 
 import genprob
 from genprob.estimators._summary import brier_score
 from genprob.families.gaussian import mixture
 
-REFERENCES = Path(__file__).parent / "references" / "mclust"
 SUMMARY = json.loads((REFERENCES / "mclust_summary.json").read_text())
 PRIORS = json.loads((REFERENCES / "mclust_priors.json").read_text())
 
 
-def _data(name):
-    table = np.loadtxt(REFERENCES / f"{name}.csv", delimiter=",", skiprows=1)
-    return table[:, :-1], table[:, -1].astype(int)
-
-
 @pytest.fixture(scope="module")
 def iris_mclustda():
-    X, y = _data("iris")
+    X, y = load("iris")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mixture.CollapsedComponentWarning)
         model = genprob.MixtureDiscriminantAnalysis("all", n_components=(1, 2, 3)).fit(X, y)
@@ -98,7 +92,7 @@ def test_the_top_of_the_table_is_the_tables_best(iris_mclustda):
 
 
 def test_wine_edda_summary_is_mclusts():
-    X, y = _data("wine")
+    X, y = load("wine")
     ref = SUMMARY["wine_edda"]
     model = genprob.MixtureDiscriminantAnalysis(ref["modelNames"]).fit(X, y)
     summary = model.summary(X, y)
@@ -117,7 +111,7 @@ def test_wine_edda_summary_is_mclusts():
 
 
 def test_held_out_rows_are_mclusts_newdata():
-    X, y = _data("wine")
+    X, y = load("wine")
     ref = SUMMARY["wine_edda_half"]
     train = np.arange(len(y)) % 2 == 0
     model = genprob.MixtureDiscriminantAnalysis(ref["modelNames"]).fit(X[train], y[train])
@@ -131,7 +125,7 @@ def test_held_out_rows_are_mclusts_newdata():
 
 @pytest.mark.slow
 def test_wine_mclustda_per_class_numbers_are_mclusts():
-    X, y = _data("wine")
+    X, y = load("wine")
     ref = PRIORS["wine_mclustda"]["none"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", mixture.CollapsedComponentWarning)
@@ -164,7 +158,7 @@ def test_brier_score_is_mclusts_definition():
 
 
 def test_unlabeled_rows_give_mclustssc_and_are_left_out_of_the_confusion():
-    X, y = _data("iris")
+    X, y = load("iris")
     y_few = y.copy()
     y_few[1::3] = -1
     model = genprob.MixtureDiscriminantAnalysis(["EEE", "VVV"]).fit(X, y_few)
@@ -183,7 +177,7 @@ def test_unlabeled_rows_give_mclustssc_and_are_left_out_of_the_confusion():
 
 
 def test_string_labels_and_a_saved_model(tmp_path):
-    X, y = _data("iris")
+    X, y = load("iris")
     names = np.array(["setosa", "versicolor", "virginica"])[y]
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
     model = genprob.MixtureDiscriminantAnalysis(["EEE", "VVI"], n_components=(1, 2))
@@ -196,7 +190,7 @@ def test_string_labels_and_a_saved_model(tmp_path):
 
 
 def test_bad_input_is_named():
-    X, y = _data("iris")
+    X, y = load("iris")
     model = genprob.MixtureDiscriminantAnalysis("EEE").fit(X, y)
     with pytest.raises(ValueError, match="pass both X and y"):
         model.summary(X)
@@ -217,7 +211,7 @@ def test_bad_input_is_named():
 def test_cli_fit_mda_prints_the_summary(tmp_path, capsys):
     from genprob.app import cli
 
-    X, y = _data("iris")
+    X, y = load("iris")
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
     frame["species"] = np.array(["setosa", "versicolor", "virginica"])[y]
     frame.loc[frame.index % 10 == 1, "species"] = None  # unlabeled rows: left out of the scores

@@ -3,19 +3,12 @@ E-step and one set of statistics a round) give every number a lone ``fit_mixture
 the bit: fits, iterations, traces and errors, with or without a prior, with row weights."""
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _mclust_data import class_rows
 
 from genprob.families.gaussian import mclust, mclust_prior, mixture
-
-REFERENCE = Path(__file__).parent / "references" / "mclust"
-
-
-def _class_rows(name, label):
-    table = np.loadtxt(REFERENCE / f"{name}.csv", delimiter=",", skiprows=1)
-    return table[table[:, -1] == label, :-1]
 
 
 def _alone(X, candidate, **settings):
@@ -39,7 +32,7 @@ def _assert_same(together, alone):
 # wine's class 2 (48 rows, 13 features): EEV's EM there turns 1e-15 into a different optimum
 @pytest.mark.parametrize("name, label", [("iris", 0), ("wine", 2)])
 def test_every_candidate_is_the_lone_fit(name, label):
-    X = _class_rows(name, label)
+    X = class_rows(name, label)
     candidates = [((G,), (s,), None) for s in mclust.STRUCTURES for G in (1, 2, 3)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -51,7 +44,7 @@ def test_every_candidate_is_the_lone_fit(name, label):
 
 
 def test_under_a_prior_with_row_weights():
-    X = _class_rows("iris", 1)
+    X = class_rows("iris", 1)
     weights = np.random.default_rng(0).uniform(0.5, 2.0, len(X))
     candidates = [
         ((G,), (s,), (mclust_prior.default_prior(X, G, s, weights),))
@@ -66,12 +59,12 @@ def test_under_a_prior_with_row_weights():
 
 def test_what_lockstep_does_not_cover_is_fitted_alone():
     """Several starts, unlabeled rows: each candidate alone, as fit_mixture."""
-    X = _class_rows("iris", 2)
+    X = class_rows("iris", 2)
     candidates = [((2,), ("VVV",), None), ((3,), ("VEI",), None)]
     codes = np.zeros(len(X), int)
     for t, c in zip(mixture.fit_mixtures(X, codes, candidates, n_init=2), candidates, strict=True):
         _assert_same(t, _alone(X, c, n_init=2))
-    two = np.vstack([X, _class_rows("iris", 1)])
+    two = np.vstack([X, class_rows("iris", 1)])
     partly = np.r_[np.zeros(len(X), int), np.full(len(X), -1)]
     together = mixture.fit_mixtures(two, partly, [((2,), ("EEE",), None)])[0]
     _assert_same(together, mixture.fit_mixture(two, partly, (2,), ("EEE",)))
