@@ -345,7 +345,7 @@ def fit_mixture(
         found = False
         R = None if start_from is None else np.asarray(start_from, dtype=np.float64)
         for start in STARTS if start_from is None else ("given",):
-            fit = _blank(story, len(num_components), X.shape[1])
+            fit = _blank(story, X.shape[1])
             try:
                 if R is None:
                     R = _initial_responsibilities(
@@ -379,30 +379,40 @@ def fit_mixture(
     return best
 
 
-def fit_mixtures(X, codes, candidates, *, row_weight=None, observed=None, n_init=1, **settings):
+def fit_mixtures(
+    X,
+    codes,
+    candidates,
+    *,
+    row_weight=None,
+    observed=None,
+    n_init: int = 1,
+    random_state: int = 0,
+    max_iter: int = 100,
+    tol: float = 1e-8,
+    prior_step: str = "mstep",
+    init: str = "hc",
+):
     """:func:`fit_mixture` of each candidate ``(num_components, structures, prior)`` on the same
-    rows (``settings``: its other keywords but ``across_classes`` and ``start_from``): a list of
-    fits, or of the :class:`CollapsedComponentError` of a candidate that failed.
+    rows, with its keywords (one structure per class: no ``across_classes``, no ``start_from``):
+    a list of fits, or of the :class:`CollapsedComponentError` of a candidate that failed.
 
     Labeled complete rows and one start: the candidates' EMs run in lockstep, their E-steps a
     round at a time (:func:`_lockstep_e_steps`); a candidate that fails there is fitted again
     alone, so every fit and every error is :func:`fit_mixture`'s."""
-    init, random_state = settings.get("init", "hc"), settings.get("random_state", 0)
     X, codes, row_weight, observed = _rows(X, codes, row_weight, observed, init)
     results = [None] * len(candidates)
     if observed is None and n_init == 1 and not np.any((codes < 0) & (row_weight > 0)):
         stories, programs, slots = [], [], []
         for i, (num_components, structures, prior) in enumerate(candidates):
-            step = settings.get("prior_step", "mstep")
-            story = _story(num_components, structures, False, prior, step)
+            story = _story(num_components, structures, False, prior, prior_step)
             try:
                 R = _initial_responsibilities(
                     X, codes, row_weight, story.cell_class, None, random_state, init
                 )
             except CollapsedComponentError:
                 continue  # fit_mixture's other starts
-            fit = _blank(story, len(num_components), X.shape[1])
-            max_iter, tol = settings.get("max_iter", 100), settings.get("tol", 1e-8)
+            fit = _blank(story, X.shape[1])
             args = (story, fit, X, codes, row_weight, None, R, max_iter, tol, "labeled")
             stories.append(story)
             programs.append(_em_program(*args))
@@ -417,13 +427,14 @@ def fit_mixtures(X, codes, candidates, *, row_weight=None, observed=None, n_init
                 results[i] = outcome
             elif not isinstance(outcome, (MixtureFit, CollapsedComponentError, LinAlgError)):
                 raise outcome
-    for i, (num_components, structures, prior) in enumerate(candidates):
+    settings = dict(
+        row_weight=row_weight, observed=observed, n_init=n_init, random_state=random_state,
+        max_iter=max_iter, tol=tol, prior_step=prior_step, init=init,
+    )  # fmt: skip
+    for i, (components, structures, prior) in enumerate(candidates):
         if results[i] is None:  # alone: fit_mixture's starts, fallbacks and errors
             try:
-                results[i] = fit_mixture(
-                    X, codes, num_components, structures, row_weight=row_weight,
-                    observed=observed, n_init=n_init, prior=prior, **settings,
-                )  # fmt: skip
+                results[i] = fit_mixture(X, codes, components, structures, prior=prior, **settings)
             except CollapsedComponentError as error:
                 results[i] = error
     return results
@@ -460,11 +471,11 @@ def _story(num_components, structures, across_classes, prior, prior_step):
     )
 
 
-def _blank(story, num_classes, num_features):
+def _blank(story, num_features):
     """The fit EM starts from: its first M-step sets every number."""
-    J, D = len(story.cell_class), num_features
+    K, J, D = story.num_classes, len(story.cell_class), num_features
     return MixtureFit(
-        class_prior=np.full(num_classes, 1.0 / num_classes),
+        class_prior=np.full(K, 1.0 / K),
         weights=np.ones(J),
         means=np.zeros((J, D)),
         covariances=np.broadcast_to(np.eye(D), (J, D, D)),
