@@ -39,10 +39,11 @@ def test_laplace_weighted_median_passes_on_its_objective(iris):
     X, y = iris
     result = crosscheck(LaplaceStory(), X, y, data_name="iris", max_iter=3000, starts=1)
     objective = result.row("objective")
-    # the closed form is higher and the two objectives agree to ~1e-8 (where the optimizer stops
-    # on this non-smooth objective depends on the CPU's floating-point code: 1.8e-8 on one)
+    # the closed form is higher and the optimizer ends close below it; where L-BFGS stops on this
+    # kinked objective varies between processes (XLA:CPU's sums are not bitwise reproducible
+    # across runs: 1e-11 to 3.2e-7 seen), a wrong closed form is 3e-3 off (test below)
     assert objective.closed_form > objective.optimizer
-    assert objective.rel_diff <= 1e-7 and objective.passed and objective.decisive
+    assert objective.rel_diff <= 1e-6 and objective.passed and objective.decisive
     assert result.passed, str(result)
     # iris has 50 rows a class: any point between the middle two values maximizes, so the
     # optimizer's location differs from the (lower) weighted median; reported, not judged
