@@ -56,6 +56,8 @@ MAX_ITER = 10000
 #: Fewest updates asked of EVE's and VVE's M-step for SQUAREM cycles (:func:`_common_orientation`;
 #: a cycle, two or three updates, counts as one against ``max_iter``).
 ACCELERATE_FROM = 100
+#: Change of the orientation at which EVE's and VVE's two cold starts are compared.
+SCREEN_TOL = 1e-3
 #: No extrapolation once the change is within this many tolerances: MM's own steps end the loop.
 JUMP_ABOVE = 10.0
 #: A covariance whose smallest eigenvalue is at most this times its largest is singular.
@@ -151,18 +153,20 @@ class _Context:
         if self.xp is np:
             _positive(values, self.name, what, pooled)
 
-    def iterate(self, update, state):
-        """Apply ``update: state -> (state, change)`` until the change is at most ``tol``."""
+    def iterate(self, update, state, tol=None):
+        """Apply ``update: state -> (state, change)`` until the change is at most ``tol`` (by
+        default the context's)."""
+        tol = self.tol if tol is None else tol
         if self.xp is np:
             for _ in range(self.max_iter):
                 state, change = update(state)
-                if change <= self.tol:
+                if change <= tol:
                     break
             return state
 
         def keep_going(carry):
             iteration, _, change = carry
-            return (iteration < self.max_iter) & (change > self.tol)
+            return (iteration < self.max_iter) & (change > tol)
 
         def step(carry):
             iteration, state, _ = carry
@@ -309,8 +313,10 @@ def _common_orientation(W, n, c, equal_volume):
         return new, xp.max(xp.abs(new - orientation))
 
     def objective(orientation):
-        diagonals = _orientation_diagonals(W, n, orientation, equal_volume, xp)
-        return _objective(W, n, _compose(xp.broadcast_to(orientation, W.shape), diagonals, xp), xp)
+        # Q of Sigma_g = D diag(d_g) D^T from the rotated diagonals r_g: no matrix to factor
+        rotated = ((W @ orientation) * orientation).sum(axis=1)
+        diagonals = _diagonals_of(rotated, n, equal_volume, xp)
+        return -0.5 * xp.sum(n * xp.log(diagonals).sum(axis=1) + (rotated / diagonals).sum(axis=1))
 
     def squared(orientation):
         # MM converges linearly and slowly (~0.998 a step on wine): SQUAREM (Varadhan & Roland
@@ -329,22 +335,21 @@ def _common_orientation(W, n, c, equal_volume):
 
         return _select(far, jumped, second, xp), change
 
+    step = squared if c.max_iter >= ACCELERATE_FROM else update  # capped: MM's own updates
     if c.start is None:
+        # mclust's start and the pooled scatter's eigenvectors, screened where MM has settled
+        # (the orientation moves by at most SCREEN_TOL), the better one run to tol
         starts = (xp.eye(W.shape[1], dtype=W.dtype), xp.linalg.eigh(W.sum(axis=0))[1])
+        screened = [c.iterate(step, start, max(c.tol, SCREEN_TOL)) for start in starts]
+        first, second = screened
+        start = _select(objective(second) > objective(first), lambda: second, first, xp)
     else:
         # the common orientation of ``start``: the eigenvectors of a generic combination
         weights = xp.asarray(1.0 + np.arange(W.shape[0]) / (W.shape[0] + 1.0), dtype=W.dtype)
-        starts = (xp.linalg.eigh(xp.einsum("g,gij->ij", weights, c.start))[1],)
-    best, best_q = None, -xp.inf
-    for start in starts:
-        # capped runs (EM's warm M-steps) take MM's own updates, as many as asked
-        orientation = c.iterate(squared if c.max_iter >= ACCELERATE_FROM else update, start)
-        diagonals = _orientation_diagonals(W, n, orientation, equal_volume, xp)
-        sigma = _compose(xp.broadcast_to(orientation, W.shape), diagonals, xp)
-        q = _objective(W, n, sigma, xp)
-        best = sigma if best is None else xp.where(q > best_q, sigma, best)
-        best_q = xp.maximum(q, best_q)
-    return best
+        start = xp.linalg.eigh(xp.einsum("g,gij->ij", weights, c.start))[1]
+    orientation = c.iterate(step, start)
+    diagonals = _orientation_diagonals(W, n, orientation, equal_volume, xp)
+    return _compose(xp.broadcast_to(orientation, W.shape), diagonals, xp)
 
 
 def _orientation_diagonals(W, n, orientation, equal_volume, xp):
