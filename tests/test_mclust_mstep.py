@@ -186,3 +186,31 @@ def test_iterations_stop_at_the_cap(structure):
     full = covariances(structure, W, n)
     assert np.all(np.isfinite(one))
     assert m_step_objective(W, n, one) <= m_step_objective(W, n, full) + 1e-9
+
+
+def _orientation_run(structure, W, n, orientation):
+    """The M-step run to a tight tol from ``orientation`` (a warm start with that orientation)."""
+    ramp = orientation @ np.diag(np.arange(1.0, W.shape[1] + 1.0)) @ orientation.T
+    start = np.broadcast_to(ramp, W.shape)
+    return m_step_objective(W, n, covariances(structure, W, n, start=start, tol=1e-12))
+
+
+@pytest.mark.parametrize(
+    ("seed", "structure", "winner"),
+    [(180, "EVE", "pooled"), (180, "VVE", "pooled"), (161, "EVE", "identity")],
+)
+def test_cold_start_keeps_the_better_of_its_two_starts(seed, structure, winner):
+    """EVE's and VVE's orientation has local optima: the cold M-step screens mclust's start
+    (identity) and the pooled scatter's eigenvectors and keeps the better optimum."""
+    rng = np.random.default_rng(seed)
+    n = np.array([8.0, 12.0, 20.0])
+    rows = [rng.normal(size=(int(k), 4)) * rng.uniform(0.3, 2.0, size=4) for k in n]
+    W = np.stack([r.T @ r for r in rows])
+    by_start = {
+        "identity": _orientation_run(structure, W, n, np.eye(4)),
+        "pooled": _orientation_run(structure, W, n, np.linalg.eigh(W.sum(axis=0))[1]),
+    }
+    loser = by_start["pooled" if winner == "identity" else "identity"]
+    assert by_start[winner] - loser > 1e-4 * abs(loser)  # two optima, far apart
+    cold = m_step_objective(W, n, covariances(structure, W, n))
+    assert cold == pytest.approx(by_start[winner], rel=1e-9)
