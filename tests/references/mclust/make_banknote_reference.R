@@ -3,12 +3,7 @@
 #   Rscript tests/references/mclust/make_banknote_reference.R
 # Writes banknote.csv (mclust's data set: 6 measurements of 200 Swiss banknotes, class 0 =
 # counterfeit, 1 = genuine) and banknote_mclustda.json. mclust's sign: bic = 2 loglik - df log n.
-suppressPackageStartupMessages({
-  library(mclust)
-  library(jsonlite)
-})
-stopifnot(packageVersion("mclust") >= "6.1.1")
-here <- file.path("tests", "references", "mclust")
+source(file.path("tests", "references", "mclust", "common.R"))
 data(banknote, package = "mclust")
 X <- as.matrix(banknote[, -1])
 y <- as.integer(banknote$Status == "genuine")

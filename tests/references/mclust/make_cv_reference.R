@@ -6,18 +6,11 @@
 # (unexported) balancedFolds before any other random number, so the same seed gives the same
 # folds here: each case records them as a fold number per row (1-based) and checks them by
 # recomputing the folds' models, posteriors, error and Brier score from them.
-suppressPackageStartupMessages({
-  library(mclust)
-  library(jsonlite)
-})
-stopifnot(packageVersion("mclust") >= "6.1.1")
-here <- file.path("tests", "references", "mclust")
+source(file.path("tests", "references", "mclust", "common.R"))
 
-read_set <- function(name) {
-  table <- read.csv(file.path(here, paste0(name, ".csv")))
-  list(X = as.matrix(table[, setdiff(names(table), "class")]), y = factor(table$class))
-}
-sets <- list(iris = read_set("iris"), wine = read_set("wine"))
+# cvMclustDA's folds are balanced over the labels as a factor
+sets <- lapply(list(iris = read_set("iris"), wine = read_set("wine")),
+               function(data) modifyList(data, list(y = factor(data$y))))
 
 cv_case <- function(data, seed, nfold = 10, ...) {
   fit <- MclustDA(data$X, data$y, verbose = FALSE, ...)

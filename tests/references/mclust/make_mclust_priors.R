@@ -7,18 +7,8 @@
 # (larger is better). Under a prior, loglik is still the mixture log-likelihood
 # sum_i log sum_k prop_k f_k(x_i) at the MAP parameters (no log-prior term), as mclust reports it.
 # Classes are the csv's labels (0, 1, 2, ...): "wine class 2" is the rows whose label is 2.
-suppressPackageStartupMessages({
-  library(mclust)
-  library(jsonlite)
-})
-stopifnot(packageVersion("mclust") >= "6.1.1")
-here <- file.path("tests", "references", "mclust")
+source(file.path("tests", "references", "mclust", "common.R"))
 structures <- mclust.options("emModelNames")
-
-read_set <- function(name) {
-  table <- read.csv(file.path(here, paste0(name, ".csv")))
-  list(X = as.matrix(table[, setdiff(names(table), "class")]), y = table$class)
-}
 iris <- read_set("iris")
 wine <- read_set("wine")
 digits <- read_set("digits_pca10")

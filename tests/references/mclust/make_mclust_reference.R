@@ -4,18 +4,8 @@
 #   Rscript tests/references/mclust/make_mclust_reference.R
 # Writes tests/references/mclust/mclust_reference.json. mclust's sign: bic = 2 loglik - df log n
 # (larger is better); loglik is the mixture log-likelihood sum_i log sum_k prop_k f_k(x_i).
-suppressPackageStartupMessages({
-  library(mclust)
-  library(jsonlite)
-})
-stopifnot(packageVersion("mclust") >= "6.1.1")
-here <- file.path("tests", "references", "mclust")
+source(file.path("tests", "references", "mclust", "common.R"))
 structures <- mclust.options("emModelNames")
-
-read_set <- function(name) {
-  table <- read.csv(file.path(here, paste0(name, ".csv")))
-  list(X = as.matrix(table[, setdiff(names(table), "class")]), y = table$class)
-}
 
 posterior <- function(fit, X) unname(predict(fit, X)$z)
 

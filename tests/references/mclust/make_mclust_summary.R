@@ -7,17 +7,7 @@
 # the class's own loglik, df, bic), the training confusion matrix (rows: true class, columns:
 # predicted), classification error and Brier score (mclust's BrierScore: sum((z - onehot)^2)
 # / (2 n)), and the printed summary; "test" holds the same for held-out rows (newdata).
-suppressPackageStartupMessages({
-  library(mclust)
-  library(jsonlite)
-})
-stopifnot(packageVersion("mclust") >= "6.1.1")
-here <- file.path("tests", "references", "mclust")
-
-read_set <- function(name) {
-  table <- read.csv(file.path(here, paste0(name, ".csv")))
-  list(X = as.matrix(table[, setdiff(names(table), "class")]), y = table$class)
-}
+source(file.path("tests", "references", "mclust", "common.R"))
 
 summarized <- function(fit, newdata = NULL, newclass = NULL) {
   s <- if (is.null(newdata)) summary(fit) else summary(fit, newdata = newdata, newclass = newclass)

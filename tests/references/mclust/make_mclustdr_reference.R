@@ -6,17 +6,7 @@
 # default: the means only; 0.5: means and covariances weighted equally) the eigenvalues, numdir,
 # the unit-length basis (p x numdir; each column's sign is LAPACK's) and the first rows of the
 # projected data (the training rows centred at their means, times the basis).
-suppressPackageStartupMessages({
-  library(mclust)
-  library(jsonlite)
-})
-stopifnot(packageVersion("mclust") >= "6.1.1")
-here <- file.path("tests", "references", "mclust")
-
-read_set <- function(name) {
-  table <- read.csv(file.path(here, paste0(name, ".csv")))
-  list(X = as.matrix(table[, setdiff(names(table), "class")]), y = table$class)
-}
+source(file.path("tests", "references", "mclust", "common.R"))
 
 head_rows <- 10
 reduce <- function(fit) {
