@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
+from _mclust_data import REFERENCES, load
 from sklearn.base import clone
 from sklearn.utils._param_validation import InvalidParameterError
 
@@ -18,16 +17,9 @@ import genprob
 from genprob.families.gaussian import mclust_prior, mixture
 from genprob.families.gaussian.mixture_story import num_parameters
 
-HERE = Path(__file__).parent / "references" / "mclust"
-REFERENCE = json.loads((HERE / "mclust_priors.json").read_text())
+REFERENCE = json.loads((REFERENCES / "mclust_priors.json").read_text())
 EDDA = REFERENCE["edda_prior"]
 NO_PRIOR = ("VEE", "EVE", "VVE", "EVV")
-
-
-def _data(name):
-    table = pd.read_csv(HERE / f"{name}.csv")
-    y = table.pop("class").to_numpy().astype(int)
-    return table.to_numpy(dtype=np.float64), y
 
 
 def _fitted(name):
@@ -47,7 +39,7 @@ def test_the_references_fit_the_ten_structures_with_a_prior():
 
 @pytest.mark.parametrize(("name", "structure"), CASES)
 def test_default_prior_hyperparameters_are_mclusts(name, structure):
-    X, y = _data(name)
+    X, y = load(name)
     ours = mclust_prior.default_prior(X, len(np.unique(y)), structure)
     ref = EDDA[name][structure]["prior"]
     assert ours["shrinkage"] == ref["shrinkage"]
@@ -60,7 +52,7 @@ def test_default_prior_hyperparameters_are_mclusts(name, structure):
 
 @pytest.mark.parametrize(("name", "structure"), CASES)
 def test_edda_with_the_default_prior_matches_mclust(name, structure):
-    X, y = _data(name)
+    X, y = load(name)
     ref = EDDA[name][structure]
     model = genprob.MixtureDiscriminantAnalysis(
         structure=structure, n_components=1, prior="default"
@@ -81,7 +73,7 @@ def test_edda_with_the_default_prior_matches_mclust(name, structure):
 
 @pytest.mark.parametrize("name", ["iris", "wine"])
 def test_edda_over_all_structures_leaves_out_those_without_a_prior(name):
-    X, y = _data(name)
+    X, y = load(name)
     model = genprob.MixtureDiscriminantAnalysis(structure="all", prior="default").fit(X, y)
     table = model.bic_table_[1]
     assert table[list(NO_PRIOR)].isna().all()  # missing, as in mclust's BIC table
@@ -94,7 +86,7 @@ def test_edda_over_all_structures_leaves_out_those_without_a_prior(name):
 def test_wine_mclustda_one_component_per_class_matches_mclust():
     # MclustDA fits one component by mclust's mvnXII/XXI/XXX under the class's own prior: the
     # G = 1 row of each class's BIC table (G = 2 needs mclust's hierarchical start to compare)
-    X, y = _data("wine")
+    X, y = load("wine")
     model = genprob.MixtureDiscriminantAnalysis(
         structure=list(mclust_prior.PRIOR_STRUCTURES), n_components=[1, 2], prior="default"
     ).fit(X, y)
@@ -113,7 +105,7 @@ def test_wine_mclustda_one_component_per_class_matches_mclust():
 
 
 def test_em_under_the_prior_runs_and_is_not_the_ml_fit():
-    X, y = _data("iris")
+    X, y = load("iris")
     ml = genprob.MixtureDiscriminantAnalysis("VVV", n_components=2).fit(X, y)
     mapped = genprob.MixtureDiscriminantAnalysis("VVV", n_components=2, prior="default").fit(X, y)
     assert np.isfinite(mapped.log_likelihood_)
@@ -124,7 +116,7 @@ def test_em_under_the_prior_runs_and_is_not_the_ml_fit():
 
 
 def test_a_structure_without_a_prior_is_refused_by_name():
-    X, y = _data("iris")
+    X, y = load("iris")
     for structure in ("VEE", ["EEE", "EVV"]):
         model = genprob.MixtureDiscriminantAnalysis(structure=structure, prior="default")
         with pytest.raises(ValueError, match="no prior for (VEE|EVV)"):
@@ -132,7 +124,7 @@ def test_a_structure_without_a_prior_is_refused_by_name():
 
 
 def test_user_hyperparameters():
-    X, y = _data("iris")
+    X, y = load("iris")
     default = mclust_prior.default_prior(X, 3, "VVV")
     given = {k: default[k] for k in ("shrinkage", "mean", "dof", "scale")}
     fits = [
@@ -171,7 +163,7 @@ def test_user_hyperparameters():
     ],
 )
 def test_bad_priors_are_refused_by_name(prior, error, match):
-    X, y = _data("iris")
+    X, y = load("iris")
     with pytest.raises(error, match=match):
         genprob.MixtureDiscriminantAnalysis("VVV", prior=prior).fit(X, y)
 
@@ -179,13 +171,13 @@ def test_bad_priors_are_refused_by_name(prior, error, match):
 def test_a_fit_under_a_prior_has_no_partial_fit():
     model = genprob.MixtureDiscriminantAnalysis("VVV", prior="default")
     assert not hasattr(model, "partial_fit")
-    X, y = _data("iris")
+    X, y = load("iris")
     model.fit(X, y)
     assert "stats_" not in vars(model)
 
 
 def test_a_model_fitted_under_a_prior_saves_and_loads(tmp_path):
-    X, y = _data("wine")
+    X, y = load("wine")
     default = mclust_prior.default_prior(X, 3, "EEE")
     for prior in ("default", {"scale": default["scale"], "shrinkage": 0.05}):
         model = genprob.MixtureDiscriminantAnalysis("EEE", prior=prior).fit(X, y)
@@ -200,7 +192,7 @@ def test_a_model_fitted_under_a_prior_saves_and_loads(tmp_path):
 
 
 def test_missing_cells_under_the_prior():
-    X, y = _data("iris")
+    X, y = load("iris")
     X = X.copy()
     rng = np.random.default_rng(0)
     X[rng.random(X.shape) < 0.05] = np.nan
@@ -219,7 +211,7 @@ def test_missing_cells_under_the_prior():
 def test_mclustda_em_under_the_prior_from_mclusts_start_matches_mclust():
     # wine class 1 from mclust's own hierarchical partitions (the "hc" references): MAP EM with
     # mclust's EM M-steps (me*p) and its tolerance reaches each BIC of its table, G = 2 to 5
-    X, y = _data("wine")
+    X, y = load("wine")
     rows = X[y == 1]
     partitions = REFERENCE["hc"]["wine_class1"]["partitions"]
     (ref,) = [c for c in REFERENCE["wine_mclustda"]["prior"]["classes"] if c["class"] == 1]

@@ -8,28 +8,21 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from _mclust_data import REFERENCES, load
 from sklearn.base import clone
 from sklearn.model_selection import StratifiedKFold
 
 import genprob
 from genprob.families.gaussian import mixture
 
-HERE = Path(__file__).parent / "references" / "mclust"
-CV = json.loads((HERE / "mclust_cv.json").read_text())
+CV = json.loads((REFERENCES / "mclust_cv.json").read_text())
 #: mclust names a class's one-component model by its parameter count: the same fit as these
 ONE_COMPONENT = {"XXX": "VVV", "XXI": "VVI", "XII": "VII"}
 METRICS = ("error", "error_se", "brier", "brier_se")
-
-
-def _data(name):
-    table = pd.read_csv(HERE / f"{name}.csv")
-    y = table.pop("class").to_numpy().astype(int)
-    return table.to_numpy(dtype=np.float64), y
 
 
 def _quiet(model, X, y):
@@ -57,7 +50,7 @@ def _rel(a, b):
 
 # -- per-class candidates ------------------------------------------------------------------------
 def test_per_class_dicts_give_each_class_its_own_candidates():
-    X, y = _data("iris")
+    X, y = load("iris")
     model = genprob.MixtureDiscriminantAnalysis(
         structure={0: "EEE", 1: "EII,VII", 2: "VVV"}, n_components={0: [1, 2], 1: 1, 2: 1}
     )
@@ -76,7 +69,7 @@ def test_per_class_dicts_give_each_class_its_own_candidates():
 def test_mclust_chosen_models_given_as_dicts_reach_its_log_likelihood():
     """mclust's MclustDA(G = 1:3) on iris chose EEE with 2 components, XXX, XXX; given as
     dicts, one candidate a class, genprob's fit has its log-likelihood (EM to mclust's 1e-5)."""
-    X, y = _data("iris")
+    X, y = load("iris")
     ref = CV["iris_mclustda"]
     model = _mclust_model(ref).fit(X, y)
     assert _rel(model.log_likelihood_, ref["loglik"]) < 1e-6
@@ -87,7 +80,7 @@ def test_mclust_chosen_models_given_as_dicts_reach_its_log_likelihood():
 def test_one_component_dicts_are_mclustda_not_edda():
     """{label: 1} fits each class alone: EEE per class is each class's own covariance (QDA),
     not EDDA's EEE shared across the classes (LDA)."""
-    X, y = _data("iris")
+    X, y = load("iris")
     per_class = genprob.MixtureDiscriminantAnalysis(
         dict.fromkeys((0, 1, 2), "EEE"), {0: 1, 1: 1, 2: 1}
     )
@@ -120,13 +113,13 @@ def test_one_component_dicts_are_mclustda_not_edda():
     ],
 )
 def test_bad_dicts_are_refused_by_name(params, message):
-    X, y = _data("iris")
+    X, y = load("iris")
     with pytest.raises(ValueError, match=message):
         genprob.MixtureDiscriminantAnalysis(**params).fit(X, y)
 
 
 def test_dicts_with_unlabeled_rows_are_refused():
-    X, y = _data("iris")
+    X, y = load("iris")
     y = np.where(np.arange(len(y)) % 2 == 1, -1, y)
     model = genprob.MixtureDiscriminantAnalysis("VVV", {0: 1, 1: 2, 2: 1})
     with pytest.raises(ValueError, match="unlabeled rows.*one structure and G"):
@@ -140,7 +133,7 @@ def test_dicts_have_no_fit_over_chunks():
 
 
 def test_string_labels_and_a_saved_file_keep_the_dicts(tmp_path):
-    X, y = _data("iris")
+    X, y = load("iris")
     labels = np.array(["setosa", "versicolor", "virginica"])[y]
     structure = {"setosa": "EEE", "versicolor": "VVV", "virginica": "EII,VVV"}
     model = genprob.MixtureDiscriminantAnalysis(
@@ -170,7 +163,7 @@ def _assert_pinned_refit(model, X, y):
 
 
 def test_pinned_refit_of_mclustda_reproduces_the_choice():
-    X, y = _data("iris")
+    X, y = load("iris")
     model = _quiet(genprob.MixtureDiscriminantAnalysis("all", range(1, 4)), X, y)
     params = model.pinned_params()
     # mclust's choice on iris with G 1:3: EEE with 2 components, then one component a class
@@ -182,7 +175,7 @@ def test_pinned_refit_of_mclustda_reproduces_the_choice():
 
 
 def test_pinned_refit_of_edda_and_of_a_semi_supervised_fit_are_plain_values():
-    X, y = _data("iris")
+    X, y = load("iris")
     edda = genprob.MixtureDiscriminantAnalysis("all", 1).fit(X, y)
     assert edda.pinned_params() == {"structure": "VEV", "n_components": 1}
     _assert_pinned_refit(edda, X, y)
@@ -201,7 +194,7 @@ def test_pinned_refit_of_edda_and_of_a_semi_supervised_fit_are_plain_values():
 @pytest.mark.parametrize("case", ["iris_edda", "iris_mclustda"])
 def test_cross_validation_matches_cvmclustda_on_its_folds(case):
     ref = CV[case]
-    X, y = _data("iris")
+    X, y = load("iris")
     result = genprob.cross_validate_model(_mclust_model(ref), X, y, cv=_folds(ref))
     for name in METRICS:
         assert _rel(result[name], ref[name]) < 1e-6, name
@@ -214,7 +207,7 @@ def test_cross_validation_of_wine_mclustda_on_mclust_folds():
     1%, as in fold 10 EM from genprob's start of class 2 (VEI, G = 3) stops at a log-likelihood
     of -617.40 where mclust's reaches -609.83 (the other class fits are within 0.2)."""
     ref = CV["wine_mclustda"]
-    X, y = _data("wine")
+    X, y = load("wine")
     result = genprob.cross_validate_model(_mclust_model(ref), X, y, cv=_folds(ref))
     assert _rel(result["error"], ref["error"]) < 1e-6
     assert _rel(result["error_se"], ref["error_se"]) < 1e-6
@@ -223,7 +216,7 @@ def test_cross_validation_of_wine_mclustda_on_mclust_folds():
 
 
 def test_cross_validation_keeps_the_model_fixed_and_uses_the_full_fit_proportions():
-    X, y = _data("iris")
+    X, y = load("iris")
     model = _quiet(genprob.MixtureDiscriminantAnalysis("all", range(1, 4)), X, y)
     folds = _folds(CV["iris_mclustda"])
     result = genprob.cross_validate_model(model, X, y, cv=folds)
@@ -233,7 +226,7 @@ def test_cross_validation_keeps_the_model_fixed_and_uses_the_full_fit_proportion
     own = genprob.cross_validate_model(model, X, y, cv=folds, class_prior="fold")
     np.testing.assert_allclose(own["proba"], result["proba"], rtol=1e-12, atol=1e-300)
     # wine's are not: the fold's own proportions change the posteriors a little
-    X, y = _data("wine")
+    X, y = load("wine")
     folds, edda = _folds(CV["wine_mclustda"]), genprob.MixtureDiscriminantAnalysis("VVV", 1)
     full = genprob.cross_validate_model(edda, X, y, cv=folds)
     own = genprob.cross_validate_model(edda, X, y, cv=folds, class_prior="fold")
@@ -243,7 +236,7 @@ def test_cross_validation_keeps_the_model_fixed_and_uses_the_full_fit_proportion
 
 
 def test_cross_validation_with_an_int_is_seeded():
-    X, y = _data("iris")
+    X, y = load("iris")
     model = genprob.MixtureDiscriminantAnalysis("VEV", 1)
     first = genprob.cross_validate_model(model, X, y, cv=5, random_state=3)
     again = genprob.cross_validate_model(model, X, y, cv=5, random_state=3)
@@ -262,7 +255,7 @@ def test_cross_validation_with_an_int_is_seeded():
 
 
 def test_cross_validation_with_unlabeled_rows_scores_the_labeled_rows_only():
-    X, y = _data("iris")
+    X, y = load("iris")
     hidden = np.where(np.arange(len(y)) % 2 == 1, -1, y)
     model = genprob.MixtureDiscriminantAnalysis("VEV", 1)
     labeled = np.flatnonzero(hidden >= 0)

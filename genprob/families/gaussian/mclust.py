@@ -135,11 +135,16 @@ def covariances(
         step = "VVI" if structure.endswith("I") else "VVV"
     sigma = _STEPS[step](W, n, context)
     if xp is np:
-        if not np.all(np.isfinite(sigma)):
-            raise ValueError(f"{structure}: the M-step did not give finite covariances")
-        values = np.linalg.eigvalsh(sigma)
-        _positive(values[:, 0] - _SINGULAR * values[:, -1], structure, "has a singular covariance")
+        _check_result(structure, sigma)
     return sigma
+
+
+def _check_result(structure, sigma):
+    """Raise unless every NumPy covariance of ``sigma`` (G, D, D) is finite and nonsingular."""
+    if not np.all(np.isfinite(sigma)):
+        raise ValueError(f"{structure}: the M-step did not give finite covariances")
+    values = np.linalg.eigvalsh(sigma)
+    _positive(values[:, 0] - _SINGULAR * values[:, -1], structure, "has a singular covariance")
 
 
 class _Context:
@@ -302,8 +307,7 @@ def _common_orientation(W, n, c, equal_volume):
     def update(orientation):
         # W_g D, shared by the diagonals and MM1 (batched products: the loop's cost is calls)
         turned = W @ orientation
-        rotated = (turned * orientation).sum(axis=1)
-        inverse = 1.0 / _diagonals_of(rotated, n, equal_volume, xp)
+        inverse = 1.0 / _diagonals_of(_rotated(turned, orientation), n, equal_volume, xp)
         # MM1: x^T W x - w_max is concave in each unit column x of D
         F = xp.einsum("gik,gk->ik", turned, inverse) - orientation * (largest @ inverse)
         new = _procrustes(F, xp)
@@ -314,7 +318,7 @@ def _common_orientation(W, n, c, equal_volume):
 
     def objective(orientation):
         # Q of Sigma_g = D diag(d_g) D^T from the rotated diagonals r_g: no matrix to factor
-        rotated = ((W @ orientation) * orientation).sum(axis=1)
+        rotated = _rotated(W @ orientation, orientation)
         diagonals = _diagonals_of(rotated, n, equal_volume, xp)
         return -0.5 * xp.sum(n * xp.log(diagonals).sum(axis=1) + (rotated / diagonals).sum(axis=1))
 
@@ -340,26 +344,25 @@ def _common_orientation(W, n, c, equal_volume):
         # mclust's start and the pooled scatter's eigenvectors, screened where MM has settled
         # (the orientation moves by at most SCREEN_TOL), the better one run to tol
         starts = (xp.eye(W.shape[1], dtype=W.dtype), xp.linalg.eigh(W.sum(axis=0))[1])
-        screened = [c.iterate(step, start, max(c.tol, SCREEN_TOL)) for start in starts]
-        first, second = screened
+        first, second = (c.iterate(step, start, max(c.tol, SCREEN_TOL)) for start in starts)
         start = _select(objective(second) > objective(first), lambda: second, first, xp)
     else:
         # the common orientation of ``start``: the eigenvectors of a generic combination
         weights = xp.asarray(1.0 + np.arange(W.shape[0]) / (W.shape[0] + 1.0), dtype=W.dtype)
         start = xp.linalg.eigh(xp.einsum("g,gij->ij", weights, c.start))[1]
     orientation = c.iterate(step, start)
-    diagonals = _orientation_diagonals(W, n, orientation, equal_volume, xp)
+    diagonals = _diagonals_of(_rotated(W @ orientation, orientation), n, equal_volume, xp)
     return _compose(xp.broadcast_to(orientation, W.shape), diagonals, xp)
 
 
-def _orientation_diagonals(W, n, orientation, equal_volume, xp):
-    """``lambda_g A_g`` (G, D) maximizing Q for a common orientation ``D``."""
-    rotated = ((W @ orientation) * orientation).sum(axis=1)
-    return _diagonals_of(rotated, n, equal_volume, xp)
+def _rotated(turned, orientation):
+    """The diagonals (G, D) of ``D^T W_g D`` from ``turned`` = ``W_g D``."""
+    return (turned * orientation).sum(axis=1)
 
 
 def _diagonals_of(rotated, n, equal_volume, xp):
-    """``lambda_g A_g`` (G, D) of the rotated scatters' diagonals ``rotated`` (G, D)."""
+    """``lambda_g A_g`` (G, D) maximizing Q for a common orientation, from the rotated scatters'
+    diagonals ``rotated`` (G, D)."""
     if not equal_volume:
         return rotated / n[:, None]
     size = _geometric_mean(rotated, xp)
@@ -404,7 +407,8 @@ def _diagonal(W, xp=np):
 
 
 def _geometric_mean(values, xp=np):
-    return xp.exp(xp.log(values).mean(axis=-1))
+    # the mean's bits without np.mean's Python overhead (a sum, then a division by the count)
+    return xp.exp(xp.log(values).sum(axis=-1) / values.shape[-1])
 
 
 def _eigen_decreasing(W, xp=np):
@@ -423,8 +427,9 @@ def _diagonal_matrices(variances, c):
 
 def _positive(values, name, what, pooled=False):
     """Raise naming the first group whose ``values`` entry is not positive."""
-    bad = np.flatnonzero(~(np.atleast_1d(values) > 0))
-    if bad.size:
+    positive = np.greater(values, 0)
+    if not positive.all():  # NaN is not positive either
+        bad = np.flatnonzero(~np.atleast_1d(positive))
         if pooled:
             raise ValueError(
                 f"{name}: the scatter pooled over all groups is singular; the structure's common "

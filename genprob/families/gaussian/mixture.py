@@ -7,8 +7,9 @@ labeled log-likelihood, NaN cells summed out, by the story's M-step; NumPy throu
 
 from __future__ import annotations
 
+import copy
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.linalg import LinAlgError
@@ -22,6 +23,7 @@ from genprob.families.gaussian.mixture_story import (
     GaussianMixtureStory,
     _collapsed,
     cell_log_density,
+    log_sum_exp,
     num_parameters,
 )
 
@@ -36,8 +38,6 @@ __all__ = [
     "split_start",
 ]
 
-#: Smallest eigenvalue ratio of a covariance that is not a collapse (mclust's ``eps``'s order).
-_COLLAPSE_RATIO = 1e3 * np.finfo(np.float64).eps
 #: Warm updates of an iterative structure's M-step per EM iteration until EM first converges.
 WARM_MAX_ITER = 5
 
@@ -82,7 +82,7 @@ def _posterior(fit: MixtureFit, joint, codes, row_weight):
         joint = joint + np.log(fit.class_prior)[cell_class]
         other = (codes[:, None] >= 0) & (cell_class[None, :] != codes[:, None])
         masked = np.where(other, -np.inf, joint)
-        row_log = np.logaddexp.reduce(masked, axis=1)
+        row_log = log_sum_exp(masked)
         R = np.exp(masked - row_log[:, None])
     R[row_weight == 0] = 0.0
     return R, float(np.sum(row_weight * np.where(row_weight > 0, row_log, 0.0)))
@@ -110,15 +110,6 @@ def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, max_iter, warm=F
         raise _collapsed(
             fit.cell_class, error.cell, f"{error} (the component collapsed)."
         ) from None
-    covariances = np.asarray(new["covariances"])
-    # one batched call: a loop over the cells cost as much as the rest of the M-step
-    finite = np.isfinite(covariances).all(axis=(1, 2))
-    eig = np.linalg.eigvalsh(np.where(finite[:, None, None], covariances, np.eye(X.shape[1])))
-    bad = ~finite | (eig[:, 0] <= _COLLAPSE_RATIO * np.maximum(eig[:, -1], 0.0))
-    if bad.any():
-        j = int(np.flatnonzero(bad)[0])
-        why = f"its covariance is singular ({counts[j]:.3g} weighted rows; the component"
-        raise _collapsed(fit.cell_class, j, why + " collapsed).")
     class_counts = np.bincount(fit.cell_class, weights=counts, minlength=len(fit.class_prior))
     fit.class_prior = class_counts / class_counts.sum()
     fit.weights, fit.means, fit.covariances = new["weights"], new["means"], new["covariances"]
@@ -214,7 +205,7 @@ def _em_program(story, fit, X, codes, row_weight, observed, R, max_iter, tol, st
 
     def m_step(expectation):  # from the E-step's fit: its covariances fill missing cells
         R, previous, *stats = expectation
-        new = replace(previous)
+        new = copy.copy(previous)
         _m_step(story, new, X, R, row_weight, observed, caps[0], True, *stats)
         return new
 
