@@ -169,6 +169,16 @@ def test_degenerate_group_raises_naming_group_and_structure(structure):
         covariances(structure, _scatter(3)[0], n)
 
 
+def test_a_covariance_is_refused_at_the_mixture_m_steps_bound():
+    # a ratio of 1.5e-13 passes the scatter's 1e-13 check; the result's bound is 1e3 epsilons
+    W, n = np.tile(np.eye(2), (2, 1, 1)), np.array([4.0, 4.0])
+    W[0, 1, 1] = 1.5e-13
+    with pytest.raises(ValueError, match="VVV: group 0 has a singular covariance"):
+        covariances("VVV", W, n)
+    W[0, 1, 1] = 3e-13
+    assert np.isclose(covariances("VVV", W, n)[0, 1, 1], 7.5e-14)
+
+
 def test_bad_inputs():
     W, n = _scatter(4)
     with pytest.raises(ValueError, match="unknown structure"):

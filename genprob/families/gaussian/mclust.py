@@ -62,6 +62,8 @@ SCREEN_TOL = 1e-3
 JUMP_ABOVE = 10.0
 #: A covariance whose smallest eigenvalue is at most this times its largest is singular.
 _SINGULAR = 1e-13
+#: A fitted covariance is collapsed at this ratio (the bound the mixture M-step always used).
+_COLLAPSED = 1e3 * np.finfo(np.float64).eps
 
 
 class DegenerateGroupError(ValueError):
@@ -144,7 +146,7 @@ def _check_result(structure, sigma):
     if not np.all(np.isfinite(sigma)):
         raise ValueError(f"{structure}: the M-step did not give finite covariances")
     values = np.linalg.eigvalsh(sigma)
-    _positive(values[:, 0] - _SINGULAR * values[:, -1], structure, "has a singular covariance")
+    _positive(values[:, 0] - _COLLAPSED * values[:, -1], structure, "has a singular covariance")
 
 
 class _Context:
