@@ -68,3 +68,26 @@ def test_what_lockstep_does_not_cover_is_fitted_alone():
     partly = np.r_[np.zeros(len(X), int), np.full(len(X), -1)]
     together = mixture.fit_mixtures(two, partly, [((2,), ("EEE",), None)])[0]
     _assert_same(together, mixture.fit_mixture(two, partly, (2,), ("EEE",)))
+
+
+def test_classes_fitted_together_batch_their_m_steps_and_give_lone_fits(monkeypatch):
+    """MclustDA's classes in one lockstep: the warm M-steps of candidates alike (a structure and
+    G, each class on its own rows) in one batched call, every number still the lone fit's."""
+    candidates = [((G,), (s,), None) for s in mclust.STRUCTURES for G in (2, 3)]
+    classes = [class_rows("iris", k) for k in range(3)]
+    batched = []
+    lone_call = mclust.covariances
+
+    def counting(structure, scatter, weights, **settings):
+        batched.append(np.ndim(scatter) == 4)
+        return lone_call(structure, scatter, weights, **settings)
+
+    monkeypatch.setattr(mclust, "covariances", counting)
+    sets = [(X, np.zeros(len(X), int), candidates, None, None) for X in classes]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        together = mixture.fit_mixture_sets(sets)
+        assert sum(batched) > 100
+        for X, fits in zip(classes, together, strict=True):
+            for t, c in zip(fits, candidates, strict=True):
+                _assert_same(t, _alone(X, c))

@@ -361,21 +361,28 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
     def _fit_per_class(self, X, codes, row_weight, candidates, settings):
         """MclustDA: each class's structure and G chosen by BIC on its own rows, among its
         ``candidates[k]`` (structures, components)."""
-        chosen, tables, lines = [], [], []
+        chosen, tables, lines, sets = [], [], [], []
         # the table's columns: every class's G (NaN where a class had no such candidate)
         columns = sorted({G for _, components in candidates for G in components})
         for k, (structures, components) in enumerate(candidates):
             rows = codes == k
             Xk, wk = X[rows], row_weight[rows]
-            settings_k = dict(settings)
-            if settings["observed"] is not None:
-                settings_k["observed"] = settings["observed"][rows]
-
+            observed = None if settings["observed"] is None else settings["observed"][rows]
             # mclust's MclustDA: each class's prior from its own rows with its G
-            fit_all = partial(_fit_class, Xk, wk, settings_k, partial(self._priors, Xk, wk))
+            fitted = [
+                ((G,), (s,), self._priors(Xk, wk, s, G, 1))
+                for s, G in self._grid(structures, components)
+            ]
+            sets.append((Xk, np.zeros(len(Xk), int), fitted, wk, observed))
+        shared = {key: value for key, value in settings.items() if key != "observed"}
+        # every class's candidates in one lockstep (alike ones share their M-steps' batches);
+        # mclust's MclustDA fits a class by its EM (me*p, mvn*p), not its M-step alone
+        outcomes = mixture.fit_mixture_sets(sets, prior_step="em", **shared)
+        for k, (structures, components) in enumerate(candidates):
             fit, table, left_out = self._choose(
-                fit_all, structures, components, 1, wk, cls=self.classes_[k]
-            )
+                lambda pairs, k=k: outcomes[k], structures, components, 1, sets[k][3],
+                cls=self.classes_[k],
+            )  # fmt: skip
             chosen.append(fit)
             wide = np.full((2, len(structures), len(columns)), np.nan)
             wide[:, :, [columns.index(G) for G in components]] = table
@@ -390,6 +397,14 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         counts = np.bincount(codes[codes >= 0], weights=row_weight[codes >= 0])
         return _combine(chosen, counts / counts.sum())
 
+    def _grid(self, structures, components):
+        """The ``(structure, G)`` pairs fitted: as mclust, a structure without a prior is missing
+        from the tables (_check_prior refused a named one); G increasing."""
+        allowed = [
+            s for s in structures if self.prior is None or s in mclust_prior.PRIOR_STRUCTURES
+        ]
+        return [(s, G) for s in allowed for G in components]
+
     def _choose(
         self, fit_all, structures, components, num_classes, row_weight, log_lik=None, cls=None
     ):
@@ -399,15 +414,9 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         n = float(row_weight.sum())
         tables = np.full((2, len(structures), len(components)), np.nan)  # BIC, ICL
         fits, failures = {}, []
-        # as mclust, a structure without a prior is missing from the tables (_check_prior
-        # refused a named one); G increasing (_candidate_components)
-        cells = [
-            (a, b)
-            for a, structure in enumerate(structures)
-            if self.prior is None or structure in mclust_prior.PRIOR_STRUCTURES
-            for b in range(len(components))
-        ]
-        outcomes = fit_all([(structures[a], components[b]) for a, b in cells])
+        pairs = self._grid(structures, components)
+        outcomes = fit_all(pairs)
+        cells = [(structures.index(s), components.index(G)) for s, G in pairs]
         for (a, b), fit in zip(cells, outcomes, strict=True):
             structure, G = structures[a], components[b]
             if isinstance(fit, mixture.CollapsedComponentError):
@@ -671,18 +680,6 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 "fit on the rows in memory."
             )
         return super().chunk_statistics(X, y, sample_weight)
-
-
-def _fit_class(X, row_weight, settings, priors, pairs):
-    """One class's rows as a mixture of G components of one structure, for each ``(structure,
-    G)`` of ``pairs`` (their EMs in lockstep); ``priors(structure, G, num_groups)``: the group's
-    hyperparameters (None: maximum likelihood). Each pair's fit or error."""
-    codes = np.zeros(len(X), int)
-    candidates = [((G,), (structure,), priors(structure, G, 1)) for structure, G in pairs]
-    # mclust's MclustDA fits a class by its EM (me*p, mvn*p), not its M-step alone
-    return mixture.fit_mixtures(
-        X, codes, candidates, row_weight=row_weight, prior_step="em", **settings
-    )
 
 
 def _attempt(fit_one, structure, G):

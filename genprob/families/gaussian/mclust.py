@@ -113,9 +113,10 @@ def covariances(
     max_iter: int = MAX_ITER,
     start=None,
 ):
-    """The covariances ``(G, D, D)`` of ``structure`` maximizing the complete-data likelihood
-    given the weighted scatter ``scatter`` (G, D, D) about each group's mean and the weights
-    ``weights`` (G,); ``start``: covariances (G, D, D) the iterative structures warm-start from.
+    """The covariances ``(..., G, D, D)`` of ``structure`` maximizing the complete-data
+    likelihood given the weighted scatter ``scatter`` (..., G, D, D) about each group's mean and
+    the weights ``weights`` (..., G); ``start``: covariances the iterative structures warm-start
+    from. Leading axes are independent problems (a batch), each member with a lone call's bits.
     A degenerate NumPy group raises, naming it (docs/concepts.md, "The M-step in detail")."""
     _check_name(structure)
     if not tol >= 0 or int(max_iter) < 1:
@@ -132,7 +133,7 @@ def covariances(
             raise ValueError(f"start must have the scatter's shape {W.shape}, got {start.shape}")
     context = _Context(structure, float(tol), int(max_iter), xp, start)
     step = structure
-    if W.shape[0] == 1 and structure in ITERATIVE:
+    if W.shape[-3] == 1 and structure in ITERATIVE:
         # one group: "equal across groups" constrains nothing, the closed form is exact
         step = "VVI" if structure.endswith("I") else "VVV"
     sigma = _STEPS[step](W, n, context)
@@ -142,11 +143,11 @@ def covariances(
 
 
 def _check_result(structure, sigma):
-    """Raise unless every NumPy covariance of ``sigma`` (G, D, D) is finite and nonsingular."""
+    """Raise unless every NumPy covariance of ``sigma`` (..., G, D, D) is finite and nonsingular."""
     if not np.all(np.isfinite(sigma)):
         raise ValueError(f"{structure}: the M-step did not give finite covariances")
     values = np.linalg.eigvalsh(sigma)
-    _positive(values[:, 0] - _COLLAPSED * values[:, -1], structure, "has a singular covariance")
+    _positive(values[..., 0] - _COLLAPSED * values[..., -1], structure, "has a singular covariance")
 
 
 class _Context:
@@ -162,26 +163,31 @@ class _Context:
 
     def iterate(self, update, state, tol=None):
         """Apply ``update: state -> (state, change)`` until the change is at most ``tol`` (by
-        default the context's)."""
+        default the context's); a batch's members (``change``'s shape) stop one by one, each
+        keeping the state of its last update."""
         tol = self.tol if tol is None else tol
-        if self.xp is np:
-            for _ in range(self.max_iter):
-                state, change = update(state)
-                if change <= tol:
+        xp = self.xp
+        state, change = update(state)
+        active = ~(change <= tol)  # a NaN change goes on, as it did in a lone loop
+        if xp is np:
+            for _ in range(self.max_iter - 1):
+                if not active.any():
                     break
+                new, change = update(state)
+                state = _where(active, new, state, xp)
+                active = active & ~(change <= tol)
             return state
 
         def keep_going(carry):
-            iteration, _, change = carry
-            return (iteration < self.max_iter) & (change > tol)
+            iteration, _, active = carry
+            return (iteration < self.max_iter) & xp.any(active)
 
         def step(carry):
-            iteration, state, _ = carry
-            state, change = update(state)
-            return iteration + 1, state, change
+            iteration, state, active = carry
+            new, change = update(state)
+            return iteration + 1, _where(active, new, state, xp), active & ~(change <= tol)
 
-        first = jnp.asarray(jnp.inf, dtype=jax.tree_util.tree_leaves(state)[0].dtype)
-        return jax.lax.while_loop(keep_going, step, (0, state, first))[1]
+        return jax.lax.while_loop(keep_going, step, (1, state, active))[1]
 
 
 # -- closed forms ---------------------------------------------------------------------------------
@@ -189,47 +195,54 @@ class _Context:
 
 def _vii(W, n, c):
     xp = c.xp
-    D = W.shape[1]
-    variance = xp.trace(W, axis1=1, axis2=2) / (D * n)
+    D = W.shape[-1]
+    variance = xp.trace(W, axis1=-2, axis2=-1) / (D * n)
     c.positive(variance, "has zero scatter")
-    return variance[:, None, None] * xp.eye(D, dtype=W.dtype)
+    return variance[..., None, None] * xp.eye(D, dtype=W.dtype)
 
 
 def _vvi(W, n, c):
-    return _diagonal_matrices(_diagonal(W, c.xp) / n[:, None], c)
+    return _diagonal_matrices(_diagonal(W, c.xp) / n[..., None], c)
 
 
 def _evi(W, n, c):
     diag = _diagonal(W, c.xp)
-    c.positive(diag.min(axis=1), "has a feature with zero scatter")
+    c.positive(diag.min(axis=-1), "has a feature with zero scatter")
     size = _geometric_mean(diag, c.xp)
-    return _diagonal_matrices(size.sum() / n.sum() * diag / size[:, None], c)
+    return _diagonal_matrices(_per_member(size, n) * diag / size[..., None], c)
 
 
 def _vvv(W, n, c):
-    return W / n[:, None, None]
+    return W / n[..., None, None]
 
 
 def _evv(W, n, c):
     values = c.xp.linalg.eigvalsh(W)
-    c.positive(values[:, 0] - _SINGULAR * values[:, -1], "has a singular scatter")
+    c.positive(values[..., 0] - _SINGULAR * values[..., -1], "has a singular scatter")
     size = _geometric_mean(values, c.xp)
-    return size.sum() / n.sum() * W / size[:, None, None]
+    return _per_member(size, n)[..., None] * W / size[..., None, None]
 
 
 def _eev(W, n, c):
     values, vectors = _eigen_decreasing(W, c.xp)
-    pooled = values.sum(axis=0)
-    c.positive(pooled[-1] - _SINGULAR * pooled[0], "", pooled=True)
-    size = _geometric_mean(pooled, c.xp)
-    return _compose(vectors, c.xp.broadcast_to(size / n.sum() * pooled / size, values.shape), c.xp)
+    pooled = values.sum(axis=-2)
+    c.positive(pooled[..., -1] - _SINGULAR * pooled[..., 0], "", pooled=True)
+    size = _geometric_mean(pooled, c.xp)[..., None]
+    common = size / n.sum(axis=-1, keepdims=True) * pooled / size
+    return _compose(vectors, c.xp.broadcast_to(common[..., None, :], values.shape), c.xp)
+
+
+def _per_member(size, n):
+    """``sum_g size_g / sum_g n_g`` (..., 1, 1) of each member: the E volume's factor."""
+    return (size.sum(axis=-1) / n.sum(axis=-1))[..., None, None]
 
 
 def _pooled(step):
     """The equal-volume closed form of a V one (VII, VVI, VVV): ``step`` on the pooled scatter."""
 
     def pooled(W, n, c):
-        return c.xp.broadcast_to(step(W.sum(axis=0)[None], n.sum()[None], c), W.shape)
+        one = step(W.sum(axis=-3, keepdims=True), n.sum(axis=-1, keepdims=True), c)
+        return c.xp.broadcast_to(one, W.shape)
 
     return pooled
 
@@ -239,90 +252,102 @@ def _pooled(step):
 
 def _vei(W, n, c):
     diag = _diagonal(W, c.xp)
-    c.positive(c.xp.trace(W, axis1=1, axis2=2), "has zero scatter")
-    c.positive(diag.sum(axis=0).min(), "", pooled=True)
+    c.positive(c.xp.trace(W, axis1=-2, axis2=-1), "has zero scatter")
+    c.positive(diag.sum(axis=-2).min(axis=-1), "", pooled=True)
     start = None if c.start is None else _diagonal(c.start, c.xp)
     return _diagonal_matrices(_volumes_and_common_shape(diag, n, c, start), c)
 
 
 def _vev(W, n, c):
     values, vectors = _eigen_decreasing(W, c.xp)
-    c.positive(values[:, 0], "has zero scatter")
-    pooled = values.sum(axis=0)
-    c.positive(pooled[-1] - _SINGULAR * pooled[0], "", pooled=True)
+    c.positive(values[..., 0], "has zero scatter")
+    pooled = values.sum(axis=-2)
+    c.positive(pooled[..., -1] - _SINGULAR * pooled[..., 0], "", pooled=True)
     start = None if c.start is None else _eigen_decreasing(c.start, c.xp)[0]
     return _compose(vectors, _volumes_and_common_shape(values, n, c, start), c.xp)
 
 
 def _volumes_and_common_shape(values, n, c, start=None):
-    """``lambda_g a`` (G, D) maximizing Q for scatter eigenvalues (or diagonals) ``values``."""
+    """``lambda_g a`` (..., G, D) maximizing Q for scatter eigenvalues (or diagonals) ``values``."""
     xp = c.xp
-    D = values.shape[1]
+    D = values.shape[-1]
     if start is None:
-        shape = xp.ones(D, dtype=values.dtype)
+        shape = xp.ones(values.shape[:-2] + (D,), dtype=values.dtype)
     else:
-        shape = _geometric_mean(start.T, xp)
-        shape = shape / _geometric_mean(shape, xp)
+        shape = _geometric_mean(xp.swapaxes(start, -1, -2), xp)
+        shape = shape / _geometric_mean(shape, xp)[..., None]
 
     def update(shape):
-        volume = (values / shape).sum(axis=1) / (D * n)
-        new = (values / volume[:, None]).sum(axis=0)
-        new = new / _geometric_mean(new, xp)
-        return new, xp.max(xp.abs(xp.log(new) - xp.log(shape)))
+        volume = (values / shape[..., None, :]).sum(axis=-1) / (D * n)
+        new = (values / volume[..., None]).sum(axis=-2)
+        new = new / _geometric_mean(new, xp)[..., None]
+        return new, xp.max(xp.abs(xp.log(new) - xp.log(shape)), axis=-1)
 
     shape = c.iterate(update, shape)
-    volume = (values / shape).sum(axis=1) / (D * n)
-    return volume[:, None] * shape
+    volume = (values / shape[..., None, :]).sum(axis=-1) / (D * n)
+    return volume[..., None] * shape[..., None, :]
 
 
 def _vee(W, n, c):
     xp = c.xp
-    G, D = W.shape[:2]
-    c.positive(xp.trace(W, axis1=1, axis2=2), "has zero scatter")
-    pooled = xp.linalg.eigvalsh(W.sum(axis=0))
-    c.positive(pooled[0] - _SINGULAR * pooled[-1], "", pooled=True)
+    G, D = W.shape[-3:-1]
+    c.positive(xp.trace(W, axis1=-2, axis2=-1), "has zero scatter")
+    pooled = xp.linalg.eigvalsh(W.sum(axis=-3))
+    c.positive(pooled[..., 0] - _SINGULAR * pooled[..., -1], "", pooled=True)
 
     def common_of(volume):
-        common = (W / volume[:, None, None]).sum(axis=0)
-        return symmetrize(common / xp.exp(xp.linalg.slogdet(common)[1] / D))
+        common = (W / volume[..., None, None]).sum(axis=-3)
+        size = xp.exp(xp.linalg.slogdet(common)[1] / D)
+        return symmetrize(common / size[..., None, None])
 
     def update(volume):
         inverse = xp.linalg.inv(common_of(volume))
-        new = xp.einsum("gij,ji->g", W, inverse) / (D * n)
-        return new, xp.max(xp.abs(xp.log(new) - xp.log(volume)))
+        new = _traces(W, inverse, xp) / (D * n)
+        return new, xp.max(xp.abs(xp.log(new) - xp.log(volume)), axis=-1)
 
     if c.start is None:
-        volume = xp.ones(G, dtype=W.dtype)
+        volume = xp.ones(W.shape[:-2], dtype=W.dtype)
     else:
         volume = xp.exp(xp.linalg.slogdet(c.start)[1] / D)
     volume = c.iterate(update, volume)
-    return update(volume)[0][:, None, None] * common_of(volume)
+    return update(volume)[0][..., None, None] * common_of(volume)[..., None, :, :]
+
+
+def _traces(W, M, xp):
+    """``tr(W_g M)`` (..., G) for each member's ``M`` (..., D, D); member by member, as the
+    batched product sums in another order."""
+    if W.ndim == 3:
+        return xp.einsum("gij,ji->g", W, M)
+    flat_W, flat_M = W.reshape((-1,) + W.shape[-3:]), M.reshape((-1,) + M.shape[-2:])
+    traces = [xp.einsum("gij,ji->g", w, m) for w, m in zip(flat_W, flat_M, strict=True)]
+    return xp.stack(traces).reshape(W.shape[:-2])
 
 
 def _common_orientation(W, n, c, equal_volume):
     """EVE and VVE: ``D`` by Browne & McNicholas's (2014) MM updates, then the diagonals."""
     xp = c.xp
     values = xp.linalg.eigvalsh(W)
-    c.positive(values[:, 0] - _SINGULAR * values[:, -1], "has a singular scatter")
-    largest = values[:, -1]
+    c.positive(values[..., 0] - _SINGULAR * values[..., -1], "has a singular scatter")
+    largest = values[..., None, :, -1]  # (..., 1, G)
 
     def update(orientation):
         # W_g D, shared by the diagonals and MM1 (batched products: the loop's cost is calls)
-        turned = W @ orientation
+        turned = W @ orientation[..., None, :, :]
         inverse = 1.0 / _diagonals_of(_rotated(turned, orientation), n, equal_volume, xp)
         # MM1: x^T W x - w_max is concave in each unit column x of D
-        F = xp.einsum("gik,gk->ik", turned, inverse) - orientation * (largest @ inverse)
+        F = _over_groups(turned, inverse) - orientation * (largest @ inverse)
         new = _procrustes(F, xp)
         # MM2: with B^{-1} <= b_max I, Q is concave in D on the orthogonal matrices
-        F = xp.einsum("gik,gk->ik", W @ new, inverse - inverse.max(axis=1)[:, None])
-        new = _procrustes(F, xp)
-        return new, xp.max(xp.abs(new - orientation))
+        shifted = inverse - inverse.max(axis=-1)[..., None]
+        new = _procrustes(_over_groups(W @ new[..., None, :, :], shifted), xp)
+        return new, xp.max(xp.abs(new - orientation), axis=(-2, -1))
 
     def objective(orientation):
         # Q of Sigma_g = D diag(d_g) D^T from the rotated diagonals r_g: no matrix to factor
-        rotated = _rotated(W @ orientation, orientation)
+        rotated = _rotated(W @ orientation[..., None, :, :], orientation)
         diagonals = _diagonals_of(rotated, n, equal_volume, xp)
-        return -0.5 * xp.sum(n * xp.log(diagonals).sum(axis=1) + (rotated / diagonals).sum(axis=1))
+        per_group = n * xp.log(diagonals).sum(axis=-1) + (rotated / diagonals).sum(axis=-1)
+        return -0.5 * per_group.sum(axis=-1)
 
     def squared(orientation):
         # MM converges linearly and slowly (~0.998 a step on wine): SQUAREM (Varadhan & Roland
@@ -330,13 +355,14 @@ def _common_orientation(W, n, c, equal_volume):
         first, change = update(orientation)
         second, change = update(first)
         r, v = first - orientation, second - 2 * first + orientation
-        curvature = xp.sum(v * v)  # 0 for two equal steps: alpha = -1 gives the second update
-        ratio = xp.sum(r * r) / xp.where(curvature > 0, curvature, 1.0)
+        curvature = (v * v).sum(axis=(-2, -1))  # 0 for two equal steps: alpha = -1, the second
+        ratio = (r * r).sum(axis=(-2, -1)) / xp.where(curvature > 0, curvature, 1.0)
         alpha = xp.minimum(-xp.sqrt(ratio), -1.0)
         far = change > JUMP_ABOVE * c.tol  # the last updates are MM's own, to tol
 
         def jumped():
-            new = update(_procrustes(-(orientation - 2 * alpha * r + alpha**2 * v), xp))[0]
+            a, a2 = alpha[..., None, None], _square(alpha, xp)[..., None, None]
+            new = update(_procrustes(-(orientation - 2 * a * r + a2 * v), xp))[0]
             return _select(objective(new) >= objective(second), lambda: new, second, xp)
 
         return _select(far, jumped, second, xp), change
@@ -345,37 +371,60 @@ def _common_orientation(W, n, c, equal_volume):
     if c.start is None:
         # mclust's start and the pooled scatter's eigenvectors, screened where MM has settled
         # (the orientation moves by at most SCREEN_TOL), the better one run to tol
-        starts = (xp.eye(W.shape[1], dtype=W.dtype), xp.linalg.eigh(W.sum(axis=0))[1])
+        identity = xp.broadcast_to(xp.eye(W.shape[-1], dtype=W.dtype), W.shape[:-3] + W.shape[-2:])
+        starts = (identity, xp.linalg.eigh(W.sum(axis=-3))[1])
         first, second = (c.iterate(step, start, max(c.tol, SCREEN_TOL)) for start in starts)
         start = _select(objective(second) > objective(first), lambda: second, first, xp)
     else:
         # the common orientation of ``start``: the eigenvectors of a generic combination
-        weights = xp.asarray(1.0 + np.arange(W.shape[0]) / (W.shape[0] + 1.0), dtype=W.dtype)
-        start = xp.linalg.eigh(xp.einsum("g,gij->ij", weights, c.start))[1]
+        G = W.shape[-3]
+        weights = xp.asarray(1.0 + np.arange(G) / (G + 1.0), dtype=W.dtype)
+        start = xp.linalg.eigh(xp.einsum("g,...gij->...ij", weights, c.start))[1]
     orientation = c.iterate(step, start)
-    diagonals = _diagonals_of(_rotated(W @ orientation, orientation), n, equal_volume, xp)
-    return _compose(xp.broadcast_to(orientation, W.shape), diagonals, xp)
+    rotated = _rotated(W @ orientation[..., None, :, :], orientation)
+    diagonals = _diagonals_of(rotated, n, equal_volume, xp)
+    return _compose(xp.broadcast_to(orientation[..., None, :, :], W.shape), diagonals, xp)
 
 
 def _rotated(turned, orientation):
-    """The diagonals (G, D) of ``D^T W_g D`` from ``turned`` = ``W_g D``."""
-    return (turned * orientation).sum(axis=1)
+    """The diagonals (..., G, D) of ``D^T W_g D`` from ``turned`` = ``W_g D``."""
+    return (turned * orientation[..., None, :, :]).sum(axis=-2)
+
+
+def _over_groups(turned, weights):
+    """``sum_g turned_g diag(weights_g)`` (..., D, D): einsum's ``gik,gk->ik``, its bits."""
+    return (turned * weights[..., None, :]).sum(axis=-3)
 
 
 def _diagonals_of(rotated, n, equal_volume, xp):
-    """``lambda_g A_g`` (G, D) maximizing Q for a common orientation, from the rotated scatters'
-    diagonals ``rotated`` (G, D)."""
+    """``lambda_g A_g`` (..., G, D) maximizing Q for a common orientation, from the rotated
+    scatters' diagonals ``rotated`` (..., G, D)."""
     if not equal_volume:
-        return rotated / n[:, None]
+        return rotated / n[..., None]
     size = _geometric_mean(rotated, xp)
-    return size.sum() / n.sum() * rotated / size[:, None]
+    return _per_member(size, n) * rotated / size[..., None]
+
+
+def _square(values, xp):
+    """``values**2`` member by member as a lone scalar's (libm's pow): NumPy's array power
+    rounds some squares to the other neighbour."""
+    if xp is not np or np.ndim(values) == 0:
+        return values**2
+    return np.array([value**2 for value in values.ravel()]).reshape(values.shape)
 
 
 def _select(flag, make, otherwise, xp):
-    """``make()`` where ``flag`` else ``otherwise``; NumPy calls ``make`` only when needed."""
-    if xp is np:
-        return make() if flag else otherwise
-    return xp.where(flag, make(), otherwise)
+    """``make()`` where ``flag`` (a member's) else ``otherwise``; NumPy calls ``make`` only
+    when some member needs it."""
+    if xp is np and not np.any(flag):
+        return otherwise
+    return _where(flag, make(), otherwise, xp)
+
+
+def _where(flag, new, old, xp):
+    """``new`` for the members where ``flag`` (batch shape), else ``old``."""
+    flag = xp.reshape(flag, xp.shape(flag) + (1,) * (new.ndim - xp.ndim(flag)))
+    return xp.where(flag, new, old)
 
 
 def _procrustes(F, xp):
@@ -397,8 +446,10 @@ def _check_name(structure):
 def _inputs(scatter, weights):
     W = np.asarray(scatter, dtype=float)
     n = np.asarray(weights, dtype=float)
-    if W.ndim != 3 or W.shape[1] != W.shape[2] or n.shape != W.shape[:1]:
-        raise ValueError(f"scatter must be (G, D, D) and weights (G,), got {W.shape} and {n.shape}")
+    if W.ndim < 3 or W.shape[-1] != W.shape[-2] or n.shape != W.shape[:-2]:
+        raise ValueError(
+            f"scatter must be (..., G, D, D) and weights (..., G), got {W.shape} and {n.shape}"
+        )
     if not (np.all(np.isfinite(W)) and np.all(np.isfinite(n))):
         raise ValueError("scatter and weights must be finite")
     return symmetrize(W), n
@@ -415,29 +466,30 @@ def _geometric_mean(values, xp=np):
 
 def _eigen_decreasing(W, xp=np):
     values, vectors = xp.linalg.eigh(W)
-    return values[:, ::-1], vectors[:, :, ::-1]
+    return values[..., ::-1], vectors[..., ::-1]
 
 
 def _compose(vectors, values, xp=np):
-    return symmetrize(xp.einsum("gij,gj,gkj->gik", vectors, values, vectors))
+    return symmetrize(xp.einsum("...ij,...j,...kj->...ik", vectors, values, vectors))
 
 
 def _diagonal_matrices(variances, c):
-    c.positive(variances.min(axis=1), "has a feature with zero variance")
-    return variances[:, :, None] * c.xp.eye(variances.shape[1], dtype=variances.dtype)
+    c.positive(variances.min(axis=-1), "has a feature with zero variance")
+    return variances[..., :, None] * c.xp.eye(variances.shape[-1], dtype=variances.dtype)
 
 
 def _positive(values, name, what, pooled=False):
-    """Raise naming the first group whose ``values`` entry is not positive."""
+    """Raise naming the first group (of the first failing member) whose ``values`` entry is not
+    positive."""
     positive = np.greater(values, 0)
     if not positive.all():  # NaN is not positive either
-        bad = np.flatnonzero(~np.atleast_1d(positive))
         if pooled:
             raise ValueError(
                 f"{name}: the scatter pooled over all groups is singular; the structure's common "
                 "shape is not identified"
             )
-        raise DegenerateGroupError(name, int(bad[0]), what)
+        bad = np.argwhere(~np.atleast_1d(positive))[0]
+        raise DegenerateGroupError(name, int(bad[-1]), what)
 
 
 #: The M-step of each name (``_vii`` for VII, ...).

@@ -33,6 +33,7 @@ __all__ = [
     "MixtureFit",
     "cell_log_density",
     "fit_mixture",
+    "fit_mixture_sets",
     "fit_mixtures",
     "num_parameters",
     "split_start",
@@ -88,9 +89,22 @@ def _posterior(fit: MixtureFit, joint, codes, row_weight):
     return R, float(np.sum(row_weight * np.where(row_weight > 0, row_log, 0.0)))
 
 
-def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, max_iter, warm=False, stats=None):
+def _m_step(
+    story,
+    fit: MixtureFit,
+    X,
+    R,
+    row_weight,
+    observed,
+    max_iter,
+    warm=False,
+    stats=None,
+    solved=None,
+):
     """The story's M-step from ``R`` into ``fit``; ``warm``: from ``fit``'s covariances;
-    ``stats``: the cells' statistics of ``R`` already computed (:func:`_lockstep_e_steps`)."""
+    ``stats``: the cells' statistics of ``R`` already computed, ``solved``: ``(max_iter,
+    moments, covariances)`` of this warm M-step already computed in a batch
+    (:func:`_lockstep_e_steps`; used if ``max_iter`` is this M-step's)."""
     WR = R * row_weight[:, None]
     counts = WR.sum(axis=0)  # (J,)
     if np.any(counts <= 0):
@@ -104,7 +118,11 @@ def _m_step(story, fit: MixtureFit, X, R, row_weight, observed, max_iter, warm=F
         stats = cells.observed_statistics(X, WR, observed, current)
     try:
         new = story.maximize(
-            stats, tol=mclust.TOL, max_iter=max_iter, start=fit.covariances if warm else None
+            stats,
+            tol=mclust.TOL,
+            max_iter=max_iter,
+            start=fit.covariances if warm else None,
+            solved=solved[1:] if warm and solved is not None and solved[0] == max_iter else None,
         )
     except ValueError as error:
         raise _collapsed(
@@ -174,14 +192,16 @@ def _floor(story):
     return () if story.em_prior is None else (-np.inf,)
 
 
-def _em_program(story, fit, X, codes, row_weight, observed, R, max_iter, tol, start):
+def _em_program(story, fit, X, codes, row_weight, observed, R, max_iter, tol, start, caps=None):
     """:func:`_run_em` as a program of :func:`.em_driver.em_loop`'s protocol: it yields each
-    fit to score and takes its E-step ``(log_lik, (R, fit[, statistics of R]), *floor)``."""
+    fit to score and takes its E-step ``(log_lik, (R, fit[, statistics of R[, solved]]),
+    *floor)``; ``caps``: a list the program keeps its next warm M-steps' ``max_iter`` in, first."""
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
     multi = len(fit.cell_class) > len(fit.class_prior)
     iterative = unlabeled or multi or observed is not None  # fit_mixture: None if all observed
     # a few warm M-step updates per iteration until EM converges, then full M-steps (still monotone)
-    caps = [mclust.MAX_ITER]
+    caps = [] if caps is None else caps
+    caps[:] = [mclust.MAX_ITER]
     # the starts from every row take full M-steps, as mclust: capped ones led EVE lower there
     warm = start == "labeled" and any(s in mclust.ITERATIVE for s in fit.structures)
     if warm and WARM_MAX_ITER < caps[0]:
@@ -230,54 +250,110 @@ def _em_program(story, fit, X, codes, row_weight, observed, R, max_iter, tol, st
     return fit
 
 
-def _lockstep_e_steps(stories, X, codes, row_weight, patterns):
-    """The E-steps of several candidates' fits on the same complete rows a round at a time
-    (:func:`.em_driver.run_in_lockstep`): one density of every cell and one set of statistics of
-    every candidate's responsibilities, the calls a lone fit makes once per candidate."""
+def _lockstep_e_steps(sets, owners):
+    """The E-steps of several candidates' fits on complete rows a round at a time
+    (:func:`.em_driver.run_in_lockstep`): per row set ``sets[s]`` = ``(X, codes, row_weight,
+    patterns)``, one density of every cell and one set of statistics of every candidate's
+    responsibilities, the calls a lone fit makes once per candidate; and the next warm M-step's
+    covariances of candidates alike (:func:`_solve_together`). ``owners[index]``: ``(set,
+    story, caps)`` of each program."""
     cells = GaussianMixtureStory._cells()
 
     def e_steps(pending):
-        fits = [fit for _, fit in pending]
-        try:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                log_f = cell_log_density(
-                    X,
-                    np.concatenate([fit.means for fit in fits]),
-                    np.concatenate([np.asarray(fit.covariances) for fit in fits]),
-                    patterns=patterns,
-                )
-        except CollapsedComponentError:  # each candidate's own E-step names its own cell
-            log_f = None
-        results, start = [], 0
-        for index, fit in pending:
-            story, width = stories[index], len(fit.cell_class)
-            try:
-                if log_f is None:
-                    R, log_lik = _e_step(story, fit, X, codes, row_weight, None, patterns)
-                else:
-                    with np.errstate(divide="ignore"):
-                        joint = log_f[:, start : start + width] + np.log(fit.weights)
-                    R, log_lik = _posterior(fit, joint, codes, row_weight)
-            except CollapsedComponentError as error:
-                results.append(error)
-            else:
-                results.append((log_lik, (R, fit), *_floor(story)))
-            start += width
-        scored = [i for i, r in enumerate(results) if not isinstance(r, Exception)]
-        if scored:  # the statistics of every responsibility matrix in one pass over the rows
-            WR = np.hstack([results[i][1][0] for i in scored]) * row_weight[:, None]
-            stats, start = cells.sufficient_statistics(X, WR), 0
-            for i in scored:
-                end = start + results[i][1][0].shape[1]
-                own = {k: v if k == "shift" else v[start:end] for k, v in stats.items()}
-                # a lone fit's product, not a slice of the wider one: BLAS rounds them apart
-                own["counts"] = column_sums(results[i][1][0] * row_weight[:, None])
-                log_lik, expectation, *floor = results[i]
-                results[i] = (log_lik, (*expectation, own), *floor)
-                start = end
+        results, by_set = [None] * len(pending), {}
+        for p, (index, _) in enumerate(pending):
+            by_set.setdefault(owners[index][0], []).append(p)
+        for s, mine in by_set.items():
+            pairs = [(owners[pending[p][0]][1], pending[p][1]) for p in mine]
+            for p, result in zip(mine, _set_e_steps(cells, pairs, *sets[s]), strict=True):
+                results[p] = result
+        _solve_together(pending, results, owners)
         return results
 
     return e_steps
+
+
+def _set_e_steps(cells, pairs, X, codes, row_weight, patterns):
+    """The E-steps of ``pairs`` ``(story, fit)`` on one row set (:func:`_lockstep_e_steps`)."""
+    fits = [fit for _, fit in pairs]
+    try:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_f = cell_log_density(
+                X,
+                np.concatenate([fit.means for fit in fits]),
+                np.concatenate([np.asarray(fit.covariances) for fit in fits]),
+                patterns=patterns,
+            )
+    except CollapsedComponentError:  # each candidate's own E-step names its own cell
+        log_f = None
+    results, start = [], 0
+    for story, fit in pairs:
+        width = len(fit.cell_class)
+        try:
+            if log_f is None:
+                R, log_lik = _e_step(story, fit, X, codes, row_weight, None, patterns)
+            else:
+                with np.errstate(divide="ignore"):
+                    joint = log_f[:, start : start + width] + np.log(fit.weights)
+                R, log_lik = _posterior(fit, joint, codes, row_weight)
+        except CollapsedComponentError as error:
+            results.append(error)
+        else:
+            results.append((log_lik, (R, fit), *_floor(story)))
+        start += width
+    scored = [i for i, r in enumerate(results) if not isinstance(r, Exception)]
+    if scored:  # the statistics of every responsibility matrix in one pass over the rows
+        WR = np.hstack([results[i][1][0] for i in scored]) * row_weight[:, None]
+        stats, start = cells.sufficient_statistics(X, WR), 0
+        for i in scored:
+            end = start + results[i][1][0].shape[1]
+            own = {k: v if k == "shift" else v[start:end] for k, v in stats.items()}
+            # a lone fit's product, not a slice of the wider one: BLAS rounds them apart
+            own["counts"] = column_sums(results[i][1][0] * row_weight[:, None])
+            log_lik, expectation, *floor = results[i]
+            results[i] = (log_lik, (*expectation, own), *floor)
+            start = end
+    return results
+
+
+def _solve_together(pending, results, owners):
+    """The next warm M-step's covariances of the scored candidates of one group of cells with
+    the same structure, G and settings, in one batched :func:`.mclust.covariances` call (a
+    member's bits are its lone call's); a batch that fails leaves each member to its own
+    M-step, which names its own error."""
+    alike = {}
+    for p, (index, fit) in enumerate(pending):
+        story, caps = owners[index][1], owners[index][2]
+        if isinstance(results[p], Exception) or story.em_prior is not None:
+            continue
+        if len(story.groups) == 1 and caps:
+            key = (story.structures[0], np.shape(fit.covariances), caps[0])
+            alike.setdefault(key, []).append(p)
+    for (structure, _, cap), group in alike.items():
+        if len(group) < 2:
+            continue
+        members = []
+        for p in group:
+            moments = owners[pending[p][0]][1].moments(results[p][1][2])
+            if np.all(moments[0] > 0):  # a cell without rows: its own M-step names it
+                members.append((p, moments, np.asarray(pending[p][1].covariances)))
+        if len(members) < 2:
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                solved = mclust.covariances(
+                    structure,
+                    np.stack([scatter for _, (_, _, scatter), _ in members]),
+                    np.stack([counts for _, (counts, _, _), _ in members]),
+                    tol=mclust.TOL,
+                    max_iter=cap,
+                    start=np.stack([start for _, _, start in members]),
+                )
+        except (ValueError, LinAlgError):
+            continue
+        for (p, moments, _), sigma in zip(members, solved, strict=True):
+            log_lik, expectation, *floor = results[p]
+            results[p] = (log_lik, (*expectation, (cap, moments, sigma)), *floor)
 
 
 def fit_mixture(
@@ -370,13 +446,18 @@ def fit_mixture(
     return best
 
 
-def fit_mixtures(
-    X,
-    codes,
-    candidates,
+def fit_mixtures(X, codes, candidates, *, row_weight=None, observed=None, **settings):
+    """:func:`fit_mixture` of each candidate ``(num_components, structures, prior)`` on the same
+    rows, with its keywords (one structure per class: no ``across_classes``, no ``start_from``;
+    ``settings``: :func:`fit_mixture_sets`'): a list of fits, or of the
+    :class:`CollapsedComponentError` of a candidate that failed (:func:`fit_mixture_sets` of one
+    row set)."""
+    return fit_mixture_sets([(X, codes, candidates, row_weight, observed)], **settings)[0]
+
+
+def fit_mixture_sets(
+    sets,
     *,
-    row_weight=None,
-    observed=None,
     n_init: int = 1,
     random_state: int = 0,
     max_iter: int = 100,
@@ -384,17 +465,20 @@ def fit_mixtures(
     prior_step: str = "mstep",
     init: str = "hc",
 ):
-    """:func:`fit_mixture` of each candidate ``(num_components, structures, prior)`` on the same
-    rows, with its keywords (one structure per class: no ``across_classes``, no ``start_from``):
-    a list of fits, or of the :class:`CollapsedComponentError` of a candidate that failed.
+    """:func:`fit_mixtures` of several row sets ``(X, codes, candidates, row_weight,
+    observed)`` (e.g. MclustDA's classes), a list of results per set.
 
-    Labeled complete rows and one start: the candidates' EMs run in lockstep, their E-steps a
-    round at a time (:func:`_lockstep_e_steps`); a candidate that fails there is fitted again
-    alone, so every fit and every error is :func:`fit_mixture`'s."""
-    X, codes, row_weight, observed = _rows(X, codes, row_weight, observed, init)
-    results = [None] * len(candidates)
-    if observed is None and n_init == 1 and not np.any((codes < 0) & (row_weight > 0)):
-        stories, programs, slots = [], [], []
+    Labeled complete rows and one start: the candidates' EMs, of every set, run in lockstep, their
+    E-steps a round at a time and the warm M-steps of candidates alike (one structure and G, each
+    on its own rows) in one batched call (:func:`_lockstep_e_steps`); a candidate that fails
+    there is fitted again alone, so every fit and every error is :func:`fit_mixture`'s."""
+    prepared, results, programs, owners, slots = [], [], [], [], []
+    for s, (X, codes, candidates, row_weight, observed) in enumerate(sets):
+        X, codes, row_weight, observed = _rows(X, codes, row_weight, observed, init)
+        prepared.append((X, codes, row_weight, observed))
+        results.append([None] * len(candidates))
+        if observed is not None or n_init != 1 or np.any((codes < 0) & (row_weight > 0)):
+            continue
         for i, (num_components, structures, prior) in enumerate(candidates):
             story = _story(num_components, structures, False, prior, prior_step)
             try:
@@ -403,31 +487,35 @@ def fit_mixtures(
                 )
             except CollapsedComponentError:
                 continue  # fit_mixture's other starts
-            fit = _blank(story, X.shape[1])
-            args = (story, fit, X, codes, row_weight, None, R, max_iter, tol, "labeled")
-            stories.append(story)
+            fit, caps = _blank(story, X.shape[1]), []
+            args = (story, fit, X, codes, row_weight, None, R, max_iter, tol, "labeled", caps)
             programs.append(_em_program(*args))
-            slots.append(i)
-        patterns = _patterns(np.ones(X.shape, dtype=bool))
+            owners.append((s, story, caps))
+            slots.append((s, i))
+    if programs:
+        complete = [
+            (X, codes, w, _patterns(np.ones(X.shape, dtype=bool))) for X, codes, w, _ in prepared
+        ]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            e_steps = _lockstep_e_steps(stories, X, codes, row_weight, patterns)
-            outcomes = run_in_lockstep(programs, e_steps)
-        for i, outcome in zip(slots, outcomes, strict=True):
+            outcomes = run_in_lockstep(programs, _lockstep_e_steps(complete, owners))
+        for (s, i), outcome in zip(slots, outcomes, strict=True):
             if isinstance(outcome, MixtureFit) and np.isfinite(outcome.log_likelihood):
-                results[i] = outcome
+                results[s][i] = outcome
             elif not isinstance(outcome, (MixtureFit, CollapsedComponentError, LinAlgError)):
                 raise outcome
-    settings = dict(
-        row_weight=row_weight, observed=observed, n_init=n_init, random_state=random_state,
-        max_iter=max_iter, tol=tol, prior_step=prior_step, init=init,
-    )  # fmt: skip
-    for i, (components, structures, prior) in enumerate(candidates):
-        if results[i] is None:  # alone: fit_mixture's starts, fallbacks and errors
-            try:
-                results[i] = fit_mixture(X, codes, components, structures, prior=prior, **settings)
-            except CollapsedComponentError as error:
-                results[i] = error
+    for s, (X, codes, row_weight, observed) in enumerate(prepared):
+        settings = dict(
+            row_weight=row_weight, observed=observed, n_init=n_init, random_state=random_state,
+            max_iter=max_iter, tol=tol, prior_step=prior_step, init=init,
+        )  # fmt: skip
+        for i, (components, structures, prior) in enumerate(sets[s][2]):
+            if results[s][i] is None:  # alone: fit_mixture's starts, fallbacks and errors
+                try:
+                    fit = fit_mixture(X, codes, components, structures, prior=prior, **settings)
+                except CollapsedComponentError as error:
+                    fit = error
+                results[s][i] = fit
     return results
 
 

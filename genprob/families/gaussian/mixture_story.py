@@ -258,26 +258,35 @@ class GaussianMixtureStory(Story):
     def combine_statistics(self, stats_a, stats_b):
         return self._cells().combine_statistics(stats_a, stats_b)
 
-    def maximize(self, stats, *, start=None, **settings):
-        """Means and each group's :func:`.mclust.covariances` (``settings``: ``tol``,
-        ``max_iter``; ``start``: (J, D, D) warm start) from the cells' statistics; a
-        ``ValueError`` gets the failing cell as its attribute ``cell``."""
+    @classmethod
+    def moments(cls, stats):
+        """``(counts (J,), means (J, D), scatter (J, D, D))`` of the cells' statistics: the
+        weighted scatter about each cell's mean, which the structures' M-step takes."""
         counts = np.asarray(stats["counts"], dtype=np.float64)
         sums = np.asarray(stats["sums"], dtype=np.float64)
         with np.errstate(all="ignore"):  # a cell without rows: its group's M-step names it
             centered = sums / counts[:, None]
         # the cells' scatter about their means (their story's, without its fit's extras)
         squares = np.asarray(stats["squares"], dtype=np.float64)
-        scatter = self._cells().covariance_structure.scatter(squares, sums, centered, counts)
+        scatter = cls._cells().covariance_structure.scatter(squares, sums, centered, counts)
+        return counts, centered + np.asarray(stats["shift"], dtype=np.float64), scatter
+
+    def maximize(self, stats, *, start=None, solved=None, **settings):
+        """Means and each group's :func:`.mclust.covariances` (``settings``: ``tol``,
+        ``max_iter``; ``start``: (J, D, D) warm start; ``solved``: ``(moments, covariances)`` of
+        these statistics with these settings, already computed in a batch of fits) from the
+        cells' statistics; a ``ValueError`` gets the failing cell as its attribute ``cell``."""
+        counts, means, scatter = self.moments(stats) if solved is None else solved[0]
         covariances = np.empty_like(scatter)
-        means = centered + np.asarray(stats["shift"], dtype=np.float64)
         priors = (None,) * len(self.groups) if self.em_prior is None else self.em_prior
         for structure, group, prior in zip(self.structures, self.groups, priors, strict=True):
             # consecutive cells (a class's components) as a slice: views, not fancy-index copies
             first, last = group[0], group[-1] + 1
             cells = slice(first, last) if group == tuple(range(first, last)) else list(group)
             try:
-                if prior is None:
+                if prior is None and solved is not None:
+                    covariances[cells] = solved[1][cells]
+                elif prior is None:
                     covariances[cells] = mclust.covariances(
                         structure,
                         scatter[cells],
