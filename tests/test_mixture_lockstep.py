@@ -91,3 +91,28 @@ def test_classes_fitted_together_batch_their_m_steps_and_give_lone_fits(monkeypa
         for X, fits in zip(classes, together, strict=True):
             for t, c in zip(fits, candidates, strict=True):
                 _assert_same(t, _alone(X, c))
+
+
+def test_stacked_posteriors_are_each_fits_own():
+    # semi-supervised rows (other classes' cells masked), zero row weights, -inf densities
+    rng = np.random.default_rng(3)
+    n, members, width = 40, 5, 4
+    joint = rng.normal(scale=30.0, size=(n, members, width))
+    joint[rng.uniform(size=joint.shape) < 0.1] = -np.inf
+    cell_class = np.array([[0, 0, 1, 1], [0, 1, 1, 1], [0, 0, 0, 1], [0, 1, 0, 1], [1, 1, 0, 0]])
+    log_prior = np.log(rng.dirichlet(np.ones(2), members))[np.arange(members)[:, None], cell_class]
+    codes = rng.integers(-1, 2, n)
+    row_weight = rng.uniform(0.5, 2.0, n)
+    row_weight[[3, 17]] = 0.0
+    R, log_liks = mixture._posteriors(log_prior, cell_class, joint, codes, row_weight)
+    scored = np.isfinite(R).all(axis=-1) & (row_weight > 0)[:, None]  # NaN: no cell of its class
+    assert scored.mean() > 0.8
+    np.testing.assert_allclose(R.sum(axis=-1)[scored], 1.0, rtol=1e-12)
+    for b in range(members):
+        alone, log_lik = mixture._posteriors(
+            log_prior[b], cell_class[b], joint[:, b], codes, row_weight
+        )
+        np.testing.assert_array_equal(R[:, b], alone)
+        assert log_liks[b] == log_lik
+        labeled = (codes >= 0) & scored[:, b]
+        assert np.all(R[labeled, b][cell_class[b][None, :] != codes[labeled, None]] == 0)

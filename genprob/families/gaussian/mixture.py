@@ -78,15 +78,27 @@ def _e_step(story, fit: MixtureFit, X, codes, row_weight, observed, patterns=Non
 
 def _posterior(fit: MixtureFit, joint, codes, row_weight):
     """:func:`_e_step` from the cells' ``log tau_j f_j(x)`` (n, J)."""
-    cell_class = fit.cell_class
+    log_prior = np.log(fit.class_prior)[fit.cell_class]
+    R, log_lik = _posteriors(log_prior, fit.cell_class, joint, codes, row_weight)
+    return R, float(log_lik)
+
+
+def _posteriors(log_prior, cell_class, joint, codes, row_weight):
+    """:func:`_posterior` of fits alike stacked: ``joint`` (n, ..., J), ``log_prior`` and
+    ``cell_class`` (..., J); each fit's numbers are its own call's, to the bit."""
+    n, members = joint.shape[0], (1,) * (joint.ndim - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        joint = joint + np.log(fit.class_prior)[cell_class]
-        other = (codes[:, None] >= 0) & (cell_class[None, :] != codes[:, None])
+        joint = joint + log_prior
+        labeled = codes.reshape(n, *members)
+        other = (labeled >= 0) & (cell_class != labeled)
         masked = np.where(other, -np.inf, joint)
         row_log = log_sum_exp(masked)
-        R = np.exp(masked - row_log[:, None])
+        R = np.exp(masked - row_log[..., None])
     R[row_weight == 0] = 0.0
-    return R, float(np.sum(row_weight * np.where(row_weight > 0, row_log, 0.0)))
+    weight = row_weight.reshape(n, *members[1:])
+    kept = weight * np.where(weight > 0, row_log, 0.0)
+    # each fit's sum over contiguous rows: a 1-D pairwise sum, whatever the stack
+    return R, np.moveaxis(kept, 0, -1).copy().sum(axis=-1)
 
 
 def _m_step(
@@ -98,12 +110,12 @@ def _m_step(
     observed,
     max_iter,
     warm=False,
-    stats=None,
+    moments=None,
     solved=None,
 ):
     """The story's M-step from ``R`` into ``fit``; ``warm``: from ``fit``'s covariances;
-    ``stats``: the cells' statistics of ``R`` already computed, ``solved``: ``(max_iter,
-    moments, covariances)`` of this warm M-step already computed in a batch
+    ``moments``: :meth:`.GaussianMixtureStory.moments` of ``R``'s statistics already computed,
+    ``solved``: ``(max_iter, covariances)`` of this warm M-step already computed in a batch
     (:func:`_lockstep_e_steps`; used if ``max_iter`` is this M-step's)."""
     WR = R * row_weight[:, None]
     counts = WR.sum(axis=0)  # (J,)
@@ -111,9 +123,10 @@ def _m_step(
         j = int(np.flatnonzero(counts <= 0)[0])
         raise _collapsed(fit.cell_class, j, "no row is assigned to it (the component collapsed).")
     cells = story._cells()  # the statistics of the cells given their responsibilities
-    if stats is None and (observed is None or observed.all()):
+    stats = None
+    if moments is None and (observed is None or observed.all()):
         stats = cells.sufficient_statistics(X, WR)
-    elif stats is None:
+    elif moments is None:
         current = {"means": fit.means, "covariance": np.asarray(fit.covariances)}
         stats = cells.observed_statistics(X, WR, observed, current)
     try:
@@ -122,7 +135,8 @@ def _m_step(
             tol=mclust.TOL,
             max_iter=max_iter,
             start=fit.covariances if warm else None,
-            solved=solved[1:] if warm and solved is not None and solved[0] == max_iter else None,
+            moments=moments,
+            solved=solved[1] if warm and solved and solved[0] == max_iter else None,
         )
     except ValueError as error:
         raise _collapsed(
@@ -194,7 +208,7 @@ def _floor(story):
 
 def _em_program(story, fit, X, codes, row_weight, observed, R, max_iter, tol, start, caps=None):
     """:func:`_run_em` as a program of :func:`.em_driver.em_loop`'s protocol: it yields each
-    fit to score and takes its E-step ``(log_lik, (R, fit[, statistics of R[, solved]]),
+    fit to score and takes its E-step ``(log_lik, (R, fit[, moments of R[, solved]]),
     *floor)``; ``caps``: a list the program keeps its next warm M-steps' ``max_iter`` in, first."""
     unlabeled = bool(np.any((codes < 0) & (row_weight > 0)))
     multi = len(fit.cell_class) > len(fit.class_prior)
@@ -286,33 +300,55 @@ def _set_e_steps(cells, pairs, X, codes, row_weight, patterns):
             )
     except CollapsedComponentError:  # each candidate's own E-step names its own cell
         log_f = None
-    results, start = [], 0
-    for story, fit in pairs:
-        width = len(fit.cell_class)
-        try:
-            if log_f is None:
+    if log_f is None:
+        results = []
+        for story, fit in pairs:
+            try:
                 R, log_lik = _e_step(story, fit, X, codes, row_weight, None, patterns)
+            except CollapsedComponentError as error:
+                results.append(error)
             else:
-                with np.errstate(divide="ignore"):
-                    joint = log_f[:, start : start + width] + np.log(fit.weights)
-                R, log_lik = _posterior(fit, joint, codes, row_weight)
-        except CollapsedComponentError as error:
-            results.append(error)
-        else:
-            results.append((log_lik, (R, fit), *_floor(story)))
-        start += width
+                results.append((log_lik, (R, fit), *_floor(story)))
+    else:
+        results = _stacked_posteriors(pairs, log_f, codes, row_weight)
     scored = [i for i, r in enumerate(results) if not isinstance(r, Exception)]
     if scored:  # the statistics of every responsibility matrix in one pass over the rows
         WR = np.hstack([results[i][1][0] for i in scored]) * row_weight[:, None]
-        stats, start = cells.sufficient_statistics(X, WR), 0
-        for i in scored:
-            end = start + results[i][1][0].shape[1]
-            own = {k: v if k == "shift" else v[start:end] for k, v in stats.items()}
-            # a lone fit's product, not a slice of the wider one: BLAS rounds them apart
-            own["counts"] = column_sums(results[i][1][0] * row_weight[:, None])
+        stats = cells.sufficient_statistics(X, WR)
+        # a lone fit's product, not a slice of the wider one: BLAS rounds them apart
+        counts = [column_sums(results[i][1][0] * row_weight[:, None]) for i in scored]
+        # cell by cell, so each fit's slice is its own call's
+        stats["counts"] = np.concatenate(counts)
+        _, means, scatter = GaussianMixtureStory.moments(stats)
+        start = 0
+        for i, own in zip(scored, counts, strict=True):
+            end = start + len(own)
             log_lik, expectation, *floor = results[i]
-            results[i] = (log_lik, (*expectation, own), *floor)
+            moments = (own, means[start:end], scatter[start:end])
+            results[i] = (log_lik, (*expectation, moments), *floor)
             start = end
+    return results
+
+
+def _stacked_posteriors(pairs, log_f, codes, row_weight):
+    """The E-steps of ``pairs`` from the density ``log_f`` of all their cells side by side:
+    one :func:`_posteriors` call for the fits of each number of cells."""
+    results, widths = [None] * len(pairs), [len(fit.cell_class) for _, fit in pairs]
+    starts = np.cumsum([0, *widths[:-1]])
+    for width in dict.fromkeys(widths):
+        mine = [i for i, w in enumerate(widths) if w == width]
+        fits = [pairs[i][1] for i in mine]
+        cell_class = np.stack([fit.cell_class for fit in fits])
+        log_prior = np.take_along_axis(
+            np.log(np.stack([fit.class_prior for fit in fits])), cell_class, axis=1
+        )
+        with np.errstate(divide="ignore"):
+            joint = log_f[:, starts[mine][:, None] + np.arange(width)]
+            joint = joint + np.log(np.stack([fit.weights for fit in fits]))
+        R, log_liks = _posteriors(log_prior, cell_class, joint, codes, row_weight)
+        for b, i in enumerate(mine):
+            story, fit = pairs[i]
+            results[i] = (float(log_liks[b]), (R[:, b], fit), *_floor(story))
     return results
 
 
@@ -334,7 +370,7 @@ def _solve_together(pending, results, owners):
             continue
         members = []
         for p in group:
-            moments = owners[pending[p][0]][1].moments(results[p][1][2])
+            moments = results[p][1][2]
             if np.all(moments[0] > 0):  # a cell without rows: its own M-step names it
                 members.append((p, moments, np.asarray(pending[p][1].covariances)))
         if len(members) < 2:
@@ -351,9 +387,9 @@ def _solve_together(pending, results, owners):
                 )
         except (ValueError, LinAlgError):
             continue
-        for (p, moments, _), sigma in zip(members, solved, strict=True):
+        for (p, _, _), sigma in zip(members, solved, strict=True):
             log_lik, expectation, *floor = results[p]
-            results[p] = (log_lik, (*expectation, (cap, moments, sigma)), *floor)
+            results[p] = (log_lik, (*expectation, (cap, sigma)), *floor)
 
 
 def fit_mixture(

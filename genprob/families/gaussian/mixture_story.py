@@ -271,12 +271,13 @@ class GaussianMixtureStory(Story):
         scatter = cls._cells().covariance_structure.scatter(squares, sums, centered, counts)
         return counts, centered + np.asarray(stats["shift"], dtype=np.float64), scatter
 
-    def maximize(self, stats, *, start=None, solved=None, **settings):
+    def maximize(self, stats, *, start=None, moments=None, solved=None, **settings):
         """Means and each group's :func:`.mclust.covariances` (``settings``: ``tol``,
-        ``max_iter``; ``start``: (J, D, D) warm start; ``solved``: ``(moments, covariances)`` of
-        these statistics with these settings, already computed in a batch of fits) from the
-        cells' statistics; a ``ValueError`` gets the failing cell as its attribute ``cell``."""
-        counts, means, scatter = self.moments(stats) if solved is None else solved[0]
+        ``max_iter``; ``start``: (J, D, D) warm start) from the cells' statistics or from their
+        ``moments`` (:meth:`moments`) already computed; ``solved``: the covariances of these
+        moments and settings already computed in a batch of fits; a ``ValueError`` gets the
+        failing cell as its attribute ``cell``."""
+        counts, means, scatter = self.moments(stats) if moments is None else moments
         covariances = np.empty_like(scatter)
         priors = (None,) * len(self.groups) if self.em_prior is None else self.em_prior
         for structure, group, prior in zip(self.structures, self.groups, priors, strict=True):
@@ -285,7 +286,7 @@ class GaussianMixtureStory(Story):
             cells = slice(first, last) if group == tuple(range(first, last)) else list(group)
             try:
                 if prior is None and solved is not None:
-                    covariances[cells] = solved[1][cells]
+                    covariances[cells] = solved[cells]
                 elif prior is None:
                     covariances[cells] = mclust.covariances(
                         structure,
