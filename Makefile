@@ -68,6 +68,8 @@ bench: $(STAMP)
 # against R's mclust in the same run (Rscript with mclust; R_LIBS=DIR for a private library)
 bench-mclust: $(STAMP)
 	$(BIN)/python benchmarks/bench_mclust.py --json benchmarks/results/bench_mclust.json
+	$(BIN)/python benchmarks/bench_mclust.py --em-tol 1e-5 --cases iris,digits \
+		--json benchmarks/results/bench_mclust_tol.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache site $(ARVIZ1_VENV) $(OLDEST_VENV)

@@ -25,6 +25,10 @@ Usage::
     python benchmarks/bench_mclust.py --json benchmarks/results/bench_mclust.json
     python benchmarks/bench_mclust.py --cases iris,wine --repeats 1
     python benchmarks/bench_mclust.py --source ../genprob-before    # another checkout's genprob
+    python benchmarks/bench_mclust.py --em-tol 1e-5 --json benchmarks/results/bench_mclust_tol.json
+
+``--em-tol 1e-5`` fits genprob at mclust's EM tolerance (``emControl()``'s ``tol``) instead of
+its default 1e-8: like for like, the same convergence rule on both sides.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ import numpy as np
 import genprob
 from genprob.families.gaussian.mclust import STRUCTURES
 case, path = sys.argv[1], sys.argv[2]
+settings = {"em_tol": float(sys.argv[3])} if sys.argv[3] else {}
 data = np.loadtxt(path, delimiter=",", skiprows=1)
 X, y = data[:, :-1], data[:, -1].astype(int)
 def run():
@@ -76,9 +81,9 @@ def run():
         warnings.simplefilter("ignore")
         if case == "wine":
             for s in STRUCTURES:
-                genprob.MixtureDiscriminantAnalysis(structure=s, n_components=1).fit(X, y)
+                genprob.MixtureDiscriminantAnalysis(s, n_components=1, **settings).fit(X, y)
         else:
-            genprob.MixtureDiscriminantAnalysis(n_components=range(1, 4)).fit(X, y)
+            genprob.MixtureDiscriminantAnalysis(n_components=range(1, 4), **settings).fit(X, y)
 times = []
 for _ in range(2):
     start = time.perf_counter()
@@ -116,12 +121,13 @@ def time_r(case: str) -> tuple[float, str]:
     return float(seconds), version
 
 
-def time_genprob(case: str, source: Path = ROOT) -> dict:
+def time_genprob(case: str, source: Path = ROOT, em_tol: float | None = None) -> dict:
     paths = [str(source), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     # cwd: ``python -c`` puts it on sys.path before PYTHONPATH
     out = subprocess.run(
-        [sys.executable, "-c", PY_SCRIPT, case, str(DATA / CASES[case]["file"])],
+        [sys.executable, "-c", PY_SCRIPT, case, str(DATA / CASES[case]["file"])]
+        + ["" if em_tol is None else repr(em_tol)],
         capture_output=True, text=True, check=True, env=env, cwd=source,
     )  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -135,6 +141,10 @@ def main(argv=None):
     parser.add_argument(
         "--source", type=Path, default=ROOT, help="the genprob checkout to time (e.g. a worktree"
         " of an earlier commit, for a before/after in the same run)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--em-tol", type=float, default=None, help="genprob's em_tol (default: its own, 1e-8;"
+        " mclust's is 1e-5)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     missing = r_available()
@@ -152,7 +162,7 @@ def main(argv=None):
                     seconds, record["mclust"] = time_r(case)
                     r_times.append(seconds)
                 elif who == "genprob":
-                    got = time_genprob(case, args.source)
+                    got = time_genprob(case, args.source, args.em_tol)
                     record["genprob"] = got["version"]
                     first.append(got["first"])
                     refit.append(got["refit"])
@@ -184,6 +194,7 @@ def main(argv=None):
         )
     record["load_average_1min"]["end"] = _load()
     record["repeats"] = args.repeats
+    record["em_tol"] = args.em_tol  # None: genprob's default
     if args.source != ROOT:
         record["source"] = str(args.source)
     record["rows"] = rows

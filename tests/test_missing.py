@@ -532,3 +532,32 @@ def test_nuts_priors_on_the_data_scale_with_a_missing_cell_in_every_row(monkeypa
     inner = seen[0].story  # the marginalizing wrapper's story
     np.testing.assert_allclose(inner.mean_prior_loc, np.nanmean(Xm, axis=0), rtol=1e-12)
     assert np.all(np.asarray(inner.mean_prior_scale) > 10.0)  # sds of about 40 to 180
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.3])
+def test_cell_densities_in_row_blocks_are_scipys(monkeypatch, fraction):
+    """The density's BLAS products go in blocks of rows past a size (one thread each); every
+    block, with or without missing cells, is the Gaussian's own log density."""
+    from genprob.families.gaussian import distributions
+    from genprob.families.gaussian.mixture_story import cell_log_density
+
+    X, _ = _iris()
+    X = _mcar(X, fraction, 7)
+    rng = np.random.default_rng(3)
+    means = X[rng.choice(len(X), 5, replace=False)]
+    means = np.where(np.isnan(means), 3.0, means)
+    A = rng.normal(size=(5, 4, 4))
+    covariances = A @ np.swapaxes(A, 1, 2) + np.eye(4)
+    observed = ~np.isnan(X)
+    whole = cell_log_density(np.nan_to_num(X), means, covariances, observed=observed)
+    monkeypatch.setattr(distributions, "_ONE_THREAD_SIZE", 16 * 7)  # blocks of 7 rows
+    blocks = cell_log_density(np.nan_to_num(X), means, covariances, observed=observed)
+    np.testing.assert_allclose(blocks, whole, rtol=1e-13, atol=0)
+    for i in range(len(X)):
+        o = observed[i]
+        for j in range(5):
+            expected = 0.0
+            if o.any():
+                cov = covariances[j][np.ix_(o, o)]
+                expected = multivariate_normal(means[j, o], cov).logpdf(X[i, o])
+            assert abs(blocks[i, j] - expected) < 1e-10

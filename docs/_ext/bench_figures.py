@@ -802,9 +802,12 @@ def busy_table() -> str:
 
 # -- model-based classification against R's mclust (bench_mclust.py) ------------------------
 
-MCLUST_COMMAND = (
-    "R_LIBS=DIR python benchmarks/bench_mclust.py --json benchmarks/results/bench_mclust.json"
-)
+MCLUST_COMMANDS = {
+    "bench_mclust": "R_LIBS=DIR python benchmarks/bench_mclust.py --json "
+    "benchmarks/results/bench_mclust.json",
+    "bench_mclust_tol": "R_LIBS=DIR python benchmarks/bench_mclust.py --em-tol 1e-5 "
+    "--cases iris,digits --json benchmarks/results/bench_mclust_tol.json",
+}
 MCLUST_CASES = {
     "iris": "iris MclustDA, 14 structures x G 1-3",
     "wine": "wine EDDA, the 14 structures one by one",
@@ -812,17 +815,17 @@ MCLUST_CASES = {
 }
 
 
-def mclust_run() -> str:
-    record = results("bench_mclust")
-    note = _run_note(record, MCLUST_COMMAND)
+def mclust_run(name: str = "bench_mclust") -> str:
+    record = results(name)
+    note = _run_note(record, MCLUST_COMMANDS[name])
     if record.get("mclust"):
         note += f"<p>mclust {html.escape(str(record['mclust']))}, {record.get('repeats')} runs.</p>"
     return note
 
 
-def mclust_table() -> str:
+def mclust_table(name: str = "bench_mclust") -> str:
     body = []
-    for r in results("bench_mclust").get("rows", []):
+    for r in results(name).get("rows", []):
         first = _ratio(r.get("first_s"), r.get("mclust_s"))
         refit = _ratio(r.get("refit_s"), r.get("mclust_s"))
         target = _number(r.get("target"))

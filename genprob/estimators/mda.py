@@ -342,10 +342,9 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
                 return fit.log_likelihood
             return mixture.mixture_log_likelihood(fit, X, row_weight, settings["observed"])
 
-        def fit_all(pairs):  # in order: a range's G = 1 fit comes first
-            return [_attempt(fit_one, structure, G) for structure, G in pairs]
-
-        fit, tables, lines = self._choose(fit_all, structures, components, K, row_weight, log_lik)
+        # in order: a range's G = 1 fit comes first
+        outcomes = [_attempt(fit_one, s, G) for s, G in self._grid(structures, components)]
+        fit, tables, lines = self._choose(outcomes, structures, components, K, row_weight, log_lik)
         self._keep_tables(tables, list(structures), components, lines)
         return fit
 
@@ -380,9 +379,8 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         outcomes = mixture.fit_mixture_sets(sets, prior_step="em", **shared)
         for k, (structures, components) in enumerate(candidates):
             fit, table, left_out = self._choose(
-                lambda pairs, k=k: outcomes[k], structures, components, 1, sets[k][3],
-                cls=self.classes_[k],
-            )  # fmt: skip
+                outcomes[k], structures, components, 1, sets[k][3], cls=self.classes_[k]
+            )
             chosen.append(fit)
             wide = np.full((2, len(structures), len(columns)), np.nan)
             wide[:, :, [columns.index(G) for G in components]] = table
@@ -406,16 +404,15 @@ class MixtureDiscriminantAnalysis(GenerativeClassifierBase):
         return [(s, G) for s in allowed for G in components]
 
     def _choose(
-        self, fit_all, structures, components, num_classes, row_weight, log_lik=None, cls=None
+        self, outcomes, structures, components, num_classes, row_weight, log_lik=None, cls=None
     ):
-        """Every (structure, G) fitted (``fit_all``: the pairs' fits or errors): the fit the
-        criterion prefers, the BIC and ICL tables (mclust's sign, NaN where components
-        collapsed) and a line per left-out candidate."""
+        """Every (structure, G) fitted (``outcomes``: the fits or errors of :meth:`_grid`'s
+        pairs, in its order): the fit the criterion prefers, the BIC and ICL tables (mclust's
+        sign, NaN where components collapsed) and a line per left-out candidate."""
         n = float(row_weight.sum())
         tables = np.full((2, len(structures), len(components)), np.nan)  # BIC, ICL
         fits, failures = {}, []
         pairs = self._grid(structures, components)
-        outcomes = fit_all(pairs)
         cells = [(structures.index(s), components.index(G)) for s, G in pairs]
         for (a, b), fit in zip(cells, outcomes, strict=True):
             structure, G = structures[a], components[b]

@@ -245,18 +245,39 @@ def observed_factors(covariance, pattern_mask) -> dict:
 
 def _by_pattern(vectors, matrices, index, transpose=False):
     """``v_i W_p(i)`` (or ``W_p(i) v_i``) (n, K, D) with each row's pattern's matrices."""
-    subscripts = "nke,nkde->nkd" if transpose else "nkd,nkde->nke"
     xp = namespace(vectors, matrices)
     if xp is not np:
+        subscripts = "nke,nkde->nkd" if transpose else "nkd,nkde->nke"
         return xp.einsum(subscripts, vectors, matrices[index])
+    if transpose:
+        matrices = np.swapaxes(matrices, -1, -2)
     if matrices.shape[0] == 1:  # every row alike (all observed): EM's E-step, no sort
-        return np.einsum(subscripts.replace("nkde", "kde"), vectors, matrices[0])
+        return _per_class_product(vectors, matrices[0])
     out = np.empty(vectors.shape, np.result_type(vectors, matrices))
     order = np.argsort(index, kind="stable")  # each pattern's rows as one slice of the order
     bounds = np.searchsorted(index[order], np.arange(matrices.shape[0] + 1))
     for p in range(matrices.shape[0]):
         rows = order[bounds[p] : bounds[p + 1]]
-        out[rows] = np.einsum(subscripts.replace("nkde", "kde"), vectors[rows], matrices[p])
+        out[rows] = _per_class_product(vectors[rows], matrices[p])
+    return out
+
+
+#: a BLAS product's rows x D x E at most this: OpenBLAS runs it on one thread (its threads
+#: would wait for cores other work uses); docs/benchmarks.md measures where they start
+_ONE_THREAD_SIZE = 2**18
+
+
+def _per_class_product(vectors, matrices):
+    """``v_ik W_k`` (n, K, E) of ``vectors`` (n, K, D), ``matrices`` (K, D, E): a BLAS product
+    per class (einsum's loop is ~13x slower at n=180, K=56, D=10), in blocks of rows."""
+    n = vectors.shape[0]
+    block = max(1, _ONE_THREAD_SIZE // (matrices.shape[-2] * matrices.shape[-1]))
+    if n <= block:
+        return np.matmul(np.swapaxes(vectors, 0, 1), matrices).swapaxes(0, 1)
+    out = np.empty(vectors.shape[:-1] + matrices.shape[-1:], np.result_type(vectors, matrices))
+    for start in range(0, n, block):
+        rows = slice(start, start + block)
+        out[rows] = np.matmul(np.swapaxes(vectors[rows], 0, 1), matrices).swapaxes(0, 1)
     return out
 
 
@@ -266,7 +287,9 @@ def observed_log_density(rows, observed, loc, factors, patterns):
     xp = namespace(rows, loc, factors["whitening"])
     count = xp.sum(xp.asarray(pattern_mask), axis=-1).astype(rows.dtype)[:, None]  # (P, 1)
     constant = class_constant(count, factors["log_normalizer"])  # (P, K)
-    centered = xp.where(observed[:, None, :], rows[:, None, :] - loc, 0.0)
+    centered = rows[:, None, :] - loc
+    if xp is not np or not np.all(pattern_mask):  # all observed (EM's E-step): nothing to mask
+        centered = xp.where(observed[:, None, :], centered, 0.0)
     z = _by_pattern(centered, factors["whitening"], index)
     return -0.5 * xp.sum(z * z, axis=-1) + constant[index]
 
