@@ -101,6 +101,18 @@ def class_sums(R, X):
     return R.T @ X
 
 
+def row_blocks(step: int, *arrays):
+    """``(rows, block of each array)``, ``step`` consecutive rows at a time; the arrays
+    themselves when one block holds them (slicing a SciPy sparse matrix copies it)."""
+    num_rows = arrays[0].shape[0]
+    if step >= num_rows:
+        yield slice(None), *arrays
+        return
+    for start in range(0, num_rows, step):
+        rows = slice(start, start + step)
+        yield rows, *(array[rows] for array in arrays)
+
+
 def row_sums(array):
     """``array.sum(axis=1)`` as a product with ones (see :func:`column_sums`)."""
     return array @ namespace(array).ones(array.shape[1], dtype=array.dtype)

@@ -12,6 +12,7 @@ from genprob._lazy import LazyModule, is_jax_array, jax_context, jitted
 from genprob.engine._arrays import (
     column_sums,
     namespace,
+    row_blocks,
     row_sums,
     tree_leaves,
     tree_map,
@@ -136,7 +137,7 @@ def statistics(story: Story, X, R, *, pad: bool = False) -> dict:
     if X.dtype == np.float64:
         x64 = jax_context(lambda jax: jax.enable_x64(True))
     with x64, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for _, X_block, R_block in _row_blocks(step, X, R):
+        for _, X_block, R_block in row_blocks(step, X, R):
             part = story.sufficient_statistics(X_block, R_block)
             emission = part if emission is None else add_emission_statistics(story, emission, part)
     return {"class_counts": column_sums(R), "emission": _host_tree(emission)}
@@ -147,18 +148,6 @@ def _block_rows(X) -> int:
     num_rows, num_features = X.shape
     step = max(_MIN_BLOCK_ROWS, BLOCK_BYTES // max(1, num_features * X.dtype.itemsize))
     return max(num_rows, 1) if num_rows <= step or scipy.sparse.issparse(X) else step
-
-
-def _row_blocks(step: int, *arrays):
-    """``(rows, block of each array)``, ``step`` consecutive rows at a time; the arrays
-    themselves when one block holds them (slicing a SciPy sparse matrix copies it)."""
-    num_rows = arrays[0].shape[0]
-    if step >= num_rows:
-        yield slice(None), *arrays
-        return
-    for start in range(0, num_rows, step):
-        rows = slice(start, start + step)
-        yield rows, *(array[rows] for array in arrays)
 
 
 @jitted
@@ -327,7 +316,7 @@ def class_scores(story: Story, params: dict, X):
     params, step, scores = _host_tree(params), _block_rows(X), None
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         log_prior = np.log(params[CLASS_PRIOR])
-        for rows, X_block in _row_blocks(step, X):
+        for rows, X_block in row_blocks(step, X):
             block = np.asarray(story.discriminant(params, X_block)) + log_prior
             if rows == slice(None):
                 scores = block
